@@ -1,0 +1,38 @@
+"""gputwin's exception hierarchy: every error a user can provoke is one of these, and says where."""
+from __future__ import annotations
+
+
+class GputwinError(Exception):
+  """Base of every error gputwin raises on purpose."""
+
+
+class VendorDataError(GputwinError):
+  """The vendor tables (the pinned tinygrad wheel) are missing or have an unexpected layout."""
+
+
+class AsmError(GputwinError):
+  """Assembly text that cannot be encoded; carries line and column like llvm-mc."""
+
+  def __init__(self, msg: str, line: int = 0, col: int = 0, text: str = "", arch: str = ""):
+    self.msg, self.line, self.col, self.text, self.arch = msg, line, col, text, arch
+    where = f"{line}:{col}: " if line else ""
+    tgt = f"[{arch}] " if arch else ""
+    super().__init__(f"{tgt}{where}error: {msg}" + (f"\n  {text}\n  {' ' * max(col - 1, 0)}^" if text else ""))
+
+
+class DecodeError(GputwinError):
+  """Bytes that are not a valid instruction for the target; names target and byte offset."""
+
+  def __init__(self, msg: str, arch: str = "", offset: int | None = None, word: int | None = None):
+    self.msg, self.arch, self.offset, self.word = msg, arch, offset, word
+    at = f" at offset {offset:#x}" if offset is not None else ""
+    w = f" (word {word:#010x})" if word is not None else ""
+    super().__init__(f"[{arch}] cannot decode{at}{w}: {msg}")
+
+
+class PcodeError(GputwinError):
+  """Vendor pseudocode that cannot be parsed or compiled; names arch, instruction, line and column."""
+
+  def __init__(self, msg: str, arch: str = "", inst: str = "", line: int = 0, col: int = 0):
+    self.msg, self.arch, self.inst, self.line, self.col = msg, arch, inst, line, col
+    super().__init__(f"[{arch}] {inst}:{line}:{col}: {msg}")

@@ -1,0 +1,1 @@
+"""gputwin.mock"""

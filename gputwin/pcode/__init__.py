@@ -1,0 +1,1 @@
+"""gputwin.pcode"""
