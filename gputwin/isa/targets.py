@@ -1,0 +1,57 @@
+"""Targets: an LLVM processor name -> vendor table family + the deltas that make it that chip.
+
+The vendor XML describes one chip per family (RDNA3.5, RDNA4, CDNA4). A target narrows it: opcodes the
+chip lacks (per llvm-mc-22, see data/target_deltas.json with evidence), its default wave size and whether
+16-bit VGPR halves use true16 syntax (v1.l / v1.h).
+"""
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from gputwin.errors import GputwinError
+
+_DATA = Path(__file__).parent / "data"
+
+
+@dataclass(frozen=True)
+class Target:
+  name: str  # LLVM processor name: "gfx1100"
+  family: str  # vendor table family: "rdna3" | "rdna4" | "cdna"
+  wave: int  # default wavefront size
+  waves: tuple[int, ...]  # supported wavefront sizes
+  true16: bool  # llvm-mc-22 prints 16-bit VGPR operands as v1.l / v1.h
+  mattr: str  # llvm-mc-22 -mattr matching our defaults
+  lacks: frozenset[str]  # canonical opcode names in the family tables this chip does not have
+  isa: str  # marketing ISA name for messages
+
+  @property
+  def is_cdna(self) -> bool: return self.family == "cdna"
+
+
+_TARGETS = {
+  "gfx1100": ("rdna3", 32, (32, 64), True, "RDNA3"),
+  "gfx1200": ("rdna4", 32, (32, 64), False, "RDNA4"),
+  "gfx1201": ("rdna4", 32, (32, 64), False, "RDNA4"),
+  "gfx942": ("cdna", 64, (64,), False, "CDNA3"),
+  "gfx950": ("cdna", 64, (64,), False, "CDNA4"),
+}
+TARGETS = tuple(_TARGETS)
+
+
+@functools.cache
+def _deltas() -> dict[str, list[str]]:
+  p = _DATA / "target_deltas.json"
+  return {k: v["lacks"] for k, v in json.loads(p.read_text())["targets"].items()} if p.exists() else {}
+
+
+@functools.cache
+def target(name: str) -> Target:
+  """Look up a target by LLVM processor name (gfx1100, gfx1200, gfx1201, gfx942, gfx950)."""
+  if name not in _TARGETS:
+    raise GputwinError(f"unknown target {name!r}; supported: {', '.join(TARGETS)}")
+  fam, wave, waves, true16, isa = _TARGETS[name]
+  mattr = f"+wavefrontsize{wave}" + (",+real-true16" if true16 else "")
+  return Target(name, fam, wave, waves, true16, mattr, frozenset(_deltas().get(name, ())), isa)
