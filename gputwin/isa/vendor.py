@@ -21,7 +21,7 @@ from gputwin.errors import VendorDataError
 
 FAMILIES = ("rdna3", "rdna4", "cdna")
 _FILES = ("enum", "ins", "operands", "str_pcode")
-_SCHEMA = 3  # bump when the table layout below changes
+_SCHEMA = 4  # bump when the table layout below changes
 
 # Field classes in ins.py -> our field kinds. Register kinds decide how an operand value is printed/parsed.
 _KINDS = {"BitField": "bits", "FixedBitField": "fixed", "EnumBitField": "op", "VGPRField": "vgpr",
@@ -45,7 +45,7 @@ class Field:
   def mask(self) -> int: return (1 << self.width) - 1
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Encoding:
   name: str  # "VOP3_LIT"
   base: str  # "VOP3" (== name for base encodings)

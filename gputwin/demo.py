@@ -1,0 +1,82 @@
+"""`gputwin demo`: the main job on an embedded default.
+
+Until the compiler lands, the demo takes one embedded kernel (y = a*x + y, with its loads, waits and
+store) per target, assembles it with gputwin, disassembles the bytes, re-assembles the text and checks the
+round trip; where llvm-mc-22 is installed it also checks gputwin's bytes against it.
+"""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+
+from gputwin.isa.targets import TARGETS, target
+
+# One saxpy body per ISA spelling. Loads: kernarg s[0:1] -> x ptr s[4:5], y ptr s[6:7], a in s8.
+_RDNA3 = """
+  s_load_b128 s[4:7], s[0:1], 0x0
+  s_load_b32 s8, s[0:1], 0x10
+  v_lshlrev_b32 v1, 2, v0
+  s_waitcnt lgkmcnt(0)
+  global_load_b32 v2, v1, s[4:5]
+  global_load_b32 v3, v1, s[6:7]
+  s_waitcnt vmcnt(0)
+  v_fmac_f32 v3, s8, v2
+  global_store_b32 v1, v3, s[6:7]
+  s_endpgm
+"""
+_RDNA4 = _RDNA3.replace("s_waitcnt lgkmcnt(0)", "s_wait_kmcnt 0x0").replace("s_waitcnt vmcnt(0)", "s_wait_loadcnt 0x0")
+_CDNA = """
+  s_load_dwordx4 s[4:7], s[0:1], 0x0
+  s_load_dword s8, s[0:1], 0x10
+  v_lshlrev_b32 v1, 2, v0
+  s_waitcnt lgkmcnt(0)
+  global_load_dword v2, v1, s[4:5]
+  global_load_dword v3, v1, s[6:7]
+  s_waitcnt vmcnt(0)
+  v_fmac_f32 v3, s8, v2
+  global_store_dword v1, v3, s[6:7]
+  s_endpgm
+"""
+KERNELS = {"rdna3": _RDNA3, "rdna4": _RDNA4, "cdna": _CDNA}
+
+
+def llvm_mc_bytes(text: str, arch: str) -> bytes | None:
+  """Encode with llvm-mc-22 (None when it is not installed)."""
+  exe = shutil.which("llvm-mc-22")
+  if exe is None:
+    return None
+  out = subprocess.run([exe, "-triple=amdgcn", f"-mcpu={arch}", "-show-encoding"], input=text, text=True,
+                       capture_output=True, check=True).stdout
+  enc = [ln.split("encoding: [", 1)[1].split("]", 1)[0] for ln in out.splitlines() if "encoding: [" in ln]
+  return bytes(int(b, 16) for e in enc for b in e.split(","))
+
+
+def run_demo(console=None) -> int:
+  from rich.console import Console
+  from rich.table import Table
+
+  from gputwin.isa import assemble, disassemble
+  console = console or Console()
+  table = Table(title="gputwin demo: embedded saxpy kernel, assemble -> disassemble -> assemble")
+  for col in ("target", "ISA", "instructions", "bytes", "round trip", "vs llvm-mc-22", "ms"):
+    table.add_column(col, justify="right" if col in ("instructions", "bytes", "ms") else "left")
+  failures = 0
+  for name in TARGETS:
+    tgt = target(name)
+    t0 = time.perf_counter()
+    try:
+      code = assemble(KERNELS[tgt.family], name)
+      lines = disassemble(code, name)
+      again = assemble("\n".join(lines), name)
+      rt = "[green]ok" if again == code else "[red]MISMATCH"
+      ref = llvm_mc_bytes(KERNELS[tgt.family], name)
+      vs = "[yellow]not installed" if ref is None else ("[green]identical" if ref == code else "[red]DIFFERS")
+      failures += (again != code) + (ref is not None and ref != code)
+      table.add_row(name, tgt.isa, str(len(lines)), str(len(code)), rt, vs, f"{(time.perf_counter() - t0) * 1e3:.1f}")
+    except Exception as e:  # report per target, keep going
+      failures += 1
+      table.add_row(name, tgt.isa, "-", "-", f"[red]{type(e).__name__}", f"[red]{e}", "-")
+  console.print(table)
+  console.print("[green]all targets agree" if not failures else f"[red]{failures} failure(s)")
+  return 1 if failures else 0
