@@ -36,3 +36,29 @@ class PcodeError(GputwinError):
   def __init__(self, msg: str, arch: str = "", inst: str = "", line: int = 0, col: int = 0):
     self.msg, self.arch, self.inst, self.line, self.col = msg, arch, inst, line, col
     super().__init__(f"[{arch}] {inst}:{line}:{col}: {msg}")
+
+
+class KernelDriverError(GputwinError):
+  """A kernel-driver call (real or mock) that failed outside the errno contract, e.g. a device string that names no
+  driver, or a mock machine asked for a target it does not model."""
+
+
+class GPUFault(GputwinError):
+  """The (emulated) GPU touched something it must not; names the device and what was touched."""
+
+
+class GPUPageFault(GPUFault):
+  """A GPU virtual address with no backing mapping; names device, address, access size and kind (read/write/exec)."""
+
+  def __init__(self, va: int, size: int = 0, access: str = "read", device: str = "", detail: str = ""):
+    self.va, self.size, self.access, self.device = va, size, access, device
+    dev = f"[{device}] " if device else ""
+    super().__init__(f"{dev}GPU page fault: {access} of {size} bytes at VA {va:#x}" + (f": {detail}" if detail else ""))
+
+
+class CodeObjectError(GputwinError):
+  """An AMD HSA code object (ELF) or `.amdhsa_kernel` block that cannot be read or built; names file and kernel."""
+
+  def __init__(self, msg: str, path: str = "", kernel: str = "", line: int = 0):
+    self.msg, self.path, self.kernel, self.line = msg, path, kernel, line
+    super().__init__(f"{path}: {msg}" if path else msg)
