@@ -1,0 +1,354 @@
+"""Random *valid* AMD instructions, built from the vendor tables alone.
+
+Why: the differential fuzz against llvm-mc-22 (tests/isa/test_llvm_fuzz.py) must reach every opcode of every
+encoding variant of a target without per-format code. So every field of an encoding is filled from what the vendor
+tables say about it:
+  - fixed bits and the opcode field (an opcode allowed in that variant that the target does not lack);
+  - register fields from the instruction's operand record: register class (VGPR / SGPR / scalar source / 9-bit
+    source), tuple size from the operand width (lane masks follow the wave size) and alignment (SGPR tuples, CDNA
+    VGPR tuples), inline constants and special registers where the operand type admits them;
+  - variant markers: a literal for `_LIT` (in a source that may hold one, unless the opcode carries its own
+    constant, e.g. V_FMAMK_F32), src0=DPP16/DPP8/SDWA markers and a valid dpp_ctrl for `_DPP16`/`_DPP8`/`_SDWA`,
+    VOPD bank rules;
+  - every other bit field (modifiers, offsets, cache bits, selectors): its default half the time, else random.
+"Valid" is best effort by design: llvm-mc-22 is the judge, and the fuzz test counts the words it rejects.
+
+Two front ends share one builder through a source of choices (`Pick`):
+  - `instruction(target, ...)` is a hypothesis strategy (it shrinks; for property tests and the pytest plugin);
+  - `batch(target, seed, ...)` is a seeded list covering every (encoding, opcode) case once, for tests that feed
+    thousands of words to one llvm-mc call.
+Both return `Sample`s: the encoding variant, opcode name(s), the field values and the little-endian bytes.
+`words(...)` draws raw 32/64/96/128-bit words for decoder robustness fuzzing.
+"""
+from __future__ import annotations
+
+import random
+import re
+from dataclasses import dataclass
+from typing import Iterable, Protocol, Sequence
+
+from hypothesis import strategies as st
+
+from gputwin.isa.targets import target as _target
+from gputwin.isa.vendor import Encoding, Field, Operand, Tables, tables
+
+# Graphics-only encodings: in the tables (and fuzzed by default) but outside issue 2's compute scope.
+GRAPHICS = frozenset({"MIMG", "EXP", "LDSDIR", "VINTERP", "VIMAGE", "VSAMPLE", "VEXPORT", "VDSDIR"})
+
+# 9-bit source / 8-bit scalar source codes (AMD ISA guides, "operand code" table).
+_INLINE_INT = range(128, 209)  # 0..64, -1..-16
+_INLINE_FLOAT = range(240, 249)  # +-0.5, +-1, +-2, +-4, 1/(2*pi)
+_LITERAL, _DPP8, _DPP8FI, _SDWA, _DPP16, _VGPR0 = 255, 233, 234, 249, 250, 256
+_SRC_SPECIAL = (235, 236, 237, 238, 253)  # src_shared_base/limit, src_private_base/limit, scc
+_VCC, _TTMP0, _EXEC = 106, 108, 126
+# Per family: SGPR count, M0 and NULL codes (CDNA has no NULL SGPR; "off" in FLAT saddr is 0x7f).
+_SREGS = {"rdna3": (106, 125, 124), "rdna4": (106, 125, 124), "cdna": (102, 124, 0x7F)}
+_DPP16_CTRL = {  # dpp_ctrl values llvm-mc prints by name: quad_perm, row_shl/shr/ror, mirrors, row_share/xmask (RDNA),
+  "rdna": [*range(0, 0x100), *range(0x101, 0x110), *range(0x111, 0x120), *range(0x121, 0x130), 0x140, 0x141,
+           *range(0x150, 0x160), *range(0x160, 0x170)],  # wave_shl/rol/shr/ror and row_bcast (GFX9/CDNA)
+  "cdna": [*range(0, 0x100), *range(0x101, 0x110), *range(0x111, 0x120), *range(0x121, 0x130), 0x130, 0x134, 0x138,
+           0x13C, 0x140, 0x141, 0x142, 0x143],
+}
+# Opcodes whose encoding always carries a literal dword of its own (a constant operand, not a 255 source code).
+# The tables say so for VOP2/SOPK (present only in the _LIT variant); VOPD lists both halves in one enum.
+_OWN_LITERAL = re.compile(r"FMAMK|FMAAK|MADMK|MADAK|SETREG_IMM32")
+_NO_LITERAL_TYPES = ("NOLIT", "SIMPLE", "VGPR", "SREG", "SDST", "ACCVGPR", "EXEC", "SMEM", "LANESEL", "M0")
+
+
+class Pick(Protocol):
+  """A source of choices; random.Random-backed for batches, hypothesis-backed for strategies."""
+  def int(self, lo: int, hi: int) -> int: ...
+  def choice(self, seq: Sequence): ...
+  def chance(self, percent: int) -> bool: ...
+
+
+class RandomPick:
+  def __init__(self, rng: random.Random): self.rng = rng
+  def int(self, lo: int, hi: int) -> int: return self.rng.randint(lo, hi)
+  def choice(self, seq: Sequence): return seq[self.rng.randrange(len(seq))]
+  def chance(self, percent: int) -> bool: return self.rng.randrange(100) < percent
+
+
+class DrawPick:
+  def __init__(self, draw): self.draw = draw
+  def int(self, lo: int, hi: int) -> int: return self.draw(st.integers(lo, hi))
+  def choice(self, seq: Sequence): return seq[self.draw(st.integers(0, len(seq) - 1))]
+  def chance(self, percent: int) -> bool: return self.draw(st.integers(0, 99)) >= 100 - percent  # shrinks to False
+
+
+@dataclass(frozen=True)
+class Sample:
+  """One generated instruction: `data` is what the fuzz feeds to both disassemblers."""
+  target: str
+  encoding: str  # vendor encoding variant, e.g. "VOP3_DPP16"
+  opcodes: tuple[str, ...]  # canonical opcode name(s): one, or (X, Y) for VOPD; () for opcode-less EXP
+  fields: tuple[tuple[str, int], ...]
+  data: bytes
+
+  @property
+  def hex(self) -> str: return " ".join(f"0x{b:02x}" for b in self.data)
+
+  @property
+  def name(self) -> str: return "::".join(self.opcodes) or self.encoding
+
+
+Case = tuple[str, str]  # (encoding variant, canonical opcode name); "" for opcode-less encodings
+
+
+def _enum_ops(enc: Encoding, tab: Tables) -> list[str]:
+  if enc.opcode_enum is None:
+    return [""]
+  names = enc.opcodes if enc.opcodes is not None else tab.enums[enc.opcode_enum].values()
+  return sorted(names)
+
+
+def own_literal(tab: Tables, enc: Encoding, op: str) -> bool:
+  """Does `op` in this `_LIT` encoding carry its literal without any source holding 255?"""
+  base = tab.encodings[enc.base]
+  if base.opcodes is not None and enc.opcodes is not None and op in enc.opcodes and op not in base.opcodes:
+    return True
+  return bool(_OWN_LITERAL.search(op))
+
+
+def cases(target: str, encodings: Iterable[str] | None = None, graphics: bool = True) -> list[Case]:
+  """Every (encoding variant, opcode) pair of `target`: the unit of coverage of the fuzz."""
+  tgt = _target(target)
+  tab = tables(tgt.family)
+  out = []
+  for enc in tab.encodings.values():
+    if (encodings is not None and enc.name not in encodings) or (not graphics and enc.base in GRAPHICS):
+      continue
+    lit = "literal" in enc.by_name
+    for op in _enum_ops(enc, tab):
+      if op in tgt.lacks or (not lit and op and _OWN_LITERAL.search(op)):
+        continue  # an opcode with its own constant only exists in the _LIT variant
+      out.append((enc.name, op))
+  return out
+
+
+def opcode_key(tab: Tables, enc_name: str, op: str) -> str:
+  """Coverage key of an opcode: `ENUM.NAME` (VOP3Op.V_FMA_F32), or the encoding for opcode-less EXP."""
+  enc = tab.encodings[enc_name]
+  return f"{enc.opcode_enum}.{op}" if enc.opcode_enum and op else enc.base
+
+
+# ------------------------------------------------------------------------------------------------- the builder
+
+
+class _Builder:
+  def __init__(self, target: str, enc_name: str, pick: Pick, wave: int | None):
+    self.tgt = _target(target)
+    self.tab = tables(self.tgt.family)
+    self.enc = self.tab.encodings[enc_name]
+    self.pick, self.wave = pick, wave or self.tgt.wave
+    self.fam = "cdna" if self.tgt.is_cdna else "rdna"
+    self.nsgpr, self.m0, self.null = _SREGS[self.tgt.family]
+    base = self.tab.encodings[self.enc.base]
+    own = [f for f in self.enc.fields if f.name not in base.by_name]
+    # A variant's own fields win over base fields on the same bits (VOP3P_MFMA: blgp over neg, acc over opsel_hi).
+    self.fields = [f for f in self.enc.fields if f in own or not any(o.lo <= f.hi and f.lo <= o.hi for o in own)]
+
+  # -- registers
+
+  def nregs(self, opnd: Operand | None) -> int:
+    if opnd is None:
+      return 1
+    if opnd.fmt == "FMT_NUM_M64":  # lane mask: one SGPR per 32 lanes
+      return self.wave // 32
+    return max(1, -(-opnd.bits // 32))
+
+  def vgpr(self, n: int) -> int:
+    align = 2 if self.tgt.is_cdna and n >= 2 else 1
+    return self.pick.int(0, (256 - n) // align) * align
+
+  def sgpr(self, n: int, null: bool = True) -> int:
+    """A scalar register code for an n-dword operand: an aligned SGPR tuple most of the time, else a special."""
+    p = self.pick
+    align = 1 if n == 1 else min(n, 4)
+    if p.chance(75) or n > 4:
+      return p.int(0, (self.nsgpr - n) // align) * align
+    specials = [_TTMP0 + p.int(0, (16 - n) // align) * align]
+    if n <= 2:
+      specials += [_VCC, _EXEC] if n == 2 else [_VCC, _VCC + 1, _EXEC, _EXEC + 1, self.m0]
+    if null and self.fam == "rdna":
+      specials.append(self.null)
+    return p.choice(specials)
+
+  def scalar_src(self, n: int, consts: bool) -> int:
+    p = self.pick
+    if consts:
+      r = p.int(0, 99)
+      if r < 15:
+        return p.choice(_INLINE_INT)
+      if r < 25:
+        return p.choice(_INLINE_FLOAT)
+      if r < 28:
+        return p.choice(_SRC_SPECIAL)
+    return self.sgpr(n)
+
+  def register(self, f: Field, opnd: Operand | None) -> int:
+    p, typ, n = self.pick, opnd.type if opnd else "", self.nregs(opnd)
+    vgpr_only = any(k in typ for k in ("VGPR", "ACCVGPR")) and "CONST" not in typ and "INLINE" not in typ
+    if f.kind == "vgpr":
+      return self.vgpr(n)
+    if f.kind == "vdsty":  # VOPD: vgpr >> 1; the low bit is implied by vdstx
+      return p.int(0, 127 - (n - 1))
+    if f.kind == "sbase":  # SGPR pair index / 2; a 128-bit base (s_buffer_*) needs 4-alignment
+      return self.sgpr(max(n, 2), null=False) // 2 if not p.chance(5) else p.int(0, f.mask)
+    if f.kind == "srsrc":  # SGPR quad index / 4
+      return p.int(0, (self.nsgpr - 4) // 4)
+    if typ.startswith("OPR_SIMM") or typ in ("OPR_SENDMSG_RTN", "OPR_HWREG"):
+      return p.int(0, f.mask)
+    if f.kind == "sgpr":
+      return self.sgpr(n) if opnd else (self.null if f.default == "NULL" else self.sgpr(1))
+    consts = not any(k in typ for k in ("SREG", "SDST", "EXEC", "SMEM")) or typ in ("OPR_SREG_M0_INL", "OPR_SREG_LITERAL")
+    if f.kind == "ssrc":
+      return self.scalar_src(n, consts)
+    # 9-bit source: mostly a VGPR for VGPR-typed operands, a mix otherwise (a few off-type picks probe llvm-mc)
+    if p.chance(90 if vgpr_only else 45):
+      return _VGPR0 + self.vgpr(n)
+    return self.scalar_src(n, consts or not vgpr_only)
+
+  # -- other bit fields
+
+  def bits(self, f: Field) -> int:
+    p, name = self.pick, f.name
+    if name == "dpp":
+      return p.choice(_DPP16_CTRL[self.fam])
+    if name in ("dst_sel", "src0_sel", "src1_sel"):
+      return p.int(0, 6)
+    if name == "dst_unused":
+      return p.int(0, 2)
+    if name in ("row_mask", "bank_mask"):
+      return 0xF if p.chance(50) else p.int(0, 0xF)
+    if name == "literal":
+      return p.choice((p.int(0, 0xFFFFFFFF), p.int(0, 0xFFFF), 0x3F800000, 0x40490FDB, 0x3C00, 0xFFFFFFFF))
+    if name in ("tfe", "lds", "gds", "nv", "lwe", "s0", "s1"):  # change operand widths/meaning: rare
+      return int(p.chance(5))
+    default = f.default if isinstance(f.default, int) else 0
+    return default if p.chance(50) else p.int(0, f.mask)
+
+  # -- the instruction
+
+  def build(self, op: str) -> Sample:
+    p, enc, tab = self.pick, self.enc, self.tab
+    if enc.base == "VOPD":
+      return self.vopd(op)
+    ops = tab.operands.get((enc.opcode_enum, op)) if op else None
+    vals: dict[str, int] = {}
+    for f in self.fields:
+      if f.kind == "fixed":
+        vals[f.name] = f.value
+      elif f.kind == "op":
+        vals[f.name] = tab.values[enc.opcode_enum][op]
+      elif f.name == "x2encoding":  # CDNA4 scaled MFMA: the first half is a fixed V_MFMA_LD_SCALE_B32 prefix
+        vop3p = tab.encodings["VOP3P"]
+        vals[f.name] = vop3p.fixed[0].value << 7 | tab.values["VOP3POp"]["V_MFMA_LD_SCALE_B32"]
+      elif f.kind == "bits" and not f.name.startswith("scale_src"):
+        opnd = ops.get(f.name) if ops else None  # RDNA4 rsrc/samp are plain SGPR indices in a bit field
+        vals[f.name] = self.sgpr(self.nregs(opnd), null=False) if opnd and "SREG" in opnd.type else self.bits(f)
+      else:
+        opnd = ops.get(f.name) if ops is not None else None
+        if ops is not None and opnd is None and f.name not in ("vsrc0", "saddr", "soffset") \
+           and not f.name.startswith("scale_src"):
+          vals[f.name] = 0  # an operand this opcode does not have
+        elif f.name.startswith("scale_src"):
+          vals[f.name] = _VGPR0 + self.vgpr(1) if p.chance(80) else self.scalar_src(1, True)
+        else:
+          vals[f.name] = self.register(f, opnd)
+    self.variant(vals, op, ops)
+    return self.pack((op,) if op else (), vals)
+
+  def variant(self, vals: dict[str, int], op: str, ops: dict[str, Operand] | None):
+    p, v = self.pick, self.enc.variant
+    if "DPP16" in v:
+      vals["src0"] = _DPP16
+    elif "DPP8" in v:
+      vals["src0"] = _DPP8FI if "fi" not in vals and p.chance(30) else _DPP8
+    elif "SDWA" in v:
+      vals["src0"] = _SDWA
+      vals["vsrc0"] = self.sgpr(1) if vals.get("s0") else self.vgpr(1)
+      if "vsrc1" in vals and vals.get("s1"):
+        vals["vsrc1"] = self.sgpr(1)
+    if "vsrc0" in vals and "SDWA" not in v:
+      vals["vsrc0"] = self.vgpr(self.nregs((ops or {}).get("src0")))
+    if "literal" in vals and not own_literal(self.tab, self.enc, op):
+      srcs = [f.name for f in self.fields if f.kind in ("src", "ssrc") and f.name in vals and f.name != "vsrc0"
+              and (ops is None or (f.name in ops and not any(k in ops[f.name].type for k in _NO_LITERAL_TYPES)))]
+      if not srcs:  # no source admits a literal per the tables: try src0 anyway and let llvm-mc judge
+        srcs = [f.name for f in self.fields if f.kind in ("src", "ssrc")][:1]
+      for name in srcs[:1] if not p.chance(20) else srcs:
+        vals[name] = _LITERAL
+
+  def vopd(self, op: str) -> Sample:
+    """VOPD: `op` goes in X when it fits there (and a coin says so), a random partner in the other half."""
+    p, tab, enc = self.pick, self.tab, self.enc
+    values = tab.values["VOPDOp"]
+    fx, fy = enc.by_name["opx"], enc.by_name["opy"]
+    lit = "literal" in enc.by_name
+    def ok(name, f): return values[name] <= f.mask and (lit or not _OWN_LITERAL.search(name))
+    xs, ys = [n for n in values if ok(n, fx)], [n for n in values if ok(n, fy)]
+    x, y = (op, p.choice(ys)) if op in xs and (op not in ys or p.chance(50)) else (p.choice(xs), op)
+    vals = {f.name: f.value for f in enc.fixed} | {"opx": values[x], "opy": values[y]}
+    for half, name in (("x", x), ("y", y)):
+      vals[f"vdst{half}"] = self.vgpr(1)
+      vals[f"src{half}0"] = _VGPR0 + self.vgpr(1) if p.chance(70) else self.scalar_src(1, True)
+      vals[f"vsrc{half}1"] = self.vgpr(1)
+    vals["vdsty"] = vals.pop("vdsty") >> 1
+    # bank rules: the two halves read different VGPR banks (index mod 4) in each source slot
+    for a, b, off in (("srcx0", "srcy0", _VGPR0), ("vsrcx1", "vsrcy1", 0)):
+      if vals[a] >= off and vals[b] >= off and vals[a] % 4 == vals[b] % 4:
+        vals[b] = vals[b] - vals[b] % 4 + (vals[a] + 1) % 4
+    if lit:
+      vals["literal"] = self.bits(enc.by_name["literal"])
+      if not (_OWN_LITERAL.search(x) or _OWN_LITERAL.search(y)):
+        vals[p.choice(("srcx0", "srcy0"))] = _LITERAL
+    return self.pack((x, y), vals)
+
+  def pack(self, opcodes: tuple[str, ...], vals: dict[str, int]) -> Sample:
+    word = 0
+    for f in self.fields:
+      if f.name in vals:
+        word = word & ~(f.mask << f.lo) | (vals[f.name] & f.mask) << f.lo
+    return Sample(self.tgt.name, self.enc.name, opcodes, tuple(vals.items()), word.to_bytes(self.enc.size, "little"))
+
+
+def build(target: str, encoding: str, opcode: str, pick: Pick, wave: int | None = None) -> Sample:
+  """One instruction of `encoding` with `opcode` for `target`, choices taken from `pick`."""
+  return _Builder(target, encoding, pick, wave).build(opcode)
+
+
+def batch(target: str, seed: int, cases_: Sequence[Case] | None = None, wave: int | None = None) -> list[Sample]:
+  """One sample per case (default: every case of the target), reproducible from `seed`."""
+  rng = random.Random(f"{target}:{wave}:{seed}")
+  builders: dict[str, _Builder] = {}
+  out = []
+  for enc, op in cases(target) if cases_ is None else cases_:
+    b = builders.get(enc) or builders.setdefault(enc, _Builder(target, enc, RandomPick(rng), wave))
+    out.append(b.build(op))
+  return out
+
+
+# ----------------------------------------------------------------------------------------- hypothesis strategies
+
+
+@st.composite
+def _instruction(draw, target: str, encoding: str | None, opcode: str | None, wave: int | None,
+                 graphics: bool) -> Sample:
+  pool = [c for c in cases(target, None if encoding is None else (encoding,), graphics)
+          if opcode is None or c[1] == opcode]
+  if not pool:
+    raise ValueError(f"{target}: no case for encoding={encoding!r} opcode={opcode!r}")
+  enc, op = draw(st.sampled_from(pool))
+  return build(target, enc, op, DrawPick(draw), wave)
+
+
+def instruction(target: str, encoding: str | None = None, opcode: str | None = None, *, wave: int | None = None,
+                graphics: bool = False) -> st.SearchStrategy[Sample]:
+  """Hypothesis strategy for one random valid instruction of `target` (optionally one encoding / opcode)."""
+  return _instruction(target, encoding, opcode, wave, graphics)
+
+
+def words(sizes: Sequence[int] = (4, 8, 12, 16)) -> st.SearchStrategy[bytes]:
+  """Raw instruction words of the given byte sizes (decoder robustness: any of them may be garbage)."""
+  return st.sampled_from(list(sizes)).flatmap(lambda n: st.binary(min_size=n, max_size=n))
