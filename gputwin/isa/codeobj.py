@@ -352,3 +352,309 @@ def build_code_object(arch: str, text: bytes, kernels: list[KernelSpec], *, meta
   out[0:64] = ident + struct.pack("<HHIQQQIHHHHHH", 3, EM_AMDGPU, 1, 0, 64, shoff, e_flags, 64, 56, nph, 64, len(secs),
                                   len(secs) - 1)
   return bytes(out)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# `.amdgpu_metadata` YAML: the block style LLVM prints (maps, "- " sequences, plain/quoted scalars, [a, b] lists).
+
+def _yaml_scalar(s: str, where: str) -> object:
+  s = s.strip()
+  if s[:1] == "'" and s[-1:] == "'" and len(s) > 1: return s[1:-1].replace("''", "'")
+  if s[:1] == '"' and s[-1:] == '"' and len(s) > 1:
+    try: return ast.literal_eval(s)
+    except (ValueError, SyntaxError): raise CodeObjectError(f"{where}: bad quoted string {s}") from None
+  if s[:1] == "[" and s[-1:] == "]": return [_yaml_scalar(x, where) for x in s[1:-1].split(",") if x.strip()]
+  if s == "{}": return {}
+  if s in ("true", "True"): return True
+  if s in ("false", "False"): return False
+  if s in ("~", "null", ""): return None
+  if re.fullmatch(r"[-+]?(0x[0-9a-fA-F]+|0o[0-7]+|\d+)", s): return int(s, 0) if not re.fullmatch(r"[-+]?0\d+", s) else int(s)
+  if re.fullmatch(r"[-+]?(\d+\.\d*|\.\d+|\d+)([eE][-+]?\d+)?", s): return float(s)
+  return s
+
+
+_KEY = re.compile(r"""('(?:[^']|'')*'|"[^"]*"|[^\s'"#][^:#]*?)\s*:(?:\s+|$)""")
+
+
+def parse_metadata_yaml(text: str, first_line: int = 1) -> dict:
+  """Parse an `.amdgpu_metadata` block into the document LLVM would put into the note."""
+  rows = []   # (indent, text, line)
+  for i, raw in enumerate(text.splitlines()):
+    body = raw.split(" #")[0].rstrip() if "#" in raw and "'" not in raw and '"' not in raw else raw.rstrip()
+    if body.strip() in ("", "---", "...") or body.lstrip().startswith("#"): continue
+    if "\t" in body[:len(body) - len(body.lstrip())]: raise CodeObjectError(f"line {first_line + i}: tab in YAML indent")
+    rows.append((len(body) - len(body.lstrip()), body.strip(), first_line + i))
+  pos = 0
+
+  def block(indent: int) -> object:
+    nonlocal pos
+    if rows[pos][1].startswith("- ") or rows[pos][1] == "-":
+      out = []
+      while pos < len(rows) and rows[pos][0] == indent and (rows[pos][1].startswith("- ") or rows[pos][1] == "-"):
+        ind, body, line = rows[pos]
+        rest = body[1:].lstrip()
+        if not rest:
+          pos += 1; out.append(block(rows[pos][0]) if pos < len(rows) and rows[pos][0] > indent else None)
+        elif _KEY.match(rest):   # "- key: value" starts a map at the item's column
+          rows[pos] = (ind + len(body) - len(rest), rest, line); out.append(block(rows[pos][0]))
+        else: out.append(_yaml_scalar(rest, f"line {line}")); pos += 1
+      return out
+    out = {}
+    while pos < len(rows) and rows[pos][0] == indent and not rows[pos][1].startswith("- "):
+      _, body, line = rows[pos]
+      m = _KEY.match(body)
+      if not m: raise CodeObjectError(f"line {line}: expected 'key: value' in .amdgpu_metadata, got {body!r}")
+      key = _yaml_scalar(m.group(1), f"line {line}")
+      rest, pos = body[m.end():], pos + 1
+      if rest.strip(): out[key] = _yaml_scalar(rest, f"line {line}")
+      elif pos < len(rows) and (rows[pos][0] > indent or (rows[pos][0] == indent and rows[pos][1].startswith("- "))):
+        out[key] = block(rows[pos][0])
+      else: out[key] = None
+    return out
+
+  if not rows: return {}
+  doc = block(rows[0][0])
+  if pos != len(rows): raise CodeObjectError(f"line {rows[pos][2]}: unexpected indentation in .amdgpu_metadata")
+  if not isinstance(doc, dict): raise CodeObjectError(f"line {first_line}: .amdgpu_metadata must be a map")
+  return doc
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# `.s` -> code object
+
+_LABEL = re.compile(r"\s*([A-Za-z_.$][\w.$@]*|\"[^\"]+\")\s*:(?!:)")
+_IGNORED = {".globl", ".global", ".protected", ".hidden", ".local", ".weak", ".type", ".size", ".file", ".ident",
+            ".addrsig", ".addrsig_sym", ".loc", ".amdgpu_hsa_kernel", ".end_amdgpu_hsa_kernel", ".amdhsa_code_object_version"}
+_DATA = {".byte", ".short", ".hword", ".2byte", ".long", ".int", ".4byte", ".quad", ".8byte", ".word", ".ascii", ".asciz",
+         ".string", ".zero", ".space", ".fill"}
+_NOP = "s_nop 0"   # what llvm-mc-22 pads code alignment with on every AMDGPU target
+_DATA_SIZE = {".byte": 1, ".short": 2, ".hword": 2, ".2byte": 2, ".long": 4, ".int": 4, ".4byte": 4, ".word": 4,
+              ".quad": 8, ".8byte": 8}
+
+
+def _data(word: str, arg: str, symbols: dict[str, int], where: str) -> bytes:
+  """Bytes of a data directive in .text (`.long 0xbf9f0000`, `.fill 96, 4, 0xbf9f0000`, `.zero 8`...)."""
+  args = [a for a in arg.split(",") if a.strip()] if word not in (".ascii", ".asciz", ".string") else [arg]
+  if word in (".ascii", ".asciz", ".string"):
+    try: s = ast.literal_eval(arg.strip())
+    except (ValueError, SyntaxError): raise CodeObjectError(f"{where}: bad string {arg!r}") from None
+    return s.encode() + (b"\0" if word != ".ascii" else b"")
+  vals = [_eval(a, symbols, where) for a in args]
+  if word in (".zero", ".space"): return bytes([vals[1] & 0xff if len(vals) > 1 else 0]) * vals[0]
+  if word == ".fill":
+    count, size, value = (vals + [1, 0])[:3] if len(vals) >= 1 else (0, 1, 0)
+    if not 0 <= size <= 8 or not 0 <= count <= 1 << 20: raise CodeObjectError(f"{where}: bad .fill {arg!r}")
+    return (value & ((1 << (8 * size)) - 1)).to_bytes(size, "little") * count
+  n = _DATA_SIZE[word]
+  return b"".join((v & ((1 << (8 * n)) - 1)).to_bytes(n, "little") for v in vals)
+
+
+@dataclass
+class AsmSource:
+  """A `.s` file split into what this module handles (descriptor blocks, metadata, layout) and instruction lines."""
+  arch: str
+  version: int = 6
+  xnack: str | None = None
+  sramecc: str | None = None
+  items: list[tuple[str, object, int]] = field(default_factory=list)   # ("inst"|"label"|"align", value, line)
+  kernels: list[tuple[str, list[tuple[str, int, int]], int]] = field(default_factory=list)  # name, directives, line
+  metadata: tuple[str, int] | None = None   # YAML text, first line
+  symbols: dict[str, int] = field(default_factory=dict)
+
+
+def _strip_comment(line: str) -> str:
+  out, quote = [], None
+  for i, c in enumerate(line):
+    if quote: quote = None if c == quote else quote
+    elif c in "\"'": quote = c
+    elif c == ";" or line.startswith("//", i): break
+    out.append(c)
+  return "".join(out).rstrip()
+
+
+def _eval(expr: str, symbols: dict[str, int], where: str) -> int:
+  """Evaluate an integer directive operand: literals, .set symbols, + - * / % << >> & | ^ ~ ( ), max(), min()."""
+  def sub(m: re.Match) -> str:
+    name = m.group(0)
+    if name in ("max", "min") and expr[m.end():].lstrip().startswith("("): return name
+    if name not in symbols: raise CodeObjectError(f"{where}: unknown symbol {name!r} in expression {expr!r}")
+    return str(symbols[name])
+  py = re.sub(r"(?<![\w.$])(?!0[xXbBoO]|\d)[A-Za-z_.$][\w.$]*", sub, expr.strip())
+  try: tree = ast.parse(py, mode="eval")
+  except SyntaxError: raise CodeObjectError(f"{where}: cannot parse expression {expr!r}") from None
+  ops = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+         ast.Div: lambda a, b: int(a / b), ast.FloorDiv: lambda a, b: a // b, ast.Mod: lambda a, b: a % b,
+         ast.LShift: lambda a, b: a << b, ast.RShift: lambda a, b: a >> b, ast.BitAnd: lambda a, b: a & b,
+         ast.BitOr: lambda a, b: a | b, ast.BitXor: lambda a, b: a ^ b}
+
+  def ev(n: ast.AST) -> int:
+    if isinstance(n, ast.Expression): return ev(n.body)
+    if isinstance(n, ast.Constant) and type(n.value) is int: return n.value
+    if isinstance(n, ast.BinOp) and type(n.op) in ops:
+      a, b = ev(n.left), ev(n.right)
+      if isinstance(n.op, (ast.LShift, ast.RShift)) and not 0 <= b < 64: raise ValueError("shift out of range")
+      return ops[type(n.op)](a, b)
+    if isinstance(n, ast.UnaryOp) and isinstance(n.op, (ast.USub, ast.UAdd, ast.Invert)):
+      v = ev(n.operand); return -v if isinstance(n.op, ast.USub) else ~v if isinstance(n.op, ast.Invert) else v
+    if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in ("max", "min") and n.args and not n.keywords:
+      return (max if n.func.id == "max" else min)(ev(a) for a in n.args)
+    raise ValueError(f"unsupported {type(n).__name__}")
+  try: return ev(tree)
+  except (ValueError, ZeroDivisionError) as e: raise CodeObjectError(f"{where}: bad expression {expr!r}: {e}") from None
+
+
+def parse_asm(text: str, arch: str, path: str = "<asm>") -> AsmSource:
+  """Split `.s` text into directive data and the instruction/label/alignment stream (no instruction is encoded)."""
+  t = target(arch)
+  src = AsmSource(arch, xnack="any" if t.xnack else None, sramecc="any" if t.sramecc else None)
+  section, block, meta = "text", None, None
+  lines = text.splitlines()
+  for ln, raw in enumerate(lines, 1):
+    where = f"{path}:{ln}"
+    if meta is not None:
+      if raw.strip() == ".end_amdgpu_metadata": src.metadata, meta = ("\n".join(meta[0]), meta[1]), None
+      else: meta[0].append(raw)
+      continue
+    line = _strip_comment(raw).strip()
+    if block is not None:
+      if not line: continue
+      if line == ".end_amdhsa_kernel": src.kernels.append(block); block = None; continue
+      d, arg = (line.split(None, 1) + [""])[:2]
+      if not d.startswith(".amdhsa_"): raise CodeObjectError(f"{where}: {d!r} inside .amdhsa_kernel {block[0]}")
+      if not arg: raise CodeObjectError(f"{where}: {d} needs a value")
+      block[1].append((d, _eval(arg, src.symbols, where), ln))
+      continue
+    while m := _LABEL.match(line):   # labels, possibly several, possibly followed by an instruction
+      if section == "text": src.items.append(("label", m.group(1).strip('"'), ln))
+      line = line[m.end():].strip()
+    if not line: continue
+    word, arg = (line.split(None, 1) + [""])[:2]
+    if not word.startswith("."):
+      if section != "text": raise CodeObjectError(f"{where}: instruction outside .text (section {section})")
+      src.items.append(("inst", line, ln)); continue
+    if word == ".amdgcn_target":
+      tid = arg.strip('"').split("--")[-1].split(":")
+      if tid[0] != arch: raise CodeObjectError(f"{where}: .amdgcn_target is {tid[0]} but assembling for {arch}")
+      for f in tid[1:]:
+        name, sign = f[:-1], f[-1:]
+        if name not in ("xnack", "sramecc") or sign not in "+-" or not getattr(t, name):
+          raise CodeObjectError(f"{where}: target feature {f!r} not supported on {arch}")
+        setattr(src, name, "on" if sign == "+" else "off")
+    elif word == ".amdhsa_code_object_version":
+      src.version = _eval(arg, src.symbols, where)
+      if src.version not in (4, 5, 6): raise CodeObjectError(f"{where}: code object version {src.version} not supported")
+    elif word == ".amdhsa_kernel": block = (arg.strip(), [], ln)
+    elif word == ".amdgpu_metadata": meta = ([], ln + 1)
+    elif word in (".set", ".equ"):
+      name, _, expr = arg.partition(",")
+      try: src.symbols[name.strip()] = _eval(expr, src.symbols, where)
+      except CodeObjectError: pass   # symbols we cannot evaluate (label arithmetic) only matter if a directive uses them
+    elif word == ".text" or (word == ".section" and arg.split(",")[0].strip().strip('"').startswith(".text")):
+      section = "text"
+    elif word in (".section", ".rodata", ".data", ".bss", ".pushsection", ".popsection"):
+      section = arg.split(",")[0].strip().strip('"') if word in (".section", ".pushsection") else word
+    elif word in (".p2align", ".align", ".balign", ".p2alignl"):
+      args = [_eval(a, src.symbols, where) for a in arg.split(",")]
+      size = 1 << args[0] if word.startswith(".p2align") else args[0]
+      if size <= 0 or size & (size - 1) or size > 1 << 16: raise CodeObjectError(f"{where}: bad alignment {arg!r}")
+      if section == "text":   # code pads with s_nop 0; .p2alignl pads with the given 32-bit word
+        src.items.append(("align", (size, args[1] & 0xffffffff if word == ".p2alignl" and len(args) > 1 else None), ln))
+    elif word in _IGNORED or word.startswith(".cfi_"): pass
+    elif word in _DATA:
+      if section != "text": raise CodeObjectError(f"{where}: data in section {section} is not supported (only .text)")
+      src.items.append(("data", _data(word, arg, src.symbols, where), ln))
+    else: raise CodeObjectError(f"{where}: unsupported directive {word}")
+  if block is not None: raise CodeObjectError(f"{path}:{block[2]}: .amdhsa_kernel {block[0]} has no .end_amdhsa_kernel")
+  if meta is not None: raise CodeObjectError(f"{path}:{meta[1] - 1}: .amdgpu_metadata has no .end_amdgpu_metadata")
+  return src
+
+
+def _layout(src: AsmSource, wave: int, want: set[str], path: str) -> tuple[bytes, dict[str, int]]:
+  """Assemble the instruction stream, padding alignment with s_nop 0, and find the offsets of the `want` labels.
+  The instruction assembler only returns bytes, so a label's offset is the size of everything before it; labels
+  defined later are appended as empty labels so forward branches still resolve (branch sizes never depend on them).
+  Data in .text (s_code_end padding from clang) splits the stream into pieces assembled one after another."""
+  try: from gputwin.isa import assemble
+  except ImportError as e: raise CodeObjectError(f"instruction assembler gputwin.isa.assemble unavailable: {e}") from None
+  from gputwin.errors import AsmError
+  all_labels = [v for k, v, _ in src.items if k == "label"]
+  done, lines, where = bytearray(), [], []
+  defined, offsets, cache = set(), {}, (-1, 0)
+
+  def run(extra: list[str]) -> bytes:
+    if not lines and not extra: return b""
+    try: return assemble("\n".join(lines + extra), src.arch, wave=wave)
+    except AsmError as e:
+      line = where[e.line - 1] if 0 < e.line <= len(where) else 0
+      raise AsmError(e.msg, line, e.col, e.text, e.arch or src.arch) from None
+
+  def size() -> int:
+    nonlocal cache
+    if cache[0] != len(lines): cache = (len(lines), len(run([f"{lb}:" for lb in all_labels if lb not in defined])))
+    return len(done) + cache[1]
+
+  def flush(data: bytes) -> None:
+    nonlocal cache
+    done.extend(run([])); done.extend(data); lines.clear(); where.clear(); cache = (-1, 0)
+
+  for kind, val, ln in src.items:
+    if kind == "label":
+      if val in defined: raise CodeObjectError(f"{path}:{ln}: label {val} defined twice")
+      if val in want: offsets[val] = size()
+      lines.append(f"{val}:"); where.append(ln); defined.add(val)
+    elif kind == "align":
+      (align, word), pad = val, -size() % val[0]
+      if pad % 4: raise CodeObjectError(f"{path}:{ln}: code is not 4-byte aligned before an alignment directive")
+      if word is None: lines.extend([_NOP] * (pad // 4)); where.extend([ln] * (pad // 4))
+      else: flush(word.to_bytes(4, "little") * (pad // 4))
+    elif kind == "data": flush(val)
+    else: lines.append(str(val)); where.append(ln)
+  flush(b"")
+  return bytes(done), offsets
+
+
+def assemble_code_object(text: str, arch: str, *, wave: int | None = None, path: str = "<asm>") -> bytes:
+  """Turn a `.s` with `.amdhsa_kernel` blocks (and optionally `.amdgpu_metadata`) into a loadable code object.
+  Descriptors are computed as llvm-mc-22 does; without `.amdgpu_metadata` a minimal metadata note (no `.args`)
+  is written so the result loads like any other code object. `wave` defaults to the kernels' .amdhsa_wavefront_size32
+  (they must agree), else the target's default."""
+  t = target(arch)
+  src = parse_asm(text, arch, path)
+  if not src.kernels: raise CodeObjectError(f"{path}: no .amdhsa_kernel block")
+  if wave is None:
+    w32 = {v for _, ds, _ in src.kernels for d, v, _ in ds if d == ".amdhsa_wavefront_size32"}
+    if len(w32) > 1: raise CodeObjectError(f"{path}: kernels disagree on .amdhsa_wavefront_size32; pass wave=")
+    wave = (32 if w32.pop() else 64) if w32 else 64 if t.wave64_only else 32
+  kds = {}
+  for name, ds, ln in src.kernels:
+    if name in kds: raise CodeObjectError(f"{path}:{ln}: .amdhsa_kernel {name} defined twice")
+    try: kds[name] = kd_from_directives(name, ds, arch, wave=wave, xnack=src.xnack or "off")
+    except CodeObjectError as e:
+      e.path, e.args = path, (f"{path}: {e.msg}",)
+      raise
+  code, offsets = _layout(src, wave, set(kds), path)
+  missing = [n for n in kds if n not in offsets]
+  if missing: raise CodeObjectError(f"{path}: no code label for kernel(s) {', '.join(missing)}")
+  specs = [KernelSpec(n, offsets[n], kd) for n, kd in kds.items()]
+  if src.metadata is not None:
+    meta = parse_metadata_yaml(*src.metadata)
+    known = {f"{n}.kd" for n in kds}
+    for k in meta.get("amdhsa.kernels", []) or []:
+      if isinstance(k, dict) and k.get(".symbol") not in known:
+        raise CodeObjectError(f"{path}: .amdgpu_metadata names kernel symbol {k.get('.symbol')!r} with no .amdhsa_kernel")
+  else:
+    counts = {n: _counts(ds, arch) for n, ds, _ in src.kernels}
+    meta = {"amdhsa.kernels": [kernel_metadata(s, arch, **counts[s.name]) for s in specs],
+            "amdhsa.target": _target_id(arch, src.xnack, src.sramecc), "amdhsa.version": [1, 1 if src.version == 4 else 2]}
+  return build_code_object(arch, code, specs, metadata=meta, version=src.version, xnack=src.xnack, sramecc=src.sramecc)
+
+
+def _counts(ds: list[tuple[str, int, int]], arch: str) -> dict[str, int]:
+  """Metadata register counts as clang reports them: next_free_* plus the SGPRs reserved at the end (VCC etc.)."""
+  v = {d.removeprefix(".amdhsa_"): x for d, x, _ in ds}
+  t = target(arch)
+  extra = 6 if t.major < 10 else 2 * v.get("reserve_vcc", 1)
+  nv, acc = v.get("next_free_vgpr", 0), v.get("accum_offset", 0)
+  out = {"sgpr_count": v.get("next_free_sgpr", 0) + extra, "vgpr_count": min(nv, acc) if t.gfx90a else nv}
+  if t.gfx90a: out["agpr_count"] = max(0, nv - acc)
+  return out

@@ -206,7 +206,7 @@ class KernelDescriptor:
   @property
   def sgpr_count(self) -> int:
     """SGPRs allocated per wave: from the KD on gfx9 (incl. VCC/FLAT_SCRATCH/XNACK_MASK); fixed 128 on gfx10+."""
-    return 128 if self.target.major >= 10 else -(-(self.granulated_wavefront_sgpr_count + 1) * 8 // 16) * 16
+    return 128 if self.target.major >= 10 else (self.granulated_wavefront_sgpr_count + 1) * 8
 
   @property
   def accum_offset_vgprs(self) -> int | None:
@@ -339,12 +339,12 @@ def kd_from_directives(name: str, directives: list[tuple[str, int, int]], arch: 
     kd = kd.replace(accum_offset=acc // 4 - 1)
 
   # SGPRs: only gfx9 encodes a count: next_free_sgpr plus the trailing VCC/XNACK_MASK/FLAT_SCRATCH block (which
-  # overlap, so the largest wins), in granules of 16, encoded * 2. Our gfx9 targets (gfx942/gfx950) have architected
+  # overlap, so the largest wins), in granules of 8, minus one. Our gfx9 targets (gfx942/gfx950) have architected
   # flat scratch, which always reserves the whole 6-SGPR block whatever .amdhsa_reserve_vcc/xnack_mask say.
   nsgpr, max_sgpr = get("next_free_sgpr", 0), 102 if t.major < 10 else 106
   if nsgpr > max_sgpr: raise err(f"too many SGPR registers ({nsgpr} > {max_sgpr})", at("next_free_sgpr"))
   if t.major < 10:
-    kd = kd.replace(granulated_wavefront_sgpr_count=(-(-max(1, nsgpr + 6) // 16) - 1) * 2)
+    kd = kd.replace(granulated_wavefront_sgpr_count=-(-max(1, nsgpr + 6) // 8) - 1)
 
   implied = sum(n for u, n in USER_SGPRS if getattr(kd, f"enable_sgpr_{u}")) + kd.kernarg_preload_spec_length
   count = get("user_sgpr_count", implied)
