@@ -1,0 +1,268 @@
+"""Disassembler: Inst -> llvm-mc-22 canonical text, driven by syntax.signature() and the spelling tables."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from gputwin.errors import DecodeError
+from gputwin.isa.syntax import (FMT, MOD_PRINTERS, _acc, inline_text, scalar_name, signature, vgpr_text)
+
+MSGS = json.loads((Path(__file__).parent / "data" / "messages.json").read_text())
+
+
+def _bad(inst, what: str):
+  return DecodeError(f"{inst.op.lower()}: {what}", inst.arch, None, inst.f.get("encoding"))
+
+
+def _vsrc_half(inst, field: str) -> bool:
+  """true16 VOP3: is the 16-bit operand in `field` the high half? (op_sel bit per operand)"""
+  bit = {"src0": 0, "vsrc0": 0, "src1": 1, "src2": 2, "vdst": 3}.get(field)
+  return bool(bit is not None and (inst.get("opsel", 0) >> bit) & 1)
+
+
+def _e32_like(inst) -> bool: return inst.format in ("VOP1", "VOP2", "VOPC")
+
+
+def _vreg(inst, s, v: int) -> str:
+  if s.half:
+    if _e32_like(inst):
+      return f"v{v & 0x7f}.{'h' if v & 0x80 else 'l'}"
+    return f"v{v}.{'h' if _vsrc_half(inst, s.field) else 'l'}"
+  prefix = "a" if s.kind == "a" or (s.kind in ("av", "av_src") and _acc(inst, s.field)) else "v"
+  return vgpr_text(prefix, v, s.dwords)
+
+
+def _src(inst, s, v: int, vector: bool, fam: str) -> str:
+  if v >= 256:
+    return _vreg(inst, s, v - 256)
+  if v == 255:
+    lit = inst.get("literal")
+    if lit is None:
+      raise _bad(inst, "literal marker without literal dword")
+    return f"0x{lit:x}"
+  t = inline_text(v, s.fmt, s.bits)
+  if t is not None:
+    return t
+  n = scalar_name(fam, v, s.dwords, vector)
+  if n is None:
+    raise _bad(inst, f"invalid operand code {v} in {s.field}")
+  return n
+
+
+def _with_mods(inst, s, text: str) -> str:
+  """Apply VOP3 abs/neg (or DPP/SDWA per-source neg/abs bits) to a source operand."""
+  idx = {"src0": 0, "vsrc0": 0, "src1": 1, "vsrc1": 1, "src2": 2}.get(s.field)
+  if idx is None:
+    return text
+  f = inst.f
+  if inst.format == "VOP3P" or s.kind in ("lit",):
+    return text
+  if "neg" in f and "abs" in f or ("neg" in f and inst.format in ("VOP3SD", "VINTERP")):
+    neg, ab = (f["neg"] >> idx) & 1, (f.get("abs", 0) >> idx) & 1
+  elif f"src{idx}_neg" in f:
+    neg, ab = f[f"src{idx}_neg"], f[f"src{idx}_abs"]
+  else:
+    return text
+  if ab:
+    text = f"|{text}|"
+  return f"-{text}" if neg else text
+
+
+def _hwreg(inst, v: int) -> str:
+  fam = inst.encoding and _fam(inst)
+  ids = {i: n for n, i in MSGS[fam]["hwreg"].items()}
+  rid, off, size = v & 63, (v >> 6) & 31, ((v >> 11) & 31) + 1
+  name = ids.get(rid, str(rid))
+  return f"hwreg({name})" if off == 0 and size == 32 else f"hwreg({name}, {off}, {size})"
+
+
+def _sendmsg(inst, v: int) -> str:
+  ids = {i: n for n, i in MSGS[_fam(inst)]["sendmsg"].items()}
+  if v in ids:
+    return f"sendmsg({ids[v]})"
+  if _fam(inst) == "cdna":
+    mid, op, stream = v & 15, (v >> 4) & 7, (v >> 8) & 3
+    if v >> 10 == 0 and mid in ids:
+      return f"sendmsg({ids[mid]}, {op}, {stream})" if op or stream else f"sendmsg({ids[mid]})"
+    return f"sendmsg({mid}, {op}, {stream})" if v >> 10 == 0 else str(v)
+  return f"sendmsg({v & 0xff}, 0, 0)" if v <= 0xff else str(v)
+
+
+def _waitcnt(inst, v: int) -> str:
+  parts, allmax = [], True
+  for name, chunks in FMT["waitcnt"][_fam(inst)]:
+    val, sh, width = 0, 0, 0
+    for lo, w in chunks:
+      val |= ((v >> lo) & ((1 << w) - 1)) << sh
+      sh += w
+    width = sh
+    parts.append((name, val, val == (1 << width) - 1))
+  shown = [f"{n}({x})" for n, x, m in parts if not m]
+  return " ".join(shown) if shown else " ".join(f"{n}({x})" for n, x, _ in parts)
+
+
+def _delay(v: int) -> str:
+  d = FMT["delay_alu"]
+  out = []
+  for name, lo, w in d["fields"]:
+    x = (v >> lo) & ((1 << w) - 1)
+    if x:
+      tab = d["instskip"] if name == "instskip" else d["instid"]
+      out.append(f"{name}({tab[x]})" if x < len(tab) else f"{name}({x})")
+  return " | ".join(out) if out and v >> 11 == 0 else (str(v) if v else "0")
+
+
+def _fam(inst) -> str:
+  from gputwin.isa.encoding import isa
+  return isa(inst.arch).target.family
+
+
+def _smem_off(inst, s) -> str:
+  """SMEM offset: `imm`, `sgpr`, or `sgpr offset:imm` (gfx12 always prints offset: with an SGPR)."""
+  f, fam = inst.f, _fam(inst)
+  off = f.get("ioffset", f.get("offset", 0))
+  width = 24 if "ioffset" in f else 21
+  if fam in FMT["signed_offset"] and "SMEM" in FMT["signed_offset"][fam] and off >> (width - 1):
+    off -= 1 << width
+  offs = f"-0x{-off:x}" if off < 0 else f"0x{off:x}"
+  if fam == "cdna":
+    if f.get("soffset_en"):
+      return f"{scalar_name(fam, f['soffset'], 1)}" + (f" offset:{offs}" if f.get("imm") else "")
+    return offs if f.get("imm") else scalar_name(fam, off & 0x7f, 1) or offs
+  null = 124
+  so = f["soffset"]
+  if so == null:
+    return offs if off else "null"
+  reg = scalar_name(fam, so, 1)
+  return reg + (f" offset:{offs}" if off or fam == "rdna4" else "")
+
+
+def _flat_addr(inst, s, v: int) -> str:
+  base = inst.format
+  kind = FMT["flat_addr"][base]
+  f = inst.f
+  if kind == "scratch":
+    return f"v{v}" if f.get("sve") else "off"
+  if kind == "global":
+    return vgpr_text("v", v, 1 if f.get("saddr") != _null(inst) else 2)
+  return vgpr_text("v", v, 2)
+
+
+def _null(inst) -> int: return FMT["off_code"]["cdna" if _fam(inst) == "cdna" else "rdna"]
+
+
+def returns(inst) -> bool:
+  """Atomics print (and write) vdst only when the return bit is set: glc (RDNA3), sc0 (CDNA), th bit 0 (RDNA4)."""
+  if not re.search(FMT["th_atomic"], inst.op) or inst.format not in FMT["flat_addr"] and inst.format not in (
+      "MUBUF", "VBUFFER"):
+    return True
+  field, bit = FMT["atomic_return"][_fam(inst)]
+  return bool(inst.get(field, 0) & bit)
+
+
+def format_inst(inst) -> str:
+  """One instruction in llvm-mc-22's canonical text (whitespace-normalised)."""
+  from gputwin.isa.encoding import isa
+  I = isa(inst.arch)
+  wave = inst.wave or I.target.wave
+  fam = I.target.family
+  if inst.format == "VOPD":
+    return _vopd(inst, wave)
+  sig = signature(inst.arch, inst.enc, inst.op, wave)
+  ops = []
+  for s in sig.slots:
+    if s.field == "vdst" and not returns(inst):
+      continue
+    ops.append(_operand(inst, s, fam, wave))
+  mods = [t for k in sig.mods if (t := MOD_PRINTERS[k](inst, sig))]
+  text = sig.mnemonic + (" " + ", ".join(ops) if ops else "")
+  return text + (" " + " ".join(mods) if mods else "")
+
+
+def _operand(inst, s, fam: str, wave: int) -> str:
+  f = inst.f
+  k = s.kind
+  if k == "vcc":
+    return "vcc_lo" if s.dwords == 1 else "vcc"
+  if k == "lit":
+    return f"0x{f['literal']:x}"
+  v = f.get(s.field, 0)
+  if inst.format in FMT["flat_addr"]:
+    if s.field in ("addr", "vaddr"):
+      return _flat_addr(inst, s, v)
+    if s.field == "saddr":
+      return "off" if v == _null(inst) else scalar_name(fam, v, 2) or _raise(inst, v)
+  if k in ("v", "a", "av"):
+    return _with_mods(inst, s, _vreg(inst, s, v))
+  if k in ("src", "av_src"):
+    return _with_mods(inst, s, _src(inst, s, v, True, fam))
+  if k == "ssrc":
+    if v >= 256:
+      raise _bad(inst, f"invalid scalar operand {v}")
+    return _src(inst, s, v, False, fam)
+  if k == "s":
+    n = scalar_name(fam, v, s.dwords)
+    return n if n is not None else _raise(inst, v)
+  if k == "sbase":
+    return scalar_name(fam, v * 2, s.dwords) or _raise(inst, v)
+  if k == "srsrc":
+    return scalar_name(fam, v * 4, 4) or _raise(inst, v)
+  if k == "smem_off":
+    return _smem_off(inst, s)
+  if k == "sdwa_sdst":
+    return (scalar_name(fam, v, s.dwords) or _raise(inst, v)) if f.get("sd") else ("vcc_lo" if s.dwords == 1 else "vcc")
+  if k == "label":
+    return str(v - 0x10000 if v & 0x8000 else v)
+  if k == "hwreg":
+    return _hwreg(inst, v)
+  if k in ("sendmsg", "sendmsg_rtn"):
+    return _sendmsg(inst, v)
+  if k == "waitcnt":
+    return _waitcnt(inst, v)
+  if k == "delay":
+    return _delay(v)
+  if k == "simm16":  # SOPK immediates print in hex; SOPP ones like inline integers (decimal up to 64)
+    if inst.format == "SOPK" and not any(re.search(p, inst.op) for p in FMT["simm16_dec_sopk"]) or any(
+        re.search(p, inst.op) for p in FMT["simm16_hex"]) or v > 64:
+      return f"0x{v:x}"
+    return str(v)
+  return str(v)
+
+
+def _raise(inst, v):
+  raise _bad(inst, f"invalid register code {v}")
+
+
+def _vopd(inst, wave: int) -> str:
+  from gputwin.isa.encoding import isa
+  I = isa(inst.arch)
+  names = I.tables.enums["VOPDOp"]
+  f = inst.f
+  x, y = names.get(f["opx"]), names.get(f["opy"])
+  if x is None or y is None:
+    raise _bad(inst, "invalid VOPD opcode")
+  vdsty = (f["vdsty"] << 1) | ((f["vdstx"] & 1) ^ 1)
+  halves = []
+  for opn, d, s0, s1, side in ((x, f["vdstx"], f["srcx0"], f["vsrcx1"], "x"), (y, vdsty, f["srcy0"], f["vsrcy1"], "y")):
+    ops = I.tables.operands.get(("VOPDOp", opn), {})
+    fam = I.target.family
+    parts = [f"v{d}"]
+    from gputwin.isa.syntax import Slot
+    parts.append(_src(inst, Slot("srcx0", "src", 1, "FMT_NUM_F32", 32), s0, True, fam))
+    if any(k.startswith("vsrc") for k in ops):
+      parts.append(f"v{s1}")
+    if re.search("FMAMK", opn):
+      parts.insert(2, f"0x{f['literal']:x}")
+    elif re.search("FMAAK", opn):
+      parts.append(f"0x{f['literal']:x}")
+    if re.search("CNDMASK", opn):
+      parts.append("vcc_lo" if wave == 32 else "vcc")
+    halves.append(f"{opn.lower()} " + ", ".join(parts))
+  return " :: ".join(halves)
+
+
+def disassemble(data: bytes, arch: str, *, wave: int | None = None) -> list[str]:
+  """Bytes -> one llvm-mc-22 style line per instruction. Raises DecodeError on invalid bytes."""
+  from gputwin.isa.encoding import decode_all
+  return [format_inst(i) for i in decode_all(bytes(data), arch, wave=wave)]

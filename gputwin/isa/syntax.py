@@ -1,0 +1,503 @@
+"""The operand model and the llvm-mc-22 spelling of operands and modifiers, shared by asm.py and disasm.py.
+
+For every (encoding, opcode) `signature()` lists the operands in the order llvm-mc prints them: the format's
+field order (FORMAT_ORDER) filtered by the vendor's per-instruction operand records (which fields an
+instruction uses, how wide they are, what type), plus the implicit VCC operands that VOP1/VOP2/VOPC e32
+forms print, derived from the instruction's VOP3 form. Modifiers are a single ordered table keyed by field
+name (MODIFIERS); a modifier applies when its fields exist in the encoding. Register and constant spellings
+come from data/operands.json.
+"""
+from __future__ import annotations
+
+import functools
+import json
+import re
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+
+from gputwin.errors import DecodeError
+from gputwin.isa.vendor import Encoding, Operand
+
+_DATA = Path(__file__).parent / "data"
+OPS = json.loads((_DATA / "operands.json").read_text())
+FMT = json.loads((_DATA / "formats.json").read_text())
+
+
+def family_kind(fam: str) -> str: return "cdna" if fam == "cdna" else "rdna"
+
+
+@dataclass(frozen=True)
+class Slot:
+  """One printed operand: the field it lives in and how to spell it."""
+  field: str  # encoding field ("" for implicit operands such as VCC)
+  kind: str  # v | s | src | ssrc | a | av | imm | label | hwreg | waitcnt | delay | sendmsg | lit | vcc | off | sbase | srsrc
+  dwords: int = 1
+  fmt: str = ""
+  bits: int = 32
+  half: bool = False  # true16: a 16-bit VGPR half (v1.l / v1.h)
+  opr: str = ""
+
+
+@dataclass(frozen=True)
+class Sig:
+  slots: tuple[Slot, ...]
+  mods: tuple[str, ...]  # modifier keys applicable to this encoding, in print order
+  mnemonic: str  # llvm-mc mnemonic including _e32/_e64/_dpp/_sdwa
+  implied: tuple[tuple[str, int], ...] = ()  # fields that are not printed but have a fixed value (CMPX e64 vdst=EXEC)
+
+
+# ------------------------------------------------------------------------------------------ operand model
+
+
+def _vendor_ops(I, enum: str, op: str) -> dict[str, Operand]:
+  fix = FMT["operand_fixes"].get(I.target.family, {}).get(op)
+  if fix is not None:
+    return {k: Operand(*v) for k, v in fix.items()}
+  d = I.tables.operands.get((enum, op))
+  if d is None:
+    for alt in FMT["vop3_from"]:  # VOP3 forms without records borrow them from their e32 form
+      d2 = I.tables.operands.get((alt, op))
+      if d2 is not None and enum in ("VOP3Op", "VOP3SDOp"):
+        return {FMT["e32_to_vop3"].get(k, k): v for k, v in d2.items()}
+    return {}
+  return {FMT["vendor_field_alias"].get(k, k): v for k, v in d.items()}
+
+
+def uses_field(I, e: Encoding, op: str, fname: str) -> bool:
+  ops = _vendor_ops(I, e.opcode_enum, op)
+  return fname in ops or fname in ("srcx0", "srcy0")
+
+
+def _dwords(I, o: Operand, wave: int) -> int:
+  if o.fmt == "FMT_NUM_M64":  # a lane mask: one SGPR per 32 lanes
+    return wave // 32
+  return max(1, (o.bits + 31) // 32)
+
+
+@functools.cache
+def signature(arch: str, enc_name: str, op: str, wave: int) -> Sig:
+  from gputwin.isa.encoding import isa
+  I = isa(arch)
+  e = I.encodings[enc_name]
+  fam = I.target.family
+  base = e.base
+  variant = e.variant
+  vops = _vendor_ops(I, e.opcode_enum, op)
+  fields = I.fields[enc_name]
+  byname = {f.name: f for f in fields}
+  order = FMT["order"].get(f"{fam}:{base}") or FMT["order"].get(base, [])
+  slots: list[Slot] = []
+  implied: list[tuple[str, int]] = []
+  hidden = FMT["hidden_zero"].get(fam, {}).get(op, [])
+  is_dpp_sdwa = "DPP" in variant or "SDWA" in variant
+  mfma = enc_name.startswith("VOP3P_MFMA")
+  for name in order:
+    if name not in byname or name not in vops:
+      if not (name == "saddr" and base in FMT["saddr_always"] and name in byname):
+        continue
+    fd = byname[name]
+    o = vops.get(name) or Operand("FMT_ANY", 32, "")
+    kind = fd.kind
+    opr = o.type
+    if kind in ("vgpr", "vdsty"):
+      kind = "s" if opr in ("OPR_SREG", "OPR_SDST", "OPR_SSRC") else "v"
+      if "ACCVGPR" in opr:
+        kind = "a" if opr in ("OPR_ACCVGPR",) else "av"
+    elif kind == "sgpr":
+      kind = "smem_off" if opr == "OPR_SMEM_OFFSET" else "s"
+    elif kind in ("src", "ssrc"):
+      if opr == "OPR_EXEC":  # CMPX e64: EXEC destination is implied, never printed
+        implied.append((name, special_code(I, "exec_lo")))
+        continue
+      if is_dpp_sdwa and name == "src0":
+        kind = "v"
+      elif "ACCVGPR" in opr:
+        kind = "av_src" if kind == "src" else kind
+      elif kind == "ssrc" and name == "vdst":
+        kind = "ssrc"
+    elif kind == "bits":
+      kind = FMT["imm_kinds"].get(opr, "imm")
+    if opr == "OPR_EXEC" or name in hidden:
+      continue
+    dw = _dwords(I, o, wave)
+    half = bool(I.target.true16 and o.bits == 16 and kind in ("v", "src"))
+    fname = name
+    if is_dpp_sdwa and name == "src0":
+      fname = "vsrc0"
+    slots.append(Slot(fname, kind, dw, o.fmt, o.bits, half, opr))
+  # implicit VCC operands of e32 forms, read off the instruction's VOP3 form
+  if base in ("VOP2", "VOPC", "VOP1") and not mfma:
+    v3 = _vop3_form(I, op)
+    if v3:
+      if base == "VOPC" and v3.get("vdst") and v3["vdst"].type != "OPR_EXEC":
+        slots.insert(0, Slot("", "vcc", wave // 32))
+      elif base == "VOPC" and fam == "cdna" and v3.get("vdst") and v3["vdst"].type == "OPR_EXEC" and "SDWA" not in variant:
+        slots.insert(0, Slot("", "vcc", wave // 32))  # gfx9 VOPCX e32 still names VCC
+      if base == "VOP2" and "sdst" in v3:
+        slots.insert(1, Slot("", "vcc", wave // 32))
+      if base == "VOP2" and v3.get("src2") and v3["src2"].fmt == "FMT_NUM_M64":
+        slots.append(Slot("", "vcc", wave // 32))
+  if base == "VOPC" and "SDWA" in variant:
+    slots.insert(0, Slot("sdst", "sdwa_sdst", wave // 32))
+  # literal operands (fmaak/fmamk/setreg_imm32): position from the data table
+  if I.lit_only(e, op):
+    pos = next((p for pat, p in FMT["literal_pos"].items() if re.search(pat, op)), len(slots))
+    slots.insert(pos if pos >= 0 else len(slots) + 1 + pos, Slot("literal", "lit"))
+  mods = tuple(k for k, need, _ in _MODS if all(n in byname for n in need) and _mod_applies(k, I, e, op, slots))
+  return Sig(tuple(slots), mods, _mnemonic(I, e, op), tuple(implied))
+
+
+def _vop3_form(I, op: str) -> dict[str, Operand] | None:
+  for enum in ("VOP3SDOp", "VOP3Op"):
+    if op in I.tables.values.get(enum, {}):
+      return _vendor_ops(I, enum, op)
+  return None
+
+
+def has_vop3(I, op: str) -> bool:
+  return any(op in I.allowed[n] for n in I.encodings if I.encodings[n].base in ("VOP3", "VOP3SD"))
+
+
+def _mnemonic(I, e: Encoding, op: str) -> str:
+  name = FMT["llvm_names"].get(I.target.family, {}).get(op, op).lower()
+  base, v = e.base, e.variant
+  if base == "VOPD":
+    return name
+  e32 = base in ("VOP1", "VOP2", "VOPC")
+  if "SDWA" in v:
+    return name + "_sdwa"
+  promoted = base in ("VOP3", "VOP3SD") and any(op in I.tables.values.get(x, {}) for x in ("VOP1Op", "VOP2Op", "VOPCOp"))
+  if "DPP" in v:
+    if e32:
+      return name if base == "VOPC" and I.target.family != "cdna" else name + "_dpp"
+    return name + ("_e64_dpp" if promoted else "_dpp") if I.target.family != "cdna" else name + "_dpp"
+  if e32 and has_vop3(I, op):
+    return name + "_e32"
+  if promoted:
+    return name + "_e64"
+  return name
+
+
+# ------------------------------------------------------------------------------------------ spelling
+
+
+def _scalar_tables(fam: str):
+  k = family_kind(fam)
+  return OPS["scalar"][k], OPS["scalar64"][k], OPS["sgprs"][k]
+
+
+def scalar_name(fam: str, code: int, dwords: int, vector: bool = False) -> str | None:
+  """Name of a scalar operand code (0..255) of `dwords` width, or None when the code is not a scalar reg."""
+  one, two, nsgpr = _scalar_tables(fam)
+  t0, tn = OPS["ttmp"]
+  if code < nsgpr:
+    return f"s{code}" if dwords == 1 else f"s[{code}:{code + dwords - 1}]"
+  if t0 <= code < t0 + tn:
+    i = code - t0
+    return f"ttmp{i}" if dwords == 1 else f"ttmp[{i}:{i + dwords - 1}]"
+  if dwords == 1 and str(code) in one:
+    return one[str(code)]
+  if dwords == 2 and str(code) in two:
+    return two[str(code)]
+  sp = OPS["special"].get(str(code))
+  if sp:
+    return sp
+  if vector and str(code) in OPS["special_vector_only"]:
+    return OPS["special_vector_only"][str(code)]
+  return None
+
+
+def f16_bits(x: float) -> int: return struct.unpack("<H", struct.pack("<e", x))[0]
+def f32_bits(x: float) -> int: return struct.unpack("<I", struct.pack("<f", x))[0]
+def f64_bits(x: float) -> int: return struct.unpack("<Q", struct.pack("<d", x))[0]
+
+
+def int16_fmt(fmt: str) -> bool: return bool(re.search(r"FMT_NUM_[IUB]16$", fmt))
+
+
+def inline_text(code: int, fmt: str, bits: int) -> str | None:
+  lo, hi = OPS["inline_int"]
+  if lo <= code <= hi:
+    return str(code - 128 if code <= 192 else 192 - code)
+  inv = OPS["inv2pi"]
+  if str(code) in OPS["inline_float"] or code == inv["code"]:
+    if int16_fmt(fmt):
+      v = inv["f16"] if code == inv["code"] else f16_bits(OPS["inline_float"][str(code)])
+      return f"0x{v:x}"
+    if code == inv["code"]:
+      return inv["text64"] if bits == 64 and "F64" in fmt or bits == 64 else inv["text32"]
+    return repr(float(OPS["inline_float"][str(code)]))
+  return None
+
+
+def vgpr_text(prefix: str, idx: int, dwords: int) -> str:
+  return f"{prefix}{idx}" if dwords == 1 else f"{prefix}[{idx}:{idx + dwords - 1}]"
+
+
+def special_code(I, name: str) -> int:
+  one, two, _ = _scalar_tables(I.target.family)
+  for d in (one, two):
+    for k, v in d.items():
+      if v == name:
+        return int(k)
+  raise KeyError(name)
+
+
+# ------------------------------------------------------------------------------------------ modifiers
+
+# (key, required encoding fields, printer). Print order is this table's order.
+def _flag(field, text):
+  return lambda inst, sig: text if inst.get(field) else None
+
+
+def _offset_signed(inst, f="offset") -> int:
+  from gputwin.isa.encoding import isa
+  I = isa(inst.arch)
+  fd = next(x for x in I.fields[inst.enc] if x.name == f)
+  v = inst[f]
+  if inst.format in FMT["signed_offset"].get(I.target.family, []) and v >> (fd.width - 1):
+    v -= 1 << fd.width
+  return v
+
+
+def _p_offset(inst, sig):
+  base = inst.format
+  if base == "SMEM":
+    return None
+  f = "ioffset" if "ioffset" in inst.f else "offset"
+  v = _offset_signed(inst, f)
+  return f"offset:{v}" if v else None
+
+
+def _p_dsoff(inst, sig):
+  if re.search(FMT["ds_two_offsets"], inst.op):
+    return " ".join(f"offset{i}:{inst[f'offset{i}']}" for i in (0, 1) if inst[f"offset{i}"]) or None
+  v = inst["offset0"] | inst["offset1"] << 8
+  return f"offset:{v}" if v else None
+
+
+def _p_opsel(inst, sig):
+  srcs = _nsrc(sig)
+  v = inst["opsel"]
+  if inst.format == "VOP3P":
+    bits = [(v >> i) & 1 for i in range(srcs)]
+    return f"op_sel:[{','.join(map(str, bits))}]" if any(bits) else None
+  bits = [(v >> i) & 1 for i in range(srcs)] + [(v >> 3) & 1]
+  return f"op_sel:[{','.join(map(str, bits))}]" if v else None
+
+
+def _nsrc(sig) -> int:
+  return sum(1 for s in sig.slots if s.field in ("src0", "src1", "src2", "vsrc0"))
+
+
+def _p_opsel_hi(inst, sig):
+  n = _nsrc(sig)
+  v = inst["opsel_hi"] | inst.get("opsel_hi2", 1) << 2
+  bits = [(v >> i) & 1 for i in range(n)]
+  return None if all(bits) else f"op_sel_hi:[{','.join(map(str, bits))}]"
+
+
+def _p_neg(key, field):
+  def p(inst, sig):
+    n = _nsrc(sig)
+    bits = [(inst[field] >> i) & 1 for i in range(n)]
+    return f"{key}:[{','.join(map(str, bits))}]" if any(bits) else None
+  return p
+
+
+def _p_omod(inst, sig):
+  return {0: None, 1: "mul:2", 2: "mul:4", 3: "div:2"}[inst["omod"]]
+
+
+def _p_dpp(inst, sig):
+  return dpp_ctrl_text(inst["dpp"], inst.arch)
+
+
+def dpp_ctrl_text(v: int, arch: str) -> str:
+  for name, lo, hi, base, form in FMT["dpp_ctrl"]:
+    if lo <= v <= hi and (not form.startswith("cdna") or arch.startswith("gfx9")) and (
+        not form.startswith("rdna") or not arch.startswith("gfx9")):
+      if name == "quad_perm":
+        return "quad_perm:[" + ",".join(str((v >> (2 * i)) & 3) for i in range(4)) + "]"
+      if form.endswith("flag"):
+        return name
+      return f"{name}:{v - base}"
+  return f"/* invalid dpp_ctrl {v:#x} */"
+
+
+def _p_dpp8(inst, sig):
+  return "dpp8:[" + ",".join(str(inst[f"lane_sel_{i}"]) for i in range(8)) + "]"
+
+
+def _p_fi(inst, sig):
+  if "lane_sel_0" in inst.f:
+    return "fi:1" if inst["src0"] == 234 else None
+  return "fi:1" if inst.get("fi") else None
+
+
+def _p_th(inst, sig):
+  th = inst["th"]
+  kind = th_kind(inst)
+  if not th:
+    return None
+  names = FMT["th_names"][kind]
+  return "th:" + names.get(str(th), f"TH_{kind.upper()}_{th:#x}" if kind != "atomic" else f"TH_ATOMIC_{th:#x}")
+
+
+def th_kind(inst) -> str:
+  op = inst.op
+  if re.search(FMT["th_atomic"], op):
+    return "atomic"
+  if re.search(FMT["th_store"], op):
+    return "store"
+  return "load"
+
+
+def _p_scope(inst, sig):
+  s = inst["scope"]
+  return f"scope:{FMT['scope_names'][s]}" if s else None
+
+
+def _p_sdwa_sel(field, key):
+  def p(inst, sig):
+    if key == "src1_sel" and not any(s.field in ("vsrc1", "src1") for s in sig.slots):
+      return None
+    if key == "dst_sel" and inst.format == "VOPC":
+      return None
+    return f"{key}:{FMT['sdwa_sel'][inst[field]]}"
+  return p
+
+
+def _p_dst_unused(inst, sig):
+  return f"dst_unused:{FMT['sdwa_unused'][inst['dst_unused']]}"
+
+
+def _p_num(field, key, hexa=False, skip0=True):
+  def p(inst, sig):
+    v = inst[field]
+    if skip0 and not v:
+      return None
+    return f"{key}:{v:#x}" if hexa else f"{key}:{v}"
+  return p
+
+
+def _p_blgp(inst, sig):
+  v = inst["blgp"]
+  if not v:
+    return None
+  if any("F64" in s.fmt for s in sig.slots):
+    return "neg:[" + ",".join(str((v >> i) & 1) for i in range(3)) + "]"
+  return f"blgp:{v}"
+
+
+_MODS = [
+  ("op_sel", ("opsel",), _p_opsel),
+  ("op_sel_hi", ("opsel_hi",), _p_opsel_hi),
+  ("neg_lo", ("neg", "neg_hi"), _p_neg("neg_lo", "neg")),
+  ("neg_hi", ("neg_hi",), _p_neg("neg_hi", "neg_hi")),
+  ("offen", ("offen",), _flag("offen", "offen")),
+  ("idxen", ("idxen",), _flag("idxen", "idxen")),
+  ("ds_offset", ("offset0", "offset1"), _p_dsoff),
+  ("offset", ("offset",), _p_offset),
+  ("ioffset", ("ioffset",), _p_offset),
+  ("th", ("th",), _p_th),
+  ("scope", ("scope",), _p_scope),
+  ("glc", ("glc",), _flag("glc", "glc")),
+  ("slc", ("slc",), _flag("slc", "slc")),
+  ("dlc", ("dlc",), _flag("dlc", "dlc")),
+  ("sc0", ("sc0",), _flag("sc0", "sc0")),
+  ("nt", ("nt",), _flag("nt", "nt")),
+  ("sc1", ("sc1",), _flag("sc1", "sc1")),
+  ("tfe", ("tfe",), _flag("tfe", "tfe")),
+  ("gds", ("gds",), _flag("gds", "gds")),
+  ("clamp", ("clmp",), _flag("clmp", "clamp")),
+  ("omod", ("omod",), _p_omod),
+  ("dst_sel", ("dst_sel",), _p_sdwa_sel("dst_sel", "dst_sel")),
+  ("dst_unused", ("dst_unused",), _p_dst_unused),
+  ("src0_sel", ("src0_sel",), _p_sdwa_sel("src0_sel", "src0_sel")),
+  ("src1_sel", ("src1_sel",), _p_sdwa_sel("src1_sel", "src1_sel")),
+  ("dpp", ("dpp",), _p_dpp),
+  ("dpp8", ("lane_sel_0",), _p_dpp8),
+  ("row_mask", ("row_mask",), _p_num("row_mask", "row_mask", True, False)),
+  ("bank_mask", ("bank_mask",), _p_num("bank_mask", "bank_mask", True, False)),
+  ("bound_ctrl", ("bc",), _p_num("bc", "bound_ctrl")),
+  ("fi", ("src0",), _p_fi),
+  ("cbsz", ("cbsz",), _p_num("cbsz", "cbsz")),
+  ("abid", ("abid",), _p_num("abid", "abid")),
+  ("blgp", ("blgp",), _p_blgp),
+  ("wait_exp", ("waitexp",), _p_num("waitexp", "wait_exp")),
+  ("wait_vdst", ("wait_vdst",), _p_num("wait_vdst", "wait_vdst")),
+]
+MOD_PRINTERS = {k: p for k, _, p in _MODS}
+
+
+def _mod_applies(key: str, I, e: Encoding, op: str, slots) -> bool:
+  v = e.variant
+  if key == "fi":
+    return "DPP" in v
+  if key in ("op_sel", "op_sel_hi", "neg_lo", "neg_hi") and e.name.startswith("VOP3P_MFMA"):
+    return False
+  if key in ("neg_lo", "neg_hi", "op_sel_hi") and e.base != "VOP3P":
+    return False
+  skip = FMT["mods_skip"].get(I.target.family, {}).get(e.base, [])
+  return key not in skip
+
+
+# ------------------------------------------------------------------------------------------ decoded operands
+
+
+def validate(inst, offset: int = 0) -> None:
+  """Reject field values llvm-mc-22 refuses to decode (reserved operand codes); DecodeError only."""
+  from gputwin.errors import DecodeError
+  from gputwin.isa.disasm import format_inst
+  try:
+    format_inst(inst)
+  except DecodeError as e:
+    raise DecodeError(e.msg, inst.arch, offset, e.word) from None
+
+
+def operands(inst) -> tuple:
+  """Decoded operands for tools and the emulator: (field, file, index, dwords, value, hi)."""
+  from gputwin.isa.encoding import Opnd, isa
+  I = isa(inst.arch)
+  sig = signature(inst.arch, inst.enc, inst.op, inst.wave or I.target.wave)
+  out = []
+  for s in sig.slots:
+    if not s.field:
+      out.append(Opnd("vcc", "s", 106, s.dwords))
+      continue
+    v = inst.f.get(s.field, 0)
+    if s.kind in ("v", "a", "av"):
+      hi = bool(s.half and v & 0x80 and inst.format in ("VOP1", "VOP2", "VOPC"))
+      idx = v & 0x7f if hi or (s.half and inst.format in ("VOP1", "VOP2", "VOPC")) else v
+      out.append(Opnd(s.field, "a" if s.kind == "a" or (s.kind == "av" and _acc(inst, s.field)) else "v", idx, s.dwords,
+                      hi=hi))
+    elif s.kind in ("src", "ssrc", "s", "av_src", "sbase", "srsrc"):
+      if s.kind == "sbase":
+        v *= 2
+      if s.kind == "srsrc":
+        v *= 4
+      if v >= 256:
+        out.append(Opnd(s.field, "a" if _acc(inst, s.field) else "v", v - 256, s.dwords))
+      elif v == 255:
+        out.append(Opnd(s.field, "literal", 255, s.dwords, value=inst.get("literal")))
+      elif 128 <= v <= 248:
+        out.append(Opnd(s.field, "inline", v, s.dwords, value=v))
+      else:
+        out.append(Opnd(s.field, "s", v, s.dwords))
+    else:
+      out.append(Opnd(s.field, "imm", 0, 1, value=v))
+  return tuple(out)
+
+
+def _acc(inst, field: str) -> bool:
+  """CDNA: is this VGPR-or-AccVGPR operand an AccVGPR? (acc bits differ per format)"""
+  f = inst.f
+  if "acc_cd" in f and field in ("vdst", "src2"):
+    return bool(f["acc_cd"])
+  if "acc" in f:
+    if inst.format == "VOP3P":
+      return bool(f["acc"] >> {"src0": 0, "src1": 1}.get(field, 9) & 1)
+    return bool(f["acc"]) and field in FMT["acc_fields"].get(inst.format, [])
+  return False
