@@ -299,7 +299,7 @@ def default_kd(arch: str, wave: int) -> KernelDescriptor:
 def kd_from_directives(name: str, directives: list[tuple[str, int, int]], arch: str, *, wave: int | None = None,
                        xnack: str = "any") -> KernelDescriptor:
   """Build the descriptor of `.amdhsa_kernel name` from its (directive, value, line) list, with llvm-mc-22's defaults,
-  granules and checks. `kernel_code_entry_byte_offset` is left 0 for the writer to fill in.
+  granules and checks. `wave` is the default wave size; `.amdhsa_wavefront_size32` overrides it, as in llvm-mc-22. `kernel_code_entry_byte_offset` is left 0 for the writer to fill in.
   `xnack` is the target-id setting ("on", "off", "any"); it decides the default of `.amdhsa_reserve_xnack_mask`."""
   t = target(arch)
   wave = wave or (64 if t.wave64_only or t.major < 10 else 32)
@@ -315,13 +315,12 @@ def kd_from_directives(name: str, directives: list[tuple[str, int, int]], arch: 
     field, on = _D[key]
     if on == "no_archfs" or not _ON[on](t): raise err(_WHY[on], line)
     width = _WIDTH[field] if field else 1 if key.startswith("reserve_") else 5 if key == "user_sgpr_count" else 32
-    if not 0 <= v < (1 << width): raise err(f"{d} value {v} out of range", line)
+    if not 0 <= v < (1 << width) or (key == "user_sgpr_kernarg_preload_length" and v > 16):
+      raise err(f"{d} value {v} out of range", line)
     seen[key] = (v, line)
     if field: kd = kd.replace(**{field: v})
   get = lambda k, default: seen[k][0] if k in seen else default
   at = lambda k: seen[k][1] if k in seen else 0
-  if "wavefront_size32" in seen and seen["wavefront_size32"][0] != (wave == 32):
-    raise err(f"wavefront_size32={seen['wavefront_size32'][0]} does not match wave{wave}", at("wavefront_size32"))
   for req in ("next_free_vgpr", "next_free_sgpr") + (("accum_offset",) if t.gfx90a else ()):
     if req not in seen: raise err(f".amdhsa_{req} directive is required", 0)
   if "reserve_xnack_mask" in seen and t.xnack and seen["reserve_xnack_mask"][0] != (xnack != "off"):
@@ -350,5 +349,5 @@ def kd_from_directives(name: str, directives: list[tuple[str, int, int]], arch: 
   count = get("user_sgpr_count", implied)
   if count < implied: raise err("amdgpu_user_sgpr_count smaller than than implied by enabled user SGPRs",
                                 at("user_sgpr_count"))
-  if count > 16: raise err(f"too many user SGPRs enabled ({count} > 16)", at("user_sgpr_count"))
+  if count > 31: raise err(f"too many user SGPRs enabled ({count} > 31)", at("user_sgpr_count"))
   return kd.replace(user_sgpr_count=count)
