@@ -1,1 +1,278 @@
-"""gputwin.pcode"""
+"""gputwin.pcode: AMD's vendor pseudocode, parsed and compiled into vectorised numpy semantics.
+
+    sem = semantics("rdna3", "V_FMA_F32")       # cached; sem.inputs == {"S0": 32, "S1": 32, "S2": 32}
+    out = sem({"S0": a, "S1": b, "S2": c}, exec=mask)   # arrays of raw bits shaped (waves, lanes)
+    out["D0"]                                    # uint32 (waves, lanes); inactive lanes keep state["D0"] (or 0)
+
+See README.md for the data layout, the memory interface and the hooks.
+"""
+from __future__ import annotations
+
+import builtins
+import functools
+import os
+import pickle
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from gputwin.errors import PcodeError
+from gputwin.pcode import runtime as rt
+from gputwin.pcode.compile import VERSION, cache_root, generate, source_key
+from gputwin.pcode.errata import Erratum, corrected, excluded
+from gputwin.pcode.ir import Program, lower
+from gputwin.pcode.parser import parse
+
+__all__ = ["semantics", "Semantics", "FlatMemory", "family_of", "PcodeError"]
+
+_TARGETS = {"gfx1100": "rdna3", "gfx1101": "rdna3", "gfx1102": "rdna3", "gfx1103": "rdna3", "gfx1150": "rdna3",
+            "gfx1151": "rdna3", "gfx1200": "rdna4", "gfx1201": "rdna4", "gfx940": "cdna", "gfx941": "cdna",
+            "gfx942": "cdna", "gfx950": "cdna", "rdna3": "rdna3", "rdna4": "rdna4", "cdna": "cdna", "cdna3": "cdna",
+            "cdna4": "cdna"}
+
+
+def family_of(arch: str) -> str:
+  """'gfx1100' -> 'rdna3', 'gfx942'/'gfx950' -> 'cdna'; family names pass through."""
+  try:
+    return _TARGETS[arch.lower()]
+  except KeyError:
+    raise PcodeError(f"unknown AMD target or family {arch!r}; expected one of {', '.join(sorted(_TARGETS))}",
+                     arch) from None
+
+
+def _rt_globals() -> dict:
+  g = {k: getattr(rt, k) for k in dir(rt) if not k.startswith("__")}
+  g.update(np=np, PcodeError=PcodeError)
+  return g
+
+
+_RT = _rt_globals()
+
+
+@dataclass
+class Semantics:
+  """One instruction's compiled meaning. Call it on a batch; read `inputs`/`outputs` to know what to pass."""
+  family: str
+  name: str
+  vendor_text: str
+  text: str  # after errata
+  errata: list[Erratum]
+  source: str  # generated Python
+  inputs: dict[str, int]  # state register -> bits, read by the body
+  outputs: dict[str, int]  # state register -> bits, written by the body (returned by __call__)
+  regfiles: frozenset[str]  # register files accessed by index: pass them in state (whole-wave access)
+  mem: str  # "", "r", "w" or "rw": how MEM is used
+  calls: frozenset[str]  # built-ins and hooks the body calls
+  _run: object = field(repr=False, default=None)
+
+  @property
+  def cross_lane(self) -> bool:
+    return "VGPR" in self.regfiles
+
+  @functools.cached_property
+  def program(self) -> Program:
+    return lower(parse(self.text, self.family, self.name), self.family, self.name)
+
+  def __call__(self, state: dict, exec=None, mem=None, lanes: int | None = None, wave64: bool | None = None) -> dict:
+    """Apply the instruction to every lane of every wave in the batch.
+
+    state: register name -> numpy raw bits: per-lane values shaped (waves, lanes), per-wave values (waves, 1),
+      uniform values as scalars; register files (VGPR (waves, lanes, regs) uint32, SGPR (waves, regs)) are
+      updated in place. exec: bool (waves, lanes) active-lane mask, None = all lanes (SALU). mem: object with
+      read(addr, bits) / write(addr, values, bits) (see FlatMemory) and optional hooks for address built-ins.
+    Returns the written registers (raw bits); inactive lanes hold the value given in state (or 0)."""
+    L = lanes or _lanes(state, exec, wave64)
+    ctx = rt.Ctx(np.arange(L, dtype=np.uint32)[None, :], (L <= 32) if wave64 is None else not wave64, mem,
+                 {k: state[k] for k in self.regfiles if k in state}, 0, self._sub)
+    m = None if exec is None else np.asarray(exec, dtype=bool)
+    if "w" in self.mem and "r" in self.mem and mem is not None and m is not None and m.sum() > 1:
+      return self._rmw(state, m, ctx)
+    with np.errstate(all="ignore"):
+      out = self._run(state, m, ctx)
+    return self._finish(state, out, m)
+
+  def _finish(self, state: dict, out: dict, m) -> dict:
+    for k, v in out.items():  # a per-wave register written from per-lane data: the last active lane wins
+      old = state.get(k)
+      v = np.asarray(v)
+      if old is not None and np.ndim(old) == 2 and np.shape(old)[-1] == 1 and v.ndim == 2 and v.shape[-1] > 1:
+        act = np.ones(v.shape, bool) if m is None else np.broadcast_to(m, v.shape)
+        last = v.shape[-1] - 1 - np.argmax(act[:, ::-1], axis=1)
+        pick = v[np.arange(v.shape[0]), last][:, None]
+        out[k] = np.where(act.any(axis=1, keepdims=True), pick, old)
+    return out
+
+  def _rmw(self, state: dict, m, ctx) -> dict:
+    """Bodies that read and write MEM (atomics): vectorised when no two lanes touch the same address, else
+    lane by lane in lane order, so every read-modify-write sees the one before it."""
+    rec = _Recorder(ctx.mem)
+    ctx.mem = rec
+    with np.errstate(all="ignore"):
+      out = self._run(state, m, ctx)
+    if not rec.conflict():
+      rec.commit()
+      return self._finish(state, out, m)
+    ctx.mem = rec.mem
+    st, res = dict(state), {}
+    W, L = m.shape
+    for w, l in zip(*np.nonzero(m)):
+      one = np.zeros_like(m)
+      one[w, l] = True
+      with np.errstate(all="ignore"):
+        o = self._run(st, one, ctx)
+      for k, v in o.items():
+        st[k] = np.array(np.broadcast_to(v, np.broadcast_shapes(np.shape(v), (W, L) if np.ndim(v) else ())))
+        res[k] = st[k]
+    return self._finish(state, res, m)
+
+  def _sub(self, name: str, ret, tys, args):
+    """Another instruction's semantics used as a helper (`v_max_f32(a, b)` inside V_MAX3_F32)."""
+    sub = semantics(self.family, name.upper())
+    st = {f"S{i}": rt.ubits(a, k, b) for i, (a, (k, b)) in enumerate(zip(args, tys))}
+    out = sub(st)
+    d0 = out.get("D0")
+    if d0 is None:
+      raise PcodeError(f"{name.upper()} writes no D0; cannot be used as a helper", self.family, self.name)
+    return rt.from_bits(rt.resize(np.asarray(d0), sub.outputs["D0"], ret[1]), ret[0], ret[1])
+
+
+def _lanes(state: dict, exec, wave64) -> int:
+  if wave64 is not None:
+    return 64 if wave64 else 32
+  if exec is not None and np.ndim(exec) == 2:
+    return np.shape(exec)[1]
+  for v in state.values():
+    if np.ndim(v) == 2 and np.shape(v)[1] > 1:
+      return np.shape(v)[1]
+  return 32
+
+
+class _Recorder:
+  """Buffers MEM writes of one vectorised run and detects lanes that hit the same address."""
+
+  def __init__(self, mem):
+    self.mem, self.writes = mem, []
+
+  def __getattr__(self, k):
+    return getattr(self.mem, k)
+
+  def read(self, addr, bits):
+    return self.mem.read(addr, bits)
+
+  def write(self, addr, vals, bits):
+    self.writes.append((np.array(addr), np.array(vals), bits))
+
+  def conflict(self) -> bool:
+    for a, _, _ in self.writes:
+      if len(np.unique(a)) != len(a):
+        return True
+    return False
+
+  def commit(self):
+    for a, v, b in self.writes:
+      self.mem.write(a, v, b)
+
+
+class FlatMemory:
+  """A little-endian byte-addressed memory for tests and simple callers: MEM[addr].bN reads/writes bN bits."""
+
+  def __init__(self, size: int = 1 << 16):
+    self.data = np.zeros(size, dtype=np.uint8)
+
+  def read(self, addr, bits: int):
+    n = max(bits // 8, 1)
+    a = np.asarray(addr, dtype=np.uint64).astype(np.int64)
+    by = self.data[a[:, None] + np.arange(n)]
+    if n > 8:
+      return np.array([int.from_bytes(r.tobytes(), "little") for r in by], dtype=object)
+    v = np.zeros(len(a), dtype=np.uint64)
+    for i in range(n):
+      v |= by[:, i].astype(np.uint64) << np.uint64(8 * i)
+    return v.astype(rt.U[max(rt.cbits(bits), 8)])
+
+  def write(self, addr, vals, bits: int):
+    n = max(bits // 8, 1)
+    a = np.asarray(addr, dtype=np.uint64).astype(np.int64)
+    vals = np.asarray(vals)
+    for j in range(len(a)):  # in lane order: the last writer of an address wins
+      self.data[a[j]:a[j] + n] = np.frombuffer(int(vals[j]).to_bytes(n, "little"), np.uint8) if n > 8 else \
+        np.frombuffer(np.uint64(int(vals[j]) & ((1 << 64) - 1)).tobytes()[:n], np.uint8)
+
+
+# ----------------------------------------------------------------------------------------- compile + cache
+def vendor_text(family: str, name: str) -> str:
+  from gputwin.isa.vendor import tables
+  t = tables(family)
+  if name not in t.pcode:
+    raise PcodeError(f"no vendor pseudocode for {name}", family, name)
+  return t.pcode[name]
+
+
+def build(family: str, name: str, text: str) -> tuple:
+  """Parse, lower and generate one body -> (source, constants, inputs, outputs, regfiles, mem, calls)."""
+  prog = lower(parse(text, family, name), family, name)
+  src, consts = generate(prog)
+  return (src, consts, dict(prog.inputs), dict(prog.outputs), frozenset(prog.regfiles), prog.mem,
+          frozenset(prog.calls))
+
+
+def _disk(key: str):
+  return cache_root() / "pcode" / f"v{VERSION}" / f"{key}.pkl"
+
+
+def compiled(family: str, name: str, text: str) -> tuple:
+  """`build`, cached on disk by the hash of the (corrected) text."""
+  path = _disk(source_key(f"{family}|{name}|{text}"))
+  try:
+    with open(path, "rb") as f:
+      return pickle.load(f)
+  except Exception:
+    pass
+  art = build(family, name, text)
+  try:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    with open(tmp, "wb") as f:
+      pickle.dump(art, f, protocol=pickle.HIGHEST_PROTOCOL)
+    os.replace(tmp, path)
+  except OSError:
+    pass
+  return art
+
+
+@functools.cache
+def semantics(family: str, name: str) -> Semantics:
+  """The compiled semantics of instruction `name` (canonical vendor name, e.g. "V_FMA_F32") in `family`
+  ("rdna3", "rdna4", "cdna", or a target such as "gfx942"). Raises PcodeError for unknown, unparsable or
+  excluded (graphics-only) instructions."""
+  family = family_of(family)
+  why = excluded(name)
+  if why:
+    raise PcodeError(f"{name} is not supported: {why}", family, name)
+  vt = vendor_text(family, name)
+  text, used = corrected(family, vt)
+  src, consts, ins, outs, regs, mem, calls = compiled(family, name, text)
+  g = dict(_RT)
+  g.update(consts, ARCH=family, INST=name)
+  exec(builtins.compile(src, f"<pcode {family}:{name}>", "exec"), g)
+  return Semantics(family, name, vt, text, used, src, ins, outs, regs, mem, calls, g["run"])
+
+
+def unsupported_calls(sem: Semantics) -> set[str]:
+  """Built-ins the body calls that gputwin does not implement (they need a hook, or raise 'not supported')."""
+  out = set()
+  for c in sem.calls:
+    if c in rt.BUILTINS:
+      continue
+    if "_to_" in c and "scale" not in c and "_sr" not in c.lower() and re.fullmatch(r"[a-z0-9]+_to_[a-z0-9]+", c):
+      continue
+    if c.startswith(("v_", "s_")):
+      try:
+        from gputwin.isa.vendor import tables
+        if c.upper() in tables(sem.family).pcode:
+          continue
+      except Exception:
+        pass
+    out.add(c)
+  return out

@@ -1,0 +1,83 @@
+"""Our corrections to the vendor pseudocode, as data. The parser only ever sees `corrected(family, name, text)`.
+
+Each entry matches bodies by family and by a regular expression over the *vendor text* (never by instruction name
+in code) and says why, with the evidence. Kinds:
+  replace  - the vendor text is prose, an example listing or C, not pcode; `text` is the pcode we run instead.
+  sub      - a local textual fix (regex -> replacement) for a PDF-extraction artefact.
+Graphics-only bodies are not corrected but excluded (see EXCLUDED), each with its reason.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Erratum:
+  families: tuple[str, ...]
+  match: str  # regex searched in the vendor text
+  kind: str  # "replace" | "sub"
+  text: str  # replacement pcode (replace) or replacement string (sub)
+  why: str
+  evidence: str
+
+
+_ALL = ("rdna3", "rdna4", "cdna")
+_MANUALS = "AMD RDNA3 / RDNA4 / CDNA3 Instruction Set Architecture reference guides"
+
+ERRATA: tuple[Erratum, ...] = (
+  Erratum(_ALL, r"^D = [A-D] \((?:sparse )?\d+x\d+\) \* [A-D] \(\d+x\d+\) \+ [A-D] \(\d+x\d+\)\s*$", "replace",
+          '"matrix multiply-accumulate over the whole wave; operand layout is per-encoding";\n'
+          "D0 = MATRIX_MULTIPLY_ACCUMULATE(S0, S1, S2)",
+          "WMMA/SWMMAC/MFMA/SMFMAC bodies are a one-line matrix formula, not pcode. We run a call to the "
+          "MATRIX_MULTIPLY_ACCUMULATE hook, which raises 'not supported' until the emulator provides the VGPR layout.",
+          f"{_MANUALS}: WMMA/MFMA chapters give the formula `D = A (MxK) * B (KxN) + C (MxN)` and describe the lane "
+          "layout in tables, not pseudocode (vendor str_pcode text is the formula only)."),
+  Erratum(_ALL, r"^(?:s_sleep (?:0|\{ duration)|SIMM16\[3:0\] = vmcount|expcnt <= |vmcnt <= |vscnt <= |lgkmcnt <= |"
+          r"v_mov_b32 v3, v0|\.\.\.\ns_endpgm|Priority = \{|SysUserPrio = )", "replace",
+          '"scheduling only: waits, sleeps, delays, priority and code-end padding change no architectural '
+          'register or memory state"',
+          "The vendor text is an example listing or a counter description, not pcode; these instructions only "
+          "affect timing (the emulator core handles waits), so the body is an explicit note.",
+          f"{_MANUALS}, SOPP chapter: S_WAITCNT*, S_SLEEP, S_DELAY_ALU, S_SETPRIO, S_CODE_END descriptions."),
+  Erratum(_ALL, r"LDS\(addr\) = LDS\(addr\) [+-] countbits\(valid mask\)", "replace",
+          '"wave-level LDS counter update: one read-modify-write per wave, not per lane";\n'
+          "RETURN_DATA.u32 = DS_APPEND_CONSUME_COUNTER(M0.u32, OFFSET.u32, EXEC.u64)",
+          "DS_APPEND/DS_CONSUME are described in C-like prose with `LDS(addr)` and `GPR[VDST]`. The update is "
+          "per wave, which a per-lane body cannot say; it runs through the DS_APPEND_CONSUME_COUNTER hook.",
+          f"{_MANUALS}, LDS chapter: DS_APPEND/DS_CONSUME (`countbits(valid mask)` added once per wave)."),
+  Erratum(_ALL, r"^offset = offset1:offset0;\nif \(offset >= 0xe000\) \{|^Offset\[4:0\]: Swizzle", "replace",
+          '"DS_SWIZZLE: cross-lane swizzle selected by OFFSET (FFT, rotate, bit-mask and quad-permute modes)";\n'
+          "RETURN_DATA.b32 = DS_SWIZZLE(OFFSET.u32, DATA0.u32)",
+          "The vendor text for DS_SWIZZLE_B32 is C (`for (i = 0; i < 64; i++) {`), not pcode. It runs through the "
+          "DS_SWIZZLE hook until we translate the four modes into pcode.",
+          f"{_MANUALS}, LDS chapter, DS_SWIZZLE_B32 (offset modes table)."),
+)
+
+# Graphics-only bodies: not part of the compute emulator. (family regex over names, reason)
+EXCLUDED: tuple[tuple[str, str], ...] = (
+  (r"IMAGE_.*", "image (MIMG/VIMAGE/VSAMPLE) instruction: texture units are graphics-only"),
+  (r"V_INTERP_.*", "VINTERP parameter interpolation: graphics-only"),
+  (r"LDS_DIRECT_LOAD|LDS_PARAM_LOAD", "LDSDIR attribute load: graphics-only"),
+  (r"DS_.*_GS_REG_RTN", "geometry-shader register access: graphics-only"),
+  (r"DS_BVH_STACK_.*", "ray-tracing BVH traversal stack: graphics-only"),
+  (r"EXP|EXPORT", "export to the render back end: graphics-only"),
+)
+
+
+def excluded(name: str) -> str | None:
+  """The reason a body is excluded, or None."""
+  for pat, why in EXCLUDED:
+    if re.fullmatch(pat, name):
+      return why
+  return None
+
+
+def corrected(family: str, text: str) -> tuple[str, list[Erratum]]:
+  """The vendor text with every matching erratum applied, and the errata used."""
+  used = []
+  for e in ERRATA:
+    if family in e.families and re.search(e.match, text, re.M):
+      text = e.text if e.kind == "replace" else re.sub(e.match, e.text, text, flags=re.M)
+      used.append(e)
+  return text, used

@@ -1,0 +1,743 @@
+"""numpy semantics that compiled pcode calls: bit views, conversions, masked stores, memory and register-file
+access, and the manual's built-in functions (isNAN, fma, f32_to_f16, ...).
+
+Every value is a numpy array (or numpy scalar) of raw bits or IEEE floats, broadcastable to (waves, lanes).
+Types travel as (kind, bits) pairs fixed at compile time: kind is u/i/b/f/bf/bool, bits the width.
+Integer ops wrap at the container width (numpy does that); widths that are not 8/16/32/64 are re-wrapped by `wr`.
+Values wider than 64 bits (b128 loads, the 1201-bit 2/PI constant) are object arrays of Python ints.
+"""
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+
+from gputwin.errors import PcodeError
+
+U = {1: np.bool_, 8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
+I = {8: np.int8, 16: np.int16, 32: np.int32, 64: np.int64}
+F = {16: np.float16, 32: np.float32, 64: np.float64}
+
+
+def cbits(bits: int) -> int:
+  return 1 if bits == 1 else 8 if bits <= 8 else 16 if bits <= 16 else 32 if bits <= 32 else 64 if bits <= 64 else 0
+
+
+def dtype(kind: str, bits: int):
+  if kind == "bool":
+    return np.bool_
+  if kind == "f":
+    return F[bits]
+  if kind == "bf":
+    return np.float32
+  c = cbits(bits)
+  if c == 0:
+    return object
+  return (I if kind == "i" else U)[max(c, 8)]
+
+
+def zero(kind: str, bits: int):
+  d = dtype(kind, bits)
+  return d(0) if d is not object else np.array(0, dtype=object)
+
+
+def typed(v, kind: str, bits: int):
+  """A Python constant as a numpy scalar of the type (ints wrapped)."""
+  d = dtype(kind, bits)
+  if kind in ("f", "bf"):
+    with np.errstate(over="ignore"):
+      return d(v) if kind == "f" else rbf(np.float32(v))
+  if d is object:
+    return np.array(int(v) & ((1 << bits) - 1), dtype=object)
+  if kind == "bool":
+    return np.bool_(v & 1 if isinstance(v, int) else v)
+  v = int(v) & ((1 << bits) - 1)
+  if kind == "i" and v >> (bits - 1):
+    v -= 1 << bits
+  return d(v)
+
+
+def arr(x):
+  return x if isinstance(x, (np.ndarray, np.generic)) else np.asarray(x)
+
+
+# --------------------------------------------------------------------------------------------- bit views
+def ubits(x, kind: str, bits: int):
+  """Raw unsigned bits of a typed value (container-sized)."""
+  if kind == "f":
+    return arr(x).view(U[bits])
+  if kind == "bf":
+    return (arr(x).astype(np.float32).view(np.uint32) >> np.uint32(16)).astype(np.uint16)
+  if kind == "bool":
+    return arr(x).astype(np.uint8)
+  if kind == "i":
+    c = cbits(bits)
+    if c == 0:
+      return np.asarray(x, dtype=object) & ((1 << bits) - 1)
+    return arr(x).view(U[max(c, 8)]) & U[max(c, 8)]((1 << bits) - 1) if bits != c else arr(x).view(U[c])
+  if kind == "int":
+    return np.asarray(int(x) & ((1 << 64) - 1), dtype=np.uint64)
+  return arr(x)
+
+
+def resize(u, bits: int, to: int, sign: bool = False):
+  """Unsigned container of `bits` -> unsigned container of `to` (truncate, or extend with zeros/sign)."""
+  cf, ct = max(cbits(bits), 8) if bits > 1 else 8, cbits(to)
+  ct = max(ct, 8) if to > 1 else 8
+  if cf == ct and not sign:
+    return u
+  if ct == 0 or cf == 0:
+    o = np.asarray(u).astype(object)
+    if sign:
+      o = np.where(o >> (bits - 1) & 1 if bits > 0 else 0, o - (1 << bits), o)
+    return o & ((1 << to) - 1) if ct == 0 else (o & ((1 << to) - 1)).astype(U[ct])
+  if sign and ct > cf and bits > 1:
+    s = u.astype(I[cf]) if bits == cf else sext(u, bits, cf)
+    return s.astype(I[ct]).view(U[ct]) if isinstance(s, np.ndarray) else I[ct](s).view(U[ct])
+  return u.astype(U[ct])
+
+
+def sext(u, bits: int, c: int):
+  sh = c - bits
+  return (u.astype(U[c]) << U[c](sh)).view(I[c]) >> I[c](sh)
+
+
+def bc(x, fk: str, fb: int, tk: str, tb: int):
+  """Reinterpret the bits of a `fk fb` value as `tk tb` (the manual's `.u32`/`.f16` views): truncate or
+  zero-extend the raw bits, then view them as the new type."""
+  if fk in ("u", "b") and tk == "f" and fb == tb:
+    return arr(x).view(F[tb])
+  if fk == "f" and tk in ("u", "b") and fb == tb:
+    return arr(x).view(U[tb])
+  u = ubits(x, fk, fb)
+  u = resize(u, fb if fk != "int" else 64, tb, sign=(fk == "i" and tb > fb))
+  return from_bits(u, tk, tb)
+
+
+def from_bits(u, tk: str, tb: int):
+  c = cbits(tb)
+  if tk == "bool":
+    return (u & 1).astype(np.bool_) if c else np.asarray(u & 1).astype(np.bool_)
+  if c and tb != c and tb > 1:
+    u = u & U[c]((1 << tb) - 1)
+  if tk == "f":
+    return u.view(F[tb])
+  if tk == "bf":
+    return (u.astype(np.uint32) << np.uint32(16)).view(np.float32)
+  if tk == "i":
+    if c == 0:
+      o = np.asarray(u, dtype=object)
+      return np.where(o >> (tb - 1) & 1, o - (1 << tb), o)
+    return u.view(I[c]) if tb == c else sext(u, tb, c)
+  return u
+
+
+def wr(x, kind: str, bits: int):
+  """Re-wrap a result whose width is not a container width (u24, i4, b128 ...)."""
+  c = cbits(bits)
+  if c == 0:
+    o = np.asarray(x, dtype=object) & ((1 << bits) - 1)
+    return from_bits(o, kind, bits) if kind == "i" else o
+  if c == bits:
+    return x
+  return from_bits(ubits(x, "u", c) & U[c]((1 << bits) - 1), kind, bits)
+
+
+# -------------------------------------------------------------------------------------------- conversions
+def cv(x, fk: str, fb: int, tk: str, tb: int):
+  """Value conversion (`64'U(x)`, `32'F(i)`, `32'I(f)`): ints sign/zero-extend or wrap; floats round to nearest
+  even; float->int truncates toward zero and saturates, NaN -> 0 (the manual's cvt rules)."""
+  if tk == "int":
+    return x
+  if fk == "int":
+    return typed(x, tk, tb) if np.ndim(x) == 0 and not isinstance(x, np.ndarray) else cv(np.int64(x), "i", 64, tk, tb)
+  fl, tl = fk in ("f", "bf"), tk in ("f", "bf")
+  if fl and tl:
+    if tk == "bf":
+      return rbf(arr(x).astype(np.float64) if fk == "f" and fb == 64 else arr(x).astype(np.float32), fb == 64)
+    return arr(x).astype(F[tb])
+  if fl:
+    return f2i(x, tk, tb)
+  if tl:
+    if fk == "bool":
+      x = arr(x).astype(np.uint8)
+    c = cbits(fb)
+    if c == 0:
+      v = np.vectorize(lambda i: float(int(i)), otypes=[np.float64])(x)
+      return v.astype(F[tb]) if tk == "f" else rbf(v, True)
+    if tk == "bf":
+      return rbf(arr(x).astype(np.float64), True)
+    if tb == 16 and c >= 32:  # int -> f16 in one rounding (via f64 is exact for <= 53-bit ints)
+      return arr(x).astype(np.float64).astype(np.float16)
+    return arr(x).astype(F[tb])
+  if tk == "bool":
+    return (ubits(x, fk, fb) & 1).astype(np.bool_)
+  u = ubits(x, fk, fb)
+  return from_bits(resize(u, fb, tb, sign=(fk == "i" and tb > fb)), tk, tb)
+
+
+def f2i(x, tk: str, tb: int):
+  v = arr(x).astype(np.float64)
+  lo, hi = (-(2 ** (tb - 1)), 2 ** (tb - 1) - 1) if tk == "i" else (0, 2 ** tb - 1)
+  with np.errstate(invalid="ignore"):
+    t = np.trunc(v)
+    t = np.where(np.isnan(t), 0.0, t)
+  if tb <= 32:
+    return np.clip(t, lo, hi).astype(np.int64).astype(dtype(tk, tb))
+  big = t >= hi
+  small = t <= lo
+  r = np.where(big | small, 0.0, t)
+  out = r.astype(np.int64 if tk == "i" else np.uint64) if tk == "i" else np.where(r < 0, 0, r).astype(np.uint64)
+  out = np.where(big, dtype(tk, tb)(hi), out)
+  return np.where(small, dtype(tk, tb)(lo), out).astype(dtype(tk, tb))
+
+
+def rbf(x, from64: bool = False):
+  """Round to bfloat16 (nearest even; NaN stays NaN and quiet), kept in a float32 container."""
+  x = arr(x)
+  if from64 or x.dtype == np.float64:  # round-to-odd to f32 first, so the second rounding is exact
+    x = f64_to_f32_odd(x.astype(np.float64))
+  u = x.astype(np.float32).view(np.uint32)
+  r = (u + np.uint32(0x7FFF) + ((u >> np.uint32(16)) & np.uint32(1))) & np.uint32(0xFFFF0000)
+  nan = (u & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000)
+  r = np.where(nan, (u | np.uint32(0x00400000)) & np.uint32(0xFFFF0000), r)
+  return r.astype(np.uint32).view(np.float32)
+
+
+def f64_to_f32_odd(d):
+  """f64 -> f32 with round-to-odd (sticky low bit): the intermediate that makes a second rounding correct."""
+  with np.errstate(over="ignore", invalid="ignore"):
+    f = d.astype(np.float32)
+    back = f.astype(np.float64)
+    inexact = (back != d) & np.isfinite(d) & np.isfinite(back)
+    toward = np.where(back > d, np.float32(0) if False else -np.inf, np.inf).astype(np.float32)
+    t = np.where(inexact, np.nextafter(f, toward.astype(np.float32)), f).astype(np.float32)
+    # of the two f32 neighbours bracketing d, take the one with an odd significand
+    pick = np.where(inexact & ((f.view(np.uint32) & np.uint32(1)) == np.uint32(0)), t, f)
+    return pick.astype(np.float32)
+
+
+# ------------------------------------------------------------------------------------------ integer ops
+def idiv(a, b):
+  """C division: truncates toward zero; x/0 -> all ones (unsigned) or 0, never a Python exception."""
+  a, b = arr(a), arr(b)
+  if a.dtype == object or b.dtype == object:
+    return np.vectorize(lambda x, y: 0 if y == 0 else abs(x) // abs(y) * (1 if (x >= 0) == (y >= 0) else -1),
+                        otypes=[object])(a, b)
+  with np.errstate(all="ignore"):
+    if a.dtype.kind == "u":
+      return np.where(b == 0, ~a.dtype.type(0), a // np.where(b == 0, 1, b).astype(b.dtype)).astype(a.dtype)
+    q = np.abs(a.astype(np.int64)) // np.where(b == 0, 1, np.abs(b.astype(np.int64)))
+    q = np.where((a < 0) != (b < 0), -q, q)
+    return np.where(b == 0, 0, q).astype(a.dtype)
+
+
+def irem(a, b):
+  with np.errstate(all="ignore"):
+    return (arr(a) - idiv(a, b) * arr(b)).astype(arr(a).dtype)
+
+
+def shl(a, s, bits: int):
+  a, s = arr(a), arr(s)
+  if a.dtype == object:
+    return np.vectorize(lambda x, y: (int(x) << int(y)) & ((1 << bits) - 1), otypes=[object])(a, s)
+  c = a.dtype.itemsize * 8
+  s64 = s.astype(np.uint64)
+  r = a << np.minimum(s64, c - 1).astype(a.dtype)
+  return np.where(s64 >= bits, a.dtype.type(0), r) if bits == c else wr(np.where(s64 >= bits, a.dtype.type(0), r),
+                                                                        "i" if a.dtype.kind == "i" else "u", bits)
+
+
+def shr(a, s, bits: int):
+  a, s = arr(a), arr(s)
+  if a.dtype == object:
+    return np.vectorize(lambda x, y: int(x) >> int(y), otypes=[object])(a, s)
+  c = a.dtype.itemsize * 8
+  s64 = s.astype(np.uint64)
+  r = a >> np.minimum(s64, c - 1).astype(a.dtype)
+  if a.dtype.kind == "i":
+    return r
+  return np.where(s64 >= c, a.dtype.type(0), r)
+
+
+def sl(x, lo, w: int):
+  """Bits [lo + w - 1 : lo] of raw bits x, as an unsigned container of width w."""
+  x = arr(x)
+  lo = int(lo) if np.ndim(lo) == 0 else arr(lo)
+  if x.dtype == object or (cbits(w) == 0):
+    o = np.asarray(x, dtype=object)
+    r = (o >> lo) & ((1 << w) - 1) if np.ndim(lo) == 0 else np.vectorize(lambda a, b: (int(a) >> int(b)) & ((1 << w) - 1), otypes=[object])(o, lo)
+    return r if cbits(w) == 0 else (np.asarray(r).astype(np.uint64).astype(U[max(cbits(w), 8)]) if w > 1 else np.asarray(r).astype(np.bool_))
+  c = x.dtype.itemsize * 8
+  if np.ndim(lo) == 0 and lo >= c:
+    r = np.zeros_like(x)
+  else:
+    r = shr(x, np.asarray(lo).astype(np.uint64) if np.ndim(lo) else x.dtype.type(lo), c)
+  if w == 1:
+    return (r & x.dtype.type(1)).astype(np.bool_)
+  cw = max(cbits(w), 8)
+  r = r.astype(U[cw]) if cw != c else r
+  return r & U[cw]((1 << w) - 1) if w != cw else r
+
+
+def rev(x, w: int):
+  x = arr(x)
+  c = max(cbits(w), 8)
+  out = np.zeros(x.shape, dtype=U[c])
+  for i in range(w):
+    out |= ((x >> U[c](i)) & U[c](1)).astype(U[c]) << U[c](w - 1 - i)
+  return out
+
+
+def bt(x, i):
+  return sl(x, i, 1)
+
+
+def ins(old, v, lo, w: int, ob: int):
+  """`old` (raw, `ob` bits) with bits [lo + w - 1 : lo] replaced by raw value v."""
+  old = arr(old)
+  c = cbits(ob)
+  if c == 0 or old.dtype == object:
+    o, vv = np.asarray(old, dtype=object), np.asarray(v).astype(object) & ((1 << w) - 1)
+    lo_ = np.asarray(lo).astype(object)
+    mask = ((1 << w) - 1) << lo_
+    return (o & ~mask | (vv << lo_)) & ((1 << ob) - 1)
+  d = U[max(c, 8)]
+  if old.dtype != d:
+    old = old.astype(d)
+  lo_ = arr(lo).astype(d) if np.ndim(lo) else d(int(lo))
+  m = d((1 << w) - 1) if w < 64 else d(~0 & ((1 << 64) - 1))
+  vv = arr(v).astype(d) & m
+  return (old & ~(m << lo_)) | (vv << lo_)
+
+
+def cat(*parts):
+  """{a, b, ...}: parts are (raw value, width), most significant first."""
+  total = sum(w for _, w in parts)
+  c = cbits(total)
+  d = U[max(c, 8)] if c else object
+  out, off = None, 0
+  for v, w in reversed(parts):
+    vv = np.asarray(v).astype(d) if d is not object else np.asarray(v).astype(object)
+    part = vv << (d(off) if d is not object else off)
+    out = part if out is None else out | part
+    off += w
+  return out
+
+
+# -------------------------------------------------------------------------------------- masks and stores
+def band(m, c):
+  return c if m is None else m & c
+
+
+def andnot(m, c):
+  return np.logical_not(c) if m is None else m & np.logical_not(c)
+
+
+def anyt(m) -> bool:
+  return m is None or bool(np.any(m))
+
+
+def mg(m, new, old):
+  """Masked store: lanes where m is false keep the old value."""
+  if m is None:
+    return new
+  if np.ndim(m) == 0:
+    return new if m else old
+  return np.where(m, new, old)
+
+
+def sbit(x, i, v, m, xb: int):
+  """x[i] = v for raw x of xb bits. A per-wave x written with a per-lane index (`D0.u64[laneId] = ...`) gathers
+  every active lane's bit, as the lanes would one after another."""
+  x = arr(x)
+  c = cbits(xb)
+  d = U[max(c, 8)] if c else object
+  i = arr(i).astype(np.uint64 if d is not object else object)
+  one = d(1) if d is not object else 1
+  bitv = (arr(v).astype(d) & one) << i.astype(d) if d is not object else (np.asarray(v).astype(object) & 1) << i
+  clr = one << i.astype(d) if d is not object else 1 << i
+  if m is not None:
+    mm = arr(m)
+    bitv = np.where(mm, bitv, d(0) if d is not object else 0)
+    clr = np.where(mm, clr, d(0) if d is not object else 0)
+  xs = x.shape
+  if bitv.ndim >= 1 and (x.ndim == 0 or (x.ndim == bitv.ndim and x.shape[-1] == 1)) and bitv.shape[-1] > 1:
+    bitv = np.bitwise_or.reduce(bitv, axis=-1, keepdims=True)
+    clr = np.bitwise_or.reduce(np.broadcast_to(clr, bitv.shape[:-1] + (np.shape(clr)[-1] if np.ndim(clr) else 1,)),
+                               axis=-1, keepdims=True)
+    if x.ndim == 0:
+      xs = bitv.shape
+  out = (x.astype(d) & ~clr) | bitv if d is not object else (x & ~clr) | bitv
+  return out.reshape(np.broadcast_shapes(xs, out.shape)) if out.shape != xs and x.ndim else out
+
+
+def sel(c, a, b):
+  if np.ndim(c) == 0:
+    return a if c else b
+  return np.where(c, a, b)
+
+
+DEFAULTS = {"WAVE_MODE.IEEE": 1}  # compute waves run with MODE.IEEE set (LLVM's amdgpu-ieee default)
+
+
+def ld(st: dict, name: str, bits: int):
+  """A state register as its container type; absent registers read as 0 (or their documented default)."""
+  v = st.get(name)
+  c = cbits(bits)
+  d = (U[max(c, 8)] if bits > 1 else U[8]) if c else object
+  if v is None:
+    return d(DEFAULTS.get(name, 0)) if d is not object else np.array(0, dtype=object)
+  v = arr(v)
+  if v.dtype != d:
+    v = v.astype(d) if d is not object else v.astype(object)
+  return v
+
+
+def iu(x) -> int:
+  """A loop bound or other value the manual treats as uniform: must be the same in every lane."""
+  if np.ndim(x) == 0:
+    return int(x)
+  a = np.asarray(x)
+  if not (a == a.flat[0]).all():
+    raise PcodeError("loop bound differs between lanes; pcode loops need uniform bounds")
+  return int(a.flat[0])
+
+
+# --------------------------------------------------------------------------------------- arrays, regfiles
+def newarr(n: int, kind: str, bits: int):
+  return np.zeros((n,), dtype=dtype(kind, bits))
+
+
+def ag(a, i):
+  if np.ndim(i) == 0:
+    return a[..., int(i)]
+  idx = arr(i).astype(np.int64)
+  shp = np.broadcast_shapes(a.shape[:-1], idx.shape)
+  return np.take_along_axis(np.broadcast_to(a, shp + a.shape[-1:]), np.broadcast_to(idx, shp)[..., None], -1)[..., 0]
+
+
+def aset(a, i, v, m):
+  v = arr(v)
+  shp = np.broadcast_shapes(a.shape[:-1], np.shape(i), v.shape, np.shape(m) if m is not None else ())
+  out = np.array(np.broadcast_to(a, shp + a.shape[-1:]))
+  if np.ndim(i) == 0 and m is None:
+    out[..., int(i)] = v.astype(out.dtype)
+    return out
+  idx = np.broadcast_to(arr(i).astype(np.int64), shp)[..., None]
+  old = np.take_along_axis(out, idx, -1)[..., 0]
+  new = mg(m, np.broadcast_to(v, shp).astype(out.dtype), old)
+  np.put_along_axis(out, idx, np.broadcast_to(new, shp)[..., None], -1)
+  return out
+
+
+class Ctx:
+  """Per-call context: lane ids, wave size, memory, register files, hooks for address helpers."""
+  __slots__ = ("lane", "wave32", "mem", "regs", "W", "sub")
+
+  def __init__(self, lane, wave32, mem, regs, W, sub=None):
+    self.lane, self.wave32, self.mem, self.regs, self.W, self.sub = lane, wave32, mem, regs, W, sub
+
+
+def regfile(ctx: Ctx, name: str):
+  r = ctx.regs.get(name)
+  if r is None:
+    raise PcodeError(f"this instruction accesses {name}[...]: pass the register file as state[{name!r}]")
+  return r
+
+
+def rrd(ctx: Ctx, name: str, idx, bits: int):
+  """VGPR[lane][reg] (file shaped (waves, lanes, regs)) or SGPR[reg] (file shaped (waves, regs))."""
+  f = regfile(ctx, name)
+  n = bits // 32 if bits > 32 else 1
+  parts = []
+  for k in range(n):
+    ix = list(idx)
+    ix[-1] = arr(ix[-1]).astype(np.int64) + k
+    if f.ndim == len(ix) + 1:
+      w = np.arange(f.shape[0]).reshape((-1,) + (1,) * max(max(np.ndim(j) for j in ix) - 1, 0))
+      ix = [w] + ix
+    parts.append(f[tuple(arr(j).astype(np.int64) for j in ix)])
+  v = parts[0] if n == 1 else cat(*[(p, 32) for p in reversed(parts)])
+  return v if bits >= 32 else sl(v, 0, bits)
+
+
+def rwr(ctx: Ctx, name: str, idx, v, bits: int, m):
+  f = regfile(ctx, name)
+  n = bits // 32 if bits > 32 else 1
+  for k in range(n):
+    ix = list(idx)
+    ix[-1] = arr(ix[-1]).astype(np.int64) + k
+    if f.ndim == len(ix) + 1:
+      w = np.arange(f.shape[0]).reshape((-1,) + (1,) * max(max(np.ndim(j) for j in ix) - 1, 0))
+      ix = [w] + ix
+    part = sl(v, 32 * k, 32) if n > 1 else arr(v).astype(f.dtype)
+    if bits < 32:
+      old = f[tuple(arr(j).astype(np.int64) for j in ix)]
+      part = ins(old, v, 0, bits, 32)
+    ixs = np.broadcast_arrays(*[arr(j).astype(np.int64) for j in ix], arr(part), *(() if m is None else (arr(m),)))
+    sel = ixs[-1] if m is not None else np.ones(ixs[0].shape, bool)
+    f[tuple(j[sel] for j in ixs[:len(ix)])] = ixs[len(ix)][sel].astype(f.dtype)
+
+
+def mrd(ctx: Ctx, addr, bits: int, m):
+  if ctx.mem is None:
+    raise PcodeError("this instruction accesses MEM: pass a memory object (see gputwin.pcode.Memory)")
+  addr = arr(addr).astype(np.uint64)
+  shp = np.broadcast_shapes(addr.shape, np.shape(m) if m is not None else ())
+  mask = np.broadcast_to(True if m is None else m, shp)
+  a = np.broadcast_to(addr, shp)
+  out = np.zeros(shp, dtype=U[max(cbits(bits), 8)] if cbits(bits) else object)
+  if mask.any():
+    out[mask] = ctx.mem.read(a[mask], bits)
+  return out
+
+
+def mwr(ctx: Ctx, addr, v, bits: int, m):
+  if ctx.mem is None:
+    raise PcodeError("this instruction accesses MEM: pass a memory object (see gputwin.pcode.Memory)")
+  addr = arr(addr).astype(np.uint64)
+  shp = np.broadcast_shapes(addr.shape, np.shape(v), np.shape(m) if m is not None else ())
+  mask = np.broadcast_to(True if m is None else m, shp)
+  if mask.any():
+    ctx.mem.write(np.broadcast_to(addr, shp)[mask], np.broadcast_to(arr(v), shp)[mask], bits)
+
+
+# ------------------------------------------------------------------------------------------------ built-ins
+# Each built-in is fn(ret, tys, *args): ret is the (kind, bits) result type, tys the argument types.
+BUILTINS: dict = {}
+
+
+def builtin(*names):
+  def deco(fn):
+    for n in names:
+      BUILTINS[n] = fn
+    return fn
+  return deco
+
+
+def fbits(x):
+  """(raw unsigned bits, exponent bits, mantissa bits) of a float array."""
+  x = arr(x)
+  b = {np.dtype(np.float16): (16, 5, 10), np.dtype(np.float32): (32, 8, 23), np.dtype(np.float64): (64, 11, 52)}[x.dtype]
+  return x.view(U[b[0]]), b[1], b[2]
+
+
+@builtin("isNAN")
+def _isnan(ret, tys, x): return np.isnan(x)
+
+
+@builtin("isINF")
+def _isinf(ret, tys, x): return np.isinf(x)
+
+
+@builtin("isSignalNAN", "isQuietNAN")
+def _nanq(ret, tys, x, quiet=None):
+  u, e, m = fbits(x)
+  q = (u >> u.dtype.type(m - 1)) & u.dtype.type(1)
+  return np.isnan(x) & (q == (1 if quiet else 0))
+
+
+BUILTINS["isQuietNAN"] = lambda ret, tys, x: _nanq(ret, tys, x, quiet=True)
+
+
+@builtin("isDENORM")
+def _isdenorm(ret, tys, x):
+  u, e, m = fbits(x)
+  return ((u >> u.dtype.type(m)) & u.dtype.type((1 << e) - 1) == 0) & (u & u.dtype.type((1 << m) - 1) != 0)
+
+
+@builtin("cvtToQuietNAN")
+def _quiet(ret, tys, x):
+  u, e, m = fbits(x)
+  return np.where(np.isnan(x), (u | u.dtype.type(1 << (m - 1))), u).view(arr(x).dtype)
+
+
+@builtin("sign")
+def _sign(ret, tys, x):
+  if tys[0][0] in ("f", "bf"):
+    return np.signbit(x)
+  return (ubits(x, tys[0][0], tys[0][1]) >> (tys[0][1] - 1)) & 1 == 1
+
+
+@builtin("abs")
+def _abs(ret, tys, x):
+  if tys[0][0] == "i":
+    return np.abs(x)  # wraps at the minimum like the hardware
+  return np.abs(x)
+
+
+@builtin("floor")
+def _floor(ret, tys, x): return np.floor(x)
+
+
+@builtin("trunc")
+def _trunc(ret, tys, x): return np.trunc(x)
+
+
+@builtin("fract")
+def _fract(ret, tys, x):
+  with np.errstate(invalid="ignore"):
+    r = x - np.floor(x)
+    one_below = np.nextafter(arr(x).dtype.type(1), arr(x).dtype.type(0))
+    return np.where(np.isinf(x), arr(x).dtype.type(np.nan), np.minimum(r, one_below))
+
+
+@builtin("sqrt")
+def _sqrt(ret, tys, x): return np.sqrt(x)
+
+
+@builtin("sin")
+def _sin(ret, tys, x): return np.sin(arr(x).astype(np.float64)).astype(arr(x).dtype)
+
+
+@builtin("cos")
+def _cos(ret, tys, x): return np.cos(arr(x).astype(np.float64)).astype(arr(x).dtype)
+
+
+@builtin("log2")
+def _log2(ret, tys, x): return np.log2(x)
+
+
+@builtin("pow")
+def _pow(ret, tys, x, y): return np.power(x, y)
+
+
+@builtin("fma")
+def _fma(ret, tys, a, b, c):
+  """Fused multiply-add with a single rounding. f16/f32: the product is exact in f64 and the f64 sum is made
+  round-to-odd, so rounding it to the narrow type is exact. f64: exact rational arithmetic per element."""
+  dt = arr(a).dtype if isinstance(a, np.ndarray) or isinstance(a, np.generic) else np.dtype(np.float64)
+  if dt == np.float64:
+    def one(x, y, z):
+      x, y, z = float(x), float(y), float(z)
+      if not all(map(math.isfinite, (x, y, z))) or x * y == 0 or z == 0 and False:
+        return x * y + z
+      r = Fraction(x) * Fraction(y) + Fraction(z)
+      if r == 0:
+        return x * y + z  # keeps the sign rules for exact zero
+      try:
+        return float(r)  # Fraction -> float rounds correctly to nearest even
+      except OverflowError:
+        return math.copysign(math.inf, r)
+    return np.vectorize(one, otypes=[np.float64])(a, b, c)
+  x, y, z = (arr(v).astype(np.float64) for v in (a, b, c))
+  with np.errstate(all="ignore"):
+    p = x * y
+    s = p + z
+    bb = s - p
+    err = (p - (s - bb)) + (z - bb)  # TwoSum: s + err == p + z exactly
+    odd = (s.view(np.uint64) & np.uint64(1)) == np.uint64(1)
+    adj = np.nextafter(s, np.where(err > 0, np.inf, -np.inf))
+    s = np.where((err != 0) & ~odd & np.isfinite(s), adj, s)
+    return s.astype(dt)
+
+
+@builtin("ldexp")
+def _ldexp(ret, tys, x, e):
+  x = arr(x)
+  d = x.dtype
+  r = np.ldexp(x.astype(np.float64), np.clip(arr(e).astype(np.int64), -2000, 2000).astype(np.int32))
+  if d == np.float64:
+    return r
+  with np.errstate(over="ignore"):
+    return f64_to_f32_odd(r).astype(d) if d == np.float16 else r.astype(d)
+
+
+@builtin("exponent")
+def _exponent(ret, tys, x):
+  u, e, m = fbits(x)
+  return ((u >> u.dtype.type(m)) & u.dtype.type((1 << e) - 1)).astype(np.int32)
+
+
+@builtin("mantissa")
+def _mantissa(ret, tys, x):
+  """The significand scaled into [0.5, 1.0) with the input's sign (frexp), as V_FREXP_MANT describes."""
+  m, _ = np.frexp(x)
+  return m.astype(arr(x).dtype)
+
+
+@builtin("signext")
+def _signext(ret, tys, x):
+  return cv(x, tys[0][0] if tys[0][0] != "u" else "i", tys[0][1], "i", 64)
+
+
+@builtin("signext_from_bit")
+def _sext_bit(ret, tys, x, n):
+  k, b = tys[0]
+  u = ubits(x, k, b).astype(np.uint64)
+  n = arr(n).astype(np.uint64)
+  sgn = (u >> np.where(n == 0, 0, n - 1).astype(np.uint64)) & np.uint64(1)
+  mask = np.where(n >= 64, np.uint64(0), ~np.uint64(0) << np.minimum(n, 63).astype(np.uint64))
+  r = np.where((sgn == 1) & (n > 0), u | mask, u & ~mask)
+  return from_bits(resize(r, 64, b), ret[0], ret[1])
+
+
+@builtin("countbits", "bitCount", "count_ones")
+def _popcount(ret, tys, x):
+  u = ubits(x, tys[0][0], tys[0][1]).astype(np.uint64)
+  c = np.zeros(np.shape(u), dtype=np.uint32)
+  for i in range(tys[0][1]):
+    c += ((u >> np.uint64(i)) & np.uint64(1)).astype(np.uint32)
+  return c
+
+
+@builtin("reverse_bits")
+def _revbits(ret, tys, x): return rev(ubits(x, tys[0][0], tys[0][1]), tys[0][1]).astype(dtype(*ret))
+
+
+@builtin("MIN")
+def _min(ret, tys, a, b): return np.minimum(a, b)
+
+
+@builtin("MAX")
+def _max(ret, tys, a, b): return np.maximum(a, b)
+
+
+@builtin("ABSDIFF")
+def _absdiff(ret, tys, a, b):
+  a, b = arr(a), arr(b)
+  return np.where(a > b, a - b, b - a).astype(a.dtype)
+
+
+@builtin("isEven")
+def _iseven(ret, tys, x):
+  return np.fmod(np.trunc(arr(x).astype(np.float64)), 2.0) == 0
+
+
+def convert(name: str, ret, tys, *args):
+  """x_to_y(...) conversions: value conversion, except the *norm forms (scale and saturate)."""
+  src, dst = name.split("_to_")[:2]
+  x = args[0]
+  k, b = tys[0]
+  if dst in ("snorm", "unorm"):
+    v = arr(x).astype(np.float64)
+    lo, sc = (-1.0, 32767.0) if dst == "snorm" else (0.0, 65535.0)
+    v = np.where(np.isnan(v), 0.0, np.clip(v, lo, 1.0))
+    r = np.round(v * sc)  # numpy rounds half to even
+    return r.astype(np.int64).astype(np.int16 if dst == "snorm" else np.uint16)
+  if src in ("u4", "i4", "u8", "i8", "u16", "i16", "u32", "i32") and not dst.startswith(("f", "bf")):
+    sk, sb = src[0], int(src[1:])
+    return cv(from_bits(resize(ubits(x, k, b), b, sb), sk, sb), sk, sb, *ret)
+  if src in ("f32", "f16", "f64", "bf16") and dst in ("f32", "f16", "f64", "bf16", "u32", "i32", "u16", "i16", "u8"):
+    return cv(x, k, b, *ret)
+  if src in ("u32", "i32", "u16", "i16") and dst in ("f32", "f16", "f64"):
+    return cv(x, k, b, *ret)
+  raise PcodeError(f"conversion {name} is not supported by gputwin.pcode yet")
+
+
+def call(ctx: Ctx, name: str, ret, tys, *args):
+  """Dispatch a built-in; names not implemented here go to a hook on the memory object (CalcDsAddr, ...)."""
+  fn = BUILTINS.get(name)
+  if fn is not None:
+    return fn(ret, tys, *args)
+  if "_to_" in name and "scale" not in name and "_sr" not in name.lower():
+    return convert(name, ret, tys, *args)
+  if ctx.sub is not None and name.startswith(("v_", "s_")):
+    return ctx.sub(name, ret, tys, args)
+  hook = getattr(ctx.mem, name, None) if ctx.mem is not None else None
+  if hook is not None:
+    return hook(*args)
+  raise PcodeError(f"built-in {name}() is not supported by gputwin.pcode (no implementation and no hook "
+                   f"`{name}` on the memory object)")
