@@ -41,8 +41,16 @@ _INLINE_FLOAT = range(240, 249)  # +-0.5, +-1, +-2, +-4, 1/(2*pi)
 _LITERAL, _DPP8, _DPP8FI, _SDWA, _DPP16, _VGPR0 = 255, 233, 234, 249, 250, 256
 _SRC_SPECIAL = (235, 236, 237, 238, 253)  # src_shared_base/limit, src_private_base/limit, scc
 _VCC, _TTMP0, _EXEC = 106, 108, 126
-# Per family: SGPR count, M0 and NULL codes (CDNA has no NULL SGPR; "off" in FLAT saddr is 0x7f).
-_SREGS = {"rdna3": (106, 125, 124), "rdna4": (106, 125, 124), "cdna": (102, 124, 0x7F)}
+# Per family: SGPR count, M0 and NULL codes (CDNA has no NULL SGPR: "off" in GLOBAL/SCRATCH saddr is 0x7f), and
+# the saddr of FLAT-segment instructions, which have no saddr operand (llvm-mc-22 encodes 0 on GFX9/CDNA).
+_SREGS = {"rdna3": (106, 125, 124, 124), "rdna4": (106, 125, 124, 124), "cdna": (102, 124, 0x7F, 0)}
+# Modifier fields -> what each bit applies to: ("src0", ...) per bit, "dst" for the destination; the bit is only set
+# when the tables say that operand exists and is of a kind the modifier applies to (see _Builder.modifier).
+_MODS = {"neg": ("float", 3), "abs": ("float", 3), "neg_hi": ("float", 3), "opsel": ("half", 4),
+         "opsel_hi": ("packed", 3), "opsel_hi2": ("packed2", 1), "omod": ("fdst", 0),
+         "src0_neg": ("float0", 0), "src0_abs": ("float0", 0), "src1_neg": ("float1", 0), "src1_abs": ("float1", 0),
+         "src0_sext": ("int0", 0), "src1_sext": ("int1", 0), "clmp": ("vdst", 0)}
+_FLOAT = ("F16", "F32", "F64", "BF16", "FP8", "BF8")
 _DPP16_CTRL = {  # dpp_ctrl values llvm-mc prints by name: quad_perm, row_shl/shr/ror, mirrors, row_share/xmask (RDNA),
   "rdna": [*range(0, 0x100), *range(0x101, 0x110), *range(0x111, 0x120), *range(0x121, 0x130), 0x140, 0x141,
            *range(0x150, 0x160), *range(0x160, 0x170)],  # wave_shl/rol/shr/ror and row_bcast (GFX9/CDNA)
@@ -52,6 +60,10 @@ _DPP16_CTRL = {  # dpp_ctrl values llvm-mc prints by name: quad_perm, row_shl/sh
 # Opcodes whose encoding always carries a literal dword of its own (a constant operand, not a 255 source code).
 # The tables say so for VOP2/SOPK (present only in the _LIT variant); VOPD lists both halves in one enum.
 _OWN_LITERAL = re.compile(r"FMAMK|FMAAK|MADMK|MADAK|SETREG_IMM32")
+# Field values the tables leave open but llvm-mc-22 pins (evidence: tests/isa/fuzz_exclusions.json notes).
+# VOP3PX2 (CDNA4 scaled MFMA): llvm-mc-22 decodes the 128-bit pair as one instruction only with bits 78:75 (the
+# table's abid) == 1; any other value prints v_mfma_ld_scale_b32 and a plain MFMA.
+_PINNED = {("VOP3PX2", "abid"): 1}
 _NO_LITERAL_TYPES = ("NOLIT", "SIMPLE", "VGPR", "SREG", "SDST", "ACCVGPR", "EXEC", "SMEM", "LANESEL", "M0")
 
 
@@ -119,9 +131,12 @@ def cases(target: str, encodings: Iterable[str] | None = None, graphics: bool = 
     if (encodings is not None and enc.name not in encodings) or (not graphics and enc.base in GRAPHICS):
       continue
     lit = "literal" in enc.by_name
+    srcs = any(f.kind in ("src", "ssrc") for f in enc.fields)
     for op in _enum_ops(enc, tab):
       if op in tgt.lacks or (not lit and op and _OWN_LITERAL.search(op)):
         continue  # an opcode with its own constant only exists in the _LIT variant
+      if lit and not srcs and not own_literal(tab, enc, op):
+        continue  # SOPK_LIT: no source could hold the literal
       out.append((enc.name, op))
   return out
 
@@ -142,7 +157,7 @@ class _Builder:
     self.enc = self.tab.encodings[enc_name]
     self.pick, self.wave = pick, wave or self.tgt.wave
     self.fam = "cdna" if self.tgt.is_cdna else "rdna"
-    self.nsgpr, self.m0, self.null = _SREGS[self.tgt.family]
+    self.nsgpr, self.m0, self.null, self.flat_saddr = _SREGS[self.tgt.family]
     base = self.tab.encodings[self.enc.base]
     own = [f for f in self.enc.fields if f.name not in base.by_name]
     # A variant's own fields win over base fields on the same bits (VOP3P_MFMA: blgp over neg, acc over opsel_hi).
@@ -189,6 +204,8 @@ class _Builder:
   def register(self, f: Field, opnd: Operand | None) -> int:
     p, typ, n = self.pick, opnd.type if opnd else "", self.nregs(opnd)
     vgpr_only = any(k in typ for k in ("VGPR", "ACCVGPR")) and "CONST" not in typ and "INLINE" not in typ
+    if f.kind in ("vgpr", "src") and any(k in typ for k in ("SREG", "SDST", "EXEC")):
+      return self.sgpr(n)  # a scalar result in a VGPR-kind field (V_READFIRSTLANE_B32 in VOP3, V_CMP sdst)
     if f.kind == "vgpr":
       return self.vgpr(n)
     if f.kind == "vdsty":  # VOPD: vgpr >> 1; the low bit is implied by vdstx
@@ -211,12 +228,37 @@ class _Builder:
 
   # -- other bit fields
 
+  def modifier(self, f: Field, ops: dict[str, Operand] | None) -> int:
+    """Random modifier bits, restricted to the operands the tables say exist and accept them (llvm-mc-22 rejects
+    e.g. abs on an integer source or op_sel on a 32-bit one)."""
+    p, (what, nbits) = self.pick, _MODS[f.name]
+    if ops is None:
+      return self.pick.int(0, f.mask) if p.chance(50) else (f.default if isinstance(f.default, int) else 0)
+    def is_float(o): return o is not None and any(k in o.fmt for k in _FLOAT)
+    srcs = [ops.get(n) for n in ("src0", "src1", "src2")]
+    if what == "float":
+      mask = sum(1 << i for i, o in enumerate(srcs) if is_float(o))
+    elif what == "half":
+      mask = sum(1 << i for i, o in enumerate(srcs) if o is not None and o.bits == 16)
+      mask |= 8 if ops.get("vdst") is not None and ops["vdst"].bits == 16 else 0
+    elif what in ("packed", "packed2"):
+      mask = sum(1 << i for i, o in enumerate(srcs) if o is not None) >> (2 if what == "packed2" else 0)
+    elif what == "fdst":
+      mask = f.mask if is_float(ops.get("vdst")) else 0
+    elif what == "vdst":  # clamp needs a vector result
+      mask = f.mask if ops.get("vdst") is not None and "VGPR" in ops["vdst"].type else 0
+    else:
+      o = srcs[int(what[-1])]
+      mask = (1 if is_float(o) else 0) if what.startswith("float") else (1 if o is not None and not is_float(o) else 0)
+    default = f.default if isinstance(f.default, int) else 0
+    return default if p.chance(50) else p.int(0, f.mask) & mask | default & ~mask
+
   def bits(self, f: Field) -> int:
     p, name = self.pick, f.name
     if name == "dpp":
       return p.choice(_DPP16_CTRL[self.fam])
     if name in ("dst_sel", "src0_sel", "src1_sel"):
-      return p.int(0, 6)
+      return p.int(0, 6)  # BYTE_0..3, WORD_0..1, DWORD
     if name == "dst_unused":
       return p.int(0, 2)
     if name in ("row_mask", "bank_mask"):
@@ -235,21 +277,30 @@ class _Builder:
     if enc.base == "VOPD":
       return self.vopd(op)
     ops = tab.operands.get((enc.opcode_enum, op)) if op else None
+    if ops is None and op and p.chance(50):
+      ops = {}  # no operand record (V_NOP, DS_NOP, ...): half the time assume no operands at all
     vals: dict[str, int] = {}
     for f in self.fields:
       if f.kind == "fixed":
         vals[f.name] = f.value
       elif f.kind == "op":
         vals[f.name] = tab.values[enc.opcode_enum][op]
+      elif (enc.base, f.name) in _PINNED:
+        vals[f.name] = _PINNED[enc.base, f.name]
       elif f.name == "x2encoding":  # CDNA4 scaled MFMA: the first half is a fixed V_MFMA_LD_SCALE_B32 prefix
         vop3p = tab.encodings["VOP3P"]
         vals[f.name] = vop3p.fixed[0].value << 7 | tab.values["VOP3POp"]["V_MFMA_LD_SCALE_B32"]
       elif f.kind == "bits" and not f.name.startswith("scale_src"):
         opnd = ops.get(f.name) if ops else None  # RDNA4 rsrc/samp are plain SGPR indices in a bit field
-        vals[f.name] = self.sgpr(self.nregs(opnd), null=False) if opnd and "SREG" in opnd.type else self.bits(f)
+        if opnd and "SREG" in opnd.type:
+          vals[f.name] = self.sgpr(self.nregs(opnd), null=False)
+        else:
+          vals[f.name] = self.modifier(f, ops) if f.name in _MODS else self.bits(f)
       else:
         opnd = ops.get(f.name) if ops is not None else None
-        if ops is not None and opnd is None and f.name not in ("vsrc0", "saddr", "soffset") \
+        if ops is not None and opnd is None and f.name == "saddr":
+          vals[f.name] = self.flat_saddr  # FLAT segment: no scalar address
+        elif ops is not None and opnd is None and f.name not in ("vsrc0", "soffset") \
            and not f.name.startswith("scale_src"):
           vals[f.name] = 0  # an operand this opcode does not have
         elif f.name.startswith("scale_src"):
@@ -270,6 +321,10 @@ class _Builder:
       vals["vsrc0"] = self.sgpr(1) if vals.get("s0") else self.vgpr(1)
       if "vsrc1" in vals and vals.get("s1"):
         vals["vsrc1"] = self.sgpr(1)
+    if "SDWA" in v and ops is not None:
+      for name, opnd in (("src1_sel", "vsrc1"), ("dst_sel", "vdst"), ("dst_unused", "vdst")):
+        if name in vals and opnd not in ops:  # selectors of an operand the opcode lacks stay at reset
+          vals[name] = 0
     if "vsrc0" in vals and "SDWA" not in v:
       vals["vsrc0"] = self.vgpr(self.nregs((ops or {}).get("src0")))
     if "literal" in vals and not own_literal(self.tab, self.enc, op):
@@ -291,13 +346,14 @@ class _Builder:
     x, y = (op, p.choice(ys)) if op in xs and (op not in ys or p.chance(50)) else (p.choice(xs), op)
     vals = {f.name: f.value for f in enc.fixed} | {"opx": values[x], "opy": values[y]}
     for half, name in (("x", x), ("y", y)):
+      ops = tab.operands.get(("VOPDOp", name), {})  # records name the Y slots for either half
       vals[f"vdst{half}"] = self.vgpr(1)
       vals[f"src{half}0"] = _VGPR0 + self.vgpr(1) if p.chance(70) else self.scalar_src(1, True)
-      vals[f"vsrc{half}1"] = self.vgpr(1)
+      vals[f"vsrc{half}1"] = self.vgpr(1) if "vsrcy1" in ops or not ops else 0
     vals["vdsty"] = vals.pop("vdsty") >> 1
     # bank rules: the two halves read different VGPR banks (index mod 4) in each source slot
     for a, b, off in (("srcx0", "srcy0", _VGPR0), ("vsrcx1", "vsrcy1", 0)):
-      if vals[a] >= off and vals[b] >= off and vals[a] % 4 == vals[b] % 4:
+      if vals[a] >= off and vals[b] >= off and vals[a] % 4 == vals[b] % 4 and (off or vals[a] and vals[b]):
         vals[b] = vals[b] - vals[b] % 4 + (vals[a] + 1) % 4
     if lit:
       vals["literal"] = self.bits(enc.by_name["literal"])
