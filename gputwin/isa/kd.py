@@ -336,18 +336,22 @@ def kd_from_directives(name: str, directives: list[tuple[str, int, int]], arch: 
                                                  at("accum_offset"))
     if acc > -(-max(1, nvgpr) // 4) * 4: raise err("accum_offset exceeds total VGPR allocation", at("accum_offset"))
     kd = kd.replace(accum_offset=acc // 4 - 1)
-
-  # SGPRs: only gfx9 encodes a count: next_free_sgpr plus the trailing VCC/XNACK_MASK/FLAT_SCRATCH block (which
-  # overlap, so the largest wins), in granules of 8, minus one. Our gfx9 targets (gfx942/gfx950) have architected
-  # flat scratch, which always reserves the whole 6-SGPR block whatever .amdhsa_reserve_vcc/xnack_mask say.
-  nsgpr, max_sgpr = get("next_free_sgpr", 0), 102 if t.major < 10 else 106
-  if nsgpr > max_sgpr: raise err(f"too many SGPR registers ({nsgpr} > {max_sgpr})", at("next_free_sgpr"))
-  if t.major < 10:
-    kd = kd.replace(granulated_wavefront_sgpr_count=-(-max(1, nsgpr + 6) // 8) - 1)
+  if t.major in (10, 11) and kd.shared_vgpr_count * 2 + kd.granulated_workitem_vgpr_count > 63:
+    raise err("shared_vgpr_count*2 + compute_pgm_rsrc1.GRANULATED_WORKITEM_VGPR_COUNT cannot exceed 63",
+              at("shared_vgpr_count"))
 
   implied = sum(n for u, n in USER_SGPRS if getattr(kd, f"enable_sgpr_{u}")) + kd.kernarg_preload_spec_length
   count = get("user_sgpr_count", implied)
   if count < implied: raise err("amdgpu_user_sgpr_count smaller than than implied by enabled user SGPRs",
                                 at("user_sgpr_count"))
   if count > 31: raise err(f"too many user SGPRs enabled ({count} > 31)", at("user_sgpr_count"))
+  # SGPRs: only gfx9 encodes a count: next_free_sgpr plus the trailing VCC/XNACK_MASK/FLAT_SCRATCH block (which
+  # overlap, so the largest wins), in granules of 8, minus one. Our gfx9 targets (gfx942/gfx950) have architected
+  # flat scratch, which always reserves the whole 6-SGPR block whatever .amdhsa_reserve_vcc/xnack_mask say.
+  # With kernarg preloading, llvm-mc-22 counts all user SGPRs as used (seen in its output, not documented).
+  nsgpr, max_sgpr = get("next_free_sgpr", 0), 102 if t.major < 10 else 106
+  if nsgpr > max_sgpr: raise err(f"too many SGPR registers ({nsgpr} > {max_sgpr})", at("next_free_sgpr"))
+  if t.major < 10:
+    used = max(nsgpr, count if kd.kernarg_preload_spec_length else 0) + 6
+    kd = kd.replace(granulated_wavefront_sgpr_count=-(-max(1, used) // 8) - 1)
   return kd.replace(user_sgpr_count=count)

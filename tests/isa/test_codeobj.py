@@ -206,9 +206,11 @@ def random_block(rng: random.Random, arch: str, name: str) -> str:
     d.pop("reserve_vcc", None)  # no effect with architected flat scratch; tested in the error list below
   else:
     d["inst_pref_size"] = rng.randint(0, 63)
-    if fam == "gfx11": d["shared_vgpr_count"] = rng.randint(0, 15)
   if rng.random() < 0.5: d["user_sgpr_count"] = rng.randint(12, 31)
   if fam != "gfx9" and rng.random() < 0.3: d["wavefront_size32"] = 0
+  if fam == "gfx11":   # llvm-mc: shared_vgpr_count * 2 + VGPR granules - 1 <= 63
+    granules = -(-max(1, d["next_free_vgpr"]) // (4 if d.get("wavefront_size32", 1) == 0 else 8))
+    d["shared_vgpr_count"] = rng.randint(0, min(15, (64 - granules) // 2))
   body = "\n".join(f"  .amdhsa_{k} {v}" for k, v in d.items())
   return f".amdhsa_kernel {name}\n{body}\n.end_amdhsa_kernel\n"
 
@@ -254,7 +256,7 @@ BAD = {  # directives llvm-mc-22 rejects, per target family
            ".amdhsa_round_robin_scheduling 1", ".amdhsa_user_sgpr_count 1\n.amdhsa_user_sgpr_dispatch_ptr 1",
            ".amdhsa_user_sgpr_kernarg_preload_length 17", ".amdhsa_accum_offset 6", ".amdhsa_accum_offset 12"],
   "gfx11": [".amdhsa_accum_offset 4", ".amdhsa_round_robin_scheduling 1", ".amdhsa_tg_split 1",
-            ".amdhsa_wavefront_size32 2"],
+            ".amdhsa_wavefront_size32 2", ".amdhsa_next_free_vgpr 256\n.amdhsa_shared_vgpr_count 1\n.amdhsa_wavefront_size32 0"],
   "gfx12": [".amdhsa_dx10_clamp 0", ".amdhsa_ieee_mode 1", ".amdhsa_shared_vgpr_count 1", ".amdhsa_accum_offset 8"],
 }
 
@@ -265,7 +267,7 @@ def test_bad_directives_rejected_like_llvm_mc(arch, tmp_path):
   fam = "gfx9" if arch.startswith("gfx9") else arch[:5]
   base = ".amdhsa_next_free_vgpr 8\n.amdhsa_next_free_sgpr 8\n" + (".amdhsa_accum_offset 4\n" if fam == "gfx9" else "")
   for bad in BAD["all"] + BAD[fam]:
-    b = base.replace(".amdhsa_accum_offset 4\n", "") if "accum_offset" in bad else base  # 6: bad step; 12: > VGPRs
+    b = "".join(ln + "\n" for ln in base.splitlines() if ln.split()[0] not in bad)  # the bad line replaces its default
     src = code_and_kds(arch, [f".amdhsa_kernel k0\n{b}{bad}\n.end_amdhsa_kernel\n"])
     path, err = llvm_mc_code_object(src, arch, tmp_path)
     assert path is None, f"llvm-mc accepted {bad!r}"
