@@ -122,13 +122,25 @@ class GPUNode:
   """One GPU of a mock machine: topology node index, gpu_id, render minor and its full property dict."""
   node: int
   gpu_id: int
-  target: Target
-  props: dict
+  target: Target = dataclasses.field(repr=False)
+  props: dict = dataclasses.field(repr=False)
+
+  def __repr__(self): return f"GPUNode({self.name}, node={self.node}, gpu_id={self.gpu_id:#x})"
 
   @property
   def render_minor(self) -> int: return self.props["drm_render_minor"]
   @property
   def name(self) -> str: return self.target.name
+  @property
+  def num_xcc(self) -> int: return self.props["num_xcc"]
+
+  # Queue-buffer sizes KFD checks at CREATE_QUEUE (node_props, not exported to sysfs; kfd_queue.c).
+  eop_buffer_size = 4096
+  @property
+  def debug_memory_size(self) -> int: return (self.target.cwsr[2] * 32 + 63) & ~63   # DEBUGGER_BYTES_PER_WAVE 32
+  def cwsr_total(self, ctx_save_restore_size: int) -> int:
+    """Bytes the ctx_save_restore BO must span: (size + debug area) per XCC, page aligned."""
+    return ((ctx_save_restore_size + self.debug_memory_size) * self.num_xcc + 4095) & ~4095
 
 
 def _lines(order, values: dict) -> str: return "".join(f"{k} {values[k]}\n" for k in order)

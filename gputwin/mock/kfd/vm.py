@@ -1,0 +1,125 @@
+"""GPU virtual memory of a mock GPU: buffer objects backed by host memory, and the per-device page-table stand-in.
+
+A BufferObject's bytes live in host memory (a memfd for VRAM/GTT/doorbell/MMIO, the user's pages for USERPTR), so the
+CPU (through its mmap of the render node) and the emulated GPU (through GPUAddressSpace) read and write the same bytes.
+GPUAddressSpace is what MAP_MEMORY_TO_GPU fills and what a command processor or shader emulator reads through:
+every access is bounds checked and an unmapped address raises GPUPageFault naming device, address and access.
+"""
+from __future__ import annotations
+import bisect, dataclasses, threading
+import numpy as np
+from gputwin.errors import GPUPageFault
+from gputwin.mock.hostmem import HostBuffer, host_view
+
+
+@dataclasses.dataclass(eq=False)
+class BufferObject:
+  """One ALLOC_MEMORY_OF_GPU allocation. `host` owns the pages (None for USERPTR, whose pages the user owns)."""
+  handle: int
+  gpu_id: int
+  va: int
+  size: int
+  flags: int
+  mmap_offset: int
+  host: HostBuffer | None = None
+  user_addr: int = 0
+  shared: bool = False                  # doorbell/MMIO pages belong to the device/process, not to this BO
+  mapped: set = dataclasses.field(default_factory=set)   # gpu_ids this BO is mapped on
+
+  @property
+  def addr(self) -> int: return self.host.addr if self.host is not None else self.user_addr
+  @property
+  def view(self) -> memoryview: return self.host.view[:self.size] if self.host is not None else host_view(self.addr, self.size)
+
+  def release(self):
+    if self.host is not None and not self.shared: self.host.close()
+    self.host = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Mapping:
+  va: int
+  size: int
+  bo: BufferObject
+  @property
+  def end(self) -> int: return self.va + self.size
+
+
+class GPUAddressSpace:
+  """The GPU VM of one device in one process: sorted, non-overlapping [va, va+size) -> BufferObject mappings."""
+
+  def __init__(self, device: str):
+    self.device = device
+    self._starts: list[int] = []
+    self._maps: list[Mapping] = []
+    self._lock = threading.Lock()
+
+  def __len__(self) -> int: return len(self._maps)
+  def mappings(self) -> list[Mapping]: return list(self._maps)
+
+  def map(self, va: int, size: int, bo: BufferObject) -> bool:
+    """Insert a mapping; False (nothing changed) when it overlaps an existing one (amdgpu_vm_bo_map's conflict)."""
+    with self._lock:
+      i = bisect.bisect_left(self._starts, va)
+      if (i > 0 and self._maps[i - 1].end > va) or (i < len(self._maps) and self._starts[i] < va + size): return False
+      self._starts.insert(i, va)
+      self._maps.insert(i, Mapping(va, size, bo))
+      return True
+
+  def unmap(self, va: int) -> Mapping | None:
+    with self._lock:
+      i = bisect.bisect_left(self._starts, va)
+      if i == len(self._starts) or self._starts[i] != va: return None
+      self._starts.pop(i)
+      return self._maps.pop(i)
+
+  def find(self, va: int) -> Mapping | None:
+    """The mapping containing va, or None."""
+    maps = self._maps
+    i = bisect.bisect_right(self._starts, va) - 1
+    return maps[i] if i >= 0 and va < maps[i].end else None
+
+  def translate(self, va: int, n: int = 1, access: str = "read") -> tuple[Mapping, int]:
+    """(mapping, offset) for an access of n bytes at va lying in one mapping; GPUPageFault otherwise."""
+    m = self.find(va)
+    if m is None: raise GPUPageFault(va, n, access, self.device, "no mapping")
+    if va + n > m.end: raise GPUPageFault(va, n, access, self.device, f"crosses end of mapping {m.va:#x}+{m.size:#x}")
+    if m.bo.host is None and not m.bo.user_addr: raise GPUPageFault(va, n, access, self.device, "BO freed")
+    return m, va - m.va
+
+  def view(self, va: int, n: int, access: str = "read") -> memoryview:
+    """A zero-copy, writable view of n bytes at va (must lie in one mapping)."""
+    m, off = self.translate(va, n, access)
+    return m.bo.view[off:off + n]
+
+  def array(self, va: int, dtype, count: int) -> np.ndarray:
+    dt = np.dtype(dtype)
+    return np.frombuffer(self.view(va, dt.itemsize * count), dtype=dt)
+
+  def read(self, va: int, n: int) -> bytes:
+    """Read n bytes; may span adjacent mappings, faults at the first unmapped byte."""
+    out, pos = bytearray(), va
+    while pos < va + n:
+      m = self.find(pos)
+      if m is None: raise GPUPageFault(pos, va + n - pos, "read", self.device, f"no mapping (access {va:#x}+{n:#x})")
+      k = min(m.end, va + n) - pos
+      out += self.view(pos, k)
+      pos += k
+    return bytes(out)
+
+  def write(self, va: int, data) -> None:
+    """Write bytes; may span adjacent mappings. Every target byte is checked before any is written."""
+    data = memoryview(bytes(data)).cast("B")
+    n, pos, parts = len(data), va, []
+    while pos < va + n:
+      m = self.find(pos)
+      if m is None: raise GPUPageFault(pos, va + n - pos, "write", self.device, f"no mapping (access {va:#x}+{n:#x})")
+      k = min(m.end, va + n) - pos
+      parts.append((self.view(pos, k, "write"), pos - va, k))
+      pos += k
+    for dst, off, k in parts: dst[:] = data[off:off + k]
+
+  def read_u32(self, va: int) -> int: return int.from_bytes(self.view(va, 4), "little")
+  def read_u64(self, va: int) -> int: return int.from_bytes(self.view(va, 8), "little")
+  def write_u32(self, va: int, v: int): self.view(va, 4, "write")[:] = (v & 0xFFFFFFFF).to_bytes(4, "little")
+  def write_u64(self, va: int, v: int): self.view(va, 8, "write")[:] = (v & (2**64 - 1)).to_bytes(8, "little")

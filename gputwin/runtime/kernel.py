@@ -1,0 +1,104 @@
+"""The one seam between gputwin's runtime and a kernel driver.
+
+The runtime reaches the kernel only through a `Kernel`: open/close device files, ioctl with a ctypes argument,
+mmap/munmap, read sysfs files, poll. `OSKernel` is the real Linux system call layer; `gputwin.mock.kfd.MockKernel`
+answers the same calls with a modelled amdkfd. Nothing else differs between a real and a mock device.
+
+Device strings (argument of `kernel_for`, default $GPUTWIN_DEVICE, else "mock:gfx1100"):
+  amd            the real /dev/kfd, first GPU            amd:N    the real /dev/kfd, GPU N
+  mock:gfx1100   a mock machine with one gfx1100         mock:gfx1100,gfx942   a machine with two GPUs (nodes 1, 2)
+  mock:gfx1100,gfx942:1   the same machine, GPU 1
+Targets: gfx1100, gfx1200, gfx942, gfx950. One machine exists per distinct target list, so "mock:a,b:0" and
+"mock:a,b:1" are two GPUs of the same mock machine (like amd:0/amd:1 share one /dev/kfd).
+"""
+from __future__ import annotations
+import dataclasses, fcntl, os, select, threading
+from typing import Protocol, runtime_checkable
+from gputwin.errors import KernelDriverError
+from gputwin.mock.hostmem import host_mmap, host_munmap
+
+DEFAULT_DEVICE = "mock:gfx1100"
+
+
+@runtime_checkable
+class Kernel(Protocol):
+  """What the runtime may ask of a kernel. Errors are OSError carrying the errno the kernel returned."""
+
+  def open(self, path: str, flags: int = os.O_RDWR) -> int: ...
+  def close(self, fd: int) -> None: ...
+  def ioctl(self, fd: int, request: int, arg=None) -> int:
+    """`arg`: a ctypes struct/array or writable buffer (updated in place for _IOC_READ commands) or an address."""
+  def mmap(self, fd: int, offset: int, length: int, prot: int, flags: int, addr: int = 0) -> int:
+    """Returns the mapped address; fd -1 maps anonymous memory. MAP_FIXED with `addr` places it."""
+  def munmap(self, addr: int, length: int) -> None: ...
+  def read_text(self, path: str) -> str: ...
+  def listdir(self, path: str) -> list[str]: ...
+  def exists(self, path: str) -> bool: ...
+  def poll(self, fds: list[int], events: int = select.POLLIN, timeout_ms: int = 0) -> list[tuple[int, int]]: ...
+
+
+class OSKernel:
+  """The real kernel: os.open, fcntl.ioctl, libc mmap, the real /sys."""
+
+  def __repr__(self): return "OSKernel()"
+  def open(self, path: str, flags: int = os.O_RDWR) -> int: return os.open(path, flags | os.O_CLOEXEC)
+  def close(self, fd: int) -> None: os.close(fd)
+
+  def ioctl(self, fd: int, request: int, arg=None) -> int:
+    if arg is None or isinstance(arg, int): return fcntl.ioctl(fd, request, arg or 0)
+    return fcntl.ioctl(fd, request, arg, True)   # mutate in place: the kernel's _IOC_READ half lands in `arg`
+
+  def mmap(self, fd: int, offset: int, length: int, prot: int, flags: int, addr: int = 0) -> int:
+    return host_mmap(addr, length, prot, flags, fd, offset)
+
+  def munmap(self, addr: int, length: int) -> None: host_munmap(addr, length)
+
+  def read_text(self, path: str) -> str:
+    with open(path) as f: return f.read()
+
+  def listdir(self, path: str) -> list[str]: return os.listdir(path)
+  def exists(self, path: str) -> bool: return os.path.exists(path)
+
+  def poll(self, fds: list[int], events: int = select.POLLIN, timeout_ms: int = 0) -> list[tuple[int, int]]:
+    p = select.poll()
+    for fd in fds: p.register(fd, events)
+    return p.poll(timeout_ms)
+
+
+@dataclasses.dataclass(frozen=True)
+class DeviceSpec:
+  """A parsed device string: kind "amd" or "mock", the mock machine's targets, and the GPU index on the machine."""
+  kind: str
+  targets: tuple[str, ...] = ()
+  index: int = 0
+
+  def __str__(self) -> str:
+    return f"{self.kind}" + (f":{','.join(self.targets)}" if self.targets else "") + f":{self.index}"
+
+
+def parse_device(device: str | None = None) -> DeviceSpec:
+  s = (device or os.environ.get("GPUTWIN_DEVICE") or DEFAULT_DEVICE).strip()
+  kind, *body = s.split(":")
+  index = int(body.pop()) if body and body[-1].isdigit() else 0
+  targets = tuple(t for t in body[0].split(",") if t) if len(body) == 1 else ()
+  if kind == "amd" and not body: return DeviceSpec("amd", (), index)
+  if kind == "mock" and targets:
+    if index >= len(targets): raise KernelDriverError(f"device {s!r}: machine has {len(targets)} GPU(s), no GPU {index}")
+    return DeviceSpec("mock", targets, index)
+  raise KernelDriverError(f"device {s!r}: expected 'amd', 'amd:N' or 'mock:<target>[,<target>...][:N]'")
+
+
+_os_kernel = OSKernel()
+_machines: dict[tuple[str, ...], object] = {}
+_lock = threading.Lock()
+
+
+def kernel_for(device: str | None = None) -> Kernel:
+  """The kernel serving `device`: the real OS for amd[:N], the (shared, lazily created) mock machine for mock:..."""
+  spec = parse_device(device)
+  if spec.kind == "amd": return _os_kernel
+  with _lock:
+    if spec.targets not in _machines:
+      from gputwin.mock.kfd.driver import MockKernel   # lazy: real-hardware users never import the mock
+      _machines[spec.targets] = MockKernel(list(spec.targets))
+    return _machines[spec.targets]  # type: ignore[return-value]
