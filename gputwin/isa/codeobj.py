@@ -240,10 +240,11 @@ def _elf_hash(name: bytes) -> int:
 
 def kernel_metadata(k: KernelSpec, arch: str, **counts: int) -> dict:
   """The `amdhsa.kernels` entry for `k`: its own metadata over defaults taken from the descriptor."""
-  kd, base = k.descriptor, {
-    ".name": k.name, ".symbol": f"{k.name}.kd", ".args": [], ".kernarg_segment_size": k.descriptor.kernarg_size,
-    ".kernarg_segment_align": 8, ".group_segment_fixed_size": k.descriptor.group_segment_fixed_size,
-    ".private_segment_fixed_size": k.descriptor.private_segment_fixed_size, ".wavefront_size": k.descriptor.wave_size,
+  kd = k.descriptor
+  base = {
+    ".name": k.name, ".symbol": f"{k.name}.kd", ".args": [], ".kernarg_segment_size": kd.kernarg_size,
+    ".kernarg_segment_align": 8, ".group_segment_fixed_size": kd.group_segment_fixed_size,
+    ".private_segment_fixed_size": kd.private_segment_fixed_size, ".wavefront_size": kd.wave_size,
     ".sgpr_count": counts.get("sgpr_count", kd.sgpr_count), ".vgpr_count": counts.get("vgpr_count", kd.vgpr_count),
     ".max_flat_workgroup_size": 1024, ".sgpr_spill_count": 0, ".vgpr_spill_count": 0,
     ".uses_dynamic_stack": bool(kd.uses_dynamic_stack)}
@@ -575,7 +576,9 @@ def _layout(src: AsmSource, wave: int, want: set[str], path: str) -> tuple[bytes
   defined later are appended as empty labels so forward branches still resolve (branch sizes never depend on them).
   Data in .text (s_code_end padding from clang) splits the stream into pieces assembled one after another."""
   try: from gputwin.isa import assemble
-  except ImportError as e: raise CodeObjectError(f"instruction assembler gputwin.isa.assemble unavailable: {e}") from None
+  except ImportError:
+    try: from gputwin.isa.asm import assemble
+    except ImportError as e: raise CodeObjectError(f"instruction assembler gputwin.isa.assemble unavailable: {e}") from None
   from gputwin.errors import AsmError
   all_labels = [v for k, v, _ in src.items if k == "label"]
   done, lines, where = bytearray(), [], []
