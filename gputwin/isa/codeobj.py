@@ -94,7 +94,8 @@ class CodeObject:
 
 
 def _target_id(arch: str, xnack: str | None, sramecc: str | None) -> str:
-  feats = "".join(f":{n}{'+' if v == 'on' else '-'}" for n, v in (("sramecc", sramecc), ("xnack", xnack)) if v in ("on", "off"))
+  feats = "".join(f":{n}{'+' if v == 'on' else '-'}" for n, v in (("sramecc", sramecc), ("xnack", xnack))
+                  if v in ("on", "off"))
   return f"amdgcn-amd-amdhsa--{arch}{feats}"
 
 
@@ -121,10 +122,12 @@ def load_code_object(data: bytes | str | Path, *, require_metadata: bool = True)
 
 def _load(data: bytes, path: str, require_metadata: bool) -> CodeObject:
   from elftools.elf.elffile import ELFFile
-  if len(data) < 64 or data[:4] != b"\x7fELF": raise CodeObjectError("not an ELF file (bad magic or shorter than a header)")
+  if len(data) < 64 or data[:4] != b"\x7fELF":
+    raise CodeObjectError("not an ELF file (bad magic or shorter than a header)")
   if data[4] != 2 or data[5] != 1: raise CodeObjectError("not a little-endian ELF64 file")
   machine, = struct.unpack_from("<H", data, 18)
-  if machine != EM_AMDGPU: raise CodeObjectError(f"wrong machine: e_machine={machine}, expected EM_AMDGPU ({EM_AMDGPU})")
+  if machine != EM_AMDGPU:
+    raise CodeObjectError(f"wrong machine: e_machine={machine}, expected EM_AMDGPU ({EM_AMDGPU})")
   if data[7] != ELFOSABI_AMDGPU_HSA: raise CodeObjectError(f"not an HSA code object: EI_OSABI={data[7]}, expected 64")
   if not 1 <= data[8] <= 4: raise CodeObjectError(f"unsupported code object version (EI_ABIVERSION={data[8]})")
   elf = ELFFile(io.BytesIO(data))
@@ -181,7 +184,8 @@ def _load(data: bytes, path: str, require_metadata: bool) -> CodeObject:
     kd = KernelDescriptor.decode(mem(kd_va, KD_SIZE, f"kernel descriptor {sname}"), t.name)
     entry = kd_va + kd.kernel_code_entry_byte_offset
     if not text_va <= entry < text_va + len(text):
-      raise CodeObjectError(f"kernel {name}: entry {entry:#x} is outside .text [{text_va:#x}, {text_va + len(text):#x})",
+      raise CodeObjectError(f"kernel {name}: entry {entry:#x} is outside .text [{text_va:#x}, "
+                            f"{text_va + len(text):#x})",
                             kernel=name)
     size = funcs.get(entry, (name, 0))[1] or text_va + len(text) - entry
     md = by_symbol.get(sname)
@@ -264,9 +268,11 @@ def build_code_object(arch: str, text: bytes, kernels: list[KernelSpec], *, meta
   names = [k.name for k in kernels]
   if len(set(names)) != len(names): raise CodeObjectError(f"duplicate kernel names in {names}")
   for k in kernels:
-    if not 0 <= k.offset < max(len(text), 1): raise CodeObjectError(f"kernel {k.name}: entry {k.offset:#x} outside text")
+    if not 0 <= k.offset < max(len(text), 1):
+      raise CodeObjectError(f"kernel {k.name}: entry {k.offset:#x} outside text")
   if metadata is None:
-    metadata = {"amdhsa.kernels": [kernel_metadata(k, arch) for k in kernels], "amdhsa.target": _target_id(arch, xnack, sramecc),
+    metadata = {"amdhsa.kernels": [kernel_metadata(k, arch) for k in kernels],
+                "amdhsa.target": _target_id(arch, xnack, sramecc),
                 "amdhsa.version": [1, 1 if version == 4 else 2]}
   desc = packb(metadata)
   note = struct.pack("<III", 7, len(desc), NT_AMDGPU_METADATA) + b"AMDGPU\0\0" + desc + bytes(-len(desc) % 4)
@@ -334,7 +340,8 @@ def build_code_object(arch: str, text: bytes, kernels: list[KernelSpec], *, meta
   strtab_off, _ = place(bytes(strtab), 1, 0)
   name_offs = [sh_name(s[0]) if s[0] else 0 for s in secs]
   shstr_off, _ = place(bytes(shnames), 1, 0)
-  at = {".symtab": (symtab_off, len(symbytes)), ".strtab": (strtab_off, len(strtab)), ".shstrtab": (shstr_off, len(shnames))}
+  at = {".symtab": (symtab_off, len(symbytes)), ".strtab": (strtab_off, len(strtab)),
+        ".shstrtab": (shstr_off, len(shnames))}
   secs = [sec[:4] + at.get(sec[0], sec[4:6]) + (index[sec[6]] if sec[6] else 0,) + sec[7:] for sec in secs]
   out.extend(bytes(-len(out) % 8))
   shoff = len(out)
@@ -369,7 +376,8 @@ def _yaml_scalar(s: str, where: str) -> object:
   if s in ("true", "True"): return True
   if s in ("false", "False"): return False
   if s in ("~", "null", ""): return None
-  if re.fullmatch(r"[-+]?(0x[0-9a-fA-F]+|0o[0-7]+|\d+)", s): return int(s, 0) if not re.fullmatch(r"[-+]?0\d+", s) else int(s)
+  if re.fullmatch(r"[-+]?(0x[0-9a-fA-F]+|0o[0-7]+|\d+)", s):
+    return int(s) if re.fullmatch(r"[-+]?0\d+", s) else int(s, 0)
   if re.fullmatch(r"[-+]?(\d+\.\d*|\.\d+|\d+)([eE][-+]?\d+)?", s): return float(s)
   return s
 
@@ -383,7 +391,8 @@ def parse_metadata_yaml(text: str, first_line: int = 1) -> dict:
   for i, raw in enumerate(text.splitlines()):
     body = raw.split(" #")[0].rstrip() if "#" in raw and "'" not in raw and '"' not in raw else raw.rstrip()
     if body.strip() in ("", "---", "...") or body.lstrip().startswith("#"): continue
-    if "\t" in body[:len(body) - len(body.lstrip())]: raise CodeObjectError(f"line {first_line + i}: tab in YAML indent")
+    if "\t" in body[:len(body) - len(body.lstrip())]:
+      raise CodeObjectError(f"line {first_line + i}: tab in YAML indent")
     rows.append((len(body) - len(body.lstrip()), body.strip(), first_line + i))
   pos = 0
 
@@ -425,9 +434,9 @@ def parse_metadata_yaml(text: str, first_line: int = 1) -> dict:
 
 _LABEL = re.compile(r"\s*([A-Za-z_.$][\w.$@]*|\"[^\"]+\")\s*:(?!:)")
 _IGNORED = {".globl", ".global", ".protected", ".hidden", ".local", ".weak", ".type", ".size", ".file", ".ident",
-            ".addrsig", ".addrsig_sym", ".loc", ".amdgpu_hsa_kernel", ".end_amdgpu_hsa_kernel", ".amdhsa_code_object_version"}
-_DATA = {".byte", ".short", ".hword", ".2byte", ".long", ".int", ".4byte", ".quad", ".8byte", ".word", ".ascii", ".asciz",
-         ".string", ".zero", ".space", ".fill"}
+            ".addrsig", ".addrsig_sym", ".loc", ".amdgpu_hsa_kernel", ".end_amdgpu_hsa_kernel"}
+_DATA = {".byte", ".short", ".hword", ".2byte", ".long", ".int", ".4byte", ".quad", ".8byte", ".word", ".ascii",
+         ".asciz", ".string", ".zero", ".space", ".fill"}
 _NOP = "s_nop 0"   # what llvm-mc-22 pads code alignment with on every AMDGPU target
 _DATA_SIZE = {".byte": 1, ".short": 2, ".hword": 2, ".2byte": 2, ".long": 4, ".int": 4, ".4byte": 4, ".word": 4,
               ".quad": 8, ".8byte": 8}
@@ -497,7 +506,7 @@ def _eval(expr: str, symbols: dict[str, int], where: str) -> int:
       return ops[type(n.op)](a, b)
     if isinstance(n, ast.UnaryOp) and isinstance(n.op, (ast.USub, ast.UAdd, ast.Invert)):
       v = ev(n.operand); return -v if isinstance(n.op, ast.USub) else ~v if isinstance(n.op, ast.Invert) else v
-    if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in ("max", "min") and n.args and not n.keywords:
+    if isinstance(n, ast.Call) and getattr(n.func, "id", "") in ("max", "min") and n.args and not n.keywords:
       return (max if n.func.id == "max" else min)(ev(a) for a in n.args)
     raise ValueError(f"unsupported {type(n).__name__}")
   try: return ev(tree)
@@ -543,13 +552,14 @@ def parse_asm(text: str, arch: str, path: str = "<asm>") -> AsmSource:
         setattr(src, name, "on" if sign == "+" else "off")
     elif word == ".amdhsa_code_object_version":
       src.version = _eval(arg, src.symbols, where)
-      if src.version not in (4, 5, 6): raise CodeObjectError(f"{where}: code object version {src.version} not supported")
+      if src.version not in (4, 5, 6):
+        raise CodeObjectError(f"{where}: code object version {src.version} not supported")
     elif word == ".amdhsa_kernel": block = (arg.strip(), [], ln)
     elif word == ".amdgpu_metadata": meta = ([], ln + 1)
     elif word in (".set", ".equ"):
       name, _, expr = arg.partition(",")
       try: src.symbols[name.strip()] = _eval(expr, src.symbols, where)
-      except CodeObjectError: pass   # symbols we cannot evaluate (label arithmetic) only matter if a directive uses them
+      except CodeObjectError: pass   # unevaluable symbols (label arithmetic) only matter if a directive uses them
     elif word == ".text" or (word == ".section" and arg.split(",")[0].strip().strip('"').startswith(".text")):
       section = "text"
     elif word in (".section", ".rodata", ".data", ".bss", ".pushsection", ".popsection"):
@@ -578,7 +588,7 @@ def _layout(src: AsmSource, wave: int, want: set[str], path: str) -> tuple[bytes
   try: from gputwin.isa import assemble
   except ImportError:
     try: from gputwin.isa.asm import assemble
-    except ImportError as e: raise CodeObjectError(f"instruction assembler gputwin.isa.assemble unavailable: {e}") from None
+    except ImportError as e: raise CodeObjectError(f"instruction assembler unavailable: {e}") from None
   from gputwin.errors import AsmError
   all_labels = [v for k, v, _ in src.items if k == "label"]
   done, lines, where = bytearray(), [], []
@@ -644,11 +654,13 @@ def assemble_code_object(text: str, arch: str, *, wave: int | None = None, path:
     known = {f"{n}.kd" for n in kds}
     for k in meta.get("amdhsa.kernels", []) or []:
       if isinstance(k, dict) and k.get(".symbol") not in known:
-        raise CodeObjectError(f"{path}: .amdgpu_metadata names kernel symbol {k.get('.symbol')!r} with no .amdhsa_kernel")
+        raise CodeObjectError(f"{path}: .amdgpu_metadata names kernel symbol {k.get('.symbol')!r} with no "
+                              ".amdhsa_kernel")
   else:
     counts = {n: _counts(ds, arch) for n, ds, _ in src.kernels}
     meta = {"amdhsa.kernels": [kernel_metadata(s, arch, **counts[s.name]) for s in specs],
-            "amdhsa.target": _target_id(arch, src.xnack, src.sramecc), "amdhsa.version": [1, 1 if src.version == 4 else 2]}
+            "amdhsa.target": _target_id(arch, src.xnack, src.sramecc),
+            "amdhsa.version": [1, 1 if src.version == 4 else 2]}
   return build_code_object(arch, code, specs, metadata=meta, version=src.version, xnack=src.xnack, sramecc=src.sramecc)
 
 

@@ -83,7 +83,8 @@ _F = [
   ("accum_offset", "rsrc3", 0, 6, "gfx90a"), ("tg_split", "rsrc3", 16, 1, "gfx90a"),
   ("shared_vgpr_count", "rsrc3", 0, 4, "gfx10-11"), ("inst_pref_size", "rsrc3", 4, 6, "gfx11"),
   ("inst_pref_size", "rsrc3", 4, 8, "gfx12+"), ("trap_on_start", "rsrc3", 10, 1, "gfx11"),
-  ("trap_on_end", "rsrc3", 11, 1, "gfx11"), ("glg_en", "rsrc3", 12, 1, "gfx12+"), ("image_op", "rsrc3", 31, 1, "gfx11+"),
+  ("trap_on_end", "rsrc3", 11, 1, "gfx11"), ("glg_en", "rsrc3", 12, 1, "gfx12+"),
+  ("image_op", "rsrc3", 31, 1, "gfx11+"),
   # kernel_code_properties
   ("enable_sgpr_private_segment_buffer", "kcp", 0, 1, "all"), ("enable_sgpr_dispatch_ptr", "kcp", 1, 1, "all"),
   ("enable_sgpr_queue_ptr", "kcp", 2, 1, "all"), ("enable_sgpr_kernarg_segment_ptr", "kcp", 3, 1, "all"),
@@ -91,7 +92,8 @@ _F = [
   ("enable_sgpr_private_segment_size", "kcp", 6, 1, "all"), ("enable_wavefront_size32", "kcp", 10, 1, "gfx10+"),
   ("uses_dynamic_stack", "kcp", 11, 1, "all"),
   # kernarg_preload
-  ("kernarg_preload_spec_length", "preload", 0, 7, "gfx90a"), ("kernarg_preload_spec_offset", "preload", 7, 9, "gfx90a"),
+  ("kernarg_preload_spec_length", "preload", 0, 7, "gfx90a"),
+  ("kernarg_preload_spec_offset", "preload", 7, 9, "gfx90a"),
 ]
 
 # User SGPRs in the order the ABI loads them (AMDGPUUsage "Initial Kernel Execution State"), with their sizes.
@@ -183,7 +185,8 @@ class KernelDescriptor:
     for name, word, shift, width in _fields(target(self.arch)):
       v, off, size = getattr(self, name), *_WORDS[word]
       lo = -(1 << (width - 1)) if word == "entry" else 0
-      if not lo <= v < (1 << width) + lo: raise CodeObjectError(f"[{self.arch}] {name}={v} does not fit in {width} bits")
+      if not lo <= v < (1 << width) + lo:
+        raise CodeObjectError(f"[{self.arch}] {name}={v} does not fit in {width} bits")
       w = int.from_bytes(raw[off:off + size], "little") | ((v & ((1 << width) - 1)) << shift)
       raw[off:off + size] = w.to_bytes(size, "little")
     return bytes(raw)
@@ -215,7 +218,7 @@ class KernelDescriptor:
 
   @property
   def workgroup_id_enables(self) -> tuple[bool, bool, bool]:
-    return bool(self.enable_sgpr_workgroup_id_x), bool(self.enable_sgpr_workgroup_id_y), bool(self.enable_sgpr_workgroup_id_z)
+    return tuple(bool(getattr(self, f"enable_sgpr_workgroup_id_{c}")) for c in "xyz")
 
   def sgpr_layout(self) -> list[tuple[str, int, int]]:
     """Initial SGPRs the hardware loads, as (what, first SGPR, count): enabled user SGPRs in ABI order, preloaded
@@ -299,7 +302,8 @@ def default_kd(arch: str, wave: int) -> KernelDescriptor:
 def kd_from_directives(name: str, directives: list[tuple[str, int, int]], arch: str, *, wave: int | None = None,
                        xnack: str = "any") -> KernelDescriptor:
   """Build the descriptor of `.amdhsa_kernel name` from its (directive, value, line) list, with llvm-mc-22's defaults,
-  granules and checks. `wave` is the default wave size; `.amdhsa_wavefront_size32` overrides it, as in llvm-mc-22. `kernel_code_entry_byte_offset` is left 0 for the writer to fill in.
+  granules and checks. `wave` is the default wave size; `.amdhsa_wavefront_size32` overrides it, as in llvm-mc-22.
+  `kernel_code_entry_byte_offset` is left 0 for the writer to fill in.
   `xnack` is the target-id setting ("on", "off", "any"); it decides the default of `.amdhsa_reserve_xnack_mask`."""
   t = target(arch)
   wave = wave or (64 if t.wave64_only or t.major < 10 else 32)

@@ -134,8 +134,9 @@ def test_msgpack_round_trip_is_byte_identical(clang_objects):
 
 scalars = st.none() | st.booleans() | st.integers(-(1 << 63), (1 << 64) - 1) | st.floats(allow_nan=False) | st.text() \
   | st.binary()
-values = st.recursive(scalars, lambda c: st.lists(c, max_size=20) | st.dictionaries(st.text(max_size=8) | st.integers(-99, 99), c,
-                                                                                   max_size=20), max_leaves=40)
+keys = st.text(max_size=8) | st.integers(-99, 99)
+values = st.recursive(scalars, lambda c: st.lists(c, max_size=20) | st.dictionaries(keys, c, max_size=20),
+                      max_leaves=40)
 
 
 @settings(max_examples=150, deadline=None)
@@ -176,7 +177,7 @@ def test_written_code_object_is_accepted_by_llvm_tools(clang_objects, arch, tmp_
     assert back.kernels[n].code == k.code
 
 
-# ------------------------------------------------------------------------------------------------- .amdhsa_kernel vs llvm-mc
+# ------------------------------------------------------------------------------------------- .amdhsa_kernel vs llvm-mc
 
 _BOOL = ["user_sgpr_dispatch_ptr", "user_sgpr_queue_ptr", "user_sgpr_kernarg_segment_ptr", "user_sgpr_dispatch_id",
          "user_sgpr_private_segment_size", "uses_dynamic_stack", "enable_private_segment", "system_sgpr_workgroup_id_x",
@@ -226,7 +227,8 @@ def llvm_mc_code_object(src: str, arch: str, tmp: Path) -> tuple[Path | None, st
 
 def code_and_kds(arch: str, kds: list[str]) -> str:
   text = "".join(f".globl k{i}\n.p2align 8\nk{i}:\n  s_endpgm\n" for i in range(len(kds)))
-  return f'.amdgcn_target "amdgcn-amd-amdhsa--{arch}"\n.text\n{text}.rodata\n' + "".join(f".p2align 6\n{b}" for b in kds)
+  return f'.amdgcn_target "amdgcn-amd-amdhsa--{arch}"\n.text\n{text}.rodata\n' + \
+    "".join(f".p2align 6\n{b}" for b in kds)
 
 
 @pytest.mark.parametrize("arch", TARGETS + ["gfx1201"])
@@ -256,7 +258,8 @@ BAD = {  # directives llvm-mc-22 rejects, per target family
            ".amdhsa_round_robin_scheduling 1", ".amdhsa_user_sgpr_count 1\n.amdhsa_user_sgpr_dispatch_ptr 1",
            ".amdhsa_user_sgpr_kernarg_preload_length 17", ".amdhsa_accum_offset 6", ".amdhsa_accum_offset 12"],
   "gfx11": [".amdhsa_accum_offset 4", ".amdhsa_round_robin_scheduling 1", ".amdhsa_tg_split 1",
-            ".amdhsa_wavefront_size32 2", ".amdhsa_next_free_vgpr 256\n.amdhsa_shared_vgpr_count 1\n.amdhsa_wavefront_size32 0"],
+            ".amdhsa_wavefront_size32 2",
+            ".amdhsa_next_free_vgpr 256\n.amdhsa_shared_vgpr_count 1\n.amdhsa_wavefront_size32 0"],
   "gfx12": [".amdhsa_dx10_clamp 0", ".amdhsa_ieee_mode 1", ".amdhsa_shared_vgpr_count 1", ".amdhsa_accum_offset 8"],
 }
 
@@ -287,7 +290,7 @@ def have_assembler() -> bool:
   return True
 
 
-needs_asm = pytest.mark.skipif(not have_assembler(), reason="gputwin.isa.assemble (instruction assembler) not there yet")
+needs_asm = pytest.mark.skipif(not have_assembler(), reason="instruction assembler (gputwin.isa.asm) not there yet")
 
 
 @needs_asm
