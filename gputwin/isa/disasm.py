@@ -133,7 +133,7 @@ def _smem_off(inst, s) -> str:
   null = 124
   so = f["soffset"]
   if so == null:
-    return offs if off else "null"
+    return offs if off else FMT["smem_null_zero"][fam]
   reg = scalar_name(fam, so, 1)
   return reg + (f" offset:{offs}" if off or fam == "rdna4" else "")
 
@@ -192,7 +192,11 @@ def _operand(inst, s, fam: str, wave: int) -> str:
     if s.field in ("addr", "vaddr"):
       return _flat_addr(inst, s, v)
     if s.field == "saddr":
-      return "off" if v == _null(inst) else scalar_name(fam, v, 2) or _raise(inst, v)
+      dw = FMT["scratch_saddr_dwords"] if FMT["flat_addr"][inst.format] == "scratch" else 2
+      return "off" if v == _null(inst) else scalar_name(fam, v, dw) or _raise(inst, v)
+  if inst.format in ("MUBUF", "MTBUF", "VBUFFER") and s.field == "vaddr":
+    n = inst.get("offen", 0) + inst.get("idxen", 0)
+    return "off" if n == 0 else vgpr_text("v", v, n)
   if k in ("v", "a", "av"):
     return _with_mods(inst, s, _vreg(inst, s, v))
   if k in ("src", "av_src"):
@@ -222,12 +226,32 @@ def _operand(inst, s, fam: str, wave: int) -> str:
     return _waitcnt(inst, v)
   if k == "delay":
     return _delay(v)
+  if k == "depctr":
+    return _depctr(inst, v)
+  if k == "hex_signed":
+    fd = next(x for x in I_fields(inst) if x.name == s.field)
+    x = v - (1 << fd.width) if v >> (fd.width - 1) else v
+    return f"-0x{-x:x}" if x < 0 else f"0x{x:x}"
   if k == "simm16":  # SOPK immediates print in hex; SOPP ones like inline integers (decimal up to 64)
     if inst.format == "SOPK" and not any(re.search(p, inst.op) for p in FMT["simm16_dec_sopk"]) or any(
         re.search(p, inst.op) for p in FMT["simm16_hex"]) or v > 64:
       return f"0x{v:x}"
     return str(v)
   return str(v)
+
+
+def I_fields(inst):
+  from gputwin.isa.encoding import isa
+  return isa(inst.arch).fields[inst.enc]
+
+
+def _depctr(inst, v: int) -> str:
+  d = FMT["depctr"].get(_fam(inst))
+  if d is None or v & d["zero"]:
+    return f"0x{v:x}"
+  parts = [(n, (v >> lo) & ((1 << w) - 1), (1 << w) - 1) for n, lo, w in d["fields"]]
+  shown = [f"{n}({x})" for n, x, m in parts if x != m] or [f"{n}({x})" for n, x, _ in parts]
+  return " ".join(shown)
 
 
 def _raise(inst, v):

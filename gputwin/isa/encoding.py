@@ -271,8 +271,9 @@ def _default(I: Isa, fd) -> int:
   if isinstance(d, int):
     return d
   if isinstance(d, str):
-    from gputwin.isa.syntax import special_code
-    return special_code(I, d.lower())
+    from gputwin.isa.syntax import FMT, special_code
+    nd = FMT["null_default"].get(I.target.family)
+    return nd if nd is not None and d == "NULL" else special_code(I, d.lower())
   return 0
 
 

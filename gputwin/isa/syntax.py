@@ -86,10 +86,12 @@ def signature(arch: str, enc_name: str, op: str, wave: int) -> Sig:
   vops = _vendor_ops(I, e.opcode_enum, op)
   fields = I.fields[enc_name]
   byname = {f.name: f for f in fields}
-  order = FMT["order"].get(f"{fam}:{base}") or FMT["order"].get(base, [])
+  order = next((o for k, o in FMT["order_by_op"].items() if k.split(":")[:2] == [fam, base] and
+                re.search(k.split(":")[2], op)), None) or FMT["order"].get(f"{fam}:{base}") or FMT["order"].get(base, [])
   slots: list[Slot] = []
   implied: list[tuple[str, int]] = []
-  hidden = FMT["hidden_zero"].get(fam, {}).get(op, [])
+  hidden = FMT["hidden_zero"].get(fam, {}).get(op, []) + [f for pat, fs in FMT["operand_drop"].get(fam, {}).items()
+                                                          if re.search(pat, op) for f in fs]
   is_dpp_sdwa = "DPP" in variant or "SDWA" in variant
   mfma = enc_name.startswith("VOP3P_MFMA")
   for name in order:
@@ -100,7 +102,11 @@ def signature(arch: str, enc_name: str, op: str, wave: int) -> Sig:
     o = vops.get(name) or Operand("FMT_ANY", 32, "")
     kind = fd.kind
     opr = o.type
-    if kind in ("vgpr", "vdsty"):
+    if opr in FMT["reg_as_imm"]:
+      kind = "imm"
+    elif opr == "OPR_SMEM_OFFSET_NOK":
+      kind = "s"
+    elif kind in ("vgpr", "vdsty"):
       kind = "s" if opr in ("OPR_SREG", "OPR_SDST", "OPR_SSRC") else "v"
       if "ACCVGPR" in opr:
         kind = "a" if opr in ("OPR_ACCVGPR",) else "av"

@@ -1,0 +1,1013 @@
+"""Assembler: llvm-mc-22 AMDGPU syntax -> bytes, through the same signatures the disassembler prints from.
+
+Two passes: the first parses every line and encodes it with label references left open (sizes never depend
+on label values), the second patches branch offsets. For each mnemonic the candidate encodings come from the
+opcode tables; they are tried in preference order (e32, e32+literal, VOP3, VOP3+literal, DPP, SDWA) and the
+first one every operand and modifier fits wins, which is how llvm-mc picks the shortest legal form.
+"""
+from __future__ import annotations
+
+import json
+import re
+import struct
+from pathlib import Path
+
+from gputwin.errors import AsmError, GputwinError
+from gputwin.isa.disasm import MSGS, returns
+from gputwin.isa.encoding import Inst, encode, isa, make
+from gputwin.isa.syntax import (FMT, OPS, Slot, f16_bits, f32_bits, f64_bits, family_kind, int16_fmt, signature)
+
+_IGNORED_DIRECTIVES = re.compile(r"^\.(text|globl|global|p2align|align|type|size|section|amdgcn_target|"
+                                 r"amdhsa_code_object_version|weak|hidden|protected|file|ident|end_amdgpu_metadata|"
+                                 r"amdgpu_metadata)\b")
+_SUFFIXES = ("_e64_dpp", "_e32", "_e64", "_dpp", "_sdwa")
+_FLAGS = {"glc", "slc", "dlc", "sc0", "sc1", "nt", "tfe", "gds", "offen", "idxen", "clamp", "row_mirror",
+          "row_half_mirror", "lwe", "unorm", "r128", "a16", "d16", "done", "lds"}
+
+
+class _NoFit(Exception):
+  """This candidate encoding cannot hold the operands; `msg` is llvm-mc's reason, `col` the operand column."""
+
+  def __init__(self, msg: str, col: int = 0):
+    super().__init__(msg)
+    self.msg, self.col = msg, col
+
+
+# ------------------------------------------------------------------------------------------ lexing
+
+
+def _strip_comment(line: str) -> str:
+  for mark in (";", "//"):
+    i = line.find(mark)
+    if i >= 0:
+      line = line[:i]
+  return line
+
+
+def _split_top(s: str, seps: str) -> list[tuple[str, int]]:
+  """Split at top-level separator characters (outside [], (), |..|); returns (piece, column offset)."""
+  out, depth, start, bar = [], 0, 0, False
+  for i, ch in enumerate(s):
+    if ch in "[(":
+      depth += 1
+    elif ch in "])":
+      depth -= 1
+    elif ch == "|" and depth == 0 and not s.startswith("instskip", i + 2):
+      bar = not bar if not re.match(r"\s*\|\s*inst", s[i:]) else bar
+    elif ch in seps and depth == 0 and not bar:
+      out.append((s[start:i], start))
+      start = i + 1
+  out.append((s[start:], start))
+  return [(p.strip(), c + len(p) - len(p.lstrip())) for p, c in out if p.strip()]
+
+
+def _is_mod(tok: str) -> bool:
+  if tok in _FLAGS:
+    return True
+  m = re.match(r"^([a-z_0-9]+):", tok)
+  return bool(m) and not tok.startswith(("vcc", "exec"))
+
+
+def _operands(rest: str, col0: int) -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:
+  """Split the text after the mnemonic into operands and trailing space-separated modifiers."""
+  parts = _split_top(rest, ",")
+  ops, mods = [], []
+  for i, (p, c) in enumerate(parts):
+    words = _split_top(p, " \t")
+    if i == len(parts) - 1:
+      first = True
+      for w, wc in words:
+        if first and not _is_mod(w):
+          ops.append((w, col0 + c + wc))
+        else:
+          mods.append((w, col0 + c + wc))
+        first = False
+    else:
+      if mods:
+        raise _NoFit("invalid operand for instruction", col0 + c)
+      if len(words) > 1 and all(_is_mod(w) for w, _ in words[1:]) and not _is_mod(words[0][0]):
+        ops.append((words[0][0], col0 + c))
+        mods.extend((w, col0 + c + wc) for w, wc in words[1:])
+      else:
+        ops.append((p, col0 + c))
+  return ops, mods
+
+
+def _num(t: str) -> int:
+  t = t.strip()
+  neg = t.startswith("-")
+  if neg:
+    t = t[1:].strip()
+  v = int(t, 0)
+  return -v if neg else v
+
+
+# ------------------------------------------------------------------------------------------ operands
+
+
+def _reg_range(t: str) -> tuple[str, int, int, str] | None:
+  """'v5' / 'v[5:6]' / 's[0:1]' / 'ttmp[2:3]' / 'a3' / 'v5.h' -> (file, first, count, half)."""
+  m = re.fullmatch(r"(v|s|a|ttmp)(\d+)(?:\.(l|h))?", t)
+  if m:
+    return m[1], int(m[2]), 1, m[3] or ""
+  m = re.fullmatch(r"(v|s|a|ttmp)\[(\d+)(?::(\d+))?\](?:\.(l|h))?", t)
+  if m:
+    lo, hi = int(m[2]), int(m[3] or m[2])
+    if hi < lo:
+      return None
+    return m[1], lo, hi - lo + 1, m[4] or ""
+  return None
+
+
+def _scalar_code(I, t: str, dwords: int) -> int | None:
+  """Scalar register / special name -> 8-bit operand code, or None."""
+  fam = I.target.family
+  k = family_kind(fam)
+  r = _reg_range(t)
+  if r:
+    f, idx, n, _ = r
+    if f == "s":
+      if n != dwords:
+        raise _NoFit("invalid operand for instruction")
+      if n > 1 and idx % (2 if n == 2 else 4):
+        raise _NoFit("invalid register alignment")
+      if idx + n > OPS["sgprs"][k]:
+        raise _NoFit("register index is out of range")
+      return idx
+    if f == "ttmp":
+      if n != dwords:
+        raise _NoFit("invalid operand for instruction")
+      if idx + n > OPS["ttmp"][1]:
+        raise _NoFit("register index is out of range")
+      return OPS["ttmp"][0] + idx
+    return None
+  tab = OPS["scalar" if dwords == 1 else "scalar64"][k]
+  for code, name in tab.items():
+    if name == t:
+      return int(code)
+  if dwords == 1 and t in OPS["scalar64"][k].values() and t not in ("null",):
+    raise _NoFit("invalid operand for instruction")
+  if dwords == 2 and t in tab.values():
+    pass
+  if dwords == 2 and t in OPS["scalar"][k].values() and t != "null":
+    raise _NoFit("invalid operand for instruction")
+  if t == "null":
+    return int(next(c for c, n in OPS["scalar"][k].items() if n == "null"))
+  for code, name in OPS["special"].items():
+    if name == t:
+      return int(code)
+  if t in OPS["special_aliases"]:
+    return OPS["special_aliases"][t]
+  return None
+
+
+_FLOAT_RE = re.compile(r"^-?(\d+\.\d*|\.\d+|\d+\.?\d*[eE][-+]?\d+)$")
+
+
+def _inline_code(value, is_float: bool, fmt: str, bits: int) -> int | None:
+  """Inline constant code for a parsed number (int or float), or None if it needs a literal."""
+  if not is_float:
+    if -16 <= value <= 64:
+      return 128 + value if value >= 0 else 192 - value
+    # an integer whose bit pattern is an inline float of the operand's width encodes as that constant
+    pats = _float_patterns(fmt, bits)
+    return pats.get(value & ((1 << (16 if bits == 16 or int16_fmt(fmt) else 32 if bits <= 32 else 64)) - 1))
+  for code, f in OPS["inline_float"].items():
+    if value == f:
+      return int(code)
+  if abs(value - 0.15915494309189532) < 1e-8 and bits != 64 or value == 0.15915494309189532:
+    return OPS["inv2pi"]["code"]
+  if value == 0.0:
+    return 128
+  return None
+
+
+def _float_patterns(fmt: str, bits: int) -> dict[int, int]:
+  inv = OPS["inv2pi"]
+  if bits == 16 or int16_fmt(fmt) or "F16" in fmt and "PK" not in fmt:
+    d = {f16_bits(v): int(c) for c, v in OPS["inline_float"].items()}
+    d[inv["f16"]] = inv["code"]
+    return d
+  if bits == 64:
+    return {}
+  d = {f32_bits(v): int(c) for c, v in OPS["inline_float"].items()}
+  d[inv["f32"]] = inv["code"]
+  return d
+
+
+def _literal_value(t: str, s: Slot) -> tuple[int | None, int | None]:
+  """Number text -> (inline code or None, literal 32-bit value or None)."""
+  fmt, bits = s.fmt, s.bits
+  if _FLOAT_RE.match(t):
+    x = float(t)
+    code = _inline_code(x, True, fmt, bits)
+    if code is not None:
+      return code, None
+    if bits == 64 and "F64" in fmt:
+      return None, f64_bits(x) >> 32
+    if "F16" in fmt and "PK" not in fmt or bits == 16:
+      return None, f16_bits(x)
+    return None, f32_bits(x)
+  try:
+    v = _num(t)
+  except ValueError:
+    return None, None
+  code = _inline_code(v, False, fmt, bits)
+  if code is not None:
+    return code, None
+  if bits == 64 and "F64" in fmt and v > 0xffffffff:
+    if v & 0xffffffff:
+      raise _NoFit("invalid operand for instruction")
+    return None, v >> 32
+  if v < -(1 << 31) or v > 0xffffffff:
+    raise _NoFit("invalid operand for instruction")
+  return None, v & 0xffffffff
+
+
+class _Ctx:
+  """Per-candidate encoding state: field values being built, the literal, fixups."""
+
+  def __init__(self, I, enc: str, op: str, wave: int):
+    self.I, self.enc, self.op, self.wave = I, enc, op, wave
+    self.e = I.encodings[enc]
+    self.fields: dict[str, int] = {}
+    self.names = {f.name for f in I.fields[enc]}
+    self.literal: int | None = None
+    self.label: str | None = None
+
+  def set(self, f: str, v: int):
+    if f not in self.names:
+      raise _NoFit("invalid operand for instruction")
+    self.fields[f] = v
+
+  def orbit(self, f: str, bit: int):
+    if f not in self.names:
+      raise _NoFit("not a valid operand.")
+    self.fields[f] = self.fields.get(f, 0) | (1 << bit)
+
+  def lit(self, v: int):
+    if "literal" not in self.names:
+      raise _NoFit("literal operands are not supported")
+    if self.literal is not None and self.literal != v:
+      raise _NoFit("only one unique literal operand is allowed")
+    self.literal = v
+    self.fields["literal"] = v
+
+
+def _src_mods(t: str) -> tuple[str, bool, bool]:
+  """Strip neg/abs spellings: -x, |x|, -|x|, neg(x), abs(x)."""
+  neg = ab = False
+  t = t.strip()
+  if t.startswith("neg(") and t.endswith(")"):
+    neg, t = True, t[4:-1].strip()
+  elif t.startswith("-") and (t[1:].lstrip().startswith(("|", "abs(")) or re.match(r"-\s*[a-z]", t)):
+    neg, t = True, t[1:].strip()
+  if t.startswith("|") and t.endswith("|"):
+    ab, t = True, t[1:-1].strip()
+  elif t.startswith("abs(") and t.endswith(")"):
+    ab, t = True, t[4:-1].strip()
+  return t, neg, ab
+
+
+def _src_index(s: Slot) -> int | None:
+  return {"src0": 0, "vsrc0": 0, "src1": 1, "vsrc1": 1, "src2": 2}.get(s.field)
+
+
+def _apply_srcmods(c: _Ctx, s: Slot, neg: bool, ab: bool):
+  if not (neg or ab):
+    return
+  i = _src_index(s)
+  if i is None or c.e.base == "VOP3P":
+    raise _NoFit("invalid operand for instruction")
+  if "abs" in c.names or ("neg" in c.names and c.e.base in ("VOP3SD", "VINTERP")):
+    if neg:
+      c.orbit("neg", i)
+    if ab:
+      c.orbit("abs", i)
+  elif f"src{i}_neg" in c.names:
+    if neg:
+      c.set(f"src{i}_neg", 1)
+    if ab:
+      c.set(f"src{i}_abs", 1)
+  else:
+    raise _NoFit("invalid operand for instruction")
+
+
+def _vgpr(c: _Ctx, s: Slot, t: str, allow_a: bool) -> tuple[int, bool]:
+  """Parse a VGPR/AGPR operand -> (index, is_agpr); sets the true16 half bit."""
+  r = _reg_range(t)
+  if r is None or r[0] not in ("v", "a") or (r[0] == "a" and not allow_a) or (r[0] == "v" and s.kind == "a"):
+    raise _NoFit("invalid operand for instruction")
+  f, idx, n, half = r
+  if n != s.dwords and not s.half:
+    raise _NoFit("invalid operand for instruction")
+  if idx + n > 256:
+    raise _NoFit("register index is out of range")
+  if s.half:  # llvm-mc-22 also takes a plain vN for the low half
+    if n != 1:
+      raise _NoFit("invalid operand for instruction")
+    if c.e.base in ("VOP1", "VOP2", "VOPC") or c.e.base == "VOPD":
+      if idx > 127:
+        raise _NoFit("register index is out of range")
+      idx |= 0x80 if half == "h" else 0
+    elif half == "h":
+      bit = {"src0": 0, "vsrc0": 0, "src1": 1, "src2": 2, "vdst": 3}[s.field]
+      c.orbit("opsel", bit)
+  elif half:
+    raise _NoFit("invalid operand for instruction")
+  return idx, f == "a"
+
+
+def _set_acc(c: _Ctx, s: Slot, is_a: bool):
+  if not is_a:
+    return
+  if "acc_cd" in c.names and s.field in ("vdst", "src2"):
+    c.set("acc_cd", 1)
+  elif "acc" in c.names and c.e.base == "VOP3P":
+    c.orbit("acc", {"src0": 0, "src1": 1}[s.field])
+  elif "acc" in c.names:
+    c.set("acc", 1)
+  elif s.kind != "a":
+    raise _NoFit("invalid operand for instruction")
+
+
+def _fill(c: _Ctx, s: Slot, t: str, col: int):
+  k, I = s.kind, c.I
+  fam = I.target.family
+  try:
+    if k == "vcc":
+      want = "vcc_lo" if s.dwords == 1 else "vcc"
+      if t != want:
+        raise _NoFit("invalid operand for instruction")
+      return
+    if k == "lit":
+      code, lit = _literal_value(t, Slot("", "src", 1, "FMT_NUM_F32" if "F" in c.op[-4:] else "FMT_NUM_B32", 32))
+      v = lit if lit is not None else _num(t) & 0xffffffff
+      c.lit(v)
+      return
+    if c.e.base in FMT["flat_addr"] and s.field in ("addr", "vaddr", "saddr"):
+      return _flat_operand(c, s, t)
+    if c.e.base in ("MUBUF", "MTBUF", "VBUFFER") and s.field == "vaddr":
+      if t == "off":
+        return c.set("vaddr", 0)
+      r = _reg_range(t)
+      if r is None or r[0] != "v":
+        raise _NoFit("invalid operand for instruction")
+      c.fields["_vaddr_dwords"] = r[2]
+      return c.set("vaddr", r[1])
+    if k in ("v", "a", "av"):
+      t2, neg, ab = _src_mods(t)
+      idx, is_a = _vgpr(c, s, t2, k != "v")
+      c.set(s.field, idx)
+      _set_acc(c, s, is_a)
+      _apply_srcmods(c, s, neg, ab)
+      return
+    if k in ("src", "av_src", "ssrc"):
+      t2, neg, ab = _src_mods(t)
+      _apply_srcmods(c, s, neg, ab)
+      r = _reg_range(t2)
+      if r and r[0] in ("v", "a"):
+        if k == "ssrc":
+          raise _NoFit("invalid operand for instruction")
+        idx, is_a = _vgpr(c, s, t2, k == "av_src")
+        c.set(s.field, 256 + idx)
+        _set_acc(c, s, is_a)
+        return
+      if s.half and c.e.base in ("VOP1", "VOP2", "VOPC") and r is None and False:
+        pass
+      code = _scalar_code(I, t2, s.dwords)
+      if code is not None:
+        c.set(s.field, code)
+        return
+      if t2 == "lds_direct" or t2 == "src_lds_direct":
+        raise _NoFit("lds_direct is not supported on this GPU")
+      code, lit = _literal_value(t2, s)
+      if code is not None:
+        c.set(s.field, code)
+        return
+      if lit is not None:
+        c.set(s.field, 255)
+        c.lit(lit)
+        return
+      raise _NoFit("invalid operand for instruction")
+    if k == "s":
+      code = _scalar_code(I, t, s.dwords)
+      if code is None or code > 127:
+        raise _NoFit("invalid operand for instruction")
+      c.set(s.field, code)
+      return
+    if k == "sbase":
+      code = _scalar_code(I, t, s.dwords)
+      if code is None or code % 2:
+        raise _NoFit("invalid operand for instruction")
+      c.set(s.field, code // 2)
+      return
+    if k == "srsrc":
+      code = _scalar_code(I, t, 4)
+      if code is None or code % 4:
+        raise _NoFit("invalid operand for instruction")
+      c.set(s.field, code // 4)
+      return
+    if k == "smem_off":
+      return _smem_off(c, s, t)
+    if k == "sdwa_sdst":
+      if t in ("vcc", "vcc_lo"):
+        return
+      code = _scalar_code(I, t, s.dwords)
+      if code is None:
+        raise _NoFit("invalid operand for instruction")
+      c.set("sd", 1)
+      c.set("sdst", code)
+      return
+    if k == "label":
+      if re.fullmatch(r"-?(0x[0-9a-fA-F]+|\d+)", t):
+        c.set(s.field, _num(t) & 0xffff)
+      elif re.fullmatch(r"[A-Za-z_.$][\w.$]*", t):
+        c.label = t
+        c.set(s.field, 0)
+      else:
+        raise _NoFit("invalid operand for instruction")
+      return
+    if k == "hwreg":
+      return c.set(s.field, _hwreg(c, t))
+    if k in ("sendmsg", "sendmsg_rtn"):
+      return c.set(s.field, _sendmsg(c, t))
+    if k == "waitcnt":
+      return c.set(s.field, _waitcnt(c, t))
+    if k == "delay":
+      return c.set(s.field, _delay(t))
+    if k == "depctr":
+      return c.set(s.field, _depctr(c, t))
+    v = _num(t)
+    fd = next(f for f in I.fields[c.enc] if f.name == s.field)
+    if v < -(1 << (fd.width - 1)) or v >= (1 << fd.width):
+      raise _NoFit("invalid immediate: only 16-bit values are legal" if fd.width == 16 else "invalid operand for instruction")
+    c.set(s.field, v & fd.mask)
+  except _NoFit as e:
+    raise _NoFit(e.msg, e.col or col) from None
+  except ValueError:
+    raise _NoFit("invalid operand for instruction", col) from None
+
+
+def _flat_operand(c: _Ctx, s: Slot, t: str):
+  kind = FMT["flat_addr"][c.e.base]
+  off = FMT["off_code"]["cdna" if c.I.target.family == "cdna" else "rdna"]
+  if s.field == "saddr":
+    if t == "off":
+      c.set("saddr", off)
+      return
+    code = _scalar_code(c.I, t, FMT["scratch_saddr_dwords"] if kind == "scratch" else 2)
+    if code is None:
+      raise _NoFit("invalid operand for instruction")
+    c.set("saddr", code)
+    return
+  if t == "off":
+    if kind != "scratch":
+      raise _NoFit("invalid operand for instruction")
+    c.set(s.field, 0)
+    return
+  r = _reg_range(t)
+  if r is None or r[0] != "v":
+    raise _NoFit("invalid operand for instruction")
+  c.set(s.field, r[1])
+  c.fields.setdefault("_addr_dwords", r[2])
+  if kind == "scratch" and "sve" in c.names:
+    c.set("sve", 1)
+
+
+def _smem_off(c: _Ctx, s: Slot, t: str):
+  fam = c.I.target.family
+  code = _scalar_code(c.I, t, 1)
+  if code is not None:
+    if fam == "cdna":
+      c.fields["_smem_sgpr"] = code
+    else:
+      c.set("soffset", code)
+    return
+  v = _num(t)
+  c.fields["_smem_imm"] = v
+
+
+def _name_or_num(t: str, table: dict[str, int]) -> int:
+  t = t.strip()
+  if t in table:
+    return table[t]
+  return _num(t)
+
+
+def _hwreg(c: _Ctx, t: str) -> int:
+  m = re.fullmatch(r"hwreg\((.*)\)", t.strip())
+  if not m:
+    return _num(t) & 0xffff
+  args = [a.strip() for a in m[1].split(",")]
+  fam = c.I.target.family
+  rid = _name_or_num(args[0], MSGS[fam]["hwreg"])
+  off, size = (int(args[1], 0), int(args[2], 0)) if len(args) == 3 else (0, 32)
+  if not (0 <= rid < 64 and 0 <= off < 32 and 1 <= size <= 32):
+    raise _NoFit("invalid hardware register: only 6-bit values are legal")
+  return rid | off << 6 | (size - 1) << 11
+
+
+def _sendmsg(c: _Ctx, t: str) -> int:
+  m = re.fullmatch(r"sendmsg\((.*)\)", t.strip())
+  if not m:
+    return _num(t) & 0xffff
+  args = [a.strip() for a in m[1].split(",")]
+  fam = c.I.target.family
+  mid = _name_or_num(args[0], MSGS[fam]["sendmsg"])
+  rest = [int(a, 0) for a in args[1:]]
+  if fam == "cdna":
+    op = rest[0] if rest else 0
+    st = rest[1] if len(rest) > 1 else 0
+    return mid | op << 4 | st << 8
+  return mid
+
+
+def _waitcnt(c: _Ctx, t: str) -> int:
+  fam = c.I.target.family
+  layout = FMT["waitcnt"][fam]
+  t = t.strip()
+  if re.fullmatch(r"-?(0x[0-9a-fA-F]+|\d+)", t):
+    return _num(t) & 0xffff
+  v = 0
+  vals = {}
+  for name, chunks in layout:
+    width = sum(w for _, w in chunks)
+    vals[name] = (1 << width) - 1
+  for m in re.finditer(r"(\w+)\s*\(\s*(\w+)\s*\)", t):
+    if m[1].rstrip("_sat") not in vals and m[1] not in vals:
+      raise _NoFit("invalid counter name " + m[1])
+    name = m[1][:-4] if m[1].endswith("_sat") else m[1]
+    width = sum(w for _, w in dict(layout)[name])
+    n = int(m[2], 0)
+    if n >= 1 << width:
+      if m[1].endswith("_sat"):
+        n = (1 << width) - 1
+      else:
+        raise _NoFit(f"too large value for {name}")
+    vals[name] = n
+  full = 0
+  for name, chunks in layout:
+    x, sh = vals[name], 0
+    for lo, w in chunks:
+      full |= ((x >> sh) & ((1 << w) - 1)) << lo
+      sh += w
+  # bits outside the counters stay set, as llvm-mc encodes them
+  allbits = 0
+  for _, chunks in layout:
+    for lo, w in chunks:
+      allbits |= ((1 << w) - 1) << lo
+  return full | (0xffff & ~allbits if fam == "cdna" and False else 0) | (v & 0)
+
+
+def _depctr(c: _Ctx, t: str) -> int:
+  t = t.strip()
+  if re.fullmatch(r"-?(0x[0-9a-fA-F]+|\d+)", t):
+    return _num(t) & 0xffff
+  d = FMT["depctr"][c.I.target.family]
+  v = 0xffff & ~d["zero"]
+  for m in re.finditer(r"(\w+)\s*\(\s*(\w+)\s*\)", t):
+    fld = next((f for f in d["fields"] if f[0] == m[1]), None)
+    if fld is None:
+      raise _NoFit("invalid counter name " + m[1])
+    n, lo, w = fld
+    x = int(m[2], 0)
+    if x >= 1 << w:
+      raise _NoFit("invalid value for " + n)
+    v = v & ~(((1 << w) - 1) << lo) | x << lo
+  return v
+
+
+def _delay(t: str) -> int:
+  d = FMT["delay_alu"]
+  t = t.strip()
+  if re.fullmatch(r"-?(0x[0-9a-fA-F]+|\d+)", t):
+    return _num(t) & 0xffff
+  v = 0
+  for m in re.finditer(r"(\w+)\s*\(\s*(\w+)\s*\)", t):
+    fld = next((f for f in d["fields"] if f[0] == m[1]), None)
+    if fld is None:
+      raise _NoFit("invalid field name " + m[1])
+    tab = d["instskip"] if m[1] == "instskip" else d["instid"]
+    if m[2] not in tab:
+      raise _NoFit("invalid value name " + m[2])
+    v |= tab.index(m[2]) << fld[1]
+  return v
+
+
+# ------------------------------------------------------------------------------------------ modifiers
+
+
+def _bits_list(t: str) -> list[int]:
+  m = re.fullmatch(r"\[\s*([01](\s*,\s*[01])*)\s*\]", t)
+  if not m:
+    raise _NoFit("invalid op_sel operand")
+  return [int(x) for x in m[1].replace(" ", "").split(",")]
+
+
+def _mod(c: _Ctx, sig, tok: str):
+  key, _, val = tok.partition(":")
+  names = c.names
+  base = c.e.base
+  if not val:
+    if key == "clamp":
+      return c.set("clmp", 1)
+    if key in ("row_mirror", "row_half_mirror"):
+      return c.set("dpp", 320 if key == "row_mirror" else 321)
+    if key in names and key in _FLAGS:
+      return c.set(key, 1)
+    raise _NoFit("invalid operand for instruction")
+  if key == "offset" and base == "SMEM":
+    c.fields["_smem_imm2"] = _num(val)
+    return
+  if key == "offset" and "offset0" in names:
+    v = _num(val)
+    if not 0 <= v < 65536:
+      raise _NoFit("invalid operand for instruction")
+    c.set("offset0", v & 0xff)
+    c.set("offset1", v >> 8)
+    return
+  if key in ("offset0", "offset1"):
+    v = _num(val)
+    if not 0 <= v < 256:
+      raise _NoFit("invalid operand for instruction")
+    return c.set(key, v)
+  if key == "offset":
+    f = "ioffset" if "ioffset" in names else "offset"
+    fd = next((x for x in c.I.fields[c.enc] if x.name == f), None)
+    if fd is None:
+      raise _NoFit("not a valid operand.")
+    v = _num(val)
+    signed = base in FMT["signed_offset"].get(c.I.target.family, [])
+    lo, hi = (-(1 << (fd.width - 1)), 1 << (fd.width - 1)) if signed else (0, 1 << fd.width)
+    if base == "FLAT" and c.I.target.family == "rdna3":
+      hi = 1 << (fd.width - 1)
+    if not lo <= v < hi:
+      raise _NoFit("expected a 12-bit unsigned offset" if not signed else f"expected a {fd.width}-bit signed offset")
+    return c.set(f, v & fd.mask)
+  if key in ("mul", "div"):
+    om = {"mul:2": 1, "mul:4": 2, "div:2": 3, "mul:1": 0, "div:1": 0}.get(tok)
+    if om is None:
+      raise _NoFit("invalid omod")
+    return c.set("omod", om)
+  if key == "op_sel":
+    bits = _bits_list(val)
+    if base == "VOP3P" or "opsel" in names and base not in ("VOP3", "VOP3SD", "VINTERP"):
+      for i, b in enumerate(bits):
+        if b:
+          c.orbit("opsel", i)
+      return
+    for i, b in enumerate(bits):
+      if b:
+        c.orbit("opsel", 3 if i == len(bits) - 1 and len(bits) > 1 else i)
+    return
+  if key == "op_sel_hi":
+    bits = _bits_list(val)
+    hi = c.fields.get("opsel_hi", 3)
+    for i, b in enumerate(bits):
+      if i < 2:
+        hi = hi & ~(1 << i) | (b << i)
+      else:
+        c.set("opsel_hi2", b)
+    return c.set("opsel_hi", hi)
+  if key in ("neg_lo", "neg_hi"):
+    for i, b in enumerate(_bits_list(val)):
+      if b:
+        c.orbit("neg" if key == "neg_lo" else "neg_hi", i)
+    return
+  if key == "neg" and "blgp" in names:
+    v = 0
+    for i, b in enumerate(_bits_list(val)):
+      v |= b << i
+    return c.set("blgp", v)
+  if key == "quad_perm":
+    m = re.fullmatch(r"\[\s*([0-3])\s*,\s*([0-3])\s*,\s*([0-3])\s*,\s*([0-3])\s*\]", val)
+    if not m:
+      raise _NoFit("invalid quad_perm")
+    return c.set("dpp", sum(int(m[i + 1]) << (2 * i) for i in range(4)))
+  for name, lo, hi, b0, form in FMT["dpp_ctrl"]:
+    if key == name and form not in ("any flag",) and (form == "any" or (form == "cdna") == (c.I.target.family == "cdna")):
+      v = _num(val) + b0
+      if not lo <= v <= hi:
+        continue
+      return c.set("dpp", v)
+  if key in ("row_mask", "bank_mask"):
+    return c.set(key, _num(val) & 0xf)
+  if key == "bound_ctrl":
+    return c.set("bc", 1)
+  if key == "fi":
+    if "lane_sel_0" in names:
+      if _num(val):
+        c.fields["_fi8"] = 1
+      return
+    return c.set("fi", _num(val))
+  if key == "dpp8":
+    m = re.fullmatch(r"\[\s*([0-7](\s*,\s*[0-7]){7})\s*\]", val)
+    if not m or "lane_sel_0" not in names:
+      raise _NoFit("invalid dpp8")
+    for i, x in enumerate(m[1].replace(" ", "").split(",")):
+      c.set(f"lane_sel_{i}", int(x))
+    return
+  if key in ("dst_sel", "src0_sel", "src1_sel"):
+    if val not in FMT["sdwa_sel"]:
+      raise _NoFit("invalid sdwa selector")
+    return c.set(key, FMT["sdwa_sel"].index(val))
+  if key == "dst_unused":
+    return c.set(key, FMT["sdwa_unused"].index(val))
+  if key in ("cbsz", "abid", "blgp"):
+    return c.set(key, _num(val))
+  if key == "th":
+    kind = "atomic" if re.search(FMT["th_atomic"], c.op) else "store" if re.search(FMT["th_store"], c.op) else "load"
+    tab = {v: int(k) for k, v in FMT["th_names"][kind].items()}
+    if val in tab:
+      return c.set("th", tab[val])
+    return c.set("th", _num(val))
+  if key == "scope":
+    return c.set("scope", FMT["scope_names"].index(val) if val in FMT["scope_names"] else _num(val))
+  if key == "wait_exp":
+    return c.set("waitexp", _num(val))
+  if key in ("wait_vdst", "wait_va_vdst", "wait_vm_vsrc"):
+    return c.set(key, _num(val))
+  raise _NoFit("invalid operand for instruction")
+
+
+# ------------------------------------------------------------------------------------------ instruction
+
+
+def _candidates(I, mnem: str) -> tuple[str, list[str]]:
+  """Mnemonic -> (canonical opcode, candidate encodings in preference order)."""
+  fam = I.target.family
+  rev = {v.lower(): k for k, v in FMT["llvm_names"].get(fam, {}).items()}
+  suffix = ""
+  name = mnem
+  for sfx in ("",) + _SUFFIXES:
+    n = mnem[:-len(sfx)] if sfx and mnem.endswith(sfx) else (mnem if not sfx else None)
+    if n is None:
+      continue
+    canon = rev.get(n, n).upper()
+    if canon in I.by_op:
+      name, suffix = canon, sfx
+      break
+  else:
+    return "", []
+  encs = I.by_op[name]
+
+  def rank(n: str) -> tuple:
+    e = I.encodings[n]
+    v = e.variant
+    vop3 = e.base in ("VOP3", "VOP3SD", "VOP3P") and not e.base == "VOP3P" or False
+    kind = 2 if "SDWA" in v else 1 if "DPP" in v else 0
+    return (kind, vop3, "LIT" in v, len(I.allowed[n]))
+
+  def ok(n: str) -> bool:
+    e = I.encodings[n]
+    v = e.variant
+    e32 = e.base in ("VOP1", "VOP2", "VOPC")
+    if suffix == "_e32":
+      return e32 and "DPP" not in v and "SDWA" not in v
+    if suffix == "_e64":
+      return not e32 and "DPP" not in v
+    if suffix == "_dpp":
+      return "DPP" in v and (e32 or fam == "cdna" or not _promoted(I, name))
+    if suffix == "_e64_dpp":
+      return "DPP" in v and not e32
+    if suffix == "_sdwa":
+      return "SDWA" in v
+    return True
+  return name, sorted((n for n in encs if ok(n)), key=rank)
+
+
+def _promoted(I, op: str) -> bool:
+  return any(op in I.tables.values.get(x, {}) for x in ("VOP1Op", "VOP2Op", "VOPCOp"))
+
+
+def _encode_one(I, enc: str, op: str, wave: int, ops, mods, rest=("", 0)) -> tuple[Inst, str | None]:
+  sig = signature(I.target.name, enc, op, wave)
+  slots = list(sig.slots)
+  if len(slots) == 1 and slots[0].kind in ("waitcnt", "delay", "depctr") and rest[0].strip():
+    ops, mods = [(rest[0].strip(), rest[1] + len(rest[0]) - len(rest[0].lstrip()))], []
+  c = _Ctx(I, enc, op, wave)
+  atomic = re.search(FMT["th_atomic"], op) and (c.e.base in FMT["flat_addr"] or c.e.base in ("MUBUF", "VBUFFER"))
+  if atomic and len(ops) == len(slots) - 1 and slots and slots[0].field == "vdst":
+    slots = slots[1:]
+  if len(ops) != len(slots):
+    if slots and all(s.kind in ("waitcnt", "delay") for s in slots) and ops:
+      ops = [(" ".join(t for t, _ in ops), ops[0][1])]
+    else:
+      col = ops[len(slots)][1] if len(ops) > len(slots) else (ops[-1][1] if ops else 0)
+      raise _NoFit("invalid operand for instruction" if len(ops) > len(slots) else "too few operands for instruction", col)
+  for s, (t, col) in zip(slots, ops):
+    _fill(c, s, t, col)
+  for tok, col in mods:
+    try:
+      _mod(c, sig, tok)
+    except _NoFit as e:
+      raise _NoFit(e.msg, col) from None
+    except (ValueError, IndexError):
+      raise _NoFit("invalid operand for instruction", col) from None
+  f = c.fields
+  for k, v in sig.implied:
+    f[k] = v
+  base = c.e.base
+  v = c.e.variant
+  # derived fields: markers, SMEM offset forms, address widths
+  if "DPP16" in v:
+    f["src0"] = 250
+    f.setdefault("row_mask", 15)
+    f.setdefault("bank_mask", 15)
+    if "dpp" not in f:
+      raise _NoFit("invalid operand for instruction")
+  elif "DPP8" in v:
+    f["src0"] = 234 if f.pop("_fi8", 0) else 233
+    if "lane_sel_0" not in f:
+      raise _NoFit("invalid operand for instruction")
+  elif "SDWA" in v:
+    f["src0"] = 249
+    for k, d in (("dst_sel", 6), ("dst_unused", 2), ("src0_sel", 6), ("src1_sel", 6)):
+      if k in c.names:
+        f.setdefault(k, d)
+  f.pop("_fi8", None)
+  vd = f.pop("_vaddr_dwords", None)
+  if vd is not None and vd != f.get("offen", 0) + f.get("idxen", 0):
+    raise _NoFit("invalid operand for instruction")
+  if base == "SMEM":
+    _finish_smem(c)
+    if not any(x.field == "soffset" for x in slots) and not ops:
+      f["soffset"] = FMT["smem_nooperand_soffset"]
+  ad = f.pop("_addr_dwords", None)
+  if ad is not None and base in FMT["flat_addr"]:
+    kind = FMT["flat_addr"][base]
+    off = FMT["off_code"]["cdna" if I.target.family == "cdna" else "rdna"]
+    want = 2 if kind == "flat" or (kind == "global" and f.get("saddr", off) == off) else 1
+    if ad != want:
+      raise _NoFit("invalid operand for instruction")
+  if atomic and len(slots) == len(sig.slots) and sig.slots and sig.slots[0].field == "vdst":
+    field, bit = FMT["atomic_return"][I.target.family]
+    if not f.get(field, 0) & bit:
+      raise _NoFit("invalid operand for instruction")
+  if "literal" in c.names and c.literal is None:
+    if not I.lit_only(c.e, op):
+      raise _NoFit("literal variant without a literal")
+    raise _NoFit("missing literal")
+  for k in [k for k in f if k.startswith("_")]:
+    f.pop(k)
+  if "VOP3P" == base and enc.startswith("VOP3P") and not enc.startswith("VOP3P_MFMA"):
+    f.setdefault("opsel_hi", 3)
+    f.setdefault("opsel_hi2", 1)
+  inst = make(I.target.name, enc, op, 0, **f)
+  return inst, c.label
+
+
+def _finish_smem(c: _Ctx):
+  f, fam = c.fields, c.I.target.family
+  imm = f.pop("_smem_imm", None)
+  imm2 = f.pop("_smem_imm2", None)
+  sg = f.pop("_smem_sgpr", None)
+  if imm is not None and imm2 is not None:
+    raise _NoFit("invalid operand for instruction")
+  off = imm if imm is not None else imm2 if imm2 is not None else 0
+  if fam == "cdna":
+    if sg is not None:
+      if imm2 is not None:
+        f["soffset"], f["soffset_en"], f["imm"], f["offset"] = sg, 1, 1, off & 0x1fffff
+      else:
+        f["offset"], f["imm"] = sg, 0
+    else:
+      f["offset"], f["imm"] = off & 0x1fffff, 1
+    return
+  fd = "ioffset" if "ioffset" in c.names else "offset"
+  if imm is None and imm2 is None:
+    return
+  width = 24 if fd == "ioffset" else 21
+  if not -(1 << (width - 1)) <= off < (1 << width):
+    raise _NoFit("expected a 21-bit signed offset" if fam != "rdna4" else "expected a 24-bit signed offset")
+  f[fd] = off & ((1 << width) - 1)
+
+
+def assemble_line(I, text: str, line: int, col0: int, wave: int) -> tuple[Inst, str | None]:
+  """Encode one instruction statement (no label, no comment)."""
+  m = re.match(r"\s*(\S+)", text)
+  mnem = m[1].lower()
+  mcol = col0 + m.start(1)
+  if "::" in text:
+    return _vopd(I, text, line, col0, wave)
+  op, encs = _candidates(I, mnem)
+  if not op:
+    base = mnem
+    for sfx in _SUFFIXES:
+      if mnem.endswith(sfx):
+        base = mnem[:-len(sfx)]
+    known = base.upper() in {n for tab in I.tables.enums.values() for n in tab.values()}
+    if known:
+      raise AsmError("instruction not supported on this GPU" if base.upper() in I.target.lacks or not any(
+        base.upper() in I.allowed[n] for n in I.encodings) else "invalid instruction suffix", line, mcol, text.strip(),
+        I.target.name)
+    raise AsmError("invalid instruction", line, mcol, text.strip(), I.target.name)
+  rest = text[m.end(1):]
+  try:
+    ops, mods = _operands(rest, m.end(1) + col0)
+  except _NoFit as e:
+    raise AsmError(e.msg, line, e.col, text.strip(), I.target.name) from None
+  best: _NoFit | None = None
+  for enc in encs:
+    try:
+      return _encode_one(I, enc, op, wave, ops, mods, (rest, m.end(1) + col0))
+    except _NoFit as e:
+      if best is None or e.col > best.col:
+        best = e
+    except GputwinError as e:
+      best = _NoFit(str(e), mcol)
+  raise AsmError(best.msg if best else "invalid instruction", line, best.col if best and best.col else mcol,
+                 text.strip(), I.target.name)
+
+
+def _vopd(I, text: str, line: int, col0: int, wave: int):
+  x, y = text.split("::")
+  vals, lit = {}, None
+  for part, side in ((x, "x"), (y, "y")):
+    m = re.match(r"\s*(\S+)", part)
+    name = m[1].upper()
+    tab = I.tables.values["VOPDOp"]
+    if name not in tab:
+      raise AsmError("invalid instruction", line, col0 + m.start(1), text.strip(), I.target.name)
+    vals["op" + side] = tab[name]
+    ops, _ = _operands(part[m.end(1):], 0)
+    toks = [t for t, _ in ops]
+    if re.search("CNDMASK", name):
+      toks = toks[:-1]
+    if re.search("FMAMK", name):
+      lit = _num(toks.pop(2)) & 0xffffffff
+    elif re.search("FMAAK", name):
+      lit = _num(toks.pop()) & 0xffffffff
+    r = _reg_range(toks[0])
+    vals["vdst" + side] = r[1]
+    c = _Ctx(I, "VOPD", "", wave)
+    s = Slot("src" + side + "0", "src", 1, "FMT_NUM_F32", 32)
+    c.names.add("literal")
+    try:
+      _fill(c, s, toks[1], 0)
+    except _NoFit as e:
+      raise AsmError(e.msg, line, col0, text.strip(), I.target.name) from None
+    vals["src" + side + "0"] = c.fields[s.field]
+    if c.literal is not None:
+      lit = c.literal
+    if len(toks) > 2:
+      vals["vsrc" + side + "1"] = _reg_range(toks[2])[1]
+  vals["vdsty"] = vals["vdsty"] >> 1
+  enc = "VOPD_LIT" if lit is not None else "VOPD"
+  if lit is not None:
+    vals["literal"] = lit
+  inst = make(I.target.name, enc, I.tables.enums["VOPDOp"][vals["opx"]], 0, **vals)
+  inst = inst.replace(opx=vals["opx"], opy=vals["opy"])
+  return inst, None
+
+
+def assemble(text: str, arch: str, *, wave: int | None = None, symbols: dict | None = None) -> bytes:
+  """Assemble llvm-mc-22 AMDGPU syntax for `arch`. Labels resolve in a second pass; `symbols`, when given,
+  is filled with label -> byte offset. Raises AsmError with line:column on bad input."""
+  I = isa(arch)
+  w = wave or I.target.wave
+  if w not in I.target.waves:
+    raise AsmError(f"wave{w} is not supported on {arch}", arch=arch)
+  out: list[tuple[bytearray, str | None, int, int, str]] = []
+  labels: dict[str, int] = {}
+  pc = 0
+  for ln, raw in enumerate(text.splitlines(), 1):
+    line = _strip_comment(raw)
+    while True:
+      m = re.match(r"\s*([A-Za-z_.$][\w.$]*)\s*:(?!:)", line)
+      if not m or re.match(r"\s*[A-Za-z_.$][\w.$]*\s*:\s*\[", line):
+        break
+      if m[1] in labels:
+        raise AsmError(f"invalid symbol redefinition", ln, m.start(1) + 1, raw.strip(), arch)
+      labels[m[1]] = pc
+      line = " " * m.end() + line[m.end():]
+    for stmt_off, stmt in _statements(line):
+      s = stmt.strip()
+      if not s:
+        continue
+      if s.startswith("."):
+        if _IGNORED_DIRECTIVES.match(s):
+          continue
+        raise AsmError(f"unknown directive", ln, stmt_off + len(stmt) - len(stmt.lstrip()) + 1, raw.strip(), arch)
+      inst, label = assemble_line(I, stmt, ln, stmt_off + 1, w)
+      b = bytearray(encode(inst))
+      out.append((b, label, pc, ln, raw))
+      pc += len(b)
+  res = bytearray()
+  for b, label, at, ln, raw in out:
+    if label is not None:
+      if label not in labels:
+        raise AsmError(f"undefined label {label!r}", ln, raw.find(label) + 1, raw.strip(), arch)
+      delta = (labels[label] - (at + 4)) // 4
+      if not -32768 <= delta < 32768:
+        raise AsmError("branch offset out of range", ln, raw.find(label) + 1, raw.strip(), arch)
+      b[0:2] = (delta & 0xffff).to_bytes(2, "little")
+    res += b
+  if symbols is not None:
+    symbols.update(labels)
+  return bytes(res)
+
+
+def _statements(line: str) -> list[tuple[int, str]]:
+  return [(0, line)]
