@@ -83,7 +83,8 @@ def parse_device(device: str | None = None) -> DeviceSpec:
   targets = tuple(t for t in body[0].split(",") if t) if len(body) == 1 else ()
   if kind == "amd" and not body: return DeviceSpec("amd", (), index)
   if kind == "mock" and targets:
-    if index >= len(targets): raise KernelDriverError(f"device {s!r}: machine has {len(targets)} GPU(s), no GPU {index}")
+    if index >= len(targets):
+      raise KernelDriverError(f"device {s!r}: machine has {len(targets)} GPU(s), no GPU {index}")
     return DeviceSpec("mock", targets, index)
   raise KernelDriverError(f"device {s!r}: expected 'amd', 'amd:N' or 'mock:<target>[,<target>...][:N]'")
 

@@ -23,7 +23,8 @@ KFD_IOCTL_MAJOR_VERSION, KFD_IOCTL_MINOR_VERSION = 1, 17
 AMDKFD_IOCTL_BASE = ord("K")
 
 # ---- struct declarations
-_C = {"u8": ctypes.c_uint8, "u16": ctypes.c_uint16, "u32": ctypes.c_uint32, "u64": ctypes.c_uint64, "s32": ctypes.c_int32}
+_C = {"u8": ctypes.c_uint8, "u16": ctypes.c_uint16, "u32": ctypes.c_uint32, "u64": ctypes.c_uint64,
+      "s32": ctypes.c_int32}
 
 
 def _fields(spec: str) -> list[tuple[str, type]]:
@@ -54,16 +55,19 @@ S("kfd_ioctl_create_queue_args", "u64 ring_base_address write_pointer_address re
 S("kfd_ioctl_destroy_queue_args", "u32 queue_id pad")
 S("kfd_ioctl_update_queue_args", "u64 ring_base_address; u32 queue_id ring_size queue_percentage queue_priority")
 S("kfd_ioctl_set_cu_mask_args", "u32 queue_id num_cu_mask; u64 cu_mask_ptr")
-S("kfd_ioctl_get_queue_wave_state_args", "u64 ctl_stack_address; u32 ctl_stack_used_size save_area_used_size queue_id pad")
+S("kfd_ioctl_get_queue_wave_state_args",
+  "u64 ctl_stack_address; u32 ctl_stack_used_size save_area_used_size queue_id pad")
 S("kfd_ioctl_get_available_memory_args", "u64 available; u32 gpu_id pad")
-S("kfd_dbg_device_info_entry", "u64 exception_status lds_base lds_limit scratch_base scratch_limit gpuvm_base gpuvm_limit;"
+S("kfd_dbg_device_info_entry",
+  "u64 exception_status lds_base lds_limit scratch_base scratch_limit gpuvm_base gpuvm_limit;"
   "u32 gpu_id location_id vendor_id device_id revision_id subsystem_vendor_id subsystem_device_id fw_version"
   " gfx_target_version simd_count max_waves_per_simd array_count simd_arrays_per_engine num_xcc capability debug_prop")
 S("kfd_ioctl_set_memory_policy_args", "u64 alternate_aperture_base alternate_aperture_size;"
   "u32 gpu_id default_policy alternate_policy pad")
 S("kfd_ioctl_get_clock_counters_args", "u64 gpu_clock_counter cpu_clock_counter system_clock_counter system_clock_freq;"
   "u32 gpu_id pad")
-S("kfd_process_device_apertures", "u64 lds_base lds_limit scratch_base scratch_limit gpuvm_base gpuvm_limit; u32 gpu_id pad")
+S("kfd_process_device_apertures",
+  "u64 lds_base lds_limit scratch_base scratch_limit gpuvm_base gpuvm_limit; u32 gpu_id pad")
 NUM_OF_SUPPORTED_GPUS = 7
 S("kfd_ioctl_get_process_apertures_args", f"kfd_process_device_apertures process_apertures[{NUM_OF_SUPPORTED_GPUS}];"
   "u32 num_of_nodes pad")
@@ -81,7 +85,8 @@ S("kfd_memory_exception_failure", "u32 NotPresent ReadOnly NoExecute imprecise")
 S("kfd_hsa_memory_exception_data", "kfd_memory_exception_failure failure; u64 va; u32 gpu_id ErrorType")
 S("kfd_hsa_hw_exception_data", "u32 reset_type reset_cause memory_lost gpu_id")
 S("kfd_hsa_signal_event_data", "u64 last_event_age")
-S("_kfd_event_data_u", "kfd_hsa_memory_exception_data memory_exception_data; kfd_hsa_hw_exception_data hw_exception_data;"
+S("_kfd_event_data_u",
+  "kfd_hsa_memory_exception_data memory_exception_data; kfd_hsa_hw_exception_data hw_exception_data;"
   "kfd_hsa_signal_event_data signal_event_data", union=True)
 S("kfd_event_data", "_kfd_event_data_u u; u64 kfd_event_data_ext; u32 event_id pad", anon=("u",))
 S("kfd_ioctl_wait_events_args", "u64 events_ptr; u32 num_events wait_for_all timeout wait_result")
@@ -120,7 +125,8 @@ S("kfd_ioctl_dbg_trap_set_node_address_watch_args", "u64 address; u32 mode mask 
 S("kfd_ioctl_dbg_trap_clear_node_address_watch_args", "u32 gpu_id id")
 S("kfd_ioctl_dbg_trap_set_flags_args", "u32 flags pad")
 S("kfd_ioctl_dbg_trap_query_debug_event_args", "u64 exception_mask; u32 gpu_id queue_id")
-S("kfd_ioctl_dbg_trap_query_exception_info_args", "u64 info_ptr; u32 info_size source_id exception_code clear_exception")
+S("kfd_ioctl_dbg_trap_query_exception_info_args",
+  "u64 info_ptr; u32 info_size source_id exception_code clear_exception")
 S("kfd_ioctl_dbg_trap_queue_snapshot_args", "u64 exception_mask snapshot_buf_ptr; u32 num_queues entry_size")
 S("kfd_ioctl_dbg_trap_device_snapshot_args", "u64 exception_mask snapshot_buf_ptr; u32 num_devices entry_size")
 S("_kfd_ioctl_dbg_trap_u", "kfd_ioctl_dbg_trap_enable_args enable;"

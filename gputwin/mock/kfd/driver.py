@@ -297,7 +297,8 @@ class MockKernel:
       evs = [e for e in self.proc.events.values() if e.event_type == abi.KFD_IOC_EVENT_MEMORY]
       for ev in evs:
         d = abi.kfd_hsa_memory_exception_data(va=va, gpu_id=gpu_id, ErrorType=abi.KFD_MEM_ERR_NO_RAS)  # type: ignore
-        d.failure.NotPresent, d.failure.ReadOnly, d.failure.NoExecute = int(not_present), int(read_only), int(no_execute)
+        f = d.failure
+        f.NotPresent, f.ReadOnly, f.NoExecute = int(not_present), int(read_only), int(no_execute)
         ev.memory_exception_data = d
         self._signal(ev)
       return len(evs)
@@ -366,12 +367,16 @@ class MockKernel:
 
   def _account(self, bo: BufferObject, sign: int):
     if bo.flags & abi.KFD_IOC_ALLOC_MEM_FLAGS_VRAM: self._vram_used[bo.gpu_id] += sign * bo.size
-    elif bo.flags & (abi.KFD_IOC_ALLOC_MEM_FLAGS_GTT | abi.KFD_IOC_ALLOC_MEM_FLAGS_USERPTR): self._sysmem_used += sign * bo.size
+    elif bo.flags & (abi.KFD_IOC_ALLOC_MEM_FLAGS_GTT | abi.KFD_IOC_ALLOC_MEM_FLAGS_USERPTR):
+      self._sysmem_used += sign * bo.size
 
   def _mmap_target(self, f: VFile, offset: int, length: int) -> tuple[HostBuffer, int] | int:
     if f.kind == "render":   # drm_gem_mmap: the range must lie inside one object
-      for start, bo in self._gem[f.gpu.gpu_id].items():
-        if start <= offset and offset + length <= start + bo.size and bo.host is not None: return bo.host, offset - start
+      gem = self._gem[f.gpu.gpu_id]
+      if (bo := gem.get(offset)) is not None and length <= bo.size and bo.host is not None: return bo.host, 0
+      for start, bo in gem.items():
+        if start <= offset and offset + length <= start + bo.size and bo.host is not None:
+          return bo.host, offset - start
       return -errno.EINVAL
     p = self.proc
     if p is None: return -errno.EINVAL

@@ -29,7 +29,8 @@ class BufferObject:
   @property
   def addr(self) -> int: return self.host.addr if self.host is not None else self.user_addr
   @property
-  def view(self) -> memoryview: return self.host.view[:self.size] if self.host is not None else host_view(self.addr, self.size)
+  def view(self) -> memoryview:
+    return self.host.view[:self.size] if self.host is not None else host_view(self.addr, self.size)
 
   def release(self):
     if self.host is not None and not self.shared: self.host.close()
