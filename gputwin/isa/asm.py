@@ -22,7 +22,7 @@ _IGNORED_DIRECTIVES = re.compile(r"^\.(text|globl|global|p2align|align|type|size
                                  r"amdgpu_metadata)\b")
 _SUFFIXES = ("_e64_dpp", "_e32", "_e64", "_dpp", "_sdwa")
 _FLAGS = {"glc", "slc", "dlc", "sc0", "sc1", "nt", "tfe", "gds", "offen", "idxen", "clamp", "row_mirror",
-          "row_half_mirror", "lwe", "unorm", "r128", "a16", "d16", "done", "lds"}
+          "row_half_mirror", "lwe", "unorm", "r128", "a16", "d16", "lds"}
 
 
 class _NoFit(Exception):
@@ -794,7 +794,7 @@ def _encode_one(I, enc: str, op: str, wave: int, ops, mods, rest=("", 0)) -> tup
     if slots and all(s.kind in ("waitcnt", "delay") for s in slots) and ops:
       ops = [(" ".join(t for t, _ in ops), ops[0][1])]
     else:
-      col = ops[len(slots)][1] if len(ops) > len(slots) else (ops[-1][1] if ops else 0)
+      col = ops[len(slots)][1] if len(ops) > len(slots) else 0  # llvm-mc points at the mnemonic
       raise _NoFit("invalid operand for instruction" if len(ops) > len(slots) else "too few operands for instruction", col)
   for s, (t, col) in zip(slots, ops):
     _fill(c, s, t, col)

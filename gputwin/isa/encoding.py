@@ -114,10 +114,13 @@ class Isa:
 
   def lit_only(self, enc: Encoding, op: str) -> bool:
     """The opcode exists only with a literal (V_FMAAK_F32, S_SETREG_IMM32_B32): the literal is always there."""
-    if enc.variant.endswith("LIT"):
-      base = self.encodings.get(enc.name[:-4] or enc.base)
-      return base is None or op not in self.allowed[base.name]
-    return False
+    return enc.variant.endswith("LIT") and self._lit_only(enc.name, op)
+
+  @functools.lru_cache(maxsize=None)
+  def _lit_only(self, enc: str, op: str) -> bool:
+    e = self.encodings[enc]
+    return not any(op in self.allowed[x.name] for x in self.variants[_fixed_key(e)]
+                   if not x.variant or x.variant in ("SDST",))
 
 
 def _effective(e: Encoding) -> tuple:
@@ -279,7 +282,14 @@ def _default(I: Isa, fd) -> int:
 
 def iter_opcodes(arch: str) -> Iterable[tuple[str, str]]:
   """Every (encoding, canonical opcode) pair of a target, for exhaustive tests."""
+  from gputwin.isa.syntax import uses_field
   I = isa(arch)
   for n, e in I.encodings.items():
+    opf = next((f for f in I.fields[n] if f.kind == "op"), None)
+    srcs = [f.name for f in I.fields[n] if f.kind in ("src", "ssrc") and f.name != "vdst"]
     for op in sorted(I.allowed[n]):
+      if opf is not None and I.opval(e, op) > opf.mask:
+        continue  # e.g. VOPD opcodes only the 5-bit Y slot can hold
+      if e.variant.endswith("LIT") and not I.lit_only(e, op) and not any(uses_field(I, e, op, s) for s in srcs):
+        continue  # a literal variant of an instruction that reads no source operand
       yield n, op
