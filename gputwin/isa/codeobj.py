@@ -27,7 +27,7 @@ from gputwin.isa.msgpack import packb, unpackb
 EM_AMDGPU, ELFOSABI_AMDGPU_HSA, NT_AMDGPU_METADATA = 224, 64, 32
 _FEATURE = {0x000: None, 0x100: "any", 0x200: "off", 0x300: "on"}   # xnack bits 8-9; sramecc bits 10-11 (shifted)
 _FEATURE_BITS = {v: k for k, v in _FEATURE.items()}
-MAX_IMAGE = 1 << 28   # refuse to lay out more than 256 MiB of segments (a corrupt p_memsz must not eat the host)
+MAX_IMAGE = 1 << 26   # refuse to lay out more than 64 MiB of segments (a corrupt p_memsz must not eat the host)
 
 
 @dataclass(frozen=True)
@@ -103,9 +103,10 @@ def _target_id(arch: str, xnack: str | None, sramecc: str | None) -> str:
 # Reading
 
 def load_code_object(data: bytes | str | Path, *, require_metadata: bool = True) -> CodeObject:
-  """Parse an AMD HSA code object (ET_DYN from ld.lld or `build_code_object`). Anything wrong with the input
-  raises CodeObjectError naming the file; nothing else escapes. Without the metadata note (llvm-mc output with no
-  `.amdgpu_metadata`) pass require_metadata=False to get the kernels from their descriptors alone."""
+  """Parse an AMD HSA code object: ET_DYN (ld.lld-22, `build_code_object`) or a relocatable clang-22 -c `.o`.
+  Anything wrong with the input raises CodeObjectError naming the file; nothing else escapes. Without the metadata
+  note (llvm-mc output with no `.amdgpu_metadata`) pass require_metadata=False to get the kernels from their
+  descriptors alone."""
   path = "<bytes>"
   if isinstance(data, (str, Path)):
     path = str(data)
@@ -135,37 +136,14 @@ def _load(data: bytes, path: str, require_metadata: bool) -> CodeObject:
   t = MACH_TO_TARGET.get(flags & 0xff)
   if t is None: raise CodeObjectError(f"unsupported processor EF_AMDGPU_MACH={flags & 0xff:#x} (e_flags={flags:#x})")
   xnack, sramecc = _FEATURE[flags & 0x300], _FEATURE[(flags >> 2) & 0x300]
-  if elf["e_type"] not in ("ET_DYN", "ET_EXEC"):
-    raise CodeObjectError(f"{elf['e_type']} is not a loadable code object; link it with ld.lld-22 -shared")
-
-  # Image: PT_LOAD segments at their addresses.
-  loads = [s for s in elf.iter_segments() if s["p_type"] == "PT_LOAD"]
-  if not loads: raise CodeObjectError("no PT_LOAD segment")
-  top = max(s["p_vaddr"] + s["p_memsz"] for s in loads)
-  if top > MAX_IMAGE: raise CodeObjectError(f"segments reach {top:#x}, beyond the {MAX_IMAGE:#x}-byte limit")
-  image = bytearray(top)
-  for s in loads:
-    if s["p_filesz"] > s["p_memsz"] or s["p_offset"] + s["p_filesz"] > len(data):
-      raise CodeObjectError(f"PT_LOAD at {s['p_vaddr']:#x} lies outside the file")
-    image[s["p_vaddr"]:s["p_vaddr"] + s["p_filesz"]] = data[s["p_offset"]:s["p_offset"] + s["p_filesz"]]
+  if elf["e_type"] not in ("ET_DYN", "ET_EXEC", "ET_REL"):
+    raise CodeObjectError(f"unsupported ELF type {elf['e_type']}")
+  image, syms, (text, text_va) = (_place_relocatable if elf["e_type"] == "ET_REL" else _place_linked)(elf, data)
+  funcs = {v: (n, sz) for n, (v, sz, ty) in syms.items() if ty == "STT_FUNC"}
 
   def mem(va: int, n: int, what: str) -> bytes:
     if va < 0 or va + n > len(image): raise CodeObjectError(f"{what} at {va:#x}+{n} is outside the loaded image")
     return bytes(image[va:va + n])
-
-  # Symbols (static table when present: it also has local labels; else the dynamic one).
-  symtab = elf.get_section_by_name(".symtab") or elf.get_section_by_name(".dynsym")
-  if symtab is None: raise CodeObjectError("no .symtab or .dynsym: cannot find kernels")
-  syms = {s.name: (s["st_value"], s["st_size"], s["st_info"]["type"]) for s in symtab.iter_symbols() if s.name}
-  funcs = {v: (n, sz) for n, (v, sz, ty) in syms.items() if ty == "STT_FUNC"}
-
-  text_sec = elf.get_section_by_name(".text")
-  if text_sec is not None and text_sec["sh_type"] != "SHT_NOBITS":
-    text, text_va = text_sec.data(), text_sec["sh_addr"]
-  else:
-    seg = next((s for s in loads if s["p_flags"] & 1), None)
-    if seg is None: raise CodeObjectError("no .text section and no executable segment")
-    text, text_va = mem(seg["p_vaddr"], seg["p_filesz"], "executable segment"), seg["p_vaddr"]
 
   meta = _metadata(elf)
   if meta is None and require_metadata:
@@ -198,6 +176,86 @@ def _load(data: bytes, path: str, require_metadata: bool) -> CodeObject:
   if missing: raise CodeObjectError(f"metadata names kernels without a descriptor symbol: {', '.join(missing)}")
   return CodeObject(path, t.name, xnack, sramecc, data[8] + 2, flags, kernels, bytes(text), text_va, bytes(image),
                     meta, {n: (v, sz) for n, (v, sz, _) in syms.items()})
+
+
+Placed = tuple[bytearray, dict[str, tuple[int, int, str]], tuple[bytes, int]]   # image, symbols, (.text, address)
+
+
+def _symbols(elf, address) -> dict[str, tuple[int, int, str]]:
+  """name -> (address, size, type) from .symtab (it also has local labels), else .dynsym."""
+  symtab = elf.get_section_by_name(".symtab") or elf.get_section_by_name(".dynsym")
+  if symtab is None or symtab["sh_type"] not in ("SHT_SYMTAB", "SHT_DYNSYM"):
+    raise CodeObjectError("no .symtab or .dynsym: cannot find kernels")
+  out = {}
+  for sym in symtab.iter_symbols():
+    va = address(sym)
+    if sym.name and va is not None: out[sym.name] = (va, sym["st_size"], sym["st_info"]["type"])
+  return out
+
+
+def _place_linked(elf, data: bytes) -> Placed:
+  """ET_DYN (ld.lld output, ours): the PT_LOAD segments at their virtual addresses."""
+  loads = [s for s in elf.iter_segments() if s["p_type"] == "PT_LOAD"]
+  if not loads: raise CodeObjectError("no PT_LOAD segment")
+  top = max(s["p_vaddr"] + s["p_memsz"] for s in loads)
+  if top > MAX_IMAGE: raise CodeObjectError(f"segments reach {top:#x}, beyond the {MAX_IMAGE:#x}-byte limit")
+  image = bytearray(top)
+  for s in loads:
+    if s["p_filesz"] > s["p_memsz"] or s["p_offset"] + s["p_filesz"] > len(data):
+      raise CodeObjectError(f"PT_LOAD at {s['p_vaddr']:#x} lies outside the file")
+    image[s["p_vaddr"]:s["p_vaddr"] + s["p_filesz"]] = data[s["p_offset"]:s["p_offset"] + s["p_filesz"]]
+  text_sec = elf.get_section_by_name(".text")
+  if text_sec is not None and text_sec["sh_type"] != "SHT_NOBITS": text = (text_sec.data(), text_sec["sh_addr"])
+  else:
+    seg = next((s for s in loads if s["p_flags"] & 1), None)
+    if seg is None: raise CodeObjectError("no .text section and no executable segment")
+    text = (bytes(image[seg["p_vaddr"]:seg["p_vaddr"] + seg["p_filesz"]]), seg["p_vaddr"])
+  return image, _symbols(elf, lambda s: s["st_value"] if s["st_shndx"] != "SHN_UNDEF" else None), text
+
+
+# R_AMDGPU_* relocation types -> (bytes written, value(S, A, P)); AMDGPUUsage "Relocation Records".
+_RELOCS = {1: (4, lambda s, a, p: (s + a) & 0xffffffff), 2: (4, lambda s, a, p: (s + a) >> 32),
+           3: (8, lambda s, a, p: s + a), 4: (4, lambda s, a, p: s + a - p), 5: (8, lambda s, a, p: s + a - p),
+           6: (4, lambda s, a, p: s + a), 10: (4, lambda s, a, p: (s + a - p) & 0xffffffff),
+           11: (4, lambda s, a, p: (s + a - p) >> 32)}
+
+
+def _place_relocatable(elf, data: bytes) -> Placed:
+  """ET_REL (clang -c output): lay the SHF_ALLOC sections out one after another and apply the relocations (the
+  kernel descriptors' entry offsets are R_AMDGPU_REL64), a minimal static link with no dynamic symbols."""
+  base, top = {}, 0
+  for i, sec in enumerate(elf.iter_sections()):
+    if sec["sh_flags"] & 2:
+      top = -(-top // max(1, sec["sh_addralign"])) * max(1, sec["sh_addralign"])
+      base[i], top = top, top + sec["sh_size"]
+  if top > MAX_IMAGE: raise CodeObjectError(f"sections need {top:#x} bytes, beyond the {MAX_IMAGE:#x}-byte limit")
+  image = bytearray(top)
+  for i, b in base.items():
+    sec = elf.get_section(i)
+    if sec["sh_type"] != "SHT_NOBITS":
+      if sec["sh_offset"] + sec["sh_size"] > len(data):
+        raise CodeObjectError(f"section {sec.name} lies outside the file")
+      image[b:b + sec["sh_size"]] = sec.data()
+  def address(sym) -> int | None:
+    return base[sym["st_shndx"]] + sym["st_value"] if isinstance(sym["st_shndx"], int) and sym["st_shndx"] in base \
+      else None
+  for rel in elf.iter_sections():
+    if rel["sh_type"] not in ("SHT_RELA", "SHT_REL") or rel["sh_info"] not in base: continue
+    symtab = elf.get_section(rel["sh_link"])
+    for r in rel.iter_relocations():
+      kind, sym = r["r_info_type"], symtab.get_symbol(r["r_info_sym"])
+      if kind not in _RELOCS: raise CodeObjectError(f"relocation type {kind} in {rel.name} is not supported")
+      s = address(sym)
+      if s is None: raise CodeObjectError(f"relocation in {rel.name} against undefined symbol {sym.name!r}")
+      p = base[rel["sh_info"]] + r["r_offset"]
+      size, value = _RELOCS[kind]
+      if p + size > len(image): raise CodeObjectError(f"relocation at {p:#x} in {rel.name} is outside its section")
+      v = value(s, r["r_addend"] if r.is_RELA() else 0, p) & ((1 << 8 * size) - 1)
+      image[p:p + size] = v.to_bytes(size, "little")
+  text_i = next((i for i, sec in enumerate(elf.iter_sections()) if sec.name == ".text" and i in base), None)
+  if text_i is None: raise CodeObjectError("no .text section")
+  tsec = elf.get_section(text_i)
+  return image, _symbols(elf, address), (bytes(image[base[text_i]:base[text_i] + tsec["sh_size"]]), base[text_i])
 
 
 def _metadata(elf) -> dict | None:

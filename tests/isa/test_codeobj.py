@@ -116,6 +116,15 @@ def test_clang_code_object_matches_llvm_tools(clang_objects, arch):
   assert co.kernels["tile"].args[1].value_kind == "dynamic_shared_pointer"
   assert co.kernels["scale"].kernarg_size == doc["amdhsa.kernels"][0][".kernarg_segment_size"]
 
+  # The relocatable clang -c object loads to the same code, descriptors and metadata (we apply its relocations).
+  obj = load_code_object(co_path.with_suffix(".o"))
+  assert obj.text == co.text and obj.metadata == co.metadata
+  for name, k in co.kernels.items():
+    o = obj.kernels[name]
+    assert o.entry - obj.text_address == k.entry - co.text_address and o.code == k.code
+    assert o.descriptor.replace(kernel_code_entry_byte_offset=0) == \
+      k.descriptor.replace(kernel_code_entry_byte_offset=0)
+
 
 def test_metadata_yaml_from_clang_s_equals_its_note(clang_objects):
   """The `.amdgpu_metadata` YAML clang prints with -S parses to the document clang puts in the note with -c."""
