@@ -394,3 +394,32 @@ def test_mutated_elf_raises_only_gputwin_errors(sample_bytes, edits):
   for pos, val in edits: data[pos % len(data)] = val
   try: load_code_object(bytes(data))
   except GputwinError: pass
+
+
+@pytest.mark.parametrize("arch,features,version", [("gfx942", ":sramecc+:xnack-", 5), ("gfx950", ":xnack+", 4),
+                                                   ("gfx1200", "", 6)])
+def test_target_id_and_version_like_llvm_mc(arch, features, version, tmp_path):
+  """e_flags (xnack/sramecc) and EI_ABIVERSION we write for `.amdgcn_target`/`.amdhsa_code_object_version` match
+  llvm-mc-22 + ld.lld-22 for the same source."""
+  need(MC, LLD)
+  acc = ".amdhsa_accum_offset 4\n" if arch.startswith("gfx9") else ""
+  src = (f'.amdhsa_code_object_version {version}\n.amdgcn_target "amdgcn-amd-amdhsa--{arch}{features}"\n.text\n'
+         f'k0:\n  s_endpgm\n.rodata\n.p2align 6\n.amdhsa_kernel k0\n.amdhsa_next_free_vgpr 3\n'
+         f'.amdhsa_next_free_sgpr 3\n{acc}.end_amdhsa_kernel\n')
+  (tmp_path / "k.s").write_text(src)
+  mattr = ",".join(("+" if f.endswith("+") else "-") + f[:-1] for f in features.split(":") if f)
+  sh(MC, "-triple=amdgcn-amd-amdhsa", f"-mcpu={arch}", *([f"-mattr={mattr}"] if mattr else []), "-filetype=obj", "k.s",
+     "-o", "k.o", cwd=tmp_path)
+  sh(LLD, "-shared", "k.o", "-o", "k.co", cwd=tmp_path)
+  theirs = load_code_object(tmp_path / "k.co", require_metadata=False)
+  p = parse_asm(src, arch)
+  kd = kd_from_directives("k0", p.kernels[0][1], arch, xnack=p.xnack)
+  ours = load_code_object(build_code_object(arch, theirs.text, [KernelSpec("k0", 0, kd)], version=p.version,
+                                            xnack=p.xnack, sramecc=p.sramecc))
+  assert (ours.e_flags, ours.version, ours.xnack, ours.sramecc) == \
+    (theirs.e_flags, theirs.version, theirs.xnack, theirs.sramecc) == \
+    (theirs.e_flags, version, *(("on" if "xnack+" in features else "off" if "xnack-" in features else "any",
+                                 "on" if "sramecc+" in features else "any") if arch.startswith("gfx9") else (None, None)))
+  assert ours.kernels["k0"].descriptor.replace(kernel_code_entry_byte_offset=0) == \
+    theirs.kernels["k0"].descriptor.replace(kernel_code_entry_byte_offset=0)
+  assert ours.metadata["amdhsa.target"] == f"amdgcn-amd-amdhsa--{arch}{features}"
