@@ -302,7 +302,12 @@ def test_sdma_queues(cv):
 
 def test_destroy_and_update_queue(cv):
   c = cv
-  q = c.call("CREATE_QUEUE", **c.queue_args())
+  args = c.queue_args()
+  q = c.call("CREATE_QUEUE", **args)
+  ring = c.k.address_space(c.gpu).find(args["ring_base_address"]).bo
+  ids = (ctypes.c_uint32 * 1)(c.gpu)
+  unmap = dict(handle=ring.handle, device_ids_array_ptr=ctypes.addressof(ids), n_devices=1)
+  assert ring.queue_refs == 1 and c.err("UNMAP_MEMORY_FROM_GPU", **unmap) == EBUSY   # bo_va->queue_refcount
   assert c.err("UPDATE_QUEUE", queue_id=q.queue_id, queue_percentage=101) == EINVAL
   assert c.err("UPDATE_QUEUE", queue_id=q.queue_id, queue_priority=99) == EINVAL
   assert c.err("UPDATE_QUEUE", queue_id=q.queue_id + 7, ring_size=4096) == EFAULT     # pqm: no such queue -> EFAULT
@@ -312,6 +317,8 @@ def test_destroy_and_update_queue(cv):
   assert c.err("DESTROY_QUEUE", queue_id=q.queue_id + 7) == EINVAL
   c.call("DESTROY_QUEUE", queue_id=q.queue_id)
   assert c.err("DESTROY_QUEUE", queue_id=q.queue_id) == EINVAL and not c.k.queues()
+  assert ring.queue_refs == 0 and c.call("UNMAP_MEMORY_FROM_GPU", **unmap).n_success == 1
+  assert c.err("UNMAP_MEMORY_FROM_GPU", **unmap) == EINVAL                             # no longer mapped
 
 
 def test_set_cu_mask(cv):

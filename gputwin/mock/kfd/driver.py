@@ -68,6 +68,7 @@ class MockQueue:
   cu_mask: tuple = ()
   last_doorbell: int = 0
   error: str | None = None  # set by a command processor when the queue faults; it is then no longer processed
+  bos: list = dataclasses.field(default_factory=list, repr=False)   # buffers it holds a queue reference on
 
   def __repr__(self):
     kind = "SDMA" if self.is_sdma else "compute"
@@ -515,8 +516,9 @@ class MockKernel:
       a.n_success = i + 1
     return 0
 
-  # kfd_ioctl_unmap_memory_from_gpu: same argument checks (no VM check); a GPU the BO was never mapped on ->
-  # EINVAL (amdgpu_amdkfd_gpuvm_unmap_memory_from_gpu: !kfd_mem_is_attached).
+  # kfd_ioctl_unmap_memory_from_gpu: same argument checks (no VM check); a GPU the BO is not mapped on -> EINVAL
+  # (amdgpu_amdkfd_gpuvm_unmap_memory_from_gpu: no mapped VM reserved); a buffer a user queue still uses -> EBUSY
+  # (unmap_bo_from_gpuvm: bo_va->queue_refcount).
   def _unmap_memory_from_gpu(self, a):
     devs = self._device_list(a)
     if isinstance(devs, int): return devs
@@ -526,6 +528,7 @@ class MockKernel:
     for i in range(a.n_success, a.n_devices):
       peer = self._pdd(devs[i])
       if peer is None or peer.gpu.gpu_id not in bo.mapped: return -errno.EINVAL
+      if bo.queue_refs and peer.gpu.gpu_id == bo.gpu_id: return -errno.EBUSY
       peer.vm.unmap(bo.va)
       bo.mapped.discard(peer.gpu.gpu_id)
       a.n_success = i + 1
@@ -598,6 +601,8 @@ class MockKernel:
            a.ctx_save_restore_size >= gpu.props["cwsr_size"] and \
            self._buffer_ok(pdd, a.ctx_save_restore_address, gpu.cwsr_total(a.ctx_save_restore_size))
     if not ok: return -errno.EINVAL
+    bufs = [a.write_pointer_address, a.read_pointer_address, a.ring_base_address] + \
+           ([a.eop_buffer_address] * bool(a.eop_buffer_address) + [a.ctx_save_restore_address] if compute else [])
     qid = next((i for i in range(abi.KFD_MAX_NUM_OF_QUEUES_PER_PROCESS) if i not in self.proc.queues), None)
     if qid is None: return -errno.ENOMEM
     engine = slot = -1
@@ -613,15 +618,26 @@ class MockKernel:
     self._doorbells(pdd)
     a.queue_id = qid
     a.doorbell_offset = abi.KFD_MMAP_TYPE_DOORBELL | abi.KFD_MMAP_GPU_ID(a.gpu_id) | (bell * 8)
-    self.proc.queues[qid] = MockQueue(
+    q = self.proc.queues[qid] = MockQueue(
       qid, gpu, qt, a.ring_base_address, a.ring_size, a.read_pointer_address, a.write_pointer_address,
       a.doorbell_offset, bell * 8, a.queue_percentage & 0xFF, a.queue_priority, a.eop_buffer_address,
       a.eop_buffer_size, a.ctx_save_restore_address, a.ctx_save_restore_size, a.ctl_stack_size, engine, slot)
+    self._queue_ref(q, [pdd.vm.find(va).bo for va in bufs])
     return 0
 
-  # kfd_ioctl_destroy_queue -> pqm_destroy_queue: unknown queue id -> EINVAL
+  @staticmethod
+  def _queue_ref(q: MockQueue, bos: list[BufferObject]):
+    """kfd_queue_buffer_get/put: a queue pins its buffers' GPU mappings (bo_va->queue_refcount)."""
+    for bo in q.bos: bo.queue_refs -= 1
+    for bo in bos: bo.queue_refs += 1
+    q.bos = bos
+
+  # kfd_ioctl_destroy_queue -> pqm_destroy_queue: unknown queue id -> EINVAL; releases the queue's buffer refs
   def _destroy_queue(self, a):
-    return 0 if self.proc.queues.pop(a.queue_id, None) else -errno.EINVAL
+    q = self.proc.queues.pop(a.queue_id, None)
+    if q is None: return -errno.EINVAL
+    self._queue_ref(q, [])
+    return 0
 
   # kfd_ioctl_update_queue: the create checks, then pqm_update_queue_properties: unknown queue -> EFAULT; a new
   # non-null ring must be a GPU mapping of exactly ring_size (EINVAL); a null ring disables the queue.
@@ -629,8 +645,10 @@ class MockKernel:
     if (err := self._queue_props_check(a)): return err
     q = self.proc.queues.get(a.queue_id)
     if q is None: return -errno.EFAULT
-    if a.ring_base_address and a.ring_size and \
-       not self._buffer_ok(self.proc.pdds[q.gpu.gpu_id], a.ring_base_address, a.ring_size): return -errno.EINVAL
+    pdd = self.proc.pdds[q.gpu.gpu_id]
+    if a.ring_base_address and a.ring_size:
+      if not self._buffer_ok(pdd, a.ring_base_address, a.ring_size): return -errno.EINVAL
+      self._queue_ref(q, q.bos[:2] + [pdd.vm.find(a.ring_base_address).bo] + q.bos[3:])   # [wptr, rptr, ring, ...]
     q.ring_base, q.ring_size, q.percentage, q.priority = \
       a.ring_base_address, a.ring_size, a.queue_percentage & 0xFF, a.queue_priority
     return 0

@@ -25,6 +25,7 @@ class BufferObject:
   user_addr: int = 0
   shared: bool = False                  # doorbell/MMIO pages belong to the device/process, not to this BO
   mapped: set = dataclasses.field(default_factory=set)   # gpu_ids this BO is mapped on
+  queue_refs: int = 0                   # user queues using it as ring/rptr/wptr/EOP/CWSR (bo_va->queue_refcount)
 
   @property
   def addr(self) -> int: return self.host.addr if self.host is not None else self.user_addr
