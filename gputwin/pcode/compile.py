@@ -172,6 +172,7 @@ class Gen:
       rest = m
       for c, body in arms:
         cv_, mi = self.tmp("c"), self.tmp("m")
+        self.emit(ind, f"_m = {rest}")
         self.emit(ind, f"{cv_} = {self.ex(c)}")
         self.emit(ind, f"{mi} = band({rest}, {cv_})")
         r2 = self.tmp("r")
@@ -342,5 +343,16 @@ def generate(prog: Program) -> tuple[str, dict]:
   return src, g.consts
 
 
+def _compiler_stamp() -> str:
+  """Hash of the compiler's own sources, so an edited compiler never reuses stale generated code."""
+  h = hashlib.sha256(str(VERSION).encode())
+  for f in ("parser.py", "ir.py", "compile.py", "errata.py"):
+    h.update((Path(__file__).parent / f).read_bytes())
+  return h.hexdigest()[:12]
+
+
+STAMP = _compiler_stamp()
+
+
 def source_key(text: str) -> str:
-  return hashlib.sha256(f"{VERSION}|{text}".encode()).hexdigest()[:24]
+  return hashlib.sha256(f"{STAMP}|{text}".encode()).hexdigest()[:24]

@@ -17,7 +17,7 @@ class Erratum:
   families: tuple[str, ...]
   match: str  # regex searched in the vendor text
   kind: str  # "replace" | "sub"
-  text: str  # replacement pcode (replace) or replacement string (sub)
+  text: object  # replacement pcode (replace), or replacement string / function of the match (sub)
   why: str
   evidence: str
 
@@ -52,6 +52,26 @@ ERRATA: tuple[Erratum, ...] = (
           "The vendor text for DS_SWIZZLE_B32 is C (`for (i = 0; i < 64; i++) {`), not pcode. It runs through the "
           "DS_SWIZZLE hook until we translate the four modes into pcode.",
           f"{_MANUALS}, LDS chapter, DS_SWIZZLE_B32 (offset modes table)."),
+)
+
+ERRATA += (
+  Erratum(_ALL, r"^D0\.(f16|f32|f64) = S0\.\1 \* (?:16'F\()?2\.0F? \*\* (32'I\(S1\.i16\)|S1\.i32)\)?$", "sub",
+          r"D0.\1 = ldexp(S0.\1, \2)",
+          "V_LDEXP_*: the text computes 2.0 ** n in the destination precision first, which overflows (or flushes) "
+          "for exponents the result can still represent (e.g. a denormal times 2**200); the instruction is ldexp, "
+          "one rounding of S0 * 2**n.",
+          f"{_MANUALS}, VOP2/VOP3 V_LDEXP_F16/F32/F64 descriptions ('multiply by two to the power of S1'); "
+          "LLVM lowers llvm.ldexp to V_LDEXP_*."),
+)
+
+ERRATA += (
+  Erratum(_ALL, r"\((?:64'F\()?(S\d)\.(f16|f32|f64)\)? == ([+-])0\.0\)", "sub",
+          lambda m: f"((64'F({m[1]}.{m[2]}) == 0.0) && {'!' if m[3] == '+' else ''}sign({m[1]}.{m[2]}))",
+          "CDNA V_MIN/V_MAX_* order -0 below +0 by testing `x == +0.0 && y == -0.0`; under IEEE equality both "
+          "tests are true for any pair of zeros, so the text would pick the wrong zero. The signed-zero literal "
+          "means 'is this zero with this sign'.",
+          "The same instructions in the RDNA3/RDNA4 manuals spell the test with sign() (GT_NEG_ZERO/LT_NEG_ZERO "
+          "lambdas), and the CDNA comment 'NOTE: +0>-0 is TRUE in this comparison' states the intent."),
 )
 
 # Graphics-only bodies: not part of the compute emulator. (family regex over names, reason)

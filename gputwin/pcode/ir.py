@@ -112,6 +112,17 @@ def promote(a: Ty, b: Ty) -> Ty:
 def const(v, ty: Ty) -> E: return E("const", (v,), ty)
 
 
+def uniform(e) -> bool:
+  """Built only from constants, loop counters and the wave size: a Python value at run time."""
+  if isinstance(e, E):
+    if e.op in ("const", "loopvar") or (e.op == "wave" and e.args[0] != "laneId"):
+      return True
+    if e.op in ("var", "state", "mem", "reg", "call", "lcall", "aget", "wave"):
+      return False
+    return all(uniform(a) for a in e.args)
+  return True
+
+
 def is_const(e: E) -> bool: return e.op == "const"
 
 
@@ -451,6 +462,8 @@ class Lower:
       t = ty_of(a[1], a[2]) if a[2] != 1 else BOOL
       if t.isf and e.op == "const" and len(e.args) > 1 and e.args[1] == "hex":  # 32'F(0xffc00000): a bit pattern
         return self.bitcast(const(e.args[0], Ty("b", t.bits)), t)
+      if t.isf and e.ty.kind == "b" and e.ty.bits == t.bits:  # 32'F({ S0.b16, 16'0U }): raw bits of that width
+        return self.bitcast(e, t)
       return self.conv(e, t)
     if op in ("slice", "slicew"):
       rw = self.reversed_slice(n)
@@ -490,8 +503,8 @@ class Lower:
     if op == "sel":
       c, x, y = self.cond(a[0]), self.ex(a[1]), self.ex(a[2])
       t = promote(x.ty, y.ty)
-      if t.kind == "int" and not (is_const(c) and is_const(x) and is_const(y)):
-        t = INT if all(e.op in ("const", "loopvar") or e.ty.kind == "int" for e in (x, y)) else I32
+      if t.kind == "int" and not (uniform(c) and uniform(x) and uniform(y)):
+        t = I32
       return self.fold(E("sel", (c, self.conv(x, t), self.conv(y, t)), t))
     if op == "call":
       name, args = a
