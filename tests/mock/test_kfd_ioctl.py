@@ -77,6 +77,11 @@ def test_dispatch_errors(c):
   assert c.err("DBG_REGISTER_DEPRECATED", gpu_id=c.gpu) == EPERM        # kfd_ioctl_dbg_register: removed, -EPERM
 
 
+def test_kfd_fd_used_by_another_process(c, monkeypatch):
+  monkeypatch.setattr(os, "getpid", lambda: -1)                       # as after fork(): kfd_ioctl -> -EBADF
+  assert c.err("GET_VERSION") == errno.EBADF
+
+
 def test_render_node_rejects_kfd_ioctls(c):
   fd = c.k.open("/dev/dri/renderD128")
   with pytest.raises(OSError) as e: c.k.ioctl(fd, abi.AMDKFD_IOC_GET_VERSION, abi.kfd_ioctl_get_version_args())
@@ -282,6 +287,14 @@ def test_create_compute_queue_and_ring_its_doorbell(cv):
   k.ring_doorbell(mq, 0x10)
   assert seen[-1] == (0, 0x10) and ctypes.c_uint64.from_address(bells + (q.doorbell_offset & 0x1FFF)).value == 0x10
   k.munmap(bells, 0x2000)
+  # the command processor's view of the pointers: the same bytes userspace maps
+  k.address_space(c.gpu).write_u64(mq.wptr_va, 0x10)
+  assert k.read_wptr(mq) == 0x10
+  k.write_rptr(mq, 0x10)
+  assert k.address_space(c.gpu).read_u64(args["read_pointer_address"]) == 0x10
+  m = c.call("CREATE_EVENT", event_type=abi.KFD_IOC_EVENT_MEMORY).event_id
+  k.fault_queue(mq, "PM4 packet 0xdead at ring offset 0x40", va=0x1000)
+  assert not mq.is_active and _wait(c, [m], 0)[1][0].memory_exception_data.va == 0x1000
 
 
 def test_sdma_queues(cv):

@@ -46,7 +46,8 @@ class MockQueue:
   """A user queue as CREATE_QUEUE registered it: everything a command processor needs to run it.
   Addresses are GPU VAs in the owning GPU's address space; `doorbell_offset` is the value returned to userspace
   (mmap type | gpu_id | byte offset in the process doorbell page) and `doorbell_index` the byte offset of its 64-bit
-  doorbell slot in that page."""
+  doorbell slot in that page. Units as on hardware: a PM4 queue's rptr/wptr and doorbell count dwords, an SDMA
+  queue's count bytes; both are 64-bit little-endian words at rptr_va/wptr_va."""
   queue_id: int
   gpu: GPUNode
   queue_type: int           # abi.KFD_IOC_QUEUE_TYPE_*
@@ -67,7 +68,7 @@ class MockQueue:
   sdma_slot: int = -1
   cu_mask: tuple = ()
   last_doorbell: int = 0
-  error: str | None = None  # set by a command processor when the queue faults; it is then no longer processed
+  error: str | None = None  # set by fault_queue(): the queue is then no longer processed
   bos: list = dataclasses.field(default_factory=list, repr=False)   # buffers it holds a queue reference on
 
   def __repr__(self):
@@ -270,6 +271,15 @@ class MockKernel:
       if v != q.last_doorbell: rung.append((q, v))
     for q, v in rung: self._fire(q, v)
     return rung
+
+  def read_wptr(self, q: MockQueue) -> int: return self.address_space(q.gpu.gpu_id).read_u64(q.wptr_va)
+  def write_rptr(self, q: MockQueue, value: int): self.address_space(q.gpu.gpu_id).write_u64(q.rptr_va, value)
+
+  def fault_queue(self, queue: MockQueue, reason: str, va: int | None = None) -> None:
+    """Put a queue in the error state the way KFD reports a GPU fault: the queue stops being processed and, for a VM
+    fault at `va`, MEMORY events carry the fault (kfd_signal_vm_fault_event)."""
+    queue.error = reason
+    if va is not None: self.memory_exception(queue.gpu.gpu_id, va)
 
   def _fire(self, queue: MockQueue, value: int):
     queue.last_doorbell = value

@@ -52,33 +52,34 @@ class GPUAddressSpace:
 
   def __init__(self, device: str):
     self.device = device
-    self._starts: list[int] = []
-    self._maps: list[Mapping] = []
+    self._index: tuple[list[int], list[Mapping]] = ([], [])   # (starts, mappings), replaced whole on every change
     self._lock = threading.Lock()
 
-  def __len__(self) -> int: return len(self._maps)
-  def mappings(self) -> list[Mapping]: return list(self._maps)
+  def __len__(self) -> int: return len(self._index[1])
+  def mappings(self) -> list[Mapping]: return list(self._index[1])
 
   def map(self, va: int, size: int, bo: BufferObject) -> bool:
-    """Insert a mapping; False (nothing changed) when it overlaps an existing one (amdgpu_vm_bo_map's conflict)."""
+    """Insert a mapping; False (nothing changed) when it overlaps an existing one (amdgpu_vm_bo_map's conflict).
+    Copy-on-write, so a GPU thread translating concurrently always sees a consistent table."""
     with self._lock:
-      i = bisect.bisect_left(self._starts, va)
-      if (i > 0 and self._maps[i - 1].end > va) or (i < len(self._maps) and self._starts[i] < va + size): return False
-      self._starts.insert(i, va)
-      self._maps.insert(i, Mapping(va, size, bo))
+      starts, maps = self._index
+      i = bisect.bisect_left(starts, va)
+      if (i > 0 and maps[i - 1].end > va) or (i < len(maps) and starts[i] < va + size): return False
+      self._index = (starts[:i] + [va] + starts[i:], maps[:i] + [Mapping(va, size, bo)] + maps[i:])
       return True
 
   def unmap(self, va: int) -> Mapping | None:
     with self._lock:
-      i = bisect.bisect_left(self._starts, va)
-      if i == len(self._starts) or self._starts[i] != va: return None
-      self._starts.pop(i)
-      return self._maps.pop(i)
+      starts, maps = self._index
+      i = bisect.bisect_left(starts, va)
+      if i == len(starts) or starts[i] != va: return None
+      self._index = (starts[:i] + starts[i + 1:], maps[:i] + maps[i + 1:])
+      return maps[i]
 
   def find(self, va: int) -> Mapping | None:
     """The mapping containing va, or None."""
-    maps = self._maps
-    i = bisect.bisect_right(self._starts, va) - 1
+    starts, maps = self._index
+    i = bisect.bisect_right(starts, va) - 1
     return maps[i] if i >= 0 and va < maps[i].end else None
 
   def translate(self, va: int, n: int = 1, access: str = "read") -> tuple[Mapping, int]:
