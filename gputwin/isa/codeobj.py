@@ -707,18 +707,18 @@ def assemble_code_object(text: str, arch: str, *, wave: int | None = None, path:
   missing = [n for n in kds if n not in offsets]
   if missing: raise CodeObjectError(f"{path}: no code label for kernel(s) {', '.join(missing)}")
   specs = [KernelSpec(n, offsets[n], kd) for n, kd in kds.items()]
-  if src.metadata is not None:
-    meta = parse_metadata_yaml(*src.metadata)
-    known = {f"{n}.kd" for n in kds}
-    for k in meta.get("amdhsa.kernels", []) or []:
-      if isinstance(k, dict) and k.get(".symbol") not in known:
-        raise CodeObjectError(f"{path}: .amdgpu_metadata names kernel symbol {k.get('.symbol')!r} with no "
-                              ".amdhsa_kernel")
-  else:
-    counts = {n: _counts(ds, arch) for n, ds, _ in src.kernels}
-    meta = {"amdhsa.kernels": [kernel_metadata(s, arch, **counts[s.name]) for s in specs],
-            "amdhsa.target": _target_id(arch, src.xnack, src.sramecc),
-            "amdhsa.version": [1, 1 if src.version == 4 else 2]}
+  counts = {n: _counts(ds, arch) for n, ds, _ in src.kernels}
+  meta = parse_metadata_yaml(*src.metadata) if src.metadata is not None else {}
+  listed = meta.setdefault("amdhsa.kernels", [])
+  if not isinstance(listed, list): raise CodeObjectError(f"{path}: .amdgpu_metadata amdhsa.kernels is not a list")
+  known, have = {f"{n}.kd" for n in kds}, {k.get(".symbol") for k in listed if isinstance(k, dict)}
+  if have - known:
+    raise CodeObjectError(f"{path}: .amdgpu_metadata names kernel symbol(s) {sorted(have - known)} that have no "
+                          ".amdhsa_kernel")
+  # Kernels the YAML does not describe (or no YAML at all) get an entry built from their descriptor, with no .args.
+  listed += [kernel_metadata(s, arch, **counts[s.name]) for s in specs if f"{s.name}.kd" not in have]
+  meta.setdefault("amdhsa.target", _target_id(arch, src.xnack, src.sramecc))
+  meta.setdefault("amdhsa.version", [1, 1 if src.version == 4 else 2])
   return build_code_object(arch, code, specs, metadata=meta, version=src.version, xnack=src.xnack, sramecc=src.sramecc)
 
 

@@ -24,6 +24,7 @@ class Target:
   xnack: bool = False       # xnack / sramecc are target-id features with e_flags bits
   sramecc: bool = False
   wave64_only: bool = False
+  packed_tid: bool = True   # work-item ids arrive packed in v0 (10 bits each); gfx90a+, gfx11+ (all targets here)
 
 
 TARGETS: dict[str, Target] = {t.name: t for t in (
@@ -220,6 +221,13 @@ class KernelDescriptor:
   def workgroup_id_enables(self) -> tuple[bool, bool, bool]:
     return tuple(bool(getattr(self, f"enable_sgpr_workgroup_id_{c}")) for c in "xyz")
 
+  def vgpr_layout(self) -> list[tuple[str, int, int, int]]:
+    """Initial work-item id VGPRs as (what, VGPR, first bit, bits): packed into v0 (x: 0-9, y: 10-19, z: 20-29) on
+    targets with packed work-item ids, else v0/v1/v2; how many follows enable_vgpr_workitem_id (0: x, 1: xy, 2: xyz)."""
+    dims = "xyz"[:min(self.enable_vgpr_workitem_id, 2) + 1]
+    if self.target.packed_tid: return [(f"workitem_id_{d}", 0, 10 * i, 10) for i, d in enumerate(dims)]
+    return [(f"workitem_id_{d}", i, 0, 32) for i, d in enumerate(dims)]
+
   def sgpr_layout(self) -> list[tuple[str, int, int]]:
     """Initial SGPRs the hardware loads, as (what, first SGPR, count): enabled user SGPRs in ABI order, preloaded
     kernargs, then from `user_sgpr_count` on the system SGPRs (workgroup ids, workgroup info, scratch wave offset)."""
@@ -282,6 +290,7 @@ _D = {
   "exception_int_div_zero": ("enable_exception_int_divide_by_zero", "all"),
 }
 DIRECTIVES = tuple(f".amdhsa_{d}" for d in _D)
+DIRECTIVE_FIELD = {f".amdhsa_{d}": f for d, (f, _) in _D.items() if f}   # directive -> the KD field it sets
 _WHY = {"gfx90a": "directive requires gfx90a+", "gfx10+": "directive requires gfx10+",
         "gfx10-11": "directive requires gfx10 or gfx11", "gfx11+": "directive requires gfx11+",
         "gfx12+": "directive requires gfx12+", "gfx6-11": "directive unsupported on gfx12+",

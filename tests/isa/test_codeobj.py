@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from gputwin.errors import CodeObjectError, GputwinError
 from gputwin.isa.codeobj import (KernelSpec, assemble_code_object, build_code_object, load_code_object, parse_asm,
                                  parse_metadata_yaml)
-from gputwin.isa.kd import _D, KernelDescriptor, kd_from_directives
+from gputwin.isa.kd import DIRECTIVE_FIELD, KernelDescriptor, kd_from_directives
 from gputwin.isa.msgpack import MsgpackError, packb, unpackb
 
 TARGETS = ["gfx1100", "gfx1200", "gfx942", "gfx950"]
@@ -94,8 +94,8 @@ def test_clang_code_object_matches_llvm_tools(clang_objects, arch):
     raw = rodata[k.kd_address - base:k.kd_address - base + 64]
     assert k.descriptor.encode() == raw and KernelDescriptor.decode(raw, arch) == k.descriptor
     for directive, value in printed[name].items():
-      fld = _D[directive][0]
-      if fld and fld != "kernel_code_entry_byte_offset": assert getattr(k.descriptor, fld) == value, (name, directive)
+      if f".amdhsa_{directive}" in DIRECTIVE_FIELD:
+        assert getattr(k.descriptor, DIRECTIVE_FIELD[f".amdhsa_{directive}"]) == value, (name, directive)
     p = printed[name]
     assert k.descriptor.vgpr_count >= p["next_free_vgpr"] > k.descriptor.vgpr_count - k.descriptor.vgpr_granule
     assert k.wave_size == (32 if p.get("wavefront_size32") else 64) == k.descriptor.wave_size
@@ -383,14 +383,15 @@ def test_missing_metadata_note(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def sample_bytes(clang_objects) -> bytes:
-  return clang_objects["gfx1100"][0].read_bytes()
+def samples(clang_objects) -> list[bytes]:
+  """A linked code object and a relocatable one (different loader paths)."""
+  return [clang_objects["gfx1100"][0].read_bytes(), clang_objects["gfx942"][0].with_suffix(".o").read_bytes()]
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.lists(st.tuples(st.integers(0, 1 << 16), st.integers(0, 255)), min_size=1, max_size=8))
-def test_mutated_elf_raises_only_gputwin_errors(sample_bytes, edits):
-  data = bytearray(sample_bytes)
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.integers(0, 1), st.lists(st.tuples(st.integers(0, 1 << 16), st.integers(0, 255)), min_size=1, max_size=8))
+def test_mutated_elf_raises_only_gputwin_errors(samples, which, edits):
+  data = bytearray(samples[which])
   for pos, val in edits: data[pos % len(data)] = val
   try: load_code_object(bytes(data))
   except GputwinError: pass
@@ -416,10 +417,10 @@ def test_target_id_and_version_like_llvm_mc(arch, features, version, tmp_path):
   kd = kd_from_directives("k0", p.kernels[0][1], arch, xnack=p.xnack)
   ours = load_code_object(build_code_object(arch, theirs.text, [KernelSpec("k0", 0, kd)], version=p.version,
                                             xnack=p.xnack, sramecc=p.sramecc))
+  feats = ("on" if "xnack+" in features else "off" if "xnack-" in features else "any",
+           "on" if "sramecc+" in features else "any") if arch.startswith("gfx9") else (None, None)
   assert (ours.e_flags, ours.version, ours.xnack, ours.sramecc) == \
-    (theirs.e_flags, theirs.version, theirs.xnack, theirs.sramecc) == \
-    (theirs.e_flags, version, *(("on" if "xnack+" in features else "off" if "xnack-" in features else "any",
-                                 "on" if "sramecc+" in features else "any") if arch.startswith("gfx9") else (None, None)))
+    (theirs.e_flags, theirs.version, theirs.xnack, theirs.sramecc) == (theirs.e_flags, version, *feats)
   assert ours.kernels["k0"].descriptor.replace(kernel_code_entry_byte_offset=0) == \
     theirs.kernels["k0"].descriptor.replace(kernel_code_entry_byte_offset=0)
   assert ours.metadata["amdhsa.target"] == f"amdgcn-amd-amdhsa--{arch}{features}"
