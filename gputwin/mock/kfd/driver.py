@@ -237,7 +237,7 @@ class MockKernel:
   def poll(self, fds: list[int], events: int = select.POLLIN, timeout_ms: int = 0) -> list[tuple[int, int]]:
     """kfd and render nodes have no poll op, so the VFS reports them always readable and writable."""
     ready = select.POLLIN | select.POLLOUT | select.POLLRDNORM | select.POLLWRNORM
-    return [(fd, (ready & (events | select.POLLERR)) if fd in self._fds else select.POLLNVAL) for fd in fds]
+    return [(fd, ready & events if fd in self._fds else select.POLLNVAL) for fd in fds]
 
   # ================================================================ GPU side (for the command processor)
   def gpu(self, gpu_id: int) -> GPUNode: return self._by_id[gpu_id]
@@ -319,7 +319,7 @@ class MockKernel:
     with self._cv:
       self._fds.clear()
       self._teardown()
-      for g, h in self._mmio.items():
+      for h in self._mmio.values():
         if h: h.close()
       self._mmio = dict.fromkeys(self._mmio)
 
@@ -461,11 +461,12 @@ class MockKernel:
     elif flags & F.KFD_IOC_ALLOC_MEM_FLAGS_VRAM:
       if self._vram_used[gpu.gpu_id] + size > gpu.target.vram: return -errno.ENOMEM   # amdgpu_amdkfd_reserve_mem_limit
     elif flags & (F.KFD_IOC_ALLOC_MEM_FLAGS_GTT | F.KFD_IOC_ALLOC_MEM_FLAGS_USERPTR):
+      gtt = flags & F.KFD_IOC_ALLOC_MEM_FLAGS_GTT
+      user = 0 if gtt else a.mmap_offset                                    # USERPTR: the address is in mmap_offset
+      if not gtt and not user: return -errno.EINVAL
+      if user & (PAGE_SIZE - 1): return -errno.EINVAL                       # mock: page-aligned user memory only
       if self._sysmem_used + size > CPU_MEM["size_in_bytes"]: return -errno.ENOMEM
-      if flags & F.KFD_IOC_ALLOC_MEM_FLAGS_USERPTR:
-        user = a.mmap_offset   # the user address travels in mmap_offset
-        if not user or user & (PAGE_SIZE - 1): return -errno.EINVAL
-        if not host_range_mapped(user, size): return -errno.EFAULT          # amdgpu_ttm_tt_get_user_pages: no VMA
+      if user and not host_range_mapped(user, size): return -errno.EFAULT  # amdgpu_ttm_tt_get_user_pages: no VMA
     else: return -errno.EINVAL                                              # no memory domain flag
     if host is None and not user:
       try: host = HostBuffer(size, f"kfd-bo-{gpu.name}")
