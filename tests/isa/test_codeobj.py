@@ -424,3 +424,40 @@ def test_target_id_and_version_like_llvm_mc(arch, features, version, tmp_path):
   assert ours.kernels["k0"].descriptor.replace(kernel_code_entry_byte_offset=0) == \
     theirs.kernels["k0"].descriptor.replace(kernel_code_entry_byte_offset=0)
   assert ours.metadata["amdhsa.target"] == f"amdgcn-amd-amdhsa--{arch}{features}"
+
+
+def test_asm_directive_errors_say_where():
+  ok_kd = ".amdhsa_kernel k\n.amdhsa_next_free_vgpr 1\n.amdhsa_next_free_sgpr 1\n.end_amdhsa_kernel\n"
+  cases = {".text\nk:\n.bogus 1\n" + ok_kd: r"<asm>:3: unsupported directive \.bogus",
+           ".amdhsa_kernel k\n.amdhsa_next_free_vgpr 1\n": r"<asm>:1: \.amdhsa_kernel k has no \.end_amdhsa_kernel",
+           ".amdhsa_kernel k\n.amdhsa_next_free_vgpr undefined_sym\n.end_amdhsa_kernel\n": r"<asm>:2: unknown symbol",
+           '.amdgcn_target "amdgcn-amd-amdhsa--gfx942"\n' + ok_kd: r"<asm>:1: .amdgcn_target is gfx942",
+           ".rodata\n  s_endpgm\n": r"<asm>:2: instruction outside \.text",
+           ".amdgpu_metadata\n---\n": r"<asm>:1: \.amdgpu_metadata has no \.end_amdgpu_metadata"}
+  for src, msg in cases.items():
+    with pytest.raises(CodeObjectError, match=msg): assemble_code_object(src, "gfx1100")
+  with pytest.raises(CodeObjectError, match=r"\.amdhsa_kernel k: line 2: directive requires gfx90a\+"):
+    assemble_code_object(".amdhsa_kernel k\n.amdhsa_accum_offset 4\n.end_amdhsa_kernel\n", "gfx1100")
+
+
+@needs_asm
+def test_asm_errors_map_to_source_lines():
+  from gputwin.errors import AsmError
+  src = ".text\n.p2align 8\nk:\n  s_nop 0\n\n  s_bogus_op v1\n.rodata\n" \
+        ".amdhsa_kernel k\n.amdhsa_next_free_vgpr 1\n.amdhsa_next_free_sgpr 1\n.end_amdhsa_kernel\n"
+  with pytest.raises(AsmError) as e: assemble_code_object(src, "gfx1100")
+  assert e.value.line == 6
+  with pytest.raises(CodeObjectError, match="no code label for kernel"):
+    assemble_code_object(src.replace("k:", "other:").replace("s_bogus_op v1", "s_endpgm"), "gfx1100")
+
+
+def test_initial_register_layout():
+  """User SGPRs in ABI order, then system SGPRs from user_sgpr_count; work-item ids packed in v0 (AMDGPUUsage)."""
+  kd = KernelDescriptor("gfx1100", enable_sgpr_dispatch_ptr=1, enable_sgpr_kernarg_segment_ptr=1,
+                        enable_sgpr_dispatch_id=1, user_sgpr_count=8, enable_sgpr_workgroup_id_x=1,
+                        enable_sgpr_workgroup_id_z=1, enable_private_segment=1, enable_vgpr_workitem_id=2)
+  assert kd.sgpr_layout() == [("dispatch_ptr", 0, 2), ("kernarg_segment_ptr", 2, 2), ("dispatch_id", 4, 2),
+                              ("workgroup_id_x", 8, 1), ("workgroup_id_z", 9, 1),
+                              ("private_segment_wavefront_offset", 10, 1)]
+  assert kd.vgpr_layout() == [("workitem_id_x", 0, 0, 10), ("workitem_id_y", 0, 10, 10), ("workitem_id_z", 0, 20, 10)]
+  assert KernelDescriptor.decode(kd.encode(), "gfx1100") == kd
