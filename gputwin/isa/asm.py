@@ -195,6 +195,24 @@ def _float_patterns(fmt: str, bits: int) -> dict[int, int]:
   return d
 
 
+def inline_for(value: int, s: Slot) -> int | None:
+  """The inline constant code a literal value would encode as for this operand (llvm-mc prints such literals as
+  lit(...) to keep them literal), or None."""
+  v = value
+  if s.bits == 64 and "F64" in s.fmt:
+    return next((int(c) for c, f in OPS["inline_float"].items() if f64_bits(f) >> 32 == v and f64_bits(f) & 0xffffffff == 0),
+                None) if v else 128
+  if 0 <= v <= 64:
+    return 128 + v
+  w = 16 if s.bits == 16 or int16_fmt(s.fmt) else 32
+  sv = v - (1 << w) if v >> (w - 1) & 1 and v < (1 << w) else None
+  if sv is not None and -16 <= sv <= -1:
+    return 192 - sv
+  if not re.search(r"F(16|32)|BF16", s.fmt) and not (s.bits == 16 or int16_fmt(s.fmt)):
+    return None
+  return _float_patterns(s.fmt, s.bits).get(v)
+
+
 def _literal_value(t: str, s: Slot) -> tuple[int | None, int | None]:
   """Number text -> (inline code or None, literal 32-bit value or None)."""
   fmt, bits = s.fmt, s.bits
@@ -381,6 +399,13 @@ def _fill(c: _Ctx, s: Slot, t: str, col: int):
         return
       if t2 == "lds_direct" or t2 == "src_lds_direct":
         raise _NoFit("lds_direct is not supported on this GPU")
+      m = re.fullmatch(r"lit\((.*)\)", t2)
+      if m:  # lit(x): keep x as a literal even when it is an inline constant
+        code, lit = _literal_value(m[1], s)
+        lit = lit if lit is not None else _num(m[1]) & 0xffffffff
+        c.set(s.field, 255)
+        c.lit(lit)
+        return
       code, lit = _literal_value(t2, s)
       if code is not None:
         c.set(s.field, code)
@@ -657,9 +682,11 @@ def _mod(c: _Ctx, sig, tok: str):
         if b:
           c.orbit("opsel", i)
       return
+    nsrc = sum(1 for x in sig.slots if x.field in ("src0", "src1", "src2", "vsrc0"))
+    has_dst = any(x.field == "vdst" and x.kind in ("v", "av") for x in sig.slots)
     for i, b in enumerate(bits):
       if b:
-        c.orbit("opsel", 3 if i == len(bits) - 1 and len(bits) > 1 else i)
+        c.orbit("opsel", 3 if has_dst and i == nsrc else i)
     return
   if key == "op_sel_hi":
     bits = _bits_list(val)

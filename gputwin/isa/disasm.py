@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from gputwin.errors import DecodeError
-from gputwin.isa.syntax import (FMT, MOD_PRINTERS, _acc, inline_text, scalar_name, signature, vgpr_text)
+from gputwin.isa.syntax import (FMT, MOD_PRINTERS, _acc, inline_text, int16_fmt, scalar_name, signature, vgpr_text)
 
 MSGS = json.loads((Path(__file__).parent / "data" / "messages.json").read_text())
 
@@ -40,7 +40,10 @@ def _src(inst, s, v: int, vector: bool, fam: str) -> str:
     lit = inst.get("literal")
     if lit is None:
       raise _bad(inst, "literal marker without literal dword")
-    return f"0x{lit:x}"
+    if s.bits == 16 or int16_fmt(s.fmt):
+      lit &= 0xffff
+    from gputwin.isa.asm import inline_for
+    return f"lit(0x{lit:x})" if inline_for(lit, s) is not None else f"0x{lit:x}"
   t = inline_text(v, s.fmt, s.bits)
   if t is not None:
     return t
@@ -53,7 +56,7 @@ def _src(inst, s, v: int, vector: bool, fam: str) -> str:
 def _with_mods(inst, s, text: str) -> str:
   """Apply VOP3 abs/neg (or DPP/SDWA per-source neg/abs bits) to a source operand."""
   idx = {"src0": 0, "vsrc0": 0, "src1": 1, "vsrc1": 1, "src2": 2}.get(s.field)
-  if idx is None:
+  if idx is None or not _floaty(s.fmt):
     return text
   f = inst.f
   if inst.format == "VOP3P" or s.kind in ("lit",):
@@ -67,6 +70,11 @@ def _with_mods(inst, s, text: str) -> str:
   if ab:
     text = f"|{text}|"
   return f"-{text}" if neg else text
+
+
+def _floaty(fmt: str) -> bool:
+  """abs/neg source modifiers exist for float operands only (llvm-mc-22 ignores the bits otherwise)."""
+  return bool(re.search(r"F(16|32|64)|BF16|FMT_ANY", fmt)) or not fmt
 
 
 def _hwreg(inst, v: int) -> str:
@@ -216,8 +224,8 @@ def _operand(inst, s, fam: str, wave: int) -> str:
     return _smem_off(inst, s)
   if k == "sdwa_sdst":
     return (scalar_name(fam, v, s.dwords) or _raise(inst, v)) if f.get("sd") else ("vcc_lo" if s.dwords == 1 else "vcc")
-  if k == "label":
-    return str(v - 0x10000 if v & 0x8000 else v)
+  if k == "label":  # llvm-mc-22 prints a raw branch offset as an unsigned 16-bit number
+    return str(v)
   if k == "hwreg":
     return _hwreg(inst, v)
   if k in ("sendmsg", "sendmsg_rtn"):

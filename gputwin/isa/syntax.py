@@ -22,6 +22,7 @@ from gputwin.isa.vendor import Encoding, Operand
 _DATA = Path(__file__).parent / "data"
 OPS = json.loads((_DATA / "operands.json").read_text())
 FMT = json.loads((_DATA / "formats.json").read_text())
+TRUE16 = json.loads((_DATA / "true16.json").read_text())
 
 
 def family_kind(fam: str) -> str: return "cdna" if fam == "cdna" else "rdna"
@@ -112,6 +113,8 @@ def signature(arch: str, enc_name: str, op: str, wave: int) -> Sig:
         kind = "a" if opr in ("OPR_ACCVGPR",) else "av"
     elif kind == "sgpr":
       kind = "smem_off" if opr == "OPR_SMEM_OFFSET" else "s"
+    elif kind in ("src", "ssrc") and opr in FMT["imm_kinds"]:
+      kind = FMT["imm_kinds"][opr]
     elif kind in ("src", "ssrc"):
       if opr == "OPR_EXEC":  # CMPX e64: EXEC destination is implied, never printed
         implied.append((name, special_code(I, "exec_lo")))
@@ -124,10 +127,13 @@ def signature(arch: str, enc_name: str, op: str, wave: int) -> Sig:
         kind = "ssrc"
     elif kind == "bits":
       kind = FMT["imm_kinds"].get(opr, "imm")
-    if opr == "OPR_EXEC" or name in hidden:
+    if opr == "OPR_EXEC":
+      implied.append((name, special_code(I, "exec_lo")))
+      continue
+    if name in hidden:
       continue
     dw = _dwords(I, o, wave)
-    half = bool(I.target.true16 and o.bits == 16 and kind in ("v", "src"))
+    half = False
     fname = name
     if is_dpp_sdwa and name == "src0":
       fname = "vsrc0"
@@ -146,6 +152,9 @@ def signature(arch: str, enc_name: str, op: str, wave: int) -> Sig:
         slots.append(Slot("", "vcc", wave // 32))
   if base == "VOPC" and "SDWA" in variant:
     slots.insert(0, Slot("sdst", "sdwa_sdst", wave // 32))
+  halves = TRUE16.get(I.target.name, {}).get(f"{base}:{op}") if I.target.true16 else None
+  if halves:
+    slots = [Slot(x.field, x.kind, x.dwords, x.fmt, x.bits, i in halves, x.opr) for i, x in enumerate(slots)]
   # literal operands (fmaak/fmamk/setreg_imm32): position from the data table
   if I.lit_only(e, op):
     pos = next((p for pat, p in FMT["literal_pos"].items() if re.search(pat, op)), len(slots))
@@ -197,6 +206,10 @@ def scalar_name(fam: str, code: int, dwords: int, vector: bool = False) -> str |
   """Name of a scalar operand code (0..255) of `dwords` width, or None when the code is not a scalar reg."""
   one, two, nsgpr = _scalar_tables(fam)
   t0, tn = OPS["ttmp"]
+  if dwords > 1 and (code < nsgpr or t0 <= code < t0 + tn):  # llvm-mc-22 prints a misaligned tuple aligned down
+    code -= (code - (t0 if code >= t0 else 0)) % (2 if dwords == 2 else 4)
+    if code + dwords > (nsgpr if code < nsgpr else t0 + tn):
+      return None
   if code < nsgpr:
     return f"s{code}" if dwords == 1 else f"s[{code}:{code + dwords - 1}]"
   if t0 <= code < t0 + tn:
@@ -329,7 +342,8 @@ def dpp_ctrl_text(v: int, arch: str) -> str:
       if form.endswith("flag"):
         return name
       return f"{name}:{v - base}"
-  return f"/* invalid dpp_ctrl {v:#x} */"
+  tab = FMT["dpp_invalid"]
+  return tab.get("cdna" if arch.startswith("gfx9") else "rdna", {}).get(str(v), tab["default"])
 
 
 def _p_dpp8(inst, sig):
@@ -432,14 +446,22 @@ _MODS = [
   ("cbsz", ("cbsz",), _p_num("cbsz", "cbsz")),
   ("abid", ("abid",), _p_num("abid", "abid")),
   ("blgp", ("blgp",), _p_blgp),
-  ("wait_exp", ("waitexp",), _p_num("waitexp", "wait_exp")),
-  ("wait_vdst", ("wait_vdst",), _p_num("wait_vdst", "wait_vdst")),
+  ("wait_vdst", ("wait_vdst",), _p_num("wait_vdst", "wait_vdst", skip0=False)),
+  ("wait_exp", ("waitexp",), _p_num("waitexp", "wait_exp", skip0=False)),
 ]
 MOD_PRINTERS = {k: p for k, _, p in _MODS}
 
 
 def _mod_applies(key: str, I, e: Encoding, op: str, slots) -> bool:
   v = e.variant
+  if key == "op_sel" and e.base in ("VOP3", "VOP3SD", "VINTERP"):  # only 16-bit instructions have op_sel
+    if any(re.search(p, op) for p in FMT["opsel_ops"]):
+      return True
+    vops = _vendor_ops(I, e.opcode_enum, op)
+    if not any(o.bits == 16 for o in vops.values()):
+      return False
+    if I.target.true16:
+      return bool(TRUE16.get(I.target.name, {}).get(f"{e.base}:{op}"))
   if key == "fi":
     return "DPP" in v
   if key in ("op_sel", "op_sel_hi", "neg_lo", "neg_hi") and e.name.startswith("VOP3P_MFMA"):

@@ -51,7 +51,7 @@ def test_labels_comments_and_directives():
   code = assemble(text, "gfx1100", symbols=syms)
   assert syms == {"k": 0, "loop": 4, "done": 24}
   assert disassemble(code, "gfx1100") == ["s_mov_b32 s0, 0", "s_add_u32 s0, s0, 1", "s_cmp_lg_u32 s0, 10",
-                                          "s_cbranch_scc1 -3", "s_branch 1", "s_nop 0", "s_endpgm"]
+                                          "s_cbranch_scc1 65533", "s_branch 1", "s_nop 0", "s_endpgm"]
 
 
 def test_wave64_masks():
