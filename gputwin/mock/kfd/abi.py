@@ -143,50 +143,50 @@ S("_kfd_ioctl_dbg_trap_u", "kfd_ioctl_dbg_trap_enable_args enable;"
   union=True)
 S("kfd_ioctl_dbg_trap_args", "u32 pid op; _kfd_ioctl_dbg_trap_u u", anon=("u",))
 
-# ---- ioctl table: (name, nr, direction, args struct); AMDKFD_IOC_<name> = _IOC(direction, 'K', nr, sizeof(struct))
-_R, _W, _RW = IOC_READ, IOC_WRITE, IOC_READ | IOC_WRITE
-IOCTLS: list[tuple[str, int, int, type]] = [(n, nr, d, globals()[t]) for n, nr, d, t in [
-  ("GET_VERSION", 0x01, _R, "kfd_ioctl_get_version_args"),
-  ("CREATE_QUEUE", 0x02, _RW, "kfd_ioctl_create_queue_args"),
-  ("DESTROY_QUEUE", 0x03, _RW, "kfd_ioctl_destroy_queue_args"),
-  ("SET_MEMORY_POLICY", 0x04, _W, "kfd_ioctl_set_memory_policy_args"),
-  ("GET_CLOCK_COUNTERS", 0x05, _RW, "kfd_ioctl_get_clock_counters_args"),
-  ("GET_PROCESS_APERTURES", 0x06, _R, "kfd_ioctl_get_process_apertures_args"),
-  ("UPDATE_QUEUE", 0x07, _W, "kfd_ioctl_update_queue_args"),
-  ("CREATE_EVENT", 0x08, _RW, "kfd_ioctl_create_event_args"),
-  ("DESTROY_EVENT", 0x09, _W, "kfd_ioctl_destroy_event_args"),
-  ("SET_EVENT", 0x0A, _W, "kfd_ioctl_set_event_args"),
-  ("RESET_EVENT", 0x0B, _W, "kfd_ioctl_reset_event_args"),
-  ("WAIT_EVENTS", 0x0C, _RW, "kfd_ioctl_wait_events_args"),
-  ("DBG_REGISTER_DEPRECATED", 0x0D, _W, "kfd_ioctl_dbg_register_args"),
-  ("DBG_UNREGISTER_DEPRECATED", 0x0E, _W, "kfd_ioctl_dbg_unregister_args"),
-  ("DBG_ADDRESS_WATCH_DEPRECATED", 0x0F, _W, "kfd_ioctl_dbg_address_watch_args"),
-  ("DBG_WAVE_CONTROL_DEPRECATED", 0x10, _W, "kfd_ioctl_dbg_wave_control_args"),
-  ("SET_SCRATCH_BACKING_VA", 0x11, _RW, "kfd_ioctl_set_scratch_backing_va_args"),
-  ("GET_TILE_CONFIG", 0x12, _RW, "kfd_ioctl_get_tile_config_args"),
-  ("SET_TRAP_HANDLER", 0x13, _W, "kfd_ioctl_set_trap_handler_args"),
-  ("GET_PROCESS_APERTURES_NEW", 0x14, _RW, "kfd_ioctl_get_process_apertures_new_args"),
-  ("ACQUIRE_VM", 0x15, _W, "kfd_ioctl_acquire_vm_args"),
-  ("ALLOC_MEMORY_OF_GPU", 0x16, _RW, "kfd_ioctl_alloc_memory_of_gpu_args"),
-  ("FREE_MEMORY_OF_GPU", 0x17, _W, "kfd_ioctl_free_memory_of_gpu_args"),
-  ("MAP_MEMORY_TO_GPU", 0x18, _RW, "kfd_ioctl_map_memory_to_gpu_args"),
-  ("UNMAP_MEMORY_FROM_GPU", 0x19, _RW, "kfd_ioctl_unmap_memory_from_gpu_args"),
-  ("SET_CU_MASK", 0x1A, _W, "kfd_ioctl_set_cu_mask_args"),
-  ("GET_QUEUE_WAVE_STATE", 0x1B, _RW, "kfd_ioctl_get_queue_wave_state_args"),
-  ("GET_DMABUF_INFO", 0x1C, _RW, "kfd_ioctl_get_dmabuf_info_args"),
-  ("IMPORT_DMABUF", 0x1D, _RW, "kfd_ioctl_import_dmabuf_args"),
-  ("ALLOC_QUEUE_GWS", 0x1E, _RW, "kfd_ioctl_alloc_queue_gws_args"),
-  ("SMI_EVENTS", 0x1F, _RW, "kfd_ioctl_smi_events_args"),
-  ("SVM", 0x20, _RW, "kfd_ioctl_svm_args"),
-  ("SET_XNACK_MODE", 0x21, _RW, "kfd_ioctl_set_xnack_mode_args"),
-  ("CRIU_OP", 0x22, _RW, "kfd_ioctl_criu_args"),
-  ("AVAILABLE_MEMORY", 0x23, _RW, "kfd_ioctl_get_available_memory_args"),
-  ("EXPORT_DMABUF", 0x24, _RW, "kfd_ioctl_export_dmabuf_args"),
-  ("RUNTIME_ENABLE", 0x25, _RW, "kfd_ioctl_runtime_enable_args"),
-  ("DBG_TRAP", 0x26, _RW, "kfd_ioctl_dbg_trap_args"),
-]]
+# ---- the ioctls as the header defines them: AMDKFD_IOC_<name> = AMDKFD_IOR/IOW/IOWR(nr, struct <args>)
+_TABLE = [
+  ("GET_VERSION", _IOR, 0x01, "kfd_ioctl_get_version_args"),
+  ("CREATE_QUEUE", _IOWR, 0x02, "kfd_ioctl_create_queue_args"),
+  ("DESTROY_QUEUE", _IOWR, 0x03, "kfd_ioctl_destroy_queue_args"),
+  ("SET_MEMORY_POLICY", _IOW, 0x04, "kfd_ioctl_set_memory_policy_args"),
+  ("GET_CLOCK_COUNTERS", _IOWR, 0x05, "kfd_ioctl_get_clock_counters_args"),
+  ("GET_PROCESS_APERTURES", _IOR, 0x06, "kfd_ioctl_get_process_apertures_args"),
+  ("UPDATE_QUEUE", _IOW, 0x07, "kfd_ioctl_update_queue_args"),
+  ("CREATE_EVENT", _IOWR, 0x08, "kfd_ioctl_create_event_args"),
+  ("DESTROY_EVENT", _IOW, 0x09, "kfd_ioctl_destroy_event_args"),
+  ("SET_EVENT", _IOW, 0x0A, "kfd_ioctl_set_event_args"),
+  ("RESET_EVENT", _IOW, 0x0B, "kfd_ioctl_reset_event_args"),
+  ("WAIT_EVENTS", _IOWR, 0x0C, "kfd_ioctl_wait_events_args"),
+  ("DBG_REGISTER_DEPRECATED", _IOW, 0x0D, "kfd_ioctl_dbg_register_args"),
+  ("DBG_UNREGISTER_DEPRECATED", _IOW, 0x0E, "kfd_ioctl_dbg_unregister_args"),
+  ("DBG_ADDRESS_WATCH_DEPRECATED", _IOW, 0x0F, "kfd_ioctl_dbg_address_watch_args"),
+  ("DBG_WAVE_CONTROL_DEPRECATED", _IOW, 0x10, "kfd_ioctl_dbg_wave_control_args"),
+  ("SET_SCRATCH_BACKING_VA", _IOWR, 0x11, "kfd_ioctl_set_scratch_backing_va_args"),
+  ("GET_TILE_CONFIG", _IOWR, 0x12, "kfd_ioctl_get_tile_config_args"),
+  ("SET_TRAP_HANDLER", _IOW, 0x13, "kfd_ioctl_set_trap_handler_args"),
+  ("GET_PROCESS_APERTURES_NEW", _IOWR, 0x14, "kfd_ioctl_get_process_apertures_new_args"),
+  ("ACQUIRE_VM", _IOW, 0x15, "kfd_ioctl_acquire_vm_args"),
+  ("ALLOC_MEMORY_OF_GPU", _IOWR, 0x16, "kfd_ioctl_alloc_memory_of_gpu_args"),
+  ("FREE_MEMORY_OF_GPU", _IOW, 0x17, "kfd_ioctl_free_memory_of_gpu_args"),
+  ("MAP_MEMORY_TO_GPU", _IOWR, 0x18, "kfd_ioctl_map_memory_to_gpu_args"),
+  ("UNMAP_MEMORY_FROM_GPU", _IOWR, 0x19, "kfd_ioctl_unmap_memory_from_gpu_args"),
+  ("SET_CU_MASK", _IOW, 0x1A, "kfd_ioctl_set_cu_mask_args"),
+  ("GET_QUEUE_WAVE_STATE", _IOWR, 0x1B, "kfd_ioctl_get_queue_wave_state_args"),
+  ("GET_DMABUF_INFO", _IOWR, 0x1C, "kfd_ioctl_get_dmabuf_info_args"),
+  ("IMPORT_DMABUF", _IOWR, 0x1D, "kfd_ioctl_import_dmabuf_args"),
+  ("ALLOC_QUEUE_GWS", _IOWR, 0x1E, "kfd_ioctl_alloc_queue_gws_args"),
+  ("SMI_EVENTS", _IOWR, 0x1F, "kfd_ioctl_smi_events_args"),
+  ("SVM", _IOWR, 0x20, "kfd_ioctl_svm_args"),
+  ("SET_XNACK_MODE", _IOWR, 0x21, "kfd_ioctl_set_xnack_mode_args"),
+  ("CRIU_OP", _IOWR, 0x22, "kfd_ioctl_criu_args"),
+  ("AVAILABLE_MEMORY", _IOWR, 0x23, "kfd_ioctl_get_available_memory_args"),
+  ("EXPORT_DMABUF", _IOWR, 0x24, "kfd_ioctl_export_dmabuf_args"),
+  ("RUNTIME_ENABLE", _IOWR, 0x25, "kfd_ioctl_runtime_enable_args"),
+  ("DBG_TRAP", _IOWR, 0x26, "kfd_ioctl_dbg_trap_args"),
+]
 AMDKFD_COMMAND_START, AMDKFD_COMMAND_END = 0x01, 0x27
-IOCTL_NUMBERS: dict[str, int] = {n: _IOC(d, AMDKFD_IOCTL_BASE, nr, ctypes.sizeof(T)) for n, nr, d, T in IOCTLS}
+IOCTL_NUMBERS: dict[str, int] = {n: io(AMDKFD_IOCTL_BASE, nr, globals()[t]) for n, io, nr, t in _TABLE}
+IOCTLS: list[tuple[str, int, int, type]] = [(n, nr, IOC_DIR(IOCTL_NUMBERS[n]), globals()[t]) for n, _, nr, t in _TABLE]
 IOCTL_BY_NR: dict[int, tuple[str, int, int, type]] = {row[1]: row for row in IOCTLS}
 globals().update({f"AMDKFD_IOC_{n}": v for n, v in IOCTL_NUMBERS.items()})
 

@@ -9,6 +9,7 @@ versions) are examples. cwsr_size/ctl_stack_size follow kfd_queue_ctx_save_resto
 """
 from __future__ import annotations
 import dataclasses, zlib
+from gputwin.errors import KernelDriverError
 
 TOPOLOGY = "/sys/devices/virtual/kfd/kfd/topology"
 ALIASES = ("/sys/class/kfd/kfd/topology",)   # /sys/class/kfd/kfd is a symlink to the virtual device
@@ -161,7 +162,6 @@ class Topology:
   def __init__(self, targets: list[str], generation_id: int = 1):
     unknown = [t for t in targets if t not in TARGETS]
     if unknown or not targets:
-      from gputwin.errors import KernelDriverError
       raise KernelDriverError(f"mock KFD: unknown target(s) {unknown or targets}; known: {', '.join(TARGETS)}")
     self.gpus: list[GPUNode] = []
     used: set[int] = set()
