@@ -48,6 +48,8 @@ class KernelArg:
 
 @dataclass(frozen=True)
 class Kernel:
+  """A kernel: its descriptor (register counts, initial register layout, segment sizes), where its code is, and
+  its metadata (`args`, and the whole `amdhsa.kernels` entry in `metadata`)."""
   name: str
   descriptor: KernelDescriptor
   entry: int            # virtual address of the first instruction
@@ -102,17 +104,26 @@ def _target_id(arch: str, xnack: str | None, sramecc: str | None) -> str:
 # ---------------------------------------------------------------------------------------------------------------
 # Reading
 
-def load_code_object(data: bytes | str | Path, *, require_metadata: bool = True) -> CodeObject:
-  """Parse an AMD HSA code object: ET_DYN (ld.lld-22, `build_code_object`) or a relocatable clang-22 -c `.o`.
-  Anything wrong with the input raises CodeObjectError naming the file; nothing else escapes. Without the metadata
-  note (llvm-mc output with no `.amdgpu_metadata`) pass require_metadata=False to get the kernels from their
-  descriptors alone."""
+def load_code_object(data: bytes | str | Path, *, arch: str | None = None, require_metadata: bool = True) -> CodeObject:
+  """Parse an AMD HSA code object: ET_DYN (ld.lld-22, `build_code_object`) or a relocatable clang-22 -c `.o`; a path
+  ending in `.s` is assembled first (`assemble_code_object`, target from `arch` or its `.amdgcn_target`).
+  Anything wrong with the input raises CodeObjectError naming the file; nothing else escapes. `arch`, when given,
+  must be the object's target. Without the metadata note (llvm-mc output with no `.amdgpu_metadata`) pass
+  require_metadata=False to get the kernels from their descriptors alone."""
   path = "<bytes>"
   if isinstance(data, (str, Path)):
     path = str(data)
     try: data = Path(data).read_bytes()
     except OSError as e: raise CodeObjectError(f"cannot read: {e.strerror}", path) from None
-  try: return _load(bytes(data), path, require_metadata)
+    if path.endswith((".s", ".S", ".asm")):
+      text = data.decode(errors="replace")
+      m = re.search(r'^\s*\.amdgcn_target\s+"[^"]*--(gfx\w+)', text, re.M)
+      if arch is None and m is None: raise CodeObjectError("no .amdgcn_target in the file: pass arch=", path)
+      data = assemble_code_object(text, arch or m.group(1), path=path)
+  try:
+    co = _load(bytes(data), path, require_metadata)
+    if arch is not None and co.arch != arch: raise CodeObjectError(f"code object is for {co.arch}, not {arch}")
+    return co
   except CodeObjectError as e:
     if not e.path: e.path, e.args = path, (f"{path}: {e}",)
     raise

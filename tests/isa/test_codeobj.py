@@ -348,7 +348,9 @@ second:
   .amdhsa_next_free_sgpr 1
 .end_amdhsa_kernel
 """
-  co = load_code_object(assemble_code_object(src, "gfx1100"))
+  (tmp_path / "h.s").write_text(src)
+  co = load_code_object(tmp_path / "h.s")
+  assert co.arch == "gfx1100" and co.path == str(tmp_path / "h.s")
   assert co.kernels["second"].entry - co.text_address == 256
   assert co.kernels["first"].descriptor.user_sgpr_count == 2 and co.kernels["first"].kernarg_size == 8
   (tmp_path / "h.co").write_bytes(assemble_code_object(src, "gfx1100"))
@@ -368,6 +370,8 @@ def test_bad_input_names_file_and_problem(clang_objects, tmp_path):
   with pytest.raises(CodeObjectError, match=re.escape(str(p))): load_code_object(p)
   with pytest.raises(CodeObjectError, match="cannot read"): load_code_object(tmp_path / "missing.co")
   with pytest.raises(CodeObjectError, match="no kernel 'nope'.*scale"): load_code_object(data).kernel("nope")
+  with pytest.raises(CodeObjectError, match="code object is for gfx942, not gfx1100"):
+    load_code_object(data, arch="gfx1100")
   bad_mach = bytearray(data); struct.pack_into("<I", bad_mach, 48, 0x5ff)
   with pytest.raises(CodeObjectError, match="EF_AMDGPU_MACH=0xff"): load_code_object(bytes(bad_mach))
 
