@@ -458,7 +458,7 @@ def parse_metadata_yaml(text: str, first_line: int = 1) -> dict:
   """Parse an `.amdgpu_metadata` block into the document LLVM would put into the note."""
   rows = []   # (indent, text, line)
   for i, raw in enumerate(text.splitlines()):
-    body = raw.split(" #")[0].rstrip() if "#" in raw and "'" not in raw and '"' not in raw else raw.rstrip()
+    body = _strip_comment(raw, "#")
     if body.strip() in ("", "---", "...") or body.lstrip().startswith("#"): continue
     if "\t" in body[:len(body) - len(body.lstrip())]:
       raise CodeObjectError(f"line {first_line + i}: tab in YAML indent")
@@ -541,14 +541,15 @@ class AsmSource:
   symbols: dict[str, int] = field(default_factory=dict)
 
 
-def _strip_comment(line: str) -> str:
-  out, quote = [], None
+def _strip_comment(line: str, yaml: str = "") -> str:
+  """`line` without its comment: `;` or `//` in assembly, `yaml`="#" (after a blank or at the start) in YAML."""
+  quote = None
   for i, c in enumerate(line):
     if quote: quote = None if c == quote else quote
     elif c in "\"'": quote = c
-    elif c == ";" or line.startswith("//", i): break
-    out.append(c)
-  return "".join(out).rstrip()
+    elif (not yaml and (c == ";" or line.startswith("//", i))) or (c == yaml and (i == 0 or line[i - 1] in " \t")):
+      return line[:i].rstrip()
+  return line.rstrip()
 
 
 def _eval(expr: str, symbols: dict[str, int], where: str) -> int:

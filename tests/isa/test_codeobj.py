@@ -465,3 +465,29 @@ def test_initial_register_layout():
                               ("private_segment_wavefront_offset", 10, 1)]
   assert kd.vgpr_layout() == [("workitem_id_x", 0, 0, 10), ("workitem_id_y", 0, 10, 10), ("workitem_id_z", 0, 20, 10)]
   assert KernelDescriptor.decode(kd.encode(), "gfx1100") == kd
+
+
+def test_handwritten_metadata_yaml_parses_like_pyyaml():
+  yaml = pytest.importorskip("yaml")
+  text = """---
+amdhsa.version: [ 1, 2 ]
+amdhsa.target: amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-
+amdhsa.kernels:
+- .name: 'my kernel'   # comment
+  .symbol: "k.kd"
+  .kernarg_segment_size: 0x18
+  .args:
+  - .offset: 0
+    .size: 8
+    .value_kind: global_buffer
+    .is_const: true
+  - .offset: 8
+    .size: 4
+    .value_kind: by_value
+    .type_name: 'it''s'
+  .language_version:
+    - 2
+    - 0
+...
+"""
+  assert parse_metadata_yaml(text) == yaml.safe_load(text)
