@@ -491,3 +491,18 @@ amdhsa.kernels:
 ...
 """
   assert parse_metadata_yaml(text) == yaml.safe_load(text)
+
+
+@pytest.mark.parametrize("version", [4, 5])
+def test_older_code_object_versions(version, tmp_path):
+  need(CLANG, LLD, OBJDUMP)
+  (tmp_path / "k.cl").write_text(OPENCL)
+  sh(CLANG, "-x", "cl", "-cl-std=CL2.0", "-target", "amdgcn-amd-amdhsa", "-mcpu=gfx942", "-nogpulib", "-O2",
+     f"-mcode-object-version={version}", "-c", "k.cl", "-o", "k.o", cwd=tmp_path)
+  sh(LLD, "-shared", "k.o", "-o", "k.co", cwd=tmp_path)
+  co = load_code_object(tmp_path / "k.co")
+  assert co.version == version and co.metadata["amdhsa.version"] == [1, 1 if version == 4 else 2]
+  base, rodata = rodata_bytes(tmp_path / "k.co")
+  for k in co.kernels.values():
+    assert k.descriptor.encode() == rodata[k.kd_address - base:k.kd_address - base + 64]
+  assert [a.type_name for a in co.kernels["scale"].user_args] == ["float*", "float*", "float", "int"]
