@@ -167,11 +167,12 @@ _FLOAT_RE = re.compile(r"^-?(\d+\.\d*|\.\d+|\d+\.?\d*[eE][-+]?\d+)$")
 def _inline_code(value, is_float: bool, fmt: str, bits: int) -> int | None:
   """Inline constant code for a parsed number (int or float), or None if it needs a literal."""
   if not is_float:
+    w = 64 if bits == 64 else 16 if _int16(fmt, bits) else 32
+    if w < 64 and value >= 1 << (w - 1) and value < 1 << w:
+      value -= 1 << w  # 0xfffffff0 is -16
     if -16 <= value <= 64:
       return 128 + value if value >= 0 else 192 - value
-    # an integer whose bit pattern is an inline float of the operand's width encodes as that constant
-    pats = _float_patterns(fmt, bits)
-    return pats.get(value & ((1 << (16 if bits == 16 or int16_fmt(fmt) else 32 if bits <= 32 else 64)) - 1))
+    return _float_patterns(fmt, bits).get(value & 0xffffffff) if value >= 0 else None
   for code, f in OPS["inline_float"].items():
     if value == f:
       return int(code)
@@ -182,13 +183,25 @@ def _inline_code(value, is_float: bool, fmt: str, bits: int) -> int | None:
   return None
 
 
+def _int16(fmt: str, bits: int) -> bool:
+  return bits == 16 and not re.search(r"F16", fmt) or int16_fmt(fmt)
+
+
 def _float_patterns(fmt: str, bits: int) -> dict[int, int]:
+  """Integer spellings llvm-mc-22 turns into inline float constants: f32 bit patterns for 32-bit operands, f16
+  ones for (packed) f16 operands, the high dword of the double for f64; none for 16-bit integer or 64-bit integer
+  operands."""
   inv = OPS["inv2pi"]
-  if bits == 16 or int16_fmt(fmt) or "F16" in fmt and "PK" not in fmt:
+  if bits == 64:
+    if "F64" not in fmt:
+      return {}
+    d = {f64_bits(v) >> 32: int(c) for c, v in OPS["inline_float"].items()}
+    return d
+  if re.search(r"F16", fmt) and "BF16" not in fmt:
     d = {f16_bits(v): int(c) for c, v in OPS["inline_float"].items()}
     d[inv["f16"]] = inv["code"]
     return d
-  if bits == 64:
+  if _int16(fmt, bits) or re.search(r"PK\d?_[IUB]", fmt):
     return {}
   d = {f32_bits(v): int(c) for c, v in OPS["inline_float"].items()}
   d[inv["f32"]] = inv["code"]
@@ -198,19 +211,7 @@ def _float_patterns(fmt: str, bits: int) -> dict[int, int]:
 def inline_for(value: int, s: Slot) -> int | None:
   """The inline constant code a literal value would encode as for this operand (llvm-mc prints such literals as
   lit(...) to keep them literal), or None."""
-  v = value
-  if s.bits == 64 and "F64" in s.fmt:
-    return next((int(c) for c, f in OPS["inline_float"].items() if f64_bits(f) >> 32 == v and f64_bits(f) & 0xffffffff == 0),
-                None) if v else 128
-  if 0 <= v <= 64:
-    return 128 + v
-  w = 16 if s.bits == 16 or int16_fmt(s.fmt) else 32
-  sv = v - (1 << w) if v >> (w - 1) & 1 and v < (1 << w) else None
-  if sv is not None and -16 <= sv <= -1:
-    return 192 - sv
-  if not re.search(r"F(16|32)|BF16", s.fmt) and not (s.bits == 16 or int16_fmt(s.fmt)):
-    return None
-  return _float_patterns(s.fmt, s.bits).get(v)
+  return _inline_code(value, False, s.fmt, s.bits)
 
 
 def _literal_value(t: str, s: Slot) -> tuple[int | None, int | None]:
@@ -295,6 +296,12 @@ def _apply_srcmods(c: _Ctx, s: Slot, neg: bool, ab: bool):
   if not (neg or ab):
     return
   i = _src_index(s)
+  if i is not None and c.e.base == "VOP3P" and re.search(FMT["mix_abs_in_neg_hi"], c.op):
+    if neg:
+      c.orbit("neg", i)
+    if ab:
+      c.orbit("neg_hi", i)
+    return
   if i is None or c.e.base == "VOP3P":
     raise _NoFit("invalid operand for instruction")
   if "abs" in c.names or ("neg" in c.names and c.e.base in ("VOP3SD", "VINTERP")):

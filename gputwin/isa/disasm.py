@@ -21,6 +21,9 @@ def _vsrc_half(inst, field: str) -> bool:
   return bool(bit is not None and (inst.get("opsel", 0) >> bit) & 1)
 
 
+_OPSEL_BIT = {"src0": 0, "vsrc0": 0, "src1": 1, "src2": 2, "vdst": 3}
+
+
 def _e32_like(inst) -> bool: return inst.format in ("VOP1", "VOP2", "VOPC")
 
 
@@ -54,14 +57,17 @@ def _src(inst, s, v: int, vector: bool, fam: str) -> str:
 
 
 def _with_mods(inst, s, text: str) -> str:
-  """Apply VOP3 abs/neg (or DPP/SDWA per-source neg/abs bits) to a source operand."""
+  """Apply VOP3 abs/neg (or DPP/SDWA per-source neg/abs bits, or fma_mix's neg/neg_hi-as-abs) to a source."""
   idx = {"src0": 0, "vsrc0": 0, "src1": 1, "vsrc1": 1, "src2": 2}.get(s.field)
-  if idx is None or not _floaty(s.fmt):
+  if idx is None or s.kind == "lit":
     return text
   f = inst.f
-  if inst.format == "VOP3P" or s.kind in ("lit",):
+  mix = inst.format == "VOP3P" and re.search(FMT["mix_abs_in_neg_hi"], inst.op)
+  if inst.format == "VOP3P" and not mix or not mix and not _floaty(s.fmt):
     return text
-  if "neg" in f and "abs" in f or ("neg" in f and inst.format in ("VOP3SD", "VINTERP")):
+  if mix:
+    neg, ab = (f["neg"] >> idx) & 1, (f["neg_hi"] >> idx) & 1
+  elif "neg" in f and "abs" in f or ("neg" in f and inst.format in ("VOP3SD", "VINTERP")):
     neg, ab = (f["neg"] >> idx) & 1, (f.get("abs", 0) >> idx) & 1
   elif f"src{idx}_neg" in f:
     neg, ab = f[f"src{idx}_neg"], f[f"src{idx}_abs"]
@@ -69,6 +75,8 @@ def _with_mods(inst, s, text: str) -> str:
     return text
   if ab:
     text = f"|{text}|"
+  if neg and re.match(r"[-\d]|lit\(", text):  # -40 would read back as the constant -40
+    return f"neg({text})"
   return f"-{text}" if neg else text
 
 
@@ -178,6 +186,12 @@ def format_inst(inst) -> str:
   if inst.format == "VOPD":
     return _vopd(inst, wave)
   sig = signature(inst.arch, inst.enc, inst.op, wave)
+  if I.target.true16 and inst.format in ("VOP3", "VOP3SD") and any(x.half for x in sig.slots):
+    allowed = sum(1 << _OPSEL_BIT[x.field] for x in sig.slots if x.half and x.field in _OPSEL_BIT)
+    if inst.get("opsel", 0) & ~allowed:  # op_sel on a non-16-bit operand: llvm-mc-22 decodes the fake16 form
+      from dataclasses import replace
+      sig = replace(sig, slots=tuple(replace(x, half=False) for x in sig.slots),
+                    mods=tuple(m for m in sig.mods if m != "op_sel"))
   ops = []
   for s in sig.slots:
     if s.field == "vdst" and not returns(inst):

@@ -151,11 +151,11 @@ def opcode_key(tab: Tables, enc_name: str, op: str) -> str:
 
 
 class _Builder:
-  def __init__(self, target: str, enc_name: str, pick: Pick, wave: int | None):
+  def __init__(self, target: str, enc_name: str, pick: Pick, wave: int | None, tame: int = 50):
     self.tgt = _target(target)
     self.tab = tables(self.tgt.family)
     self.enc = self.tab.encodings[enc_name]
-    self.pick, self.wave = pick, wave or self.tgt.wave
+    self.pick, self.wave, self.tame = pick, wave or self.tgt.wave, tame
     self.fam = "cdna" if self.tgt.is_cdna else "rdna"
     self.nsgpr, self.m0, self.null, self.flat_saddr = _SREGS[self.tgt.family]
     base = self.tab.encodings[self.enc.base]
@@ -233,7 +233,7 @@ class _Builder:
     e.g. abs on an integer source or op_sel on a 32-bit one)."""
     p, (what, nbits) = self.pick, _MODS[f.name]
     if ops is None:
-      return self.pick.int(0, f.mask) if p.chance(50) else (f.default if isinstance(f.default, int) else 0)
+      return (f.default if isinstance(f.default, int) else 0) if p.chance(self.tame) else self.pick.int(0, f.mask)
     def is_float(o): return o is not None and any(k in o.fmt for k in _FLOAT)
     srcs = [ops.get(n) for n in ("src0", "src1", "src2")]
     if what == "float":
@@ -251,7 +251,7 @@ class _Builder:
       o = srcs[int(what[-1])]
       mask = (1 if is_float(o) else 0) if what.startswith("float") else (1 if o is not None and not is_float(o) else 0)
     default = f.default if isinstance(f.default, int) else 0
-    return default if p.chance(50) else p.int(0, f.mask) & mask | default & ~mask
+    return default if p.chance(self.tame) else p.int(0, f.mask) & mask | default & ~mask
 
   def bits(self, f: Field) -> int:
     p, name = self.pick, f.name
@@ -265,10 +265,12 @@ class _Builder:
       return 0xF if p.chance(50) else p.int(0, 0xF)
     if name == "literal":
       return p.choice((p.int(0, 0xFFFFFFFF), p.int(0, 0xFFFF), 0x3F800000, 0x40490FDB, 0x3C00, 0xFFFFFFFF))
-    if name in ("tfe", "lds", "gds", "nv", "lwe", "s0", "s1"):  # change operand widths/meaning: rare
+    if name in ("tfe", "lds", "nv", "lwe", "s0", "s1"):  # change operand widths/meaning: rare
       return int(p.chance(5))
+    if name == "gds":  # GWS opcodes need it, most others reject it
+      return int(p.chance(30))
     default = f.default if isinstance(f.default, int) else 0
-    return default if p.chance(50) else p.int(0, f.mask)
+    return default if p.chance(self.tame) else p.int(0, f.mask)
 
   # -- the instruction
 
@@ -369,18 +371,22 @@ class _Builder:
     return Sample(self.tgt.name, self.enc.name, opcodes, tuple(vals.items()), word.to_bytes(self.enc.size, "little"))
 
 
-def build(target: str, encoding: str, opcode: str, pick: Pick, wave: int | None = None) -> Sample:
-  """One instruction of `encoding` with `opcode` for `target`, choices taken from `pick`."""
-  return _Builder(target, encoding, pick, wave).build(opcode)
+def build(target: str, encoding: str, opcode: str, pick: Pick, wave: int | None = None, tame: int = 50) -> Sample:
+  """One instruction of `encoding` with `opcode` for `target`, choices taken from `pick`.
+
+  `tame` is the percent chance that a modifier/bit field keeps its default: 50 explores, 90+ mostly yields the
+  plain form (used when redrawing cases llvm-mc rejected)."""
+  return _Builder(target, encoding, pick, wave, tame).build(opcode)
 
 
-def batch(target: str, seed: int, cases_: Sequence[Case] | None = None, wave: int | None = None) -> list[Sample]:
+def batch(target: str, seed: int, cases_: Sequence[Case] | None = None, wave: int | None = None,
+          tame: int = 50) -> list[Sample]:
   """One sample per case (default: every case of the target), reproducible from `seed`."""
-  rng = random.Random(f"{target}:{wave}:{seed}")
+  rng = random.Random(f"{target}:{wave}:{seed}:{tame}")
   builders: dict[str, _Builder] = {}
   out = []
   for enc, op in cases(target) if cases_ is None else cases_:
-    b = builders.get(enc) or builders.setdefault(enc, _Builder(target, enc, RandomPick(rng), wave))
+    b = builders.get(enc) or builders.setdefault(enc, _Builder(target, enc, RandomPick(rng), wave, tame))
     out.append(b.build(op))
   return out
 

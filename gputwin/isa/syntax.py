@@ -186,7 +186,7 @@ def _mnemonic(I, e: Encoding, op: str) -> str:
   if "DPP" in v:
     if e32:
       return name if base == "VOPC" and I.target.family != "cdna" else name + "_dpp"
-    return name + ("_e64_dpp" if promoted else "_dpp") if I.target.family != "cdna" else name + "_dpp"
+    return name + "_e64_dpp" if I.target.family != "cdna" else name + "_dpp"
   if e32 and has_vop3(I, op):
     return name + "_e32"
   if promoted:
@@ -467,6 +467,8 @@ def _mod_applies(key: str, I, e: Encoding, op: str, slots) -> bool:
   if key in ("op_sel", "op_sel_hi", "neg_lo", "neg_hi") and e.name.startswith("VOP3P_MFMA"):
     return False
   if key in ("neg_lo", "neg_hi", "op_sel_hi") and e.base != "VOP3P":
+    return False
+  if key in ("neg_lo", "neg_hi") and re.search(FMT["mix_abs_in_neg_hi"], op):
     return False
   skip = FMT["mods_skip"].get(I.target.family, {}).get(e.base, [])
   return key not in skip
