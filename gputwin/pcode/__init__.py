@@ -64,6 +64,7 @@ class Semantics:
   regfiles: frozenset[str]  # register files accessed by index: pass them in state (whole-wave access)
   mem: str  # "", "r", "w" or "rw": how MEM is used
   calls: frozenset[str]  # built-ins and hooks the body calls
+  wave_level: bool  # indexes VGPR by lane without using laneId (permlane, readlane, ds_bpermute): runs per wave
   _run: object = field(repr=False, default=None)
 
   @property
@@ -86,6 +87,11 @@ class Semantics:
     ctx = rt.Ctx(np.arange(L, dtype=np.uint32)[None, :], (L <= 32) if wave64 is None else not wave64, mem,
                  {k: state[k] for k in self.regfiles if k in state}, 0, self._sub)
     m = None if exec is None else np.asarray(exec, dtype=bool)
+    if m is not None and "EXEC" in self.inputs and "EXEC" not in state:  # EXEC bits from the active-lane mask
+      bits = (m.astype(np.uint64) << np.arange(m.shape[-1], dtype=np.uint64)).sum(axis=-1, dtype=np.uint64)
+      state = dict(state, EXEC=bits.reshape(m.shape[:-1] + (1,)))
+    if m is not None and self.wave_level:  # the body loops over lanes itself: it runs once per active wave
+      m = m.any(axis=-1, keepdims=True)
     if "w" in self.mem and "r" in self.mem and mem is not None and m is not None and m.sum() > 1:
       return self._rmw(state, m, ctx)
     with np.errstate(all="ignore"):
@@ -191,6 +197,26 @@ class FlatMemory:
       v |= by[:, i].astype(np.uint64) << np.uint64(8 * i)
     return v.astype(rt.U[max(rt.cbits(bits), 8)])
 
+  # Default address built-ins: the operands simply add up (64-bit wrap). An emulator that models buffer
+  # descriptors, SADDR=off or LDS bases overrides these on its own memory object.
+  def _sum(self, *xs):
+    out = np.uint64(0)
+    for x in xs:
+      out = out + np.asarray(x).astype(np.int64).astype(np.uint64) if np.asarray(x).dtype.kind == "i" else \
+        out + np.asarray(x).astype(np.uint64)
+    return out
+
+  def CalcGlobalAddr(self, *xs): return self._sum(*xs)
+  CalcFlatAddr = CalcScratchAddr = CalcBufferAddr = CalcScalarGlobalAddr = CalcScalarBufferAddr = CalcGlobalAddr
+  CalcScalarScratchAddr = CalcGlobalAddr
+
+  def CalcDsAddr(self, addr, off0=0, off1=None):
+    """LDS address: ADDR + the instruction offset ({OFFSET1, OFFSET0} when given as two bytes)."""
+    off = np.asarray(off0).astype(np.uint64)
+    if off1 is not None:
+      off = off + (np.asarray(off1).astype(np.uint64) << np.uint64(8))
+    return (np.asarray(addr).astype(np.uint64) + off) & np.uint64(0xFFFFFFFF)
+
   def write(self, addr, vals, bits: int):
     n = max(bits // 8, 1)
     a = np.asarray(addr, dtype=np.uint64).astype(np.int64)
@@ -214,7 +240,7 @@ def build(family: str, name: str, text: str) -> tuple:
   prog = lower(parse(text, family, name), family, name)
   src, consts = generate(prog)
   return (src, consts, dict(prog.inputs), dict(prog.outputs), frozenset(prog.regfiles), prog.mem,
-          frozenset(prog.calls))
+          frozenset(prog.calls), "VGPR" in prog.regfiles and not prog.per_lane)
 
 
 def _disk(key: str):
@@ -241,22 +267,25 @@ def compiled(family: str, name: str, text: str) -> tuple:
   return art
 
 
-@functools.cache
 def semantics(family: str, name: str) -> Semantics:
   """The compiled semantics of instruction `name` (canonical vendor name, e.g. "V_FMA_F32") in `family`
   ("rdna3", "rdna4", "cdna", or a target such as "gfx942"). Raises PcodeError for unknown, unparsable or
   excluded (graphics-only) instructions."""
-  family = family_of(family)
+  return _semantics(family_of(family), name)
+
+
+@functools.cache
+def _semantics(family: str, name: str) -> Semantics:
   why = excluded(name)
   if why:
     raise PcodeError(f"{name} is not supported: {why}", family, name)
   vt = vendor_text(family, name)
   text, used = corrected(family, vt)
-  src, consts, ins, outs, regs, mem, calls = compiled(family, name, text)
+  src, consts, ins, outs, regs, mem, calls, wave_level = compiled(family, name, text)
   g = dict(_RT)
   g.update(consts, ARCH=family, INST=name)
   exec(builtins.compile(src, f"<pcode {family}:{name}>", "exec"), g)
-  return Semantics(family, name, vt, text, used, src, ins, outs, regs, mem, calls, g["run"])
+  return Semantics(family, name, vt, text, used, src, ins, outs, regs, mem, calls, wave_level, g["run"])
 
 
 def unsupported_calls(sem: Semantics) -> set[str]:

@@ -166,7 +166,10 @@ class Gen:
       self.emit(ind, f"_ = {self.ex(a[0])}")
     elif op == "assign":
       lv, val = a
-      self.store(lv, self.ex(val), ind, m)
+      if val.op == "array":  # `declare tmp : 32'B[64]` creates the array in every lane
+        self.emit(ind, f"v_{_ident(lv[1])} = {self.ex(val)}")
+      else:
+        self.store(lv, self.ex(val), ind, m)
     elif op == "if":
       arms, els = a
       rest = m
@@ -190,7 +193,7 @@ class Gen:
       var, lo, hi, body = a
       lm = self.tmp("lm")
       self.emit(ind, f"{lm} = {m}")
-      self.emit(ind, f"for l_{_ident(var)} in range(iu({self.ex(lo)}), iu({self.ex(hi)}) + 1):")
+      self.emit(ind, f"for l_{_ident(var)} in range(iu({self.ex(lo)}, {m}), iu({self.ex(hi)}, {m}) + 1):")
       self.emit(ind + 1, f"if not anyt({lm}): break")
       self.emit(ind + 1, f"_m = {lm}")
       self.block(body, ind + 1, lm, lm, fn)
@@ -252,6 +255,8 @@ class Gen:
     if k in ("var", "state"):
       name = ("v_" if k == "var" else "s_") + _ident(lv[1])
       self.emit(ind, f"{name} = {val}" if m == "None" else f"{name} = mg({m}, {val}, {name})")
+      if k == "state" and lv[1] == "ROUND_MODE":  # conversions read the rounding mode from the context
+        self.emit(ind, f"_ctx.rmode = {name}")
     elif k == "as":
       t, b = lv[2], lv_ty(lv[1])
       raw = f"ubits({val}, {t.kind!r}, {t.bits})" if t.kind not in ("u", "b", "bool") else val
@@ -323,6 +328,8 @@ class Gen:
       names[o] = max(names.get(o, 0), w)
     for nm, w in names.items():
       self.emit(1, f"s_{_ident(nm)} = ld(_st, {nm!r}, {w})")
+    if "ROUND_MODE" in names:
+      self.emit(1, "_ctx.rmode = s_ROUND_MODE")
     self.init_locals(p.body, 1)
     for key, (params, body, ret) in p.lambdas.items():
       self.emit(1, f"def {self.lname(key)}(_m, {', '.join('v_' + _ident(x) for x in params)}):")

@@ -63,6 +63,7 @@ class Program:
   mem: str = ""  # "", "r", "w", "rw": how the body uses MEM
   calls: set[str] = field(default_factory=set)  # built-ins and hooks called
   lambdas: dict = field(default_factory=dict)  # (name, arg types) -> (params, body, return type)
+  per_lane: bool = False  # reads laneId: one instance per lane (else a body that indexes VGPR runs per wave)
 
 
 # Constants the manual uses by name. DENORM is a class, not a value: `x == DENORM.f32` means isDENORM(x).
@@ -73,6 +74,7 @@ CONSTS = {"PI": (3.141592653589793, F64), "INF": (float("inf"), F64), "NAN": (fl
           "true": (1, BOOL), "false": (0, BOOL)}
 REGFILES = {"VGPR": 2, "SGPR": 1, "TTMP": 1, "HW_REGISTERS": 1, "WAVE_BARRIER_COMPLETE": 1, "BARRIER_STATE": 1,
             "CVT_OFF_TABLE": 1, "LDS": 1}
+HALVES = {"EXEC_LO": ("EXEC", 0), "EXEC_HI": ("EXEC", 32), "VCC_LO": ("VCC", 0), "VCC_HI": ("VCC", 32)}
 WAVE_NAMES = {"WAVE32": "wave32", "WAVE64": "wave64", "laneId": "laneId", "laneID": "laneId"}
 
 
@@ -248,7 +250,7 @@ class Lower:
   def width(self, name: str) -> int:
     if name in self.declared_state:
       return max(self.declared_state[name].bits, self.hints.get(name, 0))
-    w = self.hints.get(name, 0) or 32
+    w = self.hints.get(name, 0) or (64 if name in ("EXEC", "VCC") else 32)  # lane masks hold up to 64 lanes
     return 32 if w <= 32 else 64 if w <= 64 else w
 
   def lower(self) -> Program:
@@ -525,8 +527,13 @@ class Lower:
       return E("loopvar", (nm,), INT)
     if nm in self.vars:
       return E("var", (nm,), self.vars[nm])
+    if nm in HALVES and nm not in self.prog.outputs:  # EXEC_LO is EXEC[31 : 0]
+      base, lo = HALVES[nm]
+      st = self.name(base, at)
+      return E("slice", (st, const(lo, INT), 32), Ty("b", 32))
     if nm in WAVE_NAMES:
       w = WAVE_NAMES[nm]
+      self.prog.per_lane |= w == "laneId"
       return E("wave", (w,), U32 if w == "laneId" else BOOL)
     if nm in CONSTS:
       v, t = CONSTS[nm]
@@ -750,3 +757,63 @@ def _has_effect(e) -> bool:
 
 def lower(ast: Node, arch: str = "", inst: str = "") -> Program:
   return remove_dead_stores(Lower(ast, arch, inst).lower())
+
+
+def dump(prog: Program) -> str:
+  """Readable listing of the typed IR (for `gputwin pcode --show`)."""
+  out = [f"inputs  {prog.inputs}", f"outputs {prog.outputs}"]
+  if prog.regfiles:
+    out.append(f"regfiles {sorted(prog.regfiles)} (whole-wave access)")
+  if prog.mem:
+    out.append(f"memory  {prog.mem}")
+
+  def lv(x) -> str:
+    k = x[0]
+    if k in ("var", "state"):
+      return f"{x[1]}:{x[2]!r}"
+    if k == "as":
+      return f"{lv(x[1])}.{x[2]!r}"
+    if k == "slice":
+      return f"{lv(x[1])}[{x[2]!r} +: {x[3]}]"
+    if k == "bit":
+      return f"{lv(x[1])}[{x[2]!r}]"
+    if k == "aset":
+      return f"{x[1]}[{x[2]!r}]"
+    if k == "mem":
+      return f"MEM[{x[1]!r}].b{x[2]}"
+    if k == "reg":
+      return f"{x[1]}" + "".join(f"[{i!r}]" for i in x[2]) + f".b{x[3]}"
+    if k == "concat":
+      return "{" + ", ".join(map(lv, x[1])) + "}"
+    return repr(x)
+
+  def block(stmts, ind: int) -> None:
+    p = "  " * ind
+    for s in stmts:
+      a = s.args
+      if s.op == "assign":
+        out.append(f"{p}{lv(a[0])} = {a[1]!r}")
+      elif s.op == "if":
+        for i, (c, b) in enumerate(a[0]):
+          out.append(f"{p}{'if' if i == 0 else 'elsif'} {c!r}")
+          block(b, ind + 1)
+        if a[1]:
+          out.append(f"{p}else")
+          block(a[1], ind + 1)
+        out.append(f"{p}endif")
+      elif s.op == "for":
+        out.append(f"{p}for {a[0]} in {a[1]!r} : {a[2]!r}")
+        block(a[3], ind + 1)
+        out.append(f"{p}endfor")
+      elif s.op == "while":
+        out.append(f"{p}while {a[0]!r}")
+        block(a[1], ind + 1)
+        out.append(f"{p}endwhile")
+      else:
+        out.append(f"{p}{s.op} {' '.join(map(repr, a))}".rstrip())
+  for (name, tys), (params, body, ret) in prog.lambdas.items():
+    out.append(f"lambda {name}({', '.join(f'{p}:{t!r}' for p, t in zip(params, tys))}) -> {ret!r}")
+    block(body, 1)
+  out.append("body")
+  block(prog.body, 1)
+  return "\n".join(out)

@@ -413,11 +413,15 @@ def ld(st: dict, name: str, bits: int):
   return v
 
 
-def iu(x) -> int:
-  """A loop bound or other value the manual treats as uniform: must be the same in every lane."""
+def iu(x, m=None) -> int:
+  """A loop bound the manual treats as uniform: must be the same in every active lane (m)."""
   if np.ndim(x) == 0:
     return int(x)
   a = np.asarray(x)
+  if m is not None and np.ndim(m):
+    a = np.broadcast_to(a, np.broadcast_shapes(a.shape, np.shape(m)))[np.broadcast_to(m, np.broadcast_shapes(a.shape, np.shape(m)))]
+    if a.size == 0:
+      return 0
   if not (a == a.flat[0]).all():
     raise PcodeError("loop bound differs between lanes; pcode loops need uniform bounds")
   return int(a.flat[0])
@@ -452,10 +456,11 @@ def aset(a, i, v, m):
 
 class Ctx:
   """Per-call context: lane ids, wave size, memory, register files, hooks for address helpers."""
-  __slots__ = ("lane", "wave32", "mem", "regs", "W", "sub")
+  __slots__ = ("lane", "wave32", "mem", "regs", "W", "sub", "rmode")
 
   def __init__(self, lane, wave32, mem, regs, W, sub=None):
     self.lane, self.wave32, self.mem, self.regs, self.W, self.sub = lane, wave32, mem, regs, W, sub
+    self.rmode = 0  # MODE.FP_ROUND as the body sets it: 0 nearest even, 3 toward zero
 
 
 def regfile(ctx: Ctx, name: str):
@@ -473,9 +478,8 @@ def rrd(ctx: Ctx, name: str, idx, bits: int):
   for k in range(n):
     ix = list(idx)
     ix[-1] = arr(ix[-1]).astype(np.int64) + k
-    if f.ndim == len(ix) + 1:
-      w = np.arange(f.shape[0]).reshape((-1,) + (1,) * max(max(np.ndim(j) for j in ix) - 1, 0))
-      ix = [w] + ix
+    if f.ndim == len(ix) + 1:  # per-wave file: index the wave too; results are at least (waves, 1)
+      ix = [np.arange(f.shape[0])[:, None]] + ix
     parts.append(f[tuple(arr(j).astype(np.int64) for j in ix)])
   v = parts[0] if n == 1 else cat(*[(p, 32) for p in reversed(parts)])
   return v if bits >= 32 else sl(v, 0, bits)
@@ -488,8 +492,7 @@ def rwr(ctx: Ctx, name: str, idx, v, bits: int, m):
     ix = list(idx)
     ix[-1] = arr(ix[-1]).astype(np.int64) + k
     if f.ndim == len(ix) + 1:
-      w = np.arange(f.shape[0]).reshape((-1,) + (1,) * max(max(np.ndim(j) for j in ix) - 1, 0))
-      ix = [w] + ix
+      ix = [np.arange(f.shape[0])[:, None]] + ix
     part = sl(v, 32 * k, 32) if n > 1 else arr(v).astype(f.dtype)
     if bits < 32:
       old = f[tuple(arr(j).astype(np.int64) for j in ix)]
@@ -678,7 +681,7 @@ def _mantissa(ret, tys, x):
 
 @builtin("signext")
 def _signext(ret, tys, x):
-  return cv(x, tys[0][0] if tys[0][0] != "u" else "i", tys[0][1], "i", 64)
+  return cv(x, "i" if tys[0][0] in ("u", "b", "i") else tys[0][0], tys[0][1], "i", 64)
 
 
 @builtin("signext_from_bit")
@@ -719,6 +722,12 @@ def _absdiff(ret, tys, a, b):
   return np.where(a > b, a - b, b - a).astype(a.dtype)
 
 
+@builtin("s_nop", "nop")
+def _nop(ret, tys, *args):
+  """The manual's explicit no-operation (e.g. V_PERMLANE64 in wave32): nothing changes."""
+  return np.uint32(0)
+
+
 @builtin("isEven")
 def _iseven(ret, tys, x):
   return np.fmod(np.trunc(arr(x).astype(np.float64)), 2.0) == 0
@@ -745,13 +754,23 @@ def convert(name: str, ret, tys, *args):
   raise PcodeError(f"conversion {name} is not supported by gputwin.pcode yet")
 
 
+def toward_zero(x, r):
+  """Turn a round-to-nearest result r of exact value x into the round-toward-zero one."""
+  xd, rd = arr(x).astype(np.float64), arr(r).astype(np.float64)
+  fix = np.isfinite(xd) & (np.abs(rd) > np.abs(xd))
+  return np.where(fix, np.nextafter(r, arr(r).dtype.type(0)), r).astype(arr(r).dtype) if fix.any() else r
+
+
 def call(ctx: Ctx, name: str, ret, tys, *args):
   """Dispatch a built-in; names not implemented here go to a hook on the memory object (CalcDsAddr, ...)."""
   fn = BUILTINS.get(name)
   if fn is not None:
     return fn(ret, tys, *args)
   if "_to_" in name and "scale" not in name and "_sr" not in name.lower():
-    return convert(name, ret, tys, *args)
+    r = convert(name, ret, tys, *args)
+    if ret[0] in ("f", "bf") and tys[0][0] in ("f", "bf") and np.any(np.asarray(ctx.rmode) == 3):
+      r = toward_zero(args[0], r) if ret[0] == "f" else r
+    return r
   if ctx.sub is not None and name.startswith(("v_", "s_")):
     return ctx.sub(name, ret, tys, args)
   hook = getattr(ctx.mem, name, None) if ctx.mem is not None else None

@@ -1,0 +1,124 @@
+"""`gputwin pcode --coverage [--json]` and `gputwin pcode --show NAME --arch ARCH`, as functions for cli.py."""
+from __future__ import annotations
+
+import builtins
+import json as _json
+from pathlib import Path
+
+from gputwin.errors import PcodeError
+from gputwin.pcode import compiled, family_of, semantics, unsupported_calls
+from gputwin.pcode.compile import generate
+from gputwin.pcode.errata import corrected, excluded
+from gputwin.pcode.ir import dump, lower
+from gputwin.pcode.parser import parse
+
+TESTED = Path(__file__).with_name("tested.json")  # written by a passing `pytest tests/pcode` run
+
+
+def tested() -> dict[str, dict[str, list[str]]]:
+  """family -> instruction -> what the test suite checked it against (from the last passing test run)."""
+  try:
+    return _json.loads(TESTED.read_text())
+  except (OSError, ValueError):
+    return {}
+
+
+def coverage(json: bool = False) -> dict:
+  """{"rdna3": {"total", "parsed", "compiled", "excluded", "tested", ...}, "rdna4": {...}, "cdna": {...}}.
+
+  total: vendor pcode bodies; excluded: graphics-only bodies (listed with reasons); parsed/compiled: the other
+  bodies that parse / compile to Python; tested: bodies executed against an independent oracle by the test suite.
+  Extra keys: needs_hook (compiled bodies calling a built-in gputwin does not implement, e.g. CalcBufferAddr,
+  MATRIX_MULTIPLY_ACCUMULATE: these raise 'not supported' unless the caller's memory object provides it),
+  errata (bodies corrected by errata.py), checked (instruction -> what was checked), excluded_list, failures.
+  `json` only exists for the CLI's signature: the dict is the same either way."""
+  from gputwin.isa.vendor import FAMILIES, tables
+  done = tested()
+  out: dict = {}
+  for fam in FAMILIES:
+    t = tables(fam)
+    row = {"total": len(t.pcode), "parsed": 0, "compiled": 0, "excluded": 0, "tested": 0, "needs_hook": 0,
+           "errata": 0}
+    excl, fails, hooks = {}, {}, {}
+    for name, text in t.pcode.items():
+      why = excluded(name)
+      if why:
+        excl[name] = why
+        continue
+      fixed, used = corrected(fam, text)
+      row["errata"] += bool(used)
+      try:
+        parse(fixed, fam, name)
+        row["parsed"] += 1
+        compiled(fam, name, fixed)
+        sem = semantics(fam, name)
+        row["compiled"] += 1
+        need = unsupported_calls(sem)
+        if need:
+          row["needs_hook"] += 1
+          for c in need:
+            hooks[c] = hooks.get(c, 0) + 1
+      except PcodeError as e:
+        fails[name] = str(e)
+    row["excluded"] = len(excl)
+    checked = {n: w for n, w in done.get(fam, {}).items() if n in t.pcode}
+    row["tested"] = len(checked)
+    row.update(checked=checked, excluded_list=excl, failures=fails, hooks=dict(sorted(hooks.items())))
+    out[fam] = row
+  return out
+
+
+def coverage_text(cov: dict | None = None) -> str:
+  cov = cov or coverage()
+  lines = [f"{'family':8} {'total':>6} {'parsed':>7} {'compiled':>9} {'excluded':>9} {'tested':>7} {'needs_hook':>11}"]
+  for fam, r in cov.items():
+    lines.append(f"{fam:8} {r['total']:6} {r['parsed']:7} {r['compiled']:9} {r['excluded']:9} {r['tested']:7} "
+                 f"{r['needs_hook']:11}")
+  for fam, r in cov.items():
+    lines.append(f"\n{fam}: checked against independent oracles ({len(r['checked'])})")
+    for n, w in r["checked"].items():
+      lines.append(f"  {n:28} {'; '.join(w)}")
+    if r["failures"]:
+      lines.append(f"{fam}: FAILED {len(r['failures'])}")
+      lines += [f"  {v}" for v in r["failures"].values()]
+  return "\n".join(lines)
+
+
+def show(name: str, family: str = "rdna3") -> str:
+  """Vendor text, errata applied, typed IR and generated Python for one instruction."""
+  fam = family_of(family)
+  from gputwin.isa.vendor import tables
+  name = name.upper()
+  t = tables(fam)
+  if name not in t.pcode:
+    raise PcodeError(f"no vendor pseudocode for {name}", fam, name)
+  text = t.pcode[name]
+  out = [f"== {name} ({fam}) vendor pseudocode", text]
+  why = excluded(name)
+  if why:
+    return "\n".join(out + [f"== excluded: {why}"])
+  fixed, used = corrected(fam, text)
+  for e in used:
+    out += [f"== erratum: {e.why}", f"   evidence: {e.evidence}"]
+  if used:
+    out += ["== corrected text", fixed]
+  prog = lower(parse(fixed, fam, name), fam, name)
+  src, _ = generate(prog)
+  sem = semantics(fam, name)
+  out += ["== typed IR", dump(prog), "== generated Python (numpy, whole batch of lanes)", src.rstrip()]
+  need = unsupported_calls(sem)
+  if need:
+    out.append(f"== needs hooks: {', '.join(sorted(need))} (raise 'not supported' unless provided)")
+  checks = tested().get(fam, {}).get(name)
+  out.append(f"== tested: {'; '.join(checks)}" if checks else "== tested: not by an oracle test")
+  return "\n".join(out)
+
+
+if __name__ == "__main__":  # python -m gputwin.pcode.tool [--json] | NAME [ARCH]
+  import sys
+  if len(sys.argv) > 1 and sys.argv[1] != "--json":
+    builtins.print(show(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else "rdna3"))
+  else:
+    c = coverage(True)
+    builtins.print(_json.dumps({f: {k: r[k] for k in ("total", "parsed", "compiled", "excluded", "tested")}
+                                for f, r in c.items()}) if "--json" in sys.argv else coverage_text(c))

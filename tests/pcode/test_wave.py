@@ -1,0 +1,301 @@
+"""Whole-wave behaviour: EXEC masking, per-lane condition bits in VCC, cross-lane register access, memory and
+atomics, packed and rounding-mode conversions. References are written here with Python ints and struct."""
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+import pytest
+
+from gputwin.errors import PcodeError
+from gputwin.isa.vendor import tables
+from gputwin.pcode import FlatMemory, semantics
+
+from . import oracle as O
+from .conftest import checked
+
+FAMS = ("rdna3", "rdna4", "cdna")
+RNG = np.random.default_rng(1234)
+
+
+def fams_with(name):
+  return [f for f in FAMS if name in tables(f).pcode]
+
+
+def f32bits(xs):
+  return np.array(xs, dtype=np.float32).view(np.uint32)
+
+
+@pytest.mark.parametrize("fam", fams_with("V_ADD_F32"))
+def test_exec_mask_keeps_inactive_lanes(fam):
+  W, L = 3, 32
+  a, b = f32bits(RNG.standard_normal((W, L))), f32bits(RNG.standard_normal((W, L)))
+  old = RNG.integers(0, 2**32, (W, L), dtype=np.uint32)
+  ex = RNG.random((W, L)) < 0.5
+  d0 = semantics(fam, "V_ADD_F32")({"S0": a, "S1": b, "D0": old}, exec=ex)["D0"]
+  for w in range(W):
+    for l in range(L):
+      want = O.arith("add", 32, int(a[w, l]), int(b[w, l])) if ex[w, l] else int(old[w, l])
+      assert int(d0[w, l]) == want
+  checked(fam, "V_ADD_F32", "EXEC mask: inactive lanes unchanged")
+
+
+@pytest.mark.parametrize("fam,name", [(f, n) for n in ("V_ADD_CO_U32",) for f in fams_with(n)])
+def test_carry_out_per_lane(fam, name):
+  W, L = 2, 64
+  a = RNG.integers(0, 2**32, (W, L), dtype=np.uint32)
+  b = np.where(RNG.random((W, L)) < 0.3, np.uint32(0xFFFFFFFF) - a + 1, RNG.integers(0, 2**32, (W, L), dtype=np.uint32)).astype(np.uint32)
+  ex = RNG.random((W, L)) < 0.8
+  vcc = np.full((W, 1), 0xFFFF0000FFFF0000, dtype=np.uint64)
+  out = semantics(fam, name)({"S0": a, "S1": b, "VCC": vcc, "D0": np.zeros((W, L), np.uint32)}, exec=ex, lanes=L)
+  for w in range(W):
+    want = int(vcc[w, 0])
+    for l in range(L):
+      if ex[w, l]:
+        s = int(a[w, l]) + int(b[w, l])
+        want = (want & ~(1 << l)) | (int(s >> 32) << l)
+        assert int(out["D0"][w, l]) == s & 0xFFFFFFFF
+    assert int(np.asarray(out["VCC"]).reshape(W)[w]) == want
+  checked(fam, name, "D0 and VCC carry bit per lane, EXEC-masked")
+
+
+@pytest.mark.parametrize("fam", fams_with("V_CNDMASK_B32"))
+def test_cndmask_selects_by_vcc_bit(fam):
+  W, L = 2, 32
+  a, b = (RNG.integers(0, 2**32, (W, L), dtype=np.uint32) for _ in range(2))
+  vcc = RNG.integers(0, 2**32, (W, 1), dtype=np.uint64)
+  d0 = semantics(fam, "V_CNDMASK_B32")({"S0": a, "S1": b, "VCC": vcc}, lanes=L)["D0"]
+  for w in range(W):
+    for l in range(L):
+      assert int(d0[w, l]) == (int(b[w, l]) if (int(vcc[w, 0]) >> l) & 1 else int(a[w, l]))
+  checked(fam, "V_CNDMASK_B32", "lane select by VCC bit")
+
+
+@pytest.mark.parametrize("fam", fams_with("V_READLANE_B32"))
+def test_readlane_reads_other_lanes(fam):
+  W, L, R = 4, 64 if fam == "cdna" else 32, 8
+  vgpr = RNG.integers(0, 2**32, (W, L, R), dtype=np.uint32)
+  src0 = RNG.integers(0, R, (W, 1)).astype(np.uint32)
+  lane = RNG.integers(0, 256, (W, 1)).astype(np.uint32)
+  out = semantics(fam, "V_READLANE_B32")({"VGPR": vgpr, "SRC0": src0, "S1": lane, "D0": np.zeros((W, 1), np.uint32)},
+                                         lanes=L)
+  for w in range(W):
+    assert int(np.asarray(out["D0"]).reshape(W)[w]) == int(vgpr[w, int(lane[w, 0]) % L, int(src0[w, 0])])
+  checked(fam, "V_READLANE_B32", "whole-wave VGPR read, lane select masked to wave size")
+
+
+@pytest.mark.parametrize("fam", fams_with("V_PERMLANE16_B32"))
+def test_permlane16(fam):
+  W, L, R = 2, 32, 4
+  vgpr = RNG.integers(0, 2**32, (W, L, R), dtype=np.uint32)
+  s1, s2 = (RNG.integers(0, 2**32, (W, 1), dtype=np.uint64).astype(np.uint32) for _ in range(2))
+  ex = RNG.random((W, L)) < 0.75
+  before = vgpr.copy()
+  semantics(fam, "V_PERMLANE16_B32")({"VGPR": vgpr, "SRC0": np.uint32(1), "VDST": np.uint32(3), "S1": s1, "S2": s2},
+                                     exec=ex, lanes=L)
+  for w in range(W):
+    sel = (int(s2[w, 0]) << 32) | int(s1[w, 0])
+    for l in range(L):
+      row, i = divmod(l, 16)
+      want = int(before[w, row * 16 + ((sel >> (4 * i)) & 15), 1]) if ex[w, l] else int(before[w, l, 3])
+      assert int(vgpr[w, l, 3]) == want
+  assert (vgpr[:, :, :3] == before[:, :, :3]).all()
+  checked(fam, "V_PERMLANE16_B32", "cross-lane swizzle within rows of 16, EXEC-masked writes")
+
+
+@pytest.mark.parametrize("fam", fams_with("DS_BPERMUTE_B32"))
+def test_ds_bpermute(fam):
+  W, L, R = 2, 64 if fam == "cdna" else 32, 4
+  vgpr = RNG.integers(0, 2**32, (W, L, R), dtype=np.uint32)
+  vgpr[:, :, 0] = RNG.integers(0, 1 << 12, (W, L)).astype(np.uint32)  # byte addresses
+  ex = RNG.random((W, L)) < 0.8
+  before = vgpr.copy()
+  semantics(fam, "DS_BPERMUTE_B32")({"VGPR": vgpr, "ADDR": np.uint32(0), "DATA0": np.uint32(1), "VDST": np.uint32(2),
+                                     "OFFSET": np.uint32(0)}, exec=ex, lanes=L)
+  for w in range(W):
+    for l in range(L):
+      src = (int(before[w, l, 0]) // 4) % (32 if fam != "cdna" else 64)
+      want = (int(before[w, src, 1]) if ex[w, src] else 0) if ex[w, l] else int(before[w, l, 2])
+      assert int(vgpr[w, l, 2]) == want
+  checked(fam, "DS_BPERMUTE_B32", "backward permute through whole-wave VGPR access")
+
+
+@pytest.mark.parametrize("fam,load,store", [(f, l, s) for f in FAMS for l, s in
+                                            (("GLOBAL_LOAD_B32", "GLOBAL_STORE_B32"), ("GLOBAL_LOAD_DWORD", "GLOBAL_STORE_DWORD"))
+                                            if l in tables(f).pcode])
+def test_global_store_then_load(fam, load, store):
+  W, L = 2, 32
+  mem = FlatMemory(1 << 14)
+  addr = (np.arange(W * L, dtype=np.uint64).reshape(W, L) * 4 + 64)
+  data = RNG.integers(0, 2**32, (W, L), dtype=np.uint32)
+  ex = RNG.random((W, L)) < 0.7
+  semantics(fam, store)({"ADDR": addr, "v_addr": addr, "VDATA": data}, exec=ex, mem=mem)
+  for w in range(W):
+    for l in range(L):
+      got = struct.unpack_from("<I", mem.data, int(addr[w, l]))[0]
+      assert got == (int(data[w, l]) if ex[w, l] else 0)
+  out = semantics(fam, load)({"ADDR": addr, "v_addr": addr, "VDATA": np.zeros((W, L), np.uint32)},
+                             exec=np.ones((W, L), bool), mem=mem)
+  assert (np.asarray(out["VDATA"]) == np.where(ex, data, 0)).all()
+  checked(fam, store, "little-endian store to memory, EXEC-masked")
+  checked(fam, load, "load from memory")
+
+
+@pytest.mark.parametrize("fam,name", [(f, n) for n in ("DS_ADD_U32", "GLOBAL_ATOMIC_ADD_U32") for f in fams_with(n)])
+def test_atomic_add_same_address_is_serialised(fam, name):
+  """Every active lane adds to one address: the lanes' read-modify-writes happen one after another in lane order."""
+  W, L = 2, 32
+  mem = FlatMemory(1 << 10)
+  struct.pack_into("<I", mem.data, 16, 1000)
+  data = RNG.integers(0, 2**20, (W, L), dtype=np.uint32)
+  ex = RNG.random((W, L)) < 0.6
+  st = {"ADDR": np.full((W, L), 16, np.uint64), "DATA": data, "RETURN_DATA": np.zeros((W, L), np.uint32)}
+  sem = semantics(fam, name)
+  st.update({k: st["ADDR"] for k in ("v_addr", "vgpr_a") if k in sem.inputs})
+  out = sem(st, exec=ex, mem=mem)
+  total = 1000
+  for w in range(W):
+    for l in range(L):
+      if ex[w, l]:
+        assert int(out["RETURN_DATA"][w, l]) == total
+        total = (total + int(data[w, l])) & 0xFFFFFFFF
+  assert struct.unpack_from("<I", mem.data, 16)[0] == total
+  # distinct addresses take the vectorised path
+  mem2 = FlatMemory(1 << 10)
+  a2 = np.arange(W * L, dtype=np.uint64).reshape(W, L) * 4
+  st2 = dict(st, **{k: a2 for k in ("ADDR", "v_addr", "vgpr_a") if k in st})
+  sem(st2, exec=ex, mem=mem2)
+  got = np.frombuffer(mem2.data[:W * L * 4].tobytes(), np.uint32).reshape(W, L)
+  assert (got == np.where(ex, data, 0)).all()
+  checked(fam, name, "atomic read-modify-write: serialised on address conflicts, RETURN_DATA = old value")
+
+
+@pytest.mark.parametrize("fam", fams_with("S_AND_SAVEEXEC_B32"))
+def test_and_saveexec(fam):
+  ex = np.array([[0xF0F0F0F0], [0x0000FFFF]], np.uint64)
+  s0 = np.array([[0xFF00FF00], [0xFFFF0000]], np.uint32)
+  out = semantics(fam, "S_AND_SAVEEXEC_B32")({"EXEC": ex, "S0": s0})
+  assert [int(v) for v in np.asarray(out["EXEC"]).ravel()] == [0xF000F000, 0]
+  assert [int(v) for v in np.asarray(out["D0"]).ravel()] == [0xF0F0F0F0, 0x0000FFFF]
+  assert [int(v) for v in np.asarray(out["SCC"]).ravel()] == [1, 0]
+  checked(fam, "S_AND_SAVEEXEC_B32", "EXEC/D0/SCC")
+
+
+@pytest.mark.parametrize("fam", fams_with("S_CBRANCH_SCC0"))
+def test_branch(fam):
+  pc, simm = np.array([[0x1000], [0x1000]], np.uint64), np.array([[0xFFFE], [3]], np.uint32)
+  out = semantics(fam, "S_CBRANCH_SCC0")({"PC": pc, "SIMM16": simm, "SCC": np.array([[0], [1]], np.uint32)})
+  assert [int(v) for v in np.asarray(out["PC"]).ravel()] == [0x1000 - 8 + 4, 0x1004]
+  checked(fam, "S_CBRANCH_SCC0", "PC: sign-extended SIMM16 * 4 + 4")
+
+
+def f16bits(x: float) -> int:
+  return struct.unpack("<H", struct.pack("<e", x))[0]
+
+
+@pytest.mark.parametrize("fam", fams_with("V_CVT_F16_F32"))
+def test_f32_to_f16_ties_and_denormals(fam):
+  ties = [1.0 + 2**-11, 1.0 + 3 * 2**-11, 2**-24 * 1.5, 2**-24 * 0.5, 2**-24 * 2.5, 65520.0, 65519.99, -(1.0 + 2**-11),
+          2**-14 - 2**-25, 6e-8, -0.0, 1e-30]
+  x = f32bits(ties)[None, :]
+  d0 = semantics(fam, "V_CVT_F16_F32")({"S0": x})["D0"].ravel()
+  for v, bits, g in zip(ties, x.ravel(), d0):
+    assert int(g) & 0xFFFF == O.round_to(O.to_float(int(bits), 32), 16, int(bits) >> 31), v
+  checked(fam, "V_CVT_F16_F32", "round-to-nearest-even ties, f16 denormals, overflow")
+
+
+@pytest.mark.parametrize("fam", fams_with("V_CVT_PK_RTZ_F16_F32"))
+def test_cvt_pk_rtz(fam):
+  xs = [1.0 + 2**-11, 1.0 + 2**-10 + 2**-11, 70000.0, -70000.0, -(1.0 + 2**-11), 0.1, 2**-25, float("inf")]
+  a, b = f32bits(xs)[None, :], f32bits(xs[::-1])[None, :]
+  d0 = semantics(fam, "V_CVT_PK_RTZ_F16_F32")({"S0": a, "S1": b})["D0"].ravel()
+
+  def rtz(bits):
+    from fractions import Fraction
+    x = O.to_float(int(bits), 32)
+    if x in (float("inf"), float("-inf")):
+      return f16bits(x)
+    r = O.round_to(x, 16, int(bits) >> 31)
+    if abs(Fraction(O.to_float(r, 16)) if (r & 0x7C00) != 0x7C00 else Fraction(10**9)) > abs(Fraction(x)):
+      r -= 1  # one step toward zero (same sign, magnitude - 1 ulp; inf -> max finite)
+    return r
+  for i in range(len(xs)):
+    assert int(d0[i]) == rtz(a[0, i]) | (rtz(b[0, i]) << 16), xs[i]
+  checked(fam, "V_CVT_PK_RTZ_F16_F32", "round toward zero via ROUND_MODE, packed halves")
+
+
+@pytest.mark.parametrize("fam", fams_with("V_PK_ADD_F16"))
+def test_packed_f16_add(fam):
+  lo, hi = RNG.integers(0, 2**16, (2, 64), dtype=np.uint32)
+  lo2, hi2 = RNG.integers(0, 2**16, (2, 64), dtype=np.uint32)
+  lo[:19], hi[:19] = [e for e in (0, 0x8000, 1, 0x83FF, 0x0400, 0x7BFF, 0xFBFF, 0x7C00, 0xFC00, 0x7E00, 0x7C01, 0x3C00,
+                                  0xBC00, 0x3800, 0x4200, 0x3C01, 0x6400, 0x0200, 0x1400)], 0x7BFF
+  s0, s1 = (lo | (hi << 16))[None, :], (lo2 | (hi2 << 16))[None, :]
+  d0 = semantics(fam, "V_PK_ADD_F16")({"S0": s0, "S1": s1})["D0"].ravel()
+  for i in range(64):
+    for sh in (0, 16):
+      want = O.arith("add", 16, (int(s0[0, i]) >> sh) & 0xFFFF, (int(s1[0, i]) >> sh) & 0xFFFF)
+      got = (int(d0[i]) >> sh) & 0xFFFF
+      assert (O.is_nan_bits(got, 16) if want == -1 else got == want), (hex(int(s0[0, i])), hex(int(s1[0, i])))
+  checked(fam, "V_PK_ADD_F16", "both f16 halves vs oracle")
+
+
+@pytest.mark.parametrize("fam,name", [(f, n) for n in ("V_CVT_PK_BF16_F32",) for f in fams_with(n)])
+def test_bf16_round_nearest_even(fam, name):
+  vals = [1.0 + 2**-8, 1.0 + 3 * 2**-8, 1.0 + 2**-8 + 2**-20, -(1.0 + 2**-8), 3.4e38, float("inf"), 1e-40, -0.0, 2.0]
+  a = f32bits(vals)
+  nan = np.array([0x7FC00001, 0x7F800001], np.uint32)
+  a = np.concatenate([a, nan])[None, :]
+  d0 = semantics(fam, name)({"S0": a, "S1": a})["D0"].ravel()
+  for i in range(a.shape[1]):
+    bits = int(a[0, i])
+    got = int(d0[i]) & 0xFFFF
+    if O.is_nan_bits(bits, 32):
+      assert (got & 0x7F80) == 0x7F80 and got & 0x7F, hex(got)
+      continue
+    # bf16 = f32 with 8 significand bits: round the f32 value to 8 bits by our own RNE, then take the top half
+    from fractions import Fraction
+    x = O.to_float(bits, 32)
+    sign = bits >> 31
+    if x in (float("inf"), float("-inf")) or x == 0:
+      want = bits >> 16
+    else:
+      m, e = abs(Fraction(x)), 0
+      while m >= 2:
+        m, e = m / 2, e + 1
+      while m < 1:
+        m, e = m * 2, e - 1
+      e2 = max(e, -126)
+      q = abs(Fraction(x)) / Fraction(2) ** (e2 - 7)
+      n, r = divmod(q.numerator, q.denominator)
+      if 2 * r > q.denominator or (2 * r == q.denominator and n & 1):
+        n += 1
+      val = Fraction(n) * Fraction(2) ** (e2 - 7)
+      want = (struct.unpack("<I", struct.pack("<f", float(val)))[0] >> 16 if val < Fraction(2) ** 128 else 0x7F80) | (sign << 15)
+    assert got == want, (vals[i] if i < len(vals) else bits, hex(got), hex(want))
+  checked(fam, name, "bf16 round-to-nearest-even, NaN stays NaN")
+
+
+def test_bad_pcode_names_line_and_column():
+  from gputwin.pcode.parser import parse
+  with pytest.raises(PcodeError) as e:
+    parse("D0.u32 = S0.u32 +\nif", "rdna3", "V_FAKE")
+  assert (e.value.arch, e.value.inst, e.value.line) == ("rdna3", "V_FAKE", 2) and e.value.col == 1
+  with pytest.raises(PcodeError, match="V_FAKE:1:10"):
+    parse("D0.u32 = @", "rdna3", "V_FAKE")
+
+
+def test_excluded_instruction_is_not_supported():
+  with pytest.raises(PcodeError, match="IMAGE_GET_LOD is not supported"):
+    semantics("rdna3", "IMAGE_GET_LOD")
+
+
+def test_unimplemented_builtin_raises_not_no_op():
+  sem = semantics("cdna", "V_MFMA_F32_32X32X2_F32")
+  with pytest.raises(PcodeError, match="MATRIX_MULTIPLY_ACCUMULATE.*not supported"):
+    sem({"S0": np.zeros((1, 64), np.uint32)})
+
+
+def test_target_names_map_to_families():
+  assert semantics("gfx942", "V_FMA_F32") is semantics("cdna", "V_FMA_F32")
+  assert semantics("gfx1201", "V_FMA_F32").family == "rdna4"
