@@ -210,7 +210,9 @@ def _float_patterns(fmt: str, bits: int) -> dict[int, int]:
 
 def inline_for(value: int, s: Slot) -> int | None:
   """The inline constant code a literal value would encode as for this operand (llvm-mc prints such literals as
-  lit(...) to keep them literal), or None."""
+  lit(...) to keep them literal), or None. 64-bit operands' literals are never spelled lit()."""
+  if s.bits == 64:
+    return None if "F64" in s.fmt else (_inline_code(value, False, s.fmt, s.bits) if value <= 64 else None)
   return _inline_code(value, False, s.fmt, s.bits)
 
 
@@ -381,6 +383,12 @@ def _fill(c: _Ctx, s: Slot, t: str, col: int):
       c.fields["_vaddr_dwords"] = r[2]
       return c.set("vaddr", r[1])
     if k in ("v", "a", "av"):
+      if s.field in ("vdata", "vdst") and c.e.base in FMT["tfe_extra_dword"]:
+        r = _reg_range(t)
+        if r and r[2] == s.dwords + 1:  # tfe returns one more dword; checked against the tfe bit at the end
+          from dataclasses import replace
+          s = replace(s, dwords=s.dwords + 1)
+          c.fields["_tfe_dw"] = 1
       t2, neg, ab = _src_mods(t)
       idx, is_a = _vgpr(c, s, t2, k != "v")
       c.set(s.field, idx)
@@ -861,6 +869,12 @@ def _encode_one(I, enc: str, op: str, wave: int, ops, mods, rest=("", 0)) -> tup
       if k in c.names:
         f.setdefault(k, d)
   f.pop("_fi8", None)
+  if f.pop("_tfe_dw", 0) != f.get("tfe", 0) and "tfe" in c.names:
+    raise _NoFit("invalid operand for instruction")
+  if not ops and not slots:  # operand-less instructions leave NULL-default fields zero (buffer_gl0_inv, s_dcache_inv)
+    for fd in I.fields[enc]:
+      if fd.default == "NULL":
+        f.setdefault(fd.name, 0)
   vd = f.pop("_vaddr_dwords", None)
   if vd is not None and vd != f.get("offen", 0) + f.get("idxen", 0):
     raise _NoFit("invalid operand for instruction")

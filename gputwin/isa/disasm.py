@@ -43,9 +43,11 @@ def _src(inst, s, v: int, vector: bool, fam: str) -> str:
     lit = inst.get("literal")
     if lit is None:
       raise _bad(inst, "literal marker without literal dword")
-    if s.bits == 16 or int16_fmt(s.fmt):
+    if (s.bits == 16 or int16_fmt(s.fmt)) and inst.format.startswith("V") or re.search(FMT["lit16_ops"], inst.op):
       lit &= 0xffff
     from gputwin.isa.asm import inline_for
+    if lit == 0 and s.bits == 64 and "F64" in s.fmt:
+      return "0"
     return f"lit(0x{lit:x})" if inline_for(lit, s) is not None else f"0x{lit:x}"
   t = inline_text(v, s.fmt, s.bits)
   if t is not None:
@@ -62,8 +64,9 @@ def _with_mods(inst, s, text: str) -> str:
   if idx is None or s.kind == "lit":
     return text
   f = inst.f
+  floaty = _floaty(s.fmt) or any(re.search(p, inst.op) for p in FMT["float_mods_ops"])
   mix = inst.format == "VOP3P" and re.search(FMT["mix_abs_in_neg_hi"], inst.op)
-  if inst.format == "VOP3P" and not mix or not mix and not _floaty(s.fmt):
+  if inst.format == "VOP3P" and not mix or not mix and not floaty:
     return text
   if mix:
     neg, ab = (f["neg"] >> idx) & 1, (f["neg_hi"] >> idx) & 1
@@ -187,7 +190,8 @@ def format_inst(inst) -> str:
     return _vopd(inst, wave)
   sig = signature(inst.arch, inst.enc, inst.op, wave)
   if I.target.true16 and inst.format in ("VOP3", "VOP3SD") and any(x.half for x in sig.slots):
-    allowed = sum(1 << _OPSEL_BIT[x.field] for x in sig.slots if x.half and x.field in _OPSEL_BIT)
+    allowed = sum(1 << _OPSEL_BIT[x.field] for x in sig.slots if x.field in _OPSEL_BIT and (
+      x.field != "vdst" or x.kind in ("v", "av")))
     if inst.get("opsel", 0) & ~allowed:  # op_sel on a non-16-bit operand: llvm-mc-22 decodes the fake16 form
       from dataclasses import replace
       sig = replace(sig, slots=tuple(replace(x, half=False) for x in sig.slots),
@@ -208,7 +212,7 @@ def _operand(inst, s, fam: str, wave: int) -> str:
   if k == "vcc":
     return "vcc_lo" if s.dwords == 1 else "vcc"
   if k == "lit":
-    return f"0x{f['literal']:x}"
+    return str(f["literal"]) if inst.format == "SOPK" else f"0x{f['literal']:x}"
   v = f.get(s.field, 0)
   if inst.format in FMT["flat_addr"]:
     if s.field in ("addr", "vaddr"):
@@ -220,6 +224,9 @@ def _operand(inst, s, fam: str, wave: int) -> str:
     n = inst.get("offen", 0) + inst.get("idxen", 0)
     return "off" if n == 0 else vgpr_text("v", v, n)
   if k in ("v", "a", "av"):
+    if s.field in ("vdata", "vdst") and inst.get("tfe") and inst.format in FMT["tfe_extra_dword"]:
+      from dataclasses import replace
+      s = replace(s, dwords=s.dwords + 1)
     return _with_mods(inst, s, _vreg(inst, s, v))
   if k in ("src", "av_src"):
     return _with_mods(inst, s, _src(inst, s, v, True, fam))

@@ -9,36 +9,21 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from gputwin.errors import CodeObjectError
+from gputwin.errors import CodeObjectError, GputwinError
+from gputwin.isa import targets
+from gputwin.isa.targets import Target
 
 KD_SIZE = 64
 
 
-@dataclass(frozen=True)
-class Target:
-  """What the code-object layer needs to know about a processor. `mach` is EF_AMDGPU_MACH in e_flags."""
-  name: str
-  mach: int
-  major: int
-  gfx90a: bool = False      # unified VGPR/AccVGPR file: accum_offset, tg_split, VGPR granule 8, kernarg preload
-  xnack: bool = False       # xnack / sramecc are target-id features with e_flags bits
-  sramecc: bool = False
-  wave64_only: bool = False
-  packed_tid: bool = True   # work-item ids arrive packed in v0 (10 bits each); gfx90a+, gfx11+ (all targets here)
-
-
-TARGETS: dict[str, Target] = {t.name: t for t in (
-  Target("gfx942", 0x4c, 9, gfx90a=True, xnack=True, sramecc=True, wave64_only=True),
-  Target("gfx950", 0x4f, 9, gfx90a=True, xnack=True, sramecc=True, wave64_only=True),
-  Target("gfx1100", 0x41, 11), Target("gfx1101", 0x46, 11), Target("gfx1102", 0x47, 11),
-  Target("gfx1200", 0x48, 12), Target("gfx1201", 0x4e, 12),
-)}
-MACH_TO_TARGET = {t.mach: t for t in TARGETS.values()}
+MACH_TO_TARGET = {mach: targets.target(name) for mach, name in targets.MACH.items()}
 
 
 def target(arch: str) -> Target:
-  if arch not in TARGETS: raise CodeObjectError(f"unknown target {arch!r} (known: {', '.join(TARGETS)})")
-  return TARGETS[arch]
+  try:
+    return targets.target(arch)
+  except GputwinError:
+    raise CodeObjectError(f"unknown target {arch!r} (known: {', '.join(targets.TARGETS)})") from None
 
 
 # Which targets a field or directive exists on.

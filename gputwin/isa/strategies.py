@@ -122,6 +122,12 @@ def own_literal(tab: Tables, enc: Encoding, op: str) -> bool:
   return bool(_OWN_LITERAL.search(op))
 
 
+def literal_sources(enc: Encoding, ops: dict[str, Operand] | None) -> list[str]:
+  """Source fields of `enc` that may hold the literal code 255 for an opcode with operand record `ops`."""
+  return [f.name for f in enc.fields if f.kind in ("src", "ssrc") and (ops is None or (
+          f.name in ops and not any(k in ops[f.name].type for k in _NO_LITERAL_TYPES)))]
+
+
 def cases(target: str, encodings: Iterable[str] | None = None, graphics: bool = True) -> list[Case]:
   """Every (encoding variant, opcode) pair of `target`: the unit of coverage of the fuzz."""
   tgt = _target(target)
@@ -131,12 +137,12 @@ def cases(target: str, encodings: Iterable[str] | None = None, graphics: bool = 
     if (encodings is not None and enc.name not in encodings) or (not graphics and enc.base in GRAPHICS):
       continue
     lit = "literal" in enc.by_name
-    srcs = any(f.kind in ("src", "ssrc") for f in enc.fields)
     for op in _enum_ops(enc, tab):
       if op in tgt.lacks or (not lit and op and _OWN_LITERAL.search(op)):
         continue  # an opcode with its own constant only exists in the _LIT variant
-      if lit and not srcs and not own_literal(tab, enc, op):
-        continue  # SOPK_LIT: no source could hold the literal
+      if lit and enc.base != "VOPD" and not own_literal(tab, enc, op) and \
+         not literal_sources(enc, tab.operands.get((enc.opcode_enum, op))):
+        continue  # no source of this opcode may hold a literal (SOPK_LIT, S_SETPC_B64, V_READFIRSTLANE_B32)
       out.append((enc.name, op))
   return out
 
@@ -176,7 +182,7 @@ class _Builder:
     align = 2 if self.tgt.is_cdna and n >= 2 else 1
     return self.pick.int(0, (256 - n) // align) * align
 
-  def sgpr(self, n: int, null: bool = True) -> int:
+  def sgpr(self, n: int, null: bool = True, exec_: bool = True) -> int:
     """A scalar register code for an n-dword operand: an aligned SGPR tuple most of the time, else a special."""
     p = self.pick
     align = 1 if n == 1 else min(n, 4)
@@ -184,7 +190,8 @@ class _Builder:
       return p.int(0, (self.nsgpr - n) // align) * align
     specials = [_TTMP0 + p.int(0, (16 - n) // align) * align]
     if n <= 2:
-      specials += [_VCC, _EXEC] if n == 2 else [_VCC, _VCC + 1, _EXEC, _EXEC + 1, self.m0]
+      specials += [_VCC] if n == 2 else [_VCC, _VCC + 1, self.m0]
+      specials += ([_EXEC] if n == 2 else [_EXEC, _EXEC + 1]) if exec_ else []
     if null and self.fam == "rdna":
       specials.append(self.null)
     return p.choice(specials)
@@ -216,13 +223,13 @@ class _Builder:
       return p.int(0, (self.nsgpr - 4) // 4)
     if typ.startswith("OPR_SIMM") or typ in ("OPR_SENDMSG_RTN", "OPR_HWREG"):
       return p.int(0, f.mask)
-    if f.kind == "sgpr":
-      return self.sgpr(n) if opnd else (self.null if f.default == "NULL" else self.sgpr(1))
+    if f.kind == "sgpr":  # memory addresses/offsets (saddr, soffset) are never EXEC
+      return self.sgpr(n, exec_=f.default != "NULL") if opnd else (self.null if f.default == "NULL" else self.sgpr(1))
     consts = not any(k in typ for k in ("SREG", "SDST", "EXEC", "SMEM")) or typ in ("OPR_SREG_M0_INL", "OPR_SREG_LITERAL")
     if f.kind == "ssrc":
       return self.scalar_src(n, consts)
-    # 9-bit source: mostly a VGPR for VGPR-typed operands, a mix otherwise (a few off-type picks probe llvm-mc)
-    if p.chance(90 if vgpr_only else 45):
+    # 9-bit source: a VGPR for VGPR-typed operands, a mix otherwise
+    if vgpr_only or p.chance(45):
       return _VGPR0 + self.vgpr(n)
     return self.scalar_src(n, consts or not vgpr_only)
 
@@ -314,6 +321,10 @@ class _Builder:
 
   def variant(self, vals: dict[str, int], op: str, ops: dict[str, Operand] | None):
     p, v = self.pick, self.enc.variant
+    if "DPP" in v and self.pick.chance(85):  # gfx1100 VOP3 DPP takes only VGPRs in src1/src2 (gfx115x/gfx12: any)
+      for name in ("src1", "src2"):
+        if name in vals and (ops is None or name in ops):
+          vals[name] = _VGPR0 + self.vgpr(self.nregs((ops or {}).get(name)))
     if "DPP16" in v:
       vals["src0"] = _DPP16
     elif "DPP8" in v:
@@ -330,12 +341,25 @@ class _Builder:
     if "vsrc0" in vals and "SDWA" not in v:
       vals["vsrc0"] = self.vgpr(self.nregs((ops or {}).get("src0")))
     if "literal" in vals and not own_literal(self.tab, self.enc, op):
-      srcs = [f.name for f in self.fields if f.kind in ("src", "ssrc") and f.name in vals and f.name != "vsrc0"
-              and (ops is None or (f.name in ops and not any(k in ops[f.name].type for k in _NO_LITERAL_TYPES)))]
-      if not srcs:  # no source admits a literal per the tables: try src0 anyway and let llvm-mc judge
-        srcs = [f.name for f in self.fields if f.kind in ("src", "ssrc")][:1]
+      srcs = [n for n in literal_sources(self.enc, ops) if n in vals and n != "vsrc0"]
       for name in srcs[:1] if not p.chance(20) else srcs:
         vals[name] = _LITERAL
+    self.constant_bus(vals, ops)
+
+  def constant_bus(self, vals: dict[str, int], ops: dict[str, Operand] | None):
+    """Most of the time keep scalar sources (SGPRs, specials, the literal) within the constant-bus limit, 1 on
+    GFX9/CDNA and 2 on RDNA: llvm-mc-22 disassembles more but will not assemble them."""
+    if not self.pick.chance(85):
+      return
+    limit = 1 if self.tgt.is_cdna else 2
+    scalar = [f.name for f in self.fields if f.kind == "src" and f.name in vals and f.name != "vsrc0" and
+              (vals[f.name] < 128 or vals[f.name] in _SRC_SPECIAL or vals[f.name] == _LITERAL)]
+    used = {vals[n] for n in scalar}
+    for name in sorted(scalar, key=lambda n: vals[n] == _LITERAL):  # the literal is what the variant is about
+      if len(used) <= limit:
+        break
+      used.discard(vals[name])
+      vals[name] = _VGPR0 + self.vgpr(self.nregs((ops or {}).get(name)))
 
   def vopd(self, op: str) -> Sample:
     """VOPD: `op` goes in X when it fits there (and a coin says so), a random partner in the other half."""

@@ -88,7 +88,7 @@ def signature(arch: str, enc_name: str, op: str, wave: int) -> Sig:
   fields = I.fields[enc_name]
   byname = {f.name: f for f in fields}
   order = next((o for k, o in FMT["order_by_op"].items() if k.split(":")[:2] == [fam, base] and
-                re.search(k.split(":")[2], op)), None) or FMT["order"].get(f"{fam}:{base}") or FMT["order"].get(base, [])
+                re.search(k.split(":", 2)[2], op)), None) or FMT["order"].get(f"{fam}:{base}") or FMT["order"].get(base, [])
   slots: list[Slot] = []
   implied: list[tuple[str, int]] = []
   hidden = FMT["hidden_zero"].get(fam, {}).get(op, []) + [f for pat, fs in FMT["operand_drop"].get(fam, {}).items()
@@ -187,7 +187,7 @@ def _mnemonic(I, e: Encoding, op: str) -> str:
     if e32:
       return name if base == "VOPC" and I.target.family != "cdna" else name + "_dpp"
     return name + "_e64_dpp" if I.target.family != "cdna" else name + "_dpp"
-  if e32 and has_vop3(I, op):
+  if e32 and has_vop3(I, op) and not any(re.search(p, op) for p in FMT["no_e32_suffix"]):
     return name + "_e32"
   if promoted:
     return name + "_e64"
@@ -219,6 +219,8 @@ def scalar_name(fam: str, code: int, dwords: int, vector: bool = False) -> str |
     return one[str(code)]
   if dwords == 2 and str(code) in two:
     return two[str(code)]
+  if dwords > 2 and one.get(str(code)) == "null":
+    return "null"
   sp = OPS["special"].get(str(code))
   if sp:
     return sp
@@ -302,8 +304,9 @@ def _p_opsel(inst, sig):
   if inst.format == "VOP3P":
     bits = [(v >> i) & 1 for i in range(srcs)]
     return f"op_sel:[{','.join(map(str, bits))}]" if any(bits) else None
-  bits = [(v >> i) & 1 for i in range(srcs)] + [(v >> 3) & 1]
-  return f"op_sel:[{','.join(map(str, bits))}]" if v else None
+  dst = any(x.field == "vdst" and x.kind in ("v", "av") for x in sig.slots)
+  bits = [(v >> i) & 1 for i in range(srcs)] + ([(v >> 3) & 1] if dst else [])
+  return f"op_sel:[{','.join(map(str, bits))}]" if any(bits) else None
 
 
 def _nsrc(sig) -> int:
@@ -314,7 +317,10 @@ def _p_opsel_hi(inst, sig):
   n = _nsrc(sig)
   v = inst["opsel_hi"] | inst.get("opsel_hi2", 1) << 2
   bits = [(v >> i) & 1 for i in range(n)]
-  return None if all(bits) else f"op_sel_hi:[{','.join(map(str, bits))}]"
+  default = next((d for p, d in FMT["vop3p_opsel_hi_default"].items() if re.search(p, inst.op)), [1] * n)[:n]
+  if re.search(FMT["vop3p_opsel_always"], inst.op):
+    default = None
+  return None if bits == default else f"op_sel_hi:[{','.join(map(str, bits))}]"
 
 
 def _p_neg(key, field):
@@ -416,8 +422,8 @@ _MODS = [
   ("op_sel_hi", ("opsel_hi",), _p_opsel_hi),
   ("neg_lo", ("neg", "neg_hi"), _p_neg("neg_lo", "neg")),
   ("neg_hi", ("neg_hi",), _p_neg("neg_hi", "neg_hi")),
-  ("offen", ("offen",), _flag("offen", "offen")),
   ("idxen", ("idxen",), _flag("idxen", "idxen")),
+  ("offen", ("offen",), _flag("offen", "offen")),
   ("ds_offset", ("offset0", "offset1"), _p_dsoff),
   ("offset", ("offset",), _p_offset),
   ("ioffset", ("ioffset",), _p_offset),
@@ -470,6 +476,11 @@ def _mod_applies(key: str, I, e: Encoding, op: str, slots) -> bool:
     return False
   if key in ("neg_lo", "neg_hi") and re.search(FMT["mix_abs_in_neg_hi"], op):
     return False
+  if key in ("op_sel", "op_sel_hi") and e.base == "VOP3P" and not re.search(FMT["vop3p_opsel_always"], op) and \
+      not re.search(FMT["vop3p_opsel_ops"], op):
+    # packed 16-bit math selects halves; other VOP3P instructions (dot4/dot8 of bytes, WMMA) have no op_sel
+    if not any(re.search(r"PK2_|_16$|WMMA", s.fmt) for s in slots):
+      return False
   skip = FMT["mods_skip"].get(I.target.family, {}).get(e.base, [])
   return key not in skip
 

@@ -26,19 +26,37 @@ class Target:
   mattr: str  # llvm-mc-22 -mattr matching our defaults
   lacks: frozenset[str]  # canonical opcode names in the family tables this chip does not have
   isa: str  # marketing ISA name for messages
+  mach: int  # EF_AMDGPU_MACH in a code object's e_flags
+  major: int  # gfx major version: 9, 11, 12
+  gfx90a: bool  # unified VGPR/AccVGPR file: accum_offset, tg_split, VGPR granule 8, kernarg preload
 
   @property
   def is_cdna(self) -> bool: return self.family == "cdna"
 
+  # code-object facts (AMDGPUUsage: "Target Features", e_flags): CDNA targets carry xnack/sramecc target-id bits
+  @property
+  def xnack(self) -> bool: return self.gfx90a
 
+  @property
+  def sramecc(self) -> bool: return self.gfx90a
+
+  @property
+  def wave64_only(self) -> bool: return self.waves == (64,)
+
+  @property
+  def packed_tid(self) -> bool: return True  # work-item ids arrive packed in v0 on gfx90a+ and gfx11+ (all here)
+
+
+#          family   wave  waves     true16 ISA      mach  major
 _TARGETS = {
-  "gfx1100": ("rdna3", 32, (32, 64), True, "RDNA3"),
-  "gfx1200": ("rdna4", 32, (32, 64), False, "RDNA4"),
-  "gfx1201": ("rdna4", 32, (32, 64), False, "RDNA4"),
-  "gfx942": ("cdna", 64, (64,), False, "CDNA3"),
-  "gfx950": ("cdna", 64, (64,), False, "CDNA4"),
+  "gfx1100": ("rdna3", 32, (32, 64), True, "RDNA3", 0x41, 11),
+  "gfx1200": ("rdna4", 32, (32, 64), False, "RDNA4", 0x48, 12),
+  "gfx1201": ("rdna4", 32, (32, 64), False, "RDNA4", 0x4e, 12),
+  "gfx942": ("cdna", 64, (64,), False, "CDNA3", 0x4c, 9),
+  "gfx950": ("cdna", 64, (64,), False, "CDNA4", 0x4f, 9),
 }
 TARGETS = tuple(_TARGETS)
+MACH = {v[5]: k for k, v in _TARGETS.items()}
 
 
 @functools.cache
@@ -52,6 +70,7 @@ def target(name: str) -> Target:
   """Look up a target by LLVM processor name (gfx1100, gfx1200, gfx1201, gfx942, gfx950)."""
   if name not in _TARGETS:
     raise GputwinError(f"unknown target {name!r}; supported: {', '.join(TARGETS)}")
-  fam, wave, waves, true16, isa = _TARGETS[name]
+  fam, wave, waves, true16, isa, mach, major = _TARGETS[name]
   mattr = f"+wavefrontsize{wave}" + (",+real-true16" if true16 else "")
-  return Target(name, fam, wave, waves, true16, mattr, frozenset(_deltas().get(name, ())), isa)
+  return Target(name, fam, wave, waves, true16, mattr, frozenset(_deltas().get(name, ())), isa, mach, major,
+                fam == "cdna")
