@@ -763,6 +763,10 @@ def _mod(c: _Ctx, sig, tok: str):
     tab = {v: int(k) for k, v in FMT["th_names"][kind].items()}
     if val in tab:
       return c.set("th", tab[val])
+    if FMT["th_sys_bypass"].get(kind) == val:
+      return c.set("th", 3)
+    if re.fullmatch(r"TH_ATOMIC_0x[0-9a-f]+", val):
+      return c.set("th", int(val[10:], 16))
     return c.set("th", _num(val))
   if key == "scope":
     return c.set("scope", FMT["scope_names"].index(val) if val in FMT["scope_names"] else _num(val))

@@ -43,7 +43,8 @@ def _src(inst, s, v: int, vector: bool, fam: str) -> str:
     lit = inst.get("literal")
     if lit is None:
       raise _bad(inst, "literal marker without literal dword")
-    if (s.bits == 16 or int16_fmt(s.fmt)) and inst.format.startswith("V") or re.search(FMT["lit16_ops"], inst.op):
+    if (s.bits == 16 or int16_fmt(s.fmt)) and (inst.format.startswith("V") or "F16" in s.fmt) or re.search(
+        FMT["lit16_ops"], inst.op):
       lit &= 0xffff
     from gputwin.isa.asm import inline_for
     if lit == 0 and s.bits == 64 and "F64" in s.fmt:
@@ -105,7 +106,9 @@ def _sendmsg(inst, v: int) -> str:
     if v >> 10 == 0 and mid in ids:
       return f"sendmsg({ids[mid]}, {op}, {stream})" if op or stream else f"sendmsg({ids[mid]})"
     return f"sendmsg({mid}, {op}, {stream})" if v >> 10 == 0 else str(v)
-  return f"sendmsg({v & 0xff}, 0, 0)" if v <= 0xff else str(v)
+  if v & 0xff in ids:  # llvm-mc-22 names a known message id whatever the upper bits hold
+    return f"sendmsg({ids[v & 0xff]})"
+  return f"sendmsg({v}, 0, 0)" if v <= 0xff else str(v)
 
 
 def _waitcnt(inst, v: int) -> str:
@@ -129,7 +132,7 @@ def _delay(v: int) -> str:
     if x:
       tab = d["instskip"] if name == "instskip" else d["instid"]
       out.append(f"{name}({tab[x]})" if x < len(tab) else f"{name}({x})")
-  return " | ".join(out) if out and v >> 11 == 0 else (str(v) if v else "0")
+  return " | ".join(out) if out else "0"
 
 
 def _fam(inst) -> str:
@@ -196,6 +199,9 @@ def format_inst(inst) -> str:
       from dataclasses import replace
       sig = replace(sig, slots=tuple(replace(x, half=False) for x in sig.slots),
                     mods=tuple(m for m in sig.mods if m != "op_sel"))
+  if not sig.slots:  # operand-less instructions print no modifiers either (s_dcache_inv, buffer_gl0_inv)
+    from dataclasses import replace
+    sig = replace(sig, mods=())
   ops = []
   for s in sig.slots:
     if s.field == "vdst" and not returns(inst):

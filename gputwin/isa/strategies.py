@@ -128,8 +128,10 @@ def literal_sources(enc: Encoding, ops: dict[str, Operand] | None) -> list[str]:
           f.name in ops and not any(k in ops[f.name].type for k in _NO_LITERAL_TYPES)))]
 
 
-def cases(target: str, encodings: Iterable[str] | None = None, graphics: bool = True) -> list[Case]:
-  """Every (encoding variant, opcode) pair of `target`: the unit of coverage of the fuzz."""
+def cases(target: str, encodings: Iterable[str] | None = None, graphics: bool = True,
+          lacking: bool = False) -> list[Case]:
+  """Every (encoding variant, opcode) pair of `target`: the unit of coverage of the fuzz. With `lacking`, only the
+  family opcodes the target lacks (to check that llvm-mc-22 rejects them too)."""
   tgt = _target(target)
   tab = tables(tgt.family)
   out = []
@@ -138,7 +140,7 @@ def cases(target: str, encodings: Iterable[str] | None = None, graphics: bool = 
       continue
     lit = "literal" in enc.by_name
     for op in _enum_ops(enc, tab):
-      if op in tgt.lacks or (not lit and op and _OWN_LITERAL.search(op)):
+      if (op in tgt.lacks) != lacking or (not lit and op and _OWN_LITERAL.search(op)):
         continue  # an opcode with its own constant only exists in the _LIT variant
       if lit and enc.base != "VOPD" and not own_literal(tab, enc, op) and \
          not literal_sources(enc, tab.operands.get((enc.opcode_enum, op))):
@@ -275,7 +277,7 @@ class _Builder:
     if name in ("tfe", "lds", "nv", "lwe", "s0", "s1"):  # change operand widths/meaning: rare
       return int(p.chance(5))
     if name == "gds":  # GWS opcodes need it, most others reject it
-      return int(p.chance(30))
+      return int(p.chance(40))
     default = f.default if isinstance(f.default, int) else 0
     return default if p.chance(self.tame) else p.int(0, f.mask)
 
@@ -287,7 +289,7 @@ class _Builder:
       return self.vopd(op)
     ops = tab.operands.get((enc.opcode_enum, op)) if op else None
     if ops is None and op and p.chance(50):
-      ops = {}  # no operand record (V_NOP, DS_NOP, ...): half the time assume no operands at all
+      ops = {}  # no operand record (V_NOP, DS_NOP, DS_GWS_SEMA_P, ...): half the time assume no operands at all
     vals: dict[str, int] = {}
     for f in self.fields:
       if f.kind == "fixed":
@@ -303,6 +305,8 @@ class _Builder:
         opnd = ops.get(f.name) if ops else None  # RDNA4 rsrc/samp are plain SGPR indices in a bit field
         if opnd and "SREG" in opnd.type:
           vals[f.name] = self.sgpr(self.nregs(opnd), null=False)
+        elif ops == {} and f.name != "gds" and p.chance(self.tame):
+          vals[f.name] = f.default if isinstance(f.default, int) else 0  # operand-less: plain form
         else:
           vals[f.name] = self.modifier(f, ops) if f.name in _MODS else self.bits(f)
       else:
@@ -344,6 +348,8 @@ class _Builder:
       srcs = [n for n in literal_sources(self.enc, ops) if n in vals and n != "vsrc0"]
       for name in srcs[:1] if not p.chance(20) else srcs:
         vals[name] = _LITERAL
+        if ops and name in ops and ops[name].bits == 16 and p.chance(80):
+          vals["literal"] = p.int(0, 0xFFFF)  # a 16-bit operand's literal: wider values print as lit(...)
     self.constant_bus(vals, ops)
 
   def constant_bus(self, vals: dict[str, int], ops: dict[str, Operand] | None):

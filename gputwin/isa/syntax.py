@@ -367,8 +367,10 @@ def _p_th(inst, sig):
   kind = th_kind(inst)
   if not th:
     return None
+  if th == 3 and inst.get("scope") == 3 and kind in FMT["th_sys_bypass"]:
+    return "th:" + FMT["th_sys_bypass"][kind]
   names = FMT["th_names"][kind]
-  return "th:" + names.get(str(th), f"TH_{kind.upper()}_{th:#x}" if kind != "atomic" else f"TH_ATOMIC_{th:#x}")
+  return "th:" + names.get(str(th), f"TH_ATOMIC_{th:#x}" if kind == "atomic" else f"{th:#x}")
 
 
 def th_kind(inst) -> str:
@@ -429,6 +431,7 @@ _MODS = [
   ("ioffset", ("ioffset",), _p_offset),
   ("th", ("th",), _p_th),
   ("scope", ("scope",), _p_scope),
+  ("nv", ("nv",), _flag("nv", "nv")),
   ("glc", ("glc",), _flag("glc", "glc")),
   ("slc", ("slc",), _flag("slc", "slc")),
   ("dlc", ("dlc",), _flag("dlc", "dlc")),
@@ -463,6 +466,8 @@ def _mod_applies(key: str, I, e: Encoding, op: str, slots) -> bool:
   if key == "op_sel" and e.base in ("VOP3", "VOP3SD", "VINTERP"):  # only 16-bit instructions have op_sel
     if any(re.search(p, op) for p in FMT["opsel_ops"]):
       return True
+    if not I.target.true16 and I.target.family != "cdna":
+      return op in TRUE16["opsel_fake16"]
     vops = _vendor_ops(I, e.opcode_enum, op)
     if not any(o.bits == 16 for o in vops.values()):
       return False
