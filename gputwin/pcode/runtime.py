@@ -261,6 +261,8 @@ def shl(a, s, bits: int):
   if a.dtype == object:
     return np.vectorize(lambda x, y: (int(x) << int(y)) & ((1 << bits) - 1), otypes=[object])(a, s)
   c = a.dtype.itemsize * 8
+  if bits == c and s.dtype.kind == "u" and (s.size == 1 or s.dtype.itemsize <= a.dtype.itemsize) and s.max() < c:
+    return a << s.astype(a.dtype)  # fast path: every shift amount in range (the manual masks most of them)
   s64 = s.astype(np.uint64)
   r = a << np.minimum(s64, c - 1).astype(a.dtype)
   return np.where(s64 >= bits, a.dtype.type(0), r) if bits == c else wr(np.where(s64 >= bits, a.dtype.type(0), r),
@@ -272,6 +274,8 @@ def shr(a, s, bits: int):
   if a.dtype == object:
     return np.vectorize(lambda x, y: int(x) >> int(y), otypes=[object])(a, s)
   c = a.dtype.itemsize * 8
+  if s.dtype.kind == "u" and (s.size == 1 or s.dtype.itemsize <= a.dtype.itemsize) and s.max() < c:
+    return a >> s.astype(a.dtype)
   s64 = s.astype(np.uint64)
   r = a >> np.minimum(s64, c - 1).astype(a.dtype)
   if a.dtype.kind == "i":
@@ -290,6 +294,8 @@ def sl(x, lo, w: int):
   c = x.dtype.itemsize * 8
   if np.ndim(lo) == 0 and lo >= c:
     r = np.zeros_like(x)
+  elif np.ndim(lo) == 0:
+    r = x >> x.dtype.type(lo) if lo else x
   else:
     r = shr(x, np.asarray(lo).astype(np.uint64) if np.ndim(lo) else x.dtype.type(lo), c)
   if w == 1:
@@ -370,6 +376,17 @@ def sbit(x, i, v, m, xb: int):
   """x[i] = v for raw x of xb bits. A per-wave x written with a per-lane index (`D0.u64[laneId] = ...`) gathers
   every active lane's bit, as the lanes would one after another."""
   x = arr(x)
+  L = np.shape(i)[-1] if np.ndim(i) == 2 else 0
+  if L in (32, 64) and xb == 64 and np.shape(i)[0] == 1 and np.ndim(v) == 2 and np.shape(v)[-1] == L and \
+     (x.ndim == 0 or x.shape[-1] == 1) and (i == np.arange(L)).all():  # the VOPC pattern: pack lane bits
+    vv = np.broadcast_to(arr(v).astype(bool), np.broadcast_shapes(np.shape(v), np.shape(m) if m is not None else ()))
+    bits = np.packbits(vv & m if m is not None else vv, axis=-1, bitorder="little")
+    bits = np.ascontiguousarray(bits).view(np.uint32 if L == 32 else np.uint64).astype(np.uint64)
+    if m is None:
+      return bits if L == 64 else (x.astype(np.uint64) & np.uint64(~0xFFFFFFFF & (2**64 - 1))) | bits
+    mm = np.packbits(np.broadcast_to(m, vv.shape), axis=-1, bitorder="little")
+    mm = np.ascontiguousarray(mm).view(np.uint32 if L == 32 else np.uint64).astype(np.uint64)
+    return (x.astype(np.uint64) & ~mm) | bits
   c = cbits(xb)
   d = U[max(c, 8)] if c else object
   i = arr(i).astype(np.uint64 if d is not object else object)
@@ -647,6 +664,16 @@ def _fma(ret, tys, a, b, c):
   with np.errstate(all="ignore"):
     p = x * y
     s = p + z
+    r = s.astype(dt)
+    # only a sum that lands exactly between two narrow values can round twice wrongly: such a sum has its low
+    # 28 (f32) / 41 (f16) significand bits clear and is not itself representable
+    low = np.uint64((1 << (28 if dt == np.float32 else 41)) - 1)
+    cand = (s.view(np.uint64) & low) == 0
+    if not cand.any():
+      return r
+    cand &= (r.astype(np.float64) != s) & np.isfinite(s)
+    if not cand.any():
+      return r
     bb = s - p
     err = (p - (s - bb)) + (z - bb)  # TwoSum: s + err == p + z exactly
     odd = (s.view(np.uint64) & np.uint64(1)) == np.uint64(1)
@@ -726,6 +753,21 @@ def _absdiff(ret, tys, a, b):
 def _nop(ret, tys, *args):
   """The manual's explicit no-operation (e.g. V_PERMLANE64 in wave32): nothing changes."""
   return np.uint32(0)
+
+
+@builtin("s_ff1_i32_b32", "s_ff1_i32_b64")
+def _ff1(ret, tys, x):
+  """Index of the lowest set bit, -1 when none (RDNA3 renamed S_FF1_* to S_CTZ_*; the helper keeps the old name)."""
+  u = ubits(x, tys[0][0], tys[0][1]).astype(np.uint64)
+  low = u & (~u + np.uint64(1))
+  with np.errstate(divide="ignore", invalid="ignore"):
+    idx = np.where(u == 0, -1, np.log2(np.where(low == 0, 1, low).astype(np.float64)).astype(np.int64))
+  return idx.astype(np.int32)
+
+
+@builtin("v_cvt_i16_f32", "v_cvt_u16_f32")
+def _cvt16(ret, tys, x):
+  return f2i(x, ret[0], 16)
 
 
 @builtin("isEven")

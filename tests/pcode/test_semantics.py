@@ -370,7 +370,7 @@ def test_compare(fam, name):
   import itertools
   pairs = list(itertools.product(vals, vals))[:64 * 4]
   n = len(pairs)
-  lanes = 64
+  lanes = 64 if fam == "cdna" else 32  # wave64 on CDNA, wave32 on RDNA (only the low 32 VCC bits change)
   W = (n + lanes - 1) // lanes
   pairs += [(0, 0)] * (W * lanes - n)
   a = np.array([p[0] for p in pairs], dtype=np.uint64 if w == 64 else np.uint32).reshape(W, lanes)
