@@ -43,7 +43,8 @@ def _src(inst, s, v: int, vector: bool, fam: str) -> str:
     lit = inst.get("literal")
     if lit is None:
       raise _bad(inst, "literal marker without literal dword")
-    if (s.bits == 16 or int16_fmt(s.fmt)) and (inst.format.startswith("V") or "F16" in s.fmt) or re.search(
+    if (s.bits == 16 or int16_fmt(s.fmt)) and (inst.format.startswith("V") or "F16" in s.fmt and inst.format in
+                                                 FMT["salu_lit16_formats"]) or re.search(
         FMT["lit16_ops"], inst.op):
       lit &= 0xffff
     from gputwin.isa.asm import inline_for
@@ -79,7 +80,7 @@ def _with_mods(inst, s, text: str) -> str:
     return text
   if ab:
     text = f"|{text}|"
-  if neg and re.match(r"[-\d]|lit\(", text):  # -40 would read back as the constant -40
+  if neg and re.match(r"[-\d]", text):  # -40 would read back as the constant -40
     return f"neg({text})"
   return f"-{text}" if neg else text
 

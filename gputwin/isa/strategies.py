@@ -305,7 +305,9 @@ class _Builder:
         opnd = ops.get(f.name) if ops else None  # RDNA4 rsrc/samp are plain SGPR indices in a bit field
         if opnd and "SREG" in opnd.type:
           vals[f.name] = self.sgpr(self.nregs(opnd), null=False)
-        elif ops == {} and f.name != "gds" and p.chance(self.tame):
+        elif f.name == "gds" and not ops:  # operand-less DS: the GWS family needs GDS, DS_NOP not
+          vals[f.name] = int(p.chance(50))
+        elif ops == {} and p.chance(self.tame):
           vals[f.name] = f.default if isinstance(f.default, int) else 0  # operand-less: plain form
         else:
           vals[f.name] = self.modifier(f, ops) if f.name in _MODS else self.bits(f)

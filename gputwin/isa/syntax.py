@@ -126,7 +126,7 @@ def signature(arch: str, enc_name: str, op: str, wave: int) -> Sig:
       elif kind == "ssrc" and name == "vdst":
         kind = "ssrc"
     elif kind == "bits":
-      kind = FMT["imm_kinds"].get(opr, "imm")
+      kind = "s" if opr == "OPR_SREG" else FMT["imm_kinds"].get(opr, "imm")
     if opr == "OPR_EXEC":
       implied.append((name, special_code(I, "exec_lo")))
       continue
