@@ -292,7 +292,8 @@ def summarize(res: Result, graphics: bool = True) -> tuple[str, list[str]]:
   excl = load_exclusions().get(res.arch, {})
   st_ = collections.Counter(res.status(k) for k in keys)
   bad = sorted(k for k in keys if res.status(k) != "agree" and k not in excl)
-  line = (f"{res.arch}: opcodes {len(keys)}, exercised {sum(1 for k in keys if res.tried[k])}, "
+  lacked = {S.opcode_key(tables(get_target(res.arch).family), e, o) for e, o in S.cases(res.arch, lacking=True)}
+  line = (f"{res.arch}: opcodes {len(keys)} (+{len(lacked)} the target lacks per targets.py), exercised {sum(1 for k in keys if res.tried[k])}, "
           f"valid per llvm-mc {len(keys) - st_['rejected']}, agree {st_['agree']}, disagree {st_['disagree']}, "
           f"never valid {st_['rejected']}, llvm-mc rejects its own text for {len(res.asm_rejected)}, "
           f"excluded {sum(1 for k in keys if k in excl)}, unexplained {len(bad)}; words tried "
@@ -345,8 +346,13 @@ def evidence_exclusions(results: list[Result]) -> dict:
         ent[k] = f"llvm-mc-22 disassembles it as '{t}' but rejects that text: {e}"
         continue
       s, msg = res.rejected.get(k), said.get(k, "")
+      twins = sorted(o for o in all_keys(res.arch) if o != k and o.split(".")[-1] == k.split(".")[-1]
+                     and res.valid[o])
       ex = f"all {res.tried[k]} generated words rejected, e.g. [{s.encoding}] {s.hex}" if s else "never generated"
-      if "not supported on this GPU" in msg:
+      if twins:
+        why = (f"llvm-mc-22 takes this opcode only in the encoding of {', '.join(twins)} (valid there), though the "
+               f"vendor tables also list it under {k.split('.')[0]}; `{mnemonic(k)}`: {msg}")
+      elif "not supported on this GPU" in msg:
         why = f"not on {res.arch} per llvm-mc-22: `{mnemonic(k)}`: {msg}"
       elif "e64 variant" in msg or "variant" in msg:
         why = f"this encoding is not on {res.arch} per llvm-mc-22: `{mnemonic(k)}`: {msg}"
@@ -417,6 +423,20 @@ def test_hypothesis_batch_against_llvm_mc(arch, data):
     if all(k in excl for k in keys_of(arch, s)):
       continue
     assert not (p := compare(_api(), s, t, lb, arch, None)), p
+
+
+@needs_llvm
+@pytest.mark.parametrize("arch", TARGETS)
+def test_lacked_opcodes_rejected_by_llvm_mc(arch):
+  """The family opcodes targets.py says `arch` lacks (data/target_deltas.json) are ones llvm-mc-22 never decodes."""
+  lacked = S.cases(arch, lacking=True)
+  accepted = {}
+  for seed in range(3):
+    samples = S.batch(arch, seed, lacked, tame=50 + 20 * seed)
+    for s, t in zip(samples, llvm_disassemble([s.data for s in samples], arch)):
+      if t is not None and t != CRASH:
+        accepted.setdefault(s.name, f"[{s.encoding}] {s.hex} -> {t}")
+  assert not accepted, f"{arch}: llvm-mc-22 accepts opcodes the target is said to lack: {accepted}"
 
 
 def test_strategy_covers_every_case():
