@@ -62,3 +62,45 @@ class CodeObjectError(GputwinError):
   def __init__(self, msg: str, path: str = "", kernel: str = "", line: int = 0):
     self.msg, self.path, self.kernel, self.line = msg, path, kernel, line
     super().__init__(f"{path}: {msg}" if path else msg)
+
+
+class EmuError(GputwinError):
+  """The wave executor stopped a kernel; names target, kernel, PC and instruction (gputwin.emu)."""
+
+  def __init__(self, msg: str, arch: str = "", kernel: str = "", pc: int = -1, inst: str = ""):
+    self.msg, self.arch, self.kernel, self.pc, self.inst = msg, arch, kernel, pc, inst
+    super().__init__(msg)
+
+
+class LaunchError(EmuError):
+  """A launch that cannot start: unknown kernel, arguments that do not match the kernel's metadata, bad shape."""
+
+
+class EmuTrap(EmuError):
+  """A wave executed s_trap (no trap handler is installed in the emulator)."""
+
+
+class EmuCheckError(EmuError):
+  """A checker found a bug in the kernel: a register read before its load's wait counter retired it, a read of a
+  never-written register, an LDS race between waves of a workgroup, or a CDNA MFMA->VALU hazard."""
+
+
+class EmuFault(GPUPageFault):
+  """A GPU page fault raised by the emulator: address, access, plus target, kernel, PC and instruction."""
+
+  def __init__(self, va: int, size: int, access: str, arch: str, kernel: str, pc: int, inst: str, detail: str = ""):
+    self.arch, self.kernel, self.pc, self.inst = arch, kernel, pc, inst
+    GPUFault.__init__(self, f"[{arch}] kernel {kernel}, PC {pc:#x}: {inst}: {detail or 'GPU page fault'}")
+    self.va, self.size, self.access, self.device = va, size, access, arch
+
+
+class CompileError(GputwinError):
+  """A kernel the compiler cannot translate: ill-typed or unsupported Python, malformed IR, or a target limit
+  (e.g. register pressure). `loc` is the Python (or IR) source location, printed first like a compiler diagnostic."""
+
+  def __init__(self, msg: str, loc=None, arch: str = "", kernel: str = ""):
+    self.msg, self.loc, self.arch, self.kernel = msg, loc, arch, kernel
+    where = f"{loc.file}:{loc.line}:{loc.col}: " if loc is not None and getattr(loc, "line", 0) else ""
+    pre = f"[{arch}] " if arch else ""
+    super().__init__(f"{pre}{where}{'' if msg.startswith(where) or not where else ''}error: {msg}" if where or pre
+                     else msg)

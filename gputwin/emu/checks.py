@@ -1,0 +1,246 @@
+"""Checkers for hand-written assembly, run alongside execution (on by default; `checks=False` or a set of names).
+
+  waitcnt  a register written by an outstanding load is read before the matching wait counter retires it
+           (s_waitcnt vmcnt/lgkmcnt, s_waitcnt_vscnt on gfx10+; gfx12 s_wait_loadcnt/storecnt/dscnt/kmcnt)
+  uninit   an operand none of whose registers was ever written (by the ABI's initial state or an instruction);
+           a partially written multi-dword operand is allowed (clang reads v[0:1] for a 32-bit addend)
+  lds_race two waves of one workgroup touch the same LDS dword, at least one writing, with no s_barrier between
+           (atomics excluded)
+  hazard   CDNA3/CDNA4: a VALU/VMEM/LDS instruction reads or overwrites an MFMA's destination before the MFMA's
+           passes plus 2 wait states have elapsed (AMD Instinct MI300 ISA, section 7.6 "Dependency Resolution:
+           Required Independent Instructions" -- we use the conservative passes+2 rule for every consumer)
+Out-of-bounds accesses are always GPU page faults (memory.py). Each failure raises EmuCheckError with PC and register.
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from gputwin.emu.program import Op, Src
+
+ALL = frozenset({"waitcnt", "uninit", "lds_race", "hazard"})
+# wait counters: 0 vm/load, 1 lgkm/ds, 2 km (gfx12 SMEM), 3 vs/store
+_LOAD, _DS, _KM, _STORE = 0, 1, 2, 3
+
+
+class Checks:
+  def __init__(self, which=ALL):
+    self.on = frozenset(which)
+
+  @staticmethod
+  def make(spec) -> "Checks | None":
+    if spec is True or spec is None:
+      return Checks()
+    if not spec:
+      return None
+    bad = set(spec) - ALL
+    if bad:
+      from gputwin.errors import LaunchError
+      raise LaunchError(f"unknown checkers {sorted(bad)}; known: {sorted(ALL)}")
+    return Checks(spec)
+
+  def attach(self, eng) -> None:
+    W, nv = eng.W, eng.V.shape[1]
+    self.fam, self.gfx12 = eng.fam, eng.prog.arch.startswith("gfx12")
+    self.vw = np.zeros((W, nv), bool)
+    self.aw = np.zeros((W, eng.A.shape[1]), bool)
+    self.sw = np.zeros((W, 256), bool)
+    self.sw[:, 106:] = True  # specials (VCC, M0, EXEC, constants) are not tracked
+    self.vp = np.zeros((W, nv, 2), np.int64)  # (counter + 1, sequence number) of the outstanding load
+    self.ap = np.zeros((W, eng.A.shape[1], 2), np.int64)
+    self.sp = np.zeros((W, 256, 2), np.int64)
+    self.issued = np.zeros((W, 4), np.int64)
+    self.retired = np.zeros((W, 4), np.int64)
+    self.mfma = np.full((W,), -1, np.int64)  # index of the last MFMA per wave, its regs and ready time
+    self.mfma_regs: dict[int, tuple] = {}
+    self.clock = np.zeros(W, np.int64)
+    self.epoch = np.zeros(int(eng.wg.max()) + 1 if W else 1, np.int64)
+    nd = max(eng.lds.size // 4 + 1, 1)
+    self.lw = np.full((len(self.epoch), nd, 2), -1, np.int64)  # last writer (wave, epoch)
+    self.lr = np.full((len(self.epoch), nd, 2), -1, np.int64)  # last reader (wave or -2 for many, epoch)
+    self.cur = None
+    if "lds_race" in self.on:
+      eng.lds.watch = lambda acc, slot, off, n: self._lds(eng, acc, slot, off, n)
+
+  def initial(self, eng, nsgpr: int, y: bool, z: bool) -> None:
+    self.sw[:, :nsgpr] = True
+    self.vw[:, 0] = True
+
+  def poked(self, eng, w, f, i) -> None:
+    {"v": self.vw, "a": self.aw, "s": self.sw}.get(f, np.zeros((eng.W, 256), bool))[w, i] = True
+
+  def _fail(self, eng, op, ix, msg):
+    from gputwin.emu.core import Stop
+    raise Stop("check", msg, int(np.arange(eng.W)[ix][0]), op)
+
+  @staticmethod
+  def _regs(op: Op, names):
+    for n in names:
+      s = op.ins.get(n)
+      if isinstance(s, Src) and s.file in "vas":
+        yield n, s
+    for key in ("vaddr", "saddr", "sbase", "srsrc"):
+      i = op.info.get(key)
+      if i is not None and op.mem:
+        d = {"vaddr": op.info.get("vdwords", 1), "saddr": 2 if op.mem == "global" else 1, "sbase": 2, "srsrc": 4}[key]
+        yield key, Src("v" if key == "vaddr" else "s", i, d)
+
+  def before(self, eng, op: Op, ix, m) -> None:
+    self.cur = op
+    names = list(op.sem.inputs) if op.sem is not None else ["S0"]
+    ws, ps = {"v": self.vw, "a": self.aw, "s": self.sw}, {"v": self.vp, "a": self.ap, "s": self.sp}
+    for n, s in self._regs(op, names):
+      if s.file == "s" and s.index >= 106:
+        continue
+      sl = slice(s.index, s.index + s.dwords)
+      if "uninit" in self.on and not ws[s.file][ix, sl].any(axis=1).all():
+        self._fail(eng, op, ix, f"reads {_name(s)} ({n}), which was never written")
+      if "waitcnt" in self.on:
+        p = ps[s.file][ix, sl]
+        c = np.maximum(p[..., 0] - 1, 0)
+        ret = np.take_along_axis(self.retired[ix], c, axis=1)
+        bad = (p[..., 0] > 0) & (p[..., 1] > ret)
+        if bad.any():
+          k = int(np.argmax(bad.any(axis=0)))
+          cnt = _cname(int(c.reshape(-1)[np.argmax(bad.reshape(-1))]), self.fam, self.gfx12)
+          self._fail(eng, op, ix, f"reads {s.file}{s.index + k} ({n}) while the load writing it is outstanding: "
+                                  f"missing s_waitcnt {cnt}")
+    if "hazard" in self.on and self.fam == "cdna" and self.mfma_regs and op.vector:
+      self._hazard(eng, op, ix)
+
+  def after(self, eng, op: Op, ix, m) -> None:
+    ws, ps = {"v": self.vw, "a": self.aw, "s": self.sw}, {"v": self.vp, "a": self.ap, "s": self.sp}
+    outs = set(op.sem.outputs) if op.sem is not None else {"D0"}
+    dsts = {id(d): d for n, d in op.outs.items() if n in outs and isinstance(d, Src) and d.file in "vas"}.values()
+    cnts = _counters(op, self.fam, self.gfx12)
+    if cnts:
+      self.issued[ix, cnts] += 1
+    for d in dsts:
+      sl = slice(d.index, min(d.index + d.dwords, ws[d.file].shape[1]))
+      ws[d.file][ix, sl] = True
+      if op.mem and "r" in op.sem.mem and cnts:
+        c = cnts[0]
+        p = ps[d.file][ix, sl]
+        p[..., 0] = c + 1
+        p[..., 1] = self.issued[ix, c][:, None]
+        ps[d.file][ix, sl] = p
+      else:
+        ps[d.file][ix, sl] = 0
+    self.clock[ix] += 1
+    if self.fam == "cdna" and op.inst.enc.startswith("VOP3P_MFMA"):
+      d = op.outs["D0"]
+      passes = _passes(op.inst.op)
+      self.mfma_regs[op.pc] = (d.file, d.index, d.dwords, passes)
+      self.mfma[ix] = op.pc
+      self.clock[ix] = 0
+
+  def wait(self, eng, op: Op, ix) -> None:
+    name = op.inst.op
+    if name.startswith("S_NOP"):
+      self.clock[ix] += op.inst.get("simm16", 0) + 1
+      return
+    v = op.inst.get("simm16", 0)
+    lim = {}
+    if name == "S_WAITCNT":
+      if self.fam == "cdna":
+        lim = {_LOAD: (v & 0xf) | (((v >> 14) & 3) << 4), _DS: (v >> 8) & 0xf}
+      else:
+        lim = {_LOAD: (v >> 10) & 0x3f, _DS: (v >> 4) & 0x3f}
+    elif name in ("S_WAITCNT_VSCNT", "S_WAIT_STORECNT"):
+      lim = {_STORE: v}
+    elif name in ("S_WAITCNT_VMCNT", "S_WAIT_LOADCNT"):
+      lim = {_LOAD: v}
+    elif name in ("S_WAITCNT_LGKMCNT", "S_WAIT_DSCNT"):
+      lim = {_DS: v}
+    elif name == "S_WAIT_KMCNT":
+      lim = {_KM: v}
+    elif name == "S_WAIT_LOADCNT_DSCNT":
+      lim = {_LOAD: (v >> 8) & 0x3f, _DS: v & 0x3f}
+    elif name == "S_WAIT_STORECNT_DSCNT":
+      lim = {_STORE: (v >> 8) & 0x3f, _DS: v & 0x3f}
+    for c, n in lim.items():
+      self.retired[ix, c] = np.maximum(self.retired[ix, c], self.issued[ix, c] - n)
+    self.clock[ix] += 1
+
+  def barrier(self, eng, g) -> None:
+    self.epoch[g] += 1
+
+  # ---- LDS races: called by the LDS window with the wave slot and byte offset of every access
+  def _lds(self, eng, acc, slot, off, n) -> None:
+    op = self.cur
+    if op is None or (op.sem is not None and op.sem.mem == "rw"):
+      return
+    slot = np.asarray(slot, np.int64)
+    wg = eng.wg[slot]
+    ep = self.epoch[wg]
+    dw = (off // 4)
+    for k in range(max(n // 4, 1)):
+      d = dw + k
+      if acc == "read":
+        w = self.lw[wg, d]
+        bad = (w[:, 1] == ep) & (w[:, 0] != slot) & (w[:, 0] >= 0)
+        r = self.lr[wg, d]
+        many = (r[:, 1] == ep) & (r[:, 0] != slot) & (r[:, 0] != -1)
+        self.lr[wg, d, 0] = np.where(many, -2, slot)
+        self.lr[wg, d, 1] = ep
+      else:
+        w, r = self.lw[wg, d], self.lr[wg, d]
+        bad = ((w[:, 1] == ep) & (w[:, 0] != slot) & (w[:, 0] >= 0)) | ((r[:, 1] == ep) & (r[:, 0] != slot) & (r[:, 0] != -1))
+        # two waves of one workgroup writing the same dword in this very access
+        key = wg * (1 << 20) + d
+        order = np.argsort(key, kind="stable")
+        ks, ss = key[order], slot[order]
+        dup = (ks[1:] == ks[:-1]) & (ss[1:] != ss[:-1])
+        if dup.any():
+          bad = bad.copy()
+          bad[order[1:][dup]] = True
+        self.lw[wg, d, 0] = slot
+        self.lw[wg, d, 1] = ep
+      if bad.any():
+        i = int(np.argmax(bad))
+        from gputwin.emu.core import Stop
+        raise Stop("check", f"LDS race: wave {int(slot[i])} {acc}s LDS[{int(d[i]) * 4:#x}] that another wave of its "
+                            f"workgroup accessed since the last s_barrier", int(slot[i]), op)
+
+  def _hazard(self, eng, op: Op, ix) -> None:
+    for n, s in list(self._regs(op, list(op.sem.inputs) if op.sem else ["S0"])) + [("D0", d) for d in [op.outs.get("D0")] if d is not None]:
+      if s.file not in "va":
+        continue
+      for pc in set(self.mfma[ix].tolist()) - {-1}:
+        f, i, dw, passes = self.mfma_regs[pc]
+        if f == s.file and i < s.index + s.dwords and s.index < i + dw and op.pc != pc:
+          sel = (self.mfma[ix] == pc) & (self.clock[ix] < passes + 2)
+          if sel.any() and not op.inst.enc.startswith("VOP3P_MFMA"):
+            self._fail(eng, op, ix, f"MFMA hazard: {_name(s)} ({n}) used {int(self.clock[ix][sel][0])} wait states after "
+                                    f"the MFMA at PC {pc:#x} wrote it; {passes} passes need {passes + 2} (s_nop)")
+
+
+def _passes(name: str) -> int:
+  m = re.search(r"(\d+)X(\d+)X(\d+)", name)
+  if not m:
+    return 4
+  mm = int(m.group(1))
+  return {4: 2, 16: 8, 32: 16}.get(mm, 8)
+
+
+def _counters(op: Op, fam: str, gfx12: bool) -> list[int]:
+  if not op.mem:
+    return []
+  load = "r" in op.sem.mem and bool(op.sem.outputs)
+  if op.mem == "smem":
+    return [_KM if gfx12 else _DS]
+  if op.mem == "ds":
+    return [_DS]
+  vm = _LOAD if (load or fam == "cdna") else _STORE
+  return [vm, _DS] if op.mem == "flat" else [vm]
+
+
+def _cname(c: int, fam: str, gfx12: bool) -> str:
+  if gfx12:
+    return ["loadcnt", "dscnt", "kmcnt", "storecnt"][c]
+  return ["vmcnt", "lgkmcnt", "lgkmcnt", "vscnt"][c]
+
+
+def _name(s: Src) -> str:
+  return f"{s.file}{s.index}" if s.dwords == 1 else f"{s.file}[{s.index}:{s.index + s.dwords - 1}]"

@@ -1,0 +1,532 @@
+"""The wave executor: register files of every wave of a dispatch batch as numpy arrays, one loop that steps all
+waves standing at the same PC together (one vectorised pcode call over (waves, lanes)), barriers, and checkers.
+
+    fetch:    op = program.op(pc)            (decoded and bound once per PC, cached)
+    decode:   operands -> pcode state        (registers, constants, modifiers, DPP/SDWA, memory addresses)
+    execute:  op.sem(state, exec, mem)       (the vendor pseudocode; no arithmetic here)
+    retire:   write outputs under EXEC, advance PC, checkers, trace
+
+`serial=True` runs the same engine one wave at a time (lowest wave first, barriers released when every live wave
+of the workgroup arrived), so it is an independent schedule to compare against.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from gputwin.emu.memory import Window
+from gputwin.emu.program import APERTURE, EXECZ, PRIVATE_HI, SCC_CODE, SHARED_HI, SPECIAL, VCCZ, Op, Program, Src
+from gputwin.errors import GPUPageFault, GputwinError
+
+U32, U64 = np.uint32, np.uint64
+LDS_SHIFT = 19  # LDS address seen by pcode: wave slot << 19 | LDS offset (one 32-bit ADDR, see UPSTREAM.md)
+MAX_WAVES = 1 << (32 - LDS_SHIFT)
+_MASK = {16: 0xffff, 32: 0xffffffff}
+
+
+class Stop(Exception):
+  """Raised by the executor with (kind, message, wave, op); launch turns it into the public error classes."""
+
+  def __init__(self, kind: str, msg: str, wave: int = -1, op: Op | None = None, fault: GPUPageFault | None = None):
+    super().__init__(msg)
+    self.kind, self.msg, self.wave, self.op, self.fault = kind, msg, wave, op, fault
+
+
+class _Mem:
+  """The pcode memory object for one instruction: bytes from a guest space, addresses from the executor.
+
+  Every Calc*Addr built-in the vendor pseudocode calls answers with the address the executor computed from the
+  encoding (base registers, offsets, apertures), so 64-bit addresses survive pcode's 32-bit ADDR inputs."""
+
+  def __init__(self, space, addr=None):
+    self.space, self.addr = space, addr
+
+  def __getattr__(self, name):
+    if name.startswith("Calc"):
+      return lambda *a: self.addr
+    if name == "writeableBitMask":
+      return lambda *a: np.uint32(0xffffffff)
+    raise AttributeError(name)
+
+  def read(self, addr, bits):
+    a = np.asarray(addr, U64).reshape(-1)
+    if bits <= 64:
+      return self.space.gather(a, max(bits // 8, 1))
+    out = np.zeros(len(a), object)
+    for k in range(bits // 32):
+      out = out + (self.space.gather(a + U64(4 * k), 4).astype(object) << (32 * k))
+    return out
+
+  def write(self, addr, vals, bits):
+    a = np.asarray(addr, U64).reshape(-1)
+    if bits <= 64:
+      return self.space.scatter(a, vals, max(bits // 8, 1))
+    v = np.asarray(vals, object)
+    for k in range(bits // 32):
+      self.space.scatter(a + U64(4 * k), ((v >> (32 * k)) & 0xffffffff).astype(U32), 4)
+
+
+def _u(v, dwords):
+  """Raw bits of `dwords` dwords as uint32/uint64/object."""
+  return v
+
+
+class Engine:
+  """Architectural state of one batch of waves (all workgroups of a dispatch, or a slice of them)."""
+
+  def __init__(self, prog: Program, mem, waves: int, lanes: int, nvgpr: int, nagpr: int, lds_size: int,
+               priv_size: int, wg_of_wave: np.ndarray, checks, device: str = ""):
+    self.prog, self.mem, self.W, self.L = prog, mem, waves, lanes
+    self.fam = prog.family
+    self.sp = SPECIAL["cdna" if self.fam == "cdna" else "rdna"]
+    self.V = np.zeros((waves, nvgpr, lanes), U32)
+    self.A = np.zeros((waves, max(nagpr, 1), lanes), U32)
+    self.S = np.zeros((waves, 256), U32)
+    self.HW = np.zeros((waves, 64), U32)
+    self.scc = np.zeros(waves, U32)
+    self.pc = np.zeros(waves, np.int64)
+    self.live = np.ones(waves, bool)
+    self.bar = np.zeros(waves, bool)
+    self.wg = wg_of_wave
+    self.lane = np.arange(lanes, dtype=U32)
+    self.lds = Window("LDS", int(wg_of_wave.max()) + 1 if waves else 1, lds_size, 1 << LDS_SHIFT, device, wg_of_wave)
+    stride = 1 << max(4, int(max(priv_size, 1) - 1).bit_length())
+    self.scratch = Window("scratch", waves * lanes, priv_size, stride, device)
+    self.checks = checks
+    self.count = self.lane_count = 0
+    self.trace = None
+    self.hooks = []
+    self.ieee = 1
+    if checks is not None:
+      checks.attach(self)
+
+  # ------------------------------------------------------------------ register access
+  def exec_mask(self, ix) -> np.ndarray:
+    e = self.S[ix, self.sp["exec"]].astype(U64)
+    if self.L == 64:
+      e = e | (self.S[ix, self.sp["exec"] + 1].astype(U64) << U64(32))
+    return ((e[:, None] >> self.lane.astype(U64)) & U64(1)).astype(bool)
+
+  def sreg(self, ix, code: int, dwords: int = 1):
+    if code in APERTURE:
+      return np.full((self._n(ix), 1), APERTURE[code] << 32 if dwords == 2 else APERTURE[code], U64 if dwords == 2 else U32)
+    if code in (VCCZ, EXECZ):
+      base = self.sp["vcc"] if code == VCCZ else self.sp["exec"]
+      z = self.S[ix, base] == 0
+      if self.L == 64:
+        z &= self.S[ix, base + 1] == 0
+      return z.astype(U32)[:, None]
+    if code == SCC_CODE:
+      return self.scc[ix][:, None]
+    if dwords == 1:
+      return self.S[ix, code][:, None]
+    return self._join(self.S[ix, code:code + dwords], axis=1)[:, None]
+
+  @staticmethod
+  def _join(parts, axis):
+    n = parts.shape[axis]
+    take = lambda k: np.take(parts, k, axis=axis)
+    if n == 2:
+      return take(0).astype(U64) | (take(1).astype(U64) << U64(32))
+    out = np.zeros(take(0).shape, object)
+    for k in range(n):
+      out = out + (take(k).astype(object) << (32 * k))
+    return out
+
+  def _n(self, ix):
+    return self.W if isinstance(ix, slice) else len(ix)
+
+  def fetch(self, s: Src, ix, op: Op | None = None):
+    if s.file == "k":
+      v = U64(s.value) if s.dwords == 2 or s.value > 0xffffffff else U32(s.value)
+    elif s.file in ("v", "a"):
+      F = self.V if s.file == "v" else self.A
+      v = F[ix, s.index] if s.dwords == 1 else self._join(F[ix, s.index:s.index + s.dwords], axis=1)
+      if op is not None and op.info.get("dpp") and s is op.ins.get("S0"):
+        v = self._dpp_src(v, op, ix)
+    else:
+      v = self.sreg(ix, s.index, s.dwords)
+    if s.hi:
+      v = v >> U32(16)
+    if s.pk:
+      v = np.asarray(v).astype(U32)
+      v = ((v >> U32(16 * s.pk[0])) & U32(0xffff)) | (((v >> U32(16 * s.pk[1])) & U32(0xffff)) << U32(16))
+    if s.abs or s.neg:
+      t = U64 if s.neg > 0xffffffff or s.abs > 0xffffffff else U32
+      v = (np.asarray(v).astype(t) & t(~s.abs & (0xffffffffffffffff if t is U64 else 0xffffffff))) ^ t(s.neg)
+    return v
+
+  def store(self, d: Src, v, ix, m, op: Op | None = None):
+    """Write raw bits `v` to operand `d` for waves `ix` under lane mask `m` (None: whole wave)."""
+    if d.file in ("v", "a"):
+      F = self.V if d.file == "v" else self.A
+      v = np.asarray(v)
+      shp = (self._n(ix), self.L)
+      for k in range(d.dwords):
+        part = v if d.dwords == 1 else (v >> (32 * k)) & 0xffffffff if v.dtype == object else (v >> U64(32 * k))
+        old = F[ix, d.index + k]
+        new = np.broadcast_to(np.asarray(part).astype(U64 if v.dtype == object else part.dtype).astype(U32) if d.bits > 16 or d.dwords > 1
+                              else np.asarray(part).astype(U32) & U32(0xffff), shp)
+        if d.bits == 16 and d.dwords == 1 and self.fam != "cdna":
+          new = (old & U32(0xffff)) | (new << U32(16)) if d.hi else (old & U32(0xffff0000)) | new
+        if op is not None and op.info.get("sdwa"):
+          new = self._sdwa_dst(new, old, op.info["sdwa"])
+        F[ix, d.index + k] = new if m is None else np.where(m, new, old)
+    elif d.file == "s":
+      if d.index >= 128 and d.index not in (self.sp["exec"], self.sp["exec"] + 1):
+        return
+      v = np.asarray(v).reshape(-1) if np.ndim(v) else np.full(self._n(ix), v)
+      if v.size != self._n(ix):  # per-lane data into a scalar (readfirstlane-like): lane 0's
+        v = np.asarray(v).reshape(self._n(ix), -1)[:, 0]
+      for k in range(d.dwords):
+        part = v if d.dwords == 1 else (v >> (32 * k)) & 0xffffffff if v.dtype == object else (v.astype(U64) >> U64(32 * k))
+        self.S[ix, d.index + k] = np.asarray(part).astype(U64).astype(U32) if np.asarray(part).dtype == object else np.asarray(part).astype(U32)
+      if d.index <= self.sp["null"] < d.index + d.dwords and self.sp["null"] != self.sp["m0"]:
+        self.S[:, self.sp["null"]] = 0
+
+  # ------------------------------------------------------------------ DPP / SDWA operand routing
+  def _dpp_src(self, v, op: Op, ix):
+    d = op.info["dpp"]
+    src, valid = _dpp_map(d, self.L, self.fam)
+    op.info["_dppvalid"] = valid
+    out = v[:, src]
+    zero = ~valid if (d[0] == "dpp16" and (d[2] or d[3])) or d[0] == "dpp8" else np.zeros(self.L, bool)
+    return np.where(zero, np.zeros((), out.dtype), out)
+
+  @staticmethod
+  def _sdwa_dst(new, old, sd):
+    sel, unused = sd[4], sd[5]
+    if sel == 6:
+      return new
+    sh, w = ((sel * 8, 8) if sel < 4 else ((sel - 4) * 16, 16))
+    mask = U32(((1 << w) - 1) << sh)
+    val = (new << U32(sh)) & mask
+    if unused == 2:
+      return (old & ~mask) | val
+    if unused == 1:
+      top = (new >> U32(w - 1)) & U32(1)
+      return val | np.where(top.astype(bool), ~U32(((1 << (sh + w)) - 1)), U32(0))
+    return val
+
+  def _sdwa_src(self, v, sel, sext):
+    if sel == 6:
+      return v
+    sh, w = ((sel * 8, 8) if sel < 4 else ((sel - 4) * 16, 16))
+    x = (np.asarray(v).astype(U32) >> U32(sh)) & U32((1 << w) - 1)
+    if sext:
+      x = np.where(x >> U32(w - 1), x | U32(0xffffffff ^ ((1 << w) - 1)), x)
+    return x
+
+  # ------------------------------------------------------------------ one instruction on a group of waves
+  def execute(self, op: Op, ix) -> None:
+    sem, n = op.sem, self._n(ix)
+    m = self.exec_mask(ix) if op.vector else None
+    if op.info.get("dpp") is not None:
+      _, valid = _dpp_map(op.info["dpp"], self.L, self.fam)
+      d = op.info["dpp"]
+      if d[0] == "dpp16":
+        rows = ((d[4] >> (self.lane // 16)) & 1) & ((d[5] >> ((self.lane // 4) & 3)) & 1)
+        m = m & rows.astype(bool) & (valid | bool(d[2] or d[3]))
+    st = {}
+    for name in sem.inputs:
+      s = op.ins.get(name)
+      if isinstance(s, Src):
+        st[name] = self.fetch(s, ix, op)
+      else:
+        st[name] = self.special(name, ix, op)
+    if op.info.get("sdwa"):
+      sd = op.info["sdwa"]
+      for i, (sel, sx) in enumerate(((sd[0], sd[1]), (sd[2], sd[3]))):
+        if f"S{i}" in st:
+          st[f"S{i}"] = self._sdwa_src(st[f"S{i}"], sel, sx)
+    if self.checks is not None:
+      self.checks.before(self, op, ix, m)
+    if "VGPR" in sem.regfiles:
+      st["VGPR"] = self.V[ix].transpose(0, 2, 1) if not isinstance(ix, slice) else self.V.transpose(0, 2, 1)
+    if "SGPR" in sem.regfiles:
+      st["SGPR"] = self.S[ix]
+    if "HW_REGISTERS" in sem.regfiles:
+      st["HW_REGISTERS"] = self.HW[ix] if not isinstance(ix, slice) else self.HW
+    if op.mem:
+      self._memop(op, ix, m, st)
+    else:
+      out = sem(st, exec=m, mem=_Mem(None), lanes=self.L, wave64=self.L == 64)
+      self.retire(op, ix, m, out)
+    if not isinstance(ix, slice):
+      if "VGPR" in sem.regfiles and "VGPR" in st:
+        self.V[ix] = st["VGPR"].transpose(0, 2, 1)
+      if "HW_REGISTERS" in sem.regfiles:
+        self.HW[ix] = st["HW_REGISTERS"]
+    if "SGPR" in sem.regfiles:
+      self.S[ix] = st["SGPR"]
+    self.count += n
+    self.lane_count += int(m.sum()) if m is not None else n
+
+  def special(self, name: str, ix, op: Op):
+    n = self._n(ix)
+    if name == "SCC":
+      return self.scc[ix][:, None]
+    if name in ("EXEC", "EXEC_LO"):
+      return self.sreg(ix, self.sp["exec"], 2 if self.L == 64 and name == "EXEC" else 1)
+    if name in ("VCCZ", "EXECZ"):
+      return self.sreg(ix, VCCZ if name == "VCCZ" else EXECZ)
+    if name == "M0":
+      return self.S[ix, self.sp["m0"]][:, None]
+    if name == "PC":
+      return self.pc[ix].astype(U32)[:, None]
+    if name == "WAVE_MODE.IEEE":
+      return U32(self.ieee)
+    if name == "OFFSET":
+      return U32(op.info.get("offset", 0) & 0xffffffff)
+    if name in ("OFFSET0", "OFFSET1"):
+      return U32(op.info.get(name.lower(), 0))
+    return U32(0)  # hook-only address inputs (SBASE, v_addr, ...), WAVE_STATUS.PRIV, ...
+
+  def retire(self, op: Op, ix, m, out: dict) -> None:
+    for name, v in out.items():
+      if name == "PC":
+        self.pc[ix] = np.asarray(v).reshape(-1).astype(np.int64) if np.ndim(v) else int(v)
+      elif name == "SCC":
+        self.scc[ix] = np.broadcast_to(np.asarray(v).reshape(-1) if np.ndim(v) else v, (self._n(ix),)).astype(U32)
+      elif name in ("EXEC", "EXEC_LO"):
+        self.store(Src("s", self.sp["exec"], 2 if self.L == 64 and name == "EXEC" else 1), v, ix, None)
+      elif name == "M0":
+        self.store(Src("s", self.sp["m0"]), v, ix, None)
+      else:
+        d = op.outs.get(name)
+        if d is None:
+          continue
+        if name == "D0" and op.info.get("clamp") | op.info.get("omod") and "F" in d.fmt:
+          v = _outmod(np.asarray(v), d, op.info["clamp"], op.info["omod"])
+        self.store(d, v, ix, m if d.file in ("v", "a") else None, op)
+    if self.checks is not None:
+      self.checks.after(self, op, ix, m)
+
+  # ------------------------------------------------------------------ memory
+  def _memop(self, op: Op, ix, m, st) -> None:
+    info, kind, n = op.info, op.mem, self._n(ix)
+    if kind == "smem":
+      a = self.sreg(ix, info["sbase"], 2).astype(U64) + U64(info["offset"] & 0xffffffffffffffff)
+      if info.get("soff_reg") is not None:
+        a = a + self.sreg(ix, info["soff_reg"]).astype(U64)
+      return self._run(op, ix, None, st, self.mem, a & ~U64(3))
+    if kind == "ds":
+      base = self.V[ix, info["vaddr"]] if info["vaddr"] is not None else np.zeros((n, self.L), U32)
+      big = (base >= U32(1 << (LDS_SHIFT - 1))) & m
+      if big.any():
+        raise GPUPageFault(int(base[big][0]), 4, "read" if "r" in op.sem.mem else "write", self.lds.device,
+                           f"LDS address past the {self.lds.size}-byte allocation")
+      slot = (np.arange(self.W)[ix] if not isinstance(ix, slice) else np.arange(self.W)).astype(U64)
+      a = (slot[:, None] << U64(LDS_SHIFT)) | base.astype(U64)
+      return self._run(op, ix, m, st, self.lds, a)
+    if kind == "buffer":
+      return self._buffer(op, ix, m, st)
+    off = U64(info["offset"] & 0xffffffffffffffff)
+    if kind == "scratch":
+      a = np.zeros((n, self.L), U64)
+      if info["saddr"] is not None:
+        a = a + self.S[ix, info["saddr"]].astype(U64)[:, None]
+      if info["sve"] and info["vaddr"] is not None:
+        a = a + self.V[ix, info["vaddr"]].astype(U64)
+      return self._scratch(op, ix, m, st, (a + off) & U64(0xffffffff))
+    if kind == "global" and info["saddr"] is not None:
+      a = self.sreg(ix, info["saddr"], 2).astype(U64) + self.V[ix, info["vaddr"]].astype(U64) + off
+    else:
+      a = self._join(self.V[ix, info["vaddr"]:info["vaddr"] + 2], axis=1) + off
+    if kind == "flat":
+      hi = (a >> U64(32)).astype(U32)
+      sh, pr = (hi == U32(SHARED_HI)) & m, (hi == U32(PRIVATE_HI)) & m
+      if sh.any():
+        slot = (np.arange(self.W)[ix] if not isinstance(ix, slice) else np.arange(self.W)).astype(U64)
+        self._run(op, ix, sh, dict(st, OFFSET=U32(0)), self.lds, (slot[:, None] << U64(LDS_SHIFT)) | (a & U64(0xffffffff)))
+      if pr.any():
+        self._scratch(op, ix, pr, dict(st), a & U64(0xffffffff))
+      m = m & ~sh & ~pr
+      if not m.any():
+        return
+    self._run(op, ix, m, st, self.mem, a)
+
+  def _scratch(self, op, ix, m, st, a):
+    slot = (np.arange(self.W)[ix] if not isinstance(ix, slice) else np.arange(self.W)).astype(U64)
+    lane = slot[:, None] * U64(self.L) + self.lane.astype(U64)
+    return self._run(op, ix, m, st, self.scratch, lane * U64(self.scratch.stride) + a)
+
+  def _buffer(self, op, ix, m, st):
+    info = op.info
+    d = self.S[ix, info["srsrc"]:info["srsrc"] + 4].astype(U64)
+    base = d[:, 0] | ((d[:, 1] & U64(0xffff)) << U64(32))
+    stride = (d[:, 1] >> U64(16)) & U64(0x3fff)
+    nrec = d[:, 2]
+    so = self.S[ix, info["soffset"]].astype(U64) if info["soffset"] is not None else U64(info["soffset_k"])
+    v0 = self.V[ix, info["vaddr"]].astype(U64) if info["vaddr"] is not None and (info["offen"] or info["idxen"]) else 0
+    idx = v0 if info["idxen"] else U64(0)
+    voff = (self.V[ix, info["vaddr"] + (1 if info["idxen"] else 0)].astype(U64) if info["offen"] else U64(0))
+    off = voff + U64(info["offset"])
+    inrange = np.where(stride[:, None] == 0, off < nrec[:, None], idx < nrec[:, None])
+    a = base[:, None] + (so if np.ndim(so) == 0 else so[:, None]) + off + idx * stride[:, None]
+    self._run(op, ix, m & inrange, st, self.mem, a)
+
+  def _run(self, op: Op, ix, m, st, space, a):
+    if space is self.mem:
+      act = np.broadcast_to(True if m is None else m, np.shape(a))
+      if (a[act] >> U64(32)).any():
+        raise GPUPageFault(int(a[act][(a[act] >> U64(32)) > 0][0]), 4, "read" if "r" in op.sem.mem else "write",
+                           getattr(self.mem, "device", ""))
+    if "ADDR" in op.sem.inputs:
+      st["ADDR"] = (a & U64(0xffffffff)).astype(U32)
+    pm = _Mem(space, a)
+    out = op.sem(st, exec=m, mem=pm, lanes=self.L, wave64=self.L == 64)
+    self.retire(op, ix, m, out)
+
+
+def _outmod(v, d: Src, clamp, omod):
+    ft = {16: np.float16, 32: np.float32, 64: np.float64}[d.bits if d.bits in (16, 64) else 32]
+    ut = {16: np.uint16, 32: np.uint32, 64: np.uint64}[d.bits if d.bits in (16, 64) else 32]
+    x = v.astype(ut).view(ft)
+    with np.errstate(all="ignore"):
+      if omod:
+        x = x * ft({1: 2.0, 2: 4.0, 3: 0.5}[omod])
+      if clamp:
+        x = np.where(np.isnan(x), ft(0), np.clip(x, ft(0), ft(1)))
+    return x.astype(ft).view(ut)
+
+
+_DPP_CACHE: dict = {}
+
+
+def _dpp_map(d, L, fam):
+  """(source lane per lane, valid) for a DPP16 control or DPP8 selector (AMD ISA 'DPP' sections)."""
+  key = (d, L, fam)
+  if key in _DPP_CACHE:
+    return _DPP_CACHE[key]
+  lane = np.arange(L)
+  r, base = lane % 16, lane - lane % 16
+  if d[0] == "dpp8":
+    src, valid = (lane & ~7) + np.asarray(d[1])[lane % 8], np.ones(L, bool)
+  else:
+    c = d[1]
+    valid = np.ones(L, bool)
+    if c <= 0xff:
+      src = (lane & ~3) + ((c >> (2 * (lane & 3))) & 3)
+    elif 0x101 <= c <= 0x10f:
+      src, valid = lane + (c & 15), r + (c & 15) < 16
+    elif 0x111 <= c <= 0x11f:
+      src, valid = lane - (c & 15), r >= (c & 15)
+    elif 0x121 <= c <= 0x12f:
+      src = base + (r - (c & 15)) % 16
+    elif c == 0x130:
+      src, valid = lane + 1, lane + 1 < L
+    elif c == 0x134:
+      src = (lane + 1) % L
+    elif c == 0x138:
+      src, valid = lane - 1, lane >= 1
+    elif c == 0x13c:
+      src = (lane - 1) % L
+    elif c == 0x140:
+      src = base + 15 - r
+    elif c == 0x141:
+      src = lane - lane % 8 + 7 - lane % 8
+    elif c == 0x142:
+      src, valid = base - 1, lane >= 16
+    elif c == 0x143:
+      src, valid = np.full(L, 31), lane >= 32
+    elif 0x150 <= c <= 0x15f:
+      src = base + (c & 15)
+    elif 0x160 <= c <= 0x16f:
+      src = base + (r ^ (c & 15))
+    else:
+      raise GputwinError(f"DPP control {c:#x} is not a valid DPP16 control")
+  src = np.clip(src, 0, L - 1)
+  _DPP_CACHE[key] = (src, valid)
+  return src, valid
+
+
+# ------------------------------------------------------------------------------------------ the scheduler
+def step(eng: Engine, op: Op, ix) -> None:
+  """Execute `op` for waves `ix` (all standing at op.pc) and advance their PCs."""
+  k = op.kind
+  if k in ("alu", "mem"):
+    eng.execute(op, ix)
+    if "PC" not in op.sem.outputs:
+      eng.pc[ix] += op.size
+  elif k == "copy":  # V_ACCVGPR_READ/WRITE/MOV: a register copy under EXEC
+    m = eng.exec_mask(ix)
+    if eng.checks is not None:
+      eng.checks.before(eng, op, ix, m)
+    eng.store(op.outs["D0"], eng.fetch(op.ins["S0"], ix), ix, m)
+    if eng.checks is not None:
+      eng.checks.after(eng, op, ix, m)
+    eng.pc[ix] += op.size
+  elif k == "nop":
+    if eng.checks is not None:
+      eng.checks.wait(eng, op, ix)
+    eng.pc[ix] += op.size
+  elif k == "end":
+    eng.live[ix] = False
+    _release(eng, ix)
+  elif k == "barrier":
+    eng.pc[ix] += op.size
+    eng.bar[ix] = True
+    _release(eng, ix)
+  elif k == "trap":
+    raise Stop("trap", f"s_trap {op.inst.get('simm16', 0):#x}", _first(eng, ix), op)
+  else:
+    raise Stop("unsupported", f"{op.inst.op} has no executable semantics on {eng.prog.arch}"
+               + (" (s_code_end padding: the PC ran off the end of the kernel)" if k == "bad" else ""), _first(eng, ix), op)
+  if k not in ("alu", "mem"):
+    n = eng._n(ix)
+    eng.count += n
+    eng.lane_count += n * eng.L
+  for h in eng.hooks:
+    h(eng, op, ix)
+
+
+def _first(eng, ix) -> int:
+  return int(np.arange(eng.W)[ix][0])
+
+
+def _release(eng: Engine, ix) -> None:
+  """Release the barrier of every workgroup whose live waves have all arrived."""
+  wgs = np.unique(eng.wg[ix])
+  for g in wgs:
+    sel = eng.wg == g
+    if (eng.bar[sel] | ~eng.live[sel]).all() and eng.bar[sel].any():
+      eng.bar[sel] = False
+      if eng.checks is not None:
+        eng.checks.barrier(eng, g)
+
+
+def run_steps(eng: Engine, serial: bool, steps: int) -> None:
+  run(eng, serial, None, steps)
+
+
+def run(eng: Engine, serial: bool = False, max_instructions: int | None = None, steps: int | None = None) -> None:
+  """Step until every wave has executed s_endpgm. Batched: the group at the lowest PC runs as one operation."""
+  prog = eng.prog
+  idx = np.arange(eng.W)
+  start = eng.count
+  while steps is None or steps > 0:
+    if steps is not None:
+      steps -= 1
+    ready = eng.live & ~eng.bar
+    if not ready.any():
+      if eng.live.any():
+        raise Stop("deadlock", "every live wave waits at a barrier that can never complete", int(idx[eng.live][0]))
+      return
+    if serial:
+      w = int(np.argmax(ready))
+      ix, pc = idx[w:w + 1], int(eng.pc[w])
+    else:
+      pc = int(eng.pc[ready].min())
+      sel = ready & (eng.pc == pc)
+      ix = slice(None) if sel.all() else idx[sel]
+    try:
+      op = prog.op(pc)
+    except GputwinError as e:
+      raise Stop("decode", str(e), int(np.arange(eng.W)[ix][0])) from None
+    try:
+      step(eng, op, ix)
+    except GPUPageFault as e:
+      raise Stop("fault", str(e), _first(eng, ix), op, e) from None
+    if max_instructions is not None and eng.count - start > max_instructions:
+      raise Stop("watchdog", f"more than {max_instructions} wave-instructions executed (--max-instructions)",
+                 _first(eng, ix), op)
