@@ -395,6 +395,24 @@ def _fill(c: _Ctx, s: Slot, t: str, col: int):
       _set_acc(c, s, is_a)
       _apply_srcmods(c, s, neg, ab)
       return
+    if k == "sdwa_src":
+      t2, neg, ab = _src_mods(t)
+      i = 0 if s.field == "vsrc0" else 1
+      m = re.fullmatch(r"sext\((.*)\)", t2)
+      if m:
+        t2 = m[1].strip()
+        c.set(f"src{i}_sext", 1)
+      _apply_srcmods(c, s, neg, ab)
+      r = _reg_range(t2)
+      if r and r[0] == "v":
+        return c.set(s.field, r[1])
+      code = _scalar_code(I, t2, s.dwords)
+      if code is None:
+        code, lit = _literal_value(t2, s)
+        if code is None:
+          raise _NoFit("invalid operand for instruction")
+      c.set(f"s{i}", 1)
+      return c.set(s.field, code)
     if k in ("src", "av_src", "ssrc"):
       t2, neg, ab = _src_mods(t)
       _apply_srcmods(c, s, neg, ab)
@@ -699,6 +717,8 @@ def _mod(c: _Ctx, sig, tok: str):
       return
     nsrc = sum(1 for x in sig.slots if x.field in ("src0", "src1", "src2", "vsrc0"))
     has_dst = any(x.field == "vdst" and x.kind in ("v", "av") for x in sig.slots)
+    if c.I.target.family == "cdna":  # gfx9 op_sel lists are positional: src0, src1, src2, dst
+      nsrc = 3
     for i, b in enumerate(bits):
       if b:
         c.orbit("opsel", 3 if has_dst and i == nsrc else i)
@@ -869,7 +889,8 @@ def _encode_one(I, enc: str, op: str, wave: int, ops, mods, rest=("", 0)) -> tup
       raise _NoFit("invalid operand for instruction")
   elif "SDWA" in v:
     f["src0"] = 249
-    for k, d in (("dst_sel", 6), ("dst_unused", 2), ("src0_sel", 6), ("src1_sel", 6)):
+    has1 = any(x.field == "vsrc1" for x in slots)
+    for k, d in (("dst_sel", 6), ("dst_unused", 2), ("src0_sel", 6), ("src1_sel", 6 if has1 else 0)):
       if k in c.names:
         f.setdefault(k, d)
   f.pop("_fi8", None)
@@ -882,7 +903,7 @@ def _encode_one(I, enc: str, op: str, wave: int, ops, mods, rest=("", 0)) -> tup
   vd = f.pop("_vaddr_dwords", None)
   if vd is not None and vd != f.get("offen", 0) + f.get("idxen", 0):
     raise _NoFit("invalid operand for instruction")
-  if base == "SMEM":
+  if base == "SMEM" and (ops or slots):
     _finish_smem(c)
     if not any(x.field == "soffset" for x in slots) and not ops:
       f["soffset"] = FMT["smem_nooperand_soffset"]
@@ -906,6 +927,8 @@ def _encode_one(I, enc: str, op: str, wave: int, ops, mods, rest=("", 0)) -> tup
   if "VOP3P" == base and enc.startswith("VOP3P") and not enc.startswith("VOP3P_MFMA"):
     f.setdefault("opsel_hi", 3)
     f.setdefault("opsel_hi2", 1)
+  for k, v in FMT["field_defaults"].get(f"{I.target.family}:{base}", {}).items():
+    f.setdefault(k, v)
   inst = make(I.target.name, enc, op, 0, **f)
   return inst, c.label
 

@@ -235,6 +235,12 @@ def _operand(inst, s, fam: str, wave: int) -> str:
       from dataclasses import replace
       s = replace(s, dwords=s.dwords + 1)
     return _with_mods(inst, s, _vreg(inst, s, v))
+  if k == "sdwa_src":  # SDWA: an 8-bit register number, SGPR/constant when the s0/s1 flag is set
+    i = 0 if s.field == "vsrc0" else 1
+    t = _src(inst, s, v, True, fam) if f.get(f"s{i}") else vgpr_text("v", v, s.dwords)
+    if f.get(f"src{i}_sext"):
+      t = f"sext({t})"
+    return _with_mods(inst, s, t)
   if k in ("src", "av_src"):
     return _with_mods(inst, s, _src(inst, s, v, True, fam))
   if k == "ssrc":

@@ -108,7 +108,7 @@ def signature(arch: str, enc_name: str, op: str, wave: int) -> Sig:
     elif opr == "OPR_SMEM_OFFSET_NOK":
       kind = "s"
     elif kind in ("vgpr", "vdsty"):
-      kind = "s" if opr in ("OPR_SREG", "OPR_SDST", "OPR_SSRC") else "v"
+      kind = "s" if opr.startswith(("OPR_SREG", "OPR_SDST", "OPR_SSRC")) else "v"
       if "ACCVGPR" in opr:
         kind = "a" if opr in ("OPR_ACCVGPR",) else "av"
     elif kind == "sgpr":
@@ -137,9 +137,11 @@ def signature(arch: str, enc_name: str, op: str, wave: int) -> Sig:
     fname = name
     if is_dpp_sdwa and name == "src0":
       fname = "vsrc0"
+    if "SDWA" in variant and name in ("src0", "vsrc1"):
+      kind = "sdwa_src"
     slots.append(Slot(fname, kind, dw, o.fmt, o.bits, half, opr))
   # implicit VCC operands of e32 forms, read off the instruction's VOP3 form
-  if base in ("VOP2", "VOPC", "VOP1") and not mfma:
+  if base in ("VOP2", "VOPC", "VOP1") and not mfma and not ("SDWA" in variant and base == "VOPC"):
     v3 = _vop3_form(I, op)
     if v3:
       if base == "VOPC" and v3.get("vdst") and v3["vdst"].type != "OPR_EXEC":
@@ -306,6 +308,8 @@ def _p_opsel(inst, sig):
     return f"op_sel:[{','.join(map(str, bits))}]" if any(bits) else None
   dst = any(x.field == "vdst" and x.kind in ("v", "av") for x in sig.slots)
   bits = [(v >> i) & 1 for i in range(srcs)] + ([(v >> 3) & 1] if dst else [])
+  if inst.arch.startswith("gfx9"):  # gfx9 op_sel lists always have four slots (src0, src1, src2, dst)
+    bits = [(v >> i) & 1 for i in range(4)]
   return f"op_sel:[{','.join(map(str, bits))}]" if any(bits) else None
 
 
@@ -336,7 +340,10 @@ def _p_omod(inst, sig):
 
 
 def _p_dpp(inst, sig):
-  return dpp_ctrl_text(inst["dpp"], inst.arch)
+  v = inst["dpp"]
+  if inst.arch.startswith("gfx9") and any(x.bits == 64 for x in sig.slots) and not 336 <= v <= 351:
+    return FMT["dpp_dp_alu"]["cdna"]
+  return dpp_ctrl_text(v, inst.arch)
 
 
 def dpp_ctrl_text(v: int, arch: str) -> str:
@@ -486,6 +493,8 @@ def _mod_applies(key: str, I, e: Encoding, op: str, slots) -> bool:
     # packed 16-bit math selects halves; other VOP3P instructions (dot4/dot8 of bytes, WMMA) have no op_sel
     if not any(re.search(r"PK2_|_16$|WMMA", s.fmt) for s in slots):
       return False
+  if key == "op_sel" and I.target.family == "cdna" and e.base in ("VOP3", "VOP3SD"):
+    return bool(re.search(FMT["cdna_opsel_ops"], op))
   skip = FMT["mods_skip"].get(I.target.family, {}).get(e.base, [])
   return key not in skip
 
