@@ -242,7 +242,7 @@ def _operand(inst, s, fam: str, wave: int) -> str:
       t = f"sext({t})"
     return _with_mods(inst, s, t)
   if k in ("src", "av_src"):
-    return _with_mods(inst, s, _src(inst, s, v, True, fam))
+    return _with_mods(inst, s, _src(inst, s, v, True, fam) + _vgpr_only_note(inst, s, v))
   if k == "ssrc":
     if v >= 256:
       raise _bad(inst, f"invalid scalar operand {v}")
@@ -294,6 +294,18 @@ def _depctr(inst, v: int) -> str:
   parts = [(n, (v >> lo) & ((1 << w) - 1), (1 << w) - 1) for n, lo, w in d["fields"]]
   shown = [f"{n}({x})" for n, x, m in parts if x != m] or [f"{n}({x})" for n, x, _ in parts]
   return " ".join(shown)
+
+
+def _vgpr_only_note(inst, s, v: int) -> str:
+  """llvm-mc-22 prints a non-VGPR in a VGPR-only source with a comment naming the register class it wanted."""
+  d = FMT["vgpr_only"]
+  if v >= 256 or s.opr not in d["types"] or inst.format not in d["formats"] or s.half:
+    return ""
+  if v < 128 or 235 <= v <= 239 or 251 <= v <= 254:
+    cls = next((c for p, c in d["class_by_op"].items() if re.search(p, inst.op)), None) or d["class"].get(
+      str(s.dwords), f"VReg_{32 * s.dwords}")
+    return f"/*Invalid register, operand has '{cls}' register class*/"
+  return "/*Invalid immediate*/"
 
 
 def _raise(inst, v):

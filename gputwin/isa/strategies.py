@@ -227,7 +227,8 @@ class _Builder:
       return p.int(0, f.mask)
     if f.kind == "sgpr":  # memory addresses/offsets (saddr, soffset) are never EXEC
       return self.sgpr(n, exec_=f.default != "NULL") if opnd else (self.null if f.default == "NULL" else self.sgpr(1))
-    consts = not any(k in typ for k in ("SREG", "SDST", "EXEC", "SMEM")) or typ in ("OPR_SREG_M0_INL", "OPR_SREG_LITERAL")
+    consts = not any(k in typ for k in ("SREG", "SDST", "EXEC", "SMEM")) or typ in ("OPR_SREG_M0_INL",
+                                                                                   "OPR_SREG_LITERAL")
     if f.kind == "ssrc":
       return self.scalar_src(n, consts)
     # 9-bit source: a VGPR for VGPR-typed operands, a mix otherwise
