@@ -96,11 +96,11 @@ class EmuFault(GPUPageFault):
 
 class CompileError(GputwinError):
   """A kernel the compiler cannot translate: ill-typed or unsupported Python, malformed IR, or a target limit
-  (e.g. register pressure). `loc` is the Python (or IR) source location, printed first like a compiler diagnostic."""
+  (e.g. register pressure). `loc` (file, line, col) is the Python or IR source location, printed first like a
+  compiler diagnostic: `saxpy.py:12:5: error: ...`."""
 
   def __init__(self, msg: str, loc=None, arch: str = "", kernel: str = ""):
     self.msg, self.loc, self.arch, self.kernel = msg, loc, arch, kernel
     where = f"{loc.file}:{loc.line}:{loc.col}: " if loc is not None and getattr(loc, "line", 0) else ""
     pre = f"[{arch}] " if arch else ""
-    super().__init__(f"{pre}{where}{'' if msg.startswith(where) or not where else ''}error: {msg}" if where or pre
-                     else msg)
+    super().__init__(f"{pre}{where}error: {msg}" if where else f"{pre}{msg}")
