@@ -186,6 +186,8 @@ class Dispatch:
       if getattr(kd, f"enable_sgpr_workgroup_id_{'xyz'[d]}"):
         S[:, s] = ids[d]
         s += 1
+    if self.arch.startswith("gfx12"):  # architected workgroup ids: TTMP9 = x, TTMP7 = y | z << 16
+      S[:, 117], S[:, 115] = ids[0], ids[1] | (ids[2] << 16)
     if kd.enable_sgpr_workgroup_info:
       s += 1
     if kd.enable_private_segment:

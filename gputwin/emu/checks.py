@@ -88,6 +88,10 @@ class Checks:
 
   def before(self, eng, op: Op, ix, m) -> None:
     self.cur = op
+    if op.kind == "vopd":
+      for o in op.info["pair"]:
+        self.before(eng, o, ix, m)
+      return
     names = list(op.sem.inputs) if op.sem is not None else ["S0"]
     ws, ps = {"v": self.vw, "a": self.aw, "s": self.sw}, {"v": self.vp, "a": self.ap, "s": self.sp}
     for n, s in self._regs(op, names):
@@ -110,6 +114,8 @@ class Checks:
       self._hazard(eng, op, ix)
 
   def after(self, eng, op: Op, ix, m) -> None:
+    if op.kind == "vopd":
+      return
     ws, ps = {"v": self.vw, "a": self.aw, "s": self.sw}, {"v": self.vp, "a": self.ap, "s": self.sp}
     outs = set(op.sem.outputs) if op.sem is not None else {"D0"}
     dsts = {id(d): d for n, d in op.outs.items() if n in outs and isinstance(d, Src) and d.file in "vas"}.values()

@@ -218,6 +218,17 @@ class Engine:
 
   # ------------------------------------------------------------------ one instruction on a group of waves
   def execute(self, op: Op, ix) -> None:
+    if op.kind == "vopd":  # both halves read their sources before either writes
+      m = self.exec_mask(ix)
+      sts = [self._inputs(o, ix, m) for o in op.info["pair"]]
+      if self.checks is not None:
+        self.checks.before(self, op, ix, m)
+      outs = [o.sem(st, exec=m, lanes=self.L, wave64=self.L == 64) for o, st in zip(op.info["pair"], sts)]
+      for o, out in zip(op.info["pair"], outs):
+        self.retire(o, ix, m, out)
+      self.count += self._n(ix)
+      self.lane_count += int(m.sum())
+      return
     sem, n = op.sem, self._n(ix)
     m = self.exec_mask(ix) if op.vector else None
     if op.info.get("dpp") is not None:
@@ -226,40 +237,47 @@ class Engine:
       if d[0] == "dpp16":
         rows = ((d[4] >> (self.lane // 16)) & 1) & ((d[5] >> ((self.lane // 4) & 3)) & 1)
         m = m & rows.astype(bool) & (valid | bool(d[2] or d[3]))
-    st = {}
-    for name in sem.inputs:
-      s = op.ins.get(name)
-      if isinstance(s, Src):
-        st[name] = self.fetch(s, ix, op)
-      else:
-        st[name] = self.special(name, ix, op)
-    if op.info.get("sdwa"):
-      sd = op.info["sdwa"]
-      for i, (sel, sx) in enumerate(((sd[0], sd[1]), (sd[2], sd[3]))):
-        if f"S{i}" in st:
-          st[f"S{i}"] = self._sdwa_src(st[f"S{i}"], sel, sx)
+    st = self._inputs(op, ix, m)
     if self.checks is not None:
       self.checks.before(self, op, ix, m)
+    fancy = not isinstance(ix, slice)
     if "VGPR" in sem.regfiles:
-      st["VGPR"] = self.V[ix].transpose(0, 2, 1) if not isinstance(ix, slice) else self.V.transpose(0, 2, 1)
+      st["VGPR"] = (self.V[ix] if fancy else self.V).transpose(0, 2, 1)
     if "SGPR" in sem.regfiles:
-      st["SGPR"] = self.S[ix]
+      st["SGPR"] = self.S[ix] if fancy else self.S
     if "HW_REGISTERS" in sem.regfiles:
-      st["HW_REGISTERS"] = self.HW[ix] if not isinstance(ix, slice) else self.HW
+      st["HW_REGISTERS"] = self.HW[ix] if fancy else self.HW
     if op.mem:
       self._memop(op, ix, m, st)
     else:
       out = sem(st, exec=m, mem=_Mem(None), lanes=self.L, wave64=self.L == 64)
       self.retire(op, ix, m, out)
-    if not isinstance(ix, slice):
-      if "VGPR" in sem.regfiles and "VGPR" in st:
+    if fancy:  # register files were passed as copies: write them back
+      if "VGPR" in sem.regfiles:
         self.V[ix] = st["VGPR"].transpose(0, 2, 1)
+      if "SGPR" in sem.regfiles:
+        self.S[ix] = st["SGPR"]
       if "HW_REGISTERS" in sem.regfiles:
         self.HW[ix] = st["HW_REGISTERS"]
-    if "SGPR" in sem.regfiles:
-      self.S[ix] = st["SGPR"]
     self.count += n
     self.lane_count += int(m.sum()) if m is not None else n
+
+  def _inputs(self, op: Op, ix, m) -> dict:
+    st = {}
+    for name in op.sem.inputs:
+      s = op.ins.get(name)
+      if isinstance(s, Src):
+        st[name] = self.fetch(s, ix, op)
+      else:
+        st[name] = self.special(name, ix, op)
+    for name, s in op.old.items():
+      st[name] = self.fetch(s, ix)
+    if op.info.get("sdwa"):
+      sd = op.info["sdwa"]
+      for i, (sel, sx) in enumerate(((sd[0], sd[1]), (sd[2], sd[3]))):
+        if f"S{i}" in st:
+          st[f"S{i}"] = self._sdwa_src(st[f"S{i}"], sel, sx)
+    return st
 
   def special(self, name: str, ix, op: Op):
     n = self._n(ix)
@@ -282,6 +300,8 @@ class Engine:
     return U32(0)  # hook-only address inputs (SBASE, v_addr, ...), WAVE_STATUS.PRIV, ...
 
   def retire(self, op: Op, ix, m, out: dict) -> None:
+    if len(out) > 1:  # outputs may alias register views read as inputs: snapshot before writing any
+      out = {k: np.array(v) for k, v in out.items()}
     for name, v in out.items():
       if name == "PC":
         self.pc[ix] = np.asarray(v).reshape(-1).astype(np.int64) if np.ndim(v) else int(v)
@@ -295,7 +315,7 @@ class Engine:
         d = op.outs.get(name)
         if d is None:
           continue
-        if name == "D0" and op.info.get("clamp") | op.info.get("omod") and "F" in d.fmt:
+        if name == "D0" and (op.info.get("clamp") or op.info.get("omod")) and "F" in d.fmt:
           v = _outmod(np.asarray(v), d, op.info["clamp"], op.info["omod"])
         self.store(d, v, ix, m if d.file in ("v", "a") else None, op)
     if self.checks is not None:
@@ -444,9 +464,9 @@ def _dpp_map(d, L, fam):
 def step(eng: Engine, op: Op, ix) -> None:
   """Execute `op` for waves `ix` (all standing at op.pc) and advance their PCs."""
   k = op.kind
-  if k in ("alu", "mem"):
+  if k in ("alu", "mem", "vopd"):
     eng.execute(op, ix)
-    if "PC" not in op.sem.outputs:
+    if k == "vopd" or "PC" not in op.sem.outputs:
       eng.pc[ix] += op.size
   elif k == "copy":  # V_ACCVGPR_READ/WRITE/MOV: a register copy under EXEC
     m = eng.exec_mask(ix)
@@ -472,7 +492,7 @@ def step(eng: Engine, op: Op, ix) -> None:
   else:
     raise Stop("unsupported", f"{op.inst.op} has no executable semantics on {eng.prog.arch}"
                + (" (s_code_end padding: the PC ran off the end of the kernel)" if k == "bad" else ""), _first(eng, ix), op)
-  if k not in ("alu", "mem"):
+  if k not in ("alu", "mem", "vopd"):
     n = eng._n(ix)
     eng.count += n
     eng.lane_count += n * eng.L

@@ -34,7 +34,7 @@ CONTROL = {"S_ENDPGM": "end", "S_ENDPGM_SAVED": "end", "S_BARRIER": "barrier", "
            "S_WAIT_LOADCNT": "nop", "S_WAIT_STORECNT": "nop", "S_WAIT_DSCNT": "nop", "S_WAIT_KMCNT": "nop",
            "S_WAIT_LOADCNT_DSCNT": "nop", "S_WAIT_STORECNT_DSCNT": "nop", "S_WAIT_SAMPLECNT": "nop",
            "S_WAIT_BVHCNT": "nop", "S_WAIT_EXPCNT": "nop", "S_WAIT_ALU": "nop", "S_SETHALT": "nop",
-           "S_DENORM_MODE": "nop", "S_ROUND_MODE": "nop", "S_SET_GPR_IDX_OFF": "nop",
+           "S_DENORM_MODE": "nop", "S_WAITCNT_DEPCTR": "nop", "S_ROUND_MODE": "nop", "S_SET_GPR_IDX_OFF": "nop",
            # register-to-register moves the vendor pseudocode lacks (see UPSTREAM.md): plain copies, no arithmetic
            "V_ACCVGPR_READ_B32": "copy", "V_ACCVGPR_WRITE_B32": "copy", "V_ACCVGPR_MOV_B32": "copy"}
 
@@ -87,6 +87,7 @@ class Op:
   vector: bool = True  # lanes (VALU/VMEM) or one value per wave (SALU/SMEM)
   text: str = ""
   info: dict = field(default_factory=dict)
+  old: dict = field(default_factory=dict)  # outputs whose previous value the pcode needs (partial writes)
 
 
 def _kind(fam: str) -> str: return "cdna" if fam == "cdna" else "rdna"
@@ -142,9 +143,11 @@ def build_op(inst: Inst, pc: int, fam: str, wave: int) -> Op:
   opnds = {o.field: o for o in inst.operands}
   fmt = inst.format
   op.vector = not (fmt.startswith("SOP") or fmt == "SMEM")
-  op.mem = MEMFMT.get(fmt, "")
+  op.mem = MEMFMT.get(fmt, "") if op.kind == "alu" else ""
   if op.mem:
-    op.kind = "mem" if op.kind == "alu" else op.kind
+    op.kind = "mem"
+  if fmt == "VOPD":
+    return _vopd(op, inst, fam, wave)
   k = SPECIAL[_kind(fam)]
   # ---- sources: S0/S1/S2 in field order, with VOP3/VOP3P/SDWA/DPP modifiers
   srcs = []
@@ -184,6 +187,11 @@ def build_op(inst: Inst, pc: int, fam: str, wave: int) -> Op:
     op.outs["D0"] = op.outs["SDATA"] = op.outs["VDATA"] = op.outs["RETURN_DATA"] = d
     if sem and "D0" in sem.inputs:
       op.ins["D0"] = d
+    if "ATOMIC" in name and fmt != "DS" and not (f.get("glc", 0) or f.get("sc0", 0) or f.get("th", 0) & 1):
+      del op.outs["RETURN_DATA"], op.outs["D0"], op.outs["VDATA"]  # atomic without return writes no register
+    for nm in ("VDATA", "RETURN_DATA", "SDATA"):  # partial writes (D16 loads) keep the rest: pass the old value
+      if sem and nm in sem.outputs and nm in op.outs and nm not in sem.inputs and d.file in "va":
+        op.old[nm] = Src(d.file, d.index, max(1, min(sem.outputs[nm] // 32, d.dwords)))
   if name == "V_WRITELANE_B32" and dst is not None:
     op.ins["VDST"] = Src("k", value=dst.index)
   # carry/borrow lane masks: VOP3SD names them (sdst out, src2 in); e32 forms use VCC
@@ -212,6 +220,43 @@ def build_op(inst: Inst, pc: int, fam: str, wave: int) -> Op:
   if sem and "SIMM32" in sem.inputs:
     op.ins["SIMM32"] = Src("k", value=f.get("literal", f.get("simm32", 0)))
   op.info.update(clamp=f.get("clmp", 0), omod=f.get("omod", 0), dpp=_dpp(inst), sdwa=_sdwa(inst))
+  return op
+
+
+def _code_src(code: int, fmt: str, lit: int | None) -> Src:
+  """A 9-bit VOP source code (SGPR/special, inline constant, literal, VGPR+256) as a Src."""
+  if code >= 256:
+    return Src("v", code - 256)
+  if code == 255:
+    return Src("k", value=lit or 0)
+  if 128 <= code <= 248:
+    return Src("k", value=inline_value(code, fmt, 32))
+  return Src("s", code)
+
+
+def _vopd(op: Op, inst: Inst, fam: str, wave: int) -> Op:
+  """VOPD: two VALU ops issued together; both read their sources before either writes (vdsty's low bit is
+  the complement of vdstx's, per the RDNA3 ISA VOPD section)."""
+  f, vcc = inst.f, Src("s", SPECIAL["rdna"]["vcc"], wave // 32)
+  from gputwin.isa.vendor import tables
+  names = tables(fam).enums["VOPDOp"]
+  pair = []
+  for side, opname in (("x", inst.op), ("y", names[f["opy"]])):
+    base = opname.replace("V_DUAL_", "V_")
+    base = {"V_FMAAK_F32": "V_FMAAK_F32", "V_FMAMK_F32": "V_FMAMK_F32"}.get(base, base)
+    sem = _sem(fam, base)
+    if sem is None:
+      raise GputwinError(f"{opname}: no pseudocode for {base}")
+    fmt = "FMT_NUM_F32" if "_F32" in base else "FMT_NUM_B32"
+    d = f["vdstx"] if side == "x" else (f["vdsty"] << 1) | ((f["vdstx"] & 1) ^ 1)
+    sub = Op(inst, op.pc, op.size, "alu", sem)
+    sub.ins = {"S0": _code_src(f[f"src{side}0"], fmt, f.get("literal")), "S1": Src("v", f[f"vsrc{side}1"]),
+               "D0": Src("v", d), "VCC": vcc, "SIMM32": Src("k", value=f.get("literal", 0))}
+    if base == "V_FMAMK_F32":
+      sub.ins["S2"] = sub.ins["S1"]
+    sub.outs = {"D0": Src("v", d)}
+    pair.append(sub)
+  op.kind, op.sem, op.info = "vopd", None, dict(pair=pair, dpp=None, sdwa=None, clamp=0, omod=0)
   return op
 
 

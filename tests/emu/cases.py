@@ -1,0 +1,120 @@
+"""The clang-22 kernel suite (kernels/suite.cl): inputs, launch shapes and numpy oracles, shared by tests and bench."""
+from __future__ import annotations
+
+import numpy as np
+
+
+def _rng(seed=0):
+  return np.random.default_rng(seed)
+
+
+def saxpy(n=300):
+  r = _rng(1)
+  x, y = r.standard_normal(n).astype(np.float32), r.standard_normal(n).astype(np.float32)
+  out = np.zeros(n, np.float32)
+  return dict(grid=-(-n // 64), block=64, args=[out, x, y, np.float32(1.75), n], check=lambda: (out, (np.float64(1.75) * x + y).astype(np.float32)))
+
+
+def half_math(n=200):
+  r = _rng(2)
+  a, b = r.standard_normal(n).astype(np.float16), r.standard_normal(n).astype(np.float16)
+  out = np.zeros(n, np.float16)
+  return dict(grid=-(-n // 64), block=64, args=[out, a, b, n], check=lambda: (out, (a.astype(np.float32) * b + np.float32(1.5)).astype(np.float16)))
+
+
+def int_ops(n=256):
+  r = _rng(3)
+  a = r.integers(-2**31, 2**31 - 1, n, dtype=np.int64).astype(np.int32)
+  b = r.integers(1, 1000, n).astype(np.int32) * r.choice([-1, 1], n).astype(np.int32)
+  q, rem, bits = np.zeros(n, np.int32), np.zeros(n, np.int32), np.zeros(n, np.uint32)
+  u = a.view(np.uint32)
+
+  def want():
+    qq = (np.abs(a.astype(np.int64)) // np.abs(b.astype(np.int64)) * np.sign(a.astype(np.int64)) * np.sign(b)).astype(np.int32)
+    rr = (a.astype(np.int64) - qq.astype(np.int64) * b).astype(np.int32)
+    pc = np.array([bin(int(v)).count("1") for v in u], np.uint32)
+    clz = np.array([32 - int(v | 1).bit_length() for v in u], np.uint32)
+    bb = (pc << np.uint32(24)) ^ (u >> np.uint32(3)) ^ (u << np.uint32(7)) ^ clz ^ (b.view(np.uint32) & np.uint32(0xff00))
+    return np.concatenate([q, rem, bits.view(np.int32)]), np.concatenate([qq, rr, bb.view(np.int32)])
+  return dict(grid=-(-n // 64), block=64, args=[q, rem, bits, a, b, n], check=want)
+
+
+def udiv64(n=128):
+  r = _rng(4)
+  a = r.integers(0, 2**63, n, dtype=np.uint64)
+  b = r.integers(1, 2**40, n, dtype=np.uint64)
+  out = np.zeros(n, np.uint64)
+  return dict(grid=-(-n // 64), block=64, args=[out, a, b, n], check=lambda: (out, a // b + a % np.uint64(7)))
+
+
+def fdiv(n=256):
+  r = _rng(5)
+  a = r.standard_normal(n).astype(np.float32) * 1e3
+  b = r.standard_normal(n).astype(np.float32)
+  out = np.zeros(n, np.float32)
+  return dict(grid=-(-n // 64), block=64, args=[out, a, b, n], check=lambda: (out, a / b), rtol=3e-7)
+
+
+def reduce(groups=3, block=128):
+  r = _rng(6)
+  x = r.integers(-100, 100, groups * block).astype(np.float32)
+  out = np.zeros(groups, np.float32)
+  return dict(grid=groups, block=block, args=[out, x], check=lambda: (out, x.reshape(groups, block).sum(axis=1)))
+
+
+def matmul(N=32):
+  r = _rng(7)
+  A = r.integers(-4, 5, (N, N)).astype(np.float32)
+  B = r.integers(-4, 5, (N, N)).astype(np.float32)
+  C = np.zeros((N, N), np.float32)
+  return dict(grid=(N // 16, N // 16), block=(16, 16), args=[C, A, B, N], check=lambda: (C, A @ B))
+
+
+def histogram(n=500):
+  r = _rng(8)
+  x = r.integers(0, 1 << 20, n).astype(np.int32)
+  hist, mx = np.zeros(16, np.int32), np.zeros(1, np.int32)
+  return dict(grid=-(-n // 64), block=64, args=[hist, mx, x, n],
+              check=lambda: (np.concatenate([hist, mx]), np.concatenate([np.bincount(x & 15, minlength=16), [x.max()]]).astype(np.int32)))
+
+
+def collatz(n=100):
+  out = np.zeros(n, np.int32)
+
+  def steps(v):
+    s = 0
+    while v != 1:
+      v, s = (3 * v + 1 if v & 1 else v >> 1), s + 1
+    return s
+  return dict(grid=-(-n // 64), block=64, args=[out, n], check=lambda: (out, np.array([steps(i + 1) for i in range(n)], np.int32)))
+
+
+def math(n=128):
+  r = _rng(9)
+  a = (r.standard_normal(n) * 3).astype(np.float32)
+  out = np.zeros(4 * n, np.float32)
+
+  def want():
+    w = np.zeros((n, 4), np.float32)
+    w[:, 0] = np.sqrt(np.abs(a))
+    w[:, 1] = np.floor(a) + np.minimum(a, np.float32(0.25)) * np.copysign(np.float32(2), a)
+    w[:, 2] = np.float32(1) / a
+    w[:, 3] = np.trunc(a * np.float32(100)) + (a - np.floor(a))
+    return out.reshape(n, 4), w
+  return dict(grid=-(-n // 64), block=64, args=[out, a, n], check=want, rtol=1e-6)
+
+
+def dmath(n=100):
+  a = _rng(10).standard_normal(n)
+  out = np.zeros(n)
+  return dict(grid=-(-n // 64), block=64, args=[out, a, n], check=lambda: (out, a * a + 0.5 * a - 3.0), rtol=1e-14)
+
+
+def private_array(n=96):
+  idx = _rng(11).integers(0, 1000, n).astype(np.int32)
+  out = np.zeros(n, np.int32)
+  return dict(grid=-(-n // 32), block=32, args=[out, idx, n], check=lambda: (out, ((idx & 63) * np.arange(n)).astype(np.int32)))
+
+
+CASES = {f.__name__: f for f in (saxpy, half_math, int_ops, udiv64, fdiv, reduce, matmul, histogram, collatz, math, dmath,
+                                 private_array)}

@@ -1,0 +1,105 @@
+#pragma OPENCL EXTENSION cl_khr_fp16 : enable
+#define GID (__builtin_amdgcn_workgroup_id_x() * __builtin_amdgcn_workgroup_size_x() + __builtin_amdgcn_workitem_id_x())
+
+__kernel void saxpy(__global float *out, __global const float *x, __global const float *y, float a, int n) {
+  int i = GID;
+  if (i < n) out[i] = a * x[i] + y[i];
+}
+
+__kernel void half_math(__global half *out, __global const half *a, __global const half *b, int n) {
+  int i = GID;
+  if (i < n) out[i] = a[i] * b[i] + (half)1.5f;
+}
+
+__kernel void int_ops(__global int *q, __global int *r, __global uint *bits, __global const int *a,
+                      __global const int *b, int n) {
+  int i = GID;
+  if (i >= n) return;
+  q[i] = a[i] / b[i];
+  r[i] = a[i] % b[i];
+  uint u = (uint)a[i];
+  bits[i] = (__builtin_popcount(u) << 24) ^ (u >> 3) ^ (u << 7) ^ (uint)__builtin_clz(u | 1) ^ ((uint)b[i] & 0xff00u);
+}
+
+__kernel void udiv64(__global ulong *out, __global const ulong *a, __global const ulong *b, int n) {
+  int i = GID;
+  if (i < n) out[i] = a[i] / b[i] + a[i] % 7;
+}
+
+__kernel void fdiv(__global float *out, __global const float *a, __global const float *b, int n) {
+  int i = GID;
+  if (i < n) out[i] = a[i] / b[i];
+}
+
+__kernel void reduce(__global float *out, __global const float *in) {
+  __local float tmp[256];
+  uint l = __builtin_amdgcn_workitem_id_x();
+  uint bs = __builtin_amdgcn_workgroup_size_x();
+  tmp[l] = in[GID];
+  __builtin_amdgcn_s_barrier();
+  for (uint s = bs / 2; s > 0; s >>= 1) {
+    if (l < s) tmp[l] += tmp[l + s];
+    __builtin_amdgcn_fence(__ATOMIC_SEQ_CST, "workgroup");
+    __builtin_amdgcn_s_barrier();
+  }
+  if (l == 0) out[__builtin_amdgcn_workgroup_id_x()] = tmp[0];
+}
+
+#define T 16
+__kernel void matmul(__global float *C, __global const float *A, __global const float *B, int N) {
+  __local float As[T][T], Bs[T][T];
+  int tx = __builtin_amdgcn_workitem_id_x(), ty = __builtin_amdgcn_workitem_id_y();
+  int row = __builtin_amdgcn_workgroup_id_y() * T + ty, col = __builtin_amdgcn_workgroup_id_x() * T + tx;
+  float acc = 0.0f;
+  for (int k0 = 0; k0 < N; k0 += T) {
+    As[ty][tx] = A[row * N + k0 + tx];
+    Bs[ty][tx] = B[(k0 + ty) * N + col];
+    __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");
+    __builtin_amdgcn_s_barrier();
+    __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");
+    for (int k = 0; k < T; k++) acc = __builtin_fmaf(As[ty][k], Bs[k][tx], acc);
+    __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");
+    __builtin_amdgcn_s_barrier();
+    __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");
+  }
+  C[row * N + col] = acc;
+}
+
+__kernel void histogram(__global int *hist, __global int *mx, __global const int *in, int n) {
+  int i = GID;
+  if (i < n) {
+    __atomic_fetch_add(&hist[in[i] & 15], 1, __ATOMIC_RELAXED);
+    __atomic_fetch_max(mx, in[i], __ATOMIC_RELAXED);
+  }
+}
+
+__kernel void collatz(__global int *steps, int n) {
+  int i = GID;
+  if (i >= n) return;
+  uint x = i + 1;
+  int s = 0;
+  while (x != 1) { x = (x & 1) ? 3 * x + 1 : x >> 1; s++; }
+  steps[i] = s;
+}
+
+__kernel void math(__global float *out, __global const float *a, int n) {
+  int i = GID;
+  if (i >= n) return;
+  float x = a[i];
+  out[4 * i + 0] = __builtin_sqrtf(__builtin_fabsf(x));
+  out[4 * i + 1] = __builtin_floorf(x) + __builtin_fminf(x, 0.25f) * __builtin_copysignf(2.0f, x);
+  out[4 * i + 2] = __builtin_amdgcn_rcpf(x);
+  out[4 * i + 3] = (float)(int)(x * 100.0f) + __builtin_amdgcn_fractf(x);
+}
+
+__kernel void dmath(__global double *out, __global const double *a, int n) {
+  int i = GID;
+  if (i < n) out[i] = a[i] * a[i] + 0.5 * a[i] - 3.0;
+}
+
+__kernel void private_array(__global int *out, __global const int *idx, int n) {
+  int p[64];
+  int i = GID;
+  for (int k = 0; k < 64; k++) p[k] = k * i;
+  if (i < n) out[i] = p[idx[i] & 63];
+}
