@@ -413,13 +413,16 @@ def _fill(c: _Ctx, s: Slot, t: str, col: int):
           raise _NoFit("invalid operand for instruction")
       c.set(f"s{i}", 1)
       return c.set(s.field, code)
-    if k in ("src", "av_src", "ssrc"):
+    if k in ("src", "av_src", "ssrc", "a_src"):
       t2, neg, ab = _src_mods(t)
       _apply_srcmods(c, s, neg, ab)
       r = _reg_range(t2)
       if r and r[0] in ("v", "a"):
-        if k == "ssrc":
+        if k == "ssrc" or (k == "a_src") != (r[0] == "a") and k != "av_src":
           raise _NoFit("invalid operand for instruction")
+        if k == "a_src":
+          c.set(s.field, 256 + r[1])
+          return
         idx, is_a = _vgpr(c, s, t2, k == "av_src")
         c.set(s.field, 256 + idx)
         _set_acc(c, s, is_a)

@@ -32,8 +32,18 @@ def _vreg(inst, s, v: int) -> str:
     if _e32_like(inst):
       return f"v{v & 0x7f}.{'h' if v & 0x80 else 'l'}"
     return f"v{v}.{'h' if _vsrc_half(inst, s.field) else 'l'}"
-  prefix = "a" if s.kind == "a" or (s.kind in ("av", "av_src") and _acc(inst, s.field)) else "v"
-  return vgpr_text(prefix, v, s.dwords)
+  acc = s.kind in ("a", "a_src") or (s.kind in ("av", "av_src") and _acc(inst, s.field))
+  return vgpr_text("a" if acc else "v", v, s.dwords) + _align_note(inst, s, v, acc)
+
+
+def _align_note(inst, s, v: int, acc: bool) -> str:
+  if s.dwords < 2 or v % 2 == 0 or not inst.arch.startswith("gfx9"):
+    return ""
+  t = FMT["align2"]
+  cls = t["av_acc"] if s.kind == "av" and acc else t.get(s.kind, "VReg")
+  if s.kind == "src" and acc:
+    cls = "AReg"
+  return f"/*Invalid register, operand has '{cls}_{32 * s.dwords}_Align2' register class*/"
 
 
 def _src(inst, s, v: int, vector: bool, fam: str) -> str:
@@ -241,7 +251,7 @@ def _operand(inst, s, fam: str, wave: int) -> str:
     if f.get(f"src{i}_sext"):
       t = f"sext({t})"
     return _with_mods(inst, s, t)
-  if k in ("src", "av_src"):
+  if k in ("src", "av_src", "a_src"):
     return _with_mods(inst, s, _src(inst, s, v, True, fam) + _vgpr_only_note(inst, s, v))
   if k == "ssrc":
     if v >= 256:
@@ -302,10 +312,12 @@ def _vgpr_only_note(inst, s, v: int) -> str:
   if v >= 256 or s.opr not in d["types"] or inst.format not in d["formats"] or s.half:
     return ""
   if v < 128 or 235 <= v <= 239 or 251 <= v <= 254:
-    cls = next((c for p, c in d["class_by_op"].items() if re.search(p, inst.op)), None) or d["class"].get(
-      str(s.dwords), f"VReg_{32 * s.dwords}")
+    cls = next((c for p, c in d["class_by_op"].items() if re.search(p, inst.op)), None) or d["class_by_type"].get(
+      s.opr, "").format(bits=32 * s.dwords) or d["class"].get(str(s.dwords), f"VReg_{32 * s.dwords}")
+    if s.opr.endswith("_OR_CONST"):  # MFMA src2 takes the destination's class
+      cls = f"{'AReg' if _acc(inst, 'src2') else 'VReg'}_{32 * s.dwords}" + ("_Align2" if inst.arch.startswith("gfx9") else "")
     return f"/*Invalid register, operand has '{cls}' register class*/"
-  return "/*Invalid immediate*/"
+  return "" if s.opr.endswith("_OR_CONST") else "/*Invalid immediate*/"
 
 
 def _raise(inst, v):

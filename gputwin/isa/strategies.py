@@ -115,9 +115,10 @@ def _enum_ops(enc: Encoding, tab: Tables) -> list[str]:
 
 
 def own_literal(tab: Tables, enc: Encoding, op: str) -> bool:
-  """Does `op` in this `_LIT` encoding carry its literal without any source holding 255?"""
-  base = tab.encodings[enc.base]
-  if base.opcodes is not None and enc.opcodes is not None and op in enc.opcodes and op not in base.opcodes:
+  """Does `op` in this `_LIT` encoding carry its literal without any source holding 255? The tables say so when no
+  literal-less encoding of the same opcode enum allows `op` (V_FMAMK_F32 is only in VOP2_LIT)."""
+  plain = [e for e in tab.encodings.values() if e.opcode_enum == enc.opcode_enum and "literal" not in e.by_name]
+  if plain and not any(e.opcodes is None or op in e.opcodes for e in plain):
     return True
   return bool(_OWN_LITERAL.search(op))
 

@@ -121,6 +121,8 @@ def signature(arch: str, enc_name: str, op: str, wave: int) -> Sig:
         continue
       if is_dpp_sdwa and name == "src0":
         kind = "v"
+      elif opr == "OPR_SRC_ACCVGPR":
+        kind = "a_src"
       elif "ACCVGPR" in opr:
         kind = "av_src" if kind == "src" else kind
       elif kind == "ssrc" and name == "vdst":
