@@ -398,7 +398,9 @@ def sbit(x, i, v, m, xb: int):
     bitv = np.where(mm, bitv, d(0) if d is not object else 0)
     clr = np.where(mm, clr, d(0) if d is not object else 0)
   xs = x.shape
-  if bitv.ndim >= 1 and (x.ndim == 0 or (x.ndim == bitv.ndim and x.shape[-1] == 1)) and bitv.shape[-1] > 1:
+  lane_index = np.ndim(i) == 2 and np.shape(i)[0] == 1 and (np.asarray(i) == np.arange(np.shape(i)[1])).all()
+  if bitv.ndim >= 1 and ((x.ndim == 0 and lane_index) or (x.ndim == bitv.ndim and x.shape[-1] == 1)) and \
+     bitv.shape[-1] > 1:
     bitv = np.bitwise_or.reduce(bitv, axis=-1, keepdims=True)
     clr = np.bitwise_or.reduce(np.broadcast_to(clr, bitv.shape[:-1] + (np.shape(clr)[-1] if np.ndim(clr) else 1,)),
                                axis=-1, keepdims=True)

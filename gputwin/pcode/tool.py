@@ -30,8 +30,9 @@ def coverage(json: bool = False) -> dict:
   bodies that parse / compile to Python; tested: bodies executed against an independent oracle by the test suite.
   Extra keys: needs_hook (compiled bodies calling a built-in gputwin does not implement, e.g. CalcBufferAddr,
   MATRIX_MULTIPLY_ACCUMULATE: these raise 'not supported' unless the caller's memory object provides it),
-  errata (bodies corrected by errata.py), checked (instruction -> what was checked), excluded_list, failures.
-  `json` only exists for the CLI's signature: the dict is the same either way."""
+  errata (bodies corrected by errata.py), checked (instruction -> what was checked), excluded_list, failures,
+  hooks (built-in -> bodies needing it). With json=False the human-readable table and the per-opcode checked list
+  are also printed to stdout (the CLI's plain `--coverage`); the returned dict is the same either way."""
   from gputwin.isa.vendor import FAMILIES, tables
   done = tested()
   out: dict = {}
@@ -65,6 +66,8 @@ def coverage(json: bool = False) -> dict:
     row["tested"] = len(checked)
     row.update(checked=checked, excluded_list=excl, failures=fails, hooks=dict(sorted(hooks.items())))
     out[fam] = row
+  if not json:
+    builtins.print(coverage_text(out))
   return out
 
 

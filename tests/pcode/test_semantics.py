@@ -28,7 +28,7 @@ I32E = [0, 1, 2, 31, 32, 33, 63, 64, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFF, 0xFFFFF
         0xFFFF0000, 0x12345678, 0x00800000, 0xFF]
 U16E = [0, 1, 2, 15, 16, 17, 0x7FFF, 0x8000, 0xFFFF, 0xFFFE, 0x00FF, 0x1234]
 EDGES = {"f32": F32E, "f16": F16E, "f64": F64E, "u32": I32E, "u16": [e | 0xABCD0000 for e in U16E], "u64": [e | (e2 << 32) for e in I32E[:8] for e2 in (0, 1, 0x80000000, M32)]}
-WIDTH = {"f32": 32, "f16": 16, "f64": 64, "u32": 32, "u64": 64, "u16": 16}
+WIDTH = {"f32": 32, "f16": 16, "f64": 64, "u32": 32, "u64": 64, "u16": 16, "pk16f": 32}
 
 
 def run(family: str, name: str, ops: list[list[int]], kinds: list[str], extra: dict | None = None, exec=None):
@@ -290,6 +290,17 @@ TABLE: list[tuple[tuple[str, ...], list[str], str, object]] = [
   (("S_MIN_I32",), ["u32", "u32"], "u32", lambda a, b: min(O.sx(a, 32), O.sx(b, 32)) & M32),
   (("S_AND_B64",), ["u64", "u64"], "u64", lambda a, b: a & b),
   (("S_BCNT1_I32_B64",), ["u64"], "u32", lambda a: bin(a).count("1")),
+  (("S_BFM_B32", "V_BFM_B32"), ["u32", "u32"], "u32", lambda a, b: (((1 << (a & 31)) - 1) << (b & 31)) & M32),
+  (("S_BITSET1_B32",), ["u32"], "u32", lambda a: 1 << (a & 31)),
+  (("V_LSHRREV_B64",), ["u32", "u64"], "u64", lambda a, b: b >> (a & 63)),
+  (("V_ASHRREV_I64",), ["u32", "u64"], "u64", lambda a, b: (O.sx(b, 64) >> (a & 63)) & M64),
+  (("S_XNOR_B32",), ["u32", "u32"], "u32", lambda a, b: ~(a ^ b) & M32),
+  (("S_AND_NOT1_B32", "S_ANDN2_B32"), ["u32", "u32"], "u32", lambda a, b: a & ~b & M32),
+  (("S_PACK_LL_B32_B16",), ["u32", "u32"], "u32", lambda a, b: ((b & M16) << 16) | (a & M16)),
+  (("V_PK_ADD_I16",), ["u32", "u32"], "u32", lambda a, b: pk16(lambda x, y: x + y, a, b)),
+  (("V_PK_MAD_U16",), ["u32", "u32", "u32"], "u32", lambda a, b, c: pk16(lambda x, y, z: x * y + z, a, b, c)),
+  (("V_PK_MUL_F16",), ["u32", "u32"], "pk16f", lambda a, b: pkf16("mul", a, b)),
+  (("V_PK_FMA_F16",), ["u32", "u32", "u32"], "pk16f", lambda a, b, c: pkf16("fma", a, b, c)),
   (("S_MUL_F32",), ["f32", "f32"], "f32", F("mul", 32)),
 ]
 
@@ -349,6 +360,19 @@ def dot2(a, b, c):
   return t
 
 
+def pk16(f, *xs):
+  return sum((f(*((x >> sh) & M16 for x in xs)) & M16) << sh for sh in (0, 16))
+
+
+def pkf16(op, *xs):
+  """Two f16 lanes; a NaN half compares as 'a NaN' (its payload is not checked)."""
+  out = 0
+  for sh in (0, 16):
+    r = O.arith(op, 16, *((x >> sh) & M16 for x in xs))
+    out |= (0x7E00 if r == -1 else r) << sh
+  return out
+
+
 def chain(f, a, b, c):
   r = f(a, b)
   return f(0x7FC00000 if r == -1 else r, c)  # a NaN from the first step is quiet
@@ -361,7 +385,8 @@ SCC_REF = {  # scalar condition codes written by SALU ops
   "S_BFE_U32": lambda a, b: int((a >> (b & 31)) & ((1 << ((b >> 16) & 0x7F)) - 1) & M32 != 0),
   "S_BCNT1_I32_B32": lambda a: int(a != 0), "S_MIN_I32": lambda a, b: int(O.sx(a, 32) < O.sx(b, 32)),
   "S_AND_B64": lambda a, b: int(a & b != 0), "S_BCNT1_I32_B64": lambda a: int(a != 0),
-  "S_LSHL1_ADD_U32": lambda a, b: int((a << 1) + b > M32),
+  "S_LSHL1_ADD_U32": lambda a, b: int((a << 1) + b > M32), "S_XNOR_B32": lambda a, b: int(~(a ^ b) & M32 != 0),
+  "S_AND_NOT1_B32": lambda a, b: int(a & ~b & M32 != 0), "S_ANDN2_B32": lambda a, b: int(a & ~b & M32 != 0),
 }
 
 
@@ -403,6 +428,9 @@ def check(fam, name, kinds, out, ref, cols):
   for i, ops in enumerate(zip(*cols)):
     want, g = ref(*ops), int(got[i]) & ((1 << w) - 1)
     ok = fmt_ok(g, want, w) if out.startswith("f") else g == want
+    if out == "pk16f":  # packed f16: each half exact, or both NaN
+      ok = all(fmt_ok((g >> sh) & M16, -1 if O.is_nan_bits((want >> sh) & M16, 16) else (want >> sh) & M16, 16)
+               for sh in (0, 16))
     if name in SCC_REF and ok:
       ok = int(np.asarray(res["SCC"]).reshape(-1)[i]) == SCC_REF[name](*ops)
     if not ok:
@@ -500,3 +528,65 @@ def test_class(fam, name, w):
     want = (int(masks[0, l]) >> O.fclass(int(a[0, l]), w)) & 1
     assert (d0 >> l) & 1 == want, f"{name} {int(a[0, l]):#x} mask {int(masks[0, l]):#x}"
   checked(fam, name, "class mask bits vs struct classification")
+
+
+S_CMP = [(f, n) for f in FAMS for n in tables(f).pcode if n.startswith("S_CMP_") and n.split("_")[2] in CMP
+         and n.split("_")[3] in ("I32", "U32", "U64")]
+
+
+@pytest.mark.parametrize("fam,name", S_CMP)
+def test_scalar_compare_sets_scc(fam, name):
+  op, ty = name.split("_")[2:]
+  w = int(ty[1:])
+  vals = EDGES["u64" if w == 64 else "u32"][:12]
+  import itertools
+  a, b = zip(*itertools.product(vals, vals))
+  dt = np.uint64 if w == 64 else np.uint32
+  out = semantics(fam, name)({"S0": np.array(a, dt)[:, None], "S1": np.array(b, dt)[:, None]})
+  scc = np.asarray(out["SCC"]).ravel()
+  for x, y, g in zip(a, b, scc):
+    sx, sy = (O.sx(x, w), O.sx(y, w)) if ty[0] == "I" else (x, y)
+    assert int(g) == int(CMP[op](sx, sy)), (name, hex(x), hex(y))
+  checked(fam, name, "SCC vs integer predicate (per-wave operands)")
+
+
+@pytest.mark.parametrize("fam", FAMS)
+def test_cselect_reads_scc(fam):
+  a, b = np.array([[1], [2]], np.uint32), np.array([[3], [4]], np.uint32)
+  out = semantics(fam, "S_CSELECT_B32")({"S0": a, "S1": b, "SCC": np.array([[1], [0]], np.uint32)})
+  assert np.asarray(out["D0"]).ravel().tolist() == [1, 4]
+  checked(fam, "S_CSELECT_B32", "selects S0 when SCC")
+
+
+@pytest.mark.parametrize("fam,name", [(f, n) for f in FAMS for n in ("V_MBCNT_LO_U32_B32", "V_MBCNT_HI_U32_B32")])
+def test_mbcnt_counts_lower_lanes(fam, name):
+  """Per-lane laneId: count of mask bits below this lane (low or high half of a 64-bit mask) plus S1."""
+  L = 64
+  mask = int(0xF0F0_1234_8000_0001)
+  half = mask & M32 if name.endswith("LO_U32_B32") else mask >> 32
+  s0 = np.full((1, L), half, np.uint32)
+  s1 = np.arange(L, dtype=np.uint32)[None, :] * 3
+  d0 = semantics(fam, name)({"S0": s0, "S1": s1}, lanes=L)["D0"].ravel()
+  for lane in range(L):
+    below = ((1 << lane) - 1)
+    sel = below & M32 if name.endswith("LO_U32_B32") else below >> 32
+    assert int(d0[lane]) == (3 * lane + bin(half & sel).count("1")) & M32
+  checked(fam, name, "per-lane laneId mask count")
+
+
+@pytest.mark.parametrize("fam", [f for f in FAMS if "V_CMPX_LT_F32" in tables(f).pcode])
+def test_cmpx_writes_exec(fam):
+  L = 64 if fam == "cdna" else 32
+  a = f32bits_row(np.linspace(-2, 2, L))
+  b = f32bits_row(np.zeros(L))
+  ex = (np.arange(L) % 3 != 0)[None, :]
+  exec_bits = np.array([[sum(1 << i for i in range(L) if ex[0, i])]], np.uint64)
+  out = semantics(fam, "V_CMPX_LT_F32")({"S0": a, "S1": b, "EXEC": exec_bits, "D0": np.zeros((1, 1), np.uint64)},
+                                        exec=ex, lanes=L)
+  want = sum(1 << i for i in range(L) if ex[0, i] and np.linspace(-2, 2, L)[i] < 0)
+  assert int(np.asarray(out["EXEC"]).ravel()[0]) == want
+  checked(fam, "V_CMPX_LT_F32", "EXEC lane bits = predicate for active lanes")
+
+
+def f32bits_row(xs):
+  return np.array([xs], dtype=np.float32).view(np.uint32)
