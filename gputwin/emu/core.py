@@ -45,6 +45,8 @@ class _Mem:
       return lambda *a: self.addr
     if name == "writeableBitMask":
       return lambda *a: np.uint32(0xffffffff)
+    if name == "IsM0":  # RDNA4 DS: is the address operand M0 (GDS-style addressing)? Never for LDS
+      return lambda *a: np.bool_(False)
     raise AttributeError(name)
 
   def read(self, addr, bits):

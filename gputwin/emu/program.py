@@ -131,7 +131,7 @@ def build_op(inst: Inst, pc: int, fam: str, wave: int) -> Op:
   op = Op(inst, pc, inst.size, "alu")
   name, f = inst.op, inst.f
   sem = _sem(fam, name)
-  if name in CONTROL and (sem is None or (not sem.outputs and not sem.mem)):
+  if name in CONTROL and (sem is None or (not sem.outputs and not sem.mem) or CONTROL[name] != "nop"):
     op.kind = CONTROL[name]
   elif sem is None:
     op.kind = "unsupported"
@@ -198,9 +198,10 @@ def build_op(inst: Inst, pc: int, fam: str, wave: int) -> Op:
   vcc = Src("s", k["vcc"], wave // 32)
   sd = opnds.get("sdst")
   op.outs["VCC"] = op.outs["D1"] = Src("s", sd.index, sd.dwords) if fmt == "VOP3SD" and sd else vcc
-  op.ins["VCC"] = op.ins.get("S2") if fmt == "VOP3SD" and "S2" in op.ins and sem and "S2" not in sem.inputs else vcc
-  if fmt == "VOP3SD" and sem and "VCC" in sem.inputs and "src2" in opnds:
-    op.ins["VCC"] = _src(inst, opnds["src2"], None)
+  src2 = opnds.get("src2")  # VOP3 forms name the lane-mask input (carry-in, cndmask select) as src2
+  lanemask_in = fmt.startswith("VOP3") and src2 is not None and sem is not None and "VCC" in sem.inputs and "S2" not in sem.inputs
+  op.ins["VCC"] = _src(inst, src2, None) if lanemask_in else vcc
+  op.ins.pop("S2", None) if lanemask_in else None
   # ---- memory operands
   if op.mem:
     op.info = _mem_info(inst, op.mem, opnds, fam, k)
@@ -215,6 +216,8 @@ def build_op(inst: Inst, pc: int, fam: str, wave: int) -> Op:
           op.ins["DATA"] = op.ins["VDATA"] = Src(dd.file, dd.index, max(1, sem.inputs.get("VDATA", sem.inputs.get("DATA", 32)) // 32))
     if sem and "DATA" in sem.inputs and sem.inputs["DATA"] > 32 * op.ins.get("DATA", Src("k")).dwords and "data1" in opnds:
       pass
+  if sem and "S0" in sem.inputs and "S0" not in op.ins and "simm16" in f:  # CDNA SOPK: the immediate is S0
+    op.ins["S0"] = Src("k", value=f["simm16"])
   if "SIMM16" in (sem.inputs if sem else {}) and "simm16" in f:
     op.ins["SIMM16"] = Src("k", value=f["simm16"])
   if sem and "SIMM32" in sem.inputs:
