@@ -289,10 +289,11 @@ def _semantics(family: str, name: str) -> Semantics:
 
 
 def unsupported_calls(sem: Semantics) -> set[str]:
-  """Built-ins the body calls that gputwin does not implement (they need a hook, or raise 'not supported')."""
+  """Built-ins the body calls that gputwin implements nowhere (neither in runtime.py nor as a FlatMemory default
+  hook): they raise 'not supported' unless the caller's memory object provides them."""
   out = set()
   for c in sem.calls:
-    if c in rt.BUILTINS:
+    if c in rt.BUILTINS or callable(getattr(FlatMemory, c, None)):  # address built-ins: FlatMemory's defaults
       continue
     if "_to_" in c and "scale" not in c and "_sr" not in c.lower() and re.fullmatch(r"[a-z0-9]+_to_[a-z0-9]+", c):
       continue

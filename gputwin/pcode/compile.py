@@ -22,7 +22,8 @@ VERSION = 7  # bump when generated code changes
 
 def cache_root() -> Path:
   """Same root as gputwin.isa.vendor's table cache."""
-  return Path(os.environ.get("GPUTWIN_CACHE") or Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "gputwin")
+  xdg = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+  return Path(os.environ.get("GPUTWIN_CACHE") or xdg / "gputwin")
 
 
 def _ident(name: str) -> str:

@@ -68,7 +68,7 @@ class Program:
 
 # Constants the manual uses by name. DENORM is a class, not a value: `x == DENORM.f32` means isDENORM(x).
 CONSTS = {"PI": (3.141592653589793, F64), "INF": (float("inf"), F64), "NAN": (float("nan"), F64),
-          "MAX_FLOAT_F32": (3.4028234663852886e38, F64), "UNDERFLOW_F32": (2.0 ** -149 * 0 + 1.401298464324817e-45, F32),
+          "MAX_FLOAT_F32": (3.4028234663852886e38, F64), "UNDERFLOW_F32": (2.0 ** -149, F32),
           "OVERFLOW_F32": (3.4028234663852886e38 * 2, F32), "UNDERFLOW_F64": (5e-324, F64),
           "OVERFLOW_F64": (float("inf"), F64), "ROUND_NEAREST_EVEN": (0, INT), "ROUND_TOWARD_ZERO": (3, INT),
           "true": (1, BOOL), "false": (0, BOOL)}
@@ -311,7 +311,8 @@ class Lower:
       return [S("eval", (self.ex(a[0]),), n.at)]
     if op == "assign":
       lhs, aop, rhs = a
-      if lhs.op == "name" and aop == "=" and not self.is_state(lhs.args[0], write=True) and lhs.args[0] not in self.vars:
+      new_local = lhs.op == "name" and not self.is_state(lhs.args[0], write=True) and lhs.args[0] not in self.vars
+      if new_local and aop == "=":
         e = self.ex(rhs)
         ty = I32 if e.ty.kind == "int" else e.ty
         self.vars[lhs.args[0]] = ty
@@ -376,7 +377,7 @@ class Lower:
       ty, cnt = self.arrays[base.args[0]]
       return ("aset", base.args[0], self.ex(idx), ty)
     if base.op == "name" and base.args[0] == "MEM":
-      self.prog.mem = "".join(sorted(set(self.prog.mem + "w")))
+      self.prog.mem = "".join(sorted(set(self.prog.mem) | {"w"}))
       return ("mem", self.ex(idx), 32)
     chain, b = [idx], base
     while b.op == "index":
@@ -481,7 +482,7 @@ class Lower:
         if ix[0] == "aset":
           return E("aget", (ix[1], ix[2]), ix[3])
         if ix[0] == "mem":
-          self.prog.mem = "".join(sorted(set(self.prog.mem.replace("w", "") + "r" + ("w" if "w" in self.prog.mem else ""))))
+          self.prog.mem = "".join(sorted(set(self.prog.mem) | {"r"}))
           return E("mem", (ix[1], 32), Ty("b", 32))
         return E("reg", (ix[1], ix[2], 32), Ty("b", 32))
       e = self.ex(a[0])

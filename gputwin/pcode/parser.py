@@ -151,7 +151,8 @@ class Parser:
       if self.tok.kind == "eof" or (self.tok.kind in ("id", "op") and self.tok.text in _ENDERS):
         return Node("block", tuple(out), at)
       out.append(self.stmt())
-      if not (self.at(";") or self.tok.kind == "eof" or self.tok.text in _ENDERS or self.tok.line > self.toks[self.i - 1].line):
+      ends = self.at(";") or self.tok.kind == "eof" or self.tok.text in _ENDERS
+      if not (ends or self.tok.line > self.toks[self.i - 1].line):  # statements end at `;`, a keyword or a line break
         raise self.fail(f"unexpected {self.tok.text!r} after statement")
 
   def stmt(self) -> Node:

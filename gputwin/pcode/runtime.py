@@ -289,8 +289,12 @@ def sl(x, lo, w: int):
   lo = int(lo) if np.ndim(lo) == 0 else arr(lo)
   if x.dtype == object or (cbits(w) == 0):
     o = np.asarray(x, dtype=object)
-    r = (o >> lo) & ((1 << w) - 1) if np.ndim(lo) == 0 else np.vectorize(lambda a, b: (int(a) >> int(b)) & ((1 << w) - 1), otypes=[object])(o, lo)
-    return r if cbits(w) == 0 else (np.asarray(r).astype(np.uint64).astype(U[max(cbits(w), 8)]) if w > 1 else np.asarray(r).astype(np.bool_))
+    mask = (1 << w) - 1
+    r = (o >> lo) & mask if np.ndim(lo) == 0 else \
+      np.vectorize(lambda a, b: (int(a) >> int(b)) & mask, otypes=[object])(o, lo)
+    if cbits(w) == 0:
+      return r
+    return np.asarray(r).astype(np.uint64).astype(U[max(cbits(w), 8)]) if w > 1 else np.asarray(r).astype(np.bool_)
   c = x.dtype.itemsize * 8
   if np.ndim(lo) == 0 and lo >= c:
     r = np.zeros_like(x)
@@ -438,7 +442,8 @@ def iu(x, m=None) -> int:
     return int(x)
   a = np.asarray(x)
   if m is not None and np.ndim(m):
-    a = np.broadcast_to(a, np.broadcast_shapes(a.shape, np.shape(m)))[np.broadcast_to(m, np.broadcast_shapes(a.shape, np.shape(m)))]
+    shp = np.broadcast_shapes(a.shape, np.shape(m))
+    a = np.broadcast_to(a, shp)[np.broadcast_to(m, shp)]
     if a.size == 0:
       return 0
   if not (a == a.flat[0]).all():
@@ -560,7 +565,7 @@ def builtin(*names):
 def fbits(x):
   """(raw unsigned bits, exponent bits, mantissa bits) of a float array."""
   x = arr(x)
-  b = {np.dtype(np.float16): (16, 5, 10), np.dtype(np.float32): (32, 8, 23), np.dtype(np.float64): (64, 11, 52)}[x.dtype]
+  b = {2: (16, 5, 10), 4: (32, 8, 23), 8: (64, 11, 52)}[x.dtype.itemsize]
   return x.view(U[b[0]]), b[1], b[2]
 
 

@@ -25,7 +25,10 @@ def pytest_sessionfinish(session, exitstatus):
     PARTS.mkdir(exist_ok=True)
     (PARTS / f"{worker}.json").write_text(json.dumps(data))
     return
-  if exitstatus != 0:
+  partial = session.config.option.keyword or any(not Path(a.split("::")[0]).is_dir() for a in session.config.args)
+  if exitstatus != 0 or partial:  # only a full, passing run of the directory rewrites the record
+    for p in PARTS.glob("*.json") if PARTS.exists() else []:
+      p.unlink()
     return
   for p in sorted(PARTS.glob("*.json")) if PARTS.exists() else []:
     for f, d in json.loads(p.read_text()).items():

@@ -27,7 +27,8 @@ F64E = [0, 1 << 63, 1, 0x000FFFFFFFFFFFFF, 0x0010000000000000, 0x7FEFFFFFFFFFFFF
 I32E = [0, 1, 2, 31, 32, 33, 63, 64, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFF, 0xFFFFFFFE, 0x80000001, 0x0000FFFF,
         0xFFFF0000, 0x12345678, 0x00800000, 0xFF]
 U16E = [0, 1, 2, 15, 16, 17, 0x7FFF, 0x8000, 0xFFFF, 0xFFFE, 0x00FF, 0x1234]
-EDGES = {"f32": F32E, "f16": F16E, "f64": F64E, "u32": I32E, "u16": [e | 0xABCD0000 for e in U16E], "u64": [e | (e2 << 32) for e in I32E[:8] for e2 in (0, 1, 0x80000000, M32)]}
+EDGES = {"f32": F32E, "f16": F16E, "f64": F64E, "u32": I32E, "u16": [e | 0xABCD0000 for e in U16E],
+         "u64": [e | (e2 << 32) for e in I32E[:8] for e2 in (0, 1, 0x80000000, M32)]}
 WIDTH = {"f32": 32, "f16": 16, "f64": 64, "u32": 32, "u64": 64, "u16": 16, "pk16f": 32}
 
 
@@ -235,7 +236,8 @@ TABLE: list[tuple[tuple[str, ...], list[str], str, object]] = [
   (("V_MAX_I32",), ["u32", "u32"], "u32", lambda a, b: max(O.sx(a, 32), O.sx(b, 32)) & M32),
   (("V_MIN_U32",), ["u32", "u32"], "u32", min),
   (("V_MAX_U32",), ["u32", "u32"], "u32", max),
-  (("V_MED3_I32",), ["u32", "u32", "u32"], "u32", lambda a, b, c: sorted([O.sx(a, 32), O.sx(b, 32), O.sx(c, 32)])[1] & M32),
+  (("V_MED3_I32",), ["u32", "u32", "u32"], "u32",
+   lambda a, b, c: sorted([O.sx(a, 32), O.sx(b, 32), O.sx(c, 32)])[1] & M32),
   (("V_MAX3_U32",), ["u32", "u32", "u32"], "u32", lambda a, b, c: max(a, b, c)),
   (("V_BCNT_U32_B32",), ["u32", "u32"], "u32", lambda a, b: (bin(a).count("1") + b) & M32),
   (("V_CLZ_I32_U32", "V_FFBH_U32"), ["u32"], "u32", lambda a: (32 - a.bit_length()) if a else M32),
@@ -477,7 +479,8 @@ CMP_CASES = []
 for fam in FAMS:
   for n in tables(fam).pcode:
     parts = n.split("_")
-    if n.startswith("V_CMP_") and len(parts) == 4 and parts[2] in CMP and parts[3] in ("F16", "F32", "F64", "I32", "U32", "I64", "U64", "I16", "U16"):
+    if n.startswith("V_CMP_") and len(parts) == 4 and parts[2] in CMP and \
+       parts[3] in ("F16", "F32", "F64", "I32", "U32", "I64", "U64", "I16", "U16"):
       CMP_CASES.append(pytest.param(fam, n, id=f"{fam}-{n}"))
 
 
@@ -517,7 +520,8 @@ def test_compare(fam, name):
   checked(fam, name, "VCC lane bits vs IEEE/integer predicate, EXEC-masked")
 
 
-@pytest.mark.parametrize("fam,name,w", [(f, n, w) for f in FAMS for n, w in (("V_CMP_CLASS_F32", 32), ("V_CMP_CLASS_F16", 16), ("V_CMP_CLASS_F64", 64)) if n in tables(f).pcode])
+@pytest.mark.parametrize("fam,name,w", [(f, f"V_CMP_CLASS_F{w}", w) for f in FAMS for w in (16, 32, 64)
+                                        if f"V_CMP_CLASS_F{w}" in tables(f).pcode])
 def test_class(fam, name, w):
   vals = EDGES[{16: "f16", 32: "f32", 64: "f64"}[w]]
   a = np.array([vals * 10], dtype=np.uint64 if w == 64 else np.uint32)[:, :64]

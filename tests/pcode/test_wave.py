@@ -44,7 +44,8 @@ def test_exec_mask_keeps_inactive_lanes(fam):
 def test_carry_out_per_lane(fam, name):
   W, L = 2, 64
   a = RNG.integers(0, 2**32, (W, L), dtype=np.uint32)
-  b = np.where(RNG.random((W, L)) < 0.3, np.uint32(0xFFFFFFFF) - a + 1, RNG.integers(0, 2**32, (W, L), dtype=np.uint32)).astype(np.uint32)
+  wrap = np.uint32(0xFFFFFFFF) - a + 1  # sums to exactly 2**32: carry with a zero result
+  b = np.where(RNG.random((W, L)) < 0.3, wrap, RNG.integers(0, 2**32, (W, L), dtype=np.uint32)).astype(np.uint32)
   ex = RNG.random((W, L)) < 0.8
   vcc = np.full((W, 1), 0xFFFF0000FFFF0000, dtype=np.uint64)
   out = semantics(fam, name)({"S0": a, "S1": b, "VCC": vcc, "D0": np.zeros((W, L), np.uint32)}, exec=ex, lanes=L)
@@ -120,9 +121,10 @@ def test_ds_bpermute(fam):
   checked(fam, "DS_BPERMUTE_B32", "backward permute through whole-wave VGPR access")
 
 
-@pytest.mark.parametrize("fam,load,store", [(f, l, s) for f in FAMS for l, s in
-                                            (("GLOBAL_LOAD_B32", "GLOBAL_STORE_B32"), ("GLOBAL_LOAD_DWORD", "GLOBAL_STORE_DWORD"))
-                                            if l in tables(f).pcode])
+PAIRS = (("GLOBAL_LOAD_B32", "GLOBAL_STORE_B32"), ("GLOBAL_LOAD_DWORD", "GLOBAL_STORE_DWORD"))
+
+
+@pytest.mark.parametrize("fam,load,store", [(f, l, s) for f in FAMS for l, s in PAIRS if l in tables(f).pcode])
 def test_global_store_then_load(fam, load, store):
   W, L = 2, 32
   mem = FlatMemory(1 << 14)
@@ -271,7 +273,8 @@ def test_bf16_round_nearest_even(fam, name):
       if 2 * r > q.denominator or (2 * r == q.denominator and n & 1):
         n += 1
       val = Fraction(n) * Fraction(2) ** (e2 - 7)
-      want = (struct.unpack("<I", struct.pack("<f", float(val)))[0] >> 16 if val < Fraction(2) ** 128 else 0x7F80) | (sign << 15)
+      top = struct.unpack("<I", struct.pack("<f", float(val)))[0] >> 16 if val < Fraction(2) ** 128 else 0x7F80
+      want = top | (sign << 15)
     assert got == want, (vals[i] if i < len(vals) else bits, hex(got), hex(want))
   checked(fam, name, "bf16 round-to-nearest-even, NaN stays NaN")
 
