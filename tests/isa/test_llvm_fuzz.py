@@ -314,10 +314,23 @@ def summarize(res: Result, graphics: bool = True, label: str = "") -> tuple[str,
   return line, bad
 
 
+def _kind(report: str) -> str:
+  """The kind of a mismatch report written by compare()."""
+  third = report.splitlines()[2].strip()
+  return ("disassemble raised" if "raised" in third and third.startswith("ours") else
+          "disassembly text differs" if third.startswith("ours") else
+          "assemble raised" if "assemble raised" in third else
+          "assembles text llvm-mc rejects" if "rejects it" in third else "assembled bytes differ")
+
+
 def write_failures(res: Result, label: str = ""):
   FAILURES.mkdir(exist_ok=True)
   lines = [f"# {res.arch}: gputwin vs llvm-mc-22 mismatches (one sample per opcode; regenerate with "
-           "`python tests/isa/test_llvm_fuzz.py`)\n"]
+           "`python tests/isa/test_llvm_fuzz.py`)", "# opcodes per vendor opcode enum and kind of mismatch:"]
+  kinds = collections.Counter()
+  for k, fs in res.fails.items():
+    kinds[(k.split(".")[0], _kind(fs[0]))] += 1
+  lines += [f"#   {n:4} {enum:12} {kind}" for (enum, kind), n in kinds.most_common()] + [""]
   seen = set()
   for k in sorted(res.fails):
     first = res.fails[k][0]
