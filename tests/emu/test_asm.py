@@ -1,0 +1,103 @@
+"""Hand-written assembly per family, expected values from numpy."""
+import numpy as np
+import pytest
+
+from gputwin.emu import launch
+from gputwin.isa.codeobj import assemble_code_object
+
+
+def kernel(arch, body, vgprs=16, sgprs=16, wave32=True, lds=0, extra=""):
+  w = f"  .amdhsa_wavefront_size32 {int(wave32)}\n" if not arch.startswith("gfx9") else ""
+  acc = "  .amdhsa_accum_offset 16\n" if arch.startswith("gfx9") else ""
+  return assemble_code_object(f""".amdgcn_target "amdgcn-amd-amdhsa--{arch}"
+.text
+.globl k
+.p2align 8
+.type k,@function
+k:
+{body}
+  s_endpgm
+.rodata
+.p2align 6
+.amdhsa_kernel k
+  .amdhsa_user_sgpr_kernarg_segment_ptr 1
+  .amdhsa_next_free_vgpr {vgprs}
+  .amdhsa_next_free_sgpr {sgprs}
+  .amdhsa_group_segment_fixed_size {lds}
+{w}{acc}{extra}.end_amdhsa_kernel
+""", arch)
+
+
+def test_salu_valu_dpp_gfx1100():
+  co = kernel("gfx1100", """
+  s_load_b64 s[2:3], s[0:1], 0x0
+  v_lshlrev_b32 v1, 2, v0
+  v_cvt_f32_u32 v2, v0
+  v_mov_b32_dpp v3, v2 row_shr:1 row_mask:0xf bank_mask:0xf bound_ctrl:1
+  v_add_f32 v2, v2, v3
+  s_mov_b32 s4, 7
+  s_mul_i32 s4, s4, 6
+  v_cvt_f32_i32 v4, s4
+  v_fma_f32 v2, -v2, |v4|, 0.5
+  s_waitcnt lgkmcnt(0)
+  global_store_b32 v1, v2, s[2:3]""")
+  out = np.zeros(32, np.float32)
+  launch(co, "k", grid=1, block=32, args=[out])
+  i = np.arange(32, dtype=np.float32)
+  shr = np.where(np.arange(32) % 16 == 0, 0, i - 1).astype(np.float32)
+  np.testing.assert_array_equal(out, (-(i + shr) * np.float32(42) + np.float32(0.5)).astype(np.float32))
+
+
+@pytest.mark.parametrize("arch", ["gfx1100", "gfx942"])
+def test_lds_and_branch_wave64(arch):
+  """LDS store/load across lanes (reverse), a data-dependent branch, 64-bit VALU; wave64 on both families."""
+  if arch == "gfx942":
+    body = """
+  s_load_dwordx2 s[2:3], s[0:1], 0x0
+  v_lshlrev_b32 v1, 2, v0
+  ds_write_b32 v1, v0
+  s_waitcnt lgkmcnt(0)
+  s_barrier
+  v_sub_u32 v2, 63, v0
+  v_lshlrev_b32 v2, 2, v2
+  ds_read_b32 v3, v2
+  s_waitcnt lgkmcnt(0)
+  v_cmp_gt_u32 vcc, 32, v0
+  s_and_saveexec_b64 s[4:5], vcc
+  s_cbranch_execz .Lskip
+  v_add_u32 v3, 1000, v3
+.Lskip:
+  s_or_b64 exec, exec, s[4:5]
+  v_mov_b32 v4, 0
+  v_lshlrev_b64 v[4:5], 33, v[3:4]
+  v_lshlrev_b32 v6, 3, v0
+  s_waitcnt lgkmcnt(0)
+  global_store_dwordx2 v6, v[4:5], s[2:3]"""
+  else:
+    body = """
+  s_load_b64 s[2:3], s[0:1], 0x0
+  v_lshlrev_b32 v1, 2, v0
+  ds_store_b32 v1, v0
+  s_waitcnt lgkmcnt(0)
+  s_barrier
+  v_sub_nc_u32 v2, 63, v0
+  v_lshlrev_b32 v2, 2, v2
+  ds_load_b32 v3, v2
+  s_waitcnt lgkmcnt(0)
+  v_cmp_gt_u32 vcc, 32, v0
+  s_and_saveexec_b64 s[4:5], vcc
+  s_cbranch_execz .Lskip
+  v_add_nc_u32 v3, 1000, v3
+.Lskip:
+  s_or_b64 exec, exec, s[4:5]
+  v_mov_b32 v4, 0
+  v_lshlrev_b64 v[4:5], 33, v[3:4]
+  v_lshlrev_b32 v6, 3, v0
+  s_waitcnt lgkmcnt(0)
+  global_store_b64 v6, v[4:5], s[2:3]"""
+  co = kernel(arch, body, wave32=False, lds=256)
+  out = np.zeros(64, np.uint64)
+  launch(co, "k", grid=1, block=64, args=[out])
+  i = np.arange(64, dtype=np.uint64)
+  want = (63 - i) + np.where(i < 32, 1000, 0).astype(np.uint64)
+  np.testing.assert_array_equal(out, want << np.uint64(33))
