@@ -720,8 +720,8 @@ def _mod(c: _Ctx, sig, tok: str):
       return
     nsrc = sum(1 for x in sig.slots if x.field in ("src0", "src1", "src2", "vsrc0"))
     has_dst = any(x.field == "vdst" and x.kind in ("v", "av") for x in sig.slots)
-    if c.I.target.family == "cdna":  # gfx9 op_sel lists are positional: src0, src1, src2, dst
-      nsrc = 3
+    if c.I.target.family == "cdna":  # gfx9: the list's last element is dst (op_sel bit 3)
+      nsrc, has_dst = len(bits) - 1, True
     for i, b in enumerate(bits):
       if b:
         c.orbit("opsel", 3 if has_dst and i == nsrc else i)

@@ -41,6 +41,8 @@ def _align_note(inst, s, v: int, acc: bool) -> str:
     return ""
   t = FMT["align2"]
   cls = t["av_acc"] if s.kind == "av" and acc else t.get(s.kind, "VReg")
+  if s.opr.endswith("_OR_CONST"):  # MFMA src2 has the destination's class
+    cls = "AReg" if acc else "VReg"
   if s.kind == "src" and acc:
     cls = "AReg"
   return f"/*Invalid register, operand has '{cls}_{32 * s.dwords}_Align2' register class*/"
@@ -311,13 +313,13 @@ def _vgpr_only_note(inst, s, v: int) -> str:
   d = FMT["vgpr_only"]
   if v >= 256 or s.opr not in d["types"] or inst.format not in d["formats"] or s.half:
     return ""
-  if v < 128 or 235 <= v <= 239 or 251 <= v <= 254:
+  if v < 128:
     cls = next((c for p, c in d["class_by_op"].items() if re.search(p, inst.op)), None) or d["class_by_type"].get(
-      s.opr, "").format(bits=32 * s.dwords) or d["class"].get(str(s.dwords), f"VReg_{32 * s.dwords}")
+      s.opr, "").format(bits=32 * s.dwords, align="_Align2" if s.dwords > 1 else "") or d["class"].get(str(s.dwords), f"VReg_{32 * s.dwords}")
     if s.opr.endswith("_OR_CONST"):  # MFMA src2 takes the destination's class
       cls = f"{'AReg' if _acc(inst, 'src2') else 'VReg'}_{32 * s.dwords}" + ("_Align2" if inst.arch.startswith("gfx9") else "")
     return f"/*Invalid register, operand has '{cls}' register class*/"
-  return "" if s.opr.endswith("_OR_CONST") else "/*Invalid immediate*/"
+  return "" if s.opr.endswith("_OR_CONST") or 209 <= v < 255 else "/*Invalid immediate*/"
 
 
 def _raise(inst, v):

@@ -310,8 +310,9 @@ def _p_opsel(inst, sig):
     return f"op_sel:[{','.join(map(str, bits))}]" if any(bits) else None
   dst = any(x.field == "vdst" and x.kind in ("v", "av") for x in sig.slots)
   bits = [(v >> i) & 1 for i in range(srcs)] + ([(v >> 3) & 1] if dst else [])
-  if inst.arch.startswith("gfx9"):  # gfx9 op_sel lists always have four slots (src0, src1, src2, dst)
-    bits = [(v >> i) & 1 for i in range(4)]
+  if inst.arch.startswith("gfx9"):  # gfx9: width per opcode from the llvm-mc-22 probe; the last element is dst
+    w = TRUE16["opsel_cdna"].get(inst.arch, {}).get(inst.op, 4)
+    bits = [(v >> i) & 1 for i in range(w - 1)] + [(v >> 3) & 1]
   return f"op_sel:[{','.join(map(str, bits))}]" if any(bits) else None
 
 
@@ -323,9 +324,12 @@ def _p_opsel_hi(inst, sig):
   n = _nsrc(sig)
   v = inst["opsel_hi"] | inst.get("opsel_hi2", 1) << 2
   bits = [(v >> i) & 1 for i in range(n)]
-  default = next((d for p, d in FMT["vop3p_opsel_hi_default"].items() if re.search(p, inst.op)), [1] * n)[:n]
-  if re.search(FMT["vop3p_opsel_always"], inst.op):
-    default = None
+  fam = "cdna" if inst.arch.startswith("gfx9") else "rdna"
+  default = next((d for p, d in FMT["vop3p_opsel_hi_default"].items() if re.search(p.split(":")[-1], inst.op) and (
+    ":" not in p or p.startswith(fam + ":"))), None)
+  if default is None:
+    default = None if re.search(FMT["vop3p_opsel_always"], inst.op) else [1] * n
+  default = default and default[:n]
   return None if bits == default else f"op_sel_hi:[{','.join(map(str, bits))}]"
 
 
@@ -496,7 +500,9 @@ def _mod_applies(key: str, I, e: Encoding, op: str, slots) -> bool:
     if not any(re.search(r"PK2_|_16$|WMMA", s.fmt) for s in slots):
       return False
   if key == "op_sel" and I.target.family == "cdna" and e.base in ("VOP3", "VOP3SD"):
-    return bool(re.search(FMT["cdna_opsel_ops"], op))
+    return op in TRUE16["opsel_cdna"].get(I.target.name, {})
+  if any(key in ks and re.search(p, op) for p, ks in FMT["mods_skip_ops"].get(I.target.family, {}).items()):
+    return False
   skip = FMT["mods_skip"].get(I.target.family, {}).get(e.base, [])
   return key not in skip
 
