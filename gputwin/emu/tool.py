@@ -1,0 +1,105 @@
+"""`gputwin run`: run one kernel of a .s/.co/.o on the emulator from the command line.
+
+    gputwin run K.co --arch gfx1100 --kernel saxpy --grid 4 --block 256 \\
+        --arg out:f32:1024 --arg x:f32:x.npy --arg y:f32:=1.0 --arg a:f32=2.0 --arg n:i32=1024 --out DIR
+
+--arg NAME:TYPE:N        a zero-filled buffer of N elements     NAME:TYPE:FILE.npy  a buffer loaded from FILE
+--arg NAME:TYPE=VALUE    a by-value number
+Buffers are saved to DIR/NAME.npy after the run. --trace FILE writes one line per wave-instruction (wave, PC,
+instruction, registers written); --perfetto FILE writes Chrome/Perfetto trace JSON (one track per wave).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from gputwin.errors import GputwinError
+
+_TY = {"f16": np.float16, "f32": np.float32, "f64": np.float64, "i8": np.int8, "u8": np.uint8, "i16": np.int16,
+       "u16": np.uint16, "i32": np.int32, "u32": np.uint32, "i64": np.int64, "u64": np.uint64}
+
+
+def _dims(s: str):
+  return tuple(int(x) for x in s.replace("x", ",").split(","))
+
+
+def parse_arg(spec: str):
+  """'out:f32:1024' | 'x:f32:x.npy' | 'a:f32=2.0' -> (name, value)."""
+  if "=" in spec:
+    head, val = spec.split("=", 1)
+    name, ty = head.split(":")
+    return name, _TY[ty](float(val) if ty[0] == "f" else int(val, 0))
+  name, ty, what = spec.split(":", 2)
+  if what.endswith(".npy"):
+    return name, np.ascontiguousarray(np.load(what).astype(_TY[ty]))
+  return name, np.zeros(int(what), _TY[ty])
+
+
+def run_main(argv=None) -> int:
+  p = argparse.ArgumentParser(prog="gputwin run", description=__doc__.split("\n")[0])
+  p.add_argument("code", help="kernel source .s or code object .co/.o")
+  p.add_argument("--arch", default=None)
+  p.add_argument("--kernel", default=None, help="kernel name (default: the only kernel)")
+  p.add_argument("--grid", default="1", help="workgroups per dimension: 64 or 8,8")
+  p.add_argument("--block", default="64", help="work-items per workgroup: 256 or 16,16")
+  p.add_argument("--arg", action="append", default=[], help="NAME:TYPE:N | NAME:TYPE:FILE.npy | NAME:TYPE=VALUE")
+  p.add_argument("--out", default=None, help="directory for the buffers after the run")
+  p.add_argument("--trace", default=None)
+  p.add_argument("--perfetto", default=None)
+  p.add_argument("--max-instructions", type=int, default=None)
+  p.add_argument("--serial", action="store_true", help="run one wave at a time (the oracle schedule)")
+  p.add_argument("--no-checks", action="store_true")
+  a = p.parse_args(argv)
+  from gputwin.emu.api import Emulator
+  try:
+    args = [parse_arg(s) for s in a.arg]
+  except (ValueError, KeyError, OSError) as e:
+    print(f"gputwin run: bad --arg: {e}", file=sys.stderr)
+    return 2
+  try:
+    emu = Emulator(a.code, arch=a.arch)
+    kernel = a.kernel or (next(iter(emu.co.kernels)) if len(emu.co.kernels) == 1 else None)
+    if kernel is None:
+      print(f"gputwin run: --kernel is required; kernels: {', '.join(emu.co.kernels)}", file=sys.stderr)
+      return 2
+    trace = [] if (a.trace or a.perfetto) else None
+    st = emu.launch(kernel, grid=_dims(a.grid), block=_dims(a.block), args=[v for _, v in args], serial=a.serial,
+                    checks=not a.no_checks, trace=trace, max_instructions=a.max_instructions)
+  except GputwinError as e:
+    print(f"gputwin run: {type(e).__name__}: {e}", file=sys.stderr)
+    return 1
+  if a.out:
+    d = Path(a.out)
+    d.mkdir(parents=True, exist_ok=True)
+    for name, v in args:
+      if isinstance(v, np.ndarray):
+        np.save(d / f"{name}.npy", v)
+  if a.trace:
+    with open(a.trace, "w") as f:
+      for w, pc, text, ch in sorted(trace, key=lambda t: t[0]):
+        f.write(f"wave {w:5d} pc {pc:#08x}  {text:<56} {ch}\n")
+  if a.perfetto:
+    ev, t = [], {}
+    for w, pc, text, ch in trace:
+      ts = t.get(w, 0)
+      ev.append(dict(name=text.split()[0] if text else "?", ph="X", ts=ts, dur=1, pid=0, tid=w, args=dict(pc=hex(pc), inst=text)))
+      t[w] = ts + 1
+    Path(a.perfetto).write_text(json.dumps(dict(traceEvents=ev, displayTimeUnit="ns")))
+  rate = st.instructions / st.seconds if st.seconds else 0
+  print(f"{kernel} on {st.arch} (wave{st.wave_size}): {st.workgroups} workgroups, {st.waves} waves\n"
+        f"  {st.instructions} wave-instructions, {st.lane_instructions} lane-instructions "
+        f"({st.lane_instructions / max(st.instructions * st.wave_size, 1):.0%} lanes active)\n"
+        f"  {st.seconds * 1e3:.1f} ms, {rate / 1e6:.2f} M wave-instructions/s")
+  for name, v in args:
+    if isinstance(v, np.ndarray):
+      print(f"  {name}: {v.dtype}[{v.size}] first {np.array2string(v.reshape(-1)[:6], precision=4)}"
+            + (f" -> {a.out}/{name}.npy" if a.out else ""))
+  return 0
+
+
+if __name__ == "__main__":
+  sys.exit(run_main())
