@@ -793,6 +793,15 @@ def _mod(c: _Ctx, sig, tok: str):
     return c.set("th", _num(val))
   if key == "scope":
     return c.set("scope", FMT["scope_names"].index(val) if val in FMT["scope_names"] else _num(val))
+  if key == "format" and c.op.startswith("TBUFFER"):
+    tab = FMT["buf_format"][c.I.target.family]
+    v = tab.index(val) if val in tab else _num(val)
+    if not 0 <= v < len(tab):
+      raise _NoFit("invalid format")
+    if "dfmt" in names:
+      c.set("dfmt", v & 15)
+      return c.set("nfmt", v >> 4)
+    return c.set("format", v)
   if key == "wait_exp":
     return c.set("waitexp", _num(val))
   if key in ("wait_vdst", "wait_va_vdst", "wait_vm_vsrc"):
@@ -932,6 +941,13 @@ def _encode_one(I, enc: str, op: str, wave: int, ops, mods, rest=("", 0)) -> tup
     f.setdefault("opsel_hi2", 1)
   for k, v in FMT["field_defaults"].get(f"{I.target.family}:{base}", {}).items():
     f.setdefault(k, v)
+  if op.startswith("TBUFFER"):  # the format llvm-mc omits is the default
+    d = FMT["buf_format"][I.target.family].index("")
+    if "dfmt" in c.names:
+      f.setdefault("dfmt", d & 15)
+      f.setdefault("nfmt", d >> 4)
+    elif "format" in c.names:
+      f.setdefault("format", d)
   inst = make(I.target.name, enc, op, 0, **f)
   return inst, c.label
 

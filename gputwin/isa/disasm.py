@@ -41,6 +41,8 @@ def _align_note(inst, s, v: int, acc: bool) -> str:
     return ""
   t = FMT["align2"]
   cls = t["av_acc"] if s.kind == "av" and acc else t.get(s.kind, "VReg")
+  if s.kind == "av" and not inst.format.startswith("VOP"):  # memory data operands take either file
+    cls = t["av_mem"]
   if s.opr.endswith("_OR_CONST"):  # MFMA src2 has the destination's class
     cls = "AReg" if acc else "VReg"
   if s.kind == "src" and acc:

@@ -445,6 +445,19 @@ def instruction(target: str, encoding: str | None = None, opcode: str | None = N
   return _instruction(target, encoding, opcode, wave, graphics)
 
 
+def random_words(target: str, n: int, seed: int = 0, real_prefix: bool = True) -> list[bytes]:
+  """`n` raw 32/64/96/128-bit words; with `real_prefix`, the first dword carries some encoding's fixed bits, so
+  most words reach a real format with arbitrary (often unused or odd) bits elsewhere."""
+  rng = random.Random(f"raw:{target}:{seed}")
+  prefixes = [(sum(f.mask << f.lo for f in e.fixed if f.hi < 32), sum(f.value << f.lo for f in e.fixed if f.hi < 32))
+              for e in tables(_target(target).family).encodings.values()] if real_prefix else [(0, 0)]
+  out = []
+  for _ in range(n):
+    size, (mask, val) = rng.choice((4, 8, 12, 16)), rng.choice(prefixes)
+    out.append((rng.getrandbits(size * 8) & ~mask | val).to_bytes(size, "little"))
+  return out
+
+
 def words(sizes: Sequence[int] = (4, 8, 12, 16)) -> st.SearchStrategy[bytes]:
   """Raw instruction words of the given byte sizes (decoder robustness: any of them may be garbage)."""
   return st.sampled_from(list(sizes)).flatmap(lambda n: st.binary(min_size=n, max_size=n))

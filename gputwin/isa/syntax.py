@@ -302,6 +302,22 @@ def _p_dsoff(inst, sig):
   return f"offset:{v}" if v else None
 
 
+def buf_format_value(inst) -> int | None:
+  f = inst.f
+  if not inst.op.startswith("TBUFFER"):
+    return None
+  return f["dfmt"] | f["nfmt"] << 4 if "dfmt" in f else f.get("format")
+
+
+def buf_format_text(inst) -> str | None:
+  v = buf_format_value(inst)
+  if v is None:
+    return None
+  from gputwin.isa.encoding import isa
+  t = FMT["buf_format"][isa(inst.arch).target.family][v]
+  return f"format:{t}" if t else None
+
+
 def _p_opsel(inst, sig):
   srcs = _nsrc(sig)
   v = inst["opsel"]
@@ -437,6 +453,7 @@ _MODS = [
   ("op_sel_hi", ("opsel_hi",), _p_opsel_hi),
   ("neg_lo", ("neg", "neg_hi"), _p_neg("neg_lo", "neg")),
   ("neg_hi", ("neg_hi",), _p_neg("neg_hi", "neg_hi")),
+  ("format", ("vdata",), lambda inst, sig: buf_format_text(inst)),
   ("idxen", ("idxen",), _flag("idxen", "idxen")),
   ("offen", ("offen",), _flag("offen", "offen")),
   ("ds_offset", ("offset0", "offset1"), _p_dsoff),
