@@ -74,6 +74,35 @@ ERRATA += (
           "lambdas), and the CDNA comment 'NOTE: +0>-0 is TRUE in this comparison' states the intent."),
 )
 
+def _two_over_pi(bits: int) -> int:
+  """floor(2/pi * 2**bits), from Machin's formula in integer arithmetic (64 guard bits)."""
+  one = 1 << (bits + 64)
+
+  def atan_inv(x: int) -> int:  # atan(1/x) * one
+    total, term, k, x2 = 0, one // x, 1, x * x
+    while term:
+      total += term // k if k % 4 == 1 else -(term // k)
+      term //= x2
+      k += 2
+    return total
+  pi = 16 * atan_inv(5) - 4 * atan_inv(239)
+  return (2 * one * (1 << (bits + 64)) // pi) >> 64
+
+
+ERRATA += (
+  Erratum(("rdna3", "rdna4", "cdna"), r"result = 64'F\(\(1201'B\(2\.0 / PI\)\[1200 : 0\] << shift\.u32\) & "
+          r"1201'0x1fffffffffffff\);", "sub",
+          lambda m: f"result = 64'F(((2402'U(1201'0x{_two_over_pi(1201):x}) << shift.u32) >> 1148U) & "
+                    "2402'0x1fffffffffffff);",
+          "V_TRIG_PREOP_F64: `1201'B(2.0 / PI)` means the 1201 fraction bits of 2/pi (not a float conversion), and "
+          "masking the low 53 bits of `bits << shift` keeps the *tail* of the constant; the comments say the shift "
+          "brings bits into the whole part, and `scale = -53 - shift` needs bits [shift, shift + 53) of the "
+          "fraction. We spell the constant out and keep those bits.",
+          f"{_MANUALS}, V_TRIG_PREOP_F64 (comments in the pseudocode: '(2.0/PI) == 0.{{b_1200, ..., b_0}}', "
+          "'Only whole part of result is kept'); LLVM's AMDGPU sin/cos lowering consumes it as successive 53-bit "
+          "chunks of 2/pi."),
+)
+
 # Graphics-only bodies: not part of the compute emulator. (family regex over names, reason)
 EXCLUDED: tuple[tuple[str, str], ...] = (
   (r"IMAGE_.*", "image (MIMG/VIMAGE/VSAMPLE) instruction: texture units are graphics-only"),

@@ -494,6 +494,14 @@ def regfile(ctx: Ctx, name: str):
   return r
 
 
+def _check(f, name: str, ix) -> None:
+  for d, j in enumerate(ix):
+    j = np.asarray(j)
+    if j.size and (j.min() < 0 or j.max() >= f.shape[d]):
+      raise PcodeError(f"{name} index {int(j.max()) if j.max() >= f.shape[d] else int(j.min())} out of range: "
+                       f"the register file passed in state[{name!r}] has shape {f.shape}")
+
+
 def rrd(ctx: Ctx, name: str, idx, bits: int):
   """VGPR[lane][reg] (file shaped (waves, lanes, regs)) or SGPR[reg] (file shaped (waves, regs))."""
   f = regfile(ctx, name)
@@ -504,7 +512,9 @@ def rrd(ctx: Ctx, name: str, idx, bits: int):
     ix[-1] = arr(ix[-1]).astype(np.int64) + k
     if f.ndim == len(ix) + 1:  # per-wave file: index the wave too; results are at least (waves, 1)
       ix = [np.arange(f.shape[0])[:, None]] + ix
-    parts.append(f[tuple(arr(j).astype(np.int64) for j in ix)])
+    ix = tuple(arr(j).astype(np.int64) for j in ix)
+    _check(f, name, ix)
+    parts.append(f[ix])
   v = parts[0] if n == 1 else cat(*[(p, 32) for p in reversed(parts)])
   return v if bits >= 32 else sl(v, 0, bits)
 
@@ -523,6 +533,7 @@ def rwr(ctx: Ctx, name: str, idx, v, bits: int, m):
       part = ins(old, v, 0, bits, 32)
     ixs = np.broadcast_arrays(*[arr(j).astype(np.int64) for j in ix], arr(part), *(() if m is None else (arr(m),)))
     sel = ixs[-1] if m is not None else np.ones(ixs[0].shape, bool)
+    _check(f, name, [j[sel] for j in ixs[:len(ix)]])
     f[tuple(j[sel] for j in ixs[:len(ix)])] = ixs[len(ix)][sel].astype(f.dtype)
 
 

@@ -302,3 +302,51 @@ def test_unimplemented_builtin_raises_not_no_op():
 def test_target_names_map_to_families():
   assert semantics("gfx942", "V_FMA_F32") is semantics("cdna", "V_FMA_F32")
   assert semantics("gfx1201", "V_FMA_F32").family == "rdna4"
+
+
+PI_DIGITS = ("3.14159265358979323846264338327950288419716939937510582097494459230781640628620899862803482534211706798214"
+             "808651328230664709384460955058223172535940812848111745028410270193852110555964462294895493038196")
+
+
+@pytest.mark.parametrize("fam", fams_with("V_TRIG_PREOP_F64"))
+def test_trig_preop_chunks_of_two_over_pi(fam):
+  """S1 = k selects bits [53k, 53k + 53) of 2/pi, scaled by 2**-(53k + 53) (2/pi from 200 decimal digits of pi)."""
+  from decimal import Decimal, getcontext
+  from fractions import Fraction
+  getcontext().prec = 190
+  frac = Fraction(Decimal(2) / Decimal(PI_DIGITS))
+  ks = np.array([[0, 1, 2, 3]], np.uint32)
+  out = semantics(fam, "V_TRIG_PREOP_F64")({"S0": np.full((1, 4), 0x3FF0000000000000, np.uint64), "S1": ks})
+  for k, got in zip(ks.ravel(), np.asarray(out["D0"]).ravel()):
+    chunk = int(frac * 2 ** (53 * (int(k) + 1))) & ((1 << 53) - 1)
+    assert float(Fraction(chunk, 2 ** (53 * (int(k) + 1)))) == float(np.uint64(got).view(np.float64))
+  checked(fam, "V_TRIG_PREOP_F64", "53-bit chunks of 2/pi (errata: the manual's mask keeps the wrong end)")
+
+
+@pytest.mark.parametrize("fam", FAMS)
+def test_every_body_runs_or_says_not_supported(fam):
+  """Each compiled body runs on small in-range operands, or raises PcodeError (a hook or register file it needs):
+  never another exception."""
+  from gputwin.errors import PcodeError as PE
+  from gputwin.pcode.errata import excluded
+  rng = np.random.default_rng(7)
+  L = 64 if fam == "cdna" else 32
+  bad = []
+  for name in tables(fam).pcode:
+    if excluded(name):
+      continue
+    sem = semantics(fam, name)
+    st = {k: (rng.integers(0, 64, (1, L)).astype(np.uint32 if w <= 32 else np.uint64) if w <= 64 else
+              np.zeros((1, L), object)) for k, w in sem.inputs.items()}
+    for k in ("SRC0", "VDST", "ADDR", "DATA0", "DATA1", "SIMM16", "SCC", "M0", "VCC", "EXEC", "SDST", "SSRC0"):
+      if k in st:
+        st[k] = st[k][:, :1] % 4
+    st["VGPR"] = rng.integers(0, 64, (1, L, 256)).astype(np.uint32)
+    st["SGPR"] = rng.integers(0, 64, (1, 1024)).astype(np.uint32)
+    try:
+      sem(st, exec=np.ones((1, L), bool), mem=FlatMemory(1 << 20), lanes=L)
+    except PE:
+      pass
+    except Exception as e:  # noqa: BLE001 - the point is to catch anything else
+      bad.append(f"{name}: {type(e).__name__}: {e}"[:160])
+  assert not bad, f"{len(bad)} bodies crash: " + "; ".join(bad[:5])
