@@ -27,6 +27,13 @@ _OPSEL_BIT = {"src0": 0, "vsrc0": 0, "src1": 1, "src2": 2, "vdst": 3}
 def _e32_like(inst) -> bool: return inst.format in ("VOP1", "VOP2", "VOPC")
 
 
+def _lo128_note(inst, s, v: int, kind: str) -> str:
+  from gputwin.isa.encoding import isa
+  if v < 128 or s.bits != 16 or not _e32_like(inst) or isa(inst.arch).target.true16 or inst.arch.startswith("gfx9"):
+    return ""
+  return f"/*Invalid register, operand has '{FMT['lo128'][kind]}' register class*/"
+
+
 def _vreg(inst, s, v: int) -> str:
   if s.half:
     if _e32_like(inst):
@@ -52,7 +59,7 @@ def _align_note(inst, s, v: int, acc: bool) -> str:
 
 def _src(inst, s, v: int, vector: bool, fam: str) -> str:
   if v >= 256:
-    return _vreg(inst, s, v - 256)
+    return _vreg(inst, s, v - 256) + _lo128_note(inst, s, v - 256, "src")
   if v == 255:
     lit = inst.get("literal")
     if lit is None:
@@ -248,7 +255,7 @@ def _operand(inst, s, fam: str, wave: int) -> str:
     if s.field in ("vdata", "vdst") and inst.get("tfe") and inst.format in FMT["tfe_extra_dword"]:
       from dataclasses import replace
       s = replace(s, dwords=s.dwords + 1)
-    return _with_mods(inst, s, _vreg(inst, s, v))
+    return _with_mods(inst, s, _vreg(inst, s, v) + _lo128_note(inst, s, v, "v"))
   if k == "sdwa_src":  # SDWA: an 8-bit register number, SGPR/constant when the s0/s1 flag is set
     i = 0 if s.field == "vsrc0" else 1
     t = _src(inst, s, v, True, fam) if f.get(f"s{i}") else vgpr_text("v", v, s.dwords)
