@@ -8,17 +8,20 @@ exception type and location, plus throughput.
   python bench/decode_fuzz.py                       # 1M words per target, all targets
   python bench/decode_fuzz.py -n 5000000 --arch gfx942 --seed 7
   python bench/decode_fuzz.py --valid-prefix        # words whose first dword has a real encoding's fixed bits
+  python bench/decode_fuzz.py --vs-llvm -n 20000    # also: where llvm-mc-22 decodes a random word, our
+                                                    # disassembly must print the same text (raw-word differential)
 """
 from __future__ import annotations
 
 import argparse
 import collections
-import random
 import sys
 import time
 import traceback
+from pathlib import Path
 
 from gputwin.errors import DecodeError
+from gputwin.isa.strategies import random_words
 
 
 def _decode():
@@ -29,48 +32,54 @@ def _decode():
   return decode
 
 
-def _prefixes(arch: str) -> list[tuple[int, int]]:
-  """(mask, value) of every encoding's fixed bits in the first dword: steers words into real formats."""
-  from gputwin.isa.targets import target
-  from gputwin.isa.vendor import tables
-  out = []
-  for e in tables(target(arch).family).encodings.values():
-    mask = val = 0
-    for f in e.fixed:
-      if f.hi < 32:
-        mask |= f.mask << f.lo
-        val |= f.value << f.lo
-    out.append((mask, val))
-  return out
-
-
-def fuzz(arch: str, n: int, seed: int, valid_prefix: bool) -> int:
-  decode, rng = _decode(), random.Random(f"{arch}:{seed}")
-  prefixes = _prefixes(arch) if valid_prefix else []
+def fuzz(arch: str, n: int, seed: int, real_prefix: bool) -> int:
+  decode = _decode()
   stats, escapes = collections.Counter(), {}
   t0 = time.perf_counter()
-  for _ in range(n):
-    size = rng.choice((4, 8, 12, 16))
-    word = rng.getrandbits(size * 8)
-    if prefixes:
-      mask, val = rng.choice(prefixes)
-      word = word & ~mask | val
-    data = word.to_bytes(size, "little")
-    try:
-      decode(data, arch)
-      stats["decoded"] += 1
-    except DecodeError:
-      stats["DecodeError"] += 1
-    except Exception as e:  # noqa: BLE001 - exactly what this bench looks for
-      tb = traceback.extract_tb(e.__traceback__)[-1]
-      key = (type(e).__name__, tb.filename, tb.lineno)
-      stats["ESCAPED"] += 1
-      if key not in escapes:
-        escapes[key] = data
-        print(f"  {arch}: {type(e).__name__} at {tb.filename}:{tb.lineno}: {e} -- bytes {data.hex(' ')}")
+  for start in range(0, n, 100_000):
+    for data in random_words(arch, min(100_000, n - start), seed * 1_000_003 + start, real_prefix):
+      try:
+        decode(data, arch)
+        stats["decoded"] += 1
+      except DecodeError:
+        stats["DecodeError"] += 1
+      except Exception as e:  # noqa: BLE001 - exactly what this bench looks for
+        tb = traceback.extract_tb(e.__traceback__)[-1]
+        key = (type(e).__name__, tb.filename, tb.lineno)
+        stats["ESCAPED"] += 1
+        if key not in escapes:
+          escapes[key] = data
+          print(f"  {arch}: {type(e).__name__} at {tb.filename}:{tb.lineno}: {e} -- bytes {data.hex(' ')}")
   dt = time.perf_counter() - t0
   print(f"{arch}: {n} words in {dt:.1f}s ({n / dt:,.0f}/s): {dict(stats)}; {len(escapes)} distinct escapes")
   return len(escapes)
+
+
+def vs_llvm(arch: str, n: int, seed: int) -> int:
+  """Raw random words (real fixed bits in the first dword) through llvm-mc-22 and gputwin.isa.disassemble: where
+  llvm-mc decodes a word as exactly one instruction, our text must match. Reaches bit patterns the table-driven
+  strategies never build (unused bits set, odd operand codes)."""
+  sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "isa"))
+  from test_llvm_fuzz import llvm_disassemble, norm  # the batched llvm-mc oracle of the differential tests
+  from gputwin.isa import disassemble
+  stats, shown = collections.Counter(), collections.Counter()
+  for start in range(0, n, 5000):
+    words = random_words(arch, min(5000, n - start), seed * 1_000_003 + start)
+    for w, text in zip(words, llvm_disassemble(words, arch)):
+      if text is None or text.startswith("<"):
+        stats["llvm-mc rejects"] += 1
+        continue
+      try:
+        ours = " | ".join(norm(x) for x in disassemble(w, arch))
+      except Exception as e:  # noqa: BLE001
+        ours = f"raised {type(e).__name__}: {e}"
+      ok = ours == text
+      stats["agree" if ok else "disagree"] += 1
+      if not ok and shown[text.split()[0]] < 1 and sum(shown.values()) < 25:
+        shown[text.split()[0]] += 1
+        print(f"  {arch}: {w.hex(' ')}\n    llvm-mc: {text}\n    ours:    {ours}")
+  print(f"{arch}: {n} raw words vs llvm-mc-22: {dict(stats)}")
+  return stats["disagree"]
 
 
 def main() -> int:
@@ -79,8 +88,12 @@ def main() -> int:
   ap.add_argument("--arch", nargs="*", default=["gfx1100", "gfx1200", "gfx942", "gfx950"])
   ap.add_argument("--seed", type=int, default=0)
   ap.add_argument("--valid-prefix", action="store_true", help="force real fixed bits into the first dword")
+  ap.add_argument("--vs-llvm", action="store_true", help="also compare our text with llvm-mc-22 where it decodes")
   a = ap.parse_args()
-  return 1 if sum(fuzz(t, a.n, a.seed, a.valid_prefix) for t in a.arch) else 0
+  bad = sum(fuzz(t, a.n, a.seed, a.valid_prefix) for t in a.arch)
+  if a.vs_llvm:
+    bad += sum(vs_llvm(t, a.n, a.seed) for t in a.arch)
+  return 1 if bad else 0
 
 
 if __name__ == "__main__":
