@@ -66,3 +66,31 @@ def test_doorbell_to_interrupt_round_trip():
   assert cp.done == 5
   for addr, n in ((ring_cpu, 0x1000), (ptr_cpu, 0x1000), (bells, 0x2000)): k.munmap(addr, n)
   c.close()
+
+
+def test_synchronous_mode_runs_the_command_processor_inside_wait_events():
+  c = Client("gfx1200")
+  c.k.sync = True
+  c.acquire()
+  page, _ = c.buffer(abi.KFD_SIGNAL_EVENT_LIMIT * 8)
+  ev = c.call("CREATE_EVENT", event_page_offset=page.handle, event_type=abi.KFD_IOC_EVENT_SIGNAL).event_id
+  cp = ToyCP(c.k, page.va_addr)                                   # not started: no thread
+
+  def on_bell(q, value):
+    vm = c.k.address_space(q.gpu.gpu_id)
+    c.k.write_rptr(q, c.k.read_wptr(q))
+    vm.write_u64(cp.signal_va + 8 * ev, ev)
+    c.k.interrupt(q.gpu.gpu_id, ev)
+
+  c.k.on_doorbell.append(on_bell)
+  q = c.call("CREATE_QUEUE", **c.queue_args())
+  bells = c.k.mmap(c.kfd, q.doorbell_offset & ~0x1FFF, 0x2000, PROT_READ | PROT_WRITE, MAP_SHARED)
+  mq, = c.k.queues()
+  c.k.address_space(c.gpu).write_u64(mq.wptr_va, 8)
+  ctypes.c_uint64.from_address(bells + (q.doorbell_offset & 0x1FFF)).value = 8
+  evs = (abi.kfd_event_data * 1)()
+  evs[0].event_id = ev
+  w = c.call("WAIT_EVENTS", events_ptr=ctypes.addressof(evs), num_events=1, timeout=0)   # even a zero timeout
+  assert w.wait_result == abi.KFD_IOC_WAIT_RESULT_COMPLETE and c.k.address_space(c.gpu).read_u64(mq.rptr_va) == 8
+  c.k.munmap(bells, 0x2000)
+  c.close()

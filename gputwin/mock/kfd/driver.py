@@ -141,10 +141,13 @@ class _Process:
 
 
 class MockKernel:
-  """The mock kernel of one machine. `targets`: GPU names, e.g. ["gfx1100", "gfx942"] (node 1, node 2, ...)."""
+  """The mock kernel of one machine. `targets`: GPU names, e.g. ["gfx1100", "gfx942"] (node 1, node 2, ...).
+  sync=True: no GPU thread is assumed; doorbells are polled (and on_doorbell listeners run) whenever the process
+  blocks in WAIT_EVENTS, so a single-threaded test drives the command processor deterministically."""
 
-  def __init__(self, targets: list[str] | str = "gfx1100"):
+  def __init__(self, targets: list[str] | str = "gfx1100", sync: bool = False):
     self.targets = [targets] if isinstance(targets, str) else list(targets)
+    self.sync = sync
     self.topology = Topology(self.targets)
     self.gpus: list[GPUNode] = self.topology.gpus
     self._by_id = {g.gpu_id: g for g in self.gpus}
@@ -841,6 +844,7 @@ class MockKernel:
     deadline = None if a.timeout == abi.KFD_EVENT_TIMEOUT_INFINITE else time.monotonic() + a.timeout / 1000
     try:
       while (res := result()) == abi.KFD_IOC_WAIT_RESULT_TIMEOUT:
+        if self.sync and self.poll_doorbells(): continue   # synchronous mode: the GPU runs in the waiter's thread
         left = None if deadline is None else deadline - time.monotonic()
         if left is not None and left <= 0: break
         self._cv.wait(left)
