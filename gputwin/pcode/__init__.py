@@ -85,7 +85,7 @@ class Semantics:
     Returns the written registers (raw bits); inactive lanes hold the value given in state (or 0)."""
     L = lanes or _lanes(state, exec, wave64)
     ctx = rt.Ctx(np.arange(L, dtype=np.uint32)[None, :], (L <= 32) if wave64 is None else not wave64, mem,
-                 {k: state[k] for k in self.regfiles if k in state}, 0, self._sub)
+                 {k: state[k] for k in self.regfiles if k in state}, self._sub)
     m = None if exec is None else np.asarray(exec, dtype=bool)
     if m is not None and "EXEC" in self.inputs and "EXEC" not in state:  # EXEC bits from the active-lane mask
       bits = (m.astype(np.uint64) << np.arange(m.shape[-1], dtype=np.uint64)).sum(axis=-1, dtype=np.uint64)

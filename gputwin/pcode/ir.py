@@ -290,7 +290,7 @@ class Lower:
       return [S("if", (arms, self.block(a[1])), n.at)]
     if op == "for":
       var, lo, hi, body = a
-      lo_e, hi_e = self.uniform(lo), self.uniform(hi)
+      lo_e, hi_e = self.ex(lo), self.ex(hi)
       self.loopvars.append(var)
       try:
         b = self.block(body)
@@ -347,6 +347,9 @@ class Lower:
         self.vars[nm] = Ty("b", self.width(nm))
       return ("var", nm, self.vars[nm])
     if op == "field":
+      rf = self.field_of_file(n)
+      if rf:
+        return ("reg",) + rf[1:]
       nm = self.field_name(n)
       self.prog.outputs[nm] = 32
       return ("state", nm, Ty("b", 32))
@@ -388,6 +391,15 @@ class Lower:
       return ("reg", b.args[0], tuple(self.ex(c) for c in chain), 32)
     return None
 
+  def field_of_file(self, n: Node) -> tuple | None:
+    """`BARRIER_STATE[i].signalCnt`: a field of a register-file entry is an entry of the file 'NAME.field'."""
+    b = n.args[0]
+    if b.op == "index" and b.args[0].op == "name" and REGFILES.get(b.args[0].args[0]) == 1:
+      name = f"{b.args[0].args[0]}.{n.args[1]}"
+      self.prog.regfiles.add(name)
+      return ("reg", name, (self.ex(b.args[1]),), 32)
+    return None
+
   def field_name(self, n: Node) -> str:
     b = n.args[0]
     parts = [n.args[1]]
@@ -395,7 +407,7 @@ class Lower:
       parts.insert(0, b.args[1])
       b = b.args[0]
     if b.op != "name":
-      return self.fail(f"unsupported field access .{n.args[1]}", n.at) and ""
+      raise self.fail(f"unsupported field access .{n.args[1]}", n.at)
     return ".".join([b.args[0]] + parts)
 
   def slice_bounds(self, n: Node) -> tuple[E, int]:
@@ -430,9 +442,6 @@ class Lower:
     return n
 
   # ---------------------------------------------------------------- expressions
-  def uniform(self, n: Node) -> E:
-    return self.ex(n)
-
   def cond(self, n: Node) -> E: return self.conv(self.ex(n), BOOL)
 
   def ex(self, n: Node) -> E:
@@ -448,6 +457,9 @@ class Lower:
     if op == "name":
       return self.name(a[0], n.at)
     if op == "field":
+      rf = self.field_of_file(n)
+      if rf:
+        return E("reg", rf[1:], Ty("b", 32))
       nm = self.field_name(n)
       self.prog.inputs.setdefault(nm, 32)
       return E("state", (nm,), Ty("b", 32))

@@ -194,7 +194,7 @@ class Parser:
         self.i += 1
         var = self.ident()
         self.take("in")
-        lo = self.expr(stop_colon=True)
+        lo = self.expr()
         self.take(":")
         hi = self.expr()
         self.take("do")
@@ -271,13 +271,13 @@ class Parser:
     return _TYPE_KINDS[m.group(2)], int(m.group(1))
 
   # expressions
-  def expr(self, stop_colon: bool = False) -> Node:
+  def expr(self) -> Node:
     at = self.pos()
     c = self.binary(0)
     if self.maybe("?"):
-      a = self.expr(stop_colon=True)
+      a = self.expr()
       self.take(":")
-      b = self.expr(stop_colon=stop_colon)
+      b = self.expr()
       return Node("sel", (c, a, b), at)
     return c
 
@@ -309,7 +309,7 @@ class Parser:
         e = Node("as", (e, m.group(1), int(m.group(2))), at) if m else Node("field", (e, name), at)
       elif self.at("["):
         self.take()
-        a = self.expr(stop_colon=True)
+        a = self.expr()
         if self.maybe(":"):
           b = self.expr()
           self.take("]")

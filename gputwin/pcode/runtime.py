@@ -480,10 +480,10 @@ def aset(a, i, v, m):
 
 class Ctx:
   """Per-call context: lane ids, wave size, memory, register files, hooks for address helpers."""
-  __slots__ = ("lane", "wave32", "mem", "regs", "W", "sub", "rmode")
+  __slots__ = ("lane", "wave32", "mem", "regs", "sub", "rmode")
 
-  def __init__(self, lane, wave32, mem, regs, W, sub=None):
-    self.lane, self.wave32, self.mem, self.regs, self.W, self.sub = lane, wave32, mem, regs, W, sub
+  def __init__(self, lane, wave32, mem, regs, sub=None):
+    self.lane, self.wave32, self.mem, self.regs, self.sub = lane, wave32, mem, regs, sub
     self.rmode = 0  # MODE.FP_ROUND as the body sets it: 0 nearest even, 3 toward zero
 
 
@@ -678,10 +678,9 @@ def _fma(ret, tys, a, b, c):
       except OverflowError:
         return math.inf if r > 0 else -math.inf
     return np.vectorize(one, otypes=[np.float64])(a, b, c)
-  x, y, z = (arr(v).astype(np.float64) for v in (a, b, c))
   with np.errstate(all="ignore"):
-    p = x * y
-    s = p + z
+    p = np.multiply(a, b, dtype=np.float64)  # exact: 2 x 24 significand bits fit in 53
+    s = np.add(p, c, dtype=np.float64)
     r = s.astype(dt)
     # only a sum that lands exactly between two narrow values can round twice wrongly: such a sum has its low
     # 28 (f32) / 41 (f16) significand bits clear and is not itself representable
@@ -692,6 +691,7 @@ def _fma(ret, tys, a, b, c):
     cand &= (r.astype(np.float64) != s) & np.isfinite(s)
     if not cand.any():
       return r
+    z = arr(c).astype(np.float64)
     bb = s - p
     err = (p - (s - bb)) + (z - bb)  # TwoSum: s + err == p + z exactly
     odd = (s.view(np.uint64) & np.uint64(1)) == np.uint64(1)
