@@ -64,15 +64,15 @@ def _src(inst, s, v: int, vector: bool, fam: str) -> str:
     lit = inst.get("literal")
     if lit is None:
       raise _bad(inst, "literal marker without literal dword")
+    from gputwin.isa.asm import inline_for
     if (s.bits == 16 or int16_fmt(s.fmt)) and (inst.format.startswith("V") or "F16" in s.fmt and inst.format in
                                                  FMT["salu_lit16_formats"]) or re.search(
-        FMT["lit16_ops"], inst.op):
-      lit &= 0xffff
-    from gputwin.isa.asm import inline_for
+        FMT["lit16_ops"], inst.op):  # 16-bit operands use the low half; lit() keeps a value that would be inline
+      return f"lit(0x{lit:x})" if inline_for(lit & 0xffff, s) is not None else f"0x{lit & 0xffff:x}"
     if lit == 0 and s.bits == 64 and "F64" in s.fmt:
       return "0"
     return f"lit(0x{lit:x})" if inline_for(lit, s) is not None else f"0x{lit:x}"
-  t = inline_text(v, s.fmt, s.bits)
+  t = inline_text(v, s.fmt, s.bits, inst.format.startswith("V"))
   if t is not None:
     return t
   n = scalar_name(fam, v, s.dwords, vector)
@@ -221,7 +221,7 @@ def format_inst(inst) -> str:
       from dataclasses import replace
       sig = replace(sig, slots=tuple(replace(x, half=False) for x in sig.slots),
                     mods=tuple(m for m in sig.mods if m != "op_sel"))
-  if not sig.slots:  # operand-less instructions print no modifiers either (s_dcache_inv, buffer_gl0_inv)
+  if not sig.slots and inst.format != "DS":  # operand-less: no modifiers either (s_dcache_inv, buffer_gl0_inv)
     from dataclasses import replace
     sig = replace(sig, mods=())
   ops = []
@@ -240,7 +240,8 @@ def _operand(inst, s, fam: str, wave: int) -> str:
   if k == "vcc":
     return "vcc_lo" if s.dwords == 1 else "vcc"
   if k == "lit":
-    return str(f["literal"]) if inst.format == "SOPK" else f"0x{f['literal']:x}"
+    lit = f["literal"]
+    return str(lit) if inst.format == "SOPK" and lit <= 64 else f"0x{lit:x}"
   v = f.get(s.field, 0)
   if inst.format in FMT["flat_addr"]:
     if s.field in ("addr", "vaddr"):
@@ -357,8 +358,6 @@ def _vopd(inst, wave: int) -> str:
       parts.insert(2, f"0x{f['literal']:x}")
     elif re.search("FMAAK", opn):
       parts.append(f"0x{f['literal']:x}")
-    if re.search("CNDMASK", opn):
-      parts.append("vcc_lo" if wave == 32 else "vcc")
     halves.append(f"{opn.lower()} " + ", ".join(parts))
   return " :: ".join(halves)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
@@ -218,6 +219,11 @@ def _variant_ok(I: Isa, e: Encoding, op: str, word: int) -> bool:
   if marker is not None:
     return False
   has_lit = any(_get(word, f.hi, f.lo) == LITERAL for f in base_srcs if _uses(I, e, op, f.name))
+  if e.base == "VOPD":  # either half can carry the literal (a source of 255, or an FMAAK/FMAMK K operand)
+    from gputwin.isa.syntax import FMT
+    names = I.tables.enums["VOPDOp"]
+    has_lit = has_lit or any(re.search(FMT["vopd_lit_ops"], names.get(_get(word, hi, lo), "")) for hi, lo in
+                             ((25, 22), (21, 17)))
   if v.endswith("LIT"):
     return has_lit or I.lit_only(e, op)
   if has_lit and any(x.base == e.base and x.variant.endswith("LIT") and op in I.allowed[x.name]

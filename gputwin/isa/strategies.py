@@ -27,8 +27,6 @@ import re
 from dataclasses import dataclass
 from typing import Iterable, Protocol, Sequence
 
-from hypothesis import strategies as st
-
 from gputwin.isa.targets import target as _target
 from gputwin.isa.vendor import Encoding, Field, Operand, Tables, tables
 
@@ -69,23 +67,26 @@ _NO_LITERAL_TYPES = ("NOLIT", "SIMPLE", "VGPR", "SREG", "SDST", "ACCVGPR", "EXEC
 
 class Pick(Protocol):
   """A source of choices; random.Random-backed for batches, hypothesis-backed for strategies."""
-  def int(self, lo: int, hi: int) -> int: ...
+  def between(self, lo: int, hi: int) -> int: ...
   def choice(self, seq: Sequence): ...
   def chance(self, percent: int) -> bool: ...
 
 
 class RandomPick:
   def __init__(self, rng: random.Random): self.rng = rng
-  def int(self, lo: int, hi: int) -> int: return self.rng.randint(lo, hi)
+  def between(self, lo: int, hi: int) -> int: return self.rng.randint(lo, hi)
   def choice(self, seq: Sequence): return seq[self.rng.randrange(len(seq))]
   def chance(self, percent: int) -> bool: return self.rng.randrange(100) < percent
 
 
 class DrawPick:
-  def __init__(self, draw): self.draw = draw
-  def int(self, lo: int, hi: int) -> int: return self.draw(st.integers(lo, hi))
-  def choice(self, seq: Sequence): return seq[self.draw(st.integers(0, len(seq) - 1))]
-  def chance(self, percent: int) -> bool: return self.draw(st.integers(0, 99)) >= 100 - percent  # shrinks to False
+  """Choices drawn from a hypothesis `draw` (so examples shrink: integers toward 0, chances toward False)."""
+  def __init__(self, draw):
+    from hypothesis import strategies as st  # a test-only dependency: the batch API works without it
+    self.draw, self.st = draw, st
+  def between(self, lo: int, hi: int) -> int: return self.draw(self.st.integers(lo, hi))
+  def choice(self, seq: Sequence): return seq[self.draw(self.st.integers(0, len(seq) - 1))]
+  def chance(self, percent: int) -> bool: return self.draw(self.st.integers(0, 99)) >= 100 - percent
 
 
 @dataclass(frozen=True)
@@ -183,15 +184,15 @@ class _Builder:
 
   def vgpr(self, n: int) -> int:
     align = 2 if self.tgt.is_cdna and n >= 2 else 1
-    return self.pick.int(0, (256 - n) // align) * align
+    return self.pick.between(0, (256 - n) // align) * align
 
   def sgpr(self, n: int, null: bool = True, exec_: bool = True) -> int:
     """A scalar register code for an n-dword operand: an aligned SGPR tuple most of the time, else a special."""
     p = self.pick
     align = 1 if n == 1 else min(n, 4)
     if p.chance(75) or n > 4:
-      return p.int(0, (self.nsgpr - n) // align) * align
-    specials = [_TTMP0 + p.int(0, (16 - n) // align) * align]
+      return p.between(0, (self.nsgpr - n) // align) * align
+    specials = [_TTMP0 + p.between(0, (16 - n) // align) * align]
     if n <= 2:
       specials += [_VCC] if n == 2 else [_VCC, _VCC + 1, self.m0]
       specials += ([_EXEC] if n == 2 else [_EXEC, _EXEC + 1]) if exec_ else []
@@ -202,7 +203,7 @@ class _Builder:
   def scalar_src(self, n: int, consts: bool) -> int:
     p = self.pick
     if consts:
-      r = p.int(0, 99)
+      r = p.between(0, 99)
       if r < 15:
         return p.choice(_INLINE_INT)
       if r < 25:
@@ -219,13 +220,13 @@ class _Builder:
     if f.kind == "vgpr":
       return self.vgpr(n)
     if f.kind == "vdsty":  # VOPD: vgpr >> 1; the low bit is implied by vdstx
-      return p.int(0, 127 - (n - 1))
+      return p.between(0, 127 - (n - 1))
     if f.kind == "sbase":  # SGPR pair index / 2; a 128-bit base (s_buffer_*) needs 4-alignment
-      return self.sgpr(max(n, 2), null=False) // 2 if not p.chance(5) else p.int(0, f.mask)
+      return self.sgpr(max(n, 2), null=False) // 2 if not p.chance(5) else p.between(0, f.mask)
     if f.kind == "srsrc":  # SGPR quad index / 4
-      return p.int(0, (self.nsgpr - 4) // 4)
+      return p.between(0, (self.nsgpr - 4) // 4)
     if typ.startswith("OPR_SIMM") or typ in ("OPR_SENDMSG_RTN", "OPR_HWREG"):
-      return p.int(0, f.mask)
+      return p.between(0, f.mask)
     if f.kind == "sgpr":  # memory addresses/offsets (saddr, soffset) are never EXEC
       return self.sgpr(n, exec_=f.default != "NULL") if opnd else (self.null if f.default == "NULL" else self.sgpr(1))
     consts = not any(k in typ for k in ("SREG", "SDST", "EXEC", "SMEM")) or typ in ("OPR_SREG_M0_INL",
@@ -244,7 +245,7 @@ class _Builder:
     e.g. abs on an integer source or op_sel on a 32-bit one)."""
     p, (what, nbits) = self.pick, _MODS[f.name]
     if ops is None:
-      return (f.default if isinstance(f.default, int) else 0) if p.chance(self.tame) else self.pick.int(0, f.mask)
+      return (f.default if isinstance(f.default, int) else 0) if p.chance(self.tame) else self.pick.between(0, f.mask)
     def is_float(o): return o is not None and any(k in o.fmt for k in _FLOAT)
     srcs = [ops.get(n) for n in ("src0", "src1", "src2")]
     if what == "float":
@@ -262,26 +263,26 @@ class _Builder:
       o = srcs[int(what[-1])]
       mask = (1 if is_float(o) else 0) if what.startswith("float") else (1 if o is not None and not is_float(o) else 0)
     default = f.default if isinstance(f.default, int) else 0
-    return default if p.chance(self.tame) else p.int(0, f.mask) & mask | default & ~mask
+    return default if p.chance(self.tame) else p.between(0, f.mask) & mask | default & ~mask
 
   def bits(self, f: Field) -> int:
     p, name = self.pick, f.name
     if name == "dpp":
       return p.choice(_DPP16_CTRL[self.fam])
     if name in ("dst_sel", "src0_sel", "src1_sel"):
-      return p.int(0, 6)  # BYTE_0..3, WORD_0..1, DWORD
+      return p.between(0, 6)  # BYTE_0..3, WORD_0..1, DWORD
     if name == "dst_unused":
-      return p.int(0, 2)
+      return p.between(0, 2)
     if name in ("row_mask", "bank_mask"):
-      return 0xF if p.chance(50) else p.int(0, 0xF)
+      return 0xF if p.chance(50) else p.between(0, 0xF)
     if name == "literal":
-      return p.choice((p.int(0, 0xFFFFFFFF), p.int(0, 0xFFFF), 0x3F800000, 0x40490FDB, 0x3C00, 0xFFFFFFFF))
+      return p.choice((p.between(0, 0xFFFFFFFF), p.between(0, 0xFFFF), 0x3F800000, 0x40490FDB, 0x3C00, 0xFFFFFFFF))
     if name in ("tfe", "lds", "nv", "lwe", "s0", "s1"):  # change operand widths/meaning: rare
       return int(p.chance(5))
     if name == "gds":  # GWS opcodes need it, most others reject it
       return int(p.chance(40))
     default = f.default if isinstance(f.default, int) else 0
-    return default if p.chance(self.tame) else p.int(0, f.mask)
+    return default if p.chance(self.tame) else p.between(0, f.mask)
 
   # -- the instruction
 
@@ -353,7 +354,7 @@ class _Builder:
       for name in srcs[:1] if not p.chance(20) else srcs:
         vals[name] = _LITERAL
         if ops and name in ops and ops[name].bits == 16 and p.chance(80):
-          vals["literal"] = p.int(0, 0xFFFF)  # a 16-bit operand's literal: wider values print as lit(...)
+          vals["literal"] = p.between(0, 0xFFFF)  # a 16-bit operand's literal: wider values print as lit(...)
     self.constant_bus(vals, ops)
 
   def constant_bus(self, vals: dict[str, int], ops: dict[str, Operand] | None):
@@ -428,21 +429,21 @@ def batch(target: str, seed: int, cases_: Sequence[Case] | None = None, wave: in
 # ----------------------------------------------------------------------------------------- hypothesis strategies
 
 
-@st.composite
-def _instruction(draw, target: str, encoding: str | None, opcode: str | None, wave: int | None,
-                 graphics: bool) -> Sample:
+def instruction(target: str, encoding: str | None = None, opcode: str | None = None, *, wave: int | None = None,
+                graphics: bool = False):
+  """Hypothesis strategy for one random valid instruction (a `Sample`) of `target`, optionally restricted to one
+  encoding variant and/or opcode; graphics encodings only on request."""
+  from hypothesis import strategies as st
   pool = [c for c in cases(target, None if encoding is None else (encoding,), graphics)
           if opcode is None or c[1] == opcode]
   if not pool:
     raise ValueError(f"{target}: no case for encoding={encoding!r} opcode={opcode!r}")
-  enc, op = draw(st.sampled_from(pool))
-  return build(target, enc, op, DrawPick(draw), wave)
 
-
-def instruction(target: str, encoding: str | None = None, opcode: str | None = None, *, wave: int | None = None,
-                graphics: bool = False) -> st.SearchStrategy[Sample]:
-  """Hypothesis strategy for one random valid instruction of `target` (optionally one encoding / opcode)."""
-  return _instruction(target, encoding, opcode, wave, graphics)
+  @st.composite
+  def one(draw) -> Sample:
+    enc, op = draw(st.sampled_from(pool))
+    return build(target, enc, op, DrawPick(draw), wave)
+  return one()
 
 
 def random_words(target: str, n: int, seed: int = 0, real_prefix: bool = True) -> list[bytes]:
@@ -458,6 +459,7 @@ def random_words(target: str, n: int, seed: int = 0, real_prefix: bool = True) -
   return out
 
 
-def words(sizes: Sequence[int] = (4, 8, 12, 16)) -> st.SearchStrategy[bytes]:
-  """Raw instruction words of the given byte sizes (decoder robustness: any of them may be garbage)."""
+def words(sizes: Sequence[int] = (4, 8, 12, 16)):
+  """Hypothesis strategy for raw instruction words of the given byte sizes (decoder robustness: any may be garbage)."""
+  from hypothesis import strategies as st
   return st.sampled_from(list(sizes)).flatmap(lambda n: st.binary(min_size=n, max_size=n))

@@ -191,7 +191,9 @@ def _mnemonic(I, e: Encoding, op: str) -> str:
     if e32:
       return name if base == "VOPC" and I.target.family != "cdna" else name + "_dpp"
     return name + "_e64_dpp" if I.target.family != "cdna" else name + "_dpp"
-  if e32 and has_vop3(I, op) and not any(re.search(p, op) for p in FMT["no_e32_suffix"]):
+  if any(re.search(p, op) for p in FMT["no_e32_suffix"]):
+    return name
+  if e32 and has_vop3(I, op):
     return name + "_e32"
   if promoted:
     return name + "_e64"
@@ -241,13 +243,13 @@ def f64_bits(x: float) -> int: return struct.unpack("<Q", struct.pack("<d", x))[
 def int16_fmt(fmt: str) -> bool: return bool(re.search(r"FMT_NUM_[IUB]16$", fmt))
 
 
-def inline_text(code: int, fmt: str, bits: int) -> str | None:
+def inline_text(code: int, fmt: str, bits: int, valu: bool = True) -> str | None:
   lo, hi = OPS["inline_int"]
   if lo <= code <= hi:
     return str(code - 128 if code <= 192 else 192 - code)
   inv = OPS["inv2pi"]
   if str(code) in OPS["inline_float"] or code == inv["code"]:
-    if int16_fmt(fmt):
+    if int16_fmt(fmt) and valu:  # VALU 16-bit integer operands show the f16 bit pattern
       v = inv["f16"] if code == inv["code"] else f16_bits(OPS["inline_float"][str(code)])
       return f"0x{v:x}"
     if code == inv["code"]:
@@ -324,7 +326,7 @@ def _p_opsel(inst, sig):
   if inst.format == "VOP3P":
     bits = [(v >> i) & 1 for i in range(srcs)]
     return f"op_sel:[{','.join(map(str, bits))}]" if any(bits) else None
-  dst = any(x.field == "vdst" and x.kind in ("v", "av") for x in sig.slots)
+  dst = any(x.field == "vdst" for x in sig.slots)  # an SGPR destination (v_cmp_*_e64) keeps its slot too
   bits = [(v >> i) & 1 for i in range(srcs)] + ([(v >> 3) & 1] if dst else [])
   if inst.arch.startswith("gfx9"):  # gfx9: width per opcode from the llvm-mc-22 probe; the last element is dst
     w = TRUE16["opsel_cdna"].get(inst.arch, {}).get(inst.op, 4)
@@ -510,6 +512,8 @@ def _mod_applies(key: str, I, e: Encoding, op: str, slots) -> bool:
   if key in ("neg_lo", "neg_hi", "op_sel_hi") and e.base != "VOP3P":
     return False
   if key in ("neg_lo", "neg_hi") and re.search(FMT["mix_abs_in_neg_hi"], op):
+    return False
+  if key == "op_sel_hi" and re.search(FMT["vop3p_no_opsel_hi"], op):
     return False
   if key in ("op_sel", "op_sel_hi") and e.base == "VOP3P" and not re.search(FMT["vop3p_opsel_always"], op) and \
       not re.search(FMT["vop3p_opsel_ops"], op):
