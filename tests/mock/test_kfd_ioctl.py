@@ -487,6 +487,10 @@ def test_memory_exception_event_and_destroy_while_waiting(cv):
   res, out = _wait(c, [m], 0)
   d = out[0].memory_exception_data
   assert res == abi.KFD_IOC_WAIT_RESULT_COMPLETE and (d.va, d.gpu_id, d.failure.NotPresent) == (0xDEAD000, c.gpu, 1)
+  h = c.call("CREATE_EVENT", event_type=abi.KFD_IOC_EVENT_HW_EXCEPTION).event_id
+  assert c.k.hw_exception(c.gpu, memory_lost=True) == 1
+  d = _wait(c, [h], 0)[1][0].hw_exception_data
+  assert (d.gpu_id, d.memory_lost, d.reset_cause) == (c.gpu, 1, abi.KFD_HW_EXCEPTION_GPU_HANG)
   ev = (abi.kfd_event_data * 1)()
   ev[0].event_id = c.call("CREATE_EVENT", event_type=abi.KFD_IOC_EVENT_SIGNAL).event_id
   threading.Timer(0.02, lambda: c.call("DESTROY_EVENT", event_id=ev[0].event_id)).start()

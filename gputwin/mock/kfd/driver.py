@@ -317,6 +317,19 @@ class MockKernel:
         self._signal(ev)
       return len(evs)
 
+  def hw_exception(self, gpu_id: int, reset_cause: int = abi.KFD_HW_EXCEPTION_GPU_HANG,
+                   memory_lost: bool = False) -> int:
+    """A GPU reset (kfd_signal_reset_event): every HW_EXCEPTION event gets the reset data and is set."""
+    with self._cv:
+      evs = [e for e in (self.proc.events.values() if self.proc else ())
+             if e.event_type == abi.KFD_IOC_EVENT_HW_EXCEPTION]
+      for ev in evs:
+        ev.hw_exception_data = abi.kfd_hsa_hw_exception_data(  # type: ignore[attr-defined]
+          reset_type=abi.KFD_HW_EXCEPTION_WHOLE_GPU_RESET, reset_cause=reset_cause, memory_lost=int(memory_lost),
+          gpu_id=gpu_id)
+        self._signal(ev)
+      return len(evs)
+
   def shutdown(self):
     """Close every fd and free everything (what process exit does)."""
     with self._cv:
