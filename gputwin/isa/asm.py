@@ -499,6 +499,12 @@ def _fill(c: _Ctx, s: Slot, t: str, col: int):
       return c.set(s.field, _delay(t))
     if k == "depctr":
       return c.set(s.field, _depctr(c, t))
+    if k == "attr":
+      m = re.fullmatch(r"attr(\d+)\.([xyzw])", t)
+      if not m or int(m[1]) > 63:
+        raise _NoFit("invalid operand for instruction")
+      c.set("attr_chan", "xyzw".index(m[2]))
+      return c.set(s.field, int(m[1]))
     v = _num(t)
     fd = next(f for f in I.fields[c.enc] if f.name == s.field)
     if v < -(1 << (fd.width - 1)) or v >= (1 << fd.width):

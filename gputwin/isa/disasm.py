@@ -84,7 +84,8 @@ def _src(inst, s, v: int, vector: bool, fam: str) -> str:
 def _with_mods(inst, s, text: str) -> str:
   """Apply VOP3 abs/neg (or DPP/SDWA per-source neg/abs bits, or fma_mix's neg/neg_hi-as-abs) to a source."""
   idx = {"src0": 0, "vsrc0": 0, "src1": 1, "vsrc1": 1, "src2": 2}.get(s.field)
-  if idx is None or s.kind == "lit":
+  if idx is None or s.kind == "lit" or any(s.field in fs and re.search(p, inst.op) for p, fs in
+                                          FMT["no_src_mods"].items() if not p.startswith("_")):
     return text
   f = inst.f
   floaty = _floaty(s.fmt) or any(re.search(p, inst.op) for p in FMT["float_mods_ops"])
@@ -153,7 +154,8 @@ def _delay(v: int) -> str:
     x = (v >> lo) & ((1 << w) - 1)
     if x:
       tab = d["instskip"] if name == "instskip" else d["instid"]
-      out.append(f"{name}({tab[x]})" if x < len(tab) else f"{name}({x})")
+      bad = "instskip" if name == "instskip" else "instid"
+      out.append(f"{name}({tab[x]})" if x < len(tab) else f"{name}(/* invalid {bad} value */)")
   return " | ".join(out) if out else "0"
 
 
@@ -216,7 +218,7 @@ def format_inst(inst) -> str:
   sig = signature(inst.arch, inst.enc, inst.op, wave)
   if I.target.true16 and inst.format in ("VOP3", "VOP3SD") and any(x.half for x in sig.slots):
     allowed = sum(1 << _OPSEL_BIT[x.field] for x in sig.slots if x.field in _OPSEL_BIT and (
-      x.field != "vdst" or x.kind in ("v", "av")))
+      x.field != "vdst" or x.kind in ("v", "av")) and x.fmt != "FMT_NUM_M64")  # lane masks have no halves
     if inst.get("opsel", 0) & ~allowed:  # op_sel on a non-16-bit operand: llvm-mc-22 decodes the fake16 form
       from dataclasses import replace
       sig = replace(sig, slots=tuple(replace(x, half=False) for x in sig.slots),
@@ -290,6 +292,10 @@ def _operand(inst, s, fam: str, wave: int) -> str:
     return _waitcnt(inst, v)
   if k == "delay":
     return _delay(v)
+  if k == "attr":
+    return f"attr{v}.{'xyzw'[f.get('attr_chan', 0)]}"
+  if k == "imm" and inst.format == "SMEM":
+    return str(v) if v <= 64 else f"0x{v:x}"
   if k == "depctr":
     return _depctr(inst, v)
   if k == "hex_signed":

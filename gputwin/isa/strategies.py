@@ -42,25 +42,24 @@ _VCC, _TTMP0, _EXEC = 106, 108, 126
 # Per family: SGPR count, M0 and NULL codes (CDNA has no NULL SGPR: "off" in GLOBAL/SCRATCH saddr is 0x7f), and
 # the saddr of FLAT-segment instructions, which have no saddr operand (llvm-mc-22 encodes 0 on GFX9/CDNA).
 _SREGS = {"rdna3": (106, 125, 124, 124), "rdna4": (106, 125, 124, 124), "cdna": (102, 124, 0x7F, 0)}
-# Modifier fields -> what each bit applies to: ("src0", ...) per bit, "dst" for the destination; the bit is only set
-# when the tables say that operand exists and is of a kind the modifier applies to (see _Builder.modifier).
-_MODS = {"neg": ("float", 3), "abs": ("float", 3), "neg_hi": ("float", 3), "opsel": ("half", 4),
-         "opsel_hi": ("packed", 3), "opsel_hi2": ("packed2", 1), "omod": ("fdst", 0),
-         "src0_neg": ("float0", 0), "src0_abs": ("float0", 0), "src1_neg": ("float1", 0), "src1_abs": ("float1", 0),
-         "src0_sext": ("int0", 0), "src1_sext": ("int1", 0), "clmp": ("vdst", 0)}
+# Modifier fields -> which operands their bits may touch; a bit is only set when the tables say that operand exists
+# and is of the right kind (see _Builder.modifier): float sources, 16-bit operands, packed sources, a float or
+# vector result, the one source of a DPP/SDWA modifier.
+_MODS = {"neg": "float", "abs": "float", "neg_hi": "float", "opsel": "half", "opsel_hi": "packed",
+         "opsel_hi2": "packed2", "omod": "fdst", "clmp": "vdst", "src0_neg": "float0", "src0_abs": "float0",
+         "src1_neg": "float1", "src1_abs": "float1", "src0_sext": "int0", "src1_sext": "int1"}
 _FLOAT = ("F16", "F32", "F64", "BF16", "FP8", "BF8")
-_DPP16_CTRL = {  # dpp_ctrl values llvm-mc prints by name: quad_perm, row_shl/shr/ror, mirrors, row_share/xmask (RDNA),
-  "rdna": [*range(0, 0x100), *range(0x101, 0x110), *range(0x111, 0x120), *range(0x121, 0x130), 0x140, 0x141,
-           *range(0x150, 0x160), *range(0x160, 0x170)],  # wave_shl/rol/shr/ror and row_bcast (GFX9/CDNA)
-  "cdna": [*range(0, 0x100), *range(0x101, 0x110), *range(0x111, 0x120), *range(0x121, 0x130), 0x130, 0x134, 0x138,
-           0x13C, 0x140, 0x141, 0x142, 0x143],
-}
+# dpp_ctrl values llvm-mc prints by name: quad_perm, row_shl/shr/ror, row_mirror/half_mirror, then row_share and
+# row_xmask (RDNA) or wave_shl/rol/shr/ror and row_bcast15/31 (GFX9/CDNA).
+_DPP_ROWS = [*range(0, 0x100), *range(0x101, 0x110), *range(0x111, 0x120), *range(0x121, 0x130), 0x140, 0x141]
+_DPP16_CTRL = {"rdna": _DPP_ROWS + [*range(0x150, 0x170)],
+               "cdna": _DPP_ROWS + [0x130, 0x134, 0x138, 0x13C, 0x142, 0x143]}
 # Opcodes whose encoding always carries a literal dword of its own (a constant operand, not a 255 source code).
 # The tables say so for VOP2/SOPK (present only in the _LIT variant); VOPD lists both halves in one enum.
 _OWN_LITERAL = re.compile(r"FMAMK|FMAAK|MADMK|MADAK|SETREG_IMM32")
-# Field values the tables leave open but llvm-mc-22 pins (evidence: tests/isa/fuzz_exclusions.json notes).
-# VOP3PX2 (CDNA4 scaled MFMA): llvm-mc-22 decodes the 128-bit pair as one instruction only with bits 78:75 (the
-# table's abid) == 1; any other value prints v_mfma_ld_scale_b32 and a plain MFMA.
+# Field values the tables leave open but llvm-mc-22 pins. VOP3PX2 (CDNA4 scaled MFMA, marked "doubt" by the vendor
+# data): llvm-mc-22 assembles `v_mfma_scale_f32_16x16x128_f8f6f4 ...` with bits 78:75 (the table's abid) == 1 and
+# decodes any other value as two instructions, v_mfma_ld_scale_b32 and a plain MFMA.
 _PINNED = {("VOP3PX2", "abid"): 1}
 _NO_LITERAL_TYPES = ("NOLIT", "SIMPLE", "VGPR", "SREG", "SDST", "ACCVGPR", "EXEC", "SMEM", "LANESEL", "M0")
 
@@ -243,7 +242,7 @@ class _Builder:
   def modifier(self, f: Field, ops: dict[str, Operand] | None) -> int:
     """Random modifier bits, restricted to the operands the tables say exist and accept them (llvm-mc-22 rejects
     e.g. abs on an integer source or op_sel on a 32-bit one)."""
-    p, (what, nbits) = self.pick, _MODS[f.name]
+    p, what = self.pick, _MODS[f.name]
     if ops is None:
       return (f.default if isinstance(f.default, int) else 0) if p.chance(self.tame) else self.pick.between(0, f.mask)
     def is_float(o): return o is not None and any(k in o.fmt for k in _FLOAT)

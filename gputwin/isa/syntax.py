@@ -156,13 +156,17 @@ def signature(arch: str, enc_name: str, op: str, wave: int) -> Sig:
         slots.append(Slot("", "vcc", wave // 32))
   if base == "VOPC" and "SDWA" in variant:
     slots.insert(0, Slot("sdst", "sdwa_sdst", wave // 32))
-  halves = TRUE16.get(I.target.name, {}).get(f"{base}:{op}") if I.target.true16 else None
-  if halves:
-    slots = [Slot(x.field, x.kind, x.dwords, x.fmt, x.bits, i in halves, x.opr) for i, x in enumerate(slots)]
   # literal operands (fmaak/fmamk/setreg_imm32): position from the data table
   if I.lit_only(e, op):
     pos = next((p for pat, p in FMT["literal_pos"].items() if re.search(pat, op)), len(slots))
     slots.insert(pos if pos >= 0 else len(slots) + 1 + pos, Slot("literal", "lit"))
+  halves = TRUE16.get(I.target.name, {}).get(f"{base}:{op}") if I.target.true16 else None
+  if halves:  # positions count printed operands, literal K operands included
+    slots = [Slot(x.field, x.kind, x.dwords, x.fmt, x.bits, i in halves, x.opr) for i, x in enumerate(slots)]
+  if re.search(FMT["cmpswap_vdst_half"], op) and base in FMT["flat_addr"] | {"MUBUF": 0, "VBUFFER": 0}:
+    data = next((x for x in slots if x.field in ("data", "vsrc", "vdata")), None)
+    slots = [Slot(x.field, x.kind, data.dwords // 2, x.fmt, x.bits // 2, x.half, x.opr)
+             if x.field == "vdst" and data and x.dwords == data.dwords else x for x in slots]
   mods = tuple(k for k, need, _ in _MODS if all(n in byname for n in need) and _mod_applies(k, I, e, op, slots))
   return Sig(tuple(slots), mods, _mnemonic(I, e, op), tuple(implied))
 
@@ -327,7 +331,9 @@ def _p_opsel(inst, sig):
     bits = [(v >> i) & 1 for i in range(srcs)]
     return f"op_sel:[{','.join(map(str, bits))}]" if any(bits) else None
   dst = any(x.field == "vdst" for x in sig.slots)  # an SGPR destination (v_cmp_*_e64) keeps its slot too
-  bits = [(v >> i) & 1 for i in range(srcs)] + ([(v >> 3) & 1] if dst else [])
+  packed = {i for i, f in enumerate(("src0", "src1", "src2")) for x in sig.slots
+            if x.field in (f, "vsrc0" if f == "src0" else f) and "PK" in x.fmt}  # 32-bit packed sources show 0
+  bits = [(v >> i) & 1 if i not in packed else 0 for i in range(srcs)] + ([(v >> 3) & 1] if dst else [])
   if inst.arch.startswith("gfx9"):  # gfx9: width per opcode from the llvm-mc-22 probe; the last element is dst
     w = TRUE16["opsel_cdna"].get(inst.arch, {}).get(inst.op, 4)
     bits = [(v >> i) & 1 for i in range(w - 1)] + [(v >> 3) & 1]
