@@ -243,6 +243,10 @@ def test_gpu_address_space_bounds(cv):
   with pytest.raises(GPUPageFault) as e: vm.write(a.va_addr + 0xFFC, b"12345678")   # nothing written on a fault
   assert e.value.access == "write" and vm.read(a.va_addr + 0xFFC, 4) == b"\0\0\0\0"
   with pytest.raises(GPUPageFault, match=r"gfx1100.*0x10"): vm.read(0x10, 1)
+  lo, hi = cv.alloc(0x1000, va=0x50_0000_0000), cv.alloc(0x1000, va=0x50_0000_1000)   # adjacent BOs
+  cv.map(lo.handle), cv.map(hi.handle)
+  vm.write(0x50_0000_0FFC, b"abcdefgh")                      # one access, two buffers
+  assert vm.read(0x50_0000_0FFC, 8) == b"abcdefgh" and vm.read(0x50_0000_1000, 4) == b"efgh"
 
 
 # ---------------------------------------------------------------- queues (kfd_ioctl_create/destroy/update_queue)
