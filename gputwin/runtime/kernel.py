@@ -102,4 +102,4 @@ def kernel_for(device: str | None = None) -> Kernel:
     if spec.targets not in _machines:
       from gputwin.mock.kfd.driver import MockKernel   # lazy: real-hardware users never import the mock
       _machines[spec.targets] = MockKernel(list(spec.targets))
-    return _machines[spec.targets]  # type: ignore[return-value]
+    return _machines[spec.targets]

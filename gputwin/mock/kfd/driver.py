@@ -93,8 +93,8 @@ class MockEvent:
   signaled: bool = False
   age: int = 1
   waiters: list = dataclasses.field(default_factory=list)
-  memory_exception_data: abi.kfd_hsa_memory_exception_data | None = None  # type: ignore[name-defined]
-  hw_exception_data: abi.kfd_hsa_hw_exception_data | None = None  # type: ignore[name-defined]
+  memory_exception_data: abi.kfd_hsa_memory_exception_data | None = None
+  hw_exception_data: abi.kfd_hsa_hw_exception_data | None = None
 
 
 @dataclasses.dataclass(eq=False)
@@ -310,7 +310,7 @@ class MockKernel:
       if self.proc is None: return 0
       evs = [e for e in self.proc.events.values() if e.event_type == abi.KFD_IOC_EVENT_MEMORY]
       for ev in evs:
-        d = abi.kfd_hsa_memory_exception_data(va=va, gpu_id=gpu_id, ErrorType=abi.KFD_MEM_ERR_NO_RAS)  # type: ignore
+        d = abi.kfd_hsa_memory_exception_data(va=va, gpu_id=gpu_id, ErrorType=abi.KFD_MEM_ERR_NO_RAS)
         f = d.failure
         f.NotPresent, f.ReadOnly, f.NoExecute = int(not_present), int(read_only), int(no_execute)
         ev.memory_exception_data = d
@@ -324,7 +324,7 @@ class MockKernel:
       evs = [e for e in (self.proc.events.values() if self.proc else ())
              if e.event_type == abi.KFD_IOC_EVENT_HW_EXCEPTION]
       for ev in evs:
-        ev.hw_exception_data = abi.kfd_hsa_hw_exception_data(  # type: ignore[attr-defined]
+        ev.hw_exception_data = abi.kfd_hsa_hw_exception_data(
           reset_type=abi.KFD_HW_EXCEPTION_WHOLE_GPU_RESET, reset_cause=reset_cause, memory_lost=int(memory_lost),
           gpu_id=gpu_id)
         self._signal(ev)
@@ -438,7 +438,7 @@ class MockKernel:
     return 0
 
   def _aperture_rows(self, n: int) -> bytes:
-    rows = [abi.kfd_process_device_apertures(gpu_id=gid, **p.apertures)  # type: ignore[attr-defined]
+    rows = [abi.kfd_process_device_apertures(gpu_id=gid, **p.apertures)
             for gid, p in list(self.proc.pdds.items())[:n]]
     return b"".join(bytes(r) for r in rows)
 
@@ -446,7 +446,7 @@ class MockKernel:
   def _get_process_apertures(self, a):
     rows = list(self.proc.pdds.items())[:abi.NUM_OF_SUPPORTED_GPUS]
     for i, (gid, p) in enumerate(rows):
-      a.process_apertures[i] = abi.kfd_process_device_apertures(gpu_id=gid, **p.apertures)  # type: ignore
+      a.process_apertures[i] = abi.kfd_process_device_apertures(gpu_id=gid, **p.apertures)
     a.num_of_nodes = len(rows)
     return 0
 
@@ -830,10 +830,10 @@ class MockKernel:
   # destroyed while waited on -> FAIL and EIO. On completion the signaled entries get their exception data and,
   # when last_event_age was non-zero, the current event age (API 1.14).
   def _wait_events(self, a):
-    p, n, size = self.proc, a.num_events, ctypes.sizeof(abi.kfd_event_data)  # type: ignore[attr-defined]
+    p, n, size = self.proc, a.num_events, ctypes.sizeof(abi.kfd_event_data)
     raw = self._read_user(a.events_ptr, n * size)
     if raw is None: return -errno.EFAULT
-    datas = [abi.kfd_event_data.from_buffer_copy(raw, i * size) for i in range(n)]  # type: ignore[attr-defined]
+    datas = [abi.kfd_event_data.from_buffer_copy(raw, i * size) for i in range(n)]
     waiters = []
     for d in datas:
       ev = p.events.get(d.event_id)
