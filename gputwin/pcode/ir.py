@@ -75,7 +75,34 @@ CONSTS = {"PI": (3.141592653589793, F64), "INF": (float("inf"), F64), "NAN": (fl
 REGFILES = {"VGPR": 2, "SGPR": 1, "TTMP": 1, "HW_REGISTERS": 1, "WAVE_BARRIER_COMPLETE": 1, "BARRIER_STATE": 1,
             "CVT_OFF_TABLE": 1, "LDS": 1}
 HALVES = {"EXEC_LO": ("EXEC", 0), "EXEC_HI": ("EXEC", 32), "VCC_LO": ("VCC", 0), "VCC_HI": ("VCC", 32)}
-WAVE_NAMES = {"WAVE32": "wave32", "WAVE64": "wave64", "laneId": "laneId", "laneID": "laneId"}
+WAVE_NAMES = {"WAVE32": "wave32", "WAVE64": "wave64", "wave32": "wave32", "wave64": "wave64", "laneId": "laneId",
+              "laneID": "laneId"}
+# Registers an instruction architecturally writes. Any other upper-case name whose first use assigns it whole
+# (`C = S2.i32`, `TTBL = {...}`, `ADDR = S0.u32` in DS_CONDXCHG32) is a temporary, not a state output.
+ARCH_OUT = {"D0", "D1", "SCC", "VCC", "EXEC", "PC", "M0", "RETURN_DATA", "VDATA", "SDATA", "ROUND_MODE", "VDST",
+            "SDST", "TRAPSTS", "WAVE_STATUS", "MODE", "WAVE_MODE", "NUM_VGPRS", "VSKIP", "HW_REGISTERS", "TTMP"}
+
+
+def first_uses(n, out: dict) -> dict:
+  """name -> 'w' if its first use (in text order, right-hand sides first) assigns the whole name, else 'r'."""
+  if isinstance(n, tuple):
+    for a in n:
+      first_uses(a, out)
+  elif isinstance(n, Node):
+    if n.op == "assign":
+      lhs, _, rhs = n.args
+      first_uses(rhs, out)
+      if lhs.op == "name" and n.args[1] == "=":
+        out.setdefault(lhs.args[0], "w")
+      else:
+        first_uses(lhs, out)
+    elif n.op == "name":
+      out.setdefault(n.args[0], "r")
+    elif n.op == "lambda":
+      pass
+    else:
+      first_uses(n.args, out)
+  return out
 
 
 def dtype_bits(bits: int) -> int:
@@ -217,6 +244,8 @@ class Lower:
     self.vars: dict[str, Ty] = {}
     self.arrays: dict[str, tuple[Ty, int]] = {}
     self.declared_state: dict[str, Ty] = {}
+    self.state_arrays: dict[str, tuple[Ty, int]] = {}
+    self._want_lval = False
     self.loopvars: list[str] = []
     self.lambda_src: dict[str, tuple] = {}
     self.params: list[dict[str, Ty]] = []
@@ -224,6 +253,7 @@ class Lower:
     self.prog = Program(arch, inst, (), {}, {})
     self.hints: dict[str, int] = {}
     self._hint(ast)
+    self.temps = {k for k, v in first_uses(ast, {}).items() if v == "w" and k not in ARCH_OUT}
 
   def fail(self, msg: str, at=(0, 0)) -> PcodeError: return PcodeError(msg, self.arch, self.inst, *at)
 
@@ -273,6 +303,10 @@ class Lower:
     if op == "declare":
       name, (k, bits), cnt = a
       ty = ty_of(k, bits) if bits != 1 else BOOL
+      if cnt is not None and name in ARCH_OUT:  # `declare RETURN_DATA : 32'U[2]`: a register viewed as elements
+        self.state_arrays[name] = (ty, cnt)
+        self.declared_state[name] = Ty("b", ty.bits * cnt)
+        return []
       if cnt is not None:
         self.arrays[name] = (ty, cnt)
         return [S("assign", (("var", name, Ty("arr", cnt)), E("array", (cnt,), ty)), n.at)]
@@ -326,6 +360,8 @@ class Lower:
   def is_state(self, name: str, write: bool = False) -> bool:
     if name in self.vars or name in self.arrays or any(name in p for p in self.params) or name in self.loopvars:
       return False
+    if name in self.temps and name not in self.declared_state:
+      return False
     return bool(_STATE_NAME.match(name)) or name in self.declared_state or not write
 
   def store(self, lhs: Node, val: E) -> tuple:
@@ -364,7 +400,11 @@ class Lower:
       lo, w = self.slice_bounds(n)
       return ("slice", base, lo, w)
     if op == "index":
-      ar = self.indexed(n)
+      self._want_lval = True
+      try:
+        ar = self.indexed(n)
+      finally:
+        self._want_lval = False
       if ar is not None:
         return ar
       return ("bit", self.lval(a[0]), self.ex(a[1]))
@@ -379,6 +419,11 @@ class Lower:
     if base.op == "name" and base.args[0] in self.arrays:
       ty, cnt = self.arrays[base.args[0]]
       return ("aset", base.args[0], self.ex(idx), ty)
+    if base.op == "name" and base.args[0] in self.state_arrays:  # element i of a register = bits [i*w +: w]
+      ty, _ = self.state_arrays[base.args[0]]
+      lo = self.binop("*", self.conv(self.ex(idx), I32), const(ty.bits, I32), n.at)
+      return ("slice", self.lval(base), lo, ty.bits) if self._want_lval else \
+        ("sget", E("slice", (self.name(base.args[0], n.at), lo, ty.bits), Ty("b", ty.bits)), ty)
     if base.op == "name" and base.args[0] == "MEM":
       self.prog.mem = "".join(sorted(set(self.prog.mem) | {"w"}))
       return ("mem", self.ex(idx), 32)
@@ -491,6 +536,8 @@ class Lower:
     if op == "index":
       ix = self.indexed(n)
       if ix is not None:
+        if ix[0] == "sget":
+          return self.bitcast(ix[1], ix[2])
         if ix[0] == "aset":
           return E("aget", (ix[1], ix[2]), ix[3])
         if ix[0] == "mem":
