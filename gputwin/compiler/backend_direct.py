@@ -165,7 +165,8 @@ def allocate(k: Kernel, arch: str, max_vgprs: int) -> tuple[dict[int, VReg], int
         iters = [vreg(a, here, op) for a in body.args]
         block(body, loops + [(here, ext)])
         L.pos += 1
-        for r in iters + ext: r.end = max(r.end, L.pos)
+        bounds = [L.vregs[id(v)] for v in op.operands[:3]]   # re-read by the loop header every iteration
+        for r in iters + ext + bounds: r.end = max(r.end, L.pos)
         for res, it in zip(op.results, iters[1:]):
           L.vregs[id(res)] = it
           defs[id(res)] = here
