@@ -147,8 +147,6 @@ def _scalar_code(I, t: str, dwords: int) -> int | None:
       return int(code)
   if dwords == 1 and t in OPS["scalar64"][k].values() and t not in ("null",):
     raise _NoFit("invalid operand for instruction")
-  if dwords == 2 and t in tab.values():
-    pass
   if dwords == 2 and t in OPS["scalar"][k].values() and t != "null":
     raise _NoFit("invalid operand for instruction")
   if t == "null":
@@ -427,8 +425,6 @@ def _fill(c: _Ctx, s: Slot, t: str, col: int):
         c.set(s.field, 256 + idx)
         _set_acc(c, s, is_a)
         return
-      if s.half and c.e.base in ("VOP1", "VOP2", "VOPC") and r is None and False:
-        pass
       code = _scalar_code(I, t2, s.dwords)
       if code is not None:
         c.set(s.field, code)
@@ -508,7 +504,8 @@ def _fill(c: _Ctx, s: Slot, t: str, col: int):
     v = _num(t)
     fd = next(f for f in I.fields[c.enc] if f.name == s.field)
     if v < -(1 << (fd.width - 1)) or v >= (1 << fd.width):
-      raise _NoFit("invalid immediate: only 16-bit values are legal" if fd.width == 16 else "invalid operand for instruction")
+      raise _NoFit("invalid immediate: only 16-bit values are legal" if fd.width == 16 else
+                   "invalid operand for instruction")
     c.set(s.field, v & fd.mask)
   except _NoFit as e:
     raise _NoFit(e.msg, e.col or col) from None
@@ -591,40 +588,31 @@ def _sendmsg(c: _Ctx, t: str) -> int:
 
 
 def _waitcnt(c: _Ctx, t: str) -> int:
-  fam = c.I.target.family
-  layout = FMT["waitcnt"][fam]
+  """vmcnt(n) expcnt(n) lgkmcnt(n) (separated by spaces, '&' or ','; *_sat clamps) -> simm16. Counters not named
+  stay at their maximum; bits outside the counters are zero, as llvm-mc-22 encodes them."""
+  layout = dict(FMT["waitcnt"][c.I.target.family])
   t = t.strip()
   if re.fullmatch(r"-?(0x[0-9a-fA-F]+|\d+)", t):
     return _num(t) & 0xffff
-  v = 0
-  vals = {}
-  for name, chunks in layout:
-    width = sum(w for _, w in chunks)
-    vals[name] = (1 << width) - 1
+  width = {name: sum(w for _, w in chunks) for name, chunks in layout.items()}
+  vals = {name: (1 << w) - 1 for name, w in width.items()}
   for m in re.finditer(r"(\w+)\s*\(\s*(\w+)\s*\)", t):
-    if m[1].rstrip("_sat") not in vals and m[1] not in vals:
-      raise _NoFit("invalid counter name " + m[1])
     name = m[1][:-4] if m[1].endswith("_sat") else m[1]
-    width = sum(w for _, w in dict(layout)[name])
+    if name not in vals:
+      raise _NoFit(f"invalid counter name {m[1]}")
     n = int(m[2], 0)
-    if n >= 1 << width:
-      if m[1].endswith("_sat"):
-        n = (1 << width) - 1
-      else:
+    if n >= 1 << width[name]:
+      if not m[1].endswith("_sat"):
         raise _NoFit(f"too large value for {name}")
+      n = (1 << width[name]) - 1
     vals[name] = n
   full = 0
-  for name, chunks in layout:
-    x, sh = vals[name], 0
+  for name, chunks in layout.items():
+    sh = 0
     for lo, w in chunks:
-      full |= ((x >> sh) & ((1 << w) - 1)) << lo
+      full |= ((vals[name] >> sh) & ((1 << w) - 1)) << lo
       sh += w
-  # bits outside the counters stay set, as llvm-mc encodes them
-  allbits = 0
-  for _, chunks in layout:
-    for lo, w in chunks:
-      allbits |= ((1 << w) - 1) << lo
-  return full | (0xffff & ~allbits if fam == "cdna" and False else 0) | (v & 0)
+  return full
 
 
 def _depctr(c: _Ctx, t: str) -> int:
@@ -757,7 +745,8 @@ def _mod(c: _Ctx, sig, tok: str):
       raise _NoFit("invalid quad_perm")
     return c.set("dpp", sum(int(m[i + 1]) << (2 * i) for i in range(4)))
   for name, lo, hi, b0, form in FMT["dpp_ctrl"]:
-    if key == name and form not in ("any flag",) and (form == "any" or (form == "cdna") == (c.I.target.family == "cdna")):
+    cdna = c.I.target.family == "cdna"
+    if key == name and form != "any flag" and (form == "any" or (form == "cdna") == cdna):
       v = _num(val) + b0
       if not lo <= v <= hi:
         continue
@@ -879,7 +868,8 @@ def _encode_one(I, enc: str, op: str, wave: int, ops, mods, rest=("", 0)) -> tup
       ops = [(" ".join(t for t, _ in ops), ops[0][1])]
     else:
       col = ops[len(slots)][1] if len(ops) > len(slots) else 0  # llvm-mc points at the mnemonic
-      raise _NoFit("invalid operand for instruction" if len(ops) > len(slots) else "too few operands for instruction", col)
+      why = "invalid operand for instruction" if len(ops) > len(slots) else "too few operands for instruction"
+      raise _NoFit(why, col)
   for s, (t, col) in zip(slots, ops):
     _fill(c, s, t, col)
   for tok, col in mods:

@@ -330,10 +330,11 @@ def _vgpr_only_note(inst, s, v: int) -> str:
   if v >= 256 or s.opr not in d["types"] or inst.format not in d["formats"] or s.half:
     return ""
   if v < 128:
+    n = 32 * s.dwords
     cls = next((c for p, c in d["class_by_op"].items() if re.search(p, inst.op)), None) or d["class_by_type"].get(
-      s.opr, "").format(bits=32 * s.dwords, align="_Align2" if s.dwords > 1 else "") or d["class"].get(str(s.dwords), f"VReg_{32 * s.dwords}")
+      s.opr, "").format(bits=n, align="_Align2" if s.dwords > 1 else "") or d["class"].get(str(s.dwords), f"VReg_{n}")
     if s.opr.endswith("_OR_CONST"):  # MFMA src2 takes the destination's class
-      cls = f"{'AReg' if _acc(inst, 'src2') else 'VReg'}_{32 * s.dwords}" + ("_Align2" if inst.arch.startswith("gfx9") else "")
+      cls = f"{'AReg' if _acc(inst, 'src2') else 'VReg'}_{n}" + ("_Align2" if inst.arch.startswith("gfx9") else "")
     return f"/*Invalid register, operand has '{cls}' register class*/"
   return "" if s.opr.endswith("_OR_CONST") or 209 <= v < 255 else "/*Invalid immediate*/"
 

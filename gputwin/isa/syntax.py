@@ -32,7 +32,8 @@ def family_kind(fam: str) -> str: return "cdna" if fam == "cdna" else "rdna"
 class Slot:
   """One printed operand: the field it lives in and how to spell it."""
   field: str  # encoding field ("" for implicit operands such as VCC)
-  kind: str  # v | s | src | ssrc | a | av | imm | label | hwreg | waitcnt | delay | sendmsg | lit | vcc | off | sbase | srsrc
+  kind: str  # v | a | av | s | src | ssrc | av_src | a_src | sdwa_src | sbase | srsrc | vcc | lit | imm | label | hwreg
+  #            waitcnt | delay | depctr | sendmsg | simm16 | smem_off | sdwa_sdst | attr | hex_signed
   dwords: int = 1
   fmt: str = ""
   bits: int = 32
@@ -88,7 +89,7 @@ def signature(arch: str, enc_name: str, op: str, wave: int) -> Sig:
   fields = I.fields[enc_name]
   byname = {f.name: f for f in fields}
   order = next((o for k, o in FMT["order_by_op"].items() if k.split(":")[:2] == [fam, base] and
-                re.search(k.split(":", 2)[2], op)), None) or FMT["order"].get(f"{fam}:{base}") or FMT["order"].get(base, [])
+                re.search(k.split(":", 2)[2], op)), None) or FMT["order"].get(base, [])
   slots: list[Slot] = []
   implied: list[tuple[str, int]] = []
   hidden = FMT["hidden_zero"].get(fam, {}).get(op, []) + [f for pat, fs in FMT["operand_drop"].get(fam, {}).items()
@@ -148,7 +149,7 @@ def signature(arch: str, enc_name: str, op: str, wave: int) -> Sig:
     if v3:
       if base == "VOPC" and v3.get("vdst") and v3["vdst"].type != "OPR_EXEC":
         slots.insert(0, Slot("", "vcc", wave // 32))
-      elif base == "VOPC" and fam == "cdna" and v3.get("vdst") and v3["vdst"].type == "OPR_EXEC" and "SDWA" not in variant:
+      elif base == "VOPC" and fam == "cdna" and v3.get("vdst") and v3["vdst"].type == "OPR_EXEC":
         slots.insert(0, Slot("", "vcc", wave // 32))  # gfx9 VOPCX e32 still names VCC
       if base == "VOP2" and "sdst" in v3:
         slots.insert(1, Slot("", "vcc", wave // 32))
@@ -190,7 +191,7 @@ def _mnemonic(I, e: Encoding, op: str) -> str:
   e32 = base in ("VOP1", "VOP2", "VOPC")
   if "SDWA" in v:
     return name + "_sdwa"
-  promoted = base in ("VOP3", "VOP3SD") and any(op in I.tables.values.get(x, {}) for x in ("VOP1Op", "VOP2Op", "VOPCOp"))
+  promoted = base in ("VOP3", "VOP3SD") and any(op in I.tables.values.get(x, {}) for x in FMT["vop3_from"])
   if "DPP" in v:
     if e32:
       return name if base == "VOPC" and I.target.family != "cdna" else name + "_dpp"
