@@ -90,6 +90,21 @@ def cmd_pcode(ns: argparse.Namespace) -> int:
   return 0
 
 
+def _tool(module: str, fn: str):
+  """Subcommands whose argument parser lives with their package (run, compile, devices)."""
+  def call(argv: list[str]) -> int:
+    import importlib
+    return getattr(importlib.import_module(module), fn)(argv)
+  return call
+
+
+# name -> (help, entry point taking argv)
+_TOOLS = {
+  "run": ("run a kernel (.s/.co/.o) on the emulator", _tool("gputwin.emu.tool", "run_main")),
+  "compile": ("compile @gputwin.kernel Python functions for an AMD target", _tool("gputwin.compiler.tool", "compile_main")),
+}
+
+
 def build_parser() -> argparse.ArgumentParser:
   p = argparse.ArgumentParser(prog="gputwin", description="Emulator-first GPU simulation and verification suite.")
   sub = p.add_subparsers(dest="cmd", required=True)
@@ -113,12 +128,17 @@ def build_parser() -> argparse.ArgumentParser:
   c.add_argument("--show", metavar="INSTRUCTION", help="source, IR and generated code of one instruction")
   c.add_argument("--arch", help="family (rdna3, rdna4, cdna) or target (gfx1100, ...)")
   c.set_defaults(fn=cmd_pcode)
+  for name, (hlp, _) in _TOOLS.items():
+    sub.add_parser(name, help=hlp, add_help=False)  # parsed by the package's own tool (see _TOOLS)
   return p
 
 
 def main(argv: list[str] | None = None) -> int:
-  ns = build_parser().parse_args(argv)
+  argv = sys.argv[1:] if argv is None else argv
   try:
+    if argv and argv[0] in _TOOLS:
+      return _TOOLS[argv[0]][1](argv[1:])
+    ns = build_parser().parse_args(argv)
     return ns.fn(ns)
   except GputwinError as e:
     print(f"gputwin: {e}", file=sys.stderr)
