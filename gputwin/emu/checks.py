@@ -7,8 +7,9 @@
   lds_race two waves of one workgroup touch the same LDS dword, at least one writing, with no s_barrier between
            (atomics excluded)
   hazard   CDNA3/CDNA4: a VALU/VMEM/LDS instruction reads or overwrites an MFMA's destination before the MFMA's
-           passes plus 2 wait states have elapsed (AMD Instinct MI300 ISA, section 7.6 "Dependency Resolution:
-           Required Independent Instructions" -- we use the conservative passes+2 rule for every consumer)
+           XDL passes plus 2 wait states have elapsed (AMD Instinct MI300 ISA, section 7.6 "Dependency Resolution:
+           Required Independent Instructions"; passes 2/4/8 for 4x4/16x16/32x32 blocks). The vendor table is finer
+           grained per consumer kind; we apply its smallest bound (passes + 2) to every overlapping consumer
 Out-of-bounds accesses are always GPU page faults (memory.py). Each failure raises EmuCheckError with PC and register.
 """
 from __future__ import annotations
@@ -227,7 +228,7 @@ def _passes(name: str) -> int:
   if not m:
     return 4
   mm = int(m.group(1))
-  return {4: 2, 16: 8, 32: 16}.get(mm, 8)
+  return {4: 2, 16: 4, 32: 8}.get(mm, 8)  # CDNA3 XDL passes (MI300 ISA: twice CDNA2's rate per pass)
 
 
 def _counters(op: Op, fam: str, gfx12: bool) -> list[int]:

@@ -470,11 +470,15 @@ def step(eng: Engine, op: Op, ix) -> None:
     eng.execute(op, ix)
     if k == "vopd" or "PC" not in op.sem.outputs:
       eng.pc[ix] += op.size
-  elif k == "copy":  # V_ACCVGPR_READ/WRITE/MOV: a register copy under EXEC
+  elif k in ("copy", "matrix"):  # V_ACCVGPR_READ/WRITE/MOV (a register copy under EXEC), WMMA/MFMA
     m = eng.exec_mask(ix)
     if eng.checks is not None:
       eng.checks.before(eng, op, ix, m)
-    eng.store(op.outs["D0"], eng.fetch(op.ins["S0"], ix), ix, m)
+    if k == "matrix":
+      from gputwin.emu import matrix
+      matrix.execute(eng, op, ix)
+    else:
+      eng.store(op.outs["D0"], eng.fetch(op.ins["S0"], ix), ix, m)
     if eng.checks is not None:
       eng.checks.after(eng, op, ix, m)
     eng.pc[ix] += op.size

@@ -36,7 +36,8 @@ CONTROL = {"S_ENDPGM": "end", "S_ENDPGM_SAVED": "end", "S_BARRIER": "barrier", "
            "S_WAIT_BVHCNT": "nop", "S_WAIT_EXPCNT": "nop", "S_WAIT_ALU": "nop", "S_SETHALT": "nop",
            "S_DENORM_MODE": "nop", "S_WAITCNT_DEPCTR": "nop", "S_ROUND_MODE": "nop", "S_SET_GPR_IDX_OFF": "nop",
            # register-to-register moves the vendor pseudocode lacks (see UPSTREAM.md): plain copies, no arithmetic
-           "V_ACCVGPR_READ_B32": "copy", "V_ACCVGPR_WRITE_B32": "copy", "V_ACCVGPR_MOV_B32": "copy"}
+           "V_ACCVGPR_READ_B32": "copy", "V_ACCVGPR_WRITE_B32": "copy", "V_ACCVGPR_MOV_B32": "copy",
+           "V_ACCVGPR_READ": "copy", "V_ACCVGPR_WRITE": "copy", "V_ACCVGPR_MOV": "copy"}
 
 MEMFMT = {"SMEM": "smem", "DS": "ds", "GLOBAL": "global", "VGLOBAL": "global", "FLAT": "flat", "VFLAT": "flat",
           "SCRATCH": "scratch", "VSCRATCH": "scratch", "MUBUF": "buffer", "VBUFFER": "buffer"}
@@ -135,9 +136,11 @@ def build_op(inst: Inst, pc: int, fam: str, wave: int) -> Op:
     op.kind = CONTROL[name]
   elif sem is None:
     op.kind = "unsupported"
+  elif "MATRIX_MULTIPLY_ACCUMULATE" in sem.calls:
+    op.kind = "matrix"  # WMMA/MFMA: operand layouts live in emu/matrix.py
   elif not sem.outputs and not sem.mem and not sem.regfiles:
     op.kind = "nop"
-  op.sem = sem
+  op.sem = sem if op.kind != "copy" else None
   sig = signature(inst.arch, inst.enc, name, wave)
   slots = {s.field: s for s in sig.slots}
   opnds = {o.field: o for o in inst.operands}
@@ -156,7 +159,7 @@ def build_op(inst: Inst, pc: int, fam: str, wave: int) -> Op:
     if fn is not None:
       srcs.append((fn, opnds[fn]))
   neg, abs_, opsel = f.get("neg", 0), f.get("abs", 0), f.get("opsel", 0)
-  packed = fmt == "VOP3P" and not inst.enc.startswith("VOP3P_MFMA")
+  packed = fmt == "VOP3P" and name.startswith(("V_PK_", "V_DOT"))
   for i, (fn, o) in enumerate(srcs):
     sl = slots.get(fn) or slots.get("vsrc0" if fn == "src0" else fn)
     bits, sfmt = (sl.bits, sl.fmt) if sl else (32, "")
@@ -172,6 +175,8 @@ def build_op(inst: Inst, pc: int, fam: str, wave: int) -> Op:
     else:
       hi = bool(bits == 16 and fmt == "VOP3" and (opsel >> i) & 1)
       op.ins[f"S{i}"] = _src(inst, o, sl, neg=sgn if n_ and sgn else 0, abs_=sgn if a_ and sgn else 0, hi=hi)
+  if name.startswith("V_ACCVGPR_READ"):  # isa lists its AccVGPR source as an immediate (UPSTREAM.md)
+    op.ins["S0"] = Src("a", f["src0"] - 256 if f["src0"] >= 256 else f["src0"])
   if "SRC0" in (sem.inputs if sem else {}) and srcs:  # V_READLANE: the VGPR *index*
     op.ins["SRC0"] = Src("k", value=srcs[0][1].index)
   # ---- destination
@@ -279,7 +284,7 @@ def _mem_info(inst: Inst, kind: str, opnds: dict, fam: str, k: dict) -> dict:
   vaddr = opnds.get("addr") or opnds.get("vaddr")
   info = dict(offset=off, offset0=f.get("offset0", 0), offset1=f.get("offset1", 0),
               saddr=None if saddr is None or saddr.index in null or saddr.file != "s" else saddr.index,
-              vaddr=None if vaddr is None else vaddr.index, vdwords=vaddr.dwords if vaddr else 0,
+              vaddr=None if vaddr is None else vaddr.index, vdwords=(1 if kind == "global" and saddr is not None and info_saddr_on(saddr, null) else vaddr.dwords) if vaddr else 0,
               sve=f.get("sve", 1), offen=f.get("offen", 0), idxen=f.get("idxen", 0))
   if kind == "smem":
     sb = opnds["sbase"]
@@ -300,6 +305,10 @@ def _mem_info(inst: Inst, kind: str, opnds: dict, fam: str, k: dict) -> dict:
   if kind == "scratch" and fam == "cdna":
     info["sve"] = 1 if info["saddr"] is None else f.get("sve", 0)
   return info
+
+
+def info_saddr_on(saddr, null) -> bool:
+  return saddr.file == "s" and saddr.index not in null
 
 
 def _dpp(inst: Inst):

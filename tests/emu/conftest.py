@@ -5,22 +5,22 @@ from pathlib import Path
 import pytest
 
 TARGETS = ("gfx1100", "gfx1200", "gfx942", "gfx950")
-SUITE = Path(__file__).parent / "kernels" / "suite.cl"
+KERNELS = Path(__file__).parent / "kernels"
 
 
 @pytest.fixture(scope="session")
 def clang_co(tmp_path_factory):
-  """arch -> path of kernels/suite.cl compiled by clang-22 + ld.lld-22 (once per session)."""
+  """(arch, source name) -> path of kernels/<name>.cl compiled by clang-22 + ld.lld-22 (once per session)."""
   if not (shutil.which("clang-22") and shutil.which("ld.lld-22")):
     pytest.skip("clang-22 / ld.lld-22 not installed (CI installs them: .ci/run)")
   d, cache = tmp_path_factory.mktemp("clang"), {}
 
-  def get(arch):
-    if arch not in cache:
-      o, co = d / f"{arch}.o", d / f"{arch}.co"
+  def get(arch, name="suite"):
+    if (arch, name) not in cache:
+      o, co = d / f"{name}-{arch}.o", d / f"{name}-{arch}.co"
       subprocess.run(["clang-22", "-x", "cl", "-cl-std=CL2.0", "-target", "amdgcn-amd-amdhsa", f"-mcpu={arch}",
-                      "-nogpulib", "-O2", "-c", str(SUITE), "-o", str(o)], check=True, capture_output=True)
+                      "-nogpulib", "-O2", "-c", str(KERNELS / f"{name}.cl"), "-o", str(o)], check=True, capture_output=True)
       subprocess.run(["ld.lld-22", "-shared", str(o), "-o", str(co)], check=True, capture_output=True)
-      cache[arch] = co
-    return cache[arch]
+      cache[arch, name] = co
+    return cache[arch, name]
   return get

@@ -106,3 +106,29 @@ def test_arg_mismatch(clang_co):
     launch(co, "saxpy", grid=1, block=32, args=[x, 1.0, x, 2.0, 4])
   with pytest.raises(LaunchError, match="by-value"):
     launch(co, "saxpy", grid=1, block=32, args=[x, x, x, x, 4])
+
+
+MFMA = """
+  s_load_dwordx2 s[2:3], s[0:1], 0x0
+  v_mov_b32 v2, v0
+  v_mov_b32 v0, 0x3c003c00
+  v_mov_b32 v1, v0
+  v_accvgpr_write_b32 a0, 0
+  v_accvgpr_write_b32 a1, 0
+  v_accvgpr_write_b32 a2, 0
+  v_accvgpr_write_b32 a3, 0
+  v_mfma_f32_16x16x16_f16 a[0:3], v[0:1], v[0:1], a[0:3]
+  {nops}
+  v_accvgpr_read_b32 v4, a0
+  v_lshlrev_b32 v5, 2, v2
+  s_waitcnt lgkmcnt(0)
+  global_store_dword v5, v4, s[2:3]"""
+
+
+def test_mfma_hazard_checker():
+  co = lambda nops: kernel("gfx942", MFMA.format(nops=nops), wave32=False)
+  out = np.zeros(64, np.float32)
+  with pytest.raises(EmuCheckError, match="MFMA hazard"):
+    launch(co(""), "k", grid=1, block=64, args=[out], checks={"hazard"})
+  launch(co("s_nop 7"), "k", grid=1, block=64, args=[out], checks={"hazard"})
+  assert (out == 16).all()  # A = B = ones(16x16) f16: every element of A @ B is 16

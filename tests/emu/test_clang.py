@@ -40,3 +40,16 @@ def test_batched_equals_serial(clang_co, arch, name):
     assert a.tobytes() == b.tobytes()
   if name != "histogram":  # atomic return values depend on the interleaving; outputs must not
     assert tr_b == tr_s
+
+
+@pytest.mark.parametrize("arch", TARGETS)
+def test_wmma_mfma(clang_co, arch):
+  """WMMA (gfx1100, gfx1200) / MFMA with AccVGPRs (gfx942, gfx950): one wave, 16x16 f16 in, f32 out."""
+  r = np.random.default_rng(12)
+  A, B = (r.integers(-3, 4, (16, 16)).astype(np.float16) for _ in range(2))
+  C = r.integers(-5, 5, (16, 16)).astype(np.float32)
+  D = np.zeros((16, 16), np.float32)
+  for serial in (False, True):
+    launch(clang_co(arch, "matrix"), "mma16", grid=1, block=32 if arch.startswith("gfx1") else 64, args=[D, A, B, C],
+           serial=serial)
+    np.testing.assert_array_equal(D, A.astype(np.float32) @ B.astype(np.float32) + C)

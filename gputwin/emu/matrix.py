@@ -1,0 +1,99 @@
+"""The MATRIX_MULTIPLY_ACCUMULATE built-in the vendor pseudocode of WMMA (RDNA3/RDNA4) and MFMA (CDNA3/CDNA4)
+leaves to its caller: which lane and register holds which matrix element ("operand layout is per-encoding").
+
+Layouts (element e of lane l; 16-bit elements pack two per VGPR, 8-bit four):
+  RDNA3 WMMA 16x16x16 (wave32): A lane l: row l%16, k=e (lanes 16-31 repeat 0-15); B lane l: col l%16, k=e;
+    C/D (32-bit) register v of lane l: row 2v + l//16, col l%16          (RDNA3 ISA guide, "WMMA" section)
+  RDNA4 WMMA 16x16x16: A lane l: row l%16, k = 8*(l//16) + e; B the same with col; C/D: row v + 8*(l//16), col l%16
+  CDNA MFMA MxNxK single block (M=N=16 or 32, G = 64/M lane groups, K/G elements per lane):
+    A lane l: row l%M, k = (K/G)*(l//M) + e; B lane l: col l%M, same k; C/D register v of lane l: col l%M,
+    row 4*(l//16) + v (M=16) or 8*(v//4) + 4*(l//32) + v%4 (M=32)   (AMD Instinct MI300 ISA, "Matrix fused multiply-add")
+The products are accumulated in float64 (int64 for integers) and rounded once to the result type.
+"""
+from __future__ import annotations
+
+import functools
+import re
+
+import numpy as np
+
+from gputwin.errors import GputwinError
+
+U32 = np.uint32
+
+
+@functools.lru_cache(maxsize=None)
+def layout(family: str, name: str, L: int):
+  m = re.match(r"V_(WMMA|MFMA)_([A-Z]+\d+)_(\d+)X(\d+)X(\d+)_([A-Z0-9]+)$", name)
+  if not m or (m.group(1) == "WMMA" and L != 32):
+    raise GputwinError(f"{name}: matrix layout not modelled (wave{L})")
+  kind, acc, M, N, K, ins = m.group(1), m.group(2), int(m.group(3)), int(m.group(4)), int(m.group(5)), m.group(6)
+  bits = {"F16": 16, "BF16": 16, "IU8": 8, "I8": 8, "F32": 32}.get(ins)
+  if bits is None:
+    raise GputwinError(f"{name}: input type {ins} not modelled")
+  lane = np.arange(L)
+  if kind == "WMMA" and family == "rdna3":
+    ne = K
+    a = [(lane % 16, np.full(L, e)) for e in range(ne)]
+    c = [(2 * v + lane // 16, lane % 16) for v in range(M * N // L)]
+  elif kind == "WMMA":
+    ne = K // 2
+    a = [(lane % 16, 8 * (lane // 16) + e) for e in range(ne)]
+    c = [(v + 8 * (lane // 16), lane % 16) for v in range(M * N // L)]
+  else:
+    G = L // M
+    ne = K // G
+    a = [(lane % M, ne * (lane // M) + e) for e in range(ne)]
+    c = [((4 * (lane // 16) + v) if M == 16 else (8 * (v // 4) + 4 * (lane // 32) + v % 4), lane % M) for v in range(M * N // L)]
+  return M, N, K, acc, ins, bits, ne, a, c
+
+
+def _elems(regs: np.ndarray, bits: int, ne: int) -> np.ndarray:
+  """(W, nregs, L) raw VGPRs -> (W, ne, L) raw elements."""
+  per = 32 // bits
+  out = [(regs[:, e // per] >> U32(bits * (e % per))) & U32((1 << bits) - 1) for e in range(ne)]
+  return np.stack(out, axis=1)
+
+
+def _value(raw: np.ndarray, ins: str, signed: bool):
+  if ins == "F16":
+    return raw.astype(np.uint16).view(np.float16).astype(np.float64)
+  if ins == "BF16":
+    return (raw.astype(U32) << U32(16)).view(np.float32).astype(np.float64)
+  if ins == "F32":
+    return raw.astype(U32).view(np.float32).astype(np.float64)
+  return (raw.astype(np.uint8).view(np.int8) if signed else raw.astype(np.uint8)).astype(np.int64)
+
+
+def execute(eng, op, ix) -> None:
+  """D = A x B + C for every wave in `ix` (EXEC is ignored: matrix instructions require all lanes)."""
+  fam, name, L = eng.fam, op.inst.op, eng.L
+  M, N, K, acc, ins, bits, ne, a_map, c_map = layout(fam, name, L)
+  f = op.inst.f
+  if f.get("cbsz", 0) or f.get("abid", 0) or f.get("blgp", 0):
+    raise GputwinError(f"{name}: cbsz/abid/blgp broadcast controls are not modelled")
+  n = eng._n(ix)
+  signed = ins == "I8" or (ins == "IU8" and False)
+  sa = (f.get("neg", 0) & 1) if ins == "IU8" else signed
+  sb = (f.get("neg", 0) >> 1 & 1) if ins == "IU8" else signed
+  regs = lambda s: (eng.V if s.file == "v" else eng.A)[ix, s.index:s.index + s.dwords]
+  A = _value(_elems(regs(op.ins["S0"]), bits, ne), ins, sa)  # (W, ne, L)
+  B = _value(_elems(regs(op.ins["S1"]), bits, ne), ins, sb)
+  dt = np.int64 if acc == "I32" else np.float64
+  Am, Bm = np.zeros((n, M, K), dt), np.zeros((n, K, N), dt)
+  for e, (r, k) in enumerate(a_map):
+    Am[:, r, k] = A[:, e]
+    Bm[:, k, r] = B[:, e]
+  c = op.ins["S2"]
+  Cm = np.zeros((n, M, N), dt)
+  if c.file != "k":
+    raw = regs(c)
+    for v, (r, col) in enumerate(c_map):
+      Cm[:, r, col] = raw[:, v].view(np.int32) if acc == "I32" else raw[:, v].view(np.float32)
+  elif c.value:
+    raise GputwinError(f"{name}: a non-zero constant C operand is not modelled")
+  D = Am @ Bm + Cm
+  out = np.stack([D[:, r, col] for r, col in c_map], axis=1)  # (W, nregs, L)
+  raw = out.astype(np.int64).astype(np.uint64).astype(U32) if acc == "I32" else out.astype(np.float32).view(U32)
+  d = op.outs["D0"]
+  (eng.V if d.file == "v" else eng.A)[ix, d.index:d.index + d.dwords] = raw
