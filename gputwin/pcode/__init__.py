@@ -87,9 +87,12 @@ class Semantics:
     ctx = rt.Ctx(np.arange(L, dtype=np.uint32)[None, :], (L <= 32) if wave64 is None else not wave64, mem,
                  {k: state[k] for k in self.regfiles if k in state}, self._sub)
     m = None if exec is None else np.asarray(exec, dtype=bool)
-    if m is not None and "EXEC" in self.inputs and "EXEC" not in state:  # EXEC bits from the active-lane mask
+    if m is not None and "EXEC" not in state and ({"EXEC", "EXECZ"} & set(self.inputs)):  # EXEC from the mask
       bits = (m.astype(np.uint64) << np.arange(m.shape[-1], dtype=np.uint64)).sum(axis=-1, dtype=np.uint64)
       state = dict(state, EXEC=bits.reshape(m.shape[:-1] + (1,)))
+    for z, r in (("EXECZ", "EXEC"), ("VCCZ", "VCC")):  # derived flags the caller need not keep
+      if z in self.inputs and z not in state and r in state:
+        state = dict(state, **{z: (np.asarray(state[r]) == 0).astype(np.uint32)})
     if m is not None and self.wave_level:  # the body loops over lanes itself: it runs once per active wave
       m = m.any(axis=-1, keepdims=True)
     if "w" in self.mem and "r" in self.mem and mem is not None and m is not None and m.sum() > 1:

@@ -280,7 +280,7 @@ class Lower:
   def width(self, name: str) -> int:
     if name in self.declared_state:
       return max(self.declared_state[name].bits, self.hints.get(name, 0))
-    w = self.hints.get(name, 0) or (64 if name in ("EXEC", "VCC") else 32)  # lane masks hold up to 64 lanes
+    w = self.hints.get(name, 0) or (64 if name in ("EXEC", "VCC", "PC") else 32)  # masks and PC are 64-bit
     return 32 if w <= 32 else 64 if w <= 64 else w
 
   def lower(self) -> Program:

@@ -807,7 +807,10 @@ def convert(name: str, ret, tys, *args):
   if src in ("u4", "i4", "u8", "i8", "u16", "i16", "u32", "i32") and not dst.startswith(("f", "bf")):
     sk, sb = src[0], int(src[1:])
     return cv(from_bits(resize(ubits(x, k, b), b, sb), sk, sb), sk, sb, *ret)
-  if src in ("f32", "f16", "f64", "bf16") and dst in ("f32", "f16", "f64", "bf16", "u32", "i32", "u16", "i16", "u8"):
+  if src in ("f32", "f16", "f64", "bf16") and dst in ("f32", "f16", "f64", "bf16"):
+    r = cv(x, k, b, *ret)  # an IEEE conversion quiets a signalling NaN (casts like 64'F(x) keep it)
+    return _quiet(ret, tys, r) if ret[0] == "f" else r
+  if src in ("f32", "f16", "f64", "bf16") and dst in ("u32", "i32", "u16", "i16", "u8"):
     return cv(x, k, b, *ret)
   if src in ("u32", "i32", "u16", "i16") and dst in ("f32", "f16", "f64"):
     return cv(x, k, b, *ret)

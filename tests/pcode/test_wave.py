@@ -350,3 +350,24 @@ def test_every_body_runs_or_says_not_supported(fam):
     except Exception as e:  # noqa: BLE001 - the point is to catch anything else
       bad.append(f"{name}: {type(e).__name__}: {e}"[:160])
   assert not bad, f"{len(bad)} bodies crash: " + "; ".join(bad[:5])
+
+
+@pytest.mark.parametrize("fam", FAMS)
+def test_pc_is_64_bit_and_execz_is_derived(fam):
+  out = semantics(fam, "S_SETPC_B64")({"S0": np.array([[0x1_2345_6788]], np.uint64)})
+  assert int(np.asarray(out["PC"]).ravel()[0]) == 0x1_2345_6788
+  pc = np.full((2, 1), 0x1_0000_0100, np.uint64)
+  out = semantics(fam, "S_CBRANCH_EXECZ")({"EXEC": np.array([[0], [1]], np.uint64), "PC": pc,
+                                           "SIMM16": np.array([[2], [2]], np.uint32)})
+  assert [int(v) for v in np.asarray(out["PC"]).ravel()] == [0x1_0000_0100 + 12, 0x1_0000_0104]
+  checked(fam, "S_SETPC_B64", "64-bit PC")
+  checked(fam, "S_CBRANCH_EXECZ", "EXECZ derived from EXEC; taken/not-taken PC")
+
+
+@pytest.mark.parametrize("fam,name,src,w", [(f, n, s, w) for f in FAMS for n, s, w in
+                                           (("V_CVT_F32_F16", 0x7C01, 16), ("V_CVT_F64_F32", 0x7F800001, 32))])
+def test_conversion_quiets_signalling_nan(fam, name, src, w):
+  out = np.asarray(semantics(fam, name)({"S0": np.array([[src]], np.uint32)})["D0"]).ravel()[0]
+  wo = 64 if "F64" in name.split("_")[2] else 32
+  assert O.is_nan_bits(int(out), wo) and not O.is_snan_bits(int(out), wo)
+  checked(fam, name, "signalling NaN in, quiet NaN out")
