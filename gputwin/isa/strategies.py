@@ -226,6 +226,8 @@ class _Builder:
       return p.between(0, (self.nsgpr - 4) // 4)
     if typ.startswith("OPR_SIMM") or typ in ("OPR_SENDMSG_RTN", "OPR_HWREG"):
       return p.between(0, f.mask)
+    if typ.endswith("_NULL") and p.chance(90):  # OPR_SDST_NULL: s_waitcnt_vmcnt null, ... on RDNA3
+      return self.null
     if f.kind == "sgpr":  # memory addresses/offsets (saddr, soffset) are never EXEC
       return self.sgpr(n, exec_=f.default != "NULL") if opnd else (self.null if f.default == "NULL" else self.sgpr(1))
     consts = not any(k in typ for k in ("SREG", "SDST", "EXEC", "SMEM")) or typ in ("OPR_SREG_M0_INL",
