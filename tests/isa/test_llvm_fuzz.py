@@ -203,6 +203,7 @@ class Result:
   rejected: dict = field(default_factory=dict)  # key -> one rejected sample (evidence)
   asm_rejected: dict = field(default_factory=dict)  # key -> (text, llvm error): llvm-mc rejects its own text
   crashes: dict = field(default_factory=dict)  # sample name -> a sample llvm-mc-22 --disassemble dies on
+  roundtrip: collections.Counter = field(default_factory=collections.Counter)  # ... llvm-mc assembled its text
 
   def status(self, key: str) -> str:
     if self.fails.get(key):
@@ -224,8 +225,9 @@ def all_keys(arch: str, graphics: bool = True) -> set[str]:
 
 def run(arch: str, seeds=(0,), rounds: int = 10, wave: int | None = None, res: Result | None = None,
         graphics: bool = True) -> Result:
-  """Fuzz one target: per seed, one sample per case; cases llvm-mc rejected are redrawn up to `rounds` times, each
-  time tamer (modifiers more likely at their defaults), so rare valid forms are still reached."""
+  """Fuzz one target: per seed, one sample per case; cases llvm-mc rejected (or whose text it will not assemble)
+  are redrawn up to `rounds` times, each time tamer (modifiers more likely at their defaults), so rare valid forms
+  and byte-comparable round trips are still reached."""
   res = res or Result(arch)
   api = _api()
   for seed in seeds:
@@ -243,21 +245,28 @@ def run(arch: str, seeds=(0,), rounds: int = 10, wave: int | None = None, res: R
           res.tried[k] += 1
           if t is None:
             res.rejected.setdefault(k, s)
-      todo = [c for c, t in zip(todo, texts) if t is None]  # batch() keeps the order of its cases
+      drawn = todo
+      todo = [c for c, t in zip(drawn, texts) if t is None]  # batch() keeps the order of its cases
       llvm_bytes = llvm_assemble([t for _, t in ok], arch, wave)
       for (s, t), lb in zip(ok, llvm_bytes):
         ks = keys_of(arch, s)
         for k in ks:
           res.valid[k] += 1
         problems = compare(api, s, t, lb, arch, wave)
-        if isinstance(lb, str):
-          for k in ks:
+        for k in ks:
+          if isinstance(lb, str):
             res.asm_rejected.setdefault(k, (t, lb))
+          else:
+            res.roundtrip[k] += 1
         for k in ks:
           if problems:
             res.fails[k].append(problems)
           else:
             res.agree[k] += 1
+      # a case whose text llvm-mc will not assemble is redrawn too, so most opcodes get a byte-compared round trip
+      redo = {id(s) for (s, _), lb in zip(ok, llvm_bytes) if isinstance(lb, str)}
+      todo += [c for c, s in zip(drawn, samples)
+               if id(s) in redo and not any(res.roundtrip[k] for k in keys_of(arch, s))]
       if not todo:
         break
   return res
@@ -307,7 +316,8 @@ def summarize(res: Result, graphics: bool = True, label: str = "") -> tuple[str,
   line = (f"{res.arch}{label}: opcodes {len(keys)} (+{len(lacked)} the target lacks per targets.py), "
           f"exercised {sum(1 for k in keys if res.tried[k])}, "
           f"valid per llvm-mc {len(keys) - st_['rejected']}, agree {st_['agree']}, disagree {st_['disagree']}, "
-          f"never valid {st_['rejected']}, llvm-mc rejects its own text for {len(res.asm_rejected)}, "
+          f"never valid {st_['rejected']}, assembly bytes compared for {sum(1 for k in keys if res.roundtrip[k])} "
+          f"(llvm-mc rejects its own text in some sample of {len(res.asm_rejected)}), "
           f"excluded {sum(1 for k in keys if k in excl)}, unexplained {len(bad)}; words tried "
           f"{sum(res.tried.values())}, llvm-mc rejected {sum(res.tried.values()) - sum(res.valid.values())}"
           + (f", llvm-mc crashed on {len(res.crashes)} opcodes" if res.crashes else ""))
@@ -337,6 +347,10 @@ def write_failures(res: Result, label: str = ""):
     if first not in seen:
       seen.add(first)
       lines.append(f"{k} ({len(res.fails[k])} of {res.valid[k]} samples)\n{first}")
+  no_rt = sorted(k for k in res.valid if res.valid[k] and not res.roundtrip[k])
+  if no_rt:  # every sample's text was rejected by llvm-mc's own assembler: only "both reject" was checked
+    lines.append("# valid opcodes without a byte-compared round trip (llvm-mc rejected its text in every sample)\n")
+    lines += [f"{k}: {res.asm_rejected[k][0]}  -> {res.asm_rejected[k][1]}" for k in no_rt] + [""]
   if res.crashes:  # llvm-mc-22 bugs: counted as rejected words
     lines.append("# llvm-mc-22 --disassemble crashes on these words (counted as rejected)\n")
     lines += [f"{n}: [{s.encoding}] {s.hex}" for n, s in sorted(res.crashes.items())] + [""]
