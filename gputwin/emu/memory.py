@@ -25,23 +25,25 @@ class AddressSpace(Protocol):
   def write_bytes(self, va: int, data: bytes) -> None: ...
 
 
+_SH = {1: 0, 2: 1, 4: 2, 8: 3}
+
+
 def _gather(buf: np.ndarray, off: np.ndarray, nbytes: int) -> np.ndarray:
   if nbytes == 1:
     return buf[off]
-  if (off % nbytes == 0).all():  # aligned: one typed view, one fancy index
-    return buf.view(_U[nbytes])[off // nbytes] if len(buf) % nbytes == 0 else \
-      buf[:len(buf) // nbytes * nbytes].view(_U[nbytes])[off // nbytes]
+  if not (off & (nbytes - 1)).any():  # aligned: one typed view, one fancy index
+    return buf[:len(buf) - len(buf) % nbytes].view(_U[nbytes])[off >> _SH[nbytes]]
   return np.ascontiguousarray(buf[off[:, None] + np.arange(nbytes)]).view(_U[nbytes])[:, 0]
 
 
 def _scatter(buf: np.ndarray, off: np.ndarray, vals: np.ndarray, nbytes: int) -> None:
-  vals = np.asarray(vals).astype(_U[nbytes])
+  vals = np.asarray(vals).astype(_U[nbytes], copy=False)
   if nbytes == 1:
     buf[off] = vals
-  elif (off % nbytes == 0).all() and len(buf) % nbytes == 0:
-    buf.view(_U[nbytes])[off // nbytes] = vals  # numpy assigns in index order: the last lane wins, as in hardware
+  elif not (off & (nbytes - 1)).any():  # numpy assigns in index order: the last lane wins, as in hardware
+    buf[:len(buf) - len(buf) % nbytes].view(_U[nbytes])[off >> _SH[nbytes]] = vals
   else:
-    buf[off[:, None] + np.arange(nbytes)] = vals[:, None].view(np.uint8).reshape(-1, nbytes)
+    buf[off[:, None] + np.arange(nbytes)] = np.ascontiguousarray(vals)[:, None].view(np.uint8).reshape(-1, nbytes)
 
 
 class GuestMemory:
@@ -82,11 +84,22 @@ class GuestMemory:
       raise GPUPageFault(int(addr[np.argmax(bad)]), nbytes, access, self.device)
     return r
 
+  def _one(self, addr: np.ndarray, nbytes: int):
+    """Fast path: every address inside one mapping -> (buffer, int offsets), else None."""
+    lo, hi = int(addr.min()), int(addr.max())
+    i = bisect.bisect_right(self.starts, lo) - 1
+    if i >= 0 and hi + nbytes <= self.starts[i] + len(self.bufs[i]):
+      return self.bufs[i], (addr - np.uint64(self.starts[i])).astype(np.intp)
+    return None
+
   def gather(self, addr, nbytes: int) -> np.ndarray:
     addr = np.asarray(addr, np.uint64).reshape(-1)
     out = np.zeros(len(addr), _U[nbytes])
     if len(addr) == 0:
       return out
+    one = self._one(addr, nbytes)
+    if one is not None:
+      return _gather(one[0], one[1], nbytes)
     r = self._regions(addr, nbytes, "read")
     for i in np.unique(r):
       sel = r == i
@@ -98,6 +111,9 @@ class GuestMemory:
     if len(addr) == 0:
       return
     vals = np.broadcast_to(np.asarray(vals), addr.shape)
+    one = self._one(addr, nbytes)
+    if one is not None:
+      return _scatter(one[0], one[1], vals, nbytes)
     r = self._regions(addr, nbytes, "write")
     for i in np.unique(r):
       sel = r == i
@@ -117,22 +133,24 @@ class Window:
   past `size` (the LDS allocation or the private segment size) is a fault. Storage is compact: slots * size."""
 
   def __init__(self, kind: str, slots: int, size: int, stride: int, device: str = "", slot_map=None):
+    assert stride & (stride - 1) == 0, "Window stride must be a power of two"
     self.kind, self.size, self.stride, self.device = kind, size, stride, device
+    self.shift = stride.bit_length() - 1
     self.slot_map = slot_map  # address slot -> storage slot (LDS: wave -> its workgroup)
+    self.base = None if slot_map is None else (np.asarray(slot_map, np.intp) * size)
     self.watch = None  # callable(access, slot array, offset array, nbytes): the LDS race checker
-    self.buf = np.zeros(max(slots * size, 8), np.uint8)
+    self.buf = np.zeros(max(-(-slots * size // 8) * 8, 8), np.uint8)
 
   def _check(self, addr, nbytes, access):
-    a = np.asarray(addr, np.uint64).reshape(-1).astype(np.int64)
-    off = a % self.stride
-    bad = off + nbytes > self.size
-    if bad.any():
-      i = int(np.argmax(bad))
+    a = np.asarray(addr, np.uint64).reshape(-1)
+    off = (a & np.uint64(self.stride - 1)).astype(np.intp)
+    if len(off) and int(off.max()) + nbytes > self.size:
+      i = int(np.argmax(off + nbytes > self.size))
       raise GPUPageFault(int(off[i]), nbytes, access, self.device, f"{self.kind} offset past its {self.size}-byte allocation")
-    slot = a // self.stride
+    slot = (a >> np.uint64(self.shift)).astype(np.intp)
     if self.watch is not None:
       self.watch(access, slot, off, nbytes)
-    return (slot if self.slot_map is None else self.slot_map[slot]) * self.size + off
+    return (slot * self.size if self.base is None else self.base[slot]) + off
 
   def gather(self, addr, nbytes):
     return _gather(self.buf, self._check(addr, nbytes, "read"), nbytes)
