@@ -121,8 +121,12 @@ def _cache_path(src: Path) -> Path:
   stamp = "|".join(f"{p}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for fam in FAMILIES for p in
                    (src / fam / f"{f}.py" for f in _FILES))
   key = hashlib.sha256(f"{_SCHEMA}|{_version()}|{stamp}".encode()).hexdigest()[:16]
-  root = Path(os.environ.get("GPUTWIN_CACHE") or Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "gputwin")
-  return root / f"amd-tables-{_version()}-{key}.pkl"
+  return cache_root() / f"amd-tables-{_version()}-{key}.pkl"
+
+
+def cache_root() -> Path:
+  """gputwin's on-disk cache: $GPUTWIN_CACHE, else $XDG_CACHE_HOME/gputwin, else ~/.cache/gputwin."""
+  return Path(os.environ.get("GPUTWIN_CACHE") or Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "gputwin")
 
 
 @functools.cache
