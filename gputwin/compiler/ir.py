@@ -483,8 +483,8 @@ def verify(k: Kernel) -> Kernel:
       if op.opcode == "not" and not (r.scalar.is_int or r.scalar.is_bool): raise err(op, "not needs int or bool")
       if op.opcode in ("neg", "abs") and r.scalar.is_bool: raise err(op, f"{op.opcode} does not take bool")
     elif cls == "math":
+      if not ots[0].scalar.is_float: raise err(op, f"{op.opcode} needs a float operand, got {ots[0]}")
       same(op, ots + [r])
-      if not r.scalar.is_float: raise err(op, f"{op.opcode} needs a float operand, got {r}")
     elif cls == "select":
       if ots[0] != boolean.vec(r.lanes) and ots[0] != boolean: raise err(op, f"select condition must be bool, got {ots[0]}")
       same(op, ots[1:] + [r])
@@ -514,7 +514,8 @@ def verify(k: Kernel) -> Kernel:
       if val.scalar != p.elem or val.lanes not in (1,) + VEC_LANES:
         raise err(op, f"{op.opcode} through {p} moves {p.elem} (or a vector of it), not {val}")
       if cls == "atomic":
-        if val.is_vec or r != val or not (val.is_int or (val.is_float and op.opcode in ("atomic.add", "atomic.xchg"))):
+        if r != val: raise err(op, f"{op.opcode} returns the old value: its result must be {val}, not {r}")
+        if val.is_vec or not (val.is_int or (val.is_float and op.opcode in ("atomic.add", "atomic.xchg"))):
           raise err(op, f"{op.opcode} on {val} not supported")
         if p.space == "private": raise err(op, "atomics on private memory make no sense")
     elif cls == "alloc":
