@@ -1,0 +1,147 @@
+"""Emulator throughput and cold start, measured as ratios in one run (issue 8).
+
+    python bench/run.py [--json] [--targets gfx1100,gfx942] [--kernels saxpy,matmul] [--no-cold]
+
+Compiles bench/kernels.cl with clang-22 for each target, runs every kernel on the emulator (results checked
+against numpy) and reports wave-/lane-instructions, launch seconds (warm), cold start (first launch of a
+never-seen kernel in a fresh process whose gputwin compile caches are empty but whose vendor tables are
+cached: first-launch time minus a second identical launch), peak RSS, and numpy doing the same math.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+TARGETS = ("gfx1100", "gfx1200", "gfx942", "gfx950")
+WAVE = {"gfx1100": 32, "gfx1200": 32, "gfx942": 64, "gfx950": 64}
+
+
+def _saxpy(rng, wave):
+  n = 1 << 20
+  x, y = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+  a = np.float32(1.5)
+  ref = lambda: a * x + y  # clang contracts to one fma: a 1-ulp difference from numpy's mul+add is expected
+  return dict(args=[a, x, y.copy()], grid=(n // 256, 1, 1), block=(256, 1, 1), ref=ref, out=2, tol=1e-6)
+
+
+def _matmul(rng, wave):
+  n = 256
+  A, B = rng.standard_normal((n, n)).astype(np.float32), rng.standard_normal((n, n)).astype(np.float32)
+  return dict(args=[A, B, np.zeros((n, n), np.float32), np.int32(n)], grid=(n // 16, n // 16, 1), block=(16, 16, 1),
+              ref=lambda: A @ B, out=2, tol=1e-3)
+
+
+def _reduce(rng, wave):
+  n = 1 << 18
+  x = rng.standard_normal(n).astype(np.float32)
+  return dict(args=[x, np.zeros(n // 256, np.float32)], grid=(n // 256, 1, 1), block=(256, 1, 1),
+              ref=lambda: x.reshape(-1, 256).sum(axis=1), out=1, tol=1e-4)
+
+
+def _gemm(rng, wave):
+  m = n = 128
+  k = 64
+  A, B = rng.standard_normal((m, k)).astype(np.float16), rng.standard_normal((n, k)).astype(np.float16)
+  return dict(args=[A, B, np.zeros((m, n), np.float32), np.int32(k), np.int32(n)], grid=(m // 16, n // 16, 1),
+              block=(wave, 1, 1), ref=lambda: A.astype(np.float32) @ B.astype(np.float32).T, out=2, tol=1e-3)
+
+
+CASES = {"saxpy": _saxpy, "matmul": _matmul, "reduce": _reduce, "gemm": _gemm}
+
+
+def compile_kernels(arch: str, out: Path) -> Path:
+  o, co = out / f"bench-{arch}.o", out / f"bench-{arch}.co"
+  subprocess.run(["clang-22", "-x", "cl", "-cl-std=CL2.0", "-target", "amdgcn-amd-amdhsa", f"-mcpu={arch}", "-nogpulib",
+                  "-O2", "-w", "-c", str(HERE / "kernels.cl"), "-o", str(o)], check=True)
+  subprocess.run(["ld.lld-22", "-shared", str(o), "-o", str(co)], check=True)
+  return co
+
+
+def _timed_launch(co, kernel, case):
+  from gputwin.emu import launch
+  t = time.perf_counter()
+  st = launch(str(co), kernel, grid=case["grid"], block=case["block"], args=case["args"])
+  return time.perf_counter() - t, st
+
+
+def cold_child(co: str, kernel: str, arch: str) -> None:
+  """Runs in a fresh process: first vs second launch of one workgroup of the kernel."""
+  case = CASES[kernel](np.random.default_rng(0), WAVE[arch])
+  case["grid"] = (1, 1, 1)
+  first, _ = _timed_launch(co, kernel, case)
+  second, _ = _timed_launch(co, kernel, case)
+  print(json.dumps({"first": first, "second": second}))
+
+
+def cold_start(co: Path, kernel: str, arch: str, vendor_cache: Path) -> float:
+  with tempfile.TemporaryDirectory(prefix="gputwin-cold-") as d:
+    for p in vendor_cache.glob("amd-tables-*.pkl"):  # vendor tables cached, compile caches empty
+      shutil.copy(p, d)
+    env = dict(os.environ, GPUTWIN_CACHE=d)
+    r = subprocess.run([sys.executable, __file__, "--cold-child", str(co), kernel, arch], env=env, capture_output=True,
+                       text=True, check=True)
+    t = json.loads(r.stdout.strip().splitlines()[-1])
+    return max(t["first"] - t["second"], 0.0)
+
+
+def main() -> int:
+  p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+  p.add_argument("--json", action="store_true")
+  p.add_argument("--targets", default=",".join(TARGETS))
+  p.add_argument("--kernels", default=",".join(CASES))
+  p.add_argument("--no-cold", action="store_true", help="skip the fresh-process cold-start measurement")
+  p.add_argument("--cold-child", nargs=3, help=argparse.SUPPRESS)
+  a = p.parse_args()
+  if a.cold_child:
+    cold_child(*a.cold_child)
+    return 0
+  if not (shutil.which("clang-22") and shutil.which("ld.lld-22")):
+    print("bench: skipped: clang-22 and ld.lld-22 are needed (apt-get install -y clang-22 lld-22)", file=sys.stderr)
+    return 0
+  from gputwin.isa import vendor
+  vendor.all_tables()
+  vendor_cache = vendor.cache_root()
+  rows = []
+  with tempfile.TemporaryDirectory(prefix="gputwin-bench-") as tmp:
+    for arch in a.targets.split(","):
+      co = compile_kernels(arch, Path(tmp))
+      for kernel in a.kernels.split(","):
+        case = CASES[kernel](np.random.default_rng(0), WAVE[arch])
+        _timed_launch(co, kernel, CASES[kernel](np.random.default_rng(1), WAVE[arch]))  # warm: decode + pcode caches
+        secs, st = _timed_launch(co, kernel, case)
+        t = time.perf_counter()
+        ref = case["ref"]()
+        np_secs = time.perf_counter() - t
+        got = case["args"][case["out"]]
+        ok = bool(np.allclose(got, ref, rtol=case["tol"], atol=case["tol"]))
+        rows.append(dict(kernel=kernel, target=arch, wave_instructions=st.instructions,
+                         lane_instructions=st.lane_instructions, seconds=secs,
+                         wave_instructions_per_second=st.instructions / secs,
+                         cold_start_seconds=None if a.no_cold else cold_start(co, kernel, arch, vendor_cache),
+                         numpy_seconds=np_secs, vs_numpy=secs / max(np_secs, 1e-9), correct=ok,
+                         peak_rss_mib=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024))
+        if not a.json:
+          r = rows[-1]
+          cold = "-" if r["cold_start_seconds"] is None else f"{r['cold_start_seconds'] * 1e3:.0f} ms"
+          print(f"{kernel:7s} {arch:8s} {r['wave_instructions']:>9d} wave-inst {r['lane_instructions']:>11d} lane-inst "
+                f"{secs:8.3f} s {r['wave_instructions_per_second'] / 1e6:7.2f} M wave-inst/s  cold {cold:>7s}  "
+                f"numpy {np_secs * 1e3:8.3f} ms  x{r['vs_numpy']:8.1f}  rss {r['peak_rss_mib']:.0f} MiB  "
+                f"{'ok' if ok else 'WRONG'}", flush=True)
+  if a.json:
+    print(json.dumps(rows, indent=1))
+  return 0 if all(r["correct"] for r in rows) else 1
+
+
+if __name__ == "__main__":
+  sys.exit(main())
