@@ -353,7 +353,9 @@ class Parser:
         v, k, _ = parse_number(rest)
       except ValueError:
         raise self.fail(f"bad sized literal {t.text!r}", *at) from None
-      return Node("const", (v, {None: "b", "x": "b"}.get(k, k) if not isinstance(v, float) else "f", int(bits)), at)
+      # `16'4` / `16'0` carry no signedness: signed, so they take the other operand's kind at equal width
+      # (`n <= 16'0` on an i16 is a signed test); `8'0xff` is a raw bit pattern
+      return Node("const", (v, {None: "i", "x": "b"}.get(k, k) if not isinstance(v, float) else "f", int(bits)), at)
     if t.kind == "id":
       if t.text in ("if", "then", "else", "elsif", "endif", "for", "do", "endfor", "declare", "lambda", "return"):
         raise self.fail(f"unexpected keyword {t.text!r}")

@@ -292,6 +292,7 @@ TABLE: list[tuple[tuple[str, ...], list[str], str, object]] = [
   (("S_MIN_I32",), ["u32", "u32"], "u32", lambda a, b: min(O.sx(a, 32), O.sx(b, 32)) & M32),
   (("S_AND_B64",), ["u64", "u64"], "u64", lambda a, b: a & b),
   (("S_BCNT1_I32_B64",), ["u64"], "u32", lambda a: bin(a).count("1")),
+  (("V_SAT_PK_U8_I16",), ["u32"], "u16", lambda a: sat8(a & M16) | (sat8(a >> 16) << 8)),
   (("S_BFM_B32", "V_BFM_B32"), ["u32", "u32"], "u32", lambda a, b: (((1 << (a & 31)) - 1) << (b & 31)) & M32),
   (("S_BITSET1_B32",), ["u32"], "u32", lambda a: 1 << (a & 31)),
   (("V_LSHRREV_B64",), ["u32", "u64"], "u64", lambda a, b: b >> (a & 63)),
@@ -360,6 +361,10 @@ def dot2(a, b, c):
     if t == -1:
       return -1
   return t
+
+
+def sat8(h):
+  return min(max(O.sx(h, 16), 0), 255)
 
 
 def pk16(f, *xs):
