@@ -260,6 +260,7 @@ class Dispatch:
       e.S[w, e.sp[f]] = int(value) & 0xffffffff
       if f != "m0" and e.L == 64:
         e.S[w, e.sp[f] + 1] = int(value) >> 32
+    e._exec = None
     if e.checks is not None:
       e.checks.poked(e, w, f, i)
 

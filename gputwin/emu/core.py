@@ -98,15 +98,21 @@ class Engine:
     self.trace = None
     self.hooks = []
     self.ieee = 1
+    self._exec, self._exec_all = None, False
     if checks is not None:
       checks.attach(self)
 
   # ------------------------------------------------------------------ register access
   def exec_mask(self, ix) -> np.ndarray:
-    e = self.S[ix, self.sp["exec"]].astype(U64)
-    if self.L == 64:
-      e = e | (self.S[ix, self.sp["exec"] + 1].astype(U64) << U64(32))
-    return ((e[:, None] >> self.lane.astype(U64)) & U64(1)).astype(bool)
+    """EXEC as a (waves, lanes) bool mask; cached for the whole batch until an instruction writes EXEC."""
+    whole = isinstance(ix, slice)
+    if whole and self._exec is not None:
+      return self._exec
+    e = np.ascontiguousarray(self.S[ix, self.sp["exec"]:self.sp["exec"] + self.L // 32])
+    m = np.unpackbits(e.view(np.uint8), axis=1, bitorder="little").view(bool)
+    if whole:
+      self._exec, self._exec_all = m, bool(m.all())
+    return m
 
   def sreg(self, ix, code: int, dwords: int = 1):
     if code in APERTURE:
@@ -172,10 +178,12 @@ class Engine:
           new = (old & U32(0xffff)) | (new << U32(16)) if d.hi else (old & U32(0xffff0000)) | new
         if op is not None and op.info.get("sdwa"):
           new = self._sdwa_dst(new, old, op.info["sdwa"])
-        F[ix, d.index + k] = new if m is None else np.where(m, new, old)
+        F[ix, d.index + k] = new if m is None or (m is self._exec and self._exec_all) else np.where(m, new, old)
     elif d.file == "s":
       if d.index >= 128 and d.index not in (self.sp["exec"], self.sp["exec"] + 1):
         return
+      if d.index <= self.sp["exec"] + 1 and d.index + d.dwords > self.sp["exec"]:
+        self._exec = None
       v = np.asarray(v).reshape(-1) if np.ndim(v) else np.full(self._n(ix), v)
       if v.size != self._n(ix):  # per-lane data into a scalar (readfirstlane-like): lane 0's
         v = np.asarray(v).reshape(self._n(ix), -1)[:, 0]
@@ -247,6 +255,7 @@ class Engine:
       st["VGPR"] = (self.V[ix] if fancy else self.V).transpose(0, 2, 1)
     if "SGPR" in sem.regfiles:
       st["SGPR"] = self.S[ix] if fancy else self.S
+      self._exec = None
     if "HW_REGISTERS" in sem.regfiles:
       st["HW_REGISTERS"] = self.HW[ix] if fancy else self.HW
     if op.mem:
@@ -512,12 +521,15 @@ def _first(eng, ix) -> int:
 
 def _release(eng: Engine, ix) -> None:
   """Release the barrier of every workgroup whose live waves have all arrived."""
-  wgs = np.unique(eng.wg[ix])
-  for g in wgs:
-    sel = eng.wg == g
-    if (eng.bar[sel] | ~eng.live[sel]).all() and eng.bar[sel].any():
-      eng.bar[sel] = False
-      if eng.checks is not None:
+  ng = int(eng.wg.max()) + 1
+  waiting = np.bincount(eng.wg, weights=eng.live & ~eng.bar, minlength=ng) == 0
+  parked = np.bincount(eng.wg, weights=eng.bar, minlength=ng) > 0
+  done = waiting & parked
+  if done.any():
+    sel = done[eng.wg]
+    eng.bar[sel] = False
+    if eng.checks is not None:
+      for g in np.nonzero(done)[0]:
         eng.checks.barrier(eng, g)
 
 
