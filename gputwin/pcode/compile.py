@@ -148,8 +148,8 @@ class Gen:
     raise NotImplementedError(op)
 
   def lname(self, key) -> str:
-    name, tys = key
-    return f"_L_{_ident(name)}_{abs(hash(tys)) % 10**6}"
+    """One Python function per lambda and argument types, numbered in order of first use (deterministic)."""
+    return f"_L_{_ident(key[0])}_{list(self.p.lambdas).index(key)}"
 
   # ------------------------------------------------------------------ statements
   def block(self, stmts, ind: int, m: str, loop: str | None = None, fn: bool = False) -> None:
