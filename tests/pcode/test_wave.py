@@ -371,3 +371,21 @@ def test_conversion_quiets_signalling_nan(fam, name, src, w):
   wo = 64 if "F64" in name.split("_")[2] else 32
   assert O.is_nan_bits(int(out), wo) and not O.is_snan_bits(int(out), wo)
   checked(fam, name, "signalling NaN in, quiet NaN out")
+
+
+LOADS = [("GLOBAL_LOAD_I8", "GLOBAL_LOAD_SBYTE", 1, True), ("GLOBAL_LOAD_U16", "GLOBAL_LOAD_USHORT", 2, False),
+         ("GLOBAL_LOAD_B64", "GLOBAL_LOAD_DWORDX2", 8, False), ("GLOBAL_LOAD_B128", "GLOBAL_LOAD_DWORDX4", 16, False)]
+
+
+@pytest.mark.parametrize("fam,name,size,signed", [(f, n, s, sg) for f in FAMS for a, b, s, sg in LOADS
+                                                  for n in (a, b) if n in tables(f).pcode])
+def test_load_widths_and_sign_extension(fam, name, size, signed):
+  mem = FlatMemory(1 << 12)
+  mem.data[:] = np.frombuffer(RNG.bytes(1 << 12), np.uint8)
+  addr = (np.arange(32, dtype=np.uint64) * 24 + 8)[None, :]
+  out = np.asarray(semantics(fam, name)({"ADDR": addr, "v_addr": addr}, exec=np.ones((1, 32), bool), mem=mem)["VDATA"])
+  for l in range(32):
+    raw = int.from_bytes(mem.data[int(addr[0, l]):int(addr[0, l]) + size].tobytes(), "little")
+    want = (O.sx(raw, 8 * size) & 0xFFFFFFFF) if signed else raw
+    assert int(out.ravel()[l]) == want, (name, l)
+  checked(fam, name, f"{8 * size}-bit little-endian load" + (", sign-extended" if signed else ""))
