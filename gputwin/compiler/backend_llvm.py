@@ -59,13 +59,13 @@ class _Gen:
     self.decls: set[str] = set()
     self.globals: list[str] = []
     self.n = 0
-    self.label = "entry"
+    self.label = ".entry"
     self.names: dict[int, str] = {}
     self.allocas: list[str] = []
 
   def tmp(self) -> str:
     self.n += 1
-    return f"%t{self.n}"
+    return f"%.t{self.n}"    # a leading dot: never a Python identifier, so never a parameter's name
 
   def v(self, x: Value) -> str: return self.names[id(x)]
 
@@ -79,7 +79,7 @@ class _Gen:
 
   def new_label(self, hint: str) -> str:
     self.n += 1
-    return f"{hint}{self.n}"
+    return f".{hint}{self.n}"
 
   def declare(self, s: str) -> None: self.decls.add(s)
 
@@ -97,11 +97,10 @@ class _Gen:
   def kernel(self) -> str:
     ps = []
     for p in self.k.params:
-      nm = f"%p.{p.name}"
+      nm = f"%{p.name}"          # the argument's name reaches the code object metadata (.args[].name)
       self.bind(p, nm)
-      attrs = " noalias" if False else ""
-      ps.append(f"{lty(p.type)}{attrs} {nm}")
-    self.block("entry")
+      ps.append(f"{lty(p.type)} {nm}")
+    self.block(".entry")
     body_start = len(self.lines)
     self.region(self.k.body)
     self.emit("ret void")
@@ -182,7 +181,7 @@ class _Gen:
         self.globals.append(f"{g} = internal addrspace(3) global [{n} x {et}] poison, align 16")
         r = g
       else:
-        r = f"%priv.{op.result.name}"
+        r = f"%.priv.{op.result.name}"
         self.allocas.append(f"{r} = alloca [{n} x {et}], align 16, addrspace(5)")
     elif cls in ("load", "store", "atomic"): r = self.memory(op, a, ts, t)
     elif cls == "barrier":
