@@ -484,14 +484,15 @@ CMP_CASES = []
 for fam in FAMS:
   for n in tables(fam).pcode:
     parts = n.split("_")
-    if n.startswith("V_CMP_") and len(parts) == 4 and parts[2] in CMP and \
+    if n.startswith(("V_CMP_", "V_CMPX_")) and len(parts) == 4 and parts[2] in CMP and \
        parts[3] in ("F16", "F32", "F64", "I32", "U32", "I64", "U64", "I16", "U16"):
       CMP_CASES.append(pytest.param(fam, n, id=f"{fam}-{n}"))
 
 
 @pytest.mark.parametrize("fam,name", CMP_CASES)
 def test_compare(fam, name):
-  """V_CMP_<op>_<type> sets bit laneId of D0 (VCC) for active lanes only; float predicates per IEEE (NaN)."""
+  """V_CMP_<op>_<type> sets bit laneId of D0 (VCC) for active lanes only; float predicates per IEEE (NaN).
+  V_CMPX_* writes the same bits to EXEC (and, on CDNA, to D0 as well)."""
   op, ty = name.split("_")[2:]
   w = int(ty[1:])
   kind = {16: "f16", 32: "f32", 64: "f64"}[w] if ty[0] == "F" else ("u64" if w == 64 else "u32")
@@ -507,8 +508,13 @@ def test_compare(fam, name):
   exec_ = (np.arange(W * lanes).reshape(W, lanes) % 5) != 3  # some lanes inactive
   old = np.full((W, 1), 0xA5A5A5A5A5A5A5A5, dtype=np.uint64)
   sem = semantics(fam, name)
-  out = sem({"S0": a, "S1": b, "D0": old}, exec=exec_, lanes=lanes)
-  d0 = np.asarray(out["D0"]).reshape(W)
+  ebits = np.array([[sum(1 << l for l in range(lanes) if exec_[w, l])] for w in range(W)], np.uint64)
+  st = {"S0": a, "S1": b, "D0": old} if "CMPX" not in name else {"S0": a, "S1": b, "D0": old, "EXEC": ebits}
+  out = sem(st, exec=exec_, lanes=lanes)
+  if "CMPX" in name:
+    assert "EXEC" in out
+    old = ebits  # EXEC's bits of inactive lanes are already 0 and must stay 0
+  d0 = np.asarray(out["EXEC" if "CMPX" in name else "D0"]).reshape(W)
   for wv in range(W):
     want = int(old[wv, 0])
     for l in range(lanes):
@@ -522,7 +528,7 @@ def test_compare(fam, name):
         r = CMP[op](O.sx(x, w) if sg else x, O.sx(y, w) if sg else y)
       want = (want & ~(1 << l)) | (int(r) << l)
     assert int(d0[wv]) == want, f"{name} wave {wv}: {int(d0[wv]):#018x} want {want:#018x}"
-  checked(fam, name, "VCC lane bits vs IEEE/integer predicate, EXEC-masked")
+  checked(fam, name, ("EXEC" if "CMPX" in name else "VCC") + " lane bits vs IEEE/integer predicate, EXEC-masked")
 
 
 @pytest.mark.parametrize("fam,name,w", [(f, f"V_CMP_CLASS_F{w}", w) for f in FAMS for w in (16, 32, 64)
