@@ -388,7 +388,7 @@ class Engine:
     stride = (d[:, 1] >> U64(16)) & U64(0x3fff)
     nrec = d[:, 2]
     so = self.S[ix, info["soffset"]].astype(U64) if info["soffset"] is not None else U64(info["soffset_k"])
-    v0 = self.V[ix, info["vaddr"]].astype(U64) if info["vaddr"] is not None and (info["offen"] or info["idxen"]) else 0
+    v0 = self.V[ix, info["vaddr"]].astype(U64) if info["vaddr"] is not None else 0
     idx = v0 if info["idxen"] else U64(0)
     voff = (self.V[ix, info["vaddr"] + (1 if info["idxen"] else 0)].astype(U64) if info["offen"] else U64(0))
     off = voff + U64(info["offset"])

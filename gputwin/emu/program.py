@@ -144,6 +144,10 @@ def build_op(inst: Inst, pc: int, fam: str, wave: int) -> Op:
   sig = signature(inst.arch, inst.enc, name, wave)
   slots = {s.field: s for s in sig.slots}
   opnds = {o.field: o for o in inst.operands}
+  for fn, sbit in (("vsrc0", "s0"), ("vsrc1", "s1")):  # isa gives some SDWA/DPP register sources as 'imm' (UPSTREAM.md)
+    o = opnds.get(fn)
+    if o is not None and o.file == "imm":
+      opnds[fn] = type(o)(fn, "s" if f.get(sbit, 0) else "v", o.value, o.dwords)
   fmt = inst.format
   op.vector = not (fmt.startswith("SOP") or fmt == "SMEM")
   op.mem = MEMFMT.get(fmt, "") if op.kind == "alu" else ""
@@ -296,6 +300,9 @@ def _mem_info(inst: Inst, kind: str, opnds: dict, fam: str, k: dict) -> dict:
     else:
       info["soff_reg"] = so if use else None
   if kind == "buffer":
+    info["vdwords"] = int(bool(info["offen"])) + int(bool(info["idxen"]))
+    if not info["vdwords"]:
+      info["vaddr"] = None
     info["srsrc"] = opnds["srsrc"].index
     so = opnds.get("soffset")
     info["soffset"] = so.index if so is not None and so.file == "s" and so.index != k["null"] else None
@@ -319,8 +326,8 @@ def _dpp(inst: Inst):
   if "DPP8" in inst.enc:
     f = inst.f
     sel = tuple((f.get("lane_sel", 0) >> (3 * i)) & 7 for i in range(8))
-    if "lane_sel0" in f:
-      sel = tuple(f[f"lane_sel{i}"] for i in range(8))
+    if "lane_sel_0" in f:
+      sel = tuple(f[f"lane_sel_{i}"] for i in range(8))
     return ("dpp8", sel, inst.enc.endswith("FI") or bool(f.get("fi", 0)))
   return None
 
