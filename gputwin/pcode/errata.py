@@ -74,6 +74,31 @@ ERRATA += (
           "lambdas), and the CDNA comment 'NOTE: +0>-0 is TRUE in this comparison' states the intent."),
 )
 
+_FLT = {"f16": ("16'0.5", "16'1.0", "16'0.0"), "f32": ("0.5F", "1.0F", "0.0F"), "f64": ("0.5", "1.0", "0.0")}
+
+
+def _rndne(m) -> str:
+  t = m[1]
+  half, one, zero = _FLT[t]
+  return (f"tmp = floor(S0.{t});\n"
+          f"if ((S0.{t} - tmp > {half}) || ((S0.{t} - tmp == {half}) && !isEven(64'F(tmp)))) then\n"
+          f"tmp += {one}\nendif;\n"
+          f"D0.{t} = tmp == {zero} ? (sign(S0.{t}) ? -{zero} : {zero}) : tmp")
+
+
+ERRATA += (
+  Erratum(_ALL, r"^D0\.(f16|f32|f64) = floor\(S0\.\1 \+ (?:16'0\.5|0\.5F|0\.5)\);\n"
+          r"if \(isEven\((?:64'F\()?floor\(S0\.\1\)\)?\) && \(fract\(S0\.\1\) == (?:16'0\.5|0\.5F|0\.5)\)\) then\n"
+          r"D0\.\1 -= (?:16'1\.0|1\.0F|1\.0)\nendif\s*$", "replace", _rndne,
+          "V_RNDNE_*/S_RNDNE_*: `floor(x + 0.5)` rounds the sum first, so odd integers in [2**23, 2**24) (f32; "
+          "2**10..2**11 for f16, 2**52..2**53 for f64) come out one too high, and -0.3 gives +0. The instruction "
+          "is IEEE roundToIntegralTiesToEven: we compare x - floor(x) (exact) with one half instead, and keep the "
+          "sign of a zero result.",
+          f"{_MANUALS}: 'Round-to-nearest-even' in the V_RNDNE_F32 description; LLVM selects V_RNDNE_* for "
+          "llvm.roundeven / llvm.rint, which are IEEE roundToIntegralTiesToEven."),
+)
+
+
 def _two_over_pi(bits: int) -> int:
   """floor(2/pi * 2**bits), from Machin's formula in integer arithmetic (64 guard bits)."""
   one = 1 << (bits + 64)
@@ -126,7 +151,9 @@ def corrected(family: str, text: str) -> tuple[str, list[Erratum]]:
   """The vendor text with every matching erratum applied, and the errata used."""
   used = []
   for e in ERRATA:
-    if family in e.families and re.search(e.match, text, re.M):
-      text = e.text if e.kind == "replace" else re.sub(e.match, e.text, text, flags=re.M)
+    m = re.search(e.match, text, re.M) if family in e.families else None
+    if m:
+      text = (e.text(m) if callable(e.text) else e.text) if e.kind == "replace" else \
+        re.sub(e.match, e.text, text, flags=re.M)
       used.append(e)
   return text, used

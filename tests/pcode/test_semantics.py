@@ -16,12 +16,12 @@ from .conftest import checked
 
 FAMS = ("rdna3", "rdna4", "cdna")
 M32, M16, M64 = (1 << 32) - 1, (1 << 16) - 1, (1 << 64) - 1
-F32E = [0, 0x80000000, 1, 0x807FFFFF, 0x00800000, 0x7F7FFFFF, 0xFF7FFFFF, 0x7F800000, 0xFF800000, 0x7FC00000,
+F32E = [0x4B000001, 0x4B7FFFFF, 0xBEB33333, 0, 0x80000000, 1, 0x807FFFFF, 0x00800000, 0x7F7FFFFF, 0xFF7FFFFF, 0x7F800000, 0xFF800000, 0x7FC00000,
         0x7F800001, 0xFFC00001, 0x3F800000, 0xBF800000, 0x3F000000, 0x40400000, 0x3F800001, 0x4B000000,
         0x4F000000, 0xCF000000, 0x4F800000, 0x3FC00000, 0x40200000, 0xC0200000, 0x33800000, 0x00400000]
-F16E = [0, 0x8000, 1, 0x83FF, 0x0400, 0x7BFF, 0xFBFF, 0x7C00, 0xFC00, 0x7E00, 0x7C01, 0x3C00, 0xBC00, 0x3800,
+F16E = [0x6401, 0x67FF, 0, 0x8000, 1, 0x83FF, 0x0400, 0x7BFF, 0xFBFF, 0x7C00, 0xFC00, 0x7E00, 0x7C01, 0x3C00, 0xBC00, 0x3800,
         0x4200, 0x3C01, 0x6400, 0x0200, 0x1400]
-F64E = [0, 1 << 63, 1, 0x000FFFFFFFFFFFFF, 0x0010000000000000, 0x7FEFFFFFFFFFFFFF, 0x7FF0000000000000,
+F64E = [0x4330000000000001, 0, 1 << 63, 1, 0x000FFFFFFFFFFFFF, 0x0010000000000000, 0x7FEFFFFFFFFFFFFF, 0x7FF0000000000000,
         0xFFF0000000000000, 0x7FF8000000000000, 0x7FF0000000000001, 0x3FF0000000000000, 0xBFF0000000000000,
         0x3FF0000000000001, 0x4330000000000000, 0x41E0000000000000, 0xC1E0000000000000, 0x3CA0000000000000]
 I32E = [0, 1, 2, 31, 32, 33, 63, 64, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFF, 0xFFFFFFFE, 0x80000001, 0x0000FFFF,
@@ -99,8 +99,8 @@ def fract(x):
 
 
 def rndne(x):
-  """Round half to even. Zero results are +0: the manual's formula is floor(x + 0.5) (then - 1 on odd ties)."""
-  return x if math.isinf(x) else (float(round(x)) or 0.0)
+  """IEEE roundToIntegralTiesToEven: ties to even, a zero result keeps the sign (see the V_RNDNE erratum)."""
+  return x if math.isinf(x) else math.copysign(float(round(x)), x)
 
 
 def ceil_(x):
@@ -189,7 +189,9 @@ TABLE: list[tuple[tuple[str, ...], list[str], str, object]] = [
   (("V_FLOOR_F32",), ["f32"], "f32", unary_f(floor_, 32)),
   (("V_TRUNC_F32",), ["f32"], "f32", unary_f(trunc_, 32)),
   (("V_CEIL_F32",), ["f32"], "f32", unary_f(ceil_, 32)),
-  (("V_RNDNE_F32",), ["f32"], "f32", unary_f(rndne, 32)),
+  (("V_RNDNE_F32", "S_RNDNE_F32"), ["f32"], "f32", unary_f(rndne, 32)),
+  (("V_RNDNE_F16",), ["f16"], "f16", unary_f(rndne, 16)),
+  (("V_RNDNE_F64",), ["f64"], "f64", unary_f(rndne, 64)),
   (("V_FRACT_F32",), ["f32"], "f32", unary_f(fract, 32)),
   (("V_FLOOR_F16",), ["f16"], "f16", unary_f(floor_, 16)),
   (("V_TRUNC_F64",), ["f64"], "f64", unary_f(trunc_, 64)),
