@@ -273,6 +273,12 @@ class _Ctx:
     self.fields["literal"] = v
 
 
+def _check_lit16(c: _Ctx, s: Slot, lit: int):
+  """A literal for a 16-bit VALU operand must fit 16 bits (llvm-mc-22 rejects wider ones)."""
+  if c.e.base.startswith("V") and (s.bits == 16 or int16_fmt(s.fmt)) and not (lit < 0x10000 or lit >= 0xffff8000):
+    raise _NoFit("invalid operand for instruction")
+
+
 def _src_mods(t: str) -> tuple[str, bool, bool]:
   """Strip neg/abs spellings: -x, |x|, -|x|, neg(x), abs(x)."""
   neg = ab = False
@@ -365,9 +371,13 @@ def _fill(c: _Ctx, s: Slot, t: str, col: int):
       if t != want:
         raise _NoFit("invalid operand for instruction")
       return
-    if k == "lit":
-      code, lit = _literal_value(t, Slot("", "src", 1, "FMT_NUM_F32" if "F" in c.op[-4:] else "FMT_NUM_B32", 32))
+    if k == "lit":  # FMAAK/FMAMK/SETREG K operand: always a literal, 16 bits wide for F16 forms
+      f16 = c.op.endswith("F16")
+      ks = Slot("", "src", 1, "FMT_NUM_F16" if f16 else "FMT_NUM_F32" if "F" in c.op[-4:] else "FMT_NUM_B32", 16 if f16 else 32)
+      code, lit = _literal_value(t, ks)
       v = lit if lit is not None else _num(t) & 0xffffffff
+      if f16 and v > 0xffff:
+        raise _NoFit("invalid operand for instruction")
       c.lit(v)
       return
     if c.e.base in FMT["flat_addr"] and s.field in ("addr", "vaddr", "saddr"):
@@ -432,9 +442,13 @@ def _fill(c: _Ctx, s: Slot, t: str, col: int):
       if t2 == "lds_direct" or t2 == "src_lds_direct":
         raise _NoFit("lds_direct is not supported on this GPU")
       m = re.fullmatch(r"lit\((.*)\)", t2)
+      if m and (neg or ab) and _num(m[1]) == 0:  # |lit(0x0)| is how llvm-mc-22 prints a modified inline 0
+        m = None
+        t2 = "0"
       if m:  # lit(x): keep x as a literal even when it is an inline constant
         code, lit = _literal_value(m[1], s)
         lit = lit if lit is not None else _num(m[1]) & 0xffffffff
+        _check_lit16(c, s, lit)
         c.set(s.field, 255)
         c.lit(lit)
         return
@@ -443,11 +457,14 @@ def _fill(c: _Ctx, s: Slot, t: str, col: int):
         c.set(s.field, code)
         return
       if lit is not None:
+        _check_lit16(c, s, lit)
         c.set(s.field, 255)
         c.lit(lit)
         return
       raise _NoFit("invalid operand for instruction")
     if k == "s":
+      if s.opr == "OPR_SDST_NULL" and t != "null":
+        raise _NoFit("src0 must be null")
       code = _scalar_code(I, t, s.dwords)
       if code is None or code > 127:
         raise _NoFit("invalid operand for instruction")
@@ -926,6 +943,7 @@ def _encode_one(I, enc: str, op: str, wave: int, ops, mods, rest=("", 0)) -> tup
     field, bit = FMT["atomic_return"][I.target.family]
     if not f.get(field, 0) & bit:
       raise _NoFit("invalid operand for instruction")
+  _check_rules(c, slots, f)
   if "literal" in c.names and c.literal is None:
     if not I.lit_only(c.e, op):
       raise _NoFit("literal variant without a literal")
@@ -933,8 +951,9 @@ def _encode_one(I, enc: str, op: str, wave: int, ops, mods, rest=("", 0)) -> tup
   for k in [k for k in f if k.startswith("_")]:
     f.pop(k)
   if "VOP3P" == base and enc.startswith("VOP3P") and not enc.startswith("VOP3P_MFMA"):
-    f.setdefault("opsel_hi", 3)
-    f.setdefault("opsel_hi2", 1)
+    zero = re.search(FMT["vop3p_opsel_hi_asm_zero"], op)  # fma_mix: op_sel_hi selects f16 sources, default none
+    f.setdefault("opsel_hi", 0 if zero else 3)
+    f.setdefault("opsel_hi2", 0 if zero else 1)
   for k, v in FMT["field_defaults"].get(f"{I.target.family}:{base}", {}).items():
     f.setdefault(k, v)
   if op.startswith("TBUFFER"):  # the format llvm-mc omits is the default
@@ -946,6 +965,24 @@ def _encode_one(I, enc: str, op: str, wave: int, ops, mods, rest=("", 0)) -> tup
       f.setdefault("format", d)
   inst = make(I.target.name, enc, op, 0, **f)
   return inst, c.label
+
+
+def _check_rules(c: _Ctx, slots, f: dict[str, int]):
+  """Operand-combination rules llvm-mc-22 enforces (data in formats.json): VOP3 DPP sources, constant bus."""
+  base, fam = c.e.base, c.I.target.family
+  if "DPP" in c.e.variant and base.startswith("VOP3"):
+    for name in FMT["dpp_vgpr_only_srcs"].get(fam, []):
+      if any(x.field == name for x in slots) and f.get(name, 256) < 256:
+        raise _NoFit("invalid operand for instruction")
+  cb = FMT["constant_bus"]
+  if base in cb["formats"]:
+    srcs = [x.field for x in slots if x.kind in ("src", "av_src", "ssrc") and x.field != "vdst"]
+    sgprs = {f[n] for n in srcs if n in f and f[n] < 128 and f[n] not in (124, 125) or (n in f and f[n] in (106, 126))}
+    sgprs |= {106 for x in slots[-1:] if x.kind == "vcc" and base == "VOP2"}  # carry-in / cndmask mask
+    n = len(sgprs) + (c.literal is not None)
+    limit = 1 if fam == "cdna" or re.search(cb["one"], c.op) else cb["rdna"]
+    if n > limit:
+      raise _NoFit("invalid operand (violates constant bus restrictions)")
 
 
 def _finish_smem(c: _Ctx):

@@ -44,7 +44,7 @@ def _vreg(inst, s, v: int) -> str:
 
 
 def _align_note(inst, s, v: int, acc: bool) -> str:
-  if s.dwords < 2 or v % 2 == 0 or not inst.arch.startswith("gfx9"):
+  if s.dwords < 2 or v % 2 == 0 or not inst.arch.startswith("gfx9") or s.fmt == "FMT_NUM_M64":
     return ""
   t = FMT["align2"]
   cls = t["av_acc"] if s.kind == "av" and acc else t.get(s.kind, "VReg")
@@ -57,6 +57,16 @@ def _align_note(inst, s, v: int, acc: bool) -> str:
   return f"/*Invalid register, operand has '{cls}_{32 * s.dwords}_Align2' register class*/"
 
 
+def _lit16(inst, s) -> bool:
+  """Does llvm-mc-22 print only the low 16 bits of this operand's literal? (RDNA VALU 16-bit operands, SALU f16
+  in SOP2/SOPC, fma_mix sources; never on gfx9)"""
+  if re.search(FMT["lit16_ops"], inst.op):
+    return True
+  if inst.arch.startswith("gfx9") or not (s.bits == 16 or int16_fmt(s.fmt)):
+    return False
+  return inst.format.startswith("V") or "F16" in s.fmt and inst.format in FMT["salu_lit16_formats"]
+
+
 def _src(inst, s, v: int, vector: bool, fam: str) -> str:
   if v >= 256:
     return _vreg(inst, s, v - 256) + _lo128_note(inst, s, v - 256, "src")
@@ -65,9 +75,7 @@ def _src(inst, s, v: int, vector: bool, fam: str) -> str:
     if lit is None:
       raise _bad(inst, "literal marker without literal dword")
     from gputwin.isa.asm import inline_for
-    if (s.bits == 16 or int16_fmt(s.fmt)) and (inst.format.startswith("V") or "F16" in s.fmt and inst.format in
-                                                 FMT["salu_lit16_formats"]) or re.search(
-        FMT["lit16_ops"], inst.op):  # 16-bit operands use the low half; lit() keeps a value that would be inline
+    if _lit16(inst, s):  # 16-bit operands use the low half; lit() keeps a value that would be inline
       return f"lit(0x{lit:x})" if inline_for(lit & 0xffff, s) is not None else f"0x{lit & 0xffff:x}"
     if lit == 0 and s.bits == 64 and "F64" in s.fmt:
       return "0"
@@ -100,6 +108,8 @@ def _with_mods(inst, s, text: str) -> str:
     neg, ab = f[f"src{idx}_neg"], f[f"src{idx}_abs"]
   else:
     return text
+  if (ab or neg) and text == "0":  # llvm-mc-22 spells a modified inline zero as lit(0x0)
+    text = FMT["zero_with_mods"]
   if ab:
     text = f"|{text}|"
   if neg and re.match(r"[-\d]", text):  # -40 would read back as the constant -40
@@ -327,7 +337,8 @@ def _depctr(inst, v: int) -> str:
 def _vgpr_only_note(inst, s, v: int) -> str:
   """llvm-mc-22 prints a non-VGPR in a VGPR-only source with a comment naming the register class it wanted."""
   d = FMT["vgpr_only"]
-  if v >= 256 or s.opr not in d["types"] or inst.format not in d["formats"] or s.half:
+  if v >= 256 or s.opr not in d["types"] or s.half or (
+      inst.format not in d["formats"] and not re.search(d["ops_any_format"], inst.op)):
     return ""
   if v < 128:
     n = 32 * s.dwords

@@ -217,6 +217,7 @@ def scalar_name(fam: str, code: int, dwords: int, vector: bool = False) -> str |
   """Name of a scalar operand code (0..255) of `dwords` width, or None when the code is not a scalar reg."""
   one, two, nsgpr = _scalar_tables(fam)
   t0, tn = OPS["ttmp"]
+  dwords = min(dwords, FMT["sgpr_tuple_max"])  # llvm-mc-22 never names more than 16 SGPRs at once
   if dwords > 1 and (code < nsgpr or t0 <= code < t0 + tn):  # llvm-mc-22 prints a misaligned tuple aligned down
     code -= (code - (t0 if code >= t0 else 0)) % (2 if dwords == 2 else 4)
     if code + dwords > (nsgpr if code < nsgpr else t0 + tn):
@@ -502,6 +503,8 @@ MOD_PRINTERS = {k: p for k, _, p in _MODS}
 
 def _mod_applies(key: str, I, e: Encoding, op: str, slots) -> bool:
   v = e.variant
+  if key == "op_sel" and I.target.family == "cdna" and e.base in ("VOP3", "VOP3SD"):
+    return op in TRUE16["opsel_cdna"].get(I.target.name, {})
   if key == "op_sel" and e.base in ("VOP3", "VOP3SD", "VINTERP"):  # only 16-bit instructions have op_sel
     if any(re.search(p, op) for p in FMT["opsel_ops"]):
       return True
