@@ -165,6 +165,8 @@ class Dispatch:
     eng = core.Engine(self.prog, self.emu.mem, W, L, nv, nv if cdna else 1, kd.group_segment_fixed_size,
                       kd.private_segment_fixed_size, np.repeat(np.arange(nwg), self.nw), chk, self.arch)
     eng.ieee = kd.enable_ieee_mode if not self.arch.startswith("gfx12") else 1
+    eng.HW[:, 1] = (kd.float_round_mode_32 | kd.float_round_mode_16_64 << 2 | kd.float_denorm_mode_32 << 4
+                    | kd.float_denorm_mode_16_64 << 6 | kd.enable_dx10_clamp << 8 | eng.ieee << 9)  # MODE
     wgid = np.repeat(np.arange(g0, g1), self.nw)
     bx, by, bz = self.block
     gx, gy = self.grid[0], self.grid[1]

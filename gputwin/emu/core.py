@@ -304,6 +304,8 @@ class Engine:
       return self.pc[ix].astype(U32)[:, None]
     if name == "WAVE_MODE.IEEE":
       return U32(self.ieee)
+    if name == "ROUND_MODE":  # MODE (HW_REG 1) bits 3:0: FP round modes, set by the KD and s_setreg/s_round_mode
+      return (self.HW[ix, 1] & U32(0xf))[:, None]
     if name == "OFFSET":
       return U32(op.info.get("offset", 0) & 0xffffffff)
     if name in ("OFFSET0", "OFFSET1"):

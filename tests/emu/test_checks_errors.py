@@ -132,3 +132,13 @@ def test_mfma_hazard_checker():
     launch(co(""), "k", grid=1, block=64, args=[out], checks={"hazard"})
   launch(co("s_nop 7"), "k", grid=1, block=64, args=[out], checks={"hazard"})
   assert (out == 16).all()  # A = B = ones(16x16) f16: every element of A @ B is 16
+
+
+def test_instruction_the_target_lacks():
+  """A gfx1200-only s_wait_loadcnt patched into gfx1100 code: decode error naming target, kernel and PC."""
+  co = bytearray(kernel("gfx1100", GOOD.replace("  s_waitcnt lgkmcnt(0)\n", "  s_nop 0\n  s_waitcnt lgkmcnt(0)\n")))
+  nop = (0xbf800000).to_bytes(4, "little")
+  co[co.index(nop):co.index(nop) + 4] = (0xbfc00000).to_bytes(4, "little")
+  with pytest.raises(EmuError, match=r"\[gfx1100\] kernel k, wave 0, PC 0x[0-9a-f]+.*cannot decode.*0xbfc00000"):
+    launch(bytes(co), "k", grid=1, block=32, args=[np.zeros(32, np.int32)])
+  np.testing.assert_array_equal(_run(GOOD), np.arange(32))
