@@ -423,9 +423,9 @@ def write_summary(lines: list[str]):
   path.write_text("".join(old[k] + "\n" for k in sorted(old)))
 
 
-def _check(arch: str, res: Result, label: str = ""):
+def _check(arch: str, res: Result, report: list[str], label: str = ""):
   line, bad = summarize(res, label=label)
-  print(line)
+  report.append(line)
   write_failures(res, label)
   write_summary([line])
   assert not bad, f"{arch}: {len(bad)} opcodes neither agree with llvm-mc-22 nor are excluded, e.g. {bad[:10]}"
@@ -433,23 +433,23 @@ def _check(arch: str, res: Result, label: str = ""):
 
 @needs_llvm
 @pytest.mark.parametrize("arch", TARGETS)
-def test_every_opcode_against_llvm_mc(arch):
+def test_every_opcode_against_llvm_mc(arch, fuzz_report):
   """CI size: every (encoding, opcode) case once, rejected cases redrawn up to 9 times; a few llvm-mc calls.
   fuzz_exclusions.json is generated from exactly this run (seed 0), so its "never valid" entries match it."""
-  _check(arch, run(arch, seeds=(0,), rounds=10))
+  _check(arch, run(arch, seeds=(0,), rounds=10), fuzz_report)
 
 
 @needs_llvm
 @pytest.mark.slow
 @pytest.mark.parametrize("arch", TARGETS)
-def test_every_opcode_against_llvm_mc_full(arch):
+def test_every_opcode_against_llvm_mc_full(arch, fuzz_report):
   """Full strength: 8 seeds (the CI seed 0 included) x up to 10 rounds, and wave64 on RDNA."""
   res = run(arch, seeds=range(8), rounds=10)
   tgt = get_target(arch)
   for w in tgt.waves:
     if w != tgt.wave:
       run(arch, seeds=(100,), rounds=2, wave=w, res=res)
-  _check(arch, res, " full")
+  _check(arch, res, fuzz_report, " full")
 
 
 @needs_llvm
