@@ -602,7 +602,8 @@ def assembly(k: Kernel, arch: str, *, max_vgprs: int | None = None) -> str:
   d = [f".amdhsa_next_free_vgpr {nv}", f".amdhsa_next_free_sgpr {ns}", ".amdhsa_user_sgpr_kernarg_segment_ptr 1",
        ".amdhsa_system_sgpr_workgroup_id_x 1", ".amdhsa_system_sgpr_workgroup_id_y 1",
        ".amdhsa_system_sgpr_workgroup_id_z 1", ".amdhsa_system_vgpr_workitem_id 2",
-       f".amdhsa_group_segment_fixed_size {em.lds_size}", f".amdhsa_kernarg_size {em.kernarg_size}"]
+       f".amdhsa_group_segment_fixed_size {em.lds_size}", f".amdhsa_kernarg_size {em.kernarg_size}",
+       ".amdhsa_float_denorm_mode_32 3", ".amdhsa_float_denorm_mode_16_64 3"]   # IEEE denormals, as the reference
   if fam.rdna: d.append(f".amdhsa_wavefront_size32 {int(fam.wave == 32)}")
   else: d.append(f".amdhsa_accum_offset {-(-nv // 4) * 4}")
   args = "\n".join("      - " + "\n        ".join(f"{k_}: {v}" for k_, v in m.items()) for m in em.arg_meta)

@@ -149,6 +149,7 @@ class _Group:
         body = op.regions[0]
         iv = lo.copy()
         active = mask & (iv < hi)
+        if (active & (st <= 0)).any(): raise self.err(op, "for loop step must be positive")
         while active.any():
           self.env[id(body.args[0])] = iv
           for arg, c in zip(body.args[1:], carry): self.env[id(arg)] = c

@@ -26,7 +26,6 @@ def emulator():
 EMU_SUSPECTS = {
   "v_div_scale": "emu: LLVM's fdiv expansion (v_div_scale/v_div_fmas/v_div_fixup) yields NaN",
   "v_cndmask_b32_e64 v": "emu: neg/abs source modifiers on v_cndmask_b32_e64 are ignored",
-  "_sdwa": "emu: SDWA src1_sel:BYTE_0 on gfx9 (v_add_u32_sdwa) gives wrong sums",
 }
 
 

@@ -1,5 +1,6 @@
 """Reproducers for emulator bugs found by compiling with LLVM and comparing against the host reference.
-Each is an xfail until gputwin.emu is fixed (non-strict: they start passing silently when it is)."""
+Each is an xfail until gputwin.emu is fixed (non-strict: they start passing silently when it is).
+Fixed upstream since: SDWA src1_sel:BYTE_0 on gfx9 (`byte_add` below stays as a regression check)."""
 import numpy as np
 import pytest
 
@@ -27,8 +28,8 @@ def byte_add(x: Ptr[i32], y: Ptr[i32], z: Ptr[i32]):
   z[i] = x[i] + (y[i] & 255)
 
 
-CASES = [(fdiv, "gfx1100", "v_div_scale_f32"), (select_neg, "gfx1100", "v_cndmask_b32_e64"),
-         (byte_add, "gfx942", "_sdwa")]
+CASES = [(fdiv, "gfx1100", "v_div_scale_f32"), (fdiv, "gfx942", "v_div_scale_f32"),
+         (select_neg, "gfx1100", "v_cndmask_b32_e64"), (select_neg, "gfx942", "v_cndmask_b32_e64")]
 
 
 @pytest.mark.xfail(reason="gputwin.emu bug: see the instruction named in the test id", strict=False)
@@ -41,6 +42,15 @@ def test_llvm_code_on_emulator(kf, arch, inst):
   args = [(rng.standard_normal(64) * 100).astype(dt) for _ in range(2)] + [np.zeros(64, dt)]
   ref, emu = run_both(c, args, 1, 64)
   assert (ulp_diff(emu[2], ref[2]).max() == 0) if dt is np.float32 else np.array_equal(emu[2], ref[2])
+
+
+def test_sdwa_byte_select_fixed():
+  c = compile(byte_add, "gfx942", backend="llvm")
+  assert "_sdwa" in c.asm
+  rng = np.random.default_rng(1)
+  args = [(rng.standard_normal(64) * 100).astype(np.int32) for _ in range(2)] + [np.zeros(64, np.int32)]
+  ref, emu = run_both(c, args, 1, 64)
+  np.testing.assert_array_equal(emu[2], ref[2])
 
 
 @pytest.mark.parametrize("kf", [fdiv, select_neg, byte_add], ids=lambda k: k.name)
