@@ -99,6 +99,16 @@ ERRATA += (
 )
 
 
+ERRATA += (
+  Erratum(_ALL, r"f32_to_i32\(floor\(S0\.f32 \+ 0\.5F\)\)", "sub",
+          "f32_to_i32(floor(S0.f32) + (S0.f32 - floor(S0.f32) >= 0.5F ? 1.0F : 0.0F))",
+          "V_CVT_NEAREST_I32_F32 / V_CVT_RPI_I32_F32 round half up, but `floor(x + 0.5F)` rounds the f32 sum "
+          "first: odd integers in [2**23, 2**24) convert one too high. x - floor(x) is exact, so we test it.",
+          f"{_MANUALS}: 'round to nearest integer, halfway cases up' in the instruction descriptions; same "
+          "pre-rounding defect as V_RNDNE (see that erratum)."),
+)
+
+
 def _two_over_pi(bits: int) -> int:
   """floor(2/pi * 2**bits), from Machin's formula in integer arithmetic (64 guard bits)."""
   one = 1 << (bits + 64)

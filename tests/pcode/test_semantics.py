@@ -283,8 +283,7 @@ TABLE: list[tuple[tuple[str, ...], list[str], str, object]] = [
   (("V_CVT_F16_I16",), ["u16"], "f16", cvt_i2f(16, True, 16)),
   (("V_CVT_F16_U16",), ["u16"], "f16", cvt_i2f(16, False, 16)),
   (("V_CVT_FLOOR_I32_F32",), ["f32"], "u32", lambda a: cvt_f2i(64, 32, True)(dbits(floor_(O.to_float(a, 32))))),
-  (("V_CVT_NEAREST_I32_F32",), ["f32"], "u32",
-   lambda a: cvt_f2i(64, 32, True)(dbits(floor_(O.to_float(fix_nan(O.arith("add", 32, a, 0x3F000000)), 32))))),
+  (("V_CVT_NEAREST_I32_F32", "V_CVT_RPI_I32_F32"), ["f32"], "u32", lambda a: half_up(a)),
   (("V_SUB_F16",), ["f16", "f16"], "f16", F("sub", 16)),
   (("V_MAX_F64",), ["f64", "f64"], "f64", fminmax(64, False, True)),
   (("V_MAD_I32_I24",), ["u32", "u32", "u32"], "u32", lambda a, b, c: (O.sx(a, 24) * O.sx(b, 24) + c) & M32),
@@ -342,12 +341,19 @@ def sqrt_bits(a, w):
   return O.round_to(val, 64)
 
 
+def half_up(a):
+  """Nearest integer, halves up, exactly (Fraction), then saturate to i32; NaN -> 0."""
+  from fractions import Fraction
+  x = O.to_float(a, 32)
+  if x != x:
+    return 0
+  if math.isinf(x):
+    return cvt_f2i(64, 32, True)(dbits(x))
+  return max(min(math.floor(Fraction(x) + Fraction(1, 2)), 2**31 - 1), -2**31) & M32
+
+
 def dbits(x):
   return struct.unpack("<Q", struct.pack("<d", x))[0]
-
-
-def fix_nan(b):
-  return 0x7FC00000 if b == -1 else b
 
 
 def dot2(a, b, c):
