@@ -101,5 +101,7 @@ def kernel_for(device: str | None = None) -> Kernel:
   with _lock:
     if spec.targets not in _machines:
       from gputwin.mock.kfd.driver import MockKernel   # lazy: real-hardware users never import the mock
+      from gputwin.mock.amdgpu.gpu import attach       # the virtual GPUs' command processors and SDMA engines
       _machines[spec.targets] = MockKernel(list(spec.targets))
+      attach(_machines[spec.targets])
     return _machines[spec.targets]

@@ -161,6 +161,7 @@ class MockKernel:
     self._vram_used = {g.gpu_id: 0 for g in self.gpus}
     self._sysmem_used = 0
     self.on_doorbell: list[Callable[[MockQueue, int], None]] = []
+    self.on_queue: list[Callable[[MockQueue, bool], None]] = []   # (queue, created?) after CREATE/DESTROY_QUEUE
     self._handlers = {nr: getattr(self, "_" + name.lower(), None) for name, nr, _, _ in abi.IOCTLS}
 
   def __repr__(self): return f"MockKernel({','.join(self.targets)})"
@@ -380,6 +381,8 @@ class MockKernel:
   def _teardown(self):
     p, self.proc = self.proc, None
     if p is None: return
+    for q in p.queues.values():
+      for cb in list(self.on_queue): cb(q, False)
     for pdd in p.pdds.values():
       for bo in pdd.bos.values():
         self._account(bo, -1)
@@ -650,6 +653,7 @@ class MockKernel:
       a.doorbell_offset, bell * 8, a.queue_percentage & 0xFF, a.queue_priority, a.eop_buffer_address,
       a.eop_buffer_size, a.ctx_save_restore_address, a.ctx_save_restore_size, a.ctl_stack_size, engine, slot)
     self._queue_ref(q, [pdd.vm.find(va).bo for va in bufs])
+    for cb in list(self.on_queue): cb(q, True)
     return 0
 
   @staticmethod
@@ -664,6 +668,7 @@ class MockKernel:
     q = self.proc.queues.pop(a.queue_id, None)
     if q is None: return -errno.EINVAL
     self._queue_ref(q, [])
+    for cb in list(self.on_queue): cb(q, False)
     return 0
 
   # kfd_ioctl_update_queue: the create checks, then pqm_update_queue_properties: unknown queue -> EFAULT; a new

@@ -1,0 +1,151 @@
+"""DISPATCH_DIRECT on the emulator: compute registers in, waves run on gputwin.emu's wave executor.
+
+A PM4 dispatch carries registers, not a code object: the program address (COMPUTE_PGM_LO/HI), RSRC1/2/3, the user
+SGPRs (COMPUTE_USER_DATA_*), the workgroup size (COMPUTE_NUM_THREAD_*), the grid (DISPATCH_DIRECT x/y/z), LDS
+(RSRC2.LDS_SIZE) and scratch (COMPUTE_TMPRING_SIZE.WAVESIZE). `run_dispatch` turns them into the initial state the
+hardware's SPI gives each wave (user SGPRs from USER_DATA, then workgroup ids and the scratch wave offset as RSRC2
+enables them, work-item ids in v0) and runs the emulator's Engine over the GPU's own address space.
+
+gputwin.emu has no register-level dispatch entry (its Dispatch wants a CodeObject and packs kernargs itself), so this
+is the thin adapter over its object API: `Program` (decoder cache), `core.Engine` / `core.run` and `launch.raise_stop`
+(errors naming target, PC and instruction). `GPUMemory` adapts the mock's GPUAddressSpace to emu's AddressSpace.
+"""
+from __future__ import annotations
+import hashlib
+import numpy as np
+from gputwin.emu import core
+from gputwin.emu.launch import raise_stop
+from gputwin.emu.program import Program
+from gputwin.errors import GPUPageFault
+from gputwin.isa.kd import KD_SIZE, KernelDescriptor
+from gputwin.isa.targets import target
+from gputwin.mock.kfd.vm import GPUAddressSpace
+from gputwin.pcode import family_of
+
+_U = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+LDS_GRANULE = {9: 512, 10: 512, 11: 512, 12: 512}   # RSRC2.LDS_SIZE unit in bytes (128 dwords)
+SCRATCH_GRANULE = 1024                              # TMPRING_SIZE.WAVESIZE unit in bytes per wave (256 dwords)
+
+
+class GPUMemory:
+  """emu's AddressSpace protocol (vectorised gather/scatter, read_bytes/write_bytes) over a GPUAddressSpace: the
+  emulated waves read and write the very pages the CPU mapped, and an unmapped address is a GPUPageFault."""
+
+  def __init__(self, vm: GPUAddressSpace):
+    self.vm, self.device = vm, vm.device
+
+  def _groups(self, addr: np.ndarray, nbytes: int, access: str):
+    """Yield (selection, byte array of the mapping, offsets) for the addresses, one mapping at a time."""
+    maps = self.vm.mappings()
+    starts = np.array([m.va for m in maps] or [0], np.uint64)
+    ends = np.array([m.end for m in maps] or [0], np.uint64)
+    r = np.searchsorted(starts, addr, side="right").astype(np.int64) - 1
+    bad = (r < 0) | (addr + np.uint64(nbytes) > ends[np.maximum(r, 0)]) if maps else np.ones(len(addr), bool)
+    if bad.any():
+      raise GPUPageFault(int(addr[np.argmax(bad)]), nbytes, access, self.device, "no mapping")
+    for i in np.unique(r):
+      m = maps[i]
+      if m.bo.host is None and not m.bo.user_addr:
+        raise GPUPageFault(m.va, nbytes, access, self.device, "BO freed")
+      sel = r == i
+      yield sel, np.frombuffer(m.bo.view, np.uint8), (addr[sel] - np.uint64(m.va)).astype(np.int64)
+
+  def gather(self, addr, nbytes: int) -> np.ndarray:
+    addr = np.asarray(addr, np.uint64).reshape(-1)
+    out = np.zeros(len(addr), _U[nbytes])
+    for sel, buf, off in self._groups(addr, nbytes, "read"):
+      out[sel] = np.ascontiguousarray(buf[off[:, None] + np.arange(nbytes)]).view(_U[nbytes])[:, 0]
+    return out
+
+  def scatter(self, addr, vals, nbytes: int) -> None:
+    addr = np.asarray(addr, np.uint64).reshape(-1)
+    vals = np.broadcast_to(np.asarray(vals).astype(_U[nbytes]), addr.shape)
+    for sel, buf, off in self._groups(addr, nbytes, "write"):
+      buf[off[:, None] + np.arange(nbytes)] = np.ascontiguousarray(vals[sel]).view(np.uint8).reshape(-1, nbytes)
+
+  def read_bytes(self, va: int, n: int) -> bytes: return self.vm.read(va, n)
+  def write_bytes(self, va: int, data: bytes) -> None: self.vm.write(va, data)
+
+
+_programs: dict[tuple, Program] = {}
+
+
+def _program(vm: GPUAddressSpace, pc: int, arch: str, wave: int) -> Program:
+  """The decoder cache for the code around pc: the whole BO holding it (code objects are uploaded as one image),
+  keyed by its bytes so a re-upload is decoded afresh."""
+  m = vm.find(pc)
+  if m is None: raise GPUPageFault(pc, 4, "execute", vm.device, "COMPUTE_PGM_LO/HI points at no mapping")
+  text = bytes(m.bo.view[:m.size])
+  key = (m.va, arch, wave, hashlib.sha1(text).digest())
+  p = _programs.get(key)
+  if p is None:
+    if len(_programs) > 64: _programs.clear()
+    p = _programs[key] = Program(text, m.va, arch, family_of(arch), wave)
+  return p
+
+
+def descriptor(arch: str, rsrc1: int, rsrc2: int, rsrc3: int, lds: int, scratch: int, w32: bool) -> KernelDescriptor:
+  """A KernelDescriptor carrying what the registers say (raw RSRC words at their KD offsets), to read fields by name."""
+  raw = bytearray(KD_SIZE)
+  for off, v in ((0, lds), (4, scratch), (44, rsrc3), (48, rsrc1), (52, rsrc2), (56, w32 << 10)):
+    raw[off:off + (2 if off == 56 else 4)] = int(v).to_bytes(2 if off == 56 else 4, "little")
+  return KernelDescriptor.decode(bytes(raw), arch)
+
+
+def run_dispatch(vm: GPUAddressSpace, arch: str, regs: dict[str, int], grid: tuple[int, int, int],
+                 name: str = "dispatch") -> int:
+  """Run one DISPATCH_DIRECT; returns wave-instructions executed. Raises the emulator's errors (EmuFault ...)."""
+  t = target(arch)
+  g = lambda r: regs.get(r, 0)
+  w32 = bool(g("COMPUTE_DISPATCH_INITIATOR") & (1 << 15))
+  L = 32 if w32 else 64
+  if L not in t.waves: L = t.waves[0]
+  rsrc2 = g("COMPUTE_PGM_RSRC2")
+  lds = ((rsrc2 >> 15) & 0x1FF) * LDS_GRANULE[t.major]
+  priv = ((g("COMPUTE_TMPRING_SIZE") >> 12) & 0x3FFFF) * SCRATCH_GRANULE // L
+  kd = descriptor(arch, g("COMPUTE_PGM_RSRC1"), rsrc2, g("COMPUTE_PGM_RSRC3"), lds, priv, w32)
+  block = tuple(max(1, g(f"COMPUTE_NUM_THREAD_{d}") & 0x3FF) for d in "XYZ")
+  pc = ((g("COMPUTE_PGM_HI") << 32) | g("COMPUTE_PGM_LO")) << 8
+  prog = _program(vm, pc, arch, L)
+  mem = GPUMemory(vm)
+  threads = block[0] * block[1] * block[2]
+  nw = -(-threads // L)
+  nwg = grid[0] * grid[1] * grid[2]
+  per_batch = max(1, core.MAX_WAVES // nw)
+  user = [g(f"COMPUTE_USER_DATA_{i}") for i in range(16)]
+  cdna = t.major == 9
+  nv = min(512, (kd.granulated_workitem_vgpr_count + 1) * 8 + 8)
+  count = 0
+  for g0 in range(0, nwg, per_batch):
+    g1 = min(nwg, g0 + per_batch)
+    W = (g1 - g0) * nw
+    eng = core.Engine(prog, mem, W, L, nv, nv if cdna else 1, lds, priv, np.repeat(np.arange(g1 - g0), nw), None, arch)
+    eng.ieee = kd.enable_ieee_mode if t.major < 12 else 1
+    wgid = np.repeat(np.arange(g0, g1), nw)
+    ids = (wgid % grid[0], (wgid // grid[0]) % grid[1], wgid // (grid[0] * grid[1]))
+    S, s = eng.S, kd.user_sgpr_count
+    S[:, :s] = user[:s]
+    for d in range(3):
+      if getattr(kd, f"enable_sgpr_workgroup_id_{'xyz'[d]}"):
+        S[:, s] = ids[d]
+        s += 1
+    if t.major >= 12: S[:, 117], S[:, 115] = ids[0], ids[1] | (ids[2] << 16)   # architected TTMP9 / TTMP7
+    s += kd.enable_sgpr_workgroup_info
+    if kd.enable_private_segment:
+      S[:, s] = 0
+      s += 1
+    eng.user_sgprs = s
+    tid = (np.arange(W) % nw)[:, None] * L + np.arange(L)[None, :]
+    x, y, z = tid % block[0], (tid // block[0]) % block[1], tid // (block[0] * block[1])
+    eng.V[:, 0] = x | (y << 10) | (z << 20)
+    act = tid < threads
+    ex = (act.astype(np.uint64) << np.arange(L, dtype=np.uint64)).sum(axis=1, dtype=np.uint64)
+    S[:, eng.sp["exec"]] = (ex & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+    if L == 64: S[:, eng.sp["exec"] + 1] = (ex >> np.uint64(32)).astype(np.uint32)
+    eng.pc[:] = pc
+    try:
+      core.run(eng)
+    except core.Stop as st:
+      raise_stop(st, eng, name, arch)
+    count += eng.count
+  return count

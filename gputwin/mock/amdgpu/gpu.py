@@ -1,0 +1,249 @@
+"""The virtual AMD GPU behind a MockKernel: a compute command processor (PM4) and SDMA engines.
+
+Like the hardware, it is driven only by memory and doorbells: userspace writes packets into a ring, stores the write
+pointer (64-bit, in dwords for PM4 and bytes for SDMA, never wrapped) and rings the doorbell; the engine fetches
+packets from rptr up to wptr through the GPU's address space, executes them, and advances rptr after each packet.
+RELEASE_MEM with an interrupt and SDMA TRAP raise the end-of-pipe interrupt that KFD turns into events.
+
+`attach(kernel)` plugs it in: an `on_doorbell` listener does the work, so in synchronous mode
+(`MockKernel(sync=True)`) packets run inside the waiter's WAIT_EVENTS; otherwise one thread per machine polls the
+doorbells while user queues exist. A queue blocked on WAIT_REG_MEM / POLL_REGMEM keeps its position and is retried.
+
+Errors are the GPU's, never the host's: an unknown or malformed packet, a wild wptr, a page fault of the CP, the SDMA
+engine or a shader puts the queue in the error state (`MockKernel.fault_queue`: the queue is no longer processed,
+MEMORY events carry the faulting address; mock: a bad packet reports the packet's own address). rptr stays at the
+packet that failed (for a packet inside an indirect buffer: at the INDIRECT_BUFFER packet), as the CP's would.
+"""
+from __future__ import annotations
+import dataclasses, threading, time
+import numpy as np
+from gputwin.errors import GPUPageFault, GputwinError
+from gputwin.mock.amdgpu import packets as P
+from gputwin.mock.amdgpu.dispatch import run_dispatch
+
+
+def gpu_clock() -> int:
+  """The GPU reference clock the mock KFD reports in GET_CLOCK_COUNTERS (100 MHz)."""
+  return time.clock_gettime_ns(time.CLOCK_MONOTONIC_RAW) // 10
+
+
+class QueueError(Exception):
+  def __init__(self, msg: str, va: int | None = None):
+    super().__init__(msg)
+    self.va = va
+
+
+class Blocked(Exception):
+  """A wait packet whose condition is not met yet: the queue stays at this packet."""
+
+
+@dataclasses.dataclass(eq=False)
+class _State:
+  regs: dict = dataclasses.field(default_factory=dict)   # SH registers of the queue's pipe
+  ib: list | None = None                                 # [va, ndw, pos, ring packet dwords] while inside an IB
+  blocked: bool = False                                  # stopped at a wait packet (or a partly written packet)
+  dispatches: int = 0
+  instructions: int = 0
+
+
+class VirtualGPU:
+  """The GPU engines of every GPU of one MockKernel (one command-processor thread for the machine)."""
+
+  def __init__(self, kernel):
+    self.k = kernel
+    self.state: dict = {}
+    self._queues: set = set()
+    self._lock = threading.Lock()        # guards _queues/_thread (never held while calling into the kernel)
+    self._run = threading.RLock()        # one engine step at a time
+    self._thread: threading.Thread | None = None
+    self.k.on_doorbell.append(self._bell)
+    self.k.on_queue.append(self._queue_event)
+
+  # ------------------------------------------------------------------ scheduling
+  def _queue_event(self, q, created: bool):
+    with self._lock:
+      if created:
+        self._queues.add(q)
+        if not self.k.sync and (self._thread is None or not self._thread.is_alive()):
+          self._thread = threading.Thread(target=self._loop, name=f"gputwin-cp-{self.k!r}", daemon=True)
+          self._thread.start()
+      else:
+        self._queues.discard(q)
+        self.state.pop(q, None)
+
+  def _loop(self):
+    idle = 0.0
+    while True:
+      with self._lock:
+        if not self._queues:
+          self._thread = None
+          return
+      worked = bool(self.k.poll_doorbells()) | self._retry()
+      idle = 0.0 if worked else min(0.002, idle + 0.0001)
+      time.sleep(idle or 0.00005)
+
+  def _retry(self) -> bool:
+    """Run again the queues stopped at a wait packet (the CP's poll interval)."""
+    did = False
+    for q in list(self._queues):
+      st = self.state.get(q)
+      if q.error is None and st is not None and st.blocked: did |= self.process(q)
+    return did
+
+  def _bell(self, q, value):
+    if q.error is not None or q not in self._queues: return
+    self.process(q)
+    while self._retry(): pass   # work unblocked by this queue (a WAIT_REG_MEM on another queue's write)
+
+  def pending(self, q) -> bool:
+    try:
+      vm = self.k.address_space(q.gpu.gpu_id)
+      return vm.read_u64(q.rptr_va) != vm.read_u64(q.wptr_va)
+    except (GPUPageFault, LookupError): return False
+
+  # ------------------------------------------------------------------ queue execution
+  def process(self, q) -> bool:
+    """Consume q's ring up to wptr. True when at least one packet retired."""
+    with self._run:
+      if q.error is not None or q not in self._queues: return False
+      st = self.state.setdefault(q, _State())
+      retired, st.blocked = False, False
+      try:
+        vm = self.k.address_space(q.gpu.gpu_id)
+        unit = 1 if q.is_sdma else 4                 # SDMA pointers count bytes, PM4 pointers dwords
+        ring_dw = q.ring_size // 4
+        while True:
+          rptr, wptr = vm.read_u64(q.rptr_va), vm.read_u64(q.wptr_va)
+          if wptr < rptr or (wptr - rptr) * unit > q.ring_size or (wptr * unit) % 4:
+            raise QueueError(f"doorbell/wptr {wptr:#x} is outside the ring (rptr {rptr:#x}, ring of "
+                             f"{q.ring_size:#x} bytes)", q.ring_base + (wptr * unit) % q.ring_size)
+          if rptr == wptr: return retired
+          pos, end = rptr * unit // 4, wptr * unit // 4
+          fetch = lambda i, n: [vm.read_u32(q.ring_base + 4 * ((i + j) % ring_dw)) for j in range(n)]
+          n = (self._sdma if q.is_sdma else self._pm4)(q, st, vm, fetch, pos, end, ring=True)
+          vm.write_u64(q.rptr_va, rptr + n * 4 // unit)
+          retired = True
+      except Blocked:
+        st.blocked = True
+        return retired
+      except QueueError as e:
+        self._fault(q, st, str(e), e.va)
+      except GPUPageFault as e:
+        self._fault(q, st, str(e), e.va)
+      except (GputwinError, LookupError, ValueError, KeyError, IndexError, OverflowError) as e:
+        self._fault(q, st, f"{type(e).__name__}: {e}", None)
+      return retired
+
+  def _fault(self, q, st, msg: str, va: int | None):
+    if q not in self._queues: return   # destroyed while we looked at it: nothing to report
+    try: rptr = self.k.address_space(q.gpu.gpu_id).read_u64(q.rptr_va)
+    except (GPUPageFault, LookupError): rptr = -1
+    kind = "SDMA" if q.is_sdma else "compute"
+    where = f"ring offset {(rptr * (1 if q.is_sdma else 4)) % q.ring_size:#x}" if rptr >= 0 else "ring"
+    if st.ib: where += f", indirect buffer {st.ib[0]:#x} offset {4 * st.ib[2]:#x}"
+    self.k.fault_queue(q, f"[{q.gpu.name}] {kind} queue {q.queue_id}, {where}: {msg}",
+                       va if va is not None else q.ring_base)
+
+  # ------------------------------------------------------------------ PM4
+  def _pm4(self, q, st, vm, fetch, pos, end, ring) -> int:
+    """Execute the packet at dword pos (or resume the IB it started); returns the ring dwords it occupies."""
+    if st.ib is None:
+      h = fetch(pos, 1)[0]
+      typ = h >> 30
+      if typ == 2: return 1                                      # type-2 filler
+      if typ != 3: raise QueueError(f"PM4 type-{typ} packet header {h:#010x} (only type-3 packets on a compute "
+                                    f"queue)", q.ring_base + 4 * (pos % (q.ring_size // 4)))
+      cnt = (h >> 16) & 0x3FFF
+      n = 0 if cnt == 0x3FFF else cnt + 1
+      if 1 + n > q.ring_size // 4: raise QueueError(f"PM4 header {h:#010x}: {n} body dwords exceed the ring",
+                                                    q.ring_base + 4 * (pos % (q.ring_size // 4)))
+      if pos + 1 + n > end: raise Blocked()                      # the rest of the packet is not committed yet
+      op, body = (h >> 8) & 0xFF, fetch(pos + 1, n)
+      if op != P.INDIRECT_BUFFER:
+        self._pm4_exec(q, st, vm, op, body, q.ring_base + 4 * (pos % (q.ring_size // 4)))
+        return 1 + n
+      if len(body) < 3 or not body[2] & P.IB_VALID:
+        raise QueueError("INDIRECT_BUFFER without a valid size", q.ring_base + 4 * (pos % (q.ring_size // 4)))
+      st.ib = [(body[1] << 32) | (body[0] & ~3), body[2] & 0xFFFFF, 0, 1 + n]
+    va, ndw, ip, ringlen = st.ib
+    while ip < ndw:
+      h = vm.read_u32(va + 4 * ip)
+      typ, cnt, op = h >> 30, (h >> 16) & 0x3FFF, (h >> 8) & 0xFF
+      if typ == 2:
+        ip += 1
+        continue
+      n = 0 if cnt == 0x3FFF else cnt + 1
+      if typ != 3 or ip + 1 + n > ndw:
+        raise QueueError(f"malformed PM4 header {h:#010x} in indirect buffer at {va + 4 * ip:#x}", va + 4 * ip)
+      if op == P.INDIRECT_BUFFER: raise QueueError("chained INDIRECT_BUFFER is not supported", va + 4 * ip)
+      body = list(np.frombuffer(vm.read(va + 4 * ip + 4, 4 * n), "<u4")) if n else []
+      self._pm4_exec(q, st, vm, op, [int(b) for b in body], va + 4 * ip)
+      ip = st.ib[2] = ip + 1 + n
+    st.ib = None
+    return ringlen
+
+  def _pm4_exec(self, q, st, vm, op: int, b: list[int], at: int):
+    gpu = q.gpu
+    need = {P.SET_SH_REG: 1, P.DISPATCH_DIRECT: 4, P.WRITE_DATA: 3, P.WAIT_REG_MEM: 6, P.RELEASE_MEM: 7}.get(op, 0)
+    if len(b) < need:
+      raise QueueError(f"{P.PM4_NAMES.get(op, hex(op))} packet with {len(b)} body dwords (needs {need})", at)
+    if op in (P.NOP, P.ACQUIRE_MEM, P.EVENT_WRITE): return   # caches are coherent here; nothing to flush
+    if op == P.SET_SH_REG:
+      for i, v in enumerate(b[1:]):
+        off = (b[0] & 0xFFFF) + i
+        st.regs[P.REG_NAME.get(off, f"SH_{off:#x}")] = v
+    elif op == P.DISPATCH_DIRECT:
+      st.regs["COMPUTE_DISPATCH_INITIATOR"] = b[3]
+      st.dispatches += 1
+      st.instructions += run_dispatch(vm, gpu.name, st.regs, (max(b[0], 1), max(b[1], 1), max(b[2], 1)),
+                                      f"dispatch {st.dispatches} (PGM {st.regs.get('COMPUTE_PGM_LO', 0) << 8:#x})")
+    elif op == P.WRITE_DATA:
+      if (b[0] >> 8) & 0xF not in (1, 2, 5): return          # register / GDS destinations are not modelled
+      va = (b[2] << 32) | b[1]
+      if b[0] & (1 << 16): vm.write_u32(va, b[-1])            # WR_ONE_ADDR: every dword to the same address
+      else: vm.write(va, np.array(b[3:], "<u4").tobytes())
+    elif op == P.WAIT_REG_MEM:
+      if not (b[0] >> 4) & 3: return                           # register space: no registers to poll here
+      va = (b[2] << 32) | (b[1] & ~3)
+      if not P.COMPARE[b[0] & 7](vm.read_u32(va) & b[4], b[3] & b[4]): raise Blocked()
+    elif op == P.RELEASE_MEM:
+      data_sel, int_sel = (b[1] >> 29) & 7, (b[1] >> 24) & 7
+      va, data = (b[3] << 32) | b[2], (b[5] << 32) | b[4]
+      if data_sel == P.DATA_SEL_32: vm.write_u32(va, data)
+      elif data_sel == P.DATA_SEL_64: vm.write_u64(va, data)
+      elif data_sel in (P.DATA_SEL_GPU_CLOCK, P.DATA_SEL_SYS_CLOCK):
+        vm.write_u64(va, gpu_clock() if data_sel == P.DATA_SEL_GPU_CLOCK else time.monotonic_ns())
+      if int_sel in (P.INT_SEL_INT, P.INT_SEL_INT_AFTER_WRITE): self.k.interrupt(gpu.gpu_id, b[6])
+    else:
+      raise QueueError(f"unknown PM4 opcode {op:#04x}", at)
+
+  # ------------------------------------------------------------------ SDMA
+  def _sdma(self, q, st, vm, fetch, pos, end, ring) -> int:
+    at = q.ring_base + 4 * (pos % (q.ring_size // 4))
+    h = fetch(pos, 1)[0]
+    op, sub = h & 0xFF, (h >> 8) & 0xFF
+    n = ((h >> 16) & 0x3FFF) if op == P.SDMA_OP_NOP else P.SDMA_SIZE.get(op)
+    if n is None: raise QueueError(f"unknown SDMA opcode {op} (header {h:#010x})", at)
+    if pos + 1 + n > end: raise Blocked()
+    b = fetch(pos + 1, n)
+    if op == P.SDMA_OP_COPY:
+      if sub != P.SDMA_SUBOP_COPY_LINEAR: raise QueueError(f"SDMA COPY sub-op {sub} is not modelled", at)
+      count = (b[0] & (P.sdma_copy_max(q.gpu.name) - 1)) + 1
+      vm.write((b[5] << 32) | b[4], vm.read((b[3] << 32) | b[2], count))
+    elif op == P.SDMA_OP_FENCE: vm.write_u32((b[1] << 32) | b[0], b[2])
+    elif op == P.SDMA_OP_TRAP: self.k.interrupt(q.gpu.gpu_id, b[0] & 0x0FFFFFFF)
+    elif op == P.SDMA_OP_TIMESTAMP: vm.write_u64((b[1] << 32) | b[0], gpu_clock())
+    elif op == P.SDMA_OP_CONST_FILL:
+      count, size = (b[3] & (P.sdma_copy_max(q.gpu.name) - 1)) + 1, 1 << ((h >> 30) & 3)
+      vm.write((b[1] << 32) | b[0], (b[2] & ((1 << 8 * size) - 1)).to_bytes(size, "little") * (count // size))
+    elif op == P.SDMA_OP_POLL_REGMEM:
+      if h >> 31 and not P.COMPARE[(h >> 28) & 7](vm.read_u32((b[1] << 32) | b[0]) & b[3], b[2] & b[3]):
+        raise Blocked()
+    return 1 + n
+
+
+def attach(kernel) -> VirtualGPU:
+  """Give a MockKernel its GPUs' engines (idempotent)."""
+  gpu = getattr(kernel, "hw", None)
+  if gpu is None: gpu = kernel.hw = VirtualGPU(kernel)
+  return gpu
