@@ -48,7 +48,7 @@ def _align_note(inst, s, v: int, acc: bool) -> str:
     return ""
   t = FMT["align2"]
   cls = t["av_acc"] if s.kind == "av" and acc else t.get(s.kind, "VReg")
-  if s.kind == "av" and not inst.format.startswith("VOP"):  # memory data operands take either file
+  if s.kind == "av" and inst.format in t["av_mem_formats"]:  # buffer data operands take either file
     cls = t["av_mem"]
   if s.opr.endswith("_OR_CONST"):  # MFMA src2 has the destination's class
     cls = "AReg" if acc else "VReg"
@@ -62,7 +62,7 @@ def _lit16(inst, s) -> bool:
   in SOP2/SOPC, fma_mix sources; never on gfx9)"""
   if re.search(FMT["lit16_ops"], inst.op):
     return True
-  if inst.arch.startswith("gfx9") or not (s.bits == 16 or int16_fmt(s.fmt)):
+  if re.search(FMT["lit32_ops"], inst.op) or not (s.bits == 16 or int16_fmt(s.fmt)):
     return False
   return inst.format.startswith("V") or "F16" in s.fmt and inst.format in FMT["salu_lit16_formats"]
 
@@ -200,9 +200,10 @@ def _flat_addr(inst, s, v: int) -> str:
   f = inst.f
   if kind == "scratch":
     return f"v{v}" if f.get("sve") else "off"
-  if kind == "global":
-    return vgpr_text("v", v, 1 if f.get("saddr") != _null(inst) else 2)
-  return vgpr_text("v", v, 2)
+  n = 1 if kind == "global" and f.get("saddr") != _null(inst) else 2
+  note = "/*Invalid register, operand has 'VReg_64_Align2' register class*/" if (
+    n == 2 and v % 2 and inst.arch.startswith("gfx9")) else ""
+  return vgpr_text("v", v, n) + note
 
 
 def _null(inst) -> int: return FMT["off_code"]["cdna" if _fam(inst) == "cdna" else "rdna"]
