@@ -163,6 +163,11 @@ def build_op(inst: Inst, pc: int, fam: str, wave: int) -> Op:
     if fn is not None:
       srcs.append((fn, opnds[fn]))
   neg, abs_, opsel = f.get("neg", 0), f.get("abs", 0), f.get("opsel", 0)
+  inst_fields = [n for n in (sem.inputs if sem else {}) if n.startswith("INST.")]
+  for n in inst_fields:  # the body reads encoding fields itself (V_BITOP3's truth table): they are no modifiers
+    op.ins[n] = Src("k", value=f.get(n[5:].lower(), 0))
+  if inst_fields:
+    neg = abs_ = 0
   packed = fmt == "VOP3P" and name.startswith(("V_PK_", "V_DOT"))
   for i, (fn, o) in enumerate(srcs):
     sl = slots.get(fn) or slots.get("vsrc0" if fn == "src0" else fn)
@@ -193,11 +198,11 @@ def build_op(inst: Inst, pc: int, fam: str, wave: int) -> Op:
     dsl = slots.get(dst.field)
     hi = bool(dsl and dsl.bits == 16 and fmt == "VOP3" and (opsel >> 3) & 1)
     d = Src(dst.file, dst.index, dst.dwords, hi=hi or dst.hi, bits=dsl.bits if dsl else 32, fmt=dsl.fmt if dsl else "")
-    op.outs["D0"] = op.outs["SDATA"] = op.outs["VDATA"] = op.outs["RETURN_DATA"] = d
+    op.outs["D0"] = op.outs["D"] = op.outs["SDATA"] = op.outs["VDATA"] = op.outs["RETURN_DATA"] = d
     if sem and "D0" in sem.inputs:
       op.ins["D0"] = d
     if "ATOMIC" in name and fmt != "DS" and not (f.get("glc", 0) or f.get("sc0", 0) or f.get("th", 0) & 1):
-      del op.outs["RETURN_DATA"], op.outs["D0"], op.outs["VDATA"]  # atomic without return writes no register
+      del op.outs["RETURN_DATA"], op.outs["D0"], op.outs["D"], op.outs["VDATA"]  # atomic without return writes no register
     for nm in ("VDATA", "RETURN_DATA", "SDATA"):  # partial writes (D16 loads) keep the rest: pass the old value
       if sem and nm in sem.outputs and nm in op.outs and nm not in sem.inputs and d.file in "va":
         op.old[nm] = Src(d.file, d.index, max(1, min(sem.outputs[nm] // 32, d.dwords)))
@@ -231,7 +236,7 @@ def build_op(inst: Inst, pc: int, fam: str, wave: int) -> Op:
     op.ins["SIMM16"] = Src("k", value=f["simm16"])
   if sem and "SIMM32" in sem.inputs:
     op.ins["SIMM32"] = Src("k", value=f.get("literal", f.get("simm32", 0)))
-  op.info.update(clamp=f.get("clmp", 0), omod=f.get("omod", 0), dpp=_dpp(inst), sdwa=_sdwa(inst))
+  op.info.update(clamp=f.get("clmp", 0), omod=0 if inst_fields else f.get("omod", 0), dpp=_dpp(inst), sdwa=_sdwa(inst))
   return op
 
 

@@ -116,5 +116,16 @@ def private_array(n=96):
   return dict(grid=-(-n // 32), block=32, args=[out, idx, n], check=lambda: (out, ((idx & 63) * np.arange(n)).astype(np.int32)))
 
 
+def ids3d(grid=(2, 3, 2), block=(4, 2, 2)):
+  G = [g * b for g, b in zip(grid, block)]
+  out = np.zeros(G[2] * G[1] * G[0], np.uint32)
+
+  def want():
+    Z, Y, X = np.meshgrid(np.arange(G[2]), np.arange(G[1]), np.arange(G[0]), indexing="ij")
+    x, y, z, gx, gy, gz = X % block[0], Y % block[1], Z % block[2], X // block[0], Y // block[1], Z // block[2]
+    return out, ((x | y << 4 | z << 8 | gx << 12 | gy << 16 | gz << 20) ^ (block[0] << 24)).reshape(-1).astype(np.uint32)
+  return dict(grid=grid, block=block, args=[out], check=want)
+
+
 CASES = {f.__name__: f for f in (saxpy, half_math, int_ops, udiv64, fdiv, reduce, matmul, histogram, collatz, math, dmath,
-                                 private_array)}
+                                 private_array, ids3d)}

@@ -103,3 +103,14 @@ __kernel void private_array(__global int *out, __global const int *idx, int n) {
   for (int k = 0; k < 64; k++) p[k] = k * i;
   if (i < n) out[i] = p[idx[i] & 63];
 }
+
+__kernel void ids3d(__global uint *out) {
+  uint x = __builtin_amdgcn_workitem_id_x(), y = __builtin_amdgcn_workitem_id_y(), z = __builtin_amdgcn_workitem_id_z();
+  uint gx = __builtin_amdgcn_workgroup_id_x(), gy = __builtin_amdgcn_workgroup_id_y(), gz = __builtin_amdgcn_workgroup_id_z();
+  uint bx = __builtin_amdgcn_workgroup_size_x(), by = __builtin_amdgcn_workgroup_size_y(), bz = __builtin_amdgcn_workgroup_size_z();
+  __constant ushort *p16 = (__constant ushort *)__builtin_amdgcn_dispatch_ptr();
+  __constant uint *p32 = (__constant uint *)__builtin_amdgcn_dispatch_ptr();
+  uint X = gx * bx + x, Y = gy * by + y, Z = gz * bz + z;
+  uint W = p32[3], H = p32[4];  // grid_size_x/y in work-items from the hsa_kernel_dispatch_packet
+  out[(Z * H + Y) * W + X] = (x | y << 4 | z << 8 | gx << 12 | gy << 16 | gz << 20) ^ ((uint)p16[2] << 24);
+}
