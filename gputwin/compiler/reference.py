@@ -223,12 +223,19 @@ class _Group:
 
 def launch(kernel: Kernel, *, grid, block, args: list) -> None:
   """Run `kernel` over `grid` workgroups of `block` work-items (each a 1- to 3-tuple or int). Global buffers are
-  numpy arrays, updated in place; scalar arguments are Python or numpy numbers."""
+  numpy arrays, updated in place (bf16 buffers: float32 values, or uint16 bit patterns as on the device); scalar
+  arguments are Python or numpy numbers."""
   grid, block = _dims(grid), _dims(block)
   if len(args) != len(kernel.params):
     raise CompileError(f"kernel {kernel.name} takes {len(kernel.params)} arguments, got {len(args)}")
-  env = {}
+  env, back = {}, []
   for p, a in zip(kernel.params, args):
+    if p.type.is_ptr and p.type.elem.kind == "bf" and isinstance(a, np.ndarray) and a.dtype == np.uint16:
+      # bf16 buffers in device layout (bit patterns): compute on float32 copies, write the bits back afterwards
+      w = (a.reshape(-1).astype(np.uint32) << 16).view(np.float32)
+      back.append((a, w))
+      env[id(p)] = w
+      continue
     if p.type.is_ptr:
       if not isinstance(a, np.ndarray) or a.dtype != dtype(p.type.elem):
         raise CompileError(f"kernel {kernel.name}: argument %{p.name} wants a numpy {dtype(p.type.elem)} array")
@@ -240,6 +247,7 @@ def launch(kernel: Kernel, *, grid, block, args: list) -> None:
       for gx in range(grid[0]):
         g = _Group(kernel, (gx, gy, gz), grid, block, env)
         g.run(kernel.body, np.ones(g.n, bool))
+  for a, w in back: a.reshape(-1)[:] = (w.view(np.uint32) >> 16).astype(np.uint16)
 
 
 def _dims(d) -> tuple[int, int, int]:
