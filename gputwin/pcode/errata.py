@@ -109,6 +109,22 @@ ERRATA += (
 )
 
 
+def _div_scale(m) -> str:
+  t, body = m[1], m.string
+  body = re.sub(r"^VCC = 0x0LL;", f"VCC.u64[laneId] = 1'0U;\nD0.{t} = S0.{t};", body, flags=re.M)
+  return re.sub(r"^VCC = 0x1LL;", "VCC.u64[laneId] = 1'1U;", body, flags=re.M)
+
+
+ERRATA += (
+  Erratum(_ALL, r"^VCC = 0x0LL;\nif \(\((?:64'F\()?S2\.(f32|f64)\)? == 0\.0\) \|\| ", "replace", _div_scale,
+          "V_DIV_SCALE_*: (1) `VCC = 0x1LL` in a per-lane body means this lane's VCC bit (the flag V_DIV_FMAS "
+          "reads back with VCC.u64[laneId]), not the whole mask; (2) the text never writes D0 when no scaling is "
+          "needed - the common case - where the result is S0 unchanged.",
+          f"{_MANUALS}: V_DIV_SCALE description ('VCC is set per lane'; unscaled operands pass through) and "
+          "V_DIV_FMAS reading VCC.u64[laneId]; LLVM's f32/f64 fdiv expansion relies on both."),
+)
+
+
 def _two_over_pi(bits: int) -> int:
   """floor(2/pi * 2**bits), from Machin's formula in integer arithmetic (64 guard bits)."""
   one = 1 << (bits + 64)

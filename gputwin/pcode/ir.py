@@ -67,9 +67,11 @@ class Program:
 
 
 # Constants the manual uses by name. DENORM is a class, not a value: `x == DENORM.f32` means isDENORM(x).
+# V_DIV_FIXUP returns +-UNDERFLOW when |num/den| < 2**-150 (f32) / 2**-1075 (f64), i.e. below half the smallest
+# denormal, which rounds to zero; OVERFLOW is returned when it is above the largest finite value, i.e. infinity.
 CONSTS = {"PI": (3.141592653589793, F64), "INF": (float("inf"), F64), "NAN": (float("nan"), F64),
-          "MAX_FLOAT_F32": (3.4028234663852886e38, F64), "UNDERFLOW_F32": (2.0 ** -149, F32),
-          "OVERFLOW_F32": (3.4028234663852886e38 * 2, F32), "UNDERFLOW_F64": (5e-324, F64),
+          "MAX_FLOAT_F32": (3.4028234663852886e38, F64), "UNDERFLOW_F32": (0.0, F32),
+          "OVERFLOW_F32": (float("inf"), F32), "UNDERFLOW_F64": (0.0, F64),
           "OVERFLOW_F64": (float("inf"), F64), "ROUND_NEAREST_EVEN": (0, INT), "ROUND_TOWARD_ZERO": (3, INT),
           "true": (1, BOOL), "false": (0, BOOL)}
 REGFILES = {"VGPR": 2, "SGPR": 1, "TTMP": 1, "HW_REGISTERS": 1, "WAVE_BARRIER_COMPLETE": 1, "BARRIER_STATE": 1,
@@ -672,6 +674,8 @@ class Lower:
   def bitcast(self, e: E, t: Ty) -> E:
     if e.ty == t:
       return e
+    if e.ty.isf and t.isf and e.ty.bits != t.bits:  # `INF.f32`, `NAN.f16`: the constant in that format
+      return self.conv(e, t)
     if e.ty.kind == "int":
       e = self.conv(e, Ty("i" if t.kind == "i" else "u", t.bits) if t.kind != "bool" else U32)
     return self.fold(E("bitcast", (e,), t))
