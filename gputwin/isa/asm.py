@@ -458,6 +458,8 @@ def _fill(c: _Ctx, s: Slot, t: str, col: int):
         return
       if lit is not None:
         _check_lit16(c, s, lit)
+        if (neg or ab) and s.bits == 64 and not _FLOAT_RE.match(t2):  # llvm-mc-22: no modifiers on 64-bit int literals
+          raise _NoFit("invalid operand for instruction")
         c.set(s.field, 255)
         c.lit(lit)
         return

@@ -284,7 +284,10 @@ def _operand(inst, s, fam: str, wave: int) -> str:
     return _src(inst, s, v, False, fam)
   if k == "s":
     n = scalar_name(fam, v, s.dwords)
-    return n if n is not None else _raise(inst, v)
+    if n is None:
+      _raise(inst, v)
+    note = FMT["smem_sdata_notes"].get(str(s.dwords)) if inst.format == "SMEM" and s.field == "sdata" else None
+    return n + (f"/*Invalid register, operand has '{note[0]}' register class*/" if note and n in note[1] else "")
   if k == "sbase":
     return scalar_name(fam, v * 2, s.dwords) or _raise(inst, v)
   if k == "srsrc":
