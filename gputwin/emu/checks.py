@@ -134,6 +134,10 @@ class Checks:
         ps[d.file][ix, sl] = p
       else:
         ps[d.file][ix, sl] = 0
+    vd = op.ins.get("VDST")
+    if vd is not None and op.sem is not None and "VGPR" in op.sem.regfiles:  # writes through the VGPR file
+      self.vw[ix, vd.value] = True
+      self.vp[ix, vd.value] = 0
     self.clock[ix] += 1
     if self.fam == "cdna" and op.inst.enc.startswith("VOP3P_MFMA"):
       d = op.outs["D0"]

@@ -150,9 +150,13 @@ def build_op(inst: Inst, pc: int, fam: str, wave: int) -> Op:
       opnds[fn] = type(o)(fn, "s" if f.get(sbit, 0) else "v", o.value, o.dwords)
   fmt = inst.format
   op.vector = not (fmt.startswith("SOP") or fmt == "SMEM")
-  op.mem = MEMFMT.get(fmt, "") if op.kind == "alu" else ""
+  op.mem = MEMFMT.get(fmt, "") if op.kind == "alu" and (sem.mem or "VGPR" not in sem.regfiles) else ""
   if op.mem:
     op.kind = "mem"
+  elif fmt == "DS" and sem is not None and "VGPR" in sem.regfiles:  # DS_(B)PERMUTE: register numbers, no LDS
+    for name_, fld in (("ADDR", "addr"), ("DATA0", "data0"), ("VDST", "vdst")):
+      op.ins[name_] = Src("k", value=f.get(fld, 0))
+    op.ins["OFFSET"] = Src("k", value=f.get("offset0", 0) | f.get("offset1", 0) << 8)
   if fmt == "VOPD":
     return _vopd(op, inst, fam, wave)
   k = SPECIAL[_kind(fam)]

@@ -127,5 +127,66 @@ def ids3d(grid=(2, 3, 2), block=(4, 2, 2)):
   return dict(grid=grid, block=block, args=[out], check=want)
 
 
+def narrow(n=100):
+  r = _rng(13)
+  a8 = r.integers(-128, 128, n).astype(np.int8)
+  b16 = r.integers(-32768, 32768, n).astype(np.int16)
+  c8, s16 = np.zeros(n, np.int8), np.zeros(n, np.int16)
+  return dict(grid=-(-n // 64), block=64, args=[c8, s16, a8, b16, n],
+              check=lambda: (np.concatenate([c8.astype(np.int32), s16]),
+                             np.concatenate([(a8.astype(np.int32) * 3 - 7).astype(np.int8).astype(np.int32),
+                                             ((b16 >> 2) + a8).astype(np.int16)])))
+
+
+def convert(n=100):
+  r = _rng(14)
+  a = r.integers(-10**6, 10**6, n).astype(np.int32)
+  b = r.standard_normal(n) * 100
+  f, k, d = np.zeros(n, np.float32), np.zeros(n, np.int32), np.zeros(n)
+
+  def want():
+    return (np.concatenate([f.astype(np.float64), k, d]),
+            np.concatenate([(a.astype(np.float32) * np.float32(0.5)).astype(np.float64), np.trunc(b * 3.0).astype(np.int32),
+                            b / (a | 1).astype(np.float64) + a]))
+  return dict(grid=-(-n // 64), block=64, args=[f, k, d, a, b, n], check=want, rtol=1e-15)
+
+
+def local_atomics(groups=3, block=64):
+  x = _rng(15).integers(0, 1000, groups * block).astype(np.int32)
+  out = np.zeros(groups * 8, np.int32)
+  return dict(grid=groups, block=block, args=[out, x],
+              check=lambda: (out, np.concatenate([np.bincount(g & 7, minlength=8) for g in x.reshape(groups, block)])))
+
+
+def cross_lane(groups=2, block=64):
+  x = _rng(16).integers(0, 1000, groups * block).astype(np.int32)
+  out = np.zeros(groups * block, np.int32)
+
+  def want(L):
+    first = x.reshape(-1, L)[:, :1].repeat(L, axis=1).reshape(-1)
+    return out, (first * 1000 + x[np.arange(len(x)) ^ 1]).astype(np.int32)
+  return dict(grid=groups, block=block, args=[out, x], check=want, wave_dependent=True)
+
+
+def nested(n=128):
+  x = _rng(17).integers(0, 1000, n).astype(np.int32)
+  out = np.zeros(n, np.int32)
+
+  def ref(v):
+    acc = 0
+    for k in range(v & 15):
+      if k & 1:
+        acc += k * v
+      elif k % 3 == 0:
+        acc ^= k
+        if acc > 100:
+          break
+      else:
+        acc -= 1
+    return acc
+  return dict(grid=-(-n // 64), block=64, args=[out, x, n], check=lambda: (out, np.array([ref(int(v)) for v in x], np.int32)))
+
+
 CASES = {f.__name__: f for f in (saxpy, half_math, int_ops, udiv64, fdiv, reduce, matmul, histogram, collatz, math, dmath,
-                                 private_array, ids3d)}
+                                 private_array, ids3d,
+                                 narrow, convert, local_atomics, cross_lane, nested)}

@@ -114,3 +114,53 @@ __kernel void ids3d(__global uint *out) {
   uint W = p32[3], H = p32[4];  // grid_size_x/y in work-items from the hsa_kernel_dispatch_packet
   out[(Z * H + Y) * W + X] = (x | y << 4 | z << 8 | gx << 12 | gy << 16 | gz << 20) ^ ((uint)p16[2] << 24);
 }
+
+__kernel void narrow(__global char *c8, __global short *s16, __global const char *a8, __global const short *b16, int n) {
+  int i = GID;
+  if (i >= n) return;
+  c8[i] = (char)(a8[i] * 3 - 7);
+  s16[i] = (short)(b16[i] >> 2) + (short)a8[i];
+}
+
+__kernel void convert(__global float *f, __global int *k, __global double *d, __global const int *a, __global const double *b, int n) {
+  int i = GID;
+  if (i >= n) return;
+  f[i] = (float)a[i] * 0.5f;
+  k[i] = (int)(b[i] * 3.0);
+  d[i] = b[i] / (double)(a[i] | 1) + (double)(long)a[i];
+}
+
+__kernel void local_atomics(__global int *out, __global const int *in) {
+  __local int bins[8];
+  uint l = __builtin_amdgcn_workitem_id_x();
+  if (l < 8) bins[l] = 0;
+  __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");
+  __builtin_amdgcn_s_barrier();
+  __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");
+  __atomic_fetch_add(&bins[in[GID] & 7], 1, __ATOMIC_RELAXED);
+  __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");
+  __builtin_amdgcn_s_barrier();
+  __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");
+  if (l < 8) out[__builtin_amdgcn_workgroup_id_x() * 8 + l] = bins[l];
+}
+
+__kernel void cross_lane(__global int *out, __global const int *in) {
+  int i = GID;
+  uint l = __builtin_amdgcn_workitem_id_x();
+  int v = in[i];
+  int first = __builtin_amdgcn_readfirstlane(v);
+  int perm = __builtin_amdgcn_ds_bpermute((int)((l ^ 1) * 4), v);
+  out[i] = first * 1000 + perm;
+}
+
+__kernel void nested(__global int *out, __global const int *in, int n) {
+  int i = GID;
+  if (i >= n) return;
+  int acc = 0;
+  for (int k = 0; k < (in[i] & 15); k++) {
+    if (k & 1) acc += k * in[i];
+    else if (k % 3 == 0) { acc ^= k; if (acc > 100) break; }
+    else acc -= 1;
+  }
+  out[i] = acc;
+}
