@@ -94,7 +94,7 @@ class _Process:
     self.next_va, self.free_vas = VA_BASE, {}
     self.event_page: Buffer | None = None
     self.mem_event = -1
-    self.faults: list[tuple[int, int]] = []     # (gpu_id, va) of every GPU memory fault reported so far
+    self.faults: list[list] = []   # [gpu_id, va, queue that claimed it] per GPU memory fault reported
 
   def ioctl(self, name: str, **fields):
     a = _args(name, **fields)
@@ -118,7 +118,7 @@ class _Process:
       if self.event_page is None:
         self.event_page = dev._alloc(abi.KFD_SIGNAL_EVENT_LIMIT * 8, GTT)
         self.mem_event = self.ioctl("CREATE_EVENT", event_page_offset=self.event_page.handle,
-                                    event_type=abi.KFD_IOC_EVENT_MEMORY).event_id
+                                    event_type=abi.KFD_IOC_EVENT_MEMORY, auto_reset=1).event_id
       else: self.event_page.map_to(dev)
 
   def release(self):
@@ -137,9 +137,9 @@ class _Process:
     self.ioctl("WAIT_EVENTS", events_ptr=ctypes.addressof(evs), num_events=len(evs), timeout=timeout_ms)
     for e in evs:
       if e.event_id == self.mem_event and e.memory_exception_data.gpu_id:
-        f = (e.memory_exception_data.gpu_id, e.memory_exception_data.va)
+        f = [e.memory_exception_data.gpu_id, e.memory_exception_data.va, None]   # None: no queue claimed it yet
         with self.lock:
-          if f not in self.faults: self.faults.append(f)
+          if not any(g[:2] == f[:2] and g[2] is None for g in self.faults): self.faults.append(f)
     return list(evs)
 
 
@@ -267,30 +267,31 @@ class Queue:
   def wait(self, value: int | None = None, timeout: float = 30.0):
     """Until the timeline reaches value (default: everything submitted). QueueFault if the GPU stopped the queue."""
     value = self.timeline if value is None else value
-    s, proc, deadline, last = self.signal, self.dev.proc, time.monotonic() + timeout, None
+    s, proc, deadline, last, still = self.signal, self.dev.proc, time.monotonic() + timeout, None, 0
     while s.value < value:
       if self.error is not None: raise self.error
       left = deadline - time.monotonic()
       if left <= 0:
         raise TimeoutError(f"{self}: timeline at {s.value}, waited {timeout:g} s for {value}")
-      mine = any(g == self.dev.gpu_id for g, _ in proc.faults)
-      proc.wait([s.event_id] + ([proc.mem_event] if not proc.faults else []), int(min(left, 0.05) * 1000) + 1)
+      proc.wait([s.event_id, proc.mem_event], int(min(left, 0.05) * 1000) + 1)
       if s.value >= value: break
       r = int(self.rptr[0])
-      if (mine or any(g == self.dev.gpu_id for g, _ in proc.faults)) and r == last and r != int(self.wptr[0]):
-        self._stopped(r)
+      still = still + 1 if r == last and r != int(self.wptr[0]) else 0
       last = r
+      if still >= 2:   # no progress for ~100 ms while a fault of this GPU is unclaimed: it is ours
+        with proc.lock:
+          f = next((f for f in reversed(proc.faults) if f[0] == self.dev.gpu_id and f[2] is None), None)
+          if f is not None: f[2] = self
+        if f is not None: self._stopped(r, f[1])
 
-  def _stopped(self, rptr: int):
+  def _stopped(self, rptr: int, va: int):
     unit = 1 if self.sdma else 4
     pos = rptr * unit // 4
     what = self.submissions.get(max((p for p in self.submissions if p <= pos), default=-1), "?")
-    vas = [va for g, va in self.dev.proc.faults if g == self.dev.gpu_id]
     off = (pos * 4) % (len(self.words) * 4)
     self.error = QueueFault(f"{self.dev}: {self.kind} queue {self.queue_id} was stopped by the GPU at ring offset "
-                            f"{off:#x} (packet dword {pos}) in {what}: memory exception at VA "
-                            f"{vas[-1] if vas else 0:#x}; the queue is no longer processed", str(self.dev),
-                            self.queue_id, off, vas[-1] if vas else None)
+                            f"{off:#x} (packet dword {pos}) in {what}: memory exception at VA {va:#x}; the queue is "
+                            f"no longer processed", str(self.dev), self.queue_id, off, va)
     raise self.error
 
   def destroy(self):
@@ -587,13 +588,15 @@ class Device:
     self.closed = True
     try: self.synchronize(timeout=5.0)
     except (GPUFault, TimeoutError): pass
-    for q in self.queues: q.destroy()
-    for p in self._programs.values(): p.free()
-    for b in list(self.buffers.values()):
-      if b is not self.proc.event_page: self._free(b)
-    if self._bells: self.k.munmap(self._bells.cpu, DOORBELL_SLICE)
-    self.proc.release()
-    self.k.close(self.render)
+    try:
+      for q in self.queues: q.destroy()
+      for p in self._programs.values(): p.free()
+      for b in list(self.buffers.values()):
+        if b is not self.proc.event_page: self._free(b)
+      if self._bells: self.k.munmap(self._bells.cpu, DOORBELL_SLICE)
+    finally:
+      self.proc.release()
+      self.k.close(self.render)
 
 
 def open(device: str | None = None) -> Device:   # noqa: A001 - the runtime's entry point, like os.open for a GPU

@@ -1,0 +1,206 @@
+"""The HCQ runtime on mock GPUs: the same calls a real /dev/kfd gets, PM4/SDMA executed by the virtual GPU, kernels
+on the emulator. Oracles: gputwin.emu.launch (direct emulator launch, not through PM4), numpy."""
+import threading, time
+import numpy as np
+import pytest
+import gputwin.runtime as rt
+from gputwin.emu import launch as emu_launch
+from gputwin.mock.amdgpu import packets as P
+from gputwin.runtime.kernel import kernel_for
+from tests.emu.cases import CASES
+from tests.runtime.conftest import TARGETS
+
+
+def _idle(k, threads_before, timeout=2.0):
+  """Every device of the machine closed: the kfd process is gone (so are its BOs and mappings) and no CP thread."""
+  t = time.monotonic() + timeout
+  while time.monotonic() < t and (threading.active_count() > threads_before or k.proc is not None): time.sleep(0.01)
+  return k.proc is None and threading.active_count() <= threads_before
+
+
+def test_discovery_reads_the_topology():
+  devs = rt.devices(kernel_for("mock:gfx1100,gfx942"))
+  assert [d.arch for d in devs] == ["gfx1100", "gfx942"] and all(d.gpu_id for d in devs)
+  with rt.open("mock:gfx1100,gfx942:1") as d:
+    assert d.arch == "gfx942" and d.props["simd_count"] == 1216 and "gfx942" in str(d)
+
+
+@pytest.mark.parametrize("arch", TARGETS)
+def test_cpu_and_sdma_copies(arch):
+  with rt.open(f"mock:{arch}") as dev:
+    a = np.random.default_rng(0).integers(0, 2**31, 3000, dtype=np.int32)
+    b, c = dev.alloc(a.nbytes), dev.alloc(a.nbytes, host=True)
+    dev.copyin(b, a, via="sdma")
+    dev.sdma.wait(dev.copy(c, b))
+    np.testing.assert_array_equal(c.view(np.int32, a.size), a)                          # through the CPU mapping
+    np.testing.assert_array_equal(dev.copyout(np.zeros_like(a), b, via="sdma"), a)
+    dev.sdma.wait(dev.fill(c, 0xDEADBEEF, 64))
+    assert (c.view(np.uint32, 16) == 0xDEADBEEF).all() and c.view(np.int32, 17, 0)[16] == a[16]
+
+
+def test_copies_between_two_gpus():
+  before = threading.active_count()
+  with rt.open("mock:gfx1100,gfx942:0") as d0, rt.open("mock:gfx1100,gfx942:1") as d1:
+    a = np.arange(5000, dtype=np.float32)
+    x, y = d0.alloc(a.nbytes), d1.alloc(a.nbytes)
+    x.copyin(a)
+    d0.sdma.wait(d0.copy(y, x))                 # gfx1100's SDMA writes gfx942's VRAM (peer-mapped)
+    np.testing.assert_array_equal(y.view(np.float32, a.size), a)
+    y.view(np.float32)[:] *= 2
+    d1.sdma.wait(d1.copy(x, y))
+    np.testing.assert_array_equal(x.view(np.float32, a.size), 2 * a)
+  assert _idle(kernel_for("mock:gfx1100,gfx942"), before)
+
+
+@pytest.mark.parametrize("arch", TARGETS)
+@pytest.mark.parametrize("name", sorted(set(CASES) - {"collatz"}))
+def test_suite_kernels_match_the_direct_emulator(clang_co, arch, name):
+  """Each clang-22 kernel through PM4 + DISPATCH_DIRECT gives the same bytes as gputwin.emu.launch."""
+  co = clang_co(arch, "suite")
+  c_rt, c_emu = CASES[name](), CASES[name]()
+  with rt.open(f"mock:{arch}") as dev:
+    r = dev.launch(co, name, grid=c_rt["grid"], block=c_rt["block"], args=c_rt["args"])
+  emu_launch(co, name, grid=c_emu["grid"], block=c_emu["block"], args=c_emu["args"])
+  for a, b in zip(c_rt["args"], c_emu["args"]):
+    if isinstance(a, np.ndarray): assert a.tobytes() == b.tobytes(), f"{arch} {name}: PM4 path differs from emu"
+  assert r.workgroups == np.prod(np.atleast_1d(c_rt["grid"])) and r.gpu_seconds >= 0
+
+
+def test_launch_reports_argument_errors_like_emu(clang_co):
+  with rt.open("mock:gfx1100") as dev:
+    with pytest.raises(Exception, match="takes 3 arguments"): dev.launch(clang_co("gfx1100"), "add1", grid=1, block=64, args=[])
+    with pytest.raises(Exception, match="no kernel 'nope'"): dev.launch(clang_co("gfx1100"), "nope", grid=1, block=64, args=[])
+
+
+def test_pm4_packets_on_a_raw_queue():
+  """WRITE_DATA, an INDIRECT_BUFFER, RELEASE_MEM (64-bit data and GPU clock), NOP/ACQUIRE_MEM/EVENT_WRITE, and a
+  WAIT_REG_MEM that holds one queue until another queue's write releases it."""
+  with rt.open("mock:gfx1200") as dev:
+    m = dev.alloc(4096, host=True)
+    ib = dev.alloc(4096, host=True)
+    ibw = P.write_data(m.va + 16, 7, 8, 9) + P.nop(3)
+    ib.copyin(np.array(ibw, np.uint32))
+    q2 = dev.queue("compute")
+    w = P.acquire_mem() + P.event_write(P.CS_PARTIAL_FLUSH) + P.write_data(m.va, 0x11, 0x22) + \
+      P.indirect_buffer(ib.va, len(ibw)) + P.release_mem(m.va + 32, 0x1_2345_6789) + \
+      P.release_mem(m.va + 40, data_sel=P.DATA_SEL_GPU_CLOCK)
+    t0 = dev.timestamp()
+    dev.compute.wait(dev.compute.submit(w, "test packets"))
+    v = m.view(np.uint32, 12)
+    assert list(v[:2]) == [0x11, 0x22] and list(v[4:7]) == [7, 8, 9] and m.view(np.uint64, 1, 32)[0] == 0x1_2345_6789
+    assert m.view(np.uint64, 1, 40)[0] >= t0
+    held = dev.compute.submit(P.wait_reg_mem(m.va + 64, 5, func=3) + P.write_data(m.va + 68, 1), "waiter")
+    time.sleep(0.05)
+    assert m.view(np.uint32, 1, 68)[0] == 0                  # still waiting
+    q2.wait(q2.submit(P.write_data(m.va + 64, 5), "release"))
+    dev.compute.wait(held)
+    assert m.view(np.uint32, 1, 68)[0] == 1
+
+
+def test_sdma_packets_on_a_raw_queue():
+  with rt.open("mock:gfx942") as dev:
+    m = dev.alloc(8192, host=True)
+    m.copyin(np.arange(256, dtype=np.uint32))
+    w = P.sdma_copy(m.va + 4096, m.va, 1024) + P.sdma_fence(m.va + 6000, 0xABCD) + P.sdma_timestamp(m.va + 6008) + \
+      P.sdma_fill(m.va + 7000 // 8 * 8, 0x01020304, 32) + P.sdma_poll(m.va + 6000, 0xABCD, func=3)
+    dev.sdma.wait(dev.sdma.submit(w, "test SDMA"))
+    np.testing.assert_array_equal(m.view(np.uint32, 256, 4096), np.arange(256))
+    assert m.view(np.uint32, 1, 6000)[0] == 0xABCD and m.view(np.uint64, 1, 6008)[0] > 0
+    assert (m.view(np.uint32, 8, 7000 // 8 * 8) == 0x01020304).all()
+
+
+@pytest.mark.parametrize("kind", ["compute", "sdma"])
+def test_malformed_packet_stops_only_that_queue(kind):
+  with rt.open("mock:gfx1100") as dev:
+    bad, good = dev.queue(kind), dev.queue(kind)
+    m = dev.alloc(4096, host=True)
+    junk = P.pkt(0x99, 1, 2) if kind == "compute" else [0x7F, 0, 0]
+    fill = (lambda: P.write_data(m.va, 3)) if kind == "compute" else (lambda: P.sdma_fence(m.va, 3))
+    bad.submit(fill(), "fine")
+    v = bad.submit(junk, "the junk packet")
+    with pytest.raises(rt.QueueFault, match=rf"{kind} queue {bad.queue_id} .*ring offset 0x[0-9a-f]+ .*the junk packet"):
+      bad.wait(v, timeout=10)
+    with pytest.raises(rt.QueueFault): bad.submit(fill(), "after")      # the queue stays dead
+    good.wait(good.submit(fill(), "other queue"))                         # others keep working
+    assert m.view(np.uint32, 1)[0] == 3
+
+
+def test_wild_wptr_errors_the_queue():
+  with rt.open("mock:gfx1100") as dev:
+    q = dev.queue("compute")
+    q.timeline += 1
+    q.wptr[0] = int(q.rptr[0]) + (1 << 40)           # a doorbell far past anything the ring holds
+    q.doorbell[0] = int(q.wptr[0])
+    with pytest.raises(rt.QueueFault, match="compute queue"): q.wait(timeout=10)
+    dev.compute.wait(dev.compute.submit(P.nop(2), "still works"))   # another queue of the same GPU
+
+
+def test_faulting_kernel_names_device_queue_and_launch(clang_co):
+  with rt.open("mock:gfx942") as dev:
+    out = np.zeros(64, np.int32)
+    with pytest.raises(rt.QueueFault, match=r"gfx942.*compute queue 0 .*ring offset .*kernel wild.*0x7000000"):
+      dev.launch(clang_co("gfx942"), "wild", grid=1, block=64, args=[out, 0x7000_0000])
+    q = dev.queue("compute")                                            # a fresh queue on the same GPU works
+    prg, a = dev.load(clang_co("gfx942")), np.arange(64, dtype=np.int32)
+    bi, bo = dev.alloc(256), dev.alloc(256)
+    bi.copyin(a)
+    q.wait(prg("add1", bo, bi, 1, grid=1, block=64, queue=q))
+    np.testing.assert_array_equal(bo.view(np.int32, 64), a + 1)
+
+
+def _stress(clang_co, launches: int, copies: int):
+  """launches small kernels and copies spread over two queues on each of two GPUs, every result checked, timeline
+  values strictly increasing, and nothing left behind."""
+  before = threading.active_count()
+  k = kernel_for("mock:gfx1100,gfx942")
+  devs = [rt.open("mock:gfx1100,gfx942:0"), rt.open("mock:gfx1100,gfx942:1")]
+  try:
+    work = []
+    for d in devs:
+      prg = d.load(clang_co(d.arch))
+      qs = [d.compute, d.queue("compute")]
+      src = d.alloc(4 * 64)
+      src.copyin(np.arange(64, dtype=np.int32))
+      outs = [d.alloc(4 * 64) for _ in range(8)]
+      work.append((d, prg, qs, src, outs))
+    last = {}
+    for i in range(launches):
+      d, prg, qs, src, outs = work[i % 2]
+      q, o = qs[(i // 2) % 2], outs[(i // 4) % 8]
+      if (i // 4) % 8 == 0 and i >= 32: [qq.wait() for qq in qs]       # outs are reused: check, then overwrite
+      v = prg("add1", o, src, i, grid=1, block=64, queue=q)
+      assert v > last.get(q, 0)
+      last[q] = v
+      if i % 64 == 63:                          # every output holds the value of its latest launch
+        for g, (_, _, qs2, _, outs2) in enumerate(work):
+          for qq in qs2: qq.wait()
+          seen = [j for j in range(i + 1) if j % 2 == g]
+          for b, ob in enumerate(outs2):
+            ks = [j for j in seen[-64:] if (j // 4) % 8 == b]
+            if ks: np.testing.assert_array_equal(ob.view(np.int32, 64), np.arange(64) + ks[-1])
+      assert q.signal.value <= v
+    for d, prg, qs, src, outs in work:
+      for q in qs: q.wait()
+    # exact check of the final contents: buffer b of device g last got k = the largest i with i%2==g, (i//4)%8==b
+    for g, (d, prg, qs, src, outs) in enumerate(work):
+      for b, ob in enumerate(outs):
+        ks = [i for i in range(launches) if i % 2 == g and (i // 4) % 8 == b]
+        if ks: np.testing.assert_array_equal(ob.view(np.int32, 64), np.arange(64) + ks[-1])
+    for i in range(copies):
+      x, y = (work[0][4][1], work[1][4][1]) if i % 2 else (work[1][4][1], work[0][4][1])
+      x.copyin(np.full(64, i, np.int32))
+      dev = devs[i % 2]
+      dev.sdma.wait(dev.copy(y, x))
+      assert (y.view(np.int32, 64) == i).all()
+  finally:
+    for d in devs: d.close()
+  assert _idle(k, before), "CP threads or the kfd process outlived the devices"
+
+
+def test_stress_ci_sized(clang_co):
+  _stress(clang_co, 200, 40)
+
+
+@pytest.mark.slow
+def test_stress_10000_launches_1000_copies(clang_co):
+  _stress(clang_co, 10_000, 1_000)
