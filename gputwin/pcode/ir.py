@@ -369,6 +369,9 @@ class Lower:
   def store(self, lhs: Node, val: E) -> tuple:
     """-> (lvalue, value converted to the lvalue's type)."""
     lv = self.lval(lhs)
+    if lv[0] == "state" and lv[1] not in self.declared_state and val.ty.kind != "int" and val.ty.bits > lv[2].bits:
+      lv = ("state", lv[1], Ty("b", val.ty.bits))  # `RETURN_DATA = tmp` with a 64-bit tmp: the register is 64-bit
+      self.prog.outputs[lv[1]] = max(self.prog.outputs.get(lv[1], 0), val.ty.bits)
     return lv, self.conv(val, lv_ty(lv), bits=True)
 
   def lval(self, n: Node) -> tuple:

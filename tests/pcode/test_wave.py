@@ -431,3 +431,20 @@ def test_llvm_f32_division_sequence_rounds_correctly(fam):
     assert int(res[i]) == want, (float(n[i]), float(d[i]), hex(int(res[i])), hex(want))
   for name in ("V_DIV_SCALE_F32", "V_DIV_FMAS_F32", "V_DIV_FIXUP_F32"):
     checked(fam, name, "LLVM's f32 division sequence gives the correctly rounded quotient")
+
+
+@pytest.mark.parametrize("fam,name", [(f, n) for n in ("DS_ADD_F64", "GLOBAL_ATOMIC_ADD_F64") for f in fams_with(n)])
+def test_f64_atomic_add_returns_64_bit_old_value(fam, name):
+  mem = FlatMemory(1 << 12)
+  old = RNG.standard_normal(32)
+  mem.data[:256] = np.frombuffer(old.tobytes(), np.uint8)
+  data = RNG.standard_normal(32)
+  addr = (np.arange(32, dtype=np.uint64) * 8)[None, :]
+  sem = semantics(fam, name)
+  st = {"ADDR": addr, "v_addr": addr, "vgpr_a": addr, "DATA": data.view(np.uint64)[None, :]}
+  out = sem(st, exec=np.ones((1, 32), bool), mem=mem)
+  assert (np.asarray(out["RETURN_DATA"]).astype(np.uint64).ravel() == old.view(np.uint64)).all()
+  new = np.frombuffer(mem.data[:256].tobytes(), np.float64)
+  for i in range(32):
+    assert new[i] == float(old[i]) + float(data[i])  # one f64 rounding, as Python's float addition
+  checked(fam, name, "f64 read-modify-write, RETURN_DATA is the 64-bit old value")
