@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from gputwin.emu import lanes
 from gputwin.emu.memory import Window
 from gputwin.emu.program import APERTURE, EXECZ, PRIVATE_HI, SCC_CODE, SHARED_HI, SPECIAL, VCCZ, Op, Program, Src
 from gputwin.errors import GPUPageFault, GputwinError
@@ -20,7 +21,7 @@ from gputwin.errors import GPUPageFault, GputwinError
 U32, U64 = np.uint32, np.uint64
 LDS_SHIFT = 19  # LDS address seen by pcode: wave slot << 19 | LDS offset (one 32-bit ADDR, see UPSTREAM.md)
 MAX_WAVES = 1 << (32 - LDS_SHIFT)
-_MASK = {16: 0xffff, 32: 0xffffffff}
+M32, M64 = 0xffffffff, 0xffffffffffffffff
 
 
 class Stop(Exception):
@@ -67,11 +68,6 @@ class _Mem:
       self.space.scatter(a + U64(4 * k), ((v >> (32 * k)) & 0xffffffff).astype(U32), 4)
 
 
-def _u(v, dwords):
-  """Raw bits of `dwords` dwords as uint32/uint64/object."""
-  return v
-
-
 class Engine:
   """Architectural state of one batch of waves (all workgroups of a dispatch, or a slice of them)."""
 
@@ -94,8 +90,7 @@ class Engine:
     stride = 1 << max(4, int(max(priv_size, 1) - 1).bit_length())
     self.scratch = Window("scratch", waves * lanes, priv_size, stride, device)
     self.checks = checks
-    self.count = self.lane_count = 0
-    self.trace = None
+    self.count = self.lane_count = 0  # wave-instructions, lane-instructions
     self.hooks = []
     self.ieee = 1
     self._exec, self._exec_all = None, False
@@ -115,8 +110,9 @@ class Engine:
     return m
 
   def sreg(self, ix, code: int, dwords: int = 1):
-    if code in APERTURE:
-      return np.full((self._n(ix), 1), APERTURE[code] << 32 if dwords == 2 else APERTURE[code], U64 if dwords == 2 else U32)
+    """A scalar operand by its SSRC code, shaped (waves, 1): SGPRs, VCC/EXEC/M0, VCCZ/EXECZ/SCC, apertures."""
+    if code in APERTURE:  # 64-bit reads give the aperture base, 32-bit reads its high half
+      return np.full((self._n(ix), 1), APERTURE[code] << (32 * (dwords - 1)), U64 if dwords == 2 else U32)
     if code in (VCCZ, EXECZ):
       base = self.sp["vcc"] if code == VCCZ else self.sp["exec"]
       z = self.S[ix, base] == 0
@@ -131,26 +127,25 @@ class Engine:
 
   @staticmethod
   def _join(parts, axis):
-    n = parts.shape[axis]
+    """Consecutive dwords along `axis` -> one value: uint64 for two, Python ints (object) for more."""
     take = lambda k: np.take(parts, k, axis=axis)
-    if n == 2:
+    if parts.shape[axis] == 2:
       return take(0).astype(U64) | (take(1).astype(U64) << U64(32))
-    out = np.zeros(take(0).shape, object)
-    for k in range(n):
-      out = out + (take(k).astype(object) << (32 * k))
-    return out
+    return sum(take(k).astype(object) << (32 * k) for k in range(parts.shape[axis]))
 
   def _n(self, ix):
     return self.W if isinstance(ix, slice) else len(ix)
 
   def fetch(self, s: Src, ix, op: Op | None = None):
+    """An operand's raw bits: (waves, lanes) for VGPRs, (waves, 1) for scalars, a numpy scalar for constants;
+    then the encoding's routing: DPP on src0, 16-bit halves (true16 / op_sel), packed op_sel, abs/neg bits."""
     if s.file == "k":
-      v = U64(s.value) if s.dwords == 2 or s.value > 0xffffffff else U32(s.value)
+      v = U64(s.value) if s.dwords == 2 or s.value > M32 else U32(s.value)
     elif s.file in ("v", "a"):
       F = self.V if s.file == "v" else self.A
       v = F[ix, s.index] if s.dwords == 1 else self._join(F[ix, s.index:s.index + s.dwords], axis=1)
       if op is not None and op.info.get("dpp") and s is op.ins.get("S0"):
-        v = self._dpp_src(v, op, ix)
+        v = lanes.dpp_source(v, op.info["dpp"], self.L)
     else:
       v = self.sreg(ix, s.index, s.dwords)
     if s.hi:
@@ -159,72 +154,38 @@ class Engine:
       v = np.asarray(v).astype(U32)
       v = ((v >> U32(16 * s.pk[0])) & U32(0xffff)) | (((v >> U32(16 * s.pk[1])) & U32(0xffff)) << U32(16))
     if s.abs or s.neg:
-      t = U64 if s.neg > 0xffffffff or s.abs > 0xffffffff else U32
-      v = (np.asarray(v).astype(t) & t(~s.abs & (0xffffffffffffffff if t is U64 else 0xffffffff))) ^ t(s.neg)
+      t = U64 if max(s.neg, s.abs) > M32 else U32
+      v = (np.asarray(v).astype(t) & t(~s.abs & (M64 if t is U64 else M32))) ^ t(s.neg)
     return v
 
   def store(self, d: Src, v, ix, m, op: Op | None = None):
     """Write raw bits `v` to operand `d` for waves `ix` under lane mask `m` (None: whole wave)."""
-    if d.file in ("v", "a"):
-      F = self.V if d.file == "v" else self.A
-      v = np.asarray(v)
-      shp = (self._n(ix), self.L)
-      for k in range(d.dwords):
-        part = v if d.dwords == 1 else (v >> (32 * k)) & 0xffffffff if v.dtype == object else (v >> U64(32 * k))
-        old = F[ix, d.index + k]
-        new = np.broadcast_to(np.asarray(part).astype(U64 if v.dtype == object else part.dtype).astype(U32) if d.bits > 16 or d.dwords > 1
-                              else np.asarray(part).astype(U32) & U32(0xffff), shp)
-        if d.bits == 16 and d.dwords == 1 and self.fam != "cdna":
-          new = (old & U32(0xffff)) | (new << U32(16)) if d.hi else (old & U32(0xffff0000)) | new
-        if op is not None and op.info.get("sdwa"):
-          new = self._sdwa_dst(new, old, op.info["sdwa"])
-        F[ix, d.index + k] = new if m is None or (m is self._exec and self._exec_all) else np.where(m, new, old)
-    elif d.file == "s":
+    v = np.asarray(v)
+    parts = [v] if d.dwords == 1 else [(v >> (32 * k)) & M32 if v.dtype == object else v.astype(U64) >> U64(32 * k)
+                                       for k in range(d.dwords)]
+    if d.file == "s":
       if d.index >= 128 and d.index not in (self.sp["exec"], self.sp["exec"] + 1):
-        return
+        return  # constants; RDNA's NULL (124) is reset below
       if d.index <= self.sp["exec"] + 1 and d.index + d.dwords > self.sp["exec"]:
         self._exec = None
-      v = np.asarray(v).reshape(-1) if np.ndim(v) else np.full(self._n(ix), v)
-      if v.size != self._n(ix):  # per-lane data into a scalar (readfirstlane-like): lane 0's
-        v = np.asarray(v).reshape(self._n(ix), -1)[:, 0]
-      for k in range(d.dwords):
-        part = v if d.dwords == 1 else (v >> (32 * k)) & 0xffffffff if v.dtype == object else (v.astype(U64) >> U64(32 * k))
-        self.S[ix, d.index + k] = np.asarray(part).astype(U64).astype(U32) if np.asarray(part).dtype == object else np.asarray(part).astype(U32)
+      n = self._n(ix)
+      for k, p in enumerate(parts):
+        p = np.broadcast_to(p, (n,) + np.shape(p)[1:]).reshape(n, -1)[:, 0]  # per-lane data: lane 0 (readfirstlane)
+        self.S[ix, d.index + k] = p.astype(U64).astype(U32) if p.dtype == object else p.astype(U32)
       if d.index <= self.sp["null"] < d.index + d.dwords and self.sp["null"] != self.sp["m0"]:
         self.S[:, self.sp["null"]] = 0
-
-  # ------------------------------------------------------------------ DPP / SDWA operand routing
-  def _dpp_src(self, v, op: Op, ix):
-    d = op.info["dpp"]
-    src, valid = _dpp_map(d, self.L, self.fam)
-    op.info["_dppvalid"] = valid
-    out = v[:, src]
-    zero = ~valid if (d[0] == "dpp16" and (d[2] or d[3])) or d[0] == "dpp8" else np.zeros(self.L, bool)
-    return np.where(zero, np.zeros((), out.dtype), out)
-
-  @staticmethod
-  def _sdwa_dst(new, old, sd):
-    sel, unused = sd[4], sd[5]
-    if sel == 6:
-      return new
-    sh, w = ((sel * 8, 8) if sel < 4 else ((sel - 4) * 16, 16))
-    mask = U32(((1 << w) - 1) << sh)
-    val = (new << U32(sh)) & mask
-    if unused == 2:
-      return (old & ~mask) | val
-    if unused == 1:
-      top = (new >> U32(w - 1)) & U32(1)
-      return val | np.where(top.astype(bool), ~U32(((1 << (sh + w)) - 1)), U32(0))
-    return val
-
-  def _sdwa_src(self, v, sel, sext):
-    if sel == 6:
-      return v
-    sh, w = ((sel * 8, 8) if sel < 4 else ((sel - 4) * 16, 16))
-    x = (np.asarray(v).astype(U32) >> U32(sh)) & U32((1 << w) - 1)
-    if sext:
-      x = np.where(x >> U32(w - 1), x | U32(0xffffffff ^ ((1 << w) - 1)), x)
-    return x
+      return
+    F, shp = (self.V if d.file == "v" else self.A), (self._n(ix), self.L)
+    for k, p in enumerate(parts):
+      old = F[ix, d.index + k]
+      new = np.broadcast_to((p.astype(U64) if p.dtype == object else p).astype(U32), shp)
+      if d.bits == 16 and d.dwords == 1:  # 16-bit results: true16 halves on RDNA, zero-extended on CDNA
+        new = new & U32(0xffff)
+        if self.fam != "cdna":
+          new = (old & U32(0xffff)) | (new << U32(16)) if d.hi else (old & U32(0xffff0000)) | new
+      if op is not None and op.info.get("sdwa"):
+        new = lanes.sdwa_dst(new, old, op.info["sdwa"][4], op.info["sdwa"][5])
+      F[ix, d.index + k] = new if m is None or (m is self._exec and self._exec_all) else np.where(m, new, old)
 
   # ------------------------------------------------------------------ one instruction on a group of waves
   def execute(self, op: Op, ix) -> None:
@@ -242,11 +203,7 @@ class Engine:
     sem, n = op.sem, self._n(ix)
     m = self.exec_mask(ix) if op.vector else None
     if op.info.get("dpp") is not None:
-      _, valid = _dpp_map(op.info["dpp"], self.L, self.fam)
-      d = op.info["dpp"]
-      if d[0] == "dpp16":
-        rows = ((d[4] >> (self.lane // 16)) & 1) & ((d[5] >> ((self.lane // 4) & 3)) & 1)
-        m = m & rows.astype(bool) & (valid | bool(d[2] or d[3]))
+      m = m & lanes.dpp_write_mask(op.info["dpp"], self.L)
     st = self._inputs(op, ix, m)
     if self.checks is not None:
       self.checks.before(self, op, ix, m)
@@ -283,15 +240,14 @@ class Engine:
         st[name] = self.special(name, ix, op)
     for name, s in op.old.items():
       st[name] = self.fetch(s, ix)
-    if op.info.get("sdwa"):
-      sd = op.info["sdwa"]
-      for i, (sel, sx) in enumerate(((sd[0], sd[1]), (sd[2], sd[3]))):
-        if f"S{i}" in st:
-          st[f"S{i}"] = self._sdwa_src(st[f"S{i}"], sel, sx)
+    sd = op.info.get("sdwa")
+    for i in range(2 if sd else 0):
+      if f"S{i}" in st:
+        st[f"S{i}"] = lanes.sdwa_src(st[f"S{i}"], sd[2 * i], sd[2 * i + 1])
     return st
 
   def special(self, name: str, ix, op: Op):
-    n = self._n(ix)
+    """Pcode inputs that are no operand: SCC, EXEC, M0, PC, MODE bits, instruction offsets."""
     if name == "SCC":
       return self.scc[ix][:, None]
     if name in ("EXEC", "EXEC_LO"):
@@ -307,7 +263,7 @@ class Engine:
     if name == "ROUND_MODE":  # MODE (HW_REG 1) bits 3:0: FP round modes, set by the KD and s_setreg/s_round_mode
       return (self.HW[ix, 1] & U32(0xf))[:, None]
     if name == "OFFSET":
-      return U32(op.info.get("offset", 0) & 0xffffffff)
+      return U32(op.info.get("offset", 0) & M32)
     if name in ("OFFSET0", "OFFSET1"):
       return U32(op.info.get(name.lower(), 0))
     return U32(0)  # hook-only address inputs (SBASE, v_addr, ...), WAVE_STATUS.PRIV, ...
@@ -329,16 +285,20 @@ class Engine:
         if d is None:
           continue
         if name == "D0" and (op.info.get("clamp") or op.info.get("omod")) and "F" in d.fmt:
-          v = _outmod(np.asarray(v), d, op.info["clamp"], op.info["omod"])
+          v = lanes.outmod(np.asarray(v), d.bits, op.info["clamp"], op.info["omod"])
         self.store(d, v, ix, m if d.file in ("v", "a") else None, op)
     if self.checks is not None:
       self.checks.after(self, op, ix, m)
 
   # ------------------------------------------------------------------ memory
+  def _slots(self, ix) -> np.ndarray:
+    return np.arange(self.W, dtype=U64)[ix]
+
   def _memop(self, op: Op, ix, m, st) -> None:
+    """Effective addresses per the encoding (AMD ISA "Memory" chapters), then the pcode body reads/writes them."""
     info, kind, n = op.info, op.mem, self._n(ix)
     if kind == "smem":
-      a = self.sreg(ix, info["sbase"], 2).astype(U64) + U64(info["offset"] & 0xffffffffffffffff)
+      a = self.sreg(ix, info["sbase"], 2).astype(U64) + U64(info["offset"] & M64)
       if info.get("soff_reg") is not None:
         a = a + self.sreg(ix, info["soff_reg"]).astype(U64)
       return self._run(op, ix, None, st, self.mem, a & ~U64(3))
@@ -348,42 +308,41 @@ class Engine:
       if big.any():
         raise GPUPageFault(int(base[big][0]), 4, "read" if "r" in op.sem.mem else "write", self.lds.device,
                            f"LDS address past the {self.lds.size}-byte allocation")
-      slot = (np.arange(self.W)[ix] if not isinstance(ix, slice) else np.arange(self.W)).astype(U64)
-      a = (slot[:, None] << U64(LDS_SHIFT)) | base.astype(U64)
-      return self._run(op, ix, m, st, self.lds, a)
+      return self._run(op, ix, m, st, self.lds, (self._slots(ix)[:, None] << U64(LDS_SHIFT)) | base.astype(U64))
     if kind == "buffer":
       return self._buffer(op, ix, m, st)
-    off = U64(info["offset"] & 0xffffffffffffffff)
+    off = U64(info["offset"] & M64)
     if kind == "scratch":
       a = np.zeros((n, self.L), U64)
       if info["saddr"] is not None:
         a = a + self.S[ix, info["saddr"]].astype(U64)[:, None]
       if info["sve"] and info["vaddr"] is not None:
         a = a + self.V[ix, info["vaddr"]].astype(U64)
-      return self._scratch(op, ix, m, st, (a + off) & U64(0xffffffff))
+      return self._scratch(op, ix, m, st, (a + off) & U64(M32))
     if kind == "global" and info["saddr"] is not None:
       a = self.sreg(ix, info["saddr"], 2).astype(U64) + self.V[ix, info["vaddr"]].astype(U64) + off
     else:
       a = self._join(self.V[ix, info["vaddr"]:info["vaddr"] + 2], axis=1) + off
-    if kind == "flat":
+    if kind == "flat":  # the shared and private apertures route lanes to LDS and scratch
       hi = (a >> U64(32)).astype(U32)
       sh, pr = (hi == U32(SHARED_HI)) & m, (hi == U32(PRIVATE_HI)) & m
       if sh.any():
-        slot = (np.arange(self.W)[ix] if not isinstance(ix, slice) else np.arange(self.W)).astype(U64)
-        self._run(op, ix, sh, dict(st, OFFSET=U32(0)), self.lds, (slot[:, None] << U64(LDS_SHIFT)) | (a & U64(0xffffffff)))
+        lds = (self._slots(ix)[:, None] << U64(LDS_SHIFT)) | (a & U64(M32))
+        self._run(op, ix, sh, dict(st, OFFSET=U32(0)), self.lds, lds)
       if pr.any():
-        self._scratch(op, ix, pr, dict(st), a & U64(0xffffffff))
+        self._scratch(op, ix, pr, dict(st), a & U64(M32))
       m = m & ~sh & ~pr
       if not m.any():
         return
     self._run(op, ix, m, st, self.mem, a)
 
   def _scratch(self, op, ix, m, st, a):
-    slot = (np.arange(self.W)[ix] if not isinstance(ix, slice) else np.arange(self.W)).astype(U64)
-    lane = slot[:, None] * U64(self.L) + self.lane.astype(U64)
+    """Private segment offsets -> one scratch slot per lane (the hardware's swizzle is invisible to a kernel)."""
+    lane = self._slots(ix)[:, None] * U64(self.L) + self.lane.astype(U64)
     return self._run(op, ix, m, st, self.scratch, lane * U64(self.scratch.stride) + a)
 
   def _buffer(self, op, ix, m, st):
+    """MUBUF: base/stride/num_records from the V# in 4 SGPRs; out-of-range lanes load 0 and store nothing."""
     info = op.info
     d = self.S[ix, info["srsrc"]:info["srsrc"] + 4].astype(U64)
     base = d[:, 0] | ((d[:, 1] & U64(0xffff)) << U64(32))
@@ -399,78 +358,16 @@ class Engine:
     self._run(op, ix, m & inrange, st, self.mem, a)
 
   def _run(self, op: Op, ix, m, st, space, a):
-    if space is self.mem:
-      act = np.broadcast_to(True if m is None else m, np.shape(a))
-      if (a[act] >> U64(32)).any():
-        raise GPUPageFault(int(a[act][(a[act] >> U64(32)) > 0][0]), 4, "read" if "r" in op.sem.mem else "write",
+    if space is self.mem:  # RDNA3 pcode takes a 32-bit ADDR: guest VAs live below 4 GiB, anything above faults
+      act = a if m is None or (m is self._exec and self._exec_all) else np.where(m, a, U64(0))
+      if int(act.max()) >> 32:
+        bad = np.asarray(act).reshape(-1)
+        raise GPUPageFault(int(bad[bad >> U64(32) > 0][0]), 4, "read" if "r" in op.sem.mem else "write",
                            getattr(self.mem, "device", ""))
     if "ADDR" in op.sem.inputs:
-      st["ADDR"] = (a & U64(0xffffffff)).astype(U32)
-    pm = _Mem(space, a)
-    out = op.sem(st, exec=m, mem=pm, lanes=self.L, wave64=self.L == 64)
+      st["ADDR"] = (a & U64(M32)).astype(U32)
+    out = op.sem(st, exec=m, mem=_Mem(space, a), lanes=self.L, wave64=self.L == 64)
     self.retire(op, ix, m, out)
-
-
-def _outmod(v, d: Src, clamp, omod):
-    ft = {16: np.float16, 32: np.float32, 64: np.float64}[d.bits if d.bits in (16, 64) else 32]
-    ut = {16: np.uint16, 32: np.uint32, 64: np.uint64}[d.bits if d.bits in (16, 64) else 32]
-    x = v.astype(ut).view(ft)
-    with np.errstate(all="ignore"):
-      if omod:
-        x = x * ft({1: 2.0, 2: 4.0, 3: 0.5}[omod])
-      if clamp:
-        x = np.where(np.isnan(x), ft(0), np.clip(x, ft(0), ft(1)))
-    return x.astype(ft).view(ut)
-
-
-_DPP_CACHE: dict = {}
-
-
-def _dpp_map(d, L, fam):
-  """(source lane per lane, valid) for a DPP16 control or DPP8 selector (AMD ISA 'DPP' sections)."""
-  key = (d, L, fam)
-  if key in _DPP_CACHE:
-    return _DPP_CACHE[key]
-  lane = np.arange(L)
-  r, base = lane % 16, lane - lane % 16
-  if d[0] == "dpp8":
-    src, valid = (lane & ~7) + np.asarray(d[1])[lane % 8], np.ones(L, bool)
-  else:
-    c = d[1]
-    valid = np.ones(L, bool)
-    if c <= 0xff:
-      src = (lane & ~3) + ((c >> (2 * (lane & 3))) & 3)
-    elif 0x101 <= c <= 0x10f:
-      src, valid = lane + (c & 15), r + (c & 15) < 16
-    elif 0x111 <= c <= 0x11f:
-      src, valid = lane - (c & 15), r >= (c & 15)
-    elif 0x121 <= c <= 0x12f:
-      src = base + (r - (c & 15)) % 16
-    elif c == 0x130:
-      src, valid = lane + 1, lane + 1 < L
-    elif c == 0x134:
-      src = (lane + 1) % L
-    elif c == 0x138:
-      src, valid = lane - 1, lane >= 1
-    elif c == 0x13c:
-      src = (lane - 1) % L
-    elif c == 0x140:
-      src = base + 15 - r
-    elif c == 0x141:
-      src = lane - lane % 8 + 7 - lane % 8
-    elif c == 0x142:
-      src, valid = base - 1, lane >= 16
-    elif c == 0x143:
-      src, valid = np.full(L, 31), lane >= 32
-    elif 0x150 <= c <= 0x15f:
-      src = base + (c & 15)
-    elif 0x160 <= c <= 0x16f:
-      src = base + (r ^ (c & 15))
-    else:
-      raise GputwinError(f"DPP control {c:#x} is not a valid DPP16 control")
-  src = np.clip(src, 0, L - 1)
-  _DPP_CACHE[key] = (src, valid)
-  return src, valid
 
 
 # ------------------------------------------------------------------------------------------ the scheduler
@@ -507,8 +404,8 @@ def step(eng: Engine, op: Op, ix) -> None:
   elif k == "trap":
     raise Stop("trap", f"s_trap {op.inst.get('simm16', 0):#x}", _first(eng, ix), op)
   else:
-    raise Stop("unsupported", f"{op.inst.op} has no executable semantics on {eng.prog.arch}"
-               + (" (s_code_end padding: the PC ran off the end of the kernel)" if k == "bad" else ""), _first(eng, ix), op)
+    why = " (s_code_end padding: the PC ran off the end of the kernel)" if k == "bad" else ""
+    raise Stop("unsupported", f"{op.inst.op} has no executable semantics on {eng.prog.arch}{why}", _first(eng, ix), op)
   if k not in ("alu", "mem", "vopd"):
     n = eng._n(ix)
     eng.count += n
