@@ -1,5 +1,5 @@
 """hypothesis-generated IR programs (integer and float arithmetic, compares, selects, casts, divergent ifs and
-loops, loads and stores): identical results on the host reference, the direct backend and the LLVM backend, run on
+loops, global loads/stores/atomics, shared memory with barriers): identical results on the host reference, the direct backend and the LLVM backend, run on
 the emulator, for all four targets. Derandomised and CI-sized; HYPOTHESIS_PROFILE=long runs more."""
 import os
 
@@ -40,10 +40,12 @@ class Gen:
   def kernel(self) -> Kernel:
     b = self.b
     params = [b.value(ir.ptr("global", ir.i32), "x"), b.value(ir.ptr("global", ir.f32), "y"),
-              b.value(ir.ptr("global", ir.i32), "oi"), b.value(ir.ptr("global", ir.f32), "of"), b.value(ir.i32, "n")]
+              b.value(ir.ptr("global", ir.i32), "oi"), b.value(ir.ptr("global", ir.f32), "of"),
+              b.value(ir.ptr("global", ir.i32), "oa"), b.value(ir.i32, "n")]
     k = Kernel("fuzz", params, Block())
     b.block = k.body
-    self.x, self.y, self.oi, self.of, n = params
+    self.x, self.y, self.oi, self.of, self.oa, n = params
+    self.smem = {t: b.emit("shared", [], ir.ptr("local", t), {"count": N}) for t in (ir.i32, ir.f32)}
     self.pool = {"i32": [n], "u32": [], "f32": [], "bool": []}
     self.tid = b.emit("workitem.id.x", [], ir.i32)
     self.add(self.tid)
@@ -64,8 +66,8 @@ class Gen:
 
   def ops(self, count, depth):
     for _ in range(count):
-      kind = self.draw(st.sampled_from(["int", "int", "float", "cmp", "select", "cast", "load"] +
-                                       (["if", "for"] if depth < 2 else [])))
+      kind = self.draw(st.sampled_from(["int", "int", "float", "cmp", "select", "cast", "load", "atomic"] +
+                                       (["if", "for"] if depth < 2 else []) + (["lds"] if depth == 0 else [])))
       getattr(self, kind)(depth)
 
   def int(self, depth):
@@ -93,6 +95,21 @@ class Gen:
     idx = self.b.emit("and", [self.pick(ir.i32), self.b.const(N - 1, ir.i32)], ir.i32)
     p, t = self.draw(st.sampled_from([(self.x, ir.i32), (self.y, ir.f32)]))
     self.add(self.b.emit("load", [p, idx], t))
+
+  def lds(self, depth):
+    """Exchange a value through shared memory: store at tid, barrier (top level only), load at another lane."""
+    t = self.draw(st.sampled_from([ir.i32, ir.f32]))
+    self.b.emit("store", [self.smem[t], self.tid, self.pick(t)])
+    self.b.emit("barrier", [])
+    idx = self.b.emit("and", [self.pick(ir.i32), self.b.const(N - 1, ir.i32)], ir.i32)
+    self.add(self.b.emit("load", [self.smem[t], idx], t))
+    self.b.emit("barrier", [])      # nobody overwrites the array before everyone has read it
+
+  def atomic(self, depth):
+    """Order-independent global atomics (the final memory is compared, the old value is not used)."""
+    kind = self.draw(st.sampled_from(["add", "min", "max", "and", "or", "xor"]))
+    idx = self.b.emit("and", [self.pick(ir.i32), self.b.const(7, ir.i32)], ir.i32)
+    self.b.emit(f"atomic.{kind}", [self.oa, idx, self.pick(ir.i32)], ir.i32)
 
   def region(self, block: Block, count, depth, carry_types, inner=None):
     """Generate ops into `block` with the current pools visible; returns the values to yield."""
@@ -142,11 +159,12 @@ def inputs(seed):
   x[:8] = [0, 1, -1, 2**31 - 1, -2**31, 7, -7, 64]
   y = (rng.standard_normal(N) * 10).astype(np.float32)
   y[:4] = [0.0, -0.0, 1.5, -2.5]
-  return [x, y, np.zeros(2 * N, np.int32), np.zeros(N, np.float32), 37]
+  return [x, y, np.zeros(2 * N, np.int32), np.zeros(N, np.float32), np.arange(8, dtype=np.int32) * 12345, 37]
 
 
 def same(ref, got, what):
   np.testing.assert_array_equal(got[2], ref[2], err_msg=what)
+  np.testing.assert_array_equal(got[4], ref[4], err_msg=what + " (atomics)")
   assert ulp_diff(got[3], ref[3]).max() == 0, f"{what}: floats differ: {got[3]} vs {ref[3]}"
 
 
