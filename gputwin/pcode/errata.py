@@ -47,11 +47,13 @@ ERRATA: tuple[Erratum, ...] = (
           "per wave, which a per-lane body cannot say; it runs through the DS_APPEND_CONSUME_COUNTER hook.",
           f"{_MANUALS}, LDS chapter: DS_APPEND/DS_CONSUME (`countbits(valid mask)` added once per wave)."),
   Erratum(_ALL, r"^offset = offset1:offset0;\nif \(offset >= 0xe000\) \{|^Offset\[4:0\]: Swizzle", "replace",
-          '"DS_SWIZZLE: cross-lane swizzle selected by OFFSET (FFT, rotate, bit-mask and quad-permute modes)";\n'
-          "RETURN_DATA.b32 = DS_SWIZZLE(OFFSET.u32, DATA0.u32)",
-          "The vendor text for DS_SWIZZLE_B32 is C (`for (i = 0; i < 64; i++) {`), not pcode. It runs through the "
-          "DS_SWIZZLE hook until we translate the four modes into pcode.",
-          f"{_MANUALS}, LDS chapter, DS_SWIZZLE_B32 (offset modes table)."),
+          '"DS_SWIZZLE: every lane reads DATA of the lane its OFFSET mode selects (0 from inactive lanes)";\n'
+          "RETURN_DATA.b32 = ds_swizzle(OFFSET.u32, DATA.u32, EXEC.u64)",
+          "The vendor text for DS_SWIZZLE_B32 is C (`for (i = 0; i < 64; i++) {`, truncated after the FFT mode) or a "
+          "table, not pcode. The lane selection is the runtime built-in ds_swizzle: FFT mode (offset >= 0xe000, "
+          "from the vendor C), quad-permute mode (offset[15]) and bit-mask mode (and/or/xor masks in "
+          "offset[4:0]/[9:5]/[14:10]); RDNA's rotate mode raises 'not supported'.",
+          f"{_MANUALS}, LDS chapter, DS_SWIZZLE_B32 offset modes; the vendor C text for the FFT mode."),
 )
 
 ERRATA += (

@@ -788,6 +788,33 @@ def _cvt16(ret, tys, x):
   return f2i(x, ret[0], 16)
 
 
+@builtin("ds_swizzle")
+def _ds_swizzle(ret, tys, offset, data, exec_bits):
+  """DS_SWIZZLE_B32 lane selection over a whole wave: data is (waves, lanes); see the erratum in errata.py."""
+  data = arr(data)
+  L = data.shape[-1]
+  off = np.broadcast_to(arr(offset).astype(np.int64), data.shape)[..., 0]
+  i = np.arange(L)
+  out = np.zeros(data.shape, dtype=np.uint32)
+  active = ((arr(exec_bits).astype(np.uint64).reshape(-1, 1) >> i.astype(np.uint64)) & np.uint64(1)) == 1
+  active = np.broadcast_to(active, data.shape)
+  for w in range(data.shape[0]):
+    o = int(off[w])
+    if o >= 0xE000:  # FFT: bit-reversed lane within 32, shifted by the mask's population, OR the mask bits
+      mask = o & 0x1F
+      rev = np.array([int(f"{k & 0x1F:05b}"[::-1], 2) for k in i])
+      j = (rev >> bin(mask).count("1")) | (i & mask) | (i & 0x20)
+    elif o >= 0xC000:
+      raise PcodeError(f"DS_SWIZZLE_B32 rotate mode (offset {o:#x}) is not supported")
+    elif o & 0x8000:  # quad permute: lane 4k + m reads 4k + offset[2m + 1 : 2m]
+      j = (i & ~3) | ((o >> (2 * (i & 3))) & 3)
+    else:  # bit mask within each half of 32 lanes
+      j = ((((i & 0x1F) & (o & 0x1F)) | ((o >> 5) & 0x1F)) ^ ((o >> 10) & 0x1F)) | (i & 0x20)
+    j = j % L
+    out[w] = np.where(active[w, j], data[w, j], 0)
+  return out
+
+
 @builtin("isEven")
 def _iseven(ret, tys, x):
   return np.fmod(np.trunc(arr(x).astype(np.float64)), 2.0) == 0

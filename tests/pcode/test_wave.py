@@ -448,3 +448,30 @@ def test_f64_atomic_add_returns_64_bit_old_value(fam, name):
   for i in range(32):
     assert new[i] == float(old[i]) + float(data[i])  # one f64 rounding, as Python's float addition
   checked(fam, name, "f64 read-modify-write, RETURN_DATA is the 64-bit old value")
+
+
+@pytest.mark.parametrize("fam", fams_with("DS_SWIZZLE_B32"))
+def test_ds_swizzle_modes(fam):
+  L = 64 if fam == "cdna" else 32
+  offsets = [0x041F, 0x001F, 0x03E0 | 0x0007, 0x8000 | 0b00011011, 0x8000 | 0b10101010, 0x7C00 | 0x10]
+  if fam != "cdna":
+    offsets += [0xE000 | 0x00, 0xE000 | 0x03]
+  W = len(offsets)
+  data = RNG.integers(0, 2**32, (W, L), dtype=np.uint64).astype(np.uint32)
+  ex = RNG.random((W, L)) < 0.8
+  out = semantics(fam, "DS_SWIZZLE_B32")({"OFFSET": np.array(offsets, np.uint32)[:, None], "DATA": data},
+                                         exec=ex, lanes=L)["RETURN_DATA"]
+  for w, o in enumerate(offsets):
+    for i in range(L):
+      if not ex[w, i]:
+        continue
+      if o >= 0xE000:
+        mask = o & 0x1F
+        j = (int(f"{i & 0x1F:05b}"[::-1], 2) >> bin(mask).count("1")) | (i & mask) | (i & 0x20)
+      elif o & 0x8000:
+        j = 4 * (i // 4) + ((o >> (2 * (i % 4))) & 3)
+      else:
+        j = ((((i % 32) & (o & 31)) | ((o >> 5) & 31)) ^ ((o >> 10) & 31)) + 32 * (i // 32)
+      want = int(data[w, j]) if ex[w, j] else 0
+      assert int(out[w, i]) == want, (hex(o), i, j)
+  checked(fam, "DS_SWIZZLE_B32", "bit-mask, quad-permute and FFT lane selection (erratum: vendor text is C)")
