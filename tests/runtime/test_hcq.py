@@ -164,34 +164,35 @@ def _stress(clang_co, launches: int, copies: int):
       outs = [d.alloc(4 * 64) for _ in range(8)]
       work.append((d, prg, qs, src, outs))
     last = {}
+
+    def latest(g, b, upto):   # value the b-th output of GPU g must hold: its latest launch (in-order on one queue)
+      ks = [i for i in range(upto) if i % 2 == g and (i // 2) % 8 == b]
+      return np.arange(64) + ks[-1] if ks else None
+
     for i in range(launches):
       d, prg, qs, src, outs = work[i % 2]
-      q, o = qs[(i // 2) % 2], outs[(i // 4) % 8]
-      if (i // 4) % 8 == 0 and i >= 32: [qq.wait() for qq in qs]       # outs are reused: check, then overwrite
+      j = i // 2                                 # the j-th launch on this GPU: queue j % 2, output j % 8
+      q, o = qs[j % 2], outs[j % 8]
       v = prg("add1", o, src, i, grid=1, block=64, queue=q)
-      assert v > last.get(q, 0)
+      assert v > last.get(q, 0)                 # timeline values strictly increase
       last[q] = v
-      if i % 64 == 63:                          # every output holds the value of its latest launch
+      if i % 256 == 255 or i == launches - 1:
         for g, (_, _, qs2, _, outs2) in enumerate(work):
-          for qq in qs2: qq.wait()
-          seen = [j for j in range(i + 1) if j % 2 == g]
+          for qq in qs2:
+            qq.wait()
+            assert qq.signal.value == qq.timeline
           for b, ob in enumerate(outs2):
-            ks = [j for j in seen[-64:] if (j // 4) % 8 == b]
-            if ks: np.testing.assert_array_equal(ob.view(np.int32, 64), np.arange(64) + ks[-1])
-      assert q.signal.value <= v
-    for d, prg, qs, src, outs in work:
-      for q in qs: q.wait()
-    # exact check of the final contents: buffer b of device g last got k = the largest i with i%2==g, (i//4)%8==b
-    for g, (d, prg, qs, src, outs) in enumerate(work):
-      for b, ob in enumerate(outs):
-        ks = [i for i in range(launches) if i % 2 == g and (i // 4) % 8 == b]
-        if ks: np.testing.assert_array_equal(ob.view(np.int32, 64), np.arange(64) + ks[-1])
+            if (want := latest(g, b, i + 1)) is not None: np.testing.assert_array_equal(ob.view(np.int32, 64), want)
+    nbufs = [len(d.buffers) for d in devs]
     for i in range(copies):
       x, y = (work[0][4][1], work[1][4][1]) if i % 2 else (work[1][4][1], work[0][4][1])
       x.copyin(np.full(64, i, np.int32))
       dev = devs[i % 2]
       dev.sdma.wait(dev.copy(y, x))
       assert (y.view(np.int32, 64) == i).all()
+    a = np.arange(256, dtype=np.int32)
+    for d in devs: d.launch(clang_co(d.arch), "add1", grid=4, block=64, args=[a, a.copy(), 1])   # temporaries freed
+    assert [len(d.buffers) for d in devs] == nbufs and (a == np.arange(256) + 2).all()
   finally:
     for d in devs: d.close()
   assert _idle(k, before), "CP threads or the kfd process outlived the devices"
@@ -204,3 +205,11 @@ def test_stress_ci_sized(clang_co):
 @pytest.mark.slow
 def test_stress_10000_launches_1000_copies(clang_co):
   _stress(clang_co, 10_000, 1_000)
+
+
+def test_devices_tool_lists_every_mock_target(capsys, monkeypatch):
+  monkeypatch.setenv("COLUMNS", "200")
+  from gputwin.runtime.tool import device_rows, devices_main
+  rows = [r for r in device_rows(real=False) if r["kind"] == "mock"]
+  assert [r["arch"] for r in rows] == list(TARGETS) and rows[2]["xcc"] == 8 and rows[0]["wave"] == 32
+  assert devices_main(["--no-real", "--mock", "gfx942"]) == 0 and "gfx942" in capsys.readouterr().out

@@ -1,0 +1,71 @@
+"""`gputwin devices`: the GPUs the runtime can open, real (/dev/kfd) and mock, with their topology properties.
+
+    gputwin devices [--mock gfx1100,gfx942] [--no-real] [--no-mock]
+
+Everything shown is read the way the runtime reads it: the sysfs topology through the kernel seam (real OS or a mock
+machine), so the table is also a check that discovery works on this machine.
+"""
+from __future__ import annotations
+import argparse, os
+from gputwin.errors import GputwinError
+from gputwin.runtime.hcq import TOPOLOGY, GPUInfo, devices, parse_properties
+from gputwin.runtime.kernel import OSKernel, kernel_for
+
+MOCK_TARGETS = ("gfx1100", "gfx1200", "gfx942", "gfx950")
+
+
+def _vram(k, g: GPUInfo) -> int:
+  try:
+    return sum(parse_properties(k.read_text(f"{TOPOLOGY}/nodes/{g.node}/mem_banks/{b}/properties"))["size_in_bytes"]
+               for b in k.listdir(f"{TOPOLOGY}/nodes/{g.node}/mem_banks"))
+  except (OSError, KeyError, ValueError): return 0
+
+
+def device_rows(real: bool = True, mock_targets=MOCK_TARGETS) -> list[dict]:
+  """One dict per GPU: device string, target, marketing name, gpu_id and the properties people compare."""
+  rows, machines = [], []
+  if real and os.path.exists("/dev/kfd") and os.path.isdir(TOPOLOGY):
+    machines.append(("amd", OSKernel()))
+  machines += [(f"mock:{t}", kernel_for(f"mock:{t}")) for t in dict.fromkeys(mock_targets)]
+  for prefix, k in machines:
+    try: gpus = devices(k)
+    except (OSError, ValueError, KeyError) as e:
+      rows.append(dict(device=prefix, arch="?", name=f"topology unreadable: {e}"))
+      continue
+    for i, g in enumerate(gpus):
+      p = g.props
+      rows.append(dict(device=f"{prefix}:{i}" if prefix == "amd" or len(gpus) > 1 else prefix, arch=g.arch,
+                       name=g.name, gpu_id=f"{g.gpu_id:#x}", cus=p["simd_count"] // max(p["simd_per_cu"], 1),
+                       simds=p["simd_count"], wave=p["wave_front_size"], lds_kb=p["lds_size_in_kb"],
+                       vram_gb=round(_vram(k, g) / 2**30, 1), xcc=p.get("num_xcc", 1),
+                       sdma=p["num_sdma_engines"] + p["num_sdma_xgmi_engines"], clock=p["max_engine_clk_fcompute"],
+                       node=g.node, kind="mock" if prefix.startswith("mock") else "real"))
+  return rows
+
+
+COLUMNS = [("device", "device"), ("arch", "target"), ("name", "name"), ("gpu_id", "gpu_id"), ("cus", "CUs"),
+           ("simds", "SIMDs"), ("wave", "wave"), ("lds_kb", "LDS KiB"), ("vram_gb", "VRAM GiB"), ("xcc", "XCCs"),
+           ("sdma", "SDMA"), ("clock", "MHz"), ("node", "node")]
+
+
+def devices_main(argv=None) -> int:
+  """Entry point of `gputwin devices`: prints the rich table; returns the exit status."""
+  p = argparse.ArgumentParser(prog="gputwin devices", description=__doc__.split("\n")[0])
+  p.add_argument("--mock", default=",".join(MOCK_TARGETS), help="mock targets to list (comma separated)")
+  p.add_argument("--no-real", action="store_true", help="do not look at /dev/kfd")
+  p.add_argument("--no-mock", action="store_true", help="list real GPUs only")
+  a = p.parse_args(argv)
+  from rich.console import Console
+  from rich.table import Table
+  targets = () if a.no_mock else tuple(t for t in a.mock.split(",") if t)
+  try: rows = device_rows(not a.no_real, targets)
+  except GputwinError as e:
+    Console(stderr=True).print(f"gputwin devices: {e}")
+    return 1
+  t = Table(title="GPUs (open with gputwin.runtime.open(device))")
+  for _, head in COLUMNS: t.add_column(head, justify="right" if head in ("CUs", "SIMDs", "wave", "LDS KiB", "VRAM GiB",
+                                                                           "XCCs", "SDMA", "MHz", "node") else "left")
+  for r in rows: t.add_row(*(str(r.get(key, "")) for key, _ in COLUMNS), style="dim" if r.get("kind") == "mock" else None)
+  Console().print(t)
+  if not any(r.get("kind") == "real" for r in rows): Console().print("no real AMD GPU (/dev/kfd) on this machine")
+  return 0
