@@ -41,7 +41,8 @@ class QueueFault(GPUFault):
     self.device, self.queue, self.offset, self.va = device, queue, offset, va
 
 
-def parse_properties(text: str) -> dict[str, int]: return {k: int(v) for k, v in (l.split() for l in text.splitlines() if l)}
+def parse_properties(text: str) -> dict[str, int]:
+  return {k: int(v) for k, v in (line.split() for line in text.splitlines() if line.strip())}
 def gfx_name(version: int) -> str: return f"gfx{version // 10000}{(version // 100) % 100:x}{version % 100:x}"
 
 
@@ -342,7 +343,8 @@ class Program:
     user = [a for a in metas if not a.hidden]
     if len(args) != len(user):
       raise LaunchError(f"[{self.dev.arch}] kernel {name} takes {len(user)} arguments "
-                        f"({', '.join(a.type_name or a.value_kind for a in user)}), got {len(args)}", self.dev.arch, name)
+                        f"({', '.join(a.type_name or a.value_kind for a in user)}), got {len(args)}",
+                        self.dev.arch, name)
     for i, (a, m) in enumerate(zip(args, user)):
       if m.value_kind == "global_buffer":
         if isinstance(a, Buffer): a = a.va
@@ -440,7 +442,7 @@ class Device:
     self.queues: list[Queue] = []
     self.proc.join(self)
     self._arena_buf = self._alloc(4 << 20, GTT)
-    self._arena_at, self._arena_fence = 0, []
+    self._arena_at, self._arena_lock = 0, threading.Lock()
     self.compute = self.queue("compute")
     self.sdma = self.queue("sdma")
     self.closed = False
@@ -456,7 +458,8 @@ class Device:
     va = self.proc.alloc_va(size)
     a = self.proc.ioctl("ALLOC_MEMORY_OF_GPU", va_addr=va, size=size, gpu_id=self.gpu_id, flags=flags)
     ids = (ctypes.c_uint32 * 1)(self.gpu_id)
-    self.proc.ioctl("MAP_MEMORY_TO_GPU", handle=a.handle, device_ids_array_ptr=ctypes.addressof(ids), n_devices=1)
+    self.proc.ioctl("MAP_MEMORY_TO_GPU", handle=a.handle, device_ids_array_ptr=ctypes.addressof(ids),
+                    n_devices=1)
     addr = self.k.mmap(self.render, a.mmap_offset, size, PROT_RW, MAP_SHARED) if cpu else 0
     b = self.buffers[va] = Buffer(self, va, size, a.handle, addr, flags)
     return b
@@ -466,7 +469,8 @@ class Device:
     b.cpu = 0
     for gid in sorted(b.peers):
       ids = (ctypes.c_uint32 * 1)(gid)
-      self.proc.ioctl("UNMAP_MEMORY_FROM_GPU", handle=b.handle, device_ids_array_ptr=ctypes.addressof(ids), n_devices=1)
+      self.proc.ioctl("UNMAP_MEMORY_FROM_GPU", handle=b.handle, device_ids_array_ptr=ctypes.addressof(ids),
+                      n_devices=1)
     self.proc.ioctl("FREE_MEMORY_OF_GPU", handle=b.handle)
     self.buffers.pop(b.va, None)
     self.proc.free_va(b.va, b.size)
@@ -486,12 +490,13 @@ class Device:
   def _arena(self, n: int, q: Queue) -> int:
     """n bytes of kernarg/dispatch-packet memory that stay untouched until the launch using them has completed."""
     n = (n + 255) & ~255
-    if self._arena_at + n > self._arena_buf.size:
-      for qq in self.queues: qq.wait()
-      self._arena_at = 0
-    va = self._arena_buf.va + self._arena_at
-    self._arena_at += n
-    return va
+    with self._arena_lock:
+      if self._arena_at + n > self._arena_buf.size:   # wrap: everything that used the arena must have finished
+        for qq in self.queues: qq.wait()
+        self._arena_at = 0
+      va = self._arena_buf.va + self._arena_at
+      self._arena_at += n
+      return va
 
   # ---- queues and work
   def queue(self, kind: str = "compute") -> Queue:
@@ -511,7 +516,8 @@ class Device:
       raise GputwinError(f"{self}: copy of {nbytes} bytes exceeds {src} or {dst}")
     for b in (dst, src): b.map_to(q.dev)
     mx, w = P.sdma_copy_max(self.arch), []
-    for o in range(0, nbytes, mx): w += P.sdma_copy(dst.va + dst_offset + o, src.va + src_offset + o, min(mx, nbytes - o))
+    for o in range(0, nbytes, mx):
+      w += P.sdma_copy(dst.va + dst_offset + o, src.va + src_offset + o, min(mx, nbytes - o))
     return q.submit(w, f"SDMA copy of {nbytes} bytes {src.va + src_offset:#x} -> {dst.va + dst_offset:#x}")
 
   def fill(self, dst: Buffer, value: int, nbytes: int | None = None, queue: Queue | None = None) -> int:

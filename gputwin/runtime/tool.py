@@ -65,7 +65,8 @@ def devices_main(argv=None) -> int:
   t = Table(title="GPUs (open with gputwin.runtime.open(device))")
   for _, head in COLUMNS: t.add_column(head, justify="right" if head in ("CUs", "SIMDs", "wave", "LDS KiB", "VRAM GiB",
                                                                            "XCCs", "SDMA", "MHz", "node") else "left")
-  for r in rows: t.add_row(*(str(r.get(key, "")) for key, _ in COLUMNS), style="dim" if r.get("kind") == "mock" else None)
+  for r in rows:
+    t.add_row(*(str(r.get(key, "")) for key, _ in COLUMNS), style="dim" if r.get("kind") == "mock" else None)
   Console().print(t)
   if not any(r.get("kind") == "real" for r in rows): Console().print("no real AMD GPU (/dev/kfd) on this machine")
   return 0

@@ -3,7 +3,8 @@ from pathlib import Path
 import pytest
 
 TARGETS = ("gfx1100", "gfx1200", "gfx942", "gfx950")
-SOURCES = {"suite": Path(__file__).parents[1] / "emu" / "kernels" / "suite.cl", "small": Path(__file__).parent / "kernels.cl"}
+SOURCES = {"suite": Path(__file__).parents[1] / "emu" / "kernels" / "suite.cl",
+           "small": Path(__file__).parent / "kernels.cl"}
 
 
 @pytest.fixture(scope="session")
