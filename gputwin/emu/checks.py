@@ -64,7 +64,8 @@ class Checks:
     if "lds_race" in self.on:
       eng.lds.watch = lambda acc, slot, off, n: self._lds(eng, acc, slot, off, n)
 
-  def initial(self, eng, nsgpr: int, y: bool, z: bool) -> None:
+  def initial(self, eng, nsgpr: int) -> None:
+    """The ABI initialised SGPRs below `nsgpr` and v0 (work-item ids)."""
     self.sw[:, :nsgpr] = True
     self.vw[:, 0] = True
 

@@ -432,10 +432,6 @@ def _release(eng: Engine, ix) -> None:
         eng.checks.barrier(eng, g)
 
 
-def run_steps(eng: Engine, serial: bool, steps: int) -> None:
-  run(eng, serial, None, steps)
-
-
 def run(eng: Engine, serial: bool = False, max_instructions: int | None = None, steps: int | None = None) -> None:
   """Step until every wave has executed s_endpgm. Batched: the group at the lowest PC runs as one operation."""
   prog = eng.prog

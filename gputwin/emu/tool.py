@@ -54,7 +54,7 @@ def run_main(argv=None) -> int:
   p.add_argument("--serial", action="store_true", help="run one wave at a time (the oracle schedule)")
   p.add_argument("--no-checks", action="store_true")
   a = p.parse_args(argv)
-  from gputwin.emu.api import Emulator
+  from gputwin.emu.api import Emulator, write_trace
   try:
     args = [parse_arg(s) for s in a.arg]
   except (ValueError, KeyError, OSError) as e:
@@ -79,9 +79,7 @@ def run_main(argv=None) -> int:
       if isinstance(v, np.ndarray):
         np.save(d / f"{name}.npy", v)
   if a.trace:
-    with open(a.trace, "w") as f:
-      for w, pc, text, ch in sorted(trace, key=lambda t: t[0]):
-        f.write(f"wave {w:5d} pc {pc:#08x}  {text:<56} {ch}\n")
+    write_trace(a.trace, trace)
   if a.perfetto:
     ev, t = [], {}
     for w, pc, text, ch in trace:
