@@ -102,6 +102,7 @@ def _tool(module: str, fn: str):
 _TOOLS = {
   "run": ("run a kernel (.s/.co/.o) on the emulator", _tool("gputwin.emu.tool", "run_main")),
   "compile": ("compile @gputwin.kernel Python functions for an AMD target", _tool("gputwin.compiler.tool", "compile_main")),
+  "devices": ("list real and mock GPUs with their properties", _tool("gputwin.runtime.tool", "devices_main")),
 }
 
 
