@@ -24,7 +24,6 @@ def emulator():
 # Emulator bugs found while testing LLVM's code (see tests/compiler/test_emu_repro.py, one reproducer each).
 # A mismatch on code containing one of these instructions is reported as xfail, not as a compiler bug.
 EMU_SUSPECTS = {
-  "v_div_scale": "emu: LLVM's fdiv expansion (v_div_scale/v_div_fmas/v_div_fixup) yields NaN",
   "v_cndmask_b32_e64 v": "emu: neg/abs source modifiers on v_cndmask_b32_e64 are ignored",
 }
 

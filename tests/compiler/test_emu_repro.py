@@ -1,6 +1,7 @@
 """Reproducers for emulator bugs found by compiling with LLVM and comparing against the host reference.
 Each is an xfail until gputwin.emu is fixed (non-strict: they start passing silently when it is).
-Fixed upstream since: SDWA src1_sel:BYTE_0 on gfx9 (`byte_add` below stays as a regression check)."""
+Fixed upstream since (kept as regression checks, FIXED): SDWA src1_sel:BYTE_0 on gfx9; v_div_scale_f32 writing 0
+(LLVM's correctly rounded f32 division gave NaN)."""
 import numpy as np
 import pytest
 
@@ -28,13 +29,17 @@ def byte_add(x: Ptr[i32], y: Ptr[i32], z: Ptr[i32]):
   z[i] = x[i] + (y[i] & 255)
 
 
-CASES = [(fdiv, "gfx1100", "v_div_scale_f32"), (fdiv, "gfx942", "v_div_scale_f32"),
-         (select_neg, "gfx1100", "v_cndmask_b32_e64"), (select_neg, "gfx942", "v_cndmask_b32_e64")]
+CASES = [(select_neg, "gfx1100", "v_cndmask_b32_e64"), (select_neg, "gfx942", "v_cndmask_b32_e64")]
+FIXED = [(byte_add, "gfx942", "_sdwa"), (fdiv, "gfx1100", "v_div_scale_f32"), (fdiv, "gfx942", "v_div_scale_f32")]
 
 
 @pytest.mark.xfail(reason="gputwin.emu bug: see the instruction named in the test id", strict=False)
 @pytest.mark.parametrize("kf,arch,inst", CASES, ids=[f"{k.name}-{a}-{i}" for k, a, i in CASES])
 def test_llvm_code_on_emulator(kf, arch, inst):
+  _check(kf, arch, inst)
+
+
+def _check(kf, arch, inst):
   c = compile(kf, arch, backend="llvm")
   assert inst in c.asm                                  # the instruction under suspicion is really there
   rng = np.random.default_rng(1)
@@ -44,13 +49,9 @@ def test_llvm_code_on_emulator(kf, arch, inst):
   assert (ulp_diff(emu[2], ref[2]).max() == 0) if dt is np.float32 else np.array_equal(emu[2], ref[2])
 
 
-def test_sdwa_byte_select_fixed():
-  c = compile(byte_add, "gfx942", backend="llvm")
-  assert "_sdwa" in c.asm
-  rng = np.random.default_rng(1)
-  args = [(rng.standard_normal(64) * 100).astype(np.int32) for _ in range(2)] + [np.zeros(64, np.int32)]
-  ref, emu = run_both(c, args, 1, 64)
-  np.testing.assert_array_equal(emu[2], ref[2])
+@pytest.mark.parametrize("kf,arch,inst", FIXED, ids=[f"{k.name}-{a}-{i}" for k, a, i in FIXED])
+def test_fixed_emulator_bugs_stay_fixed(kf, arch, inst):
+  _check(kf, arch, inst)
 
 
 @pytest.mark.parametrize("kf", [fdiv, select_neg, byte_add], ids=lambda k: k.name)
