@@ -8,6 +8,7 @@ counter, which takes the type of the other operand, as in the manual). Registers
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from gputwin.errors import PcodeError
@@ -191,11 +192,9 @@ def slice_width(hi: Node, lo: Node) -> int | None:
 
 
 # ------------------------------------------------------------------------------------------ built-in types
-_TYPE_TOKEN = __import__("re").compile(r"(?:^|_)(u|i|f|b|bf|fp|snorm|unorm)(\d*)")
 
 
 def _conv_ty(tok: str) -> Ty:
-  import re
   m = re.fullmatch(r"(u|i|f|b|bf|fp)(\d+)", tok)
   if tok == "snorm":
     return Ty("i", 16)
@@ -206,7 +205,6 @@ def _conv_ty(tok: str) -> Ty:
 
 def call_ty(name: str, args: list[E]) -> Ty:
   """Result type of a built-in, from its name the way the manual spells them."""
-  import re
   a0 = args[0].ty if args else U32
   if name in ("isNAN", "isINF", "isSignalNAN", "isQuietNAN", "isDENORM", "isEven", "sign", "InWorkgroup", "IsM0"):
     return BOOL
@@ -235,7 +233,7 @@ def call_ty(name: str, args: list[E]) -> Ty:
 
 
 # -------------------------------------------------------------------------------------------- lowering
-_STATE_NAME = __import__("re").compile(r"[A-Z][A-Z0-9_]*$")
+_STATE_NAME = re.compile(r"[A-Z][A-Z0-9_]*$")
 
 
 class Lower:
