@@ -390,6 +390,8 @@ def _fill(c: _Ctx, s: Slot, t: str, col: int):
         raise _NoFit("invalid operand for instruction")
       c.fields["_vaddr_dwords"] = r[2]
       return c.set("vaddr", r[1])
+    if c.e.base in FMT["mimg"]["formats"] and s.field in ("vdata", "vaddr", "vaddr0"):
+      return _image_operand(c, s, t)
     if k in ("v", "a", "av"):
       if s.field in ("vdata", "vdst") and c.e.base in FMT["tfe_extra_dword"]:
         r = _reg_range(t)
@@ -479,7 +481,7 @@ def _fill(c: _Ctx, s: Slot, t: str, col: int):
       c.set(s.field, code // 2)
       return
     if k == "srsrc":
-      code = _scalar_code(I, t, 4)
+      code = _scalar_code(I, t, s.dwords)
       if code is None or code % 4:
         raise _NoFit("invalid operand for instruction")
       c.set(s.field, code // 4)
@@ -530,6 +532,24 @@ def _fill(c: _Ctx, s: Slot, t: str, col: int):
     raise _NoFit(e.msg, e.col or col) from None
   except ValueError:
     raise _NoFit("invalid operand for instruction", col) from None
+
+
+def _image_operand(c: _Ctx, s: Slot, t: str):
+  """Image data/address registers: any width here, checked against dim/dmask/a16/d16/tfe once modifiers are read."""
+  regs = [x.strip() for x in t[1:-1].split(",")] if t.startswith("[") and t.endswith("]") else [t]
+  parsed = [_reg_range(x) for x in regs]
+  if any(r is None or r[0] != "v" for r in parsed) or (len(parsed) > 1 and s.field != "vaddr0"):
+    raise _NoFit("invalid operand for instruction")
+  if s.field == "vaddr0":  # gfx12: up to five address registers, the last may be a range
+    names = [n for n in FMT["mimg"]["vaddr_fields12"] if n in c.names]
+    if len(parsed) > len(names) or any(r[2] != 1 for r in parsed[:-1]):
+      raise _NoFit("invalid operand for instruction")
+    for n, r in zip(names, parsed):
+      c.set(n, r[1])
+    c.fields["_img_vaddr"] = sum(r[2] for r in parsed)
+    return
+  c.set(s.field, parsed[0][1])
+  c.fields["_img_" + s.field] = parsed[0][2]
 
 
 def _flat_operand(c: _Ctx, s: Slot, t: str):
@@ -688,6 +708,8 @@ def _mod(c: _Ctx, sig, tok: str):
       return c.set("clmp", 1)
     if key in ("row_mirror", "row_half_mirror"):
       return c.set("dpp", 320 if key == "row_mirror" else 321)
+    if key == "unorm" and "unrm" in names:
+      return c.set("unrm", 1)
     if key in names and key in _FLAGS:
       return c.set(key, 1)
     raise _NoFit("invalid operand for instruction")
@@ -816,6 +838,14 @@ def _mod(c: _Ctx, sig, tok: str):
       c.set("dfmt", v & 15)
       return c.set("nfmt", v >> 4)
     return c.set("format", v)
+  if key == "dmask":
+    return c.set("dmask", _num(val))
+  if key == "dim":
+    dims = {v[0]: int(k) for k, v in FMT["mimg"]["dims"].items()}
+    name = val[len(FMT["mimg"]["dim_prefix"]):] if val.startswith(FMT["mimg"]["dim_prefix"]) else val
+    if name not in dims:
+      raise _NoFit("invalid dim value")
+    return c.set("dim", dims[name])
   if key == "wait_exp":
     return c.set("waitexp", _num(val))
   if key in ("wait_vdst", "wait_va_vdst", "wait_vm_vsrc"):
@@ -921,7 +951,14 @@ def _encode_one(I, enc: str, op: str, wave: int, ops, mods, rest=("", 0)) -> tup
       if k in c.names:
         f.setdefault(k, d)
   f.pop("_fi8", None)
-  if f.pop("_tfe_dw", 0) != f.get("tfe", 0) and "tfe" in c.names:
+  if base in FMT["mimg"]["formats"]:
+    from gputwin.isa.syntax import image_sizes
+    vaddr = next((x.dwords for x in slots if x.field == "vaddr"), 1)
+    data, addr = image_sizes(f, op, vaddr, I.target.family)
+    if f.pop("_img_vdata", data) != data or f.pop("_img_vaddr", addr) != addr:
+      raise _NoFit("operands are not valid for this GPU or mode")
+    f.setdefault("dim", 0)
+  if f.pop("_tfe_dw", 0) != f.get("tfe", 0) and base in FMT["tfe_extra_dword"]:
     raise _NoFit("invalid operand for instruction")
   if not ops and not slots:  # operand-less instructions leave NULL-default fields zero (buffer_gl0_inv, s_dcache_inv)
     for fd in I.fields[enc]:

@@ -209,6 +209,16 @@ def _flat_addr(inst, s, v: int) -> str:
 def _null(inst) -> int: return FMT["off_code"]["cdna" if _fam(inst) == "cdna" else "rdna"]
 
 
+def _image_sig(inst, sig):
+  """Image operand widths follow dim/dmask/a16/d16/tfe (syntax.image_sizes), not the vendor's maximum."""
+  from dataclasses import replace
+  from gputwin.isa.syntax import image_sizes
+  vaddr = next((x.dwords for x in sig.slots if x.field == "vaddr"), 1)
+  data, addr = image_sizes(inst.f, inst.op, vaddr, _fam(inst))
+  return replace(sig, slots=tuple(replace(x, dwords=data) if x.field == "vdata" else replace(x, dwords=addr) if
+                                  x.field in ("vaddr", "vaddr0") else x for x in sig.slots))
+
+
 def returns(inst) -> bool:
   """Atomics print (and write) vdst only when the return bit is set: glc (RDNA3), sc0 (CDNA), th bit 0 (RDNA4)."""
   if not re.search(FMT["th_atomic"], inst.op) or inst.format not in FMT["flat_addr"] and inst.format not in (
@@ -234,6 +244,8 @@ def format_inst(inst) -> str:
       from dataclasses import replace
       sig = replace(sig, slots=tuple(replace(x, half=False) for x in sig.slots),
                     mods=tuple(m for m in sig.mods if m != "op_sel"))
+  if inst.format in FMT["mimg"]["formats"]:
+    sig = _image_sig(inst, sig)
   if not sig.slots and inst.format != "DS":  # operand-less: no modifiers either (s_dcache_inv, buffer_gl0_inv)
     from dataclasses import replace
     sig = replace(sig, mods=())
@@ -282,6 +294,10 @@ def _operand(inst, s, fam: str, wave: int) -> str:
     if v >= 256:
       raise _bad(inst, f"invalid scalar operand {v}")
     return _src(inst, s, v, False, fam)
+  if k == "s" and v >= 128 and inst.format in FMT["mimg"]["formats"]:  # 9-bit resource fields
+    if v >= 256:
+      return vgpr_text("v", v - 256, s.dwords) + f"/*Invalid register, operand has 'SReg_{32 * s.dwords}_XNULL' register class*/"
+    return (inline_text(v, "FMT_NUM_B32", 32) or _raise(inst, v)) + "/*Invalid immediate*/"
   if k == "s":
     n = scalar_name(fam, v, s.dwords)
     if n is None:
@@ -291,7 +307,7 @@ def _operand(inst, s, fam: str, wave: int) -> str:
   if k == "sbase":
     return scalar_name(fam, v * 2, s.dwords) or _raise(inst, v)
   if k == "srsrc":
-    return scalar_name(fam, v * 4, 4) or _raise(inst, v)
+    return scalar_name(fam, v * 4, s.dwords) or _raise(inst, v)
   if k == "smem_off":
     return _smem_off(inst, s)
   if k == "sdwa_sdst":
@@ -306,6 +322,12 @@ def _operand(inst, s, fam: str, wave: int) -> str:
     return _waitcnt(inst, v)
   if k == "delay":
     return _delay(v)
+  if k == "vaddr_list":
+    names = [n for n in FMT["mimg"]["vaddr_fields12"] if n in f]
+    regs = [f"v{f[n]}" for n in names[:min(s.dwords, len(names))]]
+    if s.dwords > len(names):
+      regs[-1] = vgpr_text("v", f[names[-1]], s.dwords - len(names) + 1)
+    return regs[0] if s.dwords == 1 else "[" + ", ".join(regs) + "]"
   if k == "attr":
     return f"attr{v}.{'xyzw'[f.get('attr_chan', 0)]}"
   if k == "imm" and inst.format == "SMEM":

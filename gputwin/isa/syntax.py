@@ -96,7 +96,11 @@ def signature(arch: str, enc_name: str, op: str, wave: int) -> Sig:
                                                           if re.search(pat, op) for f in fs]
   is_dpp_sdwa = "DPP" in variant or "SDWA" in variant
   mfma = enc_name.startswith("VOP3P_MFMA")
+  image = base in FMT["mimg"]["formats"]
   for name in order:
+    if image and name == "vaddr0" and name in byname:  # gfx12 image addresses: a list over vaddr0..vaddr4
+      slots.append(Slot(name, "vaddr_list", 1, "FMT_ANY", 32))
+      continue
     if name not in byname or name not in vops:
       if not (name == "saddr" and base in FMT["saddr_always"] and name in byname):
         continue
@@ -326,6 +330,41 @@ def buf_format_text(inst) -> str | None:
   return f"format:{t}" if t else None
 
 
+def image_sizes(f: dict[str, int], op: str, vendor_vaddr: int, fam: str = "") -> tuple[int, int]:
+  """(vdata dwords, vaddr dwords) of an image instruction, the way llvm-mc-22 counts them: data from dmask (gather4:
+  four channels; gfx12 atomics: their data width), halved by d16, one more with tfe; addresses = 32-bit extras
+  (offset, bias, compare) + coordinates and lod/clamp/mip (paired by a16) + gradients (paired by a16/g16)."""
+  m = FMT["mimg"]
+  parts = set(op.split("_")[2:])
+  dim = m["dims"][str(f.get("dim", 0))]
+  channels = max(1, bin(f.get("dmask", 0)).count("1"))
+  atomic = bool(re.search(m["atomic"], op))
+  if atomic:
+    width = 2 if re.search(m["atomic2"], op) else 1
+    data = channels * width
+  elif re.search(m["gather"], op) and not f.get("tfe"):
+    data = 4
+  else:
+    data = channels
+  if f.get("d16") and not atomic:
+    data = (data + 1) // 2
+  if f.get("tfe"):
+    data += 1
+  if atomic and fam in m["fixed_atomic_width"] and data > 2 * width:  # gfx12 falls back to the plain width
+    data = width
+  if "BVH" in op:
+    return data, vendor_vaddr
+  if re.search(m["sampler"], op) and f.get("dim", 0) in m["msaa_dims"] and fam not in m["fixed_atomic_width"]:
+    return data, m["sampler_msaa_vaddr"]
+  words = sum(1 for p in m["extra32"] if p in parts)
+  comps = (0 if re.search(m["no_coords"], op) else dim[1]) + (
+    1 if parts & set(m["lod"]) or re.search(m["mip_ops"], op) else 0)
+  words += (comps + 1) // 2 if f.get("a16") else comps
+  if parts & set(m["grad"]):
+    words += (dim[2] // 2 + 1) // 2 * 2 if m["g16"] in parts or f.get("a16") else dim[2]  # 16-bit pairs, even
+  return data, max(words, 1)
+
+
 def _p_opsel(inst, sig):
   srcs = _nsrc(sig)
   v = inst["opsel"]
@@ -408,6 +447,9 @@ def _p_th(inst, sig):
     return None
   if th == 3 and inst.get("scope") == 3 and kind in FMT["th_sys_bypass"]:
     return "th:" + FMT["th_sys_bypass"][kind]
+  cas = FMT["th_atomic_cascade"]
+  if kind == "atomic" and str(th) in cas and inst.get("scope", 0) >= cas["min_scope"]:
+    return "th:" + cas[str(th)]
   names = FMT["th_names"][kind]
   return "th:" + names.get(str(th), f"TH_ATOMIC_{th:#x}" if kind == "atomic" else f"{th:#x}")
 
@@ -469,6 +511,9 @@ _MODS = [
   ("ds_offset", ("offset0", "offset1"), _p_dsoff),
   ("offset", ("offset",), _p_offset),
   ("ioffset", ("ioffset",), _p_offset),
+  ("dmask", ("dmask",), _p_num("dmask", "dmask", True)),
+  ("dim", ("dim",), lambda inst, sig: f"dim:{FMT['mimg']['dim_prefix']}{FMT['mimg']['dims'][str(inst['dim'])][0]}"),
+  ("unorm", ("unrm",), _flag("unrm", "unorm")),
   ("th", ("th",), _p_th),
   ("scope", ("scope",), _p_scope),
   ("nv", ("nv",), _flag("nv", "nv")),
@@ -478,7 +523,11 @@ _MODS = [
   ("sc0", ("sc0",), _flag("sc0", "sc0")),
   ("nt", ("nt",), _flag("nt", "nt")),
   ("sc1", ("sc1",), _flag("sc1", "sc1")),
+  ("r128", ("r128",), _flag("r128", "r128")),
+  ("a16", ("a16",), _flag("a16", "a16")),
   ("tfe", ("tfe",), _flag("tfe", "tfe")),
+  ("lwe", ("lwe",), _flag("lwe", "lwe")),
+  ("d16", ("d16",), _flag("d16", "d16")),
   ("gds", ("gds",), _flag("gds", "gds")),
   ("clamp", ("clmp",), _flag("clmp", "clamp")),
   ("omod", ("omod",), _p_omod),
