@@ -333,10 +333,10 @@ class Program:
                         f"{', '.join(sorted(self.co.kernels)) or 'none'}", self.dev.arch, name)
     return self.co.kernels[name]
 
-  def kernargs(self, name: str, args, grid, block) -> bytes:
+  def kernargs(self, name: str, args, grid, block, queue_va: int = 0) -> bytes:
     """The kernarg segment: user arguments per the metadata (Buffers/ints as pointers, numbers packed by size and
     type), hidden arguments (block counts, group sizes, grid dims ...) as the HSA runtime fills them."""
-    from gputwin.emu.launch import _hidden, _pack
+    from gputwin.emu.launch import hidden_value, pack_number
     k = self.kernel(name)
     kd, metas = k.descriptor, k.args
     buf = bytearray(max(kd.kernarg_size, 256, max((a.offset + a.size for a in metas), default=0)))
@@ -352,19 +352,20 @@ class Program:
           raise LaunchError(f"[{self.dev.arch}] argument {i} of {name} is a pointer ({m.type_name}); pass a Buffer, "
                             f"got {type(a).__name__}", self.dev.arch, name)
         buf[m.offset:m.offset + 8] = int(a).to_bytes(8, "little")
-      elif m.value_kind == "by_value": buf[m.offset:m.offset + m.size] = _pack(a, m, name, i)
+      elif m.value_kind == "by_value":
+        buf[m.offset:m.offset + m.size] = pack_number(a, m, f"[{self.dev.arch}] argument {i} of {name}")
       else: raise LaunchError(f"[{self.dev.arch}] argument {i} of {name}: {m.value_kind} arguments are not supported",
                               self.dev.arch, name)
     for m in metas:
-      if m.hidden and (h := _hidden(m.value_kind, m.size, grid, block, 0, 0)) is not None:
-        buf[m.offset:m.offset + m.size] = h
+      if m.hidden and (h := hidden_value(m.value_kind, grid, block, queue_va)) is not None:
+        buf[m.offset:m.offset + m.size] = int(h).to_bytes(m.size, "little")
     return bytes(buf)
 
   def __call__(self, name: str, *args, grid, block, queue: Queue | None = None, profile: bool = False,
                kernarg: bytes | None = None) -> int:
     """Queue a launch; returns the timeline value of `queue` (default the device's compute queue) marking its end."""
-    from gputwin.emu.launch import _three
-    grid, block = _three(grid, "grid"), _three(block, "block")
+    from gputwin.emu.launch import three
+    grid, block = three(grid, "grid"), three(block, "block")
     k = self.kernel(name)
     kd, dev = k.descriptor, self.dev
     if block[0] * block[1] * block[2] > 1024:
@@ -375,13 +376,15 @@ class Program:
     with q.lock:
       base = dev._arena(len(ka) + 64 + 256, q)
       karg, pkt_va, qptr = base, base + ((len(ka) + 63) & ~63), base + ((len(ka) + 63) & ~63) + 64
+      if kernarg is None and any(m.value_kind == "hidden_queue_ptr" for m in k.args):
+        ka = self.kernargs(name, args, grid, block, qptr)   # hidden_queue_ptr: the (zeroed) queue area
       gs = [grid[i] * block[i] for i in range(3)]
       dims = 1 + (gs[1] > 1 or gs[2] > 1) + (gs[2] > 1)
       packet = np.array([(2 << 0) | (1 << 8) | (3 << 9) | (3 << 11), dims, *block, 0], "<u2").tobytes() + \
         np.array([*gs, kd.private_segment_fixed_size, kd.group_segment_fixed_size], "<u4").tobytes() + \
         np.array([self.mem.va + k.kd_address, karg, 0, 0], "<u8").tobytes()   # hsa_kernel_dispatch_packet_t
       dev._arena_buf.copyin(np.frombuffer(ka, np.uint8), karg - dev._arena_buf.va)
-      dev._arena_buf.copyin(np.frombuffer(packet, np.uint8), pkt_va - dev._arena_buf.va)
+      dev._arena_buf.copyin(np.frombuffer(packet + bytes(256), np.uint8), pkt_va - dev._arena_buf.va)   # + queue
       self.dispatch_id += 1
       vals = {"private_segment_buffer": 0, "dispatch_ptr": pkt_va, "queue_ptr": qptr, "kernarg_segment_ptr": karg,
               "dispatch_id": self.dispatch_id, "flat_scratch_init": 0,
@@ -556,7 +559,7 @@ class Device:
   def launch(self, code_object, kernel: str, *, grid, block, args, profile: bool = True) -> LaunchResult:
     """gputwin.emu.launch through the PM4 path: numpy arrays are copied into fresh buffers and back into the same
     arrays afterwards, numbers packed per the metadata; the launch is waited for."""
-    from gputwin.emu.launch import _NP, _three
+    from gputwin.emu.launch import NUMPY_OF, three
     prg = self.load(code_object)
     k = prg.kernel(kernel)
     user = [a for a in k.args if not a.hidden]
@@ -567,8 +570,8 @@ class Device:
     try:
       for i, (a, m) in enumerate(zip(args, user)):
         if isinstance(a, np.ndarray) and m.value_kind == "global_buffer":
-          want = m.type_name.rstrip("*").strip()
-          if want in _NP and np.dtype(_NP[want]).itemsize != a.dtype.itemsize:
+          want = NUMPY_OF.get(m.type_name.rstrip("*").strip())
+          if want and np.dtype(want).itemsize != a.dtype.itemsize:
             raise LaunchError(f"[{self.arch}] argument {i} of {kernel} is {m.type_name}; got a {a.dtype} array",
                               self.arch, kernel)
           b = self._alloc(a.nbytes, VRAM)
@@ -576,7 +579,7 @@ class Device:
           bufs.append((a, b))
           a = b
         conv.append(a)
-      g, bl = _three(grid, "grid"), _three(block, "block")
+      g, bl = three(grid, "grid"), three(block, "block")
       prg(kernel, *conv, grid=g, block=bl, profile=profile)
       self.compute.wait()
       for a, b in bufs:

@@ -217,3 +217,26 @@ def test_devices_tool_lists_every_mock_target(capsys, monkeypatch):
   rows = [r for r in device_rows(real=False) if r["kind"] == "mock"]
   assert [r["arch"] for r in rows] == list(TARGETS) and rows[2]["xcc"] == 8 and rows[0]["wave"] == 32
   assert devices_main(["--no-real", "--mock", "gfx942"]) == 0 and "gfx942" in capsys.readouterr().out
+
+
+def test_profiling_timestamps_and_host_threads(clang_co):
+  """Two host threads launch on their own queues at once; RELEASE_MEM GPU-clock timestamps bracket a launch."""
+  with rt.open("mock:gfx1100") as dev:
+    prg, qs = dev.load(clang_co("gfx1100")), [dev.compute, dev.queue("compute")]
+    src = dev.alloc(256)
+    src.copyin(np.arange(64, dtype=np.int32))
+    outs, errs = [dev.alloc(256) for _ in qs], []
+
+    def run(i):
+      try:
+        for n in range(30): qs[i].wait(prg("add1", outs[i], src, 100 * i + n, grid=1, block=64, queue=qs[i]))
+      except Exception as e: errs.append(e)
+    ts = [threading.Thread(target=run, args=(i,)) for i in range(2)]
+    for t in ts: t.start()
+    for t in ts: t.join()
+    assert not errs
+    for i, o in enumerate(outs): np.testing.assert_array_equal(o.view(np.int32, 64), np.arange(64) + 100 * i + 29)
+    t0 = dev.timestamp()
+    dev.compute.wait(prg("add1", outs[0], src, 0, grid=1, block=64, profile=True))
+    start, end = prg.timestamps()
+    assert t0 <= start <= end <= dev.timestamp()

@@ -121,6 +121,8 @@ def run_dispatch(vm: GPUAddressSpace, arch: str, regs: dict[str, int], grid: tup
     W = (g1 - g0) * nw
     eng = core.Engine(prog, mem, W, L, nv, nv if cdna else 1, lds, priv, np.repeat(np.arange(g1 - g0), nw), None, arch)
     eng.ieee = kd.enable_ieee_mode if t.major < 12 else 1
+    eng.HW[:, 1] = (kd.float_round_mode_32 | kd.float_round_mode_16_64 << 2 | kd.float_denorm_mode_32 << 4
+                    | kd.float_denorm_mode_16_64 << 6 | kd.enable_dx10_clamp << 8 | eng.ieee << 9)   # MODE from RSRC1
     wgid = np.repeat(np.arange(g0, g1), nw)
     ids = (wgid % grid[0], (wgid // grid[0]) % grid[1], wgid // (grid[0] * grid[1]))
     S, s = eng.S, kd.user_sgpr_count

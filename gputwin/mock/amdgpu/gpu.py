@@ -78,7 +78,8 @@ class VirtualGPU:
         if not self._queues:
           self._thread = None
           return
-      worked = bool(self.k.poll_doorbells()) | self._retry()
+      try: worked = bool(self.k.poll_doorbells()) | self._retry()
+      except (LookupError, AttributeError): worked = False   # the process went away under us (teardown)
       idle = 0.0 if worked else min(0.002, idle + 0.0001)
       time.sleep(idle or 0.00005)
 
@@ -130,8 +131,10 @@ class VirtualGPU:
         self._fault(q, st, str(e), e.va)
       except GPUPageFault as e:
         self._fault(q, st, str(e), e.va)
-      except (GputwinError, LookupError, ValueError, KeyError, IndexError, OverflowError) as e:
-        self._fault(q, st, f"{type(e).__name__}: {e}", None)
+      except GputwinError as e:            # the emulator stopped a wave (trap, illegal instruction ...)
+        self._fault(q, st, str(e), None)
+      except Exception as e:               # a bug of the model is still this queue's error, not the host's
+        self._fault(q, st, f"internal error {type(e).__name__}: {e}", None)
       return retired
 
   def _fault(self, q, st, msg: str, va: int | None):

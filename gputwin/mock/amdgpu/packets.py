@@ -53,9 +53,11 @@ def lo_hi(v: int) -> tuple[int, int]: return v & 0xFFFFFFFF, (v >> 32) & 0xFFFFF
 
 
 def set_sh_reg(name: str, *values: int) -> list[int]: return pkt(SET_SH_REG, REG[name], *values)
-def dispatch_direct(x: int, y: int, z: int, initiator: int) -> list[int]: return pkt(DISPATCH_DIRECT, x, y, z, initiator)
-def indirect_buffer(va: int, ndw: int) -> list[int]: return pkt(INDIRECT_BUFFER, va & 0xFFFFFFFC, va >> 32, IB_VALID | ndw)
-def acquire_mem() -> list[int]: return pkt(ACQUIRE_MEM, 0, 0xFFFFFFFF, 0xFF, 0, 0, 10, 0x3FF)  # whole VA, invalidate all
+def dispatch_direct(x: int, y: int, z: int, initiator: int) -> list[int]: return pkt(DISPATCH_DIRECT, x, y, z,
+                                                                                     initiator)
+def indirect_buffer(va: int, ndw: int) -> list[int]: return pkt(INDIRECT_BUFFER, va & ~3 & 0xFFFFFFFF, va >> 32,
+                                                                 IB_VALID | ndw)
+def acquire_mem() -> list[int]: return pkt(ACQUIRE_MEM, 0, 0xFFFFFFFF, 0xFF, 0, 0, 10, 0x3FF)   # all VA, all caches
 def event_write(event: int, index: int = 4) -> list[int]: return pkt(EVENT_WRITE, event | (index << 8))
 def write_data(va: int, *dwords: int) -> list[int]: return pkt(WRITE_DATA, WRITE_DATA_DST_MEM, *lo_hi(va), *dwords)
 
@@ -98,7 +100,8 @@ def sdma_copy(dst: int, src: int, n: int) -> list[int]:
   return [sdma_hdr(SDMA_OP_COPY, SDMA_SUBOP_COPY_LINEAR), n - 1, 0, *lo_hi(src), *lo_hi(dst)]
 def sdma_fence(va: int, data: int) -> list[int]: return [sdma_hdr(SDMA_OP_FENCE), *lo_hi(va), data & 0xFFFFFFFF]
 def sdma_trap(ctx: int) -> list[int]: return [sdma_hdr(SDMA_OP_TRAP), ctx & 0x0FFFFFFF]
-def sdma_timestamp(va: int) -> list[int]: return [sdma_hdr(SDMA_OP_TIMESTAMP, SDMA_SUBOP_TIMESTAMP_GET_GLOBAL), *lo_hi(va)]
+def sdma_timestamp(va: int) -> list[int]:
+  return [sdma_hdr(SDMA_OP_TIMESTAMP, SDMA_SUBOP_TIMESTAMP_GET_GLOBAL), *lo_hi(va)]
 def sdma_fill(dst: int, value: int, n: int) -> list[int]:
   return [sdma_hdr(SDMA_OP_CONST_FILL, 0, 2 << 14), *lo_hi(dst), value & 0xFFFFFFFF, n - 1]   # fillsize 2: dwords
 def sdma_poll(va: int, ref: int, mask: int = 0xFFFFFFFF, func: int = 5, interval: int = 10, retry: int = 0xFFF):
