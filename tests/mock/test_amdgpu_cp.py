@@ -21,7 +21,8 @@ class Rig:
     self.ev = c.call("CREATE_EVENT", event_page_offset=self.page.handle, event_type=abi.KFD_IOC_EVENT_SIGNAL,
                      auto_reset=1).event_id
     self.mem_ev = c.call("CREATE_EVENT", event_type=abi.KFD_IOC_EVENT_MEMORY).event_id
-    self.data, _ = c.buffer(0x4000)
+    self.data = c.alloc(0x4000, va=0x1000_0000)   # below 4 GiB: gputwin.emu faults on shader VAs above (RDNA3 ADDR)
+    c.map(self.data.handle)
     self.vm = c.k.address_space(c.gpu)
 
   def queue(self, qtype=abi.KFD_IOC_QUEUE_TYPE_COMPUTE):
@@ -140,3 +141,46 @@ def test_gpu_page_faults_report_the_address(rig):
   assert _fault(rig, q2, P.write_data(0x7800_0000, 1)) == 0x7800_0000
   q3 = rig.queue()
   assert _fault(rig, q3, P.indirect_buffer(0x7900_0000, 4)) == 0x7900_0000
+
+
+def test_dispatch_direct_from_registers_alone(rig):
+  """A dispatch is registers only: PGM_LO/HI, RSRC1/2, USER_DATA (here the output pointer itself, no kernargs), the
+  block size and the grid. The kernel stores workgroup_id * 1000 + work-item id at out[wg * 64 + tid]."""
+  from gputwin.isa.codeobj import assemble_code_object, load_code_object
+  co = load_code_object(assemble_code_object(""".amdgcn_target "amdgcn-amd-amdhsa--gfx1100"
+.text
+.globl k
+.p2align 8
+.type k,@function
+k:
+  s_mul_i32 s3, s2, 1000
+  v_add_nc_u32 v2, s3, v0
+  s_lshl_b32 s4, s2, 8
+  v_lshlrev_b32 v1, 2, v0
+  v_add_nc_u32 v1, s4, v1
+  global_store_b32 v1, v2, s[0:1]
+  s_endpgm
+.rodata
+.p2align 6
+.amdhsa_kernel k
+  .amdhsa_user_sgpr_count 2
+  .amdhsa_system_sgpr_workgroup_id_x 1
+  .amdhsa_next_free_vgpr 4
+  .amdhsa_next_free_sgpr 8
+  .amdhsa_wavefront_size32 1
+.end_amdhsa_kernel
+""", "gfx1100"), arch="gfx1100")
+  k, d = co.kernels["k"], rig.data.va_addr
+  rig.vm.write(d + 0x1000, co.image)                                      # "VRAM" holding the code object image
+  raw = co.image[k.kd_address:k.kd_address + 64]
+  rsrc1, rsrc2 = (int.from_bytes(raw[o:o + 4], "little") for o in (48, 52))
+  entry = d + 0x1000 + k.entry
+  q = rig.queue()
+  rig.push(q, P.set_sh_reg("COMPUTE_PGM_LO", entry >> 8, entry >> 40) + P.set_sh_reg("COMPUTE_PGM_RSRC1", rsrc1, rsrc2)
+           + P.set_sh_reg("COMPUTE_NUM_THREAD_X", 64, 1, 1) + P.set_sh_reg("COMPUTE_USER_DATA_0", d, d >> 32)
+           + P.dispatch_direct(3, 1, 1, P.DISPATCH_COMPUTE_SHADER_EN | P.DISPATCH_CS_W32_EN) + rig.signal())
+  res = rig.wait(rig.ev)[0]
+  assert q.error is None and res == abi.KFD_IOC_WAIT_RESULT_COMPLETE
+  want = (np.arange(3)[:, None] * 1000 + np.arange(64)[None, :]).reshape(-1)
+  np.testing.assert_array_equal(rig.vm.array(d, "<u4", 192), want)
+  assert rig.gpu.state[q].dispatches == 1 and rig.gpu.state[q].instructions > 0
