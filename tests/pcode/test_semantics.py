@@ -329,8 +329,8 @@ def sqrt_bits(a, w):
     return -1
   if x == 0 or math.isinf(x):
     return a
-  if w == 32:
-    return O.round_to(math.sqrt(x), 32)
+  if w <= 32:
+    return O.round_to(math.sqrt(x), w)
   fr = Fraction(x)
   ex = fr.numerator.bit_length() - fr.denominator.bit_length()
   k = max(0, (240 - ex) // 2 + 1)  # scale so the integer square root carries far more than 53 bits
@@ -393,6 +393,47 @@ def chain(f, a, b, c):
   return f(0x7FC00000 if r == -1 else r, c)  # a NaN from the first step is quiet
 
 
+def _generated_rows():
+  """Name-driven rows: the same reference over every width the families provide."""
+  rows = []
+  fk = {16: "f16", 32: "f32", 64: "f64"}
+  for w in (16, 32, 64):
+    for op, fn in (("FLOOR", floor_), ("CEIL", ceil_), ("TRUNC", trunc_), ("FRACT", fract)):
+      rows.append(((f"V_{op}_F{w}",), [fk[w]], fk[w], unary_f(fn, w)))
+    rows.append(((f"V_SQRT_F{w}",), [fk[w]], fk[w], (lambda w: lambda a: sqrt_bits(a, w))(w)))
+    rows.append(((f"V_RCP_F{w}",), [fk[w]], fk[w], (lambda w: lambda a: rcp(a, w))(w)))
+    rows.append(((f"V_SUBREV_F{w}",), [fk[w], fk[w]], fk[w], (lambda w: lambda a, b: O.arith("sub", w, b, a))(w)))
+  for w, k in ((16, "u16"), (32, "u32")):
+    m = (1 << w) - 1
+    rows += [
+      ((f"V_MIN_I{w}",), [k, k], k, (lambda w: lambda a, b: min(O.sx(a, w), O.sx(b, w)) & ((1 << w) - 1))(w)),
+      ((f"V_MAX_I{w}",), [k, k], k, (lambda w: lambda a, b: max(O.sx(a, w), O.sx(b, w)) & ((1 << w) - 1))(w)),
+      ((f"V_MIN_U{w}",), [k, k], k, (lambda m: lambda a, b: min(a & m, b & m))(m)),
+      ((f"V_MAX_U{w}",), [k, k], k, (lambda m: lambda a, b: max(a & m, b & m))(m)),
+      ((f"V_ADD_NC_U{w}", f"V_ADD_U{w}"), [k, k], k, (lambda m: lambda a, b: (a + b) & m)(m)),
+      ((f"V_SUB_NC_U{w}", f"V_SUB_U{w}"), [k, k], k, (lambda m: lambda a, b: (a - b) & m)(m)),
+      ((f"V_ADD_NC_I{w}", f"V_ADD_I{w}"), [k, k], k, (lambda m: lambda a, b: (a + b) & m)(m)),
+      ((f"V_SUB_NC_I{w}", f"V_SUB_I{w}"), [k, k], k, (lambda m: lambda a, b: (a - b) & m)(m)),
+    ]
+  rows += [
+    (("V_LSHRREV_B16",), ["u16", "u16"], "u16", lambda a, b: (b & M16) >> (a & 15)),
+    (("V_ASHRREV_I16",), ["u16", "u16"], "u16", lambda a, b: (O.sx(b, 16) >> (a & 15)) & M16),
+    (("S_MAX_U32",), ["u32", "u32"], "u32", max), (("S_MIN_U32",), ["u32", "u32"], "u32", min),
+    (("S_MAX_I32",), ["u32", "u32"], "u32", lambda a, b: max(O.sx(a, 32), O.sx(b, 32)) & M32),
+    (("S_OR_B64",), ["u64", "u64"], "u64", lambda a, b: a | b),
+    (("S_XOR_B64",), ["u64", "u64"], "u64", lambda a, b: a ^ b),
+    (("S_NOR_B64",), ["u64", "u64"], "u64", lambda a, b: ~(a | b) & M64),
+    (("S_LSHR_B64",), ["u64", "u32"], "u64", lambda a, b: a >> (b & 63)),
+    (("S_ASHR_I64",), ["u64", "u32"], "u64", lambda a, b: (O.sx(a, 64) >> (b & 63)) & M64),
+    (("S_NOT_B32",), ["u32"], "u32", lambda a: ~a & M32),
+    (("S_NOT_B64",), ["u64"], "u64", lambda a: ~a & M64),
+    (("S_BREV_B64",), ["u64"], "u64", lambda a: int(f"{a:064b}"[::-1], 2)),
+  ]
+  return rows
+
+
+TABLE += _generated_rows()
+
 SCC_REF = {  # scalar condition codes written by SALU ops
   "S_ADD_U32": lambda a, b: int(a + b > M32), "S_ADD_CO_U32": lambda a, b: int(a + b > M32),
   "S_SUB_U32": lambda a, b: int(b > a), "S_SUB_CO_U32": lambda a, b: int(b > a),
@@ -402,6 +443,10 @@ SCC_REF = {  # scalar condition codes written by SALU ops
   "S_AND_B64": lambda a, b: int(a & b != 0), "S_BCNT1_I32_B64": lambda a: int(a != 0),
   "S_LSHL1_ADD_U32": lambda a, b: int((a << 1) + b > M32), "S_XNOR_B32": lambda a, b: int(~(a ^ b) & M32 != 0),
   "S_AND_NOT1_B32": lambda a, b: int(a & ~b & M32 != 0), "S_ANDN2_B32": lambda a, b: int(a & ~b & M32 != 0),
+  "S_MAX_U32": lambda a, b: int(a >= b), "S_MIN_U32": lambda a, b: int(a < b),
+  "S_OR_B64": lambda a, b: int(a | b != 0), "S_XOR_B64": lambda a, b: int(a ^ b != 0),
+  "S_NOR_B64": lambda a, b: int(~(a | b) & M64 != 0), "S_LSHR_B64": lambda a, b: int(a >> (b & 63) != 0),
+  "S_NOT_B32": lambda a: int(~a & M32 != 0), "S_NOT_B64": lambda a: int(~a & M64 != 0),
 }
 
 
