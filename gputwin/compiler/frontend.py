@@ -79,14 +79,28 @@ def translate(fn) -> Kernel:
     path = inspect.getsourcefile(fn) or "<kernel>"
   except (OSError, TypeError) as e:
     raise CompileError(f"cannot read the source of {getattr(fn, '__name__', fn)}: {e}") from None
-  src = textwrap.dedent("".join(lines))
-  indent = len(lines[0]) - len(lines[0].lstrip())
-  tree = ast.parse(src)
-  fdef = next(n for n in tree.body if isinstance(n, ast.FunctionDef))
   consts = dict(fn.__globals__)
   if fn.__closure__:
     consts.update({n: c.cell_contents for n, c in zip(fn.__code__.co_freevars, fn.__closure__)})
-  return _Translator(path, first - 1, indent, consts).function(fdef)
+  return translate_source("".join(lines), path=path, first_line=first, consts=consts)
+
+
+def translate_source(src: str, *, path: str = "<kernel>", first_line: int = 1, consts: dict | None = None) -> Kernel:
+  """Translate the first function definition in `src` (its decorators are ignored). `first_line` is the line of
+  `src`'s first line in `path`, so diagnostics point into the real file."""
+  lines = src.splitlines(keepends=True) or [""]
+  indent = len(lines[0]) - len(lines[0].lstrip())
+  try:
+    tree = ast.parse(textwrap.dedent(src))
+  except SyntaxError as e:
+    raise CompileError(f"syntax error: {e.msg}", loc=Loc(path, (e.lineno or 1) + first_line - 1,
+                                                         (e.offset or 0) + indent)) from None
+  fdef = next((n for n in tree.body if isinstance(n, ast.FunctionDef)), None)
+  if fdef is None: raise CompileError("no function definition to translate", loc=Loc(path, first_line, 1))
+  try:
+    return _Translator(path, first_line - 1, indent, consts or {}).function(fdef)
+  except RecursionError:
+    raise CompileError("expression nested too deeply", loc=Loc(path, first_line, 1)) from None
 
 
 _BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.FloorDiv: "div", ast.Mod: "rem",
@@ -225,7 +239,12 @@ class _Translator:
       self.env[target.id] = v
     elif isinstance(target, ast.Subscript):
       p, i = self.pointer_index(target)
-      self.b.emit("store", [p, i, self.coerce(v, p.type.elem)])
+      v = self.coerce(v, p.type.elem)
+      self.at(target)
+      if v.type != p.type.elem:
+        raise self.err(f"cannot store a {v.type} into a buffer of {p.type.elem}; cast explicitly, e.g. "
+                       f"{p.type.elem}(x)")
+      self.b.emit("store", [p, i, v])
     else:
       raise self.err(f"cannot assign to {ast.unparse(target)}")
 
