@@ -24,7 +24,8 @@ VCCZ, EXECZ, SCC_CODE = 251, 252, 253
 
 # Instructions without pseudocode that the executor itself implements (control, not arithmetic).
 CONTROL = {"S_ENDPGM": "end", "S_ENDPGM_SAVED": "end", "S_BARRIER": "barrier", "S_BARRIER_SIGNAL": "barrier",
-           "S_BARRIER_WAIT": "nop", "S_TRAP": "trap", "S_SENDMSG": "nop", "S_SENDMSGHALT": "nop", "S_SENDMSG_RTN_B32": "nop",
+           "S_BARRIER_WAIT": "nop", "S_TRAP": "trap", "S_SENDMSG": "nop", "S_SENDMSGHALT": "nop",
+           "S_SENDMSG_RTN_B32": "nop",
            "S_CLAUSE": "nop", "S_NOP": "nop", "S_CODE_END": "bad", "S_WAITCNT": "nop", "S_SETPRIO": "nop",
            "S_SLEEP": "nop", "S_DELAY_ALU": "nop", "S_ICACHE_INV": "nop", "S_DCACHE_INV": "nop", "S_DCACHE_WB": "nop",
            "S_INST_PREFETCH": "nop", "S_SET_INST_PREFETCH_DISTANCE": "nop", "S_WAIT_IDLE": "nop", "S_TTRACEDATA": "nop",
@@ -80,7 +81,7 @@ class Op:
   inst: Inst
   pc: int
   size: int
-  kind: str  # alu | mem | end | barrier | trap | nop | copy | bad
+  kind: str  # alu | mem | vopd | matrix | copy | nop | end | barrier | trap | bad | unsupported
   sem: object = None
   ins: dict = field(default_factory=dict)  # pcode input name -> Src | special name
   outs: dict = field(default_factory=dict)  # pcode output name -> Src | special name
@@ -91,10 +92,11 @@ class Op:
   old: dict = field(default_factory=dict)  # outputs whose previous value the pcode needs (partial writes)
 
 
-def _kind(fam: str) -> str: return "cdna" if fam == "cdna" else "rdna"
+def _fam_kind(fam: str) -> str: return "cdna" if fam == "cdna" else "rdna"
 
 
-def _src(inst: Inst, o, slot, neg=0, abs_=0, hi=False, pk=()) -> Src:
+def _src(o, slot, neg=0, abs_=0, hi=False, pk=()) -> Src:
+  """A decoded operand as a Src: constants resolved to raw bits for the operand's format and width."""
   bits, fmt = (slot.bits, slot.fmt) if slot is not None else (32, "")
   if o.file == "literal":
     v = o.value or 0
@@ -128,120 +130,127 @@ def _sem(fam: str, name: str):
 
 
 def build_op(inst: Inst, pc: int, fam: str, wave: int) -> Op:
-  """Bind one decoded instruction to its pcode semantics and operands."""
-  op = Op(inst, pc, inst.size, "alu")
-  name, f = inst.op, inst.f
+  """Bind one decoded instruction to its pcode semantics: which operand or special register feeds every input name
+  and receives every output name."""
+  name, fmt, f = inst.op, inst.format, inst.f
   sem = _sem(fam, name)
-  if name in CONTROL and (sem is None or (not sem.outputs and not sem.mem) or CONTROL[name] != "nop"):
-    op.kind = CONTROL[name]
-  elif sem is None:
-    op.kind = "unsupported"
-  elif "MATRIX_MULTIPLY_ACCUMULATE" in sem.calls:
-    op.kind = "matrix"  # WMMA/MFMA: operand layouts live in emu/matrix.py
-  elif not sem.outputs and not sem.mem and not sem.regfiles:
-    op.kind = "nop"
-  op.sem = sem if op.kind != "copy" else None
-  sig = signature(inst.arch, inst.enc, name, wave)
-  slots = {s.field: s for s in sig.slots}
+  op = Op(inst, pc, inst.size, _kind_of(name, sem), sem)
+  if op.kind == "copy":
+    op.sem = None
   opnds = {o.field: o for o in inst.operands}
-  for fn, sbit in (("vsrc0", "s0"), ("vsrc1", "s1")):  # isa gives some SDWA/DPP register sources as 'imm' (UPSTREAM.md)
+  for fn, sbit in (("vsrc0", "s0"), ("vsrc1", "s1")):  # isa gives some SDWA register sources as 'imm' (UPSTREAM.md)
     o = opnds.get(fn)
     if o is not None and o.file == "imm":
       opnds[fn] = type(o)(fn, "s" if f.get(sbit, 0) else "v", o.value, o.dwords)
-  fmt = inst.format
   op.vector = not (fmt.startswith("SOP") or fmt == "SMEM")
-  op.mem = MEMFMT.get(fmt, "") if op.kind == "alu" and (sem.mem or "VGPR" not in sem.regfiles) else ""
-  if op.mem:
-    op.kind = "mem"
-  elif fmt == "DS" and sem is not None and "VGPR" in sem.regfiles:  # DS_(B)PERMUTE: register numbers, no LDS
-    for name_, fld in (("ADDR", "addr"), ("DATA0", "data0"), ("VDST", "vdst")):
-      op.ins[name_] = Src("k", value=f.get(fld, 0))
-    op.ins["OFFSET"] = Src("k", value=f.get("offset0", 0) | f.get("offset1", 0) << 8)
   if fmt == "VOPD":
     return _vopd(op, inst, fam, wave)
-  k = SPECIAL[_kind(fam)]
-  # ---- sources: S0/S1/S2 in field order, with VOP3/VOP3P/SDWA/DPP modifiers
-  srcs = []
-  for names in SRC_FIELDS:
-    fn = next((n for n in names if n in opnds), None)
-    if fn is not None:
-      srcs.append((fn, opnds[fn]))
-  neg, abs_, opsel = f.get("neg", 0), f.get("abs", 0), f.get("opsel", 0)
-  inst_fields = [n for n in (sem.inputs if sem else {}) if n.startswith("INST.")]
-  for n in inst_fields:  # the body reads encoding fields itself (V_BITOP3's truth table): they are no modifiers
+  ins = sem.inputs if sem is not None else {}
+  if op.kind == "alu" and fmt in MEMFMT:
+    if sem.mem or "VGPR" not in sem.regfiles:
+      op.kind, op.mem = "mem", MEMFMT[fmt]
+    else:  # DS_PERMUTE/BPERMUTE: the body indexes the VGPR file with register numbers, no LDS access
+      for pname, fld in (("ADDR", "addr"), ("DATA0", "data0"), ("VDST", "vdst")):
+        op.ins[pname] = Src("k", value=f.get(fld, 0))
+      op.ins["OFFSET"] = Src("k", value=f.get("offset0", 0) | f.get("offset1", 0) << 8)
+  sig = signature(inst.arch, inst.enc, name, wave)
+  slots = {s.field: s for s in sig.slots}
+  fields_read = [n for n in ins if n.startswith("INST.")]  # V_BITOP3 reads its truth table from neg/abs/omod
+  for n in fields_read:
     op.ins[n] = Src("k", value=f.get(n[5:].lower(), 0))
-  if inst_fields:
-    neg = abs_ = 0
-  packed = fmt == "VOP3P" and name.startswith(("V_PK_", "V_DOT"))
-  for i, (fn, o) in enumerate(srcs):
-    sl = slots.get(fn) or slots.get("vsrc0" if fn == "src0" else fn)
+  _sources(op, inst, opnds, slots, modifiers=not fields_read)
+  _destination(op, inst, opnds, slots, sem)
+  vcc = Src("s", SPECIAL[_fam_kind(fam)]["vcc"], wave // 32)  # carry/borrow and select lane masks
+  sd, src2 = opnds.get("sdst"), opnds.get("src2")
+  op.outs["VCC"] = op.outs["D1"] = Src("s", sd.index, sd.dwords) if fmt == "VOP3SD" and sd else vcc
+  if fmt.startswith("VOP3") and src2 is not None and "VCC" in ins and "S2" not in ins:
+    op.ins["VCC"] = _src(src2, None)  # VOP3 forms name the lane-mask input in src2
+    op.ins.pop("S2", None)
+  else:
+    op.ins["VCC"] = vcc
+  if op.mem:
+    op.info = _mem_info(inst, op.mem, opnds, fam, SPECIAL[_fam_kind(fam)])
+    data = next((opnds[n] for n in ("data0", "data", "vsrc", "vdata") if n in opnds), None)
+    if data is not None and ins.keys() & {"DATA", "DATA2", "VDATA"}:
+      bits = ins.get("VDATA", ins.get("DATA", 32)) if fmt in ("MUBUF", "VBUFFER") else ins.get("DATA", 32)
+      op.ins["DATA"] = op.ins["VDATA"] = Src(data.file, data.index, max(data.dwords, bits // 32))
+      if "data1" in opnds:
+        op.ins["DATA2"] = Src(opnds["data1"].file, opnds["data1"].index, opnds["data1"].dwords)
+  if "simm16" in f:  # SOPP/SOPK immediates; SOPK's sdst field is also its register source (s_cmpk, s_setreg)
+    imm, reg = Src("k", value=f["simm16"]), opnds.get("sdst")
+    op.ins["SIMM16"] = imm
+    if fmt == "SOPK" and reg is not None:
+      if "S1" in ins:  # CDNA s_cmpk_*: S0 register, S1 immediate
+        op.ins["S0"], op.ins["S1"] = _src(reg, None), imm
+      elif "SIMM16" in ins:  # RDNA s_cmpk_*, s_setreg: S0 is the register
+        op.ins["S0"] = _src(reg, None)
+      else:  # CDNA s_movk/s_addk/...: the body calls the immediate S0
+        op.ins["S0"] = imm
+  op.ins["SIMM32"] = Src("k", value=f.get("literal", f.get("simm32", 0)))
+  op.info.update(clamp=f.get("clmp", 0), omod=0 if fields_read else f.get("omod", 0), dpp=_dpp(inst), sdwa=_sdwa(inst))
+  return op
+
+
+def _kind_of(name: str, sem) -> str:
+  if name in CONTROL and (sem is None or (not sem.outputs and not sem.mem) or CONTROL[name] != "nop"):
+    return CONTROL[name]
+  if sem is None:
+    return "unsupported"
+  if "MATRIX_MULTIPLY_ACCUMULATE" in sem.calls:
+    return "matrix"  # WMMA/MFMA: operand layouts live in emu/matrix.py
+  return "alu" if sem.outputs or sem.mem or sem.regfiles else "nop"
+
+
+def _sources(op: Op, inst: Inst, opnds: dict, slots: dict, modifiers: bool) -> None:
+  """S0..S2 from the source fields in order, with abs/neg (VOP3, SDWA, DPP), op_sel halves (VOP3 16-bit) and the
+  packed op_sel/op_sel_hi/neg_lo/neg_hi of VOP3P."""
+  f, name = inst.f, inst.op
+  neg, abs_, opsel = (f.get("neg", 0), f.get("abs", 0), f.get("opsel", 0)) if modifiers else (0, 0, 0)
+  packed = inst.format == "VOP3P" and name.startswith(("V_PK_", "V_DOT"))
+  opsel_hi = f.get("opsel_hi", 3) | f.get("opsel_hi2", 1) << 2
+  srcs = [next(opnds[n] for n in names if n in opnds) for names in SRC_FIELDS if any(n in opnds for n in names)]
+  for i, o in enumerate(srcs):
+    sl = slots.get(o.field) or slots.get("vsrc0" if o.field == "src0" else o.field)
     bits, sfmt = (sl.bits, sl.fmt) if sl else (32, "")
-    sgn = _sign(sfmt, bits)
-    n_ = (neg >> i) & 1 or f.get(f"src{i}_neg", 0)
-    a_ = (abs_ >> i) & 1 or f.get(f"src{i}_abs", 0)
     if packed:
-      pk = ((opsel >> i) & 1, (f.get("opsel_hi", 3) | (f.get("opsel_hi2", 1) << 2)) >> i & 1)
-      nm = (0x8000 if (neg >> i) & 1 else 0) | (0x80000000 if (f.get("neg_hi", 0) >> i) & 1 else 0)
-      if "F" not in sfmt and "F16" not in sfmt:
-        nm = 0
-      op.ins[f"S{i}"] = _src(inst, o, sl, neg=nm, pk=pk)
+      nm = (0x8000 * (neg >> i & 1) | 0x80000000 * (f.get("neg_hi", 0) >> i & 1)) if "F" in sfmt else 0
+      op.ins[f"S{i}"] = _src(o, sl, neg=nm, pk=(opsel >> i & 1, opsel_hi >> i & 1))
     else:
-      hi = bool(bits == 16 and fmt == "VOP3" and (opsel >> i) & 1)
-      op.ins[f"S{i}"] = _src(inst, o, sl, neg=sgn if n_ and sgn else 0, abs_=sgn if a_ and sgn else 0, hi=hi)
+      sgn = _sign(sfmt, bits)
+      n_ = sgn if (neg >> i & 1 or f.get(f"src{i}_neg", 0)) else 0
+      a_ = sgn if (abs_ >> i & 1 or f.get(f"src{i}_abs", 0)) else 0
+      op.ins[f"S{i}"] = _src(o, sl, neg=n_, abs_=a_, hi=bits == 16 and inst.format == "VOP3" and bool(opsel >> i & 1))
   if name.startswith("V_ACCVGPR_READ"):  # isa lists its AccVGPR source as an immediate (UPSTREAM.md)
     op.ins["S0"] = Src("a", f["src0"] - 256 if f["src0"] >= 256 else f["src0"])
-  if "SRC0" in (sem.inputs if sem else {}) and srcs:  # V_READLANE: the VGPR *index*
-    op.ins["SRC0"] = Src("k", value=srcs[0][1].index)
-  # ---- destination
-  dst = next((opnds[n] for n in DST_FIELDS if n in opnds and opnds[n].file != "imm"), None)
-  if fmt == "VOPC" or (fmt == "VOP3" and name.startswith("V_CMP") and "sdst" not in opnds and "vdst" in opnds):
-    dst = opnds.get("vcc") or opnds.get("vdst") or opnds.get("sdst")
-  if fmt.startswith("VOP3") and "vdst" in opnds and name.startswith(("V_CMP_", "V_CMP_CLASS")):
-    dst = opnds["vdst"]
-  if dst is not None:
-    dsl = slots.get(dst.field)
-    hi = bool(dsl and dsl.bits == 16 and fmt == "VOP3" and (opsel >> 3) & 1)
-    d = Src(dst.file, dst.index, dst.dwords, hi=hi or dst.hi, bits=dsl.bits if dsl else 32, fmt=dsl.fmt if dsl else "")
-    op.outs["D0"] = op.outs["D"] = op.outs["SDATA"] = op.outs["VDATA"] = op.outs["RETURN_DATA"] = d
-    if sem and "D0" in sem.inputs:
-      op.ins["D0"] = d
-    if "ATOMIC" in name and fmt != "DS" and not (f.get("glc", 0) or f.get("sc0", 0) or f.get("th", 0) & 1):
-      del op.outs["RETURN_DATA"], op.outs["D0"], op.outs["D"], op.outs["VDATA"]  # atomic without return writes no register
-    for nm in ("VDATA", "RETURN_DATA", "SDATA"):  # partial writes (D16 loads) keep the rest: pass the old value
-      if sem and nm in sem.outputs and nm in op.outs and nm not in sem.inputs and d.file in "va":
-        op.old[nm] = Src(d.file, d.index, max(1, min(sem.outputs[nm] // 32, d.dwords)))
-  if name == "V_WRITELANE_B32" and dst is not None:
-    op.ins["VDST"] = Src("k", value=dst.index)
-  # carry/borrow lane masks: VOP3SD names them (sdst out, src2 in); e32 forms use VCC
-  vcc = Src("s", k["vcc"], wave // 32)
-  sd = opnds.get("sdst")
-  op.outs["VCC"] = op.outs["D1"] = Src("s", sd.index, sd.dwords) if fmt == "VOP3SD" and sd else vcc
-  src2 = opnds.get("src2")  # VOP3 forms name the lane-mask input (carry-in, cndmask select) as src2
-  lanemask_in = fmt.startswith("VOP3") and src2 is not None and sem is not None and "VCC" in sem.inputs and "S2" not in sem.inputs
-  op.ins["VCC"] = _src(inst, src2, None) if lanemask_in else vcc
-  op.ins.pop("S2", None) if lanemask_in else None
-  # ---- memory operands
-  if op.mem:
-    op.info = _mem_info(inst, op.mem, opnds, fam, k)
-    if "DATA" in (sem.inputs if sem else {}) or "DATA2" in (sem.inputs if sem else {}) or "VDATA" in (sem.inputs if sem else {}):
-      dfield = next((n for n in ("data0", "data", "vsrc", "vdata") if n in opnds), None)
-      if dfield:
-        dd = opnds[dfield]
-        op.ins["DATA"] = op.ins["VDATA"] = Src(dd.file, dd.index, max(dd.dwords, sem.inputs.get("DATA", 32) // 32))
-        if "data1" in opnds:
-          op.ins["DATA2"] = Src(opnds["data1"].file, opnds["data1"].index, opnds["data1"].dwords)
-        if fmt in ("MUBUF", "VBUFFER") and "vdata" in opnds:  # buffer stores/atomics: data lives in vdata
-          op.ins["DATA"] = op.ins["VDATA"] = Src(dd.file, dd.index, max(1, sem.inputs.get("VDATA", sem.inputs.get("DATA", 32)) // 32))
-    if sem and "DATA" in sem.inputs and sem.inputs["DATA"] > 32 * op.ins.get("DATA", Src("k")).dwords and "data1" in opnds:
-      pass
-  if sem and "S0" in sem.inputs and "S0" not in op.ins and "simm16" in f:  # CDNA SOPK: the immediate is S0
-    op.ins["S0"] = Src("k", value=f["simm16"])
-  if "SIMM16" in (sem.inputs if sem else {}) and "simm16" in f:
-    op.ins["SIMM16"] = Src("k", value=f["simm16"])
-  if sem and "SIMM32" in sem.inputs:
-    op.ins["SIMM32"] = Src("k", value=f.get("literal", f.get("simm32", 0)))
-  op.info.update(clamp=f.get("clmp", 0), omod=0 if inst_fields else f.get("omod", 0), dpp=_dpp(inst), sdwa=_sdwa(inst))
-  return op
+  if srcs and op.sem is not None and "SRC0" in op.sem.inputs:  # V_READLANE/READFIRSTLANE: the VGPR *number*
+    op.ins["SRC0"] = Src("k", value=srcs[0].index)
+
+
+def _destination(op: Op, inst: Inst, opnds: dict, slots: dict, sem) -> None:
+  """D0 (and the memory result names) -> the destination operand; VOPC e32 writes VCC."""
+  f, name = inst.f, inst.op
+  if inst.format == "VOPC":
+    dst = opnds.get("vcc") or opnds.get("sdst")
+  else:
+    dst = next((opnds[n] for n in DST_FIELDS if n in opnds and opnds[n].file != "imm"), None)
+  if dst is None:
+    return
+  sl = slots.get(dst.field)
+  hi = bool(sl and sl.bits == 16 and inst.format == "VOP3" and f.get("opsel", 0) >> 3 & 1)
+  d = Src(dst.file, dst.index, dst.dwords, hi=hi or dst.hi, bits=sl.bits if sl else 32, fmt=sl.fmt if sl else "")
+  if "ATOMIC" in name and inst.format != "DS" and not (f.get("glc", 0) or f.get("sc0", 0) or f.get("th", 0) & 1):
+    return  # an atomic without return writes no register
+  for n in ("D0", "D", "SDATA", "VDATA", "RETURN_DATA"):
+    op.outs[n] = d
+  if sem is None:
+    return
+  if "D0" in sem.inputs:  # accumulators (V_FMAC_F32, V_DOT2ACC)
+    op.ins["D0"] = d
+  for n in ("VDATA", "RETURN_DATA", "SDATA"):  # partial writes (D16 loads) keep the rest: pass the old value
+    if n in sem.outputs and n not in sem.inputs and d.file in "va":
+      op.old[n] = Src(d.file, d.index, max(1, min(sem.outputs[n] // 32, d.dwords)))
+  if "VDST" in sem.inputs and "VGPR" in sem.regfiles and name != "DS_BPERMUTE_B32":  # V_WRITELANE: a VGPR number
+    op.ins.setdefault("VDST", Src("k", value=dst.index))
 
 
 def _code_src(code: int, fmt: str, lit: int | None) -> Src:
@@ -264,7 +273,6 @@ def _vopd(op: Op, inst: Inst, fam: str, wave: int) -> Op:
   pair = []
   for side, opname in (("x", inst.op), ("y", names[f["opy"]])):
     base = opname.replace("V_DUAL_", "V_")
-    base = {"V_FMAAK_F32": "V_FMAAK_F32", "V_FMAMK_F32": "V_FMAMK_F32"}.get(base, base)
     sem = _sem(fam, base)
     if sem is None:
       raise GputwinError(f"{opname}: no pseudocode for {base}")
@@ -282,6 +290,7 @@ def _vopd(op: Op, inst: Inst, fam: str, wave: int) -> Op:
 
 
 def _mem_info(inst: Inst, kind: str, opnds: dict, fam: str, k: dict) -> dict:
+  """Address operands and offsets of a memory instruction (signed instruction offsets per encoding width)."""
   f = inst.f
   off = f.get("ioffset", f.get("offset", 0))
   width = next((fd.width for fd in inst.encoding.fields if fd.name in ("ioffset", "offset")), 0)
@@ -295,10 +304,11 @@ def _mem_info(inst: Inst, kind: str, opnds: dict, fam: str, k: dict) -> dict:
   null = {k["null"], 0x7f} if fam != "cdna" else {0x7f}
   saddr = opnds.get("saddr")
   vaddr = opnds.get("addr") or opnds.get("vaddr")
-  info = dict(offset=off, offset0=f.get("offset0", 0), offset1=f.get("offset1", 0),
-              saddr=None if saddr is None or saddr.index in null or saddr.file != "s" else saddr.index,
-              vaddr=None if vaddr is None else vaddr.index, vdwords=(1 if kind == "global" and saddr is not None and info_saddr_on(saddr, null) else vaddr.dwords) if vaddr else 0,
-              sve=f.get("sve", 1), offen=f.get("offen", 0), idxen=f.get("idxen", 0))
+  sbase = None if saddr is None or saddr.index in null or saddr.file != "s" else saddr.index
+  info = dict(offset=off, offset0=f.get("offset0", 0), offset1=f.get("offset1", 0), saddr=sbase,
+              vaddr=None if vaddr is None else vaddr.index, sve=f.get("sve", 1), offen=f.get("offen", 0),
+              idxen=f.get("idxen", 0),
+              vdwords=0 if vaddr is None else 1 if kind == "global" and sbase is not None else vaddr.dwords)
   if kind == "smem":
     sb = opnds["sbase"]
     info["sbase"] = sb.index
@@ -315,16 +325,11 @@ def _mem_info(inst: Inst, kind: str, opnds: dict, fam: str, k: dict) -> dict:
     info["srsrc"] = opnds["srsrc"].index
     so = opnds.get("soffset")
     info["soffset"] = so.index if so is not None and so.file == "s" and so.index != k["null"] else None
-    info["soffset_k"] = so.value if so is not None and so.file in ("inline", "literal") and so.value is not None and so.value <= 192 else 0
-    if info["soffset_k"]:
-      info["soffset_k"] -= 128
+    const = so is not None and so.file == "inline" and so.value is not None and so.value <= 192
+    info["soffset_k"] = so.value - 128 if const else 0
   if kind == "scratch" and fam == "cdna":
     info["sve"] = 1 if info["saddr"] is None else f.get("sve", 0)
   return info
-
-
-def info_saddr_on(saddr, null) -> bool:
-  return saddr.file == "s" and saddr.index not in null
 
 
 def _dpp(inst: Inst):

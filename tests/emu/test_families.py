@@ -176,3 +176,28 @@ def test_gfx1200_loadcnt_checker_and_wave32():
   np.testing.assert_array_equal(o, inp + I32)
   with pytest.raises(EmuCheckError, match="loadcnt"):
     run("gfx1200", GFX12.format(wait=""), ins=[inp])
+
+
+@pytest.mark.parametrize("arch", ["gfx1100", "gfx942"])
+def test_sopk_both_families(arch):
+  """SOPK: the CDNA bodies name the immediate S0 (s_movk) or S1 (s_cmpk), RDNA names it SIMM16."""
+  g9 = arch.startswith("gfx9")
+  o, = run(arch, f"""
+  s_load_{'dwordx2' if g9 else 'b64'} s[2:3], s[0:1], 0x0
+  s_movk_i32 s4, 0x100
+  s_addk_i32 s4, 0x10
+  s_mulk_i32 s4, 3
+  s_cmpk_eq_u32 s4, 0x330
+  s_cselect_b32 s5, 1, 2
+  s_cmpk_lg_u32 s4, 0x330
+  s_cselect_b32 s6, 1, 2
+  s_movk_i32 s7, 0x8000
+  v_mov_b32 v2, 0
+  v_writelane_b32 v2, s4, 0
+  v_writelane_b32 v2, s5, 1
+  v_writelane_b32 v2, s6, 2
+  v_writelane_b32 v2, s7, 3
+  v_lshlrev_b32 v1, 2, v0
+  s_waitcnt lgkmcnt(0)
+  {'global_store_dword' if g9 else 'global_store_b32'} v1, v2, s[2:3]""", n=64 if g9 else 32, wave32=not g9)
+  assert o[:4].tolist() == [0x330, 1, 2, 0xffff8000]
