@@ -350,6 +350,7 @@ class _Translator:
       if isinstance(v, _Lit):
         return _Lit({ast.USub: lambda x: -x, ast.UAdd: lambda x: x, ast.Not: lambda x: not x,
                      ast.Invert: lambda x: ~x}[type(e.op)](v.value))
+      self.value_only(v, e)
       if isinstance(e.op, ast.UAdd): return v
       if isinstance(e.op, ast.Not):
         if v.type != ir.boolean: raise self.err(f"`not` needs a bool, got {v.type}")
@@ -361,7 +362,8 @@ class _Translator:
       if len(e.ops) != 1: raise self.err("chained comparisons (a < b < c) are not supported; use `and`")
       op = _CMPS.get(type(e.ops[0]))
       if op is None: raise self.err(f"comparison {type(e.ops[0]).__name__} is not supported")
-      a, b = self.unify(self.expr(e.left), self.expr(e.comparators[0]), ast.unparse(e))
+      a, b = self.unify(self.value_only(self.expr(e.left), e), self.value_only(self.expr(e.comparators[0]), e),
+                        ast.unparse(e))
       self.at(e)
       return self.b.emit(op, [a, b], ir.boolean)
     if isinstance(e, ast.BoolOp):
@@ -375,7 +377,8 @@ class _Translator:
       return acc
     if isinstance(e, ast.IfExp):
       c = self.condition(e.test)
-      a, b = self.unify(self.expr(e.body), self.expr(e.orelse), "a conditional expression")
+      a, b = self.unify(self.value_only(self.expr(e.body), e), self.value_only(self.expr(e.orelse), e),
+                        "a conditional expression")
       self.at(e)
       return self.b.emit("select", [c, a, b], a.type)
     if isinstance(e, ast.Subscript):
@@ -385,6 +388,12 @@ class _Translator:
     if isinstance(e, ast.Call): return self.call(e)
     raise self.err(f"unsupported expression: {type(e).__name__}")
 
+  def value_only(self, v, node=None):
+    """Buffers are not values: no arithmetic, comparison or selection on them."""
+    if isinstance(v, Value) and v.type.is_ptr:
+      raise self.err(f"a buffer ({v.type}) cannot be used as a value here; index it, e.g. buf[i]", node)
+    return v
+
   def binop(self, op: str, a, b, node):
     if isinstance(a, _Lit) and isinstance(b, _Lit) and not isinstance(node, ast.Div):
       try:
@@ -392,7 +401,7 @@ class _Translator:
         return _Lit(eval(compile(e, "<const>", "eval")))
       except Exception as ex:
         raise self.err(f"constant expression fails: {ex}") from None
-    a, b = self.unify(a, b, _OPNAME.get(type(node), "operator"))
+    a, b = self.unify(self.value_only(a), self.value_only(b), _OPNAME.get(type(node), "operator"))
     t = a.type
     if isinstance(node, ast.Div) and not t.is_float:
       raise self.err(f"`/` on {t}: use `//` for integer division (it truncates toward zero)")
@@ -464,7 +473,7 @@ class _Translator:
       return self.b.emit("bitcast", [v], t)
     if name in _MATH or name == "abs":
       want(1)
-      v = self.expr(args[0])
+      v = self.value_only(self.expr(args[0]))
       v = self.coerce(v, ir.f32 if isinstance(v, _Lit) and name != "abs" else None)
       self.at(e)
       if name != "abs" and not v.type.is_float: raise self.err(f"{name}() needs a float, got {v.type}")
@@ -473,13 +482,13 @@ class _Translator:
       if len(args) < 2: raise self.err(f"{name}() takes at least 2 arguments")
       acc = self.expr(args[0])
       for a in args[1:]:
-        x, y = self.unify(acc, self.expr(a), f"{name}()")
+        x, y = self.unify(self.value_only(acc), self.value_only(self.expr(a)), f"{name}()")
         self.at(e)
         acc = self.b.emit(name, [x, y], x.type)
       return acc
     if name == "fma":
       want(3)
-      vals = [self.expr(a) for a in args]
+      vals = [self.value_only(self.expr(a)) for a in args]
       t = next((v.type for v in vals if isinstance(v, Value)), ir.f32)
       vals = [self.coerce(v, t) for v in vals]
       self.at(e)
@@ -488,7 +497,7 @@ class _Translator:
     if name == "select":
       want(3)
       c = self.condition(args[0])
-      a, b = self.unify(self.expr(args[1]), self.expr(args[2]), "select()")
+      a, b = self.unify(self.value_only(self.expr(args[1])), self.value_only(self.expr(args[2])), "select()")
       self.at(e)
       return self.b.emit("select", [c, a, b], a.type)
     raise self.err(f"call to unsupported function `{ast.unparse(f)}`")
