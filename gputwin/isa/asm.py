@@ -824,9 +824,10 @@ def _mod(c: _Ctx, sig, tok: str):
       return c.set("th", tab[val])
     if FMT["th_sys_bypass"].get(kind) == val:
       return c.set("th", 3)
-    if re.fullmatch(r"TH_ATOMIC_0x[0-9a-f]+", val):
-      return c.set("th", int(val[10:], 16))
-    return c.set("th", _num(val))
+    cas = {v: int(k) for k, v in FMT["th_atomic_cascade"].items() if k.isdigit()}
+    if kind == "atomic" and val in cas:
+      return c.set("th", cas[val])
+    raise _NoFit("invalid th value")  # llvm-mc-22 prints th:0x7 / TH_ATOMIC_0x5 but does not accept them
   if key == "scope":
     return c.set("scope", FMT["scope_names"].index(val) if val in FMT["scope_names"] else _num(val))
   if key == "format" and c.op.startswith("TBUFFER"):
@@ -952,6 +953,7 @@ def _encode_one(I, enc: str, op: str, wave: int, ops, mods, rest=("", 0)) -> tup
         f.setdefault(k, d)
   f.pop("_fi8", None)
   if base in FMT["mimg"]["formats"]:
+    _check_image(c, f)
     from gputwin.isa.syntax import image_sizes
     vaddr = next((x.dwords for x in slots if x.field == "vaddr"), 1)
     data, addr = image_sizes(f, op, vaddr, I.target.family)
@@ -1022,6 +1024,17 @@ def _check_rules(c: _Ctx, slots, f: dict[str, int]):
     limit = 1 if fam == "cdna" or re.search(cb["one"], c.op) else cb["rdna"]
     if n > limit:
       raise _NoFit("invalid operand (violates constant bus restrictions)")
+
+
+def _check_image(c: _Ctx, f: dict[str, int]):
+  """dmask rules llvm-mc-22 enforces: gather4 reads one channel, atomics one (two for cmpswap) channels."""
+  m, op = FMT["mimg"], c.op
+  if re.search(m["gather"], op) and bin(f.get("dmask", 0)).count("1") != 1:
+    raise _NoFit("invalid image_gather dmask: only one bit must be set")
+  if re.search(m["atomic"], op) and f.get("dmask", 0) not in ((3, 15) if re.search(m["atomic2"], op) else (1, 3)):
+    raise _NoFit("invalid atomic image dmask")
+  if f.get("tfe") and "STORE" in op:
+    raise _NoFit("TFE modifier has no meaning for store instructions")
 
 
 def _finish_smem(c: _Ctx):
