@@ -126,8 +126,11 @@ class Dispatch:
     else:  # no metadata (a bare .amdhsa_kernel): arrays -> 8-byte pointers, numbers -> 4 bytes, naturally aligned
       off = 0
       for a in args:
-        v = self._buffer(a) if isinstance(a, np.ndarray) else (np.asarray(a) if isinstance(a, np.generic) else
-                                                               np.array(a, "f4" if isinstance(a, float) else "i4")).tobytes()
+        if isinstance(a, np.ndarray):
+          v = self._buffer(a)
+        else:
+          v = np.asarray(a) if isinstance(a, np.generic) else np.array(a, "f4" if isinstance(a, float) else "i4")
+          v = v.tobytes()
         off = -(-off // len(v)) * len(v)
         buf[off:off + len(v)] = v
         off += len(v)

@@ -198,7 +198,8 @@ class Checks:
         self.lr[wg, d, 1] = ep
       else:
         w, r = self.lw[wg, d], self.lr[wg, d]
-        bad = ((w[:, 1] == ep) & (w[:, 0] != slot) & (w[:, 0] >= 0)) | ((r[:, 1] == ep) & (r[:, 0] != slot) & (r[:, 0] != -1))
+        other_w = (w[:, 1] == ep) & (w[:, 0] != slot) & (w[:, 0] >= 0)
+        bad = other_w | ((r[:, 1] == ep) & (r[:, 0] != slot) & (r[:, 0] != -1))
         # two waves of one workgroup writing the same dword in this very access
         key = wg * (1 << 20) + d
         order = np.argsort(key, kind="stable")
@@ -216,7 +217,8 @@ class Checks:
                             f"workgroup accessed since the last s_barrier", int(slot[i]), op)
 
   def _hazard(self, eng, op: Op, ix) -> None:
-    for n, s in list(self._regs(op, list(op.sem.inputs) if op.sem else ["S0"])) + [("D0", d) for d in [op.outs.get("D0")] if d is not None]:
+    used = list(self._regs(op, list(op.sem.inputs) if op.sem else ["S0"]))
+    for n, s in used + ([("D0", op.outs["D0"])] if "D0" in op.outs else []):
       if s.file not in "va":
         continue
       for pc in set(self.mfma[ix].tolist()) - {-1}:
@@ -224,7 +226,8 @@ class Checks:
         if f == s.file and i < s.index + s.dwords and s.index < i + dw and op.pc != pc:
           sel = (self.mfma[ix] == pc) & (self.clock[ix] < passes + 2)
           if sel.any() and not op.inst.enc.startswith("VOP3P_MFMA"):
-            self._fail(eng, op, ix, f"MFMA hazard: {_name(s)} ({n}) used {int(self.clock[ix][sel][0])} wait states after "
+            waited = int(self.clock[ix][sel][0])
+            self._fail(eng, op, ix, f"MFMA hazard: {_name(s)} ({n}) used {waited} wait states after "
                                     f"the MFMA at PC {pc:#x} wrote it; {passes} passes need {passes + 2} (s_nop)")
 
 

@@ -98,7 +98,8 @@ def pack_number(arg, meta, where: str) -> bytes:
   if isinstance(arg, np.ndarray) and arg.size == 1:
     arg = arg.reshape(-1)[0]
   if not isinstance(arg, (int, float, np.integer, np.floating, bool)):
-    raise LaunchError(f"{where} ({ty or meta.value_kind}) is a by-value {meta.size}-byte number; got {type(arg).__name__}")
+    raise LaunchError(f"{where} ({ty or meta.value_kind}) is a by-value {meta.size}-byte number; "
+                      f"got {type(arg).__name__}")
   try:
     if code[0] in "iu" and isinstance(arg, (float, np.floating)) and float(arg) != int(arg):
       raise ValueError("not an integer")

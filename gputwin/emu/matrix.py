@@ -7,7 +7,8 @@ Layouts (element e of lane l; 16-bit elements pack two per VGPR, 8-bit four):
   RDNA4 WMMA 16x16x16: A lane l: row l%16, k = 8*(l//16) + e; B the same with col; C/D: row v + 8*(l//16), col l%16
   CDNA MFMA MxNxK single block (M=N=16 or 32, G = 64/M lane groups, K/G elements per lane):
     A lane l: row l%M, k = (K/G)*(l//M) + e; B lane l: col l%M, same k; C/D register v of lane l: col l%M,
-    row 4*(l//16) + v (M=16) or 8*(v//4) + 4*(l//32) + v%4 (M=32)   (AMD Instinct MI300 ISA, "Matrix fused multiply-add")
+    row 4*(l//16) + v (M=16) or 8*(v//4) + 4*(l//32) + v%4 (M=32)
+    (AMD Instinct MI300 ISA, "Matrix fused multiply-add")
 The products are accumulated in float64 (int64 for integers) and rounded once to the result type.
 """
 from __future__ import annotations
@@ -44,7 +45,8 @@ def layout(family: str, name: str, L: int):
     G = L // M
     ne = K // G
     a = [(lane % M, ne * (lane // M) + e) for e in range(ne)]
-    c = [((4 * (lane // 16) + v) if M == 16 else (8 * (v // 4) + 4 * (lane // 32) + v % 4), lane % M) for v in range(M * N // L)]
+    row = (lambda v: 4 * (lane // 16) + v) if M == 16 else (lambda v: 8 * (v // 4) + 4 * (lane // 32) + v % 4)
+    c = [(row(v), lane % M) for v in range(M * N // L)]
   return M, N, K, acc, ins, bits, ne, a, c
 
 

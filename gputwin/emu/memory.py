@@ -57,7 +57,8 @@ class GuestMemory:
   def map(self, va: int, buf: np.ndarray) -> np.ndarray:
     buf = buf.view(np.uint8).reshape(-1)
     i = bisect.bisect_right(self.starts, va)
-    if (i > 0 and self.starts[i - 1] + len(self.bufs[i - 1]) > va) or (i < len(self.starts) and self.starts[i] < va + len(buf)):
+    before = i > 0 and self.starts[i - 1] + len(self.bufs[i - 1]) > va
+    if before or (i < len(self.starts) and self.starts[i] < va + len(buf)):
       raise GPUPageFault(va, len(buf), "map", self.device, "overlaps an existing mapping")
     self.starts.insert(i, va)
     self.bufs.insert(i, buf)
@@ -146,7 +147,8 @@ class Window:
     off = (a & np.uint64(self.stride - 1)).astype(np.intp)
     if len(off) and int(off.max()) + nbytes > self.size:
       i = int(np.argmax(off + nbytes > self.size))
-      raise GPUPageFault(int(off[i]), nbytes, access, self.device, f"{self.kind} offset past its {self.size}-byte allocation")
+      raise GPUPageFault(int(off[i]), nbytes, access, self.device,
+                         f"{self.kind} offset past its {self.size}-byte allocation")
     slot = (a >> np.uint64(self.shift)).astype(np.intp)
     if self.watch is not None:
       self.watch(access, slot, off, nbytes)

@@ -84,7 +84,8 @@ def run_main(argv=None) -> int:
     ev, t = [], {}
     for w, pc, text, ch in trace:
       ts = t.get(w, 0)
-      ev.append(dict(name=text.split()[0] if text else "?", ph="X", ts=ts, dur=1, pid=0, tid=w, args=dict(pc=hex(pc), inst=text)))
+      ev.append(dict(name=text.split()[0] if text else "?", ph="X", ts=ts, dur=1, pid=0, tid=w,
+                     args=dict(pc=hex(pc), inst=text, wrote=ch)))
       t[w] = ts + 1
     Path(a.perfetto).write_text(json.dumps(dict(traceEvents=ev, displayTimeUnit="ns")))
   rate = st.instructions / st.seconds if st.seconds else 0

@@ -12,14 +12,16 @@ def saxpy(n=300):
   r = _rng(1)
   x, y = r.standard_normal(n).astype(np.float32), r.standard_normal(n).astype(np.float32)
   out = np.zeros(n, np.float32)
-  return dict(grid=-(-n // 64), block=64, args=[out, x, y, np.float32(1.75), n], check=lambda: (out, (np.float64(1.75) * x + y).astype(np.float32)))
+  return dict(grid=-(-n // 64), block=64, args=[out, x, y, np.float32(1.75), n],
+              check=lambda: (out, (np.float64(1.75) * x + y).astype(np.float32)))
 
 
 def half_math(n=200):
   r = _rng(2)
   a, b = r.standard_normal(n).astype(np.float16), r.standard_normal(n).astype(np.float16)
   out = np.zeros(n, np.float16)
-  return dict(grid=-(-n // 64), block=64, args=[out, a, b, n], check=lambda: (out, (a.astype(np.float32) * b + np.float32(1.5)).astype(np.float16)))
+  return dict(grid=-(-n // 64), block=64, args=[out, a, b, n],
+              check=lambda: (out, (a.astype(np.float32) * b + np.float32(1.5)).astype(np.float16)))
 
 
 def int_ops(n=256):
@@ -30,11 +32,13 @@ def int_ops(n=256):
   u = a.view(np.uint32)
 
   def want():
-    qq = (np.abs(a.astype(np.int64)) // np.abs(b.astype(np.int64)) * np.sign(a.astype(np.int64)) * np.sign(b)).astype(np.int32)
+    a64, b64 = a.astype(np.int64), b.astype(np.int64)
+    qq = (np.abs(a64) // np.abs(b64) * np.sign(a64) * np.sign(b64)).astype(np.int32)  # C truncating division
     rr = (a.astype(np.int64) - qq.astype(np.int64) * b).astype(np.int32)
     pc = np.array([bin(int(v)).count("1") for v in u], np.uint32)
     clz = np.array([32 - int(v | 1).bit_length() for v in u], np.uint32)
-    bb = (pc << np.uint32(24)) ^ (u >> np.uint32(3)) ^ (u << np.uint32(7)) ^ clz ^ (b.view(np.uint32) & np.uint32(0xff00))
+    bb = (pc << np.uint32(24)) ^ (u >> np.uint32(3)) ^ (u << np.uint32(7)) ^ clz
+    bb ^= b.view(np.uint32) & np.uint32(0xff00)
     return np.concatenate([q, rem, bits.view(np.int32)]), np.concatenate([qq, rr, bb.view(np.int32)])
   return dict(grid=-(-n // 64), block=64, args=[q, rem, bits, a, b, n], check=want)
 
@@ -75,7 +79,8 @@ def histogram(n=500):
   x = r.integers(0, 1 << 20, n).astype(np.int32)
   hist, mx = np.zeros(16, np.int32), np.zeros(1, np.int32)
   return dict(grid=-(-n // 64), block=64, args=[hist, mx, x, n],
-              check=lambda: (np.concatenate([hist, mx]), np.concatenate([np.bincount(x & 15, minlength=16), [x.max()]]).astype(np.int32)))
+              check=lambda: (np.concatenate([hist, mx]),
+                             np.concatenate([np.bincount(x & 15, minlength=16), [x.max()]]).astype(np.int32)))
 
 
 def collatz(n=100):
@@ -86,7 +91,8 @@ def collatz(n=100):
     while v != 1:
       v, s = (3 * v + 1 if v & 1 else v >> 1), s + 1
     return s
-  return dict(grid=-(-n // 64), block=64, args=[out, n], check=lambda: (out, np.array([steps(i + 1) for i in range(n)], np.int32)))
+  return dict(grid=-(-n // 64), block=64, args=[out, n],
+              check=lambda: (out, np.array([steps(i + 1) for i in range(n)], np.int32)))
 
 
 def math(n=128):
@@ -113,7 +119,8 @@ def dmath(n=100):
 def private_array(n=96):
   idx = _rng(11).integers(0, 1000, n).astype(np.int32)
   out = np.zeros(n, np.int32)
-  return dict(grid=-(-n // 32), block=32, args=[out, idx, n], check=lambda: (out, ((idx & 63) * np.arange(n)).astype(np.int32)))
+  return dict(grid=-(-n // 32), block=32, args=[out, idx, n],
+              check=lambda: (out, ((idx & 63) * np.arange(n)).astype(np.int32)))
 
 
 def ids3d(grid=(2, 3, 2), block=(4, 2, 2)):
@@ -123,7 +130,8 @@ def ids3d(grid=(2, 3, 2), block=(4, 2, 2)):
   def want():
     Z, Y, X = np.meshgrid(np.arange(G[2]), np.arange(G[1]), np.arange(G[0]), indexing="ij")
     x, y, z, gx, gy, gz = X % block[0], Y % block[1], Z % block[2], X // block[0], Y // block[1], Z // block[2]
-    return out, ((x | y << 4 | z << 8 | gx << 12 | gy << 16 | gz << 20) ^ (block[0] << 24)).reshape(-1).astype(np.uint32)
+    v = (x | y << 4 | z << 8 | gx << 12 | gy << 16 | gz << 20) ^ (block[0] << 24)
+    return out, v.reshape(-1).astype(np.uint32)
   return dict(grid=grid, block=block, args=[out], check=want)
 
 
@@ -146,7 +154,8 @@ def convert(n=100):
 
   def want():
     return (np.concatenate([f.astype(np.float64), k, d]),
-            np.concatenate([(a.astype(np.float32) * np.float32(0.5)).astype(np.float64), np.trunc(b * 3.0).astype(np.int32),
+            np.concatenate([(a.astype(np.float32) * np.float32(0.5)).astype(np.float64),
+                            np.trunc(b * 3.0).astype(np.int32),
                             b / (a | 1).astype(np.float64) + a]))
   return dict(grid=-(-n // 64), block=64, args=[f, k, d, a, b, n], check=want, rtol=1e-15)
 
@@ -184,9 +193,11 @@ def nested(n=128):
       else:
         acc -= 1
     return acc
-  return dict(grid=-(-n // 64), block=64, args=[out, x, n], check=lambda: (out, np.array([ref(int(v)) for v in x], np.int32)))
+  return dict(grid=-(-n // 64), block=64, args=[out, x, n],
+              check=lambda: (out, np.array([ref(int(v)) for v in x], np.int32)))
 
 
-CASES = {f.__name__: f for f in (saxpy, half_math, int_ops, udiv64, fdiv, reduce, matmul, histogram, collatz, math, dmath,
+CASES = {f.__name__: f for f in (saxpy, half_math, int_ops, udiv64, fdiv, reduce, matmul, histogram, collatz, math,
+                                 dmath,
                                  private_array, ids3d,
                                  narrow, convert, local_atomics, cross_lane, nested)}

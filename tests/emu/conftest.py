@@ -19,7 +19,8 @@ def clang_co(tmp_path_factory):
     if (arch, name) not in cache:
       o, co = d / f"{name}-{arch}.o", d / f"{name}-{arch}.co"
       subprocess.run(["clang-22", "-x", "cl", "-cl-std=CL2.0", "-target", "amdgcn-amd-amdhsa", f"-mcpu={arch}",
-                      "-nogpulib", "-O2", "-c", str(KERNELS / f"{name}.cl"), "-o", str(o)], check=True, capture_output=True)
+                      "-nogpulib", "-O2", "-c", str(KERNELS / f"{name}.cl"), "-o", str(o)],
+                     check=True, capture_output=True)
       subprocess.run(["ld.lld-22", "-shared", str(o), "-o", str(co)], check=True, capture_output=True)
       cache[arch, name] = co
     return cache[arch, name]
