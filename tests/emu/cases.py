@@ -197,7 +197,13 @@ def nested(n=128):
               check=lambda: (out, np.array([ref(int(v)) for v in x], np.int32)))
 
 
+def calls(n=100):
+  tbl = np.arange(16, dtype=np.int32) * 3
+  out = np.zeros(n, np.int32)
+  return dict(grid=2, block=64, args=[out, tbl, n], check=lambda: (out, tbl[np.arange(n) & 15] * np.arange(n) + 1))
+
+
 CASES = {f.__name__: f for f in (saxpy, half_math, int_ops, udiv64, fdiv, reduce, matmul, histogram, collatz, math,
                                  dmath,
                                  private_array, ids3d,
-                                 narrow, convert, local_atomics, cross_lane, nested)}
+                                 narrow, convert, local_atomics, cross_lane, nested, calls)}

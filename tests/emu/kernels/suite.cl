@@ -164,3 +164,14 @@ __kernel void nested(__global int *out, __global const int *in, int n) {
   }
   out[i] = acc;
 }
+
+__attribute__((noinline)) int helper(int x, __global const int *tbl) {  // a real call: s_swappc, stack in scratch
+  int p[16];
+  for (int k = 0; k < 16; k++) p[k] = tbl[k] * x;
+  return p[x & 15] + 1;
+}
+
+__kernel void calls(__global int *out, __global const int *tbl, int n) {
+  int i = GID;
+  if (i < n) out[i] = helper(i, tbl);
+}
