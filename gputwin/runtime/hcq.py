@@ -17,6 +17,7 @@ from __future__ import annotations
 import ctypes, dataclasses, os, threading, time
 from pathlib import Path
 import numpy as np
+from gputwin.emu.launch import LaunchStats
 from gputwin.errors import GPUFault, GputwinError, KernelDriverError, LaunchError
 from gputwin.isa.codeobj import CodeObject, load_code_object
 from gputwin.mock.amdgpu import packets as P
@@ -302,15 +303,10 @@ class Queue:
 
 
 @dataclasses.dataclass
-class LaunchResult:
-  """What a launch reports: kernel, target, shape and the GPU timestamps around it (seconds, 100 MHz clock)."""
-  kernel: str
-  arch: str
-  waves: int
-  workgroups: int
-  seconds: float = 0.0
+class LaunchResult(LaunchStats):
+  """gputwin.emu's LaunchStats (kernel, arch, waves, workgroups, wall seconds, wave size; instruction counts stay 0: a
+  userspace driver cannot see them) plus the GPU time between the RELEASE_MEM timestamps around the dispatch."""
   gpu_seconds: float = 0.0
-  wave_size: int = 32
 
 
 class Program:
@@ -589,8 +585,8 @@ class Device:
     L = k.descriptor.wave_size
     nw = -(-(bl[0] * bl[1] * bl[2]) // L)
     t = prg.timestamps() if profile else (0, 0)
-    return LaunchResult(kernel, self.arch, nw * g[0] * g[1] * g[2], g[0] * g[1] * g[2], time.perf_counter() - t0,
-                        (t[1] - t[0]) / GPU_CLOCK_HZ, L)
+    return LaunchResult(kernel, self.arch, waves=nw * g[0] * g[1] * g[2], workgroups=g[0] * g[1] * g[2],
+                        seconds=time.perf_counter() - t0, wave_size=L, gpu_seconds=(t[1] - t[0]) / GPU_CLOCK_HZ)
 
   def close(self):
     if self.closed: return

@@ -12,11 +12,17 @@ from tests.emu.cases import CASES
 from tests.runtime.conftest import TARGETS
 
 
-def _idle(k, threads_before, timeout=2.0):
-  """Every device of the machine closed: the kfd process is gone (so are its BOs and mappings) and no CP thread."""
+def _mock_mappings() -> int:
+  """Host mappings of mock GPU memory in this process (memfds named kfd-bo-*, kfd-doorbells-*, ...)."""
+  with open("/proc/self/maps") as f: return sum("kfd-" in line or "amdgpu-" in line for line in f)
+
+
+def _idle(k, before: tuple[int, int], timeout=2.0):
+  """Every device of the machine closed: the kfd process is gone (so are its BOs), no more mappings of GPU memory
+  and no more threads than before the devices were opened."""
   t = time.monotonic() + timeout
-  while time.monotonic() < t and (threading.active_count() > threads_before or k.proc is not None): time.sleep(0.01)
-  return k.proc is None and threading.active_count() <= threads_before
+  while time.monotonic() < t and (threading.active_count() > before[0] or k.proc is not None): time.sleep(0.01)
+  return k.proc is None and threading.active_count() <= before[0] and _mock_mappings() <= before[1]
 
 
 def test_discovery_reads_the_topology():
@@ -40,7 +46,7 @@ def test_cpu_and_sdma_copies(arch):
 
 
 def test_copies_between_two_gpus():
-  before = threading.active_count()
+  before = threading.active_count(), _mock_mappings()
   with rt.open("mock:gfx1100,gfx942:0") as d0, rt.open("mock:gfx1100,gfx942:1") as d1:
     a = np.arange(5000, dtype=np.float32)
     x, y = d0.alloc(a.nbytes), d1.alloc(a.nbytes)
@@ -54,7 +60,8 @@ def test_copies_between_two_gpus():
 
 
 @pytest.mark.parametrize("arch", TARGETS)
-@pytest.mark.parametrize("name", sorted(set(CASES) - {"collatz"}))
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n == "collatz" else n
+                                  for n in sorted(CASES)])
 def test_suite_kernels_match_the_direct_emulator(clang_co, arch, name):
   """Each clang-22 kernel through PM4 + DISPATCH_DIRECT gives the same bytes as gputwin.emu.launch."""
   co = clang_co(arch, "suite")
@@ -155,7 +162,7 @@ def test_faulting_kernel_names_device_queue_and_launch(clang_co):
 def _stress(clang_co, launches: int, copies: int):
   """launches small kernels and copies spread over two queues on each of two GPUs, every result checked, timeline
   values strictly increasing, and nothing left behind."""
-  before = threading.active_count()
+  before = threading.active_count(), _mock_mappings()
   k = kernel_for("mock:gfx1100,gfx942")
   devs = [rt.open("mock:gfx1100,gfx942:0"), rt.open("mock:gfx1100,gfx942:1")]
   try:
