@@ -13,7 +13,7 @@ import struct
 from pathlib import Path
 
 from gputwin.errors import AsmError, GputwinError
-from gputwin.isa.disasm import MSGS, returns
+from gputwin.isa.disasm import MSGS, format_inst, returns
 from gputwin.isa.encoding import Inst, encode, isa, make
 from gputwin.isa.syntax import (FMT, OPS, Slot, f16_bits, f32_bits, f64_bits, family_kind, int16_fmt, signature)
 
@@ -37,6 +37,7 @@ class _NoFit(Exception):
 
 
 def _strip_comment(line: str) -> str:
+  line = re.sub(r"/\*.*?\*/", lambda m: " " * len(m[0]), line)  # C comments, e.g. llvm-mc's register notes
   for mark in (";", "//"):
     i = line.find(mark)
     if i >= 0:
@@ -273,9 +274,10 @@ class _Ctx:
     self.fields["literal"] = v
 
 
-def _check_lit16(c: _Ctx, s: Slot, lit: int):
-  """A literal for a 16-bit VALU operand must fit 16 bits (llvm-mc-22 rejects wider ones)."""
-  if c.e.base.startswith("V") and (s.bits == 16 or int16_fmt(s.fmt)) and not (lit < 0x10000 or lit >= 0xffff8000):
+def _check_lit16(c: _Ctx, s: Slot, lit: int, explicit: bool = False):
+  """A literal for a 16-bit VALU operand must fit 16 bits (llvm-mc-22 rejects wider ones; lit() must be unsigned)."""
+  if c.e.base.startswith("V") and (s.bits == 16 or int16_fmt(s.fmt)) and not (
+      lit < 0x10000 or lit >= 0xffff8000 and not explicit):
     raise _NoFit("invalid operand for instruction")
 
 
@@ -346,6 +348,8 @@ def _vgpr(c: _Ctx, s: Slot, t: str, allow_a: bool) -> tuple[int, bool]:
       c.orbit("opsel", bit)
   elif half:
     raise _NoFit("invalid operand for instruction")
+  elif s.bits == 16 and idx > 127 and c.e.base in ("VOP1", "VOP2", "VOPC") and c.I.target.family == "rdna4":
+    raise _NoFit("invalid operand for instruction")  # without true16, 16-bit e32 operands reach v0..v127 only
   return idx, f == "a"
 
 
@@ -444,13 +448,14 @@ def _fill(c: _Ctx, s: Slot, t: str, col: int):
       if t2 == "lds_direct" or t2 == "src_lds_direct":
         raise _NoFit("lds_direct is not supported on this GPU")
       m = re.fullmatch(r"lit\((.*)\)", t2)
-      if m and (neg or ab) and _num(m[1]) == 0:  # |lit(0x0)| is how llvm-mc-22 prints a modified inline 0
-        m = None
-        t2 = "0"
+      if m and ab:  # llvm-mc-22 drops lit() under |..| (and prints a modified inline 0 as |lit(0x0)|)
+        t2, m = m[1].strip(), None
+      elif m and neg:
+        raise _NoFit("invalid operand for instruction")
       if m:  # lit(x): keep x as a literal even when it is an inline constant
         code, lit = _literal_value(m[1], s)
         lit = lit if lit is not None else _num(m[1]) & 0xffffffff
-        _check_lit16(c, s, lit)
+        _check_lit16(c, s, lit, explicit=True)
         c.set(s.field, 255)
         c.lit(lit)
         return
@@ -969,7 +974,7 @@ def _encode_one(I, enc: str, op: str, wave: int, ops, mods, rest=("", 0)) -> tup
   vd = f.pop("_vaddr_dwords", None)
   if vd is not None and vd != f.get("offen", 0) + f.get("idxen", 0):
     raise _NoFit("invalid operand for instruction")
-  if base == "SMEM" and (ops or slots):
+  if base == "SMEM" and any(x.kind == "smem_off" for x in slots):
     _finish_smem(c)
     if not any(x.field == "soffset" for x in slots) and not ops:
       f["soffset"] = FMT["smem_nooperand_soffset"]
@@ -1090,7 +1095,10 @@ def assemble_line(I, text: str, line: int, col0: int, wave: int) -> tuple[Inst, 
   best: _NoFit | None = None
   for enc in encs:
     try:
-      return _encode_one(I, enc, op, wave, ops, mods, (rest, m.end(1) + col0))
+      inst, label = _encode_one(I, enc, op, wave, ops, mods, (rest, m.end(1) + col0))
+      if "/*Invalid" in format_inst(inst):  # an operand llvm-mc only prints with an "invalid register" note
+        raise _NoFit("invalid operand for instruction", mcol)
+      return inst, label
     except _NoFit as e:
       if best is None or e.col > best.col:
         best = e

@@ -584,7 +584,7 @@ def _mod_applies(key: str, I, e: Encoding, op: str, slots) -> bool:
   if any(key in ks and re.search(p, op) for p, ks in FMT["mods_skip_ops"].get(I.target.family, {}).items()):
     return False
   skip = FMT["mods_skip"].get(I.target.family, {}).get(e.base, [])
-  return key not in skip
+  return key not in skip or bool(re.search(FMT["mods_skip_except"].get(key, "^$"), op))
 
 
 # ------------------------------------------------------------------------------------------ decoded operands
