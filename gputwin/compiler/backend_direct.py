@@ -69,7 +69,8 @@ class Fam:
              "max": f"max_{'i' if t.is_signed else 'u'}32"}[kind]
     else:
       sfx = {"add": "add_f32" if t.is_float else "add", "sub": "sub", "and": "and", "or": "or", "xor": "xor",
-             "xchg": "swap", "min": f"{'s' if t.is_signed else 'u'}min", "max": f"{'s' if t.is_signed else 'u'}max"}[kind]
+             "xchg": "swap", "min": f"{'s' if t.is_signed else 'u'}min",
+             "max": f"{'s' if t.is_signed else 'u'}max"}[kind]
     return f"global_atomic_{sfx}"
 
   def latomic(self, kind: str, t: Type) -> str:

@@ -326,7 +326,8 @@ class _Translator:
 
   def condition(self, e: ast.expr) -> Value:
     c = self.coerce(self.expr(e), ir.boolean)
-    if c.type != ir.boolean: raise self.err(f"condition must be bool, got {c.type} (compare explicitly, e.g. x != 0)", e)
+    if c.type != ir.boolean:
+      raise self.err(f"condition must be bool, got {c.type} (compare explicitly, e.g. x != 0)", e)
     return c
 
   # -- expressions ------------------------------------------------------------------------------------------------

@@ -486,7 +486,8 @@ def verify(k: Kernel) -> Kernel:
       if not ots[0].scalar.is_float: raise err(op, f"{op.opcode} needs a float operand, got {ots[0]}")
       same(op, ots + [r])
     elif cls == "select":
-      if ots[0] != boolean.vec(r.lanes) and ots[0] != boolean: raise err(op, f"select condition must be bool, got {ots[0]}")
+      if ots[0] != boolean.vec(r.lanes) and ots[0] != boolean:
+        raise err(op, f"select condition must be bool, got {ots[0]}")
       same(op, ots[1:] + [r])
     elif cls == "cast":
       if ots[0].lanes != r.lanes: raise err(op, f"{op.opcode} cannot change lane count ({ots[0]} -> {r})")

@@ -354,7 +354,8 @@ PIPELINE = ("simplify", "constfold", "strength", "cse", "dce", "unroll", "constf
 
 
 def optimize(k: Kernel, *, pipeline: tuple[str, ...] | None = None, disable: tuple[str, ...] = (),
-             opt_bisect_limit: int | None = None, print_after_all: bool = False, log: Callable[[str], None] | None = None,
+             opt_bisect_limit: int | None = None, print_after_all: bool = False,
+             log: Callable[[str], None] | None = None,
              passes: dict[str, Callable] | None = None) -> Kernel:
   """Run the pipeline on a copy of `k`. `disable` skips passes by name (not counted as applications);
   `opt_bisect_limit` = N runs only applications 1..N (LLVM: -opt-bisect-limit); -1 or None runs all.

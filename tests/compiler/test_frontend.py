@@ -5,7 +5,7 @@ import inspect
 import numpy as np
 import pytest
 
-from gputwin.compiler import (Ptr, barrier, compile, f32, f64, global_id, i32, kernel, reference, shared, u32,
+from gputwin.compiler import (Ptr, compile, f32, f64, global_id, i32, kernel, reference, shared, u32,
                               workitem_id)
 from gputwin.compiler.examples import EXAMPLES
 from gputwin.errors import CompileError

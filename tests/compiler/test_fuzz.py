@@ -1,5 +1,6 @@
 """hypothesis-generated IR programs (integer and float arithmetic, compares, selects, casts, divergent ifs and
-loops, global loads/stores/atomics, shared memory with barriers): identical results on the host reference, the direct backend and the LLVM backend, run on
+loops, global loads/stores/atomics, shared memory with barriers): identical results on the host reference, the
+direct backend and the LLVM backend, run on
 the emulator, for all four targets. Derandomised and CI-sized; HYPOTHESIS_PROFILE=long runs more."""
 import os
 

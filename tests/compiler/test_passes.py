@@ -63,8 +63,8 @@ def test_each_pass_does_its_job():
   k = ir.parse(K)
   cf = passes.optimize(k, pipeline=("constfold",))
   assert any(o.opcode == "const" and o.attrs["value"] == 5 for o in cf.walk())
-  assert ops(passes.optimize(k, pipeline=("cse", "dce"))).count("mul") < ops(passes.optimize(k, pipeline=("dce",))).count(
-    "mul")
+  muls = lambda pipeline: ops(passes.optimize(k, pipeline=pipeline)).count("mul")
+  assert muls(("cse", "dce")) < muls(("dce",))
   assert "mul" in ops(k) and ops(passes.optimize(k, pipeline=("constfold", "strength"))).count("shl") >= 1
   simp = passes.optimize(k, pipeline=("simplify", "dce"))
   assert len(list(simp.walk())) < len(list(k.walk()))

@@ -3,7 +3,6 @@ raise CompileError with a location; they never crash the frontend, the passes or
 import inspect
 import random
 
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st

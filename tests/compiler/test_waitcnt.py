@@ -1,6 +1,5 @@
 """Wait-counter placement in the direct backend: the smallest wait before the first use, per counter and target;
 the emulator's independent waitcnt checker accepts it and rejects the same code with the wait removed."""
-import re
 
 import numpy as np
 import pytest
