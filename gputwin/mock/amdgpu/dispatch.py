@@ -36,11 +36,11 @@ class GPUMemory:
 
   def _groups(self, addr: np.ndarray, nbytes: int, access: str):
     """Yield (selection, byte array of the mapping, offsets) for the addresses, one mapping at a time."""
-    maps = self.vm.mappings()
-    starts = np.array([m.va for m in maps] or [0], np.uint64)
-    ends = np.array([m.end for m in maps] or [0], np.uint64)
+    starts, ends, maps = self.vm.table()
+    if not len(addr): return
+    if not maps: raise GPUPageFault(int(addr[0]), nbytes, access, self.device, "no mapping")
     r = np.searchsorted(starts, addr, side="right").astype(np.int64) - 1
-    bad = (r < 0) | (addr + np.uint64(nbytes) > ends[np.maximum(r, 0)]) if maps else np.ones(len(addr), bool)
+    bad = (r < 0) | (addr + np.uint64(nbytes) > ends[np.maximum(r, 0)])
     if bad.any():
       raise GPUPageFault(int(addr[np.argmax(bad)]), nbytes, access, self.device, "no mapping")
     for i in np.unique(r):

@@ -96,12 +96,6 @@ class VirtualGPU:
     self.process(q)
     while self._retry(): pass   # work unblocked by this queue (a WAIT_REG_MEM on another queue's write)
 
-  def pending(self, q) -> bool:
-    try:
-      vm = self.k.address_space(q.gpu.gpu_id)
-      return vm.read_u64(q.rptr_va) != vm.read_u64(q.wptr_va)
-    except (GPUPageFault, LookupError): return False
-
   # ------------------------------------------------------------------ queue execution
   def process(self, q) -> bool:
     """Consume q's ring up to wptr. True when at least one packet retired."""

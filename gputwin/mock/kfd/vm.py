@@ -58,6 +58,17 @@ class GPUAddressSpace:
   def __len__(self) -> int: return len(self._index[1])
   def mappings(self) -> list[Mapping]: return list(self._index[1])
 
+  def table(self) -> tuple[np.ndarray, np.ndarray, list[Mapping]]:
+    """(starts, ends, mappings) as uint64 arrays for vectorised lookups (np.searchsorted); rebuilt only after the
+    mappings changed, so a shader's gather/scatter does not pay for it on every access."""
+    idx = self._index
+    cached = getattr(self, "_table", None)
+    if cached is None or cached[0] is not idx:
+      maps = idx[1]
+      cached = self._table = (idx, np.array([m.va for m in maps], np.uint64),
+                              np.array([m.end for m in maps], np.uint64), list(maps))
+    return cached[1], cached[2], cached[3]
+
   def map(self, va: int, size: int, bo: BufferObject) -> bool:
     """Insert a mapping; False (nothing changed) when it overlaps an existing one (amdgpu_vm_bo_map's conflict).
     Copy-on-write, so a GPU thread translating concurrently always sees a consistent table."""
