@@ -54,3 +54,14 @@ def test_wmma_mfma(clang_co, arch):
     launch(clang_co(arch, "matrix"), "mma16", grid=1, block=32 if arch.startswith("gfx1") else 64, args=[D, A, B, C],
            serial=serial)
     np.testing.assert_array_equal(D, A.astype(np.float32) @ B.astype(np.float32) + C)
+
+
+@pytest.mark.parametrize("name", ["reduce", "matmul", "histogram"])
+def test_many_batches(clang_co, monkeypatch, name):
+  """Dispatches larger than one batch run batch after batch (forced here with a tiny batch size)."""
+  from gputwin.emu import core
+  monkeypatch.setattr(core, "MAX_WAVES", 4)
+  c = CASES[name]()
+  st = launch(clang_co("gfx1100"), name, grid=c["grid"], block=c["block"], args=c["args"])
+  _check(c)
+  assert st.workgroups == int(np.prod(c["grid"]))
