@@ -73,7 +73,7 @@ class Semantics:
 
   @functools.cached_property
   def program(self) -> Program:
-    return lower(parse(self.text, self.family, self.name), self.family, self.name)
+    return lower(parse(self.text, self.family, self.name), self.family, self.name, operand_bits(self.family, self.name))
 
   def __call__(self, state: dict, exec=None, mem=None, lanes: int | None = None, wave64: bool | None = None) -> dict:
     """Apply the instruction to every lane of every wave in the batch.
@@ -238,9 +238,20 @@ def vendor_text(family: str, name: str) -> str:
   return t.pcode[name]
 
 
+def operand_bits(family: str, name: str) -> dict[str, int]:
+  """Operand widths from the vendor operand table (ADDR -> 64 for GLOBAL ops), by upper-case field name."""
+  from gputwin.isa.vendor import tables
+  out: dict[str, int] = {}
+  for (_, n), ops in tables(family).operands.items():
+    if n == name:
+      for f, o in ops.items():
+        out[f.upper()] = max(out.get(f.upper(), 0), o.bits)
+  return out
+
+
 def build(family: str, name: str, text: str) -> tuple:
   """Parse, lower and generate one body -> (source, constants, inputs, outputs, regfiles, mem, calls)."""
-  prog = lower(parse(text, family, name), family, name)
+  prog = lower(parse(text, family, name), family, name, operand_bits(family, name))
   src, consts = generate(prog)
   return (src, consts, dict(prog.inputs), dict(prog.outputs), frozenset(prog.regfiles), prog.mem,
           frozenset(prog.calls), "VGPR" in prog.regfiles and not prog.per_lane)

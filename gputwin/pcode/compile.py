@@ -354,7 +354,7 @@ def generate(prog: Program) -> tuple[str, dict]:
 def _compiler_stamp() -> str:
   """Hash of the compiler's own sources, so an edited compiler never reuses stale generated code."""
   h = hashlib.sha256(str(VERSION).encode())
-  for f in ("parser.py", "ir.py", "compile.py", "errata.py"):
+  for f in ("parser.py", "ir.py", "compile.py", "errata.py", "__init__.py"):
     h.update((Path(__file__).parent / f).read_bytes())
   return h.hexdigest()[:12]
 

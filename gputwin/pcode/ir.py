@@ -239,8 +239,9 @@ _STATE_NAME = re.compile(r"[A-Z][A-Z0-9_]*$")
 class Lower:
   """AST -> typed IR. One instance per body; `lower()` returns a Program."""
 
-  def __init__(self, ast: Node, arch: str, inst: str):
+  def __init__(self, ast: Node, arch: str, inst: str, operand_bits: dict[str, int] | None = None):
     self.ast, self.arch, self.inst = ast, arch, inst
+    self.operand_bits = operand_bits or {}  # vendor operand table: field (upper-case) -> width in bits
     self.vars: dict[str, Ty] = {}
     self.arrays: dict[str, tuple[Ty, int]] = {}
     self.declared_state: dict[str, Ty] = {}
@@ -265,6 +266,10 @@ class Lower:
       return
     if not isinstance(n, Node):
       return
+    if n.op == "index" and n.args[0].op == "name" and n.args[0].args[0] == "MEM":
+      a = n.args[1]  # an untyped register used as a memory address (`MEM[ADDR]`) is a 64-bit address
+      for nm in ([a] if a.op == "name" else [x for x in a.args if isinstance(x, Node) and x.op == "name"]):
+        self.hints[nm.args[0]] = max(self.hints.get(nm.args[0], 0), 64)
     base = n.args[0] if n.op in ("as", "slice", "slicew", "index") else None
     if isinstance(base, Node) and base.op == "name":
       w = n.args[2] if n.op == "as" else 0
@@ -281,6 +286,7 @@ class Lower:
     if name in self.declared_state:
       return max(self.declared_state[name].bits, self.hints.get(name, 0))
     w = self.hints.get(name, 0) or (64 if name in ("EXEC", "VCC", "PC") else 32)  # masks and PC are 64-bit
+    w = max(w, self.operand_bits.get(name, 0))  # ADDR of a GLOBAL op is a 64-bit VGPR pair even if never typed
     return 32 if w <= 32 else 64 if w <= 64 else w
 
   def lower(self) -> Program:
@@ -577,6 +583,9 @@ class Lower:
         return self.lcall(name, [self.ex(x) for x in args], n.at)
       if name in ("MEM", "LDS", "GS_REGS"):
         raise self.fail(f"{name}(...) is prose, not pcode; needs an errata entry", n.at)
+      if name.startswith("Calc") and name.endswith("Addr"):  # address hooks get whole operand registers:
+        args = [x.args[0] if x.op == "as" and x.args[0].op == "name" and x.args[0].args[0] in self.operand_bits
+                else x for x in args]  # `SBASE.b32` would cut a 64-bit base
       es = [self.ex(x) for x in args]
       self.prog.calls.add(name)
       return E("call", (name, tuple(es)), call_ty(name, es))
@@ -820,8 +829,8 @@ def _has_effect(e) -> bool:
   return False
 
 
-def lower(ast: Node, arch: str = "", inst: str = "") -> Program:
-  return remove_dead_stores(Lower(ast, arch, inst).lower())
+def lower(ast: Node, arch: str = "", inst: str = "", operand_bits: dict[str, int] | None = None) -> Program:
+  return remove_dead_stores(Lower(ast, arch, inst, operand_bits).lower())
 
 
 def dump(prog: Program) -> str:

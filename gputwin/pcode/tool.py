@@ -6,7 +6,7 @@ import json as _json
 from pathlib import Path
 
 from gputwin.errors import PcodeError
-from gputwin.pcode import compiled, family_of, semantics, unsupported_calls
+from gputwin.pcode import compiled, family_of, operand_bits, semantics, unsupported_calls
 from gputwin.pcode.compile import generate
 from gputwin.pcode.errata import corrected, excluded
 from gputwin.pcode.ir import dump, lower
@@ -105,7 +105,7 @@ def show(name: str, family: str = "rdna3") -> str:
     out += [f"== erratum: {e.why}", f"   evidence: {e.evidence}"]
   if used:
     out += ["== corrected text", fixed]
-  prog = lower(parse(fixed, fam, name), fam, name)
+  prog = lower(parse(fixed, fam, name), fam, name, operand_bits(fam, name))
   src, _ = generate(prog)
   sem = semantics(fam, name)
   out += ["== typed IR", dump(prog), "== generated Python (numpy, whole batch of lanes)", src.rstrip()]

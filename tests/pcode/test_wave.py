@@ -475,3 +475,36 @@ def test_ds_swizzle_modes(fam):
       want = int(data[w, j]) if ex[w, j] else 0
       assert int(out[w, i]) == want, (hex(o), i, j)
   checked(fam, "DS_SWIZZLE_B32", "bit-mask, quad-permute and FFT lane selection (erratum: vendor text is C)")
+
+
+class _Sparse(FlatMemory):
+  """Byte-addressed memory at arbitrary 64-bit addresses (a dict), to see the addresses a body uses."""
+
+  def __init__(self):
+    self.bytes, self.seen = {}, []
+
+  def read(self, addr, bits):
+    self.seen += [int(a) for a in np.asarray(addr).ravel()]
+    n = bits // 8
+    vals = [sum(self.bytes.get(int(a) + k, 0) << (8 * k) for k in range(n)) for a in np.asarray(addr).ravel()]
+    return np.array(vals, dtype=np.uint64).astype(np.uint32 if bits <= 32 else np.uint64)
+
+  def write(self, addr, vals, bits):
+    for a, v in zip(np.asarray(addr).ravel(), np.asarray(vals).ravel()):
+      for k in range(bits // 8):
+        self.bytes[int(a) + k] = (int(v) >> (8 * k)) & 0xFF
+
+
+@pytest.mark.parametrize("fam,name,key,per_wave", [
+  (f, n, k, pw) for f, n, k, pw in (("rdna3", "GLOBAL_LOAD_B32", "ADDR", False), ("rdna3", "S_LOAD_B64", "ADDR", True),
+                                   ("cdna", "GLOBAL_LOAD_DWORD", "ADDR", False), ("cdna", "S_LOAD_DWORDX2", "SBASE", True),
+                                   ("rdna4", "GLOBAL_LOAD_B32", "v_addr", False))])
+def test_addresses_above_4gib_are_not_truncated(fam, name, key, per_wave):
+  """Memory operands are as wide as the vendor operand table says (64-bit VGPR/SGPR pairs)."""
+  mem = _Sparse()
+  base = 0x7F12_3456_7800
+  mem.write(np.array([base]), np.array([0x1122334455667788], np.uint64), 64)
+  addr = np.array([[base]], np.uint64) if per_wave else np.full((1, 4), base, np.uint64)
+  semantics(fam, name)({key: addr}, exec=None if per_wave else np.ones((1, 4), bool), mem=mem, lanes=4)
+  assert mem.seen and min(mem.seen) == base, [hex(a) for a in mem.seen]
+  checked(fam, name, "64-bit address reaches memory")
