@@ -611,6 +611,12 @@ def operands(inst) -> tuple:
       out.append(Opnd("vcc", "s", 106, s.dwords))
       continue
     v = inst.f.get(s.field, 0)
+    if s.kind == "smem_off":  # the scalar offset register and the immediate offset, separately
+      out.append(Opnd("soffset", "s", v))
+      off = next((k for k in ("ioffset", "offset") if k in inst.f), None)
+      if off:
+        out.append(Opnd(off, "imm", 0, 1, value=inst.f[off]))
+      continue
     if s.kind in ("v", "a", "av"):
       hi = bool(s.half and v & 0x80 and inst.format in ("VOP1", "VOP2", "VOPC"))
       idx = v & 0x7f if hi or (s.half and inst.format in ("VOP1", "VOP2", "VOPC")) else v
