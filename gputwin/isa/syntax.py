@@ -594,6 +594,9 @@ def validate(inst, offset: int = 0) -> None:
   """Reject field values llvm-mc-22 refuses to decode (reserved operand codes); DecodeError only."""
   from gputwin.errors import DecodeError
   from gputwin.isa.disasm import format_inst
+  for k, v in FMT["unsupported_fields"].get(inst.format, {}).items():
+    if inst.get(k) == v:
+      raise DecodeError(f"{inst.op.lower()}: {k}={v} form is not supported", inst.arch, offset, inst.get("encoding"))
   try:
     format_inst(inst)
   except DecodeError as e:
