@@ -241,7 +241,8 @@ class Queue:
       self.timeline += 1
       v, s = self.timeline, self.signal
       if self.sdma:
-        tail = P.sdma_fence(s.va + 4, v >> 32) + P.sdma_fence(s.va, v) + P.sdma_fence(s.slot_va, s.event_id) + \
+        # low word first: across a 2^32 boundary a reader sees a smaller value for a moment, never a larger one
+        tail = P.sdma_fence(s.va, v) + P.sdma_fence(s.va + 4, v >> 32) + P.sdma_fence(s.slot_va, s.event_id) + \
           P.sdma_trap(s.event_id)
       else:
         tail = P.release_mem(s.va, v) + P.release_mem(s.slot_va, s.event_id, P.DATA_SEL_32,
@@ -289,7 +290,7 @@ class Queue:
   def _stopped(self, rptr: int, va: int):
     unit = 1 if self.sdma else 4
     pos = rptr * unit // 4
-    what = self.submissions.get(max((p for p in self.submissions if p <= pos), default=-1), "?")
+    what = self.submissions.get(max((p for p in self.submissions if p <= pos), default=-1), "no recorded submission")
     off = (pos * 4) % (len(self.words) * 4)
     self.error = QueueFault(f"{self.dev}: {self.kind} queue {self.queue_id} was stopped by the GPU at ring offset "
                             f"{off:#x} (packet dword {pos}) in {what}: memory exception at VA {va:#x}; the queue is "

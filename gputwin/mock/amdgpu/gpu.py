@@ -115,7 +115,7 @@ class VirtualGPU:
           if rptr == wptr: return retired
           pos, end = rptr * unit // 4, wptr * unit // 4
           fetch = lambda i, n: [vm.read_u32(q.ring_base + 4 * ((i + j) % ring_dw)) for j in range(n)]
-          n = (self._sdma if q.is_sdma else self._pm4)(q, st, vm, fetch, pos, end, ring=True)
+          n = (self._sdma if q.is_sdma else self._pm4)(q, st, vm, fetch, pos, end)
           vm.write_u64(q.rptr_va, rptr + n * 4 // unit)
           retired = True
       except Blocked:
@@ -142,7 +142,7 @@ class VirtualGPU:
                        va if va is not None else q.ring_base)
 
   # ------------------------------------------------------------------ PM4
-  def _pm4(self, q, st, vm, fetch, pos, end, ring) -> int:
+  def _pm4(self, q, st, vm, fetch, pos, end) -> int:
     """Execute the packet at dword pos (or resume the IB it started); returns the ring dwords it occupies."""
     if st.ib is None:
       h = fetch(pos, 1)[0]
@@ -173,8 +173,8 @@ class VirtualGPU:
       if typ != 3 or ip + 1 + n > ndw:
         raise QueueError(f"malformed PM4 header {h:#010x} in indirect buffer at {va + 4 * ip:#x}", va + 4 * ip)
       if op == P.INDIRECT_BUFFER: raise QueueError("chained INDIRECT_BUFFER is not supported", va + 4 * ip)
-      body = list(np.frombuffer(vm.read(va + 4 * ip + 4, 4 * n), "<u4")) if n else []
-      self._pm4_exec(q, st, vm, op, [int(b) for b in body], va + 4 * ip)
+      body = np.frombuffer(vm.read(va + 4 * ip + 4, 4 * n), "<u4").tolist() if n else []
+      self._pm4_exec(q, st, vm, op, body, va + 4 * ip)
       ip = st.ib[2] = ip + 1 + n
     st.ib = None
     return ringlen
@@ -215,7 +215,7 @@ class VirtualGPU:
       raise QueueError(f"unknown PM4 opcode {op:#04x}", at)
 
   # ------------------------------------------------------------------ SDMA
-  def _sdma(self, q, st, vm, fetch, pos, end, ring) -> int:
+  def _sdma(self, q, st, vm, fetch, pos, end) -> int:
     at = q.ring_base + 4 * (pos % (q.ring_size // 4))
     h = fetch(pos, 1)[0]
     op, sub = h & 0xFF, (h >> 8) & 0xFF
