@@ -305,8 +305,9 @@ def test_target_names_map_to_families():
   assert semantics("gfx1201", "V_FMA_F32").family == "rdna4"
 
 
-PI_DIGITS = ("3.14159265358979323846264338327950288419716939937510582097494459230781640628620899862803482534211706798214"
-             "808651328230664709384460955058223172535940812848111745028410270193852110555964462294895493038196")
+PI_DIGITS = ("3.14159265358979323846264338327950288419716939937510582097494459230781640628620899862803482534211"
+             "706798214808651328230664709384460955058223172535940812848111745028410270193852110555964462294895"
+             "493038196")
 
 
 @pytest.mark.parametrize("fam", fams_with("V_TRIG_PREOP_F64"))
@@ -495,10 +496,12 @@ class _Sparse(FlatMemory):
         self.bytes[int(a) + k] = (int(v) >> (8 * k)) & 0xFF
 
 
-@pytest.mark.parametrize("fam,name,key,per_wave", [
-  (f, n, k, pw) for f, n, k, pw in (("rdna3", "GLOBAL_LOAD_B32", "ADDR", False), ("rdna3", "S_LOAD_B64", "ADDR", True),
-                                   ("cdna", "GLOBAL_LOAD_DWORD", "ADDR", False), ("cdna", "S_LOAD_DWORDX2", "SBASE", True),
-                                   ("rdna4", "GLOBAL_LOAD_B32", "v_addr", False))])
+WIDE = (("rdna3", "GLOBAL_LOAD_B32", "ADDR", False), ("rdna3", "S_LOAD_B64", "ADDR", True),
+        ("cdna", "GLOBAL_LOAD_DWORD", "ADDR", False), ("cdna", "S_LOAD_DWORDX2", "SBASE", True),
+        ("rdna4", "GLOBAL_LOAD_B32", "v_addr", False))
+
+
+@pytest.mark.parametrize("fam,name,key,per_wave", WIDE)
 def test_addresses_above_4gib_are_not_truncated(fam, name, key, per_wave):
   """Memory operands are as wide as the vendor operand table says (64-bit VGPR/SGPR pairs)."""
   mem = _Sparse()
