@@ -14,7 +14,7 @@ KFD turns into the queue's event, which WAIT_EVENTS sleeps on. A GPU fault arriv
 the queue that stopped making progress raises `QueueFault` naming device, queue, ring offset and the submission.
 """
 from __future__ import annotations
-import ctypes, dataclasses, os, threading, time
+import ctypes, dataclasses, threading, time
 from pathlib import Path
 import numpy as np
 from gputwin.emu.launch import LaunchStats
