@@ -247,3 +247,36 @@ def test_profiling_timestamps_and_host_threads(clang_co):
     dev.compute.wait(prg("add1", outs[0], src, 0, grid=1, block=64, profile=True))
     start, end = prg.timestamps()
     assert t0 <= start <= end <= dev.timestamp()
+
+
+class SeamOnly:
+  """The Kernel protocol and nothing else: proves the runtime reaches the (mock) driver only through the seam."""
+  CALLS = ("open", "close", "ioctl", "mmap", "munmap", "read_text", "listdir", "exists", "poll")
+
+  def __init__(self, k): self._k, self.calls = k, {}
+  def __getattr__(self, name):
+    if name not in self.CALLS: raise AttributeError(f"the runtime used {name!r}, which is not part of the kernel seam")
+    self.calls[name] = self.calls.get(name, 0) + 1
+    return getattr(self._k, name)
+
+
+def test_runtime_uses_only_the_seam_and_runs_on_a_synchronous_machine(clang_co, monkeypatch):
+  """A private machine in synchronous mode (no CP thread: packets run inside WAIT_EVENTS), seen through SeamOnly."""
+  from gputwin.mock.amdgpu.gpu import attach
+  from gputwin.mock.kfd.driver import MockKernel
+  import gputwin.runtime.hcq as hcq
+  k = MockKernel(["gfx1200", "gfx950"], sync=True)
+  attach(k)
+  seam = SeamOnly(k)
+  monkeypatch.setattr(hcq, "kernel_for", lambda device: seam)
+  threads = threading.active_count()
+  with rt.open("mock:gfx1200,gfx950:1") as dev:
+    assert dev.arch == "gfx950" and threading.active_count() == threads
+    a = np.arange(128, dtype=np.int32)
+    out = np.zeros_like(a)
+    dev.launch(clang_co("gfx950"), "add1", grid=2, block=64, args=[out, a, 7])
+    np.testing.assert_array_equal(out, a + 7)
+    b = dev.alloc(a.nbytes)
+    dev.copyin(b, a, via="sdma")
+    np.testing.assert_array_equal(dev.copyout(np.zeros_like(a), b, via="sdma"), a)
+  assert k.proc is None and {"open", "ioctl", "mmap", "munmap", "read_text", "listdir"} <= seam.calls.keys()
