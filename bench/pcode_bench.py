@@ -19,6 +19,8 @@ def bench(fam: str, name: str, lanes: int, exec_mask, reps: int = 5) -> float:
   rng = np.random.default_rng(0)
   st = {k: rng.random((W, 32), dtype=np.float32).view(np.uint32) for k in ("S0", "S1", "S2", "D0")}
   st["VCC"] = rng.integers(0, 2**32, (W, 1), dtype=np.uint64)
+  if "_CMP" in name:  # VOPC writes a per-wave lane mask (SGPR pair), shaped (waves, 1)
+    st["D0"] = np.zeros((W, 1), np.uint64)
   sem = semantics(fam, name)
   sem(st, exec=exec_mask)
   best = float("inf")

@@ -319,6 +319,12 @@ def rev(x, w: int):
 
 
 def bt(x, i):
+  """Bit i of x. `VCC.u64[laneId]` on a per-wave mask unpacks all lane bits at once."""
+  x = arr(x)
+  if np.ndim(i) == 2 and np.shape(i)[0] == 1 and x.dtype in (np.uint32, np.uint64) and x.ndim == 2 and \
+     x.shape[-1] == 1 and np.shape(i)[1] <= x.dtype.itemsize * 8 and (np.asarray(i) == np.arange(np.shape(i)[1])).all():
+    bits = np.unpackbits(np.ascontiguousarray(x).view(np.uint8), axis=-1, bitorder="little")
+    return bits[:, :np.shape(i)[1]].astype(bool)
   return sl(x, i, 1)
 
 
