@@ -166,7 +166,7 @@ _FLOAT_RE = re.compile(r"^-?(\d+\.\d*|\.\d+|\d+\.?\d*[eE][-+]?\d+)$")
 def _inline_code(value, is_float: bool, fmt: str, bits: int) -> int | None:
   """Inline constant code for a parsed number (int or float), or None if it needs a literal."""
   if not is_float:
-    w = 64 if bits == 64 else 16 if _int16(fmt, bits) else 32
+    w = 64 if bits == 64 else 16 if _int16(fmt, bits) or bits == 16 else 32
     if w < 64 and value >= 1 << (w - 1) and value < 1 << w:
       value -= 1 << w  # 0xfffffff0 is -16
     if -16 <= value <= 64:
@@ -207,9 +207,12 @@ def _float_patterns(fmt: str, bits: int) -> dict[int, int]:
   return d
 
 
-def inline_for(value: int, s: Slot) -> int | None:
+def inline_for(value: int, s: Slot, salu: bool = False) -> int | None:
   """The inline constant code a literal value would encode as for this operand (llvm-mc prints such literals as
-  lit(...) to keep them literal), or None. 64-bit operands' literals are never spelled lit()."""
+  lit(...) to keep them literal), or None. 64-bit operands' literals are never spelled lit(); SALU f16 operands
+  know no f16 bit patterns."""
+  if salu and "F16" in s.fmt:
+    return _inline_code(value, False, "FMT_NUM_B16", 16) if value <= 0xffff else None
   if s.bits == 64:
     return None if "F64" in s.fmt else (_inline_code(value, False, s.fmt, s.bits) if value <= 64 else None)
   return _inline_code(value, False, s.fmt, s.bits)

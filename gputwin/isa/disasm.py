@@ -75,12 +75,13 @@ def _src(inst, s, v: int, vector: bool, fam: str) -> str:
     if lit is None:
       raise _bad(inst, "literal marker without literal dword")
     from gputwin.isa.asm import inline_for
+    salu = inst.format.startswith("SOP")
     if _lit16(inst, s):  # 16-bit operands use the low half; lit() keeps a value that would be inline
-      return f"lit(0x{lit:x})" if inline_for(lit & 0xffff, s) is not None else f"0x{lit & 0xffff:x}"
+      return f"lit(0x{lit:x})" if inline_for(lit & 0xffff, s, salu) is not None else f"0x{lit & 0xffff:x}"
     if lit == 0 and s.bits == 64 and "F64" in s.fmt:
       return "0"
-    return f"lit(0x{lit:x})" if inline_for(lit, s) is not None else f"0x{lit:x}"
-  t = inline_text(v, s.fmt, s.bits, inst.format.startswith("V"))
+    return f"lit(0x{lit:x})" if inline_for(lit, s, salu) is not None else f"0x{lit:x}"
+  t = inline_text(v, s.fmt, s.bits, inst.format)
   if t is not None:
     return t
   n = scalar_name(fam, v, s.dwords, vector)
@@ -361,7 +362,14 @@ def _depctr(inst, v: int) -> str:
 
 
 def _vgpr_only_note(inst, s, v: int) -> str:
-  """llvm-mc-22 prints a non-VGPR in a VGPR-only source with a comment naming the register class it wanted."""
+  """llvm-mc-22 prints a non-VGPR in a VGPR-only source (or a VGPR in a scalar-only one) with a comment naming the
+  register class it wanted."""
+  so = FMT["sgpr_only"]
+  if v >= 256 and s.opr in so["types"] and inst.format in so["formats"]:
+    return f"/*Invalid register, operand has '{so['class']}' register class*/"
+  dn = FMT["dpp_vgpr_note_srcs"].get(_fam(inst), {}).get(inst.format, [])
+  if v < 128 and s.field in dn and "DPP" in inst.enc:
+    return "/*Invalid register, operand has 'VGPR_32' register class*/"
   d = FMT["vgpr_only"]
   if v >= 256 or s.opr not in d["types"] or s.half or (
       inst.format not in d["formats"] and not re.search(d["ops_any_format"], inst.op)):
@@ -373,7 +381,7 @@ def _vgpr_only_note(inst, s, v: int) -> str:
     if s.opr.endswith("_OR_CONST"):  # MFMA src2 takes the destination's class
       cls = f"{'AReg' if _acc(inst, 'src2') else 'VReg'}_{n}" + ("_Align2" if inst.arch.startswith("gfx9") else "")
     return f"/*Invalid register, operand has '{cls}' register class*/"
-  return "" if s.opr.endswith("_OR_CONST") or 209 <= v < 255 else "/*Invalid immediate*/"
+  return "" if s.opr.endswith(("_OR_CONST", "_OR_INLINE")) or 209 <= v < 255 else "/*Invalid immediate*/"
 
 
 def _raise(inst, v):
@@ -395,7 +403,8 @@ def _vopd(inst, wave: int) -> str:
     fam = I.target.family
     parts = [f"v{d}"]
     from gputwin.isa.syntax import Slot
-    parts.append(_src(inst, Slot("srcx0", "src", 1, "FMT_NUM_F32", 32), s0, True, fam))
+    so = ops.get(f"src{side}0") or next((o for k, o in ops.items() if k.startswith("src")), None)
+    parts.append(_src(inst, Slot("srcx0", "src", 1, so.fmt if so else "FMT_NUM_F32", 32), s0, True, fam))
     if any(k.startswith("vsrc") for k in ops):
       parts.append(f"v{s1}")
     if re.search("FMAMK", opn):

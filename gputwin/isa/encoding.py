@@ -97,11 +97,12 @@ class Isa:
     for n, e in self.encodings.items():
       names = e.opcodes if e.opcodes is not None else frozenset(t.enums.get(e.opcode_enum, {}).values())
       self.allowed[n] = frozenset(names) - tgt.lacks
-    mv = errata().get("move_opcodes", {}).get(tgt.family)
-    if mv:  # vendor list corrections (errata.json): opcodes listed under the wrong encoding
-      moved = {o for o in self.allowed[mv["from"]] if re.search(mv["pattern"], o)}
-      self.allowed[mv["from"]] -= moved
-      self.allowed[mv["to"]] |= moved
+    for kind in ("move_opcodes", "add_opcodes"):  # vendor list corrections (errata.json, each with evidence)
+      for mv in errata().get(kind, {}).get(tgt.family, []):
+        moved = {o for o in self.allowed[mv["from"]] if re.search(mv["pattern"], o)}
+        if kind == "move_opcodes":
+          self.allowed[mv["from"]] -= moved
+        self.allowed[mv["to"]] |= moved
     # base encodings, most fixed bits first (longest-fixed-prefix match)
     bases = [e for e in self.encodings.values() if e.name == e.base]
     self.bases = sorted(bases, key=lambda e: -sum(f.width for f in e.fixed))

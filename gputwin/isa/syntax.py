@@ -102,7 +102,7 @@ def signature(arch: str, enc_name: str, op: str, wave: int) -> Sig:
       slots.append(Slot(name, "vaddr_list", 1, "FMT_ANY", 32))
       continue
     if name not in byname or name not in vops:
-      if not (name == "saddr" and base in FMT["saddr_always"] and name in byname):
+      if not (name == "saddr" and base in FMT["saddr_always"] and name in byname and vops):
         continue
     fd = byname[name]
     o = vops.get(name) or Operand("FMT_ANY", 32, "")
@@ -253,13 +253,14 @@ def f64_bits(x: float) -> int: return struct.unpack("<Q", struct.pack("<d", x))[
 def int16_fmt(fmt: str) -> bool: return bool(re.search(r"FMT_NUM_[IUB]16$", fmt))
 
 
-def inline_text(code: int, fmt: str, bits: int, valu: bool = True) -> str | None:
+def inline_text(code: int, fmt: str, bits: int, form: str = "VOP3") -> str | None:
   lo, hi = OPS["inline_int"]
   if lo <= code <= hi:
     return str(code - 128 if code <= 192 else 192 - code)
   inv = OPS["inv2pi"]
   if str(code) in OPS["inline_float"] or code == inv["code"]:
-    if int16_fmt(fmt) and valu:  # VALU 16-bit integer operands show the f16 bit pattern
+    valu = form.startswith("V")
+    if int16_fmt(fmt) and valu or "F16" in fmt and form in FMT["f16_hex_inline_formats"]["formats"]:
       v = inv["f16"] if code == inv["code"] else f16_bits(OPS["inline_float"][str(code)])
       return f"0x{v:x}"
     if code == inv["code"]:
