@@ -97,11 +97,34 @@ class _Process:
     self.event_page: Buffer | None = None
     self.mem_event = -1
     self.faults: list[list] = []   # [gpu_id, va, queue that claimed it] per GPU memory fault reported
+    self.renders: dict[int, list] = {}   # gpu_id -> [render fd, users]: one VM per GPU and process (ACQUIRE_VM)
 
   def ioctl(self, name: str, **fields):
     a = _args(name, **fields)
     self.k.ioctl(self.kfd, abi.IOCTL_NUMBERS[name], a)
     return a
+
+  def render(self, gpu: GPUInfo) -> int:
+    """The GPU's render node, opened and bound with ACQUIRE_VM once per process (a second DRM file is EBUSY)."""
+    with self.lock:
+      r = self.renders.get(gpu.gpu_id)
+      if r is None:
+        fd = self.k.open(f"/dev/dri/renderD{gpu.props['drm_render_minor']}")
+        try: self.ioctl("ACQUIRE_VM", drm_fd=fd, gpu_id=gpu.gpu_id)
+        except OSError:
+          self.k.close(fd)
+          raise
+        r = self.renders[gpu.gpu_id] = [fd, 0]
+      r[1] += 1
+      return r[0]
+
+  def unrender(self, gpu_id: int):
+    with self.lock:
+      r = self.renders[gpu_id]
+      r[1] -= 1
+      if not r[1]:
+        del self.renders[gpu_id]
+        self.k.close(r[0])
 
   def alloc_va(self, size: int) -> int:
     with self.lock:
@@ -435,17 +458,20 @@ class Device:
     self.name = str(self.spec) if self.spec.kind == "mock" else f"amd:{self.spec.index}"
     self.proc = _Process.get(self.k)
     self.buffers: dict[int, Buffer] = {}
-    self.render = self.k.open(f"/dev/dri/renderD{g.props['drm_render_minor']}")
-    self.proc.ioctl("ACQUIRE_VM", drm_fd=self.render, gpu_id=self.gpu_id)
-    self._bells: tuple[int, Buffer] | None = None
+    self._bells: Buffer | None = None
     self._programs: dict = {}
     self.queues: list[Queue] = []
-    self.proc.join(self)
-    self._arena_buf = self._alloc(4 << 20, GTT)
-    self._arena_at, self._arena_lock = 0, threading.Lock()
-    self.compute = self.queue("compute")
-    self.sdma = self.queue("sdma")
-    self.closed = False
+    self.closed, self.render = False, None
+    try:
+      self.render = self.proc.render(g)
+      self.proc.join(self)
+      self._arena_buf = self._alloc(4 << 20, GTT)
+      self._arena_at, self._arena_lock = 0, threading.Lock()
+      self.compute = self.queue("compute")
+      self.sdma = self.queue("sdma")
+    except BaseException:
+      self.close()
+      raise
 
   def __repr__(self): return f"Device({self.name}, {self.arch}, gpu_id={self.gpu_id:#x})"
   def __str__(self): return f"{self.name} ({self.arch}, gpu_id {self.gpu_id:#x})"
@@ -601,8 +627,8 @@ class Device:
         if b is not self.proc.event_page: self._free(b)
       if self._bells: self.k.munmap(self._bells.cpu, DOORBELL_SLICE)
     finally:
+      if self.render is not None: self.proc.unrender(self.gpu_id)
       self.proc.release()
-      self.k.close(self.render)
 
 
 def open(device: str | None = None) -> Device:   # noqa: A001 - the runtime's entry point, like os.open for a GPU

@@ -32,6 +32,16 @@ def test_discovery_reads_the_topology():
     assert d.arch == "gfx942" and d.props["simd_count"] == 1216 and "gfx942" in str(d)
 
 
+def test_one_gpu_opened_twice_shares_its_vm():
+  """KFD binds one DRM file per GPU and process (ACQUIRE_VM with another file is EBUSY): both Devices share it."""
+  with rt.open("mock:gfx1200") as a, rt.open("mock:gfx1200") as b:
+    x = a.alloc(256)
+    x.copyin(np.arange(64, dtype=np.int32))
+    y = b.alloc(256)
+    b.sdma.wait(b.copy(y, x))
+    np.testing.assert_array_equal(y.view(np.int32, 64), np.arange(64))
+
+
 @pytest.mark.parametrize("arch", TARGETS)
 def test_cpu_and_sdma_copies(arch):
   with rt.open(f"mock:{arch}") as dev:
