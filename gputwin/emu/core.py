@@ -194,7 +194,8 @@ class Engine:
       sts = [self._inputs(o, ix, m) for o in op.info["pair"]]
       if self.checks is not None:
         self.checks.before(self, op, ix, m)
-      outs = [o.sem(st, exec=m, lanes=self.L, wave64=self.L == 64) for o, st in zip(op.info["pair"], sts)]
+      outs = [{k: np.array(v) for k, v in o.sem(st, exec=self._pexec(o, m), lanes=self.L, wave64=self.L == 64).items()}
+              for o, st in zip(op.info["pair"], sts)]  # copies: an output may be a view of a register the other writes
       for o, out in zip(op.info["pair"], outs):
         self.retire(o, ix, m, out)
       self.count += self._n(ix)
@@ -218,7 +219,7 @@ class Engine:
     if op.mem:
       self._memop(op, ix, m, st)
     else:
-      out = sem(st, exec=m, mem=_Mem(None), lanes=self.L, wave64=self.L == 64)
+      out = sem(st, exec=self._pexec(op, m), mem=_Mem(None), lanes=self.L, wave64=self.L == 64)
       self.retire(op, ix, m, out)
     if fancy:  # register files were passed as copies: write them back
       if "VGPR" in sem.regfiles:
@@ -366,8 +367,14 @@ class Engine:
                            getattr(self.mem, "device", ""))
     if "ADDR" in op.sem.inputs:
       st["ADDR"] = (a & U64(M32)).astype(U32)
-    out = op.sem(st, exec=m, mem=_Mem(space, a), lanes=self.L, wave64=self.L == 64)
+    out = op.sem(st, exec=self._pexec(op, m), mem=_Mem(space, a), lanes=self.L, wave64=self.L == 64)
     self.retire(op, ix, m, out)
+
+  def _pexec(self, op: Op, m):
+    """The mask pcode sees: None for ALU work when every lane of the batch is active (saves its masked merges).
+    Memory bodies keep the mask: pcode's MEM access indexes with it either way, and atomics need it for their
+    lane-ordered read-modify-write."""
+    return None if m is self._exec and self._exec_all and not op.mem and not op.atomic else m
 
 
 # ------------------------------------------------------------------------------------------ the scheduler

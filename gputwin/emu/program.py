@@ -8,6 +8,7 @@ vendor tables (scalar operand codes, inline constants). Nothing here knows an in
 from __future__ import annotations
 
 import functools
+import re
 import struct
 from dataclasses import dataclass, field
 
@@ -44,6 +45,7 @@ MEMFMT = {"SMEM": "smem", "DS": "ds", "GLOBAL": "global", "VGLOBAL": "global", "
           "SCRATCH": "scratch", "VSCRATCH": "scratch", "MUBUF": "buffer", "VBUFFER": "buffer"}
 SRC_FIELDS = (("src0", "ssrc0", "vsrc0", "srcx0"), ("src1", "vsrc1", "ssrc1", "vsrcx1"), ("src2",))
 DST_FIELDS = ("vdst", "sdst", "sdata", "vdata", "vdstx")
+_MEM_WRITE = re.compile(r"MEM\[[^;]*?\]\.\w+\s*[-+|&^]?=(?!=)")  # `MEM[addr].u32 (+)= ...` in a pcode body
 
 
 def inline_value(code: int, fmt: str, bits: int) -> int:
@@ -90,6 +92,7 @@ class Op:
   text: str = ""
   info: dict = field(default_factory=dict)
   old: dict = field(default_factory=dict)  # outputs whose previous value the pcode needs (partial writes)
+  atomic: bool = False  # the body reads and writes MEM: lanes must keep their EXEC mask (ordered RMW in pcode)
 
 
 def _fam_kind(fam: str) -> str: return "cdna" if fam == "cdna" else "rdna"
@@ -135,6 +138,7 @@ def build_op(inst: Inst, pc: int, fam: str, wave: int) -> Op:
   name, fmt, f = inst.op, inst.format, inst.f
   sem = _sem(fam, name)
   op = Op(inst, pc, inst.size, _kind_of(name, sem), sem)
+  op.atomic = sem is not None and "r" in sem.mem and bool(_MEM_WRITE.search(sem.text))
   if op.kind == "copy":
     op.sem = None
   opnds = {o.field: o for o in inst.operands}

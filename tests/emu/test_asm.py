@@ -68,8 +68,9 @@ def test_lds_and_branch_wave64(arch):
   v_add_u32 v3, 1000, v3
 .Lskip:
   s_or_b64 exec, exec, s[4:5]
-  v_mov_b32 v4, 0
-  v_lshlrev_b64 v[4:5], 33, v[3:4]
+  v_mov_b32 v6, v3
+  v_mov_b32 v7, 0
+  v_lshlrev_b64 v[4:5], 33, v[6:7]
   v_lshlrev_b32 v6, 3, v0
   s_waitcnt lgkmcnt(0)
   global_store_dwordx2 v6, v[4:5], s[2:3]"""
@@ -90,8 +91,9 @@ def test_lds_and_branch_wave64(arch):
   v_add_nc_u32 v3, 1000, v3
 .Lskip:
   s_or_b64 exec, exec, s[4:5]
-  v_mov_b32 v4, 0
-  v_lshlrev_b64 v[4:5], 33, v[3:4]
+  v_mov_b32 v6, v3
+  v_mov_b32 v7, 0
+  v_lshlrev_b64 v[4:5], 33, v[6:7]
   v_lshlrev_b32 v6, 3, v0
   s_waitcnt lgkmcnt(0)
   global_store_b64 v6, v[4:5], s[2:3]"""
