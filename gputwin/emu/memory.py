@@ -143,13 +143,13 @@ class Window:
     self.buf = np.zeros(max(-(-slots * size // 8) * 8, 8), np.uint8)
 
   def _check(self, addr, nbytes, access):
-    a = np.asarray(addr, np.uint64).reshape(-1)
-    off = (a & np.uint64(self.stride - 1)).astype(np.intp)
+    a = np.asarray(addr, np.uint64).reshape(-1).view(np.int64)  # addresses are far below 2**63: a free view
+    off = a & (self.stride - 1)
     if len(off) and int(off.max()) + nbytes > self.size:
       i = int(np.argmax(off + nbytes > self.size))
       raise GPUPageFault(int(off[i]), nbytes, access, self.device,
                          f"{self.kind} offset past its {self.size}-byte allocation")
-    slot = (a >> np.uint64(self.shift)).astype(np.intp)
+    slot = a >> self.shift
     if self.watch is not None:
       self.watch(access, slot, off, nbytes)
     return (slot * self.size if self.base is None else self.base[slot]) + off
