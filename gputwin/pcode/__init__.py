@@ -26,19 +26,16 @@ from gputwin.pcode.parser import parse
 
 __all__ = ["semantics", "Semantics", "FlatMemory", "family_of", "PcodeError"]
 
-_TARGETS = {"gfx1100": "rdna3", "gfx1101": "rdna3", "gfx1102": "rdna3", "gfx1103": "rdna3", "gfx1150": "rdna3",
-            "gfx1151": "rdna3", "gfx1200": "rdna4", "gfx1201": "rdna4", "gfx940": "cdna", "gfx941": "cdna",
-            "gfx942": "cdna", "gfx950": "cdna", "rdna3": "rdna3", "rdna4": "rdna4", "cdna": "cdna", "cdna3": "cdna",
-            "cdna4": "cdna"}
-
-
 def family_of(arch: str) -> str:
   """'gfx1100' -> 'rdna3', 'gfx942'/'gfx950' -> 'cdna'; family names pass through."""
-  try:
-    return _TARGETS[arch.lower()]
-  except KeyError:
-    raise PcodeError(f"unknown AMD target or family {arch!r}; expected one of {', '.join(sorted(_TARGETS))}",
-                     arch) from None
+  from gputwin.isa.targets import TARGETS, target
+  from gputwin.isa.vendor import FAMILIES
+  a = arch.lower()
+  if a in FAMILIES:
+    return a
+  if a in TARGETS:
+    return target(a).family
+  raise PcodeError(f"unknown AMD target or family {arch!r}; expected one of {', '.join(FAMILIES + TARGETS)}", arch)
 
 
 def _rt_globals() -> dict:

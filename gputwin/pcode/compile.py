@@ -20,10 +20,7 @@ from gputwin.pcode.ir import BOOL, E, Program, S, Ty, lv_ty
 VERSION = 7  # bump when generated code changes
 
 
-def cache_root() -> Path:
-  """Same root as gputwin.isa.vendor's table cache."""
-  xdg = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
-  return Path(os.environ.get("GPUTWIN_CACHE") or xdg / "gputwin")
+from gputwin.isa.vendor import cache_root  # noqa: E402,F401 - one cache root for every on-disk cache
 
 
 def _ident(name: str) -> str:
