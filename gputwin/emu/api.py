@@ -14,7 +14,7 @@ import numpy as np
 
 from gputwin.emu import core
 from gputwin.emu.checks import Checks
-from gputwin.emu.launch import (NUMPY_OF, LaunchStats, code_object, hidden_value, pack_number, program_for,
+from gputwin.emu.launch import (NUMPY_OF, LaunchStats, hidden_value, load, pack_number, program_for,
                                 raise_stop, three)
 from gputwin.emu.memory import GuestMemory
 from gputwin.errors import LaunchError
@@ -29,7 +29,7 @@ USER_SGPRS = (("enable_sgpr_private_segment_buffer", 4), ("enable_sgpr_dispatch_
 
 class Emulator:
   def __init__(self, code=None, *, arch: str | None = None, memory: GuestMemory | None = None):
-    self.co: CodeObject | None = code_object(code, arch) if code is not None else None
+    self.co: CodeObject | None = load(code, arch) if code is not None else None
     if self.co is not None and arch and self.co.arch != arch:
       raise LaunchError(f"code object is for {self.co.arch}, not {arch}", arch)
     self.arch = arch or (self.co.arch if self.co else None)

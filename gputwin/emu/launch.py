@@ -33,16 +33,16 @@ class LaunchStats:
   def wave_instructions_per_s(self) -> float: return self.instructions / self.seconds if self.seconds else 0.0
 
 
-def launch(code_object_, kernel: str, *, grid, block, args, arch: str | None = None, serial: bool = False,
+def launch(code_object, kernel: str, *, grid, block, args, arch: str | None = None, serial: bool = False,
            checks=True, trace=None, max_instructions: int | None = None) -> LaunchStats:
-  """Run `kernel` of `code_object_` (bytes, a path to .co/.o/.s, or a CodeObject) over `grid` workgroups (x, y, z)
+  """Run `kernel` of `code_object` (bytes, a path to .co/.o/.s, or a CodeObject) over `grid` workgroups (x, y, z)
   of `block` work-items. `args` match the kernel's argument metadata: numpy arrays are copied into guest memory
   before and back into the same arrays after; numbers are packed by the metadata's size and type.
   `serial`: one wave at a time (the oracle schedule). `checks`: True, False or a set of checker names (checks.py).
   `trace`: a list to append (wave, pc, instruction, registers written) records to, or a path to write them to.
   `max_instructions`: a watchdog on wave-instructions. Returns LaunchStats."""
   from gputwin.emu.api import Emulator
-  return Emulator(code_object_, arch=arch).launch(kernel, grid=grid, block=block, args=args, serial=serial,
+  return Emulator(code_object, arch=arch).launch(kernel, grid=grid, block=block, args=args, serial=serial,
                                                   checks=checks, trace=trace, max_instructions=max_instructions)
 
 
@@ -52,7 +52,7 @@ def _load(data: bytes, arch: str | None) -> CodeObject:
   return load_code_object(data, arch=arch)
 
 
-def code_object(obj, arch: str | None = None) -> CodeObject:
+def load(obj, arch: str | None = None) -> CodeObject:
   """bytes, a CodeObject, or a path to .co/.o/.s -> CodeObject (cached by content; .s assembled by gputwin.isa)."""
   if isinstance(obj, CodeObject):
     return obj

@@ -18,7 +18,9 @@ _U = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
 class AddressSpace(Protocol):
-  """What the wave executor needs from a GPU address space (vectorised, little-endian, bounds checked)."""
+  """What the wave executor needs from a GPU address space (vectorised, little-endian, bounds checked; an address
+  outside every mapping raises GPUPageFault). `Emulator.launch` also calls alloc(nbytes) -> va and unmap(va) to
+  place argument buffers, kernargs and the dispatch packet."""
   def gather(self, addr: np.ndarray, nbytes: int) -> np.ndarray: ...  # uint{8*nbytes} values at uint64 addresses
   def scatter(self, addr: np.ndarray, vals: np.ndarray, nbytes: int) -> None: ...  # in array order: last wins
   def read_bytes(self, va: int, n: int) -> bytes: ...
