@@ -11,7 +11,6 @@ compiler's version) under the same cache root the vendor tables use.
 from __future__ import annotations
 
 import hashlib
-import os
 from pathlib import Path
 
 from gputwin.pcode import runtime as rt
