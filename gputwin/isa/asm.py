@@ -279,7 +279,7 @@ class _Ctx:
 
 def _check_lit16(c: _Ctx, s: Slot, lit: int, explicit: bool = False):
   """A literal for a 16-bit VALU operand must fit 16 bits (llvm-mc-22 rejects wider ones; lit() must be unsigned)."""
-  if c.e.base.startswith("V") and (s.bits == 16 or int16_fmt(s.fmt)) and not (
+  if c.e.base.startswith("V") and (s.bits == 16 or int16_fmt(s.fmt) or re.search(FMT["lit16_ops"], c.op)) and not (
       lit < 0x10000 or lit >= 0xffff8000 and not explicit):
     raise _NoFit("invalid operand for instruction")
 
@@ -435,7 +435,7 @@ def _fill(c: _Ctx, s: Slot, t: str, col: int):
       _apply_srcmods(c, s, neg, ab)
       r = _reg_range(t2)
       if r and r[0] in ("v", "a"):
-        if k == "ssrc" or (k == "a_src") != (r[0] == "a") and k != "av_src":
+        if k == "ssrc" or s.opr == "OPR_SREG" or (k == "a_src") != (r[0] == "a") and k != "av_src":
           raise _NoFit("invalid operand for instruction")
         if k == "a_src":
           c.set(s.field, 256 + r[1])
@@ -744,7 +744,7 @@ def _mod(c: _Ctx, sig, tok: str):
     v = _num(val)
     signed = base in FMT["signed_offset"].get(c.I.target.family, [])
     lo, hi = (-(1 << (fd.width - 1)), 1 << (fd.width - 1)) if signed else (0, 1 << fd.width)
-    if base == "FLAT" and c.I.target.family == "rdna3":
+    if base == "FLAT" and c.I.target.family == "rdna3":  # gfx11 FLAT: 12-bit unsigned in a 13-bit field
       hi = 1 << (fd.width - 1)
     if not lo <= v < hi:
       raise _NoFit("expected a 12-bit unsigned offset" if not signed else f"expected a {fd.width}-bit signed offset")
@@ -1028,6 +1028,8 @@ def _check_rules(c: _Ctx, slots, f: dict[str, int]):
     srcs = [x.field for x in slots if x.kind in ("src", "av_src", "ssrc") and x.field != "vdst"]
     sgprs = {f[n] for n in srcs if n in f and f[n] < 128 and f[n] not in (124, 125) or (n in f and f[n] in (106, 126))}
     sgprs |= {106 for x in slots[-1:] if x.kind == "vcc" and base == "VOP2"}  # carry-in / cndmask mask
+    if re.search(FMT["implicit_vcc_read"], c.op):
+      sgprs.add(106)
     n = len(sgprs) + (c.literal is not None)
     limit = 1 if fam == "cdna" or re.search(cb["one"], c.op) else cb["rdna"]
     if n > limit:
@@ -1066,6 +1068,8 @@ def _finish_smem(c: _Ctx):
   if imm is None and imm2 is None:
     return
   width = 24 if fd == "ioffset" else 21
+  if re.search(FMT["smem_unsigned_ops"].get(fam, "^$"), c.op) and not 0 <= off < 1 << 20:
+    raise _NoFit("expected a 20-bit unsigned offset")
   if not -(1 << (width - 1)) <= off < (1 << width):
     raise _NoFit("expected a 21-bit signed offset" if fam != "rdna4" else "expected a 24-bit signed offset")
   f[fd] = off & ((1 << width) - 1)

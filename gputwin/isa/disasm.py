@@ -109,7 +109,7 @@ def _with_mods(inst, s, text: str) -> str:
     neg, ab = f[f"src{idx}_neg"], f[f"src{idx}_abs"]
   else:
     return text
-  if (ab or neg) and text == "0":  # llvm-mc-22 spells a modified inline zero as lit(0x0)
+  if ab and text == "0":  # llvm-mc-22 spells an |inline zero| as |lit(0x0)|
     text = FMT["zero_with_mods"]
   if ab:
     text = f"|{text}|"
@@ -366,7 +366,8 @@ def _vgpr_only_note(inst, s, v: int) -> str:
   register class it wanted."""
   so = FMT["sgpr_only"]
   if v >= 256 and s.opr in so["types"] and inst.format in so["formats"]:
-    return f"/*Invalid register, operand has '{so['class']}' register class*/"
+    cls = next((c for p, c in so["class_by_op"].items() if re.search(p, inst.op) and s.field == "src0"), so["class"])
+    return f"/*Invalid register, operand has '{cls}' register class*/"
   dn = FMT["dpp_vgpr_note_srcs"].get(_fam(inst), {}).get(inst.format, [])
   if v < 128 and s.field in dn and "DPP" in inst.enc:
     return "/*Invalid register, operand has 'VGPR_32' register class*/"

@@ -173,6 +173,9 @@ def signature(arch: str, enc_name: str, op: str, wave: int) -> Sig:
     slots = [Slot(x.field, x.kind, data.dwords // 2, x.fmt, x.bits // 2, x.half, x.opr)
              if x.field == "vdst" and data and x.dwords == data.dwords else x for x in slots]
   mods = tuple(k for k, need, _ in _MODS if all(n in byname for n in need) and _mod_applies(k, I, e, op, slots))
+  if base in FMT["mods_order"]:  # formats whose modifiers llvm-mc prints in another order
+    first = [k for k in FMT["mods_order"][base] if k in mods]
+    mods = tuple(first + [k for k in mods if k not in first])
   return Sig(tuple(slots), mods, _mnemonic(I, e, op), tuple(implied))
 
 
@@ -343,21 +346,22 @@ def image_sizes(f: dict[str, int], op: str, vendor_vaddr: int, fam: str = "") ->
   if atomic:
     width = 2 if re.search(m["atomic2"], op) else 1
     data = channels * width
-  elif re.search(m["gather"], op) and not f.get("tfe"):
+  elif re.search(m["gather"], op):
     data = 4
   else:
     data = channels
   if f.get("d16") and not atomic:
     data = (data + 1) // 2
-  if f.get("tfe"):
+  if f.get("tfe") and not (re.search(m["gather"], op) and f.get("d16")):
     data += 1
   if atomic and fam in m["fixed_atomic_width"] and data > 2 * width:  # gfx12 falls back to the plain width
     data = width
   if "BVH" in op:
     return data, vendor_vaddr
-  if re.search(m["sampler"], op) and f.get("dim", 0) in m["msaa_dims"] and fam not in m["fixed_atomic_width"]:
-    return data, m["sampler_msaa_vaddr"]
   words = sum(1 for p in m["extra32"] if p in parts)
+  if re.search(m["sampler"], op) and f.get("dim", 0) in m["msaa_dims"] and fam not in m["fixed_atomic_width"]:
+    fb = m["fallback_vdata"]
+    return fb["gather"] if re.search(m["gather"], op) else fb["other"], words + 1
   comps = (0 if re.search(m["no_coords"], op) else dim[1]) + (
     1 if parts & set(m["lod"]) or re.search(m["mip_ops"], op) else 0)
   words += (comps + 1) // 2 if f.get("a16") else comps
@@ -383,7 +387,8 @@ def _p_opsel(inst, sig):
 
 
 def _nsrc(sig) -> int:
-  return sum(1 for s in sig.slots if s.field in ("src0", "src1", "src2", "vsrc0"))
+  n = sum(1 for s in sig.slots if s.field in ("src0", "src1", "src2", "vsrc0"))
+  return n + 1 if re.search(FMT["opsel_extra_src"], sig.mnemonic.upper()) else n  # fmac reads vdst as src2
 
 
 def _p_opsel_hi(inst, sig):
