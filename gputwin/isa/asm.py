@@ -380,7 +380,8 @@ def _fill(c: _Ctx, s: Slot, t: str, col: int):
       return
     if k == "lit":  # FMAAK/FMAMK/SETREG K operand: always a literal, 16 bits wide for F16 forms
       f16 = c.op.endswith("F16")
-      ks = Slot("", "src", 1, "FMT_NUM_F16" if f16 else "FMT_NUM_F32" if "F" in c.op[-4:] else "FMT_NUM_B32", 16 if f16 else 32)
+      fmt = "FMT_NUM_F16" if f16 else "FMT_NUM_F32" if "F" in c.op[-4:] else "FMT_NUM_B32"
+      ks = Slot("", "src", 1, fmt, 16 if f16 else 32)
       code, lit = _literal_value(t, ks)
       v = lit if lit is not None else _num(t) & 0xffffffff
       if f16 and v > 0xffff:

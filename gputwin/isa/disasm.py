@@ -297,7 +297,8 @@ def _operand(inst, s, fam: str, wave: int) -> str:
     return _src(inst, s, v, False, fam)
   if k == "s" and v >= 128 and inst.format in FMT["mimg"]["formats"]:  # 9-bit resource fields
     if v >= 256:
-      return vgpr_text("v", v - 256, s.dwords) + f"/*Invalid register, operand has 'SReg_{32 * s.dwords}_XNULL' register class*/"
+      cls = f"SReg_{32 * s.dwords}_XNULL"
+      return vgpr_text("v", v - 256, s.dwords) + f"/*Invalid register, operand has '{cls}' register class*/"
     return (inline_text(v, "FMT_NUM_B32", 32) or _raise(inst, v)) + "/*Invalid immediate*/"
   if k == "s":
     n = scalar_name(fam, v, s.dwords)
