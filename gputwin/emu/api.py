@@ -165,45 +165,23 @@ class Dispatch:
     if self.next_wg >= self.nwg:
       self.eng = None
       return False
-    kd, L, (bx, by, bz), (gx, gy, _) = self.kern.descriptor, self.L, self.block, self.grid
-    g0 = self.next_wg
+    kd, g0 = self.kern.descriptor, self.next_wg
     self.next_wg = g1 = min(self.nwg, g0 + self.per_batch)
     W = (g1 - g0) * self.nw
     nv = min(512, (kd.granulated_workitem_vgpr_count + 1) * 8 + 8)
-    eng = core.Engine(self.prog, self.emu.mem, W, L, nv, nv if self.prog.family == "cdna" else 1,
+    eng = core.Engine(self.prog, self.emu.mem, W, self.L, nv, nv if self.prog.family == "cdna" else 1,
                       kd.group_segment_fixed_size, kd.private_segment_fixed_size,
                       np.repeat(np.arange(g1 - g0), self.nw), Checks.make(self.checks), self.arch)
-    eng.ieee = kd.enable_ieee_mode if not self.arch.startswith("gfx12") else 1
-    eng.HW[:, 1] = (kd.float_round_mode_32 | kd.float_round_mode_16_64 << 2 | kd.float_denorm_mode_32 << 4
-                    | kd.float_denorm_mode_16_64 << 6 | kd.enable_dx10_clamp << 8 | eng.ieee << 9)  # MODE
-    S, s = eng.S, 0
     values = {"enable_sgpr_dispatch_ptr": self.packet_va, "enable_sgpr_queue_ptr": self.queue_va,
               "enable_sgpr_kernarg_segment_ptr": self.kernarg_va,
               "enable_sgpr_private_segment_size": kd.private_segment_fixed_size}
+    user = []
     for en, n in USER_SGPRS:
       if getattr(kd, en, 0):
-        for k in range(n):
-          S[:, s + k] = (values.get(en, 0) >> (32 * k)) & 0xffffffff
-        s += n
+        user += [(values.get(en, 0) >> (32 * k)) & 0xffffffff for k in range(n)]
     pre = np.frombuffer(self.emu.mem.read_bytes(self.kernarg_va + 4 * kd.kernarg_preload_spec_offset,
                                                 4 * kd.kernarg_preload_spec_length), np.uint32)
-    S[:, s:s + len(pre)] = pre  # preloaded kernel arguments follow the user SGPRs
-    s = max(kd.user_sgpr_count, s)
-    wgid = np.repeat(np.arange(g0, g1), self.nw)
-    ids = (wgid % gx, (wgid // gx) % gy, wgid // (gx * gy))
-    for d in range(3):
-      if getattr(kd, f"enable_sgpr_workgroup_id_{'xyz'[d]}"):
-        S[:, s], s = ids[d], s + 1
-    s += kd.enable_sgpr_workgroup_info + kd.enable_private_segment  # both read as 0 (one wave per workgroup slot)
-    if self.arch.startswith("gfx12"):  # architected workgroup ids: TTMP9 = x, TTMP7 = y | z << 16
-      S[:, 117], S[:, 115] = ids[0], ids[1] | (ids[2] << 16)
-    t = (np.arange(W) % self.nw)[:, None] * L + np.arange(L)
-    eng.V[:, 0] = t % bx | ((t // bx) % by) << 10 | (t // (bx * by)) << 20  # packed work-item ids (gfx90a+, gfx11+)
-    bits = np.packbits(t < bx * by * bz, axis=1, bitorder="little")
-    S[:, eng.sp["exec"]:eng.sp["exec"] + L // 32] = bits.view(np.uint32)
-    eng.pc[:] = self.kern.entry
-    if eng.checks is not None:
-      eng.checks.initial(eng, s)
+    init_waves(eng, kd, self.grid, self.block, g0, self.nw, user + pre.tolist(), self.kern.entry)
     eng.hooks = ([self._trace_hook] if self.trace is not None else []) + self.hooks
     self.base_wave, self.eng = g0 * self.nw, eng
     return True
@@ -305,6 +283,38 @@ class Dispatch:
     if self.trace_path:
       write_trace(self.trace_path, self.trace)
     return self.stats
+
+
+def init_waves(eng: core.Engine, kd, grid, block, g0: int, nw: int, user: list[int], pc: int) -> int:
+  """The initial state the hardware gives every wave of a batch (AMDGPUUsage "Initial Kernel Execution State"):
+  user SGPRs (`user`: the values of s0.., e.g. from the KD enables or COMPUTE_USER_DATA), then workgroup ids as
+  the KD enables them (gfx12 also in TTMP9/TTMP7), packed work-item ids in v0, EXEC for partial waves, MODE from
+  RSRC1, PC. The batch holds workgroups g0.. with `nw` waves each. Returns the number of initialised SGPRs."""
+  L, (bx, by, bz), (gx, gy, _) = eng.L, block, grid
+  arch = eng.prog.arch
+  eng.ieee = kd.enable_ieee_mode if not arch.startswith("gfx12") else 1
+  eng.HW[:, 1] = (kd.float_round_mode_32 | kd.float_round_mode_16_64 << 2 | kd.float_denorm_mode_32 << 4
+                  | kd.float_denorm_mode_16_64 << 6 | kd.enable_dx10_clamp << 8 | eng.ieee << 9)  # MODE
+  S = eng.S
+  S[:, :len(user)] = np.asarray(user, np.uint64).astype(np.uint32)
+  s = max(kd.user_sgpr_count, len(user))
+  wgid = g0 + np.arange(eng.W) // nw
+  ids = (wgid % gx, (wgid // gx) % gy, wgid // (gx * gy))
+  for d in range(3):
+    if getattr(kd, f"enable_sgpr_workgroup_id_{'xyz'[d]}"):
+      S[:, s], s = ids[d], s + 1
+  s += kd.enable_sgpr_workgroup_info + kd.enable_private_segment  # both read as 0 (one wave per workgroup slot)
+  if arch.startswith("gfx12"):  # architected workgroup ids: TTMP9 = x, TTMP7 = y | z << 16
+    S[:, 117], S[:, 115] = ids[0], ids[1] | (ids[2] << 16)
+  t = (np.arange(eng.W) % nw)[:, None] * L + np.arange(L)
+  eng.V[:, 0] = t % bx | ((t // bx) % by) << 10 | (t // (bx * by)) << 20  # packed work-item ids (gfx90a+, gfx11+)
+  bits = np.packbits(t < bx * by * bz, axis=1, bitorder="little")
+  S[:, eng.sp["exec"]:eng.sp["exec"] + L // 32] = bits.view(np.uint32)
+  eng._exec = None
+  eng.pc[:] = pc
+  if eng.checks is not None:
+    eng.checks.initial(eng, s)
+  return s
 
 
 def write_trace(path, trace) -> None:
