@@ -106,6 +106,8 @@ def _src(o, slot, neg=0, abs_=0, hi=False, pk=()) -> Src:
     if o.dwords == 2:  # 64-bit operand: an f64 literal is the high dword, integers are extended
       v = (v << 32) if "F64" in fmt else (v | (0xffffffff00000000 if "I64" in fmt and v >> 31 else 0))
     return Src("k", value=v, dwords=o.dwords, bits=bits, fmt=fmt, neg=neg, abs=abs_, pk=pk)
+  if o.file == "inline" and o.value in APERTURE:  # src_shared_base & co. are registers (UPSTREAM.md)
+    return Src("s", o.value, o.dwords, neg=neg, abs=abs_)
   if o.file == "inline":
     v = inline_value(o.value, fmt, 64 if o.dwords == 2 else bits)
     if o.dwords == 2 and o.value <= 208 and o.value > 192:
@@ -263,7 +265,7 @@ def _code_src(code: int, fmt: str, lit: int | None) -> Src:
     return Src("v", code - 256)
   if code == 255:
     return Src("k", value=lit or 0)
-  if 128 <= code <= 248:
+  if 128 <= code <= 248 and code not in APERTURE:
     return Src("k", value=inline_value(code, fmt, 32))
   return Src("s", code)
 
@@ -331,8 +333,6 @@ def _mem_info(inst: Inst, kind: str, opnds: dict, fam: str, k: dict) -> dict:
     info["soffset"] = so.index if so is not None and so.file == "s" and so.index != k["null"] else None
     const = so is not None and so.file == "inline" and so.value is not None and so.value <= 192
     info["soffset_k"] = so.value - 128 if const else 0
-  if kind == "scratch" and fam == "cdna":
-    info["sve"] = 1 if info["saddr"] is None else f.get("sve", 0)
   return info
 
 

@@ -203,7 +203,14 @@ def calls(n=100):
   return dict(grid=2, block=64, args=[out, tbl, n], check=lambda: (out, tbl[np.arange(n) & 15] * np.arange(n) + 1))
 
 
+def generic_ptr(groups=2, block=64):
+  out = np.zeros(groups * block, np.int32)
+  t = np.arange(groups * block) % block
+  return dict(grid=groups, block=block, args=[out], check=lambda: (out, (t + 5) * 100 + t + np.where(t % 2 == 0, 7, 0)))
+
+
 CASES = {f.__name__: f for f in (saxpy, half_math, int_ops, udiv64, fdiv, reduce, matmul, histogram, collatz, math,
                                  dmath,
                                  private_array, ids3d,
-                                 narrow, convert, local_atomics, cross_lane, nested, calls)}
+                                 narrow, convert, local_atomics, cross_lane, nested, calls,
+                                 generic_ptr)}

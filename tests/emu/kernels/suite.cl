@@ -175,3 +175,16 @@ __kernel void calls(__global int *out, __global const int *tbl, int n) {
   int i = GID;
   if (i < n) out[i] = helper(i, tbl);
 }
+
+__attribute__((noinline)) void bump(int *p, int v) { *p += v; }  // a generic pointer: flat instructions
+
+__kernel void generic_ptr(__global int *out) {  // flat accesses through the LDS and private apertures
+  __local int l[64];
+  int t = __builtin_amdgcn_workitem_id_x();
+  l[t] = t;
+  bump(&l[t], 5);
+  int priv[2] = {t, 0};
+  bump(&priv[t & 1], 7);
+  out[GID] = 0;
+  bump(&out[GID], l[t] * 100 + priv[0]);
+}
