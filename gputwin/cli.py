@@ -103,6 +103,10 @@ _TOOLS = {
   "run": ("run a kernel (.s/.co/.o) on the emulator", _tool("gputwin.emu.tool", "run_main")),
   "compile": ("compile @gputwin.kernel Python functions for an AMD target", _tool("gputwin.compiler.tool", "compile_main")),
   "devices": ("list real and mock GPUs with their properties", _tool("gputwin.runtime.tool", "devices_main")),
+  "trace": ("run a launch and write its per-wave instruction trace", _tool("gputwin.verify.tool", "trace_main")),
+  "diff": ("first differing output and executed instruction of two runs", _tool("gputwin.verify.tool", "diff_main")),
+  "bisect": ("find the first bad pass, instruction or git commit", _tool("gputwin.verify.tool", "bisect_main")),
+  "fuzz": ("differential fuzzing: random OpenCL/IR programs vs host", _tool("gputwin.verify.tool", "fuzz_main")),
 }
 
 

@@ -1,0 +1,148 @@
+"""One launch, recorded for comparison: the output buffers, the emulator's own per-wave trace (emu/api.py
+`_trace_hook` records; we never re-trace), the launch geometry needed to name workgroup/wave/lane, and the error
+when the kernel faulted (a fault is a result to compare, not a crash).
+
+Also the external toolchains (clang-22, ld.lld-22) with one clear error when they are missing."""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from gputwin.errors import GputwinError
+
+CLANG, LLD = "clang-22", "ld.lld-22"
+
+
+class ToolchainError(GputwinError):
+  """A required external tool (clang-22, ld.lld-22, git) is missing or failed."""
+
+
+def need(tool: str) -> str:
+  path = shutil.which(tool)
+  if path is None:
+    raise ToolchainError(f"{tool} not found on PATH (install LLVM 22; never the unsuffixed LLVM 14 tools)")
+  return path
+
+
+def clang_cl(source: str, arch: str, *, flags: tuple[str, ...] = ("-O2",), asm: bool = False, name: str = "k") -> bytes:
+  """OpenCL C -> a linked AMD code object (or assembly text bytes with asm=True) via clang-22 and ld.lld-22."""
+  need(CLANG)
+  with tempfile.TemporaryDirectory(prefix="gputwin-cl-") as d:
+    src, obj, co = Path(d, f"{name}.cl"), Path(d, f"{name}.o"), Path(d, f"{name}.co")
+    src.write_text(source)
+    base = [CLANG, "-x", "cl", "-cl-std=CL2.0", "-target", "amdgcn-amd-amdhsa", f"-mcpu={arch}", "-nogpulib", *flags]
+    out = obj.with_suffix(".s") if asm else obj
+    r = subprocess.run([*base, "-S" if asm else "-c", str(src), "-o", str(out)], capture_output=True, text=True)
+    if r.returncode:
+      raise ToolchainError(f"{CLANG} failed for {arch} ({r.returncode}):\n{r.stderr.strip()[-2000:]}")
+    if asm:
+      return out.read_bytes()
+    need(LLD)
+    r = subprocess.run([LLD, "-shared", str(obj), "-o", str(co)], capture_output=True, text=True)
+    if r.returncode:
+      raise ToolchainError(f"{LLD} failed for {arch}:\n{r.stderr.strip()[-2000:]}")
+    return co.read_bytes()
+
+
+def load_code(spec, arch: str | None = None):
+  """A path (.co/.o/.s, or .cl compiled for `arch` by clang-22) or bytes -> what emu.launch accepts."""
+  if isinstance(spec, (str, Path)) and str(spec).endswith(".cl"):
+    if not arch:
+      raise GputwinError(f"{spec}: an OpenCL source needs --arch")
+    return clang_cl(Path(spec).read_text(), arch)
+  return spec
+
+
+@dataclass
+class Run:
+  """What one launch produced. `trace` holds (wave, pc, instruction, 'reg=values') records; `error` is set when
+  the launch stopped (fault, trap, checker, watchdog) — outputs and trace then hold what was done before."""
+  label: str
+  arch: str
+  kernel: str
+  outputs: list[tuple[str, np.ndarray]]
+  trace: list | None
+  wave_size: int = 32
+  waves_per_group: int = 1
+  instructions: int = 0
+  error: GputwinError | None = None
+  where: str = "emu"
+  extra: dict = field(default_factory=dict)
+
+
+def _copy(args):
+  return [(n, v.copy() if isinstance(v, np.ndarray) else v) for n, v in args]
+
+
+def run(code, kernel: str | None = None, *, grid, block, args, arch: str | None = None, device: str | None = None,
+        trace: bool = True, label: str = "", checks=True, max_instructions: int | None = None) -> Run:
+  """Launch on a copy of the named `args` [(name, value)] on the emulator, or through gputwin.runtime on `device`
+  ("mock:gfx1100", "amd:0"; no trace there). Arguments that cannot be launched at all raise; faults do not."""
+  from gputwin.emu.api import Emulator
+  from gputwin.emu.launch import three
+  args = _copy(args)
+  emu = Emulator(load_code(code, arch), arch=arch)
+  names = sorted(emu.co.kernels)
+  if kernel is None:
+    if len(names) != 1:
+      raise GputwinError(f"give a kernel name; the code object has: {', '.join(names) or 'none'}")
+    kernel = names[0]
+  if kernel not in emu.co.kernels:
+    raise GputwinError(f"[{emu.arch}] no kernel {kernel!r}; the code object has: {', '.join(names) or 'none'}")
+  kd = emu.co.kernels[kernel].descriptor
+  L = 32 if kd.enable_wavefront_size32 else 64
+  b = three(block, "block")
+  r = Run(label or emu.arch, emu.arch, kernel, [(n, v) for n, v in args if isinstance(v, np.ndarray)],
+          [] if trace and not device else None, L, -(-(b[0] * b[1] * b[2]) // L), where=device or "emu")
+  values = [v for _, v in args]
+  if device:
+    from gputwin.runtime import open as open_device
+    dev = None
+    try:
+      dev = open_device(device)
+      r.instructions = dev.launch(emu.co, kernel, grid=grid, block=block, args=values).instructions
+    except (GputwinError, OSError) as e:
+      r.error = e if isinstance(e, GputwinError) else GputwinError(f"{device}: {e}")
+    finally:
+      if dev is not None:
+        dev.close()
+    return r
+  d = emu.prepare(kernel, grid=grid, block=block, args=values, checks=checks, trace=r.trace,
+                  max_instructions=max_instructions)
+  try:
+    d.run()
+  except GputwinError as e:
+    r.error = e
+  finally:
+    d.finish()
+  r.instructions = d.stats.instructions
+  return r
+
+
+# ------------------------------------------------------------------------------------------ trace files
+def write(trace: list, path, fmt: str = "text") -> None:
+  """The emulator's trace as text (emu.api.write_trace: one line per wave-instruction, grouped by wave), JSON lines
+  ({"wave", "pc", "inst", "wrote"} in the same order) or Perfetto/Chrome trace JSON (one track per wave)."""
+  if fmt == "text":
+    from gputwin.emu.api import write_trace
+    write_trace(path, trace)
+    return
+  recs = sorted(trace, key=lambda t: t[0])
+  if fmt == "jsonl":
+    Path(path).write_text("".join(json.dumps(dict(wave=w, pc=pc, inst=text, wrote=ch)) + "\n"
+                                  for w, pc, text, ch in recs))
+  elif fmt == "perfetto":
+    ev, step = [], {}
+    for w, pc, text, ch in recs:
+      step[w] = ts = step.get(w, -1) + 1
+      ev.append(dict(name=text.split()[0] if text else "?", ph="X", ts=ts, dur=1, pid=0, tid=w,
+                     args=dict(pc=hex(pc), inst=text, wrote=ch)))
+    Path(path).write_text(json.dumps(dict(traceEvents=ev, displayTimeUnit="ns")))
+  else:
+    raise GputwinError(f"unknown trace format {fmt!r} (text, jsonl, perfetto)")

@@ -1,0 +1,113 @@
+"""The verification commands: `gputwin trace`, `gputwin diff`, `gputwin bisect`, `gputwin fuzz` (entry points
+trace_main, diff_main, bisect_main, fuzz_main; each takes argv and returns an exit status).
+
+Launch arguments are `gputwin run`'s (gputwin.emu.tool): --grid, --block, --arg NAME:TYPE:N | NAME:TYPE:FILE.npy |
+NAME:TYPE=VALUE. Exit status: 0 same / done, 1 a difference or culprit found, 2 bad input or missing tool."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from gputwin.errors import GputwinError
+
+
+def _launch_args(p: argparse.ArgumentParser) -> None:
+  p.add_argument("--kernel", default=None, help="kernel name (default: the only kernel)")
+  p.add_argument("--grid", default="1", help="workgroups per dimension: 64 or 8,8")
+  p.add_argument("--block", default="64", help="work-items per workgroup: 256 or 16,16")
+  p.add_argument("--arg", action="append", default=[], help="NAME:TYPE:N | NAME:TYPE:FILE.npy | NAME:TYPE=VALUE")
+  p.add_argument("--max-instructions", type=int, default=None, help="watchdog on wave-instructions per launch")
+  p.add_argument("--no-checks", action="store_true", help="disable the emulator's checkers")
+
+
+def _parsed(a):
+  from gputwin.emu.tool import _dims, parse_arg
+  try:
+    return [parse_arg(s) for s in a.arg], _dims(a.grid), _dims(a.block)
+  except (ValueError, KeyError, OSError) as e:
+    raise GputwinError(f"bad --arg/--grid/--block: {e}") from None
+
+
+def _guard(prog: str, fn) -> int:
+  from gputwin.verify.runner import ToolchainError
+  try:
+    return fn()
+  except ToolchainError as e:
+    print(f"{prog}: {e}", file=sys.stderr)
+    return 2
+  except (GputwinError, OSError) as e:
+    print(f"{prog}: {type(e).__name__}: {e}", file=sys.stderr)
+    return 2
+
+
+# ------------------------------------------------------------------------------------------ gputwin trace
+def trace_main(argv=None) -> int:
+  """gputwin trace K.co -o trace.txt [--format text|jsonl|perfetto] --grid .. --block .. --arg ..."""
+  p = argparse.ArgumentParser(prog="gputwin trace", description="run a launch on the emulator and write its "
+                              "deterministic per-wave instruction trace")
+  p.add_argument("code", help=".co/.o/.s, or .cl (compiled by clang-22 for --arch)")
+  p.add_argument("--arch", default=None)
+  p.add_argument("-o", "--output", required=True, help="trace file")
+  p.add_argument("--format", choices=("text", "jsonl", "perfetto"), default=None,
+                 help="default from the file name: .jsonl -> jsonl, .json -> perfetto, else text")
+  _launch_args(p)
+  a = p.parse_args(argv)
+
+  def go() -> int:
+    from gputwin.verify import runner
+    args, grid, block = _parsed(a)
+    r = runner.run(a.code, a.kernel, grid=grid, block=block, args=args, arch=a.arch, checks=not a.no_checks,
+                   max_instructions=a.max_instructions)
+    fmt = a.format or ("jsonl" if a.output.endswith(".jsonl") else "perfetto" if a.output.endswith(".json")
+                       else "text")
+    runner.write(r.trace, a.output, fmt)
+    print(f"{r.kernel} on {r.arch}: {len(r.trace)} wave-instructions traced -> {a.output} ({fmt})")
+    if r.error:
+      print(f"gputwin trace: the launch stopped: {type(r.error).__name__}: {r.error}", file=sys.stderr)
+      return 1
+    return 0
+  return _guard("gputwin trace", go)
+
+
+# ------------------------------------------------------------------------------------------ gputwin diff
+def diff_main(argv=None) -> int:
+  """gputwin diff A B [--arch X] [--arch-b Y] [--device-b amd:0] --grid .. --block .. --arg ..."""
+  p = argparse.ArgumentParser(prog="gputwin diff", description="run two code objects (or one on two targets, or "
+                              "the emulator against a device) on the same inputs; show the first difference")
+  p.add_argument("a", help=".co/.o/.s or .cl (clang-22 for --arch)")
+  p.add_argument("b", nargs="?", default=None, help="second code object (default: A again, see --arch-b/--device-b)")
+  p.add_argument("--arch", default=None, help="target of A (and B unless --arch-b)")
+  p.add_argument("--arch-b", default=None, help="target of B (for .cl sources compiled per target)")
+  p.add_argument("--device-b", default=None, help="run B through gputwin.runtime on this device: amd:0, mock:gfx1100")
+  p.add_argument("--mode", choices=("lockstep", "values"), default="lockstep",
+                 help="trace comparison: same instruction stream (lockstep) or different builds (values)")
+  _launch_args(p)
+  a = p.parse_args(argv)
+
+  def go() -> int:
+    from gputwin.verify import diverge, runner
+    args, grid, block = _parsed(a)
+    if a.device_b and a.device_b.startswith("amd") and not os.path.exists("/dev/kfd"):
+      raise GputwinError(f"--device-b {a.device_b}: no real AMD GPU here (/dev/kfd missing); try mock:<arch>")
+    kw = dict(grid=grid, block=block, args=args, checks=not a.no_checks, max_instructions=a.max_instructions)
+    ra = runner.run(a.a, a.kernel, arch=a.arch, label=a.a, **kw)
+    rb = runner.run(a.b or a.a, ra.kernel, arch=a.arch_b or a.arch, device=a.device_b, label=a.b or a.a, **kw)
+    out, tr = diverge.first_output_diff(ra, rb), diverge.first_trace_diff(ra, rb, a.mode)
+    diverge.render(ra, rb, out, tr)
+    return 1 if (out or tr or bool(ra.error) != bool(rb.error)) else 0
+  return _guard("gputwin diff", go)
+
+
+def bisect_main(argv=None) -> int:
+  from gputwin.verify.bisect import main
+  return main(argv)
+
+
+def fuzz_main(argv=None) -> int:
+  from gputwin.verify.fuzz import main
+  return main(argv)
+
+
+if __name__ == "__main__":
+  sys.exit(diff_main())
