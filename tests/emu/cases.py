@@ -209,8 +209,25 @@ def generic_ptr(groups=2, block=64):
   return dict(grid=groups, block=block, args=[out], check=lambda: (out, (t + 5) * 100 + t + np.where(t % 2 == 0, 7, 0)))
 
 
+def subgroup(groups=2, block=64):
+  n = groups * block
+  x = (np.arange(n) * 3 + 1).astype(np.int32)
+  out, a64, af = np.zeros(3 * n, np.int32), np.zeros(1, np.int64), np.zeros(1, np.float32)
+
+  def want(L):
+    i = np.arange(n)
+    shr = np.where(i % 16 == 0, -1, x[i - 1])
+    quad = x[(i & ~3) + 3 - (i & 3)]
+    lo = np.minimum(i % L, 32)  # mbcnt_lo: active lanes below me, counting lanes 0..31 only
+    got = np.concatenate([out, a64.view(np.int32), af.view(np.int32)])
+    return got, np.concatenate([np.stack([shr, quad, lo], 1).reshape(-1).astype(np.int32),
+                                np.array([(x.astype(np.int64) << 20).sum()]).view(np.int32),
+                                np.array([np.float32((x & 7).sum())]).view(np.int32)])
+  return dict(grid=groups, block=block, args=[out, x, a64, af], check=want, wave_dependent=True)
+
+
 CASES = {f.__name__: f for f in (saxpy, half_math, int_ops, udiv64, fdiv, reduce, matmul, histogram, collatz, math,
                                  dmath,
                                  private_array, ids3d,
                                  narrow, convert, local_atomics, cross_lane, nested, calls,
-                                 generic_ptr)}
+                                 generic_ptr, subgroup)}

@@ -188,3 +188,13 @@ __kernel void generic_ptr(__global int *out) {  // flat accesses through the LDS
   out[GID] = 0;
   bump(&out[GID], l[t] * 100 + priv[0]);
 }
+
+__kernel void subgroup(__global int *out, __global const int *in, __global long *a64, __global float *af) {
+  int i = GID;
+  int v = in[i];
+  out[3 * i + 0] = __builtin_amdgcn_update_dpp(-1, v, 0x111, 0xf, 0xf, false);  // row_shr:1, old value -1 at row starts
+  out[3 * i + 1] = __builtin_amdgcn_mov_dpp(v, 0x1b, 0xf, 0xf, true);  // quad_perm:[3,2,1,0]
+  out[3 * i + 2] = (int)__builtin_amdgcn_mbcnt_lo(~0u, 0);  // active lanes below me among lanes 0..31
+  __atomic_fetch_add(a64, (long)v << 20, __ATOMIC_RELAXED);  // 64-bit atomics
+  __atomic_fetch_add(af, (float)(v & 7), __ATOMIC_RELAXED);  // float atomics (exact: small integers)
+}
