@@ -200,6 +200,8 @@ def _float_patterns(fmt: str, bits: int) -> dict[int, int]:
     d = {f16_bits(v): int(c) for c, v in OPS["inline_float"].items()}
     d[inv["f16"]] = inv["code"]
     return d
+  if "PK2_BF16" in fmt:  # packed bf16: the upper half of the f32 pattern
+    return {f32_bits(v) >> 16: int(c) for c, v in OPS["inline_float"].items()}
   if _int16(fmt, bits):
     return {}
   d = {f32_bits(v): int(c) for c, v in OPS["inline_float"].items()}
@@ -833,7 +835,7 @@ def _mod(c: _Ctx, sig, tok: str):
       return c.set("th", tab[val])
     if FMT["th_sys_bypass"].get(kind) == val:
       return c.set("th", 3)
-    cas = {v: int(k) for k, v in FMT["th_atomic_cascade"].items() if k.isdigit()}
+    cas = {v: int(k) for k, v in sorted(FMT["th_atomic_cascade"].items(), reverse=True) if k.isdigit()}
     if kind == "atomic" and val in cas:
       return c.set("th", cas[val])
     raise _NoFit("invalid th value")  # llvm-mc-22 prints th:0x7 / TH_ATOMIC_0x5 but does not accept them
@@ -971,7 +973,7 @@ def _encode_one(I, enc: str, op: str, wave: int, ops, mods, rest=("", 0)) -> tup
     f.setdefault("dim", 0)
   if f.pop("_tfe_dw", 0) != f.get("tfe", 0) and base in FMT["tfe_extra_dword"]:
     raise _NoFit("invalid operand for instruction")
-  if not ops and not slots:  # operand-less instructions leave NULL-default fields zero (buffer_gl0_inv, s_dcache_inv)
+  if not ops and not slots and base in FMT["null_zero_without_operands"]:  # buffer_gl0_inv, s_dcache_inv
     for fd in I.fields[enc]:
       if fd.default == "NULL":
         f.setdefault(fd.name, 0)
@@ -1137,7 +1139,9 @@ def _vopd(I, text: str, line: int, col0: int, wave: int):
     r = _reg_range(toks[0])
     vals["vdst" + side] = r[1]
     c = _Ctx(I, "VOPD", "", wave)
-    s = Slot("src" + side + "0", "src", 1, "FMT_NUM_F32", 32)
+    vo = I.tables.operands.get(("VOPDOp", name), {})
+    so = next((o for k, o in vo.items() if k.startswith("src")), None)
+    s = Slot("src" + side + "0", "src", 1, so.fmt if so else "FMT_NUM_F32", 32)
     c.names.add("literal")
     try:
       _fill(c, s, toks[1], 0)

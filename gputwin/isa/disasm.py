@@ -247,7 +247,7 @@ def format_inst(inst) -> str:
                     mods=tuple(m for m in sig.mods if m != "op_sel"))
   if inst.format in FMT["mimg"]["formats"]:
     sig = _image_sig(inst, sig)
-  if not sig.slots and inst.format != "DS":  # operand-less: no modifiers either (s_dcache_inv, buffer_gl0_inv)
+  if not sig.slots and inst.format not in FMT["mods_without_operands"]:  # operand-less: no modifiers either (s_dcache_inv, buffer_gl0_inv)
     from dataclasses import replace
     sig = replace(sig, mods=())
   ops = []

@@ -337,7 +337,7 @@ def buf_format_text(inst) -> str | None:
 def image_sizes(f: dict[str, int], op: str, vendor_vaddr: int, fam: str = "") -> tuple[int, int]:
   """(vdata dwords, vaddr dwords) of an image instruction, the way llvm-mc-22 counts them: data from dmask (gather4:
   four channels; gfx12 atomics: their data width), halved by d16, one more with tfe; addresses = 32-bit extras
-  (offset, bias, compare) + coordinates and lod/clamp/mip (paired by a16) + gradients (paired by a16/g16)."""
+  (offset, bias, compare) + coordinates and lod/clamp/mip (paired by a16) + gradients (paired by g16)."""
   m = FMT["mimg"]
   parts = set(op.split("_")[2:])
   dim = m["dims"][str(f.get("dim", 0))]
@@ -346,6 +346,8 @@ def image_sizes(f: dict[str, int], op: str, vendor_vaddr: int, fam: str = "") ->
   if atomic:
     width = 2 if re.search(m["atomic2"], op) else 1
     data = channels * width
+    if fam in m["fixed_atomic_width"] and (not f.get("dmask") or data + bool(f.get("tfe")) > 3):
+      return width, m["atomic_fallback_vaddr"]  # llvm-mc-22 falls back to the opcode's default sizes
   elif re.search(m["gather"], op):
     data = 4
   else:
@@ -354,8 +356,6 @@ def image_sizes(f: dict[str, int], op: str, vendor_vaddr: int, fam: str = "") ->
     data = (data + 1) // 2
   if f.get("tfe") and not (re.search(m["gather"], op) and f.get("d16")):
     data += 1
-  if atomic and fam in m["fixed_atomic_width"] and data > 2 * width:  # gfx12 falls back to the plain width
-    data = width
   if "BVH" in op:
     return data, vendor_vaddr
   words = sum(1 for p in m["extra32"] if p in parts)
@@ -366,7 +366,7 @@ def image_sizes(f: dict[str, int], op: str, vendor_vaddr: int, fam: str = "") ->
     1 if parts & set(m["lod"]) or re.search(m["mip_ops"], op) else 0)
   words += (comps + 1) // 2 if f.get("a16") else comps
   if parts & set(m["grad"]):
-    words += (dim[2] // 2 + 1) // 2 * 2 if m["g16"] in parts or f.get("a16") else dim[2]  # 16-bit pairs, even
+    words += (dim[2] // 2 + 1) // 2 * 2 if m["g16"] in parts else dim[2]  # g16: 16-bit pairs, even count
   return data, max(words, 1)
 
 
@@ -551,6 +551,8 @@ _MODS = [
   ("abid", ("abid",), _p_num("abid", "abid")),
   ("blgp", ("blgp",), _p_blgp),
   ("wait_vdst", ("wait_vdst",), _p_num("wait_vdst", "wait_vdst", skip0=False)),
+  ("wait_va_vdst", ("wait_va_vdst",), _p_num("wait_va_vdst", "wait_va_vdst", skip0=False)),
+  ("wait_vm_vsrc", ("wait_vm_vsrc",), _p_num("wait_vm_vsrc", "wait_vm_vsrc", skip0=False)),
   ("wait_exp", ("waitexp",), _p_num("waitexp", "wait_exp", skip0=False)),
 ]
 MOD_PRINTERS = {k: p for k, _, p in _MODS}
@@ -563,7 +565,7 @@ def _mod_applies(key: str, I, e: Encoding, op: str, slots) -> bool:
   if key == "op_sel" and e.base in ("VOP3", "VOP3SD", "VINTERP"):  # only 16-bit instructions have op_sel
     if any(re.search(p, op) for p in FMT["opsel_ops"]):
       return True
-    if not I.target.true16 and I.target.family != "cdna":
+    if not I.target.true16 and I.target.family != "cdna" and e.base != "VINTERP":
       return op in TRUE16["opsel_fake16"]
     vops = _vendor_ops(I, e.opcode_enum, op)
     if not any(o.bits == 16 for o in vops.values()):
