@@ -26,7 +26,8 @@ def test_kernel_matches_numpy(clang_co, arch, name):
 
 @pytest.mark.parametrize("arch", TARGETS)
 @pytest.mark.parametrize("name", ["saxpy", "int_ops", "reduce", "matmul", "histogram", "collatz", "private_array",
-                                  "nested", "local_atomics", "cross_lane", "ids3d", "convert"])
+                                  "nested", "local_atomics", "cross_lane", "ids3d", "convert", "calls",
+                                  "generic_ptr", "subgroup"])
 def test_batched_equals_serial(clang_co, arch, name):
   runs = []
   for serial in (False, True):
