@@ -160,6 +160,7 @@ def _scalar_code(I, t: str, dwords: int) -> int | None:
   return None
 
 
+_RELOC = re.compile(r"([A-Za-z_.$][\w.$]*)@(rel32|abs32|gotpcrel32|gotpcrel|rel64|abs64)@(lo|hi)\s*([+-]\s*(?:0x[0-9a-fA-F]+|\d+))?")
 _FLOAT_RE = re.compile(r"^-?(\d+\.\d*|\.\d+|\d+\.?\d*[eE][-+]?\d+)$")
 
 
@@ -453,6 +454,12 @@ def _fill(c: _Ctx, s: Slot, t: str, col: int):
         return
       if t2 == "lds_direct" or t2 == "src_lds_direct":
         raise _NoFit("lds_direct is not supported on this GPU")
+      rm = _RELOC.fullmatch(t2)
+      if rm:  # relocatable literal: encoded as 0, the fixup goes to the caller (code objects)
+        c.set(s.field, 255)
+        c.lit(0)
+        c.label = ("reloc", rm[1], f"{rm[2]}_{rm[3]}", int(rm[4].replace(" ", ""), 0) if rm[4] else 0)
+        return
       m = re.fullmatch(r"lit\((.*)\)", t2)
       if m and ab:  # llvm-mc-22 drops lit() under |..| (and prints a modified inline 0 as |lit(0x0)|)
         t2, m = m[1].strip(), None
@@ -1161,9 +1168,12 @@ def _vopd(I, text: str, line: int, col0: int, wave: int):
   return inst, None
 
 
-def assemble(text: str, arch: str, *, wave: int | None = None, symbols: dict | None = None) -> bytes:
+def assemble(text: str, arch: str, *, wave: int | None = None, symbols: dict | None = None,
+             relocs: list | None = None) -> bytes:
   """Assemble llvm-mc-22 AMDGPU syntax for `arch`. Labels resolve in a second pass; `symbols`, when given,
-  is filled with label -> byte offset. Raises AsmError with line:column on bad input."""
+  is filled with label -> byte offset. Literal operands such as `func@rel32@lo+4` are encoded as 0 and, when
+  `relocs` is given, reported there as dicts {offset, symbol, kind ("rel32_lo"...), addend}. Raises AsmError with
+  line:column on bad input."""
   I = isa(arch)
   w = wave or I.target.wave
   if w not in I.target.waves:
@@ -1195,7 +1205,13 @@ def assemble(text: str, arch: str, *, wave: int | None = None, symbols: dict | N
       pc += len(b)
   res = bytearray()
   for b, label, at, ln, raw in out:
-    if label is not None:
+    if isinstance(label, tuple):
+      _, sym, kind, addend = label
+      if relocs is None:
+        raise AsmError(f"relocatable expression {sym}@{kind.replace('_', '@')} needs a code object (relocs=)", ln,
+                       raw.find(sym) + 1, raw.strip(), arch)
+      relocs.append({"offset": at + len(b) - 4, "symbol": sym, "kind": kind, "addend": addend})
+    elif label is not None:
       if label not in labels:
         raise AsmError(f"undefined label {label!r}", ln, raw.find(label) + 1, raw.strip(), arch)
       delta = (labels[label] - (at + 4)) // 4

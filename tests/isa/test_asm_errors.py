@@ -72,3 +72,14 @@ def test_random_words_raise_only_decode_error(arch):
       assert inst.size <= n
     except DecodeError:
       pass
+
+
+def test_relocatable_literals_are_reported_not_guessed():
+  relocs = []
+  code = assemble("s_getpc_b64 s[0:1]\ns_add_u32 s0, s0, foo@rel32@lo+4\ns_addc_u32 s1, s1, foo@rel32@hi+12",
+                  "gfx1100", relocs=relocs)
+  assert code.hex() == "004780be00ff00800000000001ff018200000000"  # llvm-mc-22: literal fixups A,A,A,A
+  assert relocs == [{"offset": 8, "symbol": "foo", "kind": "rel32_lo", "addend": 4},
+                    {"offset": 16, "symbol": "foo", "kind": "rel32_hi", "addend": 12}]
+  with pytest.raises(AsmError, match="relocs="):
+    assemble("s_add_u32 s0, s0, foo@rel32@lo+4", "gfx1100")
