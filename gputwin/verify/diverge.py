@@ -156,6 +156,7 @@ def _values(w, ta, tb, L, limit):
 # ------------------------------------------------------------------------------------------ rendering
 def render(a: Run, b: Run, out: OutputDiff | None, tr: TraceDiff | None, console=None) -> None:
   from rich.console import Console
+  from rich.markup import escape
   from rich.table import Table
   con = console or Console(highlight=False, width=None if sys.stdout.isatty() else 160)
   t = Table(title=f"gputwin diff: {a.kernel}", show_lines=False)
@@ -186,4 +187,4 @@ def render(a: Run, b: Run, out: OutputDiff | None, tr: TraceDiff | None, console
     t.add_row("traces", "identical", "identical")
   con.print(t)
   if tr:
-    con.print(f"[bold]first divergence:[/] {tr.summary()}")
+    con.print(f"[bold]first divergence:[/] {escape(tr.summary())}", soft_wrap=True)
