@@ -7,13 +7,10 @@ first one every operand and modifier fits wins, which is how llvm-mc picks the s
 """
 from __future__ import annotations
 
-import json
 import re
-import struct
-from pathlib import Path
 
 from gputwin.errors import AsmError, GputwinError
-from gputwin.isa.disasm import MSGS, format_inst, returns
+from gputwin.isa.disasm import MSGS, format_inst
 from gputwin.isa.encoding import Inst, encode, isa, make
 from gputwin.isa.syntax import (FMT, OPS, Slot, f16_bits, f32_bits, f64_bits, family_kind, int16_fmt, signature)
 
@@ -374,7 +371,6 @@ def _set_acc(c: _Ctx, s: Slot, is_a: bool):
 
 def _fill(c: _Ctx, s: Slot, t: str, col: int):
   k, I = s.kind, c.I
-  fam = I.target.family
   try:
     if k == "vcc":
       want = "vcc_lo" if s.dwords == 1 else "vcc"
@@ -1188,21 +1184,20 @@ def assemble(text: str, arch: str, *, wave: int | None = None, symbols: dict | N
       if not m or re.match(r"\s*[A-Za-z_.$][\w.$]*\s*:\s*\[", line):
         break
       if m[1] in labels:
-        raise AsmError(f"invalid symbol redefinition", ln, m.start(1) + 1, raw.strip(), arch)
+        raise AsmError("invalid symbol redefinition", ln, m.start(1) + 1, raw.strip(), arch)
       labels[m[1]] = pc
       line = " " * m.end() + line[m.end():]
-    for stmt_off, stmt in _statements(line):
-      s = stmt.strip()
-      if not s:
+    s = line.strip()
+    if not s:
+      continue
+    if s.startswith("."):
+      if _IGNORED_DIRECTIVES.match(s):
         continue
-      if s.startswith("."):
-        if _IGNORED_DIRECTIVES.match(s):
-          continue
-        raise AsmError(f"unknown directive", ln, stmt_off + len(stmt) - len(stmt.lstrip()) + 1, raw.strip(), arch)
-      inst, label = assemble_line(I, stmt, ln, stmt_off + 1, w)
-      b = bytearray(encode(inst))
-      out.append((b, label, pc, ln, raw))
-      pc += len(b)
+      raise AsmError("unknown directive", ln, len(line) - len(line.lstrip()) + 1, raw.strip(), arch)
+    inst, label = assemble_line(I, line, ln, 1, w)
+    b = bytearray(encode(inst))
+    out.append((b, label, pc, ln, raw))
+    pc += len(b)
   res = bytearray()
   for b, label, at, ln, raw in out:
     if isinstance(label, tuple):
@@ -1222,7 +1217,3 @@ def assemble(text: str, arch: str, *, wave: int | None = None, symbols: dict | N
   if symbols is not None:
     symbols.update(labels)
   return bytes(res)
-
-
-def _statements(line: str) -> list[tuple[int, str]]:
-  return [(0, line)]

@@ -146,7 +146,7 @@ def _sendmsg(inst, v: int) -> str:
 
 
 def _waitcnt(inst, v: int) -> str:
-  parts, allmax = [], True
+  parts = []
   for name, chunks in FMT["waitcnt"][_fam(inst)]:
     val, sh, width = 0, 0, 0
     for lo, w in chunks:

@@ -153,10 +153,6 @@ def isa(arch: str) -> Isa:
 def _get(word: int, hi: int, lo: int) -> int: return (word >> lo) & ((1 << (hi - lo + 1)) - 1)
 
 
-def _src_fields(e: Encoding) -> list[str]:
-  return [f.name for f in e.fields if f.kind in ("src", "ssrc")]
-
-
 def decode(data: bytes, arch: str, *, offset: int = 0, wave: int | None = None) -> Inst:
   """Decode one instruction at `offset`. Any byte string that is not a valid instruction raises DecodeError."""
   try:

@@ -16,7 +16,6 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
-from gputwin.errors import DecodeError
 from gputwin.isa.vendor import Encoding, Operand
 
 _DATA = Path(__file__).parent / "data"
