@@ -151,8 +151,10 @@ class Engine:
     if s.hi:
       v = v >> U32(16)
     if s.pk:
-      v = np.asarray(v).astype(U32)
-      v = ((v >> U32(16 * s.pk[0])) & U32(0xffff)) | (((v >> U32(16 * s.pk[1])) & U32(0xffff)) << U32(16))
+      lo, hi, w = s.pk
+      t, m = (U64, U64(M32)) if w == 32 else (U32, U32(0xffff))
+      v = np.asarray(v).astype(t)
+      v = ((v >> t(w * lo)) & m) | (((v >> t(w * hi)) & m) << t(w))
     if s.abs or s.neg:
       t = U64 if max(s.neg, s.abs) > M32 else U32
       v = (np.asarray(v).astype(t) & t(~s.abs & (M64 if t is U64 else M32))) ^ t(s.neg)

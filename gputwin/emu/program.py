@@ -12,7 +12,7 @@ import re
 import struct
 from dataclasses import dataclass, field
 
-from gputwin.errors import GputwinError, PcodeError
+from gputwin.errors import DecodeError, GputwinError, PcodeError
 from gputwin.isa import Inst, decode
 from gputwin.isa.syntax import signature
 from gputwin.pcode import semantics
@@ -75,7 +75,7 @@ class Src:
   fmt: str = ""
   neg: int = 0  # bitmask of sign bits to flip (after abs); per-half for packed operands
   abs: int = 0
-  pk: tuple = ()  # packed 16-bit: (lo from high half?, hi from high half?)
+  pk: tuple = ()  # packed operand: (lo from the high element?, hi from the high element?, element bits)
 
 
 @dataclass
@@ -218,9 +218,10 @@ def _sources(op: Op, inst: Inst, opnds: dict, slots: dict, modifiers: bool) -> N
   for i, o in enumerate(srcs):
     sl = slots.get(o.field) or slots.get("vsrc0" if o.field == "src0" else o.field)
     bits, sfmt = (sl.bits, sl.fmt) if sl else (32, "")
-    if packed:
-      nm = (0x8000 * (neg >> i & 1) | 0x80000000 * (f.get("neg_hi", 0) >> i & 1)) if "F" in sfmt else 0
-      op.ins[f"S{i}"] = _src(o, sl, neg=nm, pk=(opsel >> i & 1, opsel_hi >> i & 1))
+    if packed:  # two 16-bit halves of a VGPR, or (CDNA V_PK_*_F32) two dwords of a VGPR pair
+      w = 32 if o.dwords == 2 else 16
+      nm = ((neg >> i & 1) << (w - 1) | (f.get("neg_hi", 0) >> i & 1) << (2 * w - 1)) if "F" in sfmt else 0
+      op.ins[f"S{i}"] = _src(o, sl, neg=nm, pk=(opsel >> i & 1, opsel_hi >> i & 1, w))
     else:
       sgn = _sign(sfmt, bits)
       n_ = sgn if (neg >> i & 1 or f.get(f"src{i}_neg", 0)) else 0
@@ -370,7 +371,7 @@ class Program:
     if o is None:
       if not (self.base <= pc < self.base + len(self.text)) or pc % 4:
         raise GputwinError(f"PC {pc:#x} is outside the code [{self.base:#x}, {self.base + len(self.text):#x})")
-      inst = decode(self.text, self.arch, offset=pc - self.base, wave=self.wave)
+      inst = self._decode(pc - self.base)
       o = self.ops[pc] = build_op(inst, pc, self.family, self.wave)
       try:
         from gputwin.isa import format_inst
@@ -378,3 +379,18 @@ class Program:
       except Exception:
         o.text = inst.op.lower()
     return o
+
+  def _decode(self, off: int) -> Inst:
+    """isa.decode at `off`; when the bytes after the instruction make it fail (UPSTREAM.md), retry with the
+    instruction's bytes alone (4, 8, 12 bytes) and keep the first decode that fits in them."""
+    try:
+      return decode(self.text, self.arch, offset=off, wave=self.wave)
+    except DecodeError as first:
+      for n in (4, 8, 12):
+        try:
+          inst = decode(self.text[off:off + n], self.arch, wave=self.wave)
+        except DecodeError:
+          continue
+        if inst.size <= n:
+          return inst
+      raise first

@@ -226,8 +226,33 @@ def subgroup(groups=2, block=64):
   return dict(grid=groups, block=block, args=[out, x, a64, af], check=want, wave_dependent=True)
 
 
+def mixed(n=96):
+  r = _rng(18)
+  a4 = r.integers(-50, 50, (n, 4)).astype(np.float32)
+  h2 = r.integers(-8, 8, (n, 2)).astype(np.float16)
+  rec = np.zeros(n, np.dtype([("x", "<f4"), ("k", "<i4"), ("s", "<i2"), ("c", "i1"), ("pad", "V1")]))
+  rec["x"], rec["k"] = r.integers(0, 100, n) / 4, r.integers(-2**31, 2**31 - 1, n)
+  rec["s"], rec["c"] = r.integers(-2**15, 2**15, n), r.integers(-128, 128, n)
+  by = r.integers(0, 256, 3 * n).astype(np.uint8)
+  o4, hh, u = np.zeros((n, 4), np.float32), h2.copy(), np.zeros(n, np.uint64)
+
+  def want():
+    M, w = (1 << 64) - 1, []
+    for i in range(n):
+      k, s_, c = int(rec["k"][i]), int(rec["s"][i]), int(rec["c"][i])
+      v = ((k << 33) ^ (s_ & M) ^ ((c & M) << 8) ^ int(np.float32(rec["x"][i]) * np.float32(4))) & M
+      v = (v + (128 - (v | 1).bit_length()) + int(by[3 * i + 1]) * 65536) & M
+      v = [v ^ 0x1234, (v * 3) & M, v >> 5, ~v & M][i & 3]
+      w.append((v + ((((i * 0x9e3779b97f4a7c15) & M) * 0x100000001) >> 64)) & M)
+    o = a4 * np.float32([2, -1, 0.5, 3]) + a4[:, ::-1]
+    hw = (h2.astype(np.float32) * h2 + np.float32([1, -2])).astype(np.float16)
+    return (np.concatenate([o4.view(np.uint8).ravel(), hh.view(np.uint8).ravel(), u.view(np.uint8)]),
+            np.concatenate([o.view(np.uint8).ravel(), hw.view(np.uint8).ravel(), np.array(w, np.uint64).view(np.uint8)]))
+  return dict(grid=-(-n // 64), block=64, args=[o4, a4, hh, rec, u, by, n], check=want)
+
+
 CASES = {f.__name__: f for f in (saxpy, half_math, int_ops, udiv64, fdiv, reduce, matmul, histogram, collatz, math,
                                  dmath,
                                  private_array, ids3d,
                                  narrow, convert, local_atomics, cross_lane, nested, calls,
-                                 generic_ptr, subgroup)}
+                                 generic_ptr, subgroup, mixed)}

@@ -198,3 +198,20 @@ __kernel void subgroup(__global int *out, __global const int *in, __global long 
   __atomic_fetch_add(a64, (long)v << 20, __ATOMIC_RELAXED);  // 64-bit atomics
   __atomic_fetch_add(af, (float)(v & 7), __ATOMIC_RELAXED);  // float atomics (exact: small integers)
 }
+
+typedef struct { float x; int k; short s; char c; } rec;
+
+__kernel void mixed(__global float4 *o4, __global const float4 *a4, __global half2 *h2, __global const rec *r,
+                    __global ulong *u, __global const uchar *bytes, int n) {  // vectors, structs, switch, 128-bit
+  int i = GID;
+  if (i >= n) return;
+  float4 a = a4[i];
+  o4[i] = a * (float4)(2.0f, -1.0f, 0.5f, 3.0f) + a.wzyx;  // CDNA: v_pk_fma_f32 with op_sel
+  half2 h = h2[i];
+  h2[i] = h * h + (half2)(1.0h, -2.0h);
+  rec q = r[i];
+  ulong v = ((ulong)q.k << 33) ^ (ulong)(long)q.s ^ ((ulong)q.c << 8) ^ (ulong)(q.x * 4.0f);
+  v += (ulong)__builtin_clzll(v | 1) + (ulong)bytes[i * 3 + 1] * 65536u;  // OpenCL long long is 128-bit
+  switch (i & 3) { case 0: v ^= 0x1234; break; case 1: v *= 3; break; case 2: v >>= 5; break; default: v = ~v; }
+  u[i] = v + (ulong)(((unsigned __int128)((ulong)i * 0x9e3779b97f4a7c15ul) * 0x100000001ul) >> 64);
+}
