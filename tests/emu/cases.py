@@ -247,7 +247,8 @@ def mixed(n=96):
     o = a4 * np.float32([2, -1, 0.5, 3]) + a4[:, ::-1]
     hw = (h2.astype(np.float32) * h2 + np.float32([1, -2])).astype(np.float16)
     return (np.concatenate([o4.view(np.uint8).ravel(), hh.view(np.uint8).ravel(), u.view(np.uint8)]),
-            np.concatenate([o.view(np.uint8).ravel(), hw.view(np.uint8).ravel(), np.array(w, np.uint64).view(np.uint8)]))
+            np.concatenate([o.view(np.uint8).ravel(), hw.view(np.uint8).ravel(),
+                            np.array(w, np.uint64).view(np.uint8)]))
   return dict(grid=-(-n // 64), block=64, args=[o4, a4, hh, rec, u, by, n], check=want)
 
 

@@ -35,7 +35,8 @@ def test_run_asm_with_buffers_and_traces(tmp_path, capsys):
   src, x = tmp_path / "k.s", np.arange(32, dtype=np.float32)
   src.write_text(ASM)
   np.save(tmp_path / "x.npy", x)
-  rc = run_main([str(src), "--grid", "1", "--block", "32", "--arg", "out:f32:32", "--arg", f"x:f32:{tmp_path / 'x.npy'}",
+  rc = run_main([str(src), "--grid", "1", "--block", "32", "--arg", "out:f32:32",
+                 "--arg", f"x:f32:{tmp_path / 'x.npy'}",
                  "--arg", "a:f32=2.5", "--out", str(tmp_path / "o"), "--trace", str(tmp_path / "t.txt"),
                  "--perfetto", str(tmp_path / "p.json")])
   assert rc == 0
