@@ -731,7 +731,8 @@ def _mod(c: _Ctx, sig, tok: str):
     c.fields["_smem_imm2"] = _num(val)
     return
   if key == "offset" and "offset0" in names:
-    v = _num(val)
+    from gputwin.isa.syntax import swizzle_value
+    v = swizzle_value(val) if val.startswith("swizzle(") and re.search(FMT["ds_swizzle"], c.op) else _num(val)
     if not 0 <= v < 65536:
       raise _NoFit("invalid operand for instruction")
     c.set("offset0", v & 0xff)

@@ -310,7 +310,61 @@ def _p_offset(inst, sig):
   return f"offset:{v}" if v else None
 
 
+def swizzle_text(off: int) -> str:
+  """ds_swizzle_b32's offset the way llvm-mc-22 spells it (verified over all 65536 values on gfx1100):
+  FFT / ROTATE / QUAD_PERM modes when bit 15 is set, else the and/or/xor lane masks as BROADCAST, SWAP, REVERSE
+  or a per-bit BITMASK_PERM string (0, 1, p = preserve, i = invert; most significant bit first)."""
+  if off >> 15:
+    if off >> 13 == 7:
+      return f"swizzle(FFT,{off & 31})"
+    if off >> 14 == 3:
+      return f"swizzle(ROTATE,{off >> 10 & 1},{off >> 5 & 31})"
+    if off >> 8 & 0x7f == 0:
+      return "swizzle(QUAD_PERM," + ",".join(str(off >> 2 * i & 3) for i in range(4)) + ")"
+    return str(off)
+  a, o, x = off & 31, off >> 5 & 31, off >> 10 & 31
+  if x == 0 and a in (0, 16, 24, 28, 30) and o & a == 0:
+    return f"swizzle(BROADCAST,{32 - a},{o})"
+  if a == 31 and o == 0 and x in (1, 2, 4, 8, 16):
+    return f"swizzle(SWAP,{x})"
+  if a == 31 and o == 0 and x in (3, 7, 15, 31):
+    return f"swizzle(REVERSE,{x + 1})"
+  bits = (("i" if x >> b & 1 else "p") if a >> b & 1 and not o >> b & 1 else str((o ^ x) >> b & 1)
+          for b in range(4, -1, -1))
+  return f'swizzle(BITMASK_PERM,"{"".join(bits)}")'
+
+
+def swizzle_value(text: str) -> int:
+  """Inverse of swizzle_text for `swizzle(MODE,args)`; ValueError on anything else."""
+  m = re.fullmatch(r'swizzle\(\s*(\w+)\s*,(.*)\)', text.strip())
+  if not m:
+    raise ValueError(text)
+  mode, args = m[1], [a.strip() for a in m[2].split(",")]
+  n = [int(a, 0) for a in args] if mode != "BITMASK_PERM" else []
+  if mode == "QUAD_PERM" and len(n) == 4 and all(0 <= v < 4 for v in n):
+    return 0x8000 | sum(v << 2 * i for i, v in enumerate(n))
+  if mode == "FFT" and len(n) == 1 and 0 <= n[0] < 32:
+    return 0xe000 | n[0]
+  if mode == "ROTATE" and len(n) == 2 and n[0] in (0, 1) and 0 <= n[1] < 32:
+    return 0xc000 | n[0] << 10 | n[1] << 5
+  if mode == "BROADCAST" and len(n) == 2 and n[0] in (2, 4, 8, 16, 32) and 0 <= n[1] < n[0]:
+    return (32 - n[0]) & 31 | n[1] << 5
+  if mode == "SWAP" and len(n) == 1 and n[0] in (1, 2, 4, 8, 16):
+    return 31 | n[0] << 10
+  if mode == "REVERSE" and len(n) == 1 and n[0] in (2, 4, 8, 16, 32):
+    return 31 | (n[0] - 1) << 10
+  if mode == "BITMASK_PERM" and len(args) == 1 and re.fullmatch(r'"[01pi]{5}"', args[0]):
+    a = o = x = 0
+    for c in args[0][1:-1]:
+      a, o, x = a << 1 | (c in "pi"), o << 1 | (c == "1"), x << 1 | (c == "i")
+    return a | o << 5 | x << 10
+  raise ValueError(text)
+
+
 def _p_dsoff(inst, sig):
+  if re.search(FMT["ds_swizzle"], inst.op):
+    v = inst["offset0"] | inst["offset1"] << 8
+    return f"offset:{swizzle_text(v)}" if v else None
   if re.search(FMT["ds_two_offsets"], inst.op):
     return " ".join(f"offset{i}:{inst[f'offset{i}']}" for i in (0, 1) if inst[f"offset{i}"]) or None
   v = inst["offset0"] | inst["offset1"] << 8
