@@ -184,7 +184,7 @@ def bisect_git(repo, good: str, bad: str, cmd: list[str], *, timeout: float | No
 
 # ------------------------------------------------------------------------------------------ command line
 def main(argv=None) -> int:
-  from gputwin.verify.tool import _guard, _launch_args, _parsed
+  from gputwin.verify.tool import _guard, _launch_args
   argv = list(sys.argv[1:] if argv is None else argv)
   cmd = []
   if "--" in argv:

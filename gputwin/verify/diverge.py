@@ -182,7 +182,8 @@ def render(a: Run, b: Run, out: OutputDiff | None, tr: TraceDiff | None, console
               f"{tr.b[1]:#06x} {tr.b[2]}" if tr.b else "(trace ended)")
     if tr.reg:
       lane = f" lane {tr.lane}" if tr.lane is not None else ""
-      t.add_row(f"{tr.reg}{lane}", "-" if tr.va is None else f"{tr.va:#010x}", "-" if tr.vb is None else f"{tr.vb:#010x}")
+      hx = lambda v: "-" if v is None else f"{v:#010x}"
+      t.add_row(f"{tr.reg}{lane}", hx(tr.va), hx(tr.vb))
   elif a.trace is not None and b.trace is not None:
     t.add_row("traces", "identical", "identical")
   con.print(t)

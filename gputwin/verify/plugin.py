@@ -1,0 +1,104 @@
+"""pytest plugin (entry point group pytest11, name `gputwin`): test kernels on every mock target and on real GPUs.
+
+  def test_fill(gpu):                                  # one test per device: mock:gfx1100 ... and amd:N when present
+    gpu.launch(co_for(gpu.arch), "fill", grid=4, block=64, args=[out, 7])
+  @pytest.mark.arch("gfx942", "gfx950")                # only these targets
+  @pytest.mark.hw                                      # real hardware only (skipped without /dev/kfd)
+  def test_x(gpu, same_on_device): same_on_device(co, "k", grid=.., block=.., args=[...])
+
+`same_on_device` (also `assert_same_on_device`) runs a launch on the emulator and on the real device of the same
+target and fails naming the first differing output element; it skips when no such device exists. Hypothesis
+strategies for instructions and kernel inputs live in gputwin.verify.strategies.
+
+Devices: `--gputwin-devices mock:gfx1100,amd:0` or $GPUTWIN_TEST_DEVICES narrows the list."""
+from __future__ import annotations
+
+import functools
+import os
+
+import pytest
+
+MOCK_TARGETS = ("gfx1100", "gfx1200", "gfx942", "gfx950")
+
+
+@functools.lru_cache(maxsize=1)
+def real_devices() -> tuple[tuple[str, str], ...]:
+  """(device string, arch) of each real AMD GPU; none without /dev/kfd (or when its topology cannot be read)."""
+  if not os.path.exists("/dev/kfd"):
+    return ()
+  try:
+    from gputwin.runtime.hcq import devices
+    from gputwin.runtime.kernel import kernel_for
+    return tuple((f"amd:{i}", g.arch) for i, g in enumerate(devices(kernel_for("amd"))))
+  except Exception:  # noqa: BLE001 - an unreadable topology means: no usable real device
+    return ()
+
+
+def all_devices(config=None) -> list[tuple[str, str]]:
+  want = (config.getoption("gputwin_devices") if config else None) or os.environ.get("GPUTWIN_TEST_DEVICES")
+  devs = [(f"mock:{t}", t) for t in MOCK_TARGETS] + list(real_devices())
+  if want:
+    names = {w.strip() for w in want.split(",") if w.strip()}
+    devs = [d for d in devs if d[0] in names or d[1] in names]
+  return devs
+
+
+def pytest_addoption(parser):
+  parser.addoption("--gputwin-devices", default=None, help="comma-separated devices/targets for the `gpu` fixture")
+
+
+def pytest_configure(config):
+  config.addinivalue_line("markers", "hw: needs a real AMD GPU (skipped on mock devices and without one)")
+  config.addinivalue_line("markers", "arch(*targets): run the `gpu` fixture only on these targets (gfx1100 ...)")
+
+
+def pytest_runtest_setup(item):
+  if item.get_closest_marker("hw") and not real_devices():
+    pytest.skip("needs a real AMD GPU (/dev/kfd missing or no GPU node)")
+
+
+def pytest_generate_tests(metafunc):
+  if "gpu" not in metafunc.fixturenames:
+    return
+  devs = all_devices(metafunc.config)
+  m = metafunc.definition.get_closest_marker("arch")
+  if m:
+    devs = [d for d in devs if d[1] in m.args]
+  if metafunc.definition.get_closest_marker("hw"):
+    devs = [d for d in devs if not d[0].startswith("mock")] or [("no-hw", "")]
+  metafunc.parametrize("gpu", [d[0] for d in devs] or ["no-device"], indirect=True)
+
+
+@pytest.fixture
+def gpu(request):
+  """A gputwin.runtime Device: one test per mock target and real GPU (see the module docstring)."""
+  name = getattr(request, "param", None) or all_devices(request.config)[0][0]
+  if name in ("no-hw", "no-device"):
+    pytest.skip("no real AMD GPU here (/dev/kfd missing)" if name == "no-hw" else "no device matches arch(...)")
+  from gputwin.runtime import open as open_device
+  dev = open_device(name)
+  yield dev
+  dev.close()
+
+
+def assert_same_on_device(code, kernel: str, *, grid, block, args, device: str | None = None, arch: str | None = None):
+  """Run on the emulator and on a real GPU of the code object's target (or `device`); fail on the first differing
+  output element, skip when no such GPU exists. `args`: the launch arguments (arrays are copied, not changed)."""
+  from gputwin.verify import diverge, runner
+  named = [(f"arg{i}", a) for i, a in enumerate(args)]
+  emu = runner.run(code, kernel, grid=grid, block=block, args=named, arch=arch, trace=False, label="emulator")
+  if device is None:
+    device = next((d for d, a in real_devices() if a == emu.arch), None)
+    if device is None:
+      pytest.skip(f"no real {emu.arch} GPU here to compare the emulator with")
+  hw = runner.run(code, kernel, grid=grid, block=block, args=named, arch=arch, device=device, label=device)
+  if emu.error or hw.error:
+    assert type(emu.error) is type(hw.error), f"{kernel}: emulator {emu.error!r} vs {device} {hw.error!r}"
+  d = diverge.first_output_diff(emu, hw)
+  assert d is None, (f"{kernel} on {emu.arch}: {d.name}{list(d.index)} = {d.a!r} on the emulator, {d.b!r} on {device}"
+                     f" ({d.count} elements differ)")
+
+
+@pytest.fixture
+def same_on_device():
+  return assert_same_on_device

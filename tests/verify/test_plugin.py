@@ -1,0 +1,72 @@
+"""The pytest plugin as its users see it: pytester runs small test files with `-p gputwin.verify.plugin` (what the
+pytest11 entry point does when the package is installed)."""
+
+PLUGIN = ("-p", "gputwin.verify.plugin", "-p", "no:cacheprovider", "-p", "no:xdist", "-p", "no:randomly")
+
+TESTS = '''
+import numpy as np
+import pytest
+from gputwin.compiler import compile
+from gputwin.compiler.examples import saxpy
+
+def _run(dev):
+  c = compile(saxpy, dev.arch)
+  x, y = np.arange(100, dtype=np.float32), np.ones(100, np.float32)
+  dev.launch(c.code_object, "saxpy", grid=2, block=64, args=[np.float32(2.0), x, y, 100])
+  return c, x, y
+
+def test_every_mock_target(gpu):
+  c, x, y = _run(gpu)
+  np.testing.assert_array_equal(y, 2 * x + 1)
+
+@pytest.mark.arch("gfx942", "gfx1200")
+def test_only_some(gpu):
+  assert gpu.arch in ("gfx942", "gfx1200")
+
+@pytest.mark.hw
+def test_needs_hardware(gpu):
+  raise AssertionError("must not run without a real GPU")
+
+def test_emulator_vs_device(same_on_device):
+  c = compile(saxpy, "gfx1100")
+  same_on_device(c.code_object, "saxpy", grid=1, block=64,
+                 args=[np.float32(1.0), np.ones(64, np.float32), np.ones(64, np.float32), 64])
+'''
+
+
+def test_gpu_fixture_markers_and_skips(pytester):
+  pytester.makepyfile(test_k=TESTS)
+  r = pytester.runpytest(*PLUGIN, "-v", "-rs")
+  r.assert_outcomes(passed=6, skipped=2)
+  r.stdout.fnmatch_lines(["*test_every_mock_target?mock:gfx1100? PASSED*",
+                          "*test_every_mock_target?mock:gfx950? PASSED*",
+                          "*test_only_some?mock:gfx942? PASSED*", "*needs a real AMD GPU*",
+                          "*no real gfx1100 GPU here to compare the emulator with*"])
+
+
+def test_device_selection_and_marker_registration(pytester):
+  pytester.makepyfile(test_sel=TESTS)  # a module name of its own: pytester runs in this process
+  r = pytester.runpytest(*PLUGIN, "--gputwin-devices", "gfx1200", "--strict-markers", "-k", "mock or only")
+  r.assert_outcomes(passed=2)
+
+
+def test_strategies(pytester):
+  pytester.makepyfile(test_s='''
+import numpy as np
+from hypothesis import given, settings, HealthCheck
+from gputwin.isa import decode
+from gputwin.verify.strategies import instructions, kernel_inputs, array
+
+@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
+@given(instructions("gfx942", 3))
+def test_instructions_decode(ins):
+  for s in ins:
+    assert decode(s.data, "gfx942").size == len(s.data)
+
+@settings(max_examples=15, deadline=None)
+@given(kernel_inputs(("f32*", "u8*", "i32"), n=16), array("f16", 8, bits=True))
+def test_inputs(args, h):
+  assert args[0].dtype == np.float32 and args[1].shape == (16,) and isinstance(args[2], np.int32)
+  assert np.isfinite(args[0]).all() and h.dtype == np.float16
+''')
+  pytester.runpytest(*PLUGIN).assert_outcomes(passed=2)
