@@ -25,8 +25,8 @@ def instructions(target: str, n: int = 8, **kw):
 
 
 def array(dtype, n: int | tuple = 64, *, finite: bool = True, bits: bool = False):
-  """A numpy array of `dtype` ("f16", "u32" or a numpy dtype) and shape `n`. Floats: finite values by default (bits=True: any bit pattern, NaNs
-  and denormals included — what a differential test between an emulator and a device wants)."""
+  """A numpy array of `dtype` ("f16", "u32" or a numpy dtype) and shape `n`. Floats: finite values by default
+  (bits=True: any bit pattern, NaNs and denormals included — what an emulator-vs-device test wants)."""
   from hypothesis.extra import numpy as hnp
   dt = _dtype(dtype)
   shape = (n,) if isinstance(n, int) else tuple(n)
