@@ -49,12 +49,18 @@ class Fam:
   def add(self) -> str: return "v_add_nc_u32" if self.rdna else "v_add_u32"
   def sub(self) -> str: return "v_sub_nc_u32" if self.rdna else "v_sub_u32"
 
-  def gmem(self, kind: str, dw: int) -> str:
+  def gmem(self, kind: str, dw: int, t: Type | None = None) -> str:
+    if t is not None and t.bits < 32:   # sub-dword: loads sign/zero-extend to 32 bits
+      if self.rdna: return f"global_{kind}_" + (f"b{t.bits}" if kind == "store" else f"{t.kind}{t.bits}")
+      return f"global_{kind}_" + ({8: "byte", 16: "short"}[t.bits] if kind == "store" else
+                                  f"{'s' if t.is_signed else 'u'}{ {8: 'byte', 16: 'short'}[t.bits]}")
     if self.rdna: return f"global_{kind}_b{32 * dw}"
     return f"global_{kind}_dword" + ("" if dw == 1 else f"x{dw}")
 
-  def lds(self, kind: str, dw: int) -> str:
-    return f"ds_{kind if self.rdna else {'load': 'read', 'store': 'write'}[kind]}_b{32 * dw}"
+  def lds(self, kind: str, dw: int, t: Type | None = None) -> str:
+    verb = kind if self.rdna else {"load": "read", "store": "write"}[kind]
+    if t is not None and t.bits < 32: return f"ds_{verb}_" + (f"b{t.bits}" if kind == "store" else f"{t.kind}{t.bits}")
+    return f"ds_{verb}_b{32 * dw}"
 
   def smem(self, dw: int) -> str: return f"s_load_b{32 * dw}" if self.rdna else \
     "s_load_dword" + ("" if dw == 1 else f"x{dw}")
@@ -101,13 +107,17 @@ def _fam(arch: str) -> Fam:
   return Fam(arch, t.major, t.wave)
 
 
+def _small(t: Type) -> bool: return t.is_int and t.bits < 32
+
+
 def _dwords(t: Type) -> int:
   return 0 if t.is_ptr else t.lanes
 
 
 def _check_type(t: Type, op: Op | None, arch: str):
   s = t.scalar
-  ok = t.is_ptr or (str(s) in ("i32", "u32", "f32", "bool") and (t.lanes == 1 or (s.bits == 32 and t.lanes in (2, 4))))
+  ok = t.is_ptr or (str(s) in ("i32", "u32", "f32", "bool") and (t.lanes == 1 or (s.bits == 32 and t.lanes in (2, 4)))) \
+    or (s.is_int and s.bits in (8, 16) and t.lanes == 1)   # kept sign/zero-extended in a 32-bit VGPR
   if not ok:
     raise CompileError(f"the direct backend does not handle {t} yet; use --backend llvm", loc=op.loc if op else None,
                        arch=arch)
@@ -400,6 +410,13 @@ class _Emitter:
     elif code == "if": self.if_(op)
     elif code == "for": self.for_(op)
     else: raise CompileError(f"the direct backend cannot lower {code}", loc=op.loc, arch=f.arch)
+    if res is not None and cls in ("binary", "unary", "cast") and _small(res.type): self.normalize(res)
+
+  def normalize(self, v: Value):
+    """8/16-bit integers live sign- or zero-extended in 32 bits: re-extend after every op that may overflow."""
+    t, R, w = v.type, self.r(v), self.rset(v)
+    if t.is_signed: self.i(f"v_bfe_i32 {R}, {R}, 0, {t.bits}", w, w)
+    else: self.i(f"v_and_b32 {R}, {(1 << t.bits) - 1:#x}, {R}", w, w)
 
   def ids(self, code: str, res: Value):
     kind, d = code.rsplit(".", 1)
@@ -433,6 +450,9 @@ class _Emitter:
     if code == "sub": return self.i(f"{f.sub()} {R}, {X}, {Y}", rd, wr)
     if code == "mul": return self.i(f"v_mul_lo_u32 {R}, {X}, {Y}", rd, wr)
     if code in ("min", "max"): return self.i(f"v_{code}_{'i' if t.is_signed else 'u'}32 {R}, {X}, {Y}", rd, wr)
+    if code in ("shl", "shr") and t.bits < 32:   # the IR takes shift amounts modulo the type's width
+      self.i(f"v_and_b32 v2, {t.bits - 1}, {Y}", rd, {2})
+      Y, rd = "v2", rd | {2}
     if code == "shl": return self.i(f"v_lshlrev_b32 {R}, {Y}, {X}", rd, wr)
     if code == "shr": return self.i(f"v_{'ashrrev_i32' if t.is_signed else 'lshrrev_b32'} {R}, {Y}, {X}", rd, wr)
     if code in ("div", "rem"): return self.divmod(code, res, x, y)
@@ -490,7 +510,13 @@ class _Emitter:
     if d.is_bool:
       self.i(f"v_cmp_{'neq_f32' if s.is_float else 'ne_u32'}_e32 {self.f.vcc}, 0, {X}", rd)
       return self.bool_from_vcc(res)
-    if s.is_float and d.is_int: return self.i(f"v_cvt_{'i32' if d.is_signed else 'u32'}_f32 {R}, {X}", rd, wr)
+    if s.is_float and d.is_int:
+      self.i(f"v_cvt_{'i32' if d.is_signed else 'u32'}_f32 {R}, {X}", rd, wr)
+      if d.bits < 32 and d.is_signed:   # saturate to the narrow range, as the reference does
+        self.i(f"v_max_i32 {R}, {-(1 << (d.bits - 1))}, {R}", wr, wr)
+        self.i(f"v_min_i32 {R}, {(1 << (d.bits - 1)) - 1}, {R}", wr, wr)
+      elif d.bits < 32: self.i(f"v_min_u32 {R}, {(1 << d.bits) - 1}, {R}", wr, wr)
+      return
     if (s.is_int or s.is_bool) and d.is_float:
       return self.i(f"v_cvt_f32_{'i32' if s.is_signed else 'u32'} {R}, {X}", rd, wr)
     self.mov(res, x)
@@ -503,17 +529,22 @@ class _Emitter:
       raise CompileError("private memory is not supported by the direct backend yet; use --backend llvm",
                          loc=op.loc, arch=f.arch)
     val = op.results[0] if op.opcode == "load" else op.operands[2]
-    dw = val.type.lanes
-    self.i(f"v_lshlrev_b32 v1, 2, {self.r(idx)}", self.rset(idx), {1})
+    dw, et = val.type.lanes, val.type.scalar
+    small = et.bits < 32 and not et.is_bool
+    if small and op.opcode.startswith("atomic"):
+      raise CompileError(f"{op.opcode} on {et} is not supported by the direct backend; use --backend llvm",
+                         loc=op.loc, arch=f.arch)
+    st = et if small else None
+    self.i(f"v_lshlrev_b32 v1, {(et.nbytes if small else 4).bit_length() - 1}, {self.r(idx)}", self.rset(idx), {1})
     res = op.results[0] if op.results else None
     wr = self.rset(res) if res is not None else set()
     if pt.space == "global":
       s = self.sptr[id(p)]
       sp = f"s[{s}:{s + 1}]"
       if op.opcode == "load":
-        self.i(f"{f.gmem('load', dw)} {self.r(res)}, v1, {sp}", {1}, wr, "load")
+        self.i(f"{f.gmem('load', dw, st)} {self.r(res)}, v1, {sp}", {1}, wr, "load")
       elif op.opcode == "store":
-        self.i(f"{f.gmem('store', dw)} v1, {self.r(val)}, {sp}", {1} | self.rset(val), counter="store")
+        self.i(f"{f.gmem('store', dw, st)} v1, {self.r(val)}, {sp}", {1} | self.rset(val), counter="store")
       else:
         kind = op.opcode.split(".")[1]
         self.i(f"{f.gatomic(kind, val.type)} {self.r(res)}, v1, {self.r(val)}, {sp} {f.atomic_rtn()}",
@@ -521,8 +552,8 @@ class _Emitter:
     else:
       off = self.lds[id(p)]
       o = f" offset:{off}" if off else ""
-      if op.opcode == "load": self.i(f"{f.lds('load', dw)} {self.r(res)}, v1{o}", {1}, wr, "lds")
-      elif op.opcode == "store": self.i(f"{f.lds('store', dw)} v1, {self.r(val)}{o}", {1} | self.rset(val),
+      if op.opcode == "load": self.i(f"{f.lds('load', dw, st)} {self.r(res)}, v1{o}", {1}, wr, "lds")
+      elif op.opcode == "store": self.i(f"{f.lds('store', dw, st)} v1, {self.r(val)}{o}", {1} | self.rset(val),
                                         counter="lds")
       else:
         kind = op.opcode.split(".")[1]

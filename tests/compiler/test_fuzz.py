@@ -46,8 +46,9 @@ class Gen:
     k = Kernel("fuzz", params, Block())
     b.block = k.body
     self.x, self.y, self.oi, self.of, self.oa, n = params
+    self.atomic_kind = self.draw(st.sampled_from(["add", "min", "max", "and", "or", "xor"]))
     self.smem = {t: b.emit("shared", [], ir.ptr("local", t), {"count": N}) for t in (ir.i32, ir.f32)}
-    self.pool = {"i32": [n], "u32": [], "f32": [], "bool": []}
+    self.pool = {"i32": [n], "u32": [], "f32": [], "bool": [], "i8": [], "u16": []}
     self.tid = b.emit("workitem.id.x", [], ir.i32)
     self.add(self.tid)
     self.add(b.emit("load", [self.x, self.tid], ir.i32))
@@ -56,6 +57,7 @@ class Gen:
     self.add(b.const(self.draw(st.integers(0, 2**32 - 1)), ir.u32))
     self.add(b.const(self.draw(st.sampled_from(FCONST)), ir.f32))
     self.add(b.emit("lt", [self.tid, self.pick(ir.i32)], ir.boolean))
+    for t in (ir.i8, ir.u16): self.add(b.emit("cast", [self.pick(ir.i32)], t))   # narrow integers wrap
     self.ops(self.draw(st.integers(4, 14)), depth=0)
     for j, t in enumerate((ir.i32, ir.u32)):
       v = self.pick(t)
@@ -72,23 +74,24 @@ class Gen:
       getattr(self, kind)(depth)
 
   def int(self, depth):
-    t = self.draw(st.sampled_from([ir.i32, ir.u32])) if self.pool["u32"] else ir.i32
+    t = self.draw(st.sampled_from([ir.i32, ir.u32, ir.i8, ir.u16]))
     self.add(self.b.emit(self.draw(st.sampled_from(INT_OPS)), [self.pick(t), self.pick(t)], t))
 
   def float(self, depth):
     self.add(self.b.emit(self.draw(st.sampled_from(FLOAT_OPS)), [self.pick(ir.f32), self.pick(ir.f32)], ir.f32))
 
   def cmp(self, depth):
-    t = self.draw(st.sampled_from([ir.i32, ir.f32] + ([ir.u32] if self.pool["u32"] else [])))
+    t = self.draw(st.sampled_from([ir.i32, ir.f32, ir.i8, ir.u16] + ([ir.u32] if self.pool["u32"] else [])))
     self.add(self.b.emit(self.draw(st.sampled_from(ir.CMP)), [self.pick(t), self.pick(t)], ir.boolean))
 
   def select(self, depth):
-    t = self.draw(st.sampled_from([ir.i32, ir.f32]))
+    t = self.draw(st.sampled_from([ir.i32, ir.f32, ir.i8, ir.u16]))
     self.add(self.b.emit("select", [self.pick(ir.boolean), self.pick(t), self.pick(t)], t))
 
   def cast(self, depth):
     src, dst = self.draw(st.sampled_from([(ir.i32, ir.f32), (ir.f32, ir.i32), (ir.i32, ir.u32), (ir.u32, ir.f32),
-                                          (ir.f32, ir.u32), (ir.boolean, ir.i32)]))
+                                          (ir.f32, ir.u32), (ir.boolean, ir.i32), (ir.i8, ir.i32), (ir.u16, ir.i32),
+                                          (ir.i32, ir.i8), (ir.f32, ir.i8), (ir.u16, ir.f32), (ir.i8, ir.u16)]))
     if not self.pool[str(src)]: return
     self.add(self.b.emit("cast", [self.pick(src)], dst))
 
@@ -107,8 +110,9 @@ class Gen:
     self.b.emit("barrier", [])      # nobody overwrites the array before everyone has read it
 
   def atomic(self, depth):
-    """Order-independent global atomics (the final memory is compared, the old value is not used)."""
-    kind = self.draw(st.sampled_from(["add", "min", "max", "and", "or", "xor"]))
+    """Order-independent global atomics (the final memory is compared, the old value is not used): one kind per
+    program, since e.g. add and min on the same word do not commute."""
+    kind = self.atomic_kind
     idx = self.b.emit("and", [self.pick(ir.i32), self.b.const(7, ir.i32)], ir.i32)
     self.b.emit(f"atomic.{kind}", [self.oa, idx, self.pick(ir.i32)], ir.i32)
 

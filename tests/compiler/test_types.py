@@ -3,8 +3,8 @@ the host reference bit for bit; the direct backend refuses them with a located e
 import numpy as np
 import pytest
 
-from gputwin.compiler import (Ptr, bf16, compile, f16, f32, f64, global_id, i16, i32, i64, kernel, private,
-                              sqrt, u8, u32)
+from gputwin.compiler import (Ptr, barrier, bf16, compile, f16, f32, f64, global_id, i8, i16, i32, i64, kernel,
+                              private, shared, sqrt, u8, u16, u32, workitem_id)
 from gputwin.errors import CompileError
 
 from _compiler_helpers import TARGETS, run_both
@@ -92,7 +92,43 @@ def test_llvm_backend_types_bit_exact(kf, arch):
   np.testing.assert_array_equal(emu[1], ref[1])
 
 
-@pytest.mark.parametrize("kf", [k for k in KERNELS if k is not t_saturate], ids=lambda k: k.name)
+@kernel
+def t_narrow(x: Ptr[i8], y: Ptr[u8], z: Ptr[i16], w: Ptr[u16], f: Ptr[f32], n: i32):
+  """8/16-bit integers in the direct backend: wrap-around, shifts modulo the width, saturating float casts, LDS."""
+  i = global_id(0)
+  a = x[i]
+  b = y[i]
+  c = z[i]
+  d = w[i]
+  x[i] = a * 3 + i8(b) - (a >> 2) + (a << 3) + abs(a) + (-a) // 3
+  y[i] = (b * b) ^ u8(i) + (b >> 1) + u8(c) + b % 7
+  z[i] = max(c * 7, i16(a)) + i16(f[i] * 1000.0) + c // i16(b | 1)
+  w[i] = d * 3 + u16(f[i] * 100.0) - (d << 4) + u16(a)
+  sh = shared(i16, 64)
+  sh[workitem_id(0)] = c
+  barrier()
+  f[i] = f32(sh[63 - workitem_id(0)]) + f32(b > u8(100))
+
+
+@pytest.mark.parametrize("backend", ["direct", "llvm"])
+@pytest.mark.parametrize("arch", TARGETS)
+def test_narrow_integers(arch, backend):
+  rng = np.random.default_rng(0)
+  args = [rng.integers(-128, 128, 64).astype(np.int8), rng.integers(0, 256, 64).astype(np.uint8),
+          rng.integers(-32768, 32768, 64).astype(np.int16), rng.integers(0, 65536, 64).astype(np.uint16),
+          (rng.standard_normal(64) * 100).astype(np.float32), 64]
+  ref, emu = run_both(compile(t_narrow, arch, backend=backend), args, 1, 64)
+  for r, e in zip(ref[:5], emu[:5]): np.testing.assert_array_equal(e, r)
+
+
+@pytest.mark.parametrize("kf", [t_u8, t_i16], ids=lambda k: k.name)
+def test_direct_backend_small_ints(kf):
+  for arch in ("gfx1100", "gfx942"):
+    ref, emu = run_both(compile(kf, arch, backend="direct"), _data(kf, np.random.default_rng(4)), 1, 64)
+    np.testing.assert_array_equal(emu[1], ref[1])
+
+
+@pytest.mark.parametrize("kf", [t_f16, t_bf16, t_i64, t_f64, t_private], ids=lambda k: k.name)
 def test_direct_backend_refuses_with_location(kf):
   with pytest.raises(CompileError) as e:
     compile(kf, "gfx1100", backend="direct")
