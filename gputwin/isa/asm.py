@@ -335,7 +335,9 @@ def _vgpr(c: _Ctx, s: Slot, t: str, allow_a: bool) -> tuple[int, bool]:
   if r is None or r[0] not in ("v", "a") or (r[0] == "a" and not allow_a) or (r[0] == "v" and s.kind == "a"):
     raise _NoFit("invalid operand for instruction")
   f, idx, n, half = r
-  if n != s.dwords and not s.half:
+  if FMT["mfma_f8f6f4"]["ops"] in c.op and s.field in ("src0", "src1"):
+    c.fields["_mf_" + s.field] = n  # width follows cbsz/blgp, checked once modifiers are read
+  elif n != s.dwords and not s.half:
     raise _NoFit("invalid operand for instruction")
   if idx + n > 256:
     raise _NoFit("register index is out of range")
@@ -1000,6 +1002,10 @@ def _encode_one(I, enc: str, op: str, wave: int, ops, mods, rest=("", 0)) -> tup
     if not f.get(field, 0) & bit:
       raise _NoFit("invalid operand for instruction")
   _check_rules(c, slots, f)
+  for src, sel in (("src0", "cbsz"), ("src1", "blgp")):
+    n = f.pop("_mf_" + src, None)
+    if n is not None and n != FMT["mfma_f8f6f4"]["dwords"][f.get(sel, 0) % 5]:
+      raise _NoFit("invalid operand for instruction")
   if "literal" in c.names and c.literal is None:
     if not I.lit_only(c.e, op):
       raise _NoFit("literal variant without a literal")

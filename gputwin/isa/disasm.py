@@ -99,6 +99,8 @@ def _with_mods(inst, s, text: str) -> str:
   f = inst.f
   floaty = _floaty(s.fmt) or any(re.search(p, inst.op) for p in FMT["float_mods_ops"])
   mix = inst.format == "VOP3P" and re.search(FMT["mix_abs_in_neg_hi"], inst.op)
+  if "SDWA" in inst.enc and "PK" in s.fmt:  # packed SDWA sources take no float modifiers
+    return text
   if inst.format == "VOP3P" and not mix or not mix and not floaty:
     return text
   if mix:
@@ -137,8 +139,8 @@ def _sendmsg(inst, v: int) -> str:
     return f"sendmsg({ids[v]})"
   if _fam(inst) == "cdna":
     mid, op, stream = v & 15, (v >> 4) & 7, (v >> 8) & 3
-    if v >> 10 == 0 and mid in ids:
-      return f"sendmsg({ids[mid]}, {op}, {stream})" if op or stream else f"sendmsg({ids[mid]})"
+    if v >> 10 == 0 and mid in ids and not (op or stream):
+      return f"sendmsg({ids[mid]})"
     return f"sendmsg({mid}, {op}, {stream})" if v >> 10 == 0 else str(v)
   if v & 0xff in ids:  # llvm-mc-22 names a known message id whatever the upper bits hold
     return f"sendmsg({ids[v & 0xff]})"
@@ -210,6 +212,14 @@ def _flat_addr(inst, s, v: int) -> str:
 def _null(inst) -> int: return FMT["off_code"]["cdna" if _fam(inst) == "cdna" else "rdna"]
 
 
+def _mfma_sig(inst, sig):
+  """f8f6f4 MFMAs: source widths follow the cbsz/blgp data formats."""
+  from dataclasses import replace
+  m = FMT["mfma_f8f6f4"]
+  dw = {"src0": m["dwords"][inst.get("cbsz", 0) % 5], "src1": m["dwords"][inst.get("blgp", 0) % 5]}
+  return replace(sig, slots=tuple(replace(x, dwords=dw[x.field]) if x.field in dw else x for x in sig.slots))
+
+
 def _image_sig(inst, sig):
   """Image operand widths follow dim/dmask/a16/d16/tfe (syntax.image_sizes), not the vendor's maximum."""
   from dataclasses import replace
@@ -247,7 +257,9 @@ def format_inst(inst) -> str:
                     mods=tuple(m for m in sig.mods if m != "op_sel"))
   if inst.format in FMT["mimg"]["formats"]:
     sig = _image_sig(inst, sig)
-  if not sig.slots and inst.format not in FMT["mods_without_operands"]:  # operand-less: no modifiers either (s_dcache_inv, buffer_gl0_inv)
+  if FMT["mfma_f8f6f4"]["ops"] in inst.op:
+    sig = _mfma_sig(inst, sig)
+  if not sig.slots and inst.format not in FMT["mods_without_operands"] and "DPP" not in inst.enc:  # operand-less: no modifiers either (s_dcache_inv, buffer_gl0_inv)
     from dataclasses import replace
     sig = replace(sig, mods=())
   ops = []

@@ -202,7 +202,7 @@ def _mnemonic(I, e: Encoding, op: str) -> str:
     if e32:
       return name if base == "VOPC" and I.target.family != "cdna" else name + "_dpp"
     return name + "_e64_dpp" if I.target.family != "cdna" else name + "_dpp"
-  if any(re.search(p, op) for p in FMT["no_e32_suffix"]):
+  if any(re.search(p, op) for p in FMT["no_e32_suffix"]):  # (their DPP forms too: "v_nop quad_perm:[...]")
     return name
   if e32 and has_vop3(I, op):
     return name + "_e32"
@@ -531,13 +531,15 @@ def _p_sdwa_sel(field, key):
   def p(inst, sig):
     if key == "src1_sel" and not any(s.field in ("vsrc1", "src1") for s in sig.slots):
       return None
-    if key == "dst_sel" and inst.format == "VOPC":
+    if key in ("dst_sel", "dst_unused") and (inst.format == "VOPC" or re.search(FMT["sdwa_no_dst_sel"], inst.op)):
       return None
     return f"{key}:{FMT['sdwa_sel'][inst[field]]}"
   return p
 
 
 def _p_dst_unused(inst, sig):
+  if re.search(FMT["sdwa_no_dst_sel"], inst.op):
+    return None
   return f"dst_unused:{FMT['sdwa_unused'][inst['dst_unused']]}"
 
 
