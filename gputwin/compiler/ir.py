@@ -83,7 +83,7 @@ VEC_LANES = (2, 3, 4, 8, 16)
 def ptr(space: str, elem: Type) -> Type: return Type("ptr", 64, 1, space, elem)
 
 
-_TYPE_RE = re.compile(r"^(global|local|private)<(.+)>$|^([a-z]+\d*?)(?:x(\d+))?$")
+_TYPE_RE = re.compile(r"^(global|local|private)<(.+)>$|^([a-z]+?\d*)(?:x(\d+))?$")
 
 
 def parse_type(s: str) -> Type:
