@@ -62,7 +62,7 @@ class Checks:
     self.lr = np.full((len(self.epoch), nd, 2), -1, np.int64)  # last reader (wave or -2 for many, epoch)
     self.cur = None
     if "lds_race" in self.on:
-      eng.lds.watch = lambda acc, slot, off, n: self._lds(eng, acc, slot, off, n)
+      eng.lds.watch = lambda acc, wg, off, n: self._lds(eng, acc, wg, off, n)
 
   def initial(self, eng, nsgpr: int) -> None:
     """The ABI initialised SGPRs below `nsgpr` and v0 (work-item ids)."""
@@ -179,12 +179,13 @@ class Checks:
     self.epoch[g] += 1
 
   # ---- LDS races: called by the LDS window with the wave slot and byte offset of every access
-  def _lds(self, eng, acc, slot, off, n) -> None:
-    op = self.cur
-    if op is None or (op.sem is not None and op.sem.mem == "rw"):
+  def _lds(self, eng, acc, wg, off, n) -> None:
+    """Per LDS dword: last writer and reader (wave, barrier epoch). The window passes the workgroup of each
+    address; the waves come from the active lanes in order (eng.lds.lane_waves), skipped if pcode sub-masked."""
+    op, slot = self.cur, getattr(eng.lds, "lane_waves", None)
+    if op is None or op.atomic or slot is None or len(slot) != len(wg):
       return
-    slot = np.asarray(slot, np.int64)
-    wg = eng.wg[slot]
+    wg = np.asarray(wg, np.int64)
     ep = self.epoch[wg]
     dw = (off // 4)
     for k in range(max(n // 4, 1)):

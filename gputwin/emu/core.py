@@ -19,7 +19,7 @@ from gputwin.emu.program import APERTURE, EXECZ, PRIVATE_HI, SCC_CODE, SHARED_HI
 from gputwin.errors import GPUPageFault, GputwinError
 
 U32, U64 = np.uint32, np.uint64
-LDS_SHIFT = 19  # LDS address seen by pcode: wave slot << 19 | LDS offset (one 32-bit ADDR, see UPSTREAM.md)
+LDS_SHIFT, LDS_BITS = 20, 19  # pcode's 32-bit DS ADDR: workgroup slot << 20 | LDS address mod 2**19 (see _lds)
 MAX_WAVES = 1 << (32 - LDS_SHIFT)
 M32, M64 = 0xffffffff, 0xffffffffffffffff
 
@@ -86,7 +86,8 @@ class Engine:
     self.bar = np.zeros(waves, bool)
     self.wg = wg_of_wave
     self.lane = np.arange(lanes, dtype=U32)
-    self.lds = Window("LDS", int(wg_of_wave.max()) + 1 if waves else 1, lds_size, 1 << LDS_SHIFT, device, wg_of_wave)
+    self.lds = Window("LDS", int(wg_of_wave.max()) + 1 if waves else 1, lds_size, 1 << LDS_SHIFT, device, None,
+                      LDS_BITS)
     stride = 1 << max(4, int(max(priv_size, 1) - 1).bit_length())
     self.scratch = Window("scratch", waves * lanes, priv_size, stride, device)
     self.checks = checks
@@ -307,11 +308,9 @@ class Engine:
       return self._run(op, ix, None, st, self.mem, a & ~U64(3))
     if kind == "ds":
       base = self.V[ix, info["vaddr"]] if info["vaddr"] is not None else np.zeros((n, self.L), U32)
-      big = (base >= U32(1 << (LDS_SHIFT - 1))) & m
-      if big.any():
-        raise GPUPageFault(int(base[big][0]), 4, "read" if "r" in op.sem.mem else "write", self.lds.device,
-                           f"LDS address past the {self.lds.size}-byte allocation")
-      return self._run(op, ix, m, st, self.lds, (self._slots(ix)[:, None] << U64(LDS_SHIFT)) | base.astype(U64))
+      if not info["adds_offset"]:  # bodies (the DS atomics) that leave the instruction offset to the address
+        base = base + U32(info["offset"])  # computation: add it here, 32-bit wrapping
+      return self._run(op, ix, m, st, self.lds, self._lds(op, ix, m, base))
     if kind == "buffer":
       return self._buffer(op, ix, m, st)
     off = U64(info["offset"] & M64)
@@ -330,14 +329,28 @@ class Engine:
       hi = (a >> U64(32)).astype(U32)
       sh, pr = (hi == U32(SHARED_HI)) & m, (hi == U32(PRIVATE_HI)) & m
       if sh.any():
-        lds = (self._slots(ix)[:, None] << U64(LDS_SHIFT)) | (a & U64(M32))
-        self._run(op, ix, sh, dict(st, OFFSET=U32(0)), self.lds, lds)
+        self._run(op, ix, sh, dict(st, OFFSET=U32(0)), self.lds, self._lds(op, ix, sh, (a & U64(M32)).astype(U32)))
       if pr.any():
         self._scratch(op, ix, pr, dict(st), a & U64(M32))
       m = m & ~sh & ~pr
       if not m.any():
         return
     self._run(op, ix, m, st, self.mem, a)
+
+  def _lds(self, op: Op, ix, m, base) -> np.ndarray:
+    """LDS addresses for pcode's 32-bit ADDR, with the workgroup slot on top (one LDS byte, one address: pcode's
+    atomics serialise lanes that hit the same address, across waves too). DS address arithmetic is 32-bit and
+    compilers rely on it wrapping (a "negative" base plus an instruction offset), so the base is kept mod 2**19:
+    a sum that wrapped carries into bit 19, which the LDS window drops. Any base further than 256 KiB from 0 can
+    only fault."""
+    reach = U32(1 << (LDS_BITS - 1))
+    bad = (base >= reach) & (base <= U32(M32) - reach) & np.broadcast_to(True if m is None else m, base.shape)
+    if bad.any():
+      raise GPUPageFault(int(base[bad][0]), 4, "read" if "r" in op.sem.mem else "write", self.lds.device,
+                         f"LDS address past the {self.lds.size}-byte allocation")
+    if self.checks is not None:  # the race checker learns each access's wave from the lane order pcode uses
+      self.lds.lane_waves = np.arange(self.W)[ix][np.nonzero(np.broadcast_to(True if m is None else m, base.shape))[0]]
+    return (self.wg[ix].astype(U64)[:, None] << U64(LDS_SHIFT)) | (base & U32((1 << LDS_BITS) - 1)).astype(U64)
 
   def _scratch(self, op, ix, m, st, a):
     """Private segment offsets -> one scratch slot per lane (the hardware's swizzle is invisible to a kernel)."""

@@ -135,9 +135,11 @@ class Window:
   Addresses are slot * stride + offset (stride a power of two well above any reachable offset); an offset at or
   past `size` (the LDS allocation or the private segment size) is a fault. Storage is compact: slots * size."""
 
-  def __init__(self, kind: str, slots: int, size: int, stride: int, device: str = "", slot_map=None):
+  def __init__(self, kind: str, slots: int, size: int, stride: int, device: str = "", slot_map=None,
+               offset_bits: int | None = None):
     assert stride & (stride - 1) == 0, "Window stride must be a power of two"
     self.kind, self.size, self.stride, self.device = kind, size, stride, device
+    self.offset_mask = (1 << offset_bits) - 1 if offset_bits else stride - 1  # bits above it: carries / wrap
     self.shift = stride.bit_length() - 1
     self.slot_map = slot_map  # address slot -> storage slot (LDS: wave -> its workgroup)
     self.base = None if slot_map is None else (np.asarray(slot_map, np.intp) * size)
@@ -146,7 +148,7 @@ class Window:
 
   def _check(self, addr, nbytes, access):
     a = np.asarray(addr, np.uint64).reshape(-1).view(np.int64)  # addresses are far below 2**63: a free view
-    off = a & (self.stride - 1)
+    off = a & self.offset_mask
     if len(off) and int(off.max()) + nbytes > self.size:
       i = int(np.argmax(off + nbytes > self.size))
       raise GPUPageFault(int(off[i]), nbytes, access, self.device,

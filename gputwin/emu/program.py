@@ -308,6 +308,8 @@ def _mem_info(inst: Inst, kind: str, opnds: dict, fam: str, k: dict) -> dict:
     off -= 1 << width
   if kind == "ds":
     off = f.get("offset0", 0) | (f.get("offset1", 0) << 8)
+    sem = _sem(fam, inst.op)
+    adds_offset = bool(re.search(r"\+\s*OFFSET", sem.text))  # `MEM[ADDR + OFFSET.u32]`, or offsets left to us
   null = {k["null"], 0x7f} if fam != "cdna" else {0x7f}
   saddr = opnds.get("saddr")
   vaddr = opnds.get("addr") or opnds.get("vaddr")
@@ -325,6 +327,8 @@ def _mem_info(inst: Inst, kind: str, opnds: dict, fam: str, k: dict) -> dict:
       info["soff_reg"], info["offset"] = f.get("offset", 0), 0
     else:
       info["soff_reg"] = so if use else None
+  if kind == "ds":
+    info["adds_offset"] = adds_offset
   if kind == "buffer":
     info["vdwords"] = int(bool(info["offen"])) + int(bool(info["idxen"]))
     if not info["vdwords"]:

@@ -252,8 +252,47 @@ def mixed(n=96):
   return dict(grid=-(-n // 64), block=64, args=[o4, a4, hh, rec, u, by, n], check=want)
 
 
+def math2(n=64):
+  r = _rng(19)
+  a = (r.standard_normal(n) * 10).astype(np.float32)
+  b = r.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32)
+  f, d, u = np.zeros(6 * n, np.float32), np.zeros(2 * n), np.zeros(4 * n, np.uint32)
+
+  def bfe(v, o, w, signed=False):
+    x = (v >> o) & ((1 << w) - 1)
+    return (x - (1 << w) if signed and x >> (w - 1) else x) & 0xffffffff
+
+  def want():
+    x = a.astype(np.float64)
+    F = np.stack([2 ** (x * 0.25), np.log2(np.abs(x) + 1), 1 / np.sqrt(np.abs(x) + 0.5), np.sin(2 * np.pi * x * 0.01),
+                  np.ldexp(a, (b & 7).astype(np.int32) - 3), a.astype(np.float16)], 1)
+    D = np.stack([np.sqrt(np.abs(x) + 2), np.trunc(x * 1e6) / 3 + (x * x - 1)], 1)
+    U = []
+    for v in b.tolist():
+      nv = ~v & 0xffffffff
+      align = (((v << 32) | ((v * 7) & 0xffffffff)) >> 11) & 0xffffffff
+      perm = sum((((v << 32) | nv) >> (8 * sel) & 0xff) << (8 * k) for k, sel in enumerate([0, 1, 4, 5]))
+      sad = sum(abs((v >> (8 * k) & 0xff) - (nv >> (8 * k) & 0xff)) for k in range(4)) + 3
+      U.append([int(f"{v:032b}"[::-1], 2), bfe(v, 3, 9) ^ bfe(v, 5, 7, True), (align + perm) & 0xffffffff,
+                2 * bin(v).count("1") + sad])
+    # hardware transcendental approximations: compare to 1e-5 relative; exact results bit for bit
+    ok = np.allclose(f.reshape(n, 6)[:, :4], F[:, :4], rtol=1e-5, atol=1e-6)
+    got = np.concatenate([[ok], f.reshape(n, 6)[:, 4:].ravel(), d, u.astype(np.float64)])
+    return got, np.concatenate([[True], F[:, 4:].ravel(), D.ravel(), np.array(U, np.float64).ravel()])
+  return dict(grid=1, block=n, args=[f, d, u, a, b], check=want)
+
+
+def lds_vec(groups=2):
+  i4 = _rng(20).integers(-20, 20, (groups * 64, 4)).astype(np.float32)
+  o4 = np.zeros_like(i4)
+  blocks = i4.reshape(groups, 64, 4)
+  rev = blocks[:, ::-1].reshape(-1, 4)
+  acc = blocks[:, :, 0].sum(axis=1).repeat(64)[:, None]
+  return dict(grid=groups, block=64, args=[o4, i4], check=lambda: (o4, rev + acc))
+
+
 CASES = {f.__name__: f for f in (saxpy, half_math, int_ops, udiv64, fdiv, reduce, matmul, histogram, collatz, math,
                                  dmath,
                                  private_array, ids3d,
                                  narrow, convert, local_atomics, cross_lane, nested, calls,
-                                 generic_ptr, subgroup, mixed)}
+                                 generic_ptr, subgroup, mixed, math2, lds_vec)}

@@ -215,3 +215,36 @@ __kernel void mixed(__global float4 *o4, __global const float4 *a4, __global hal
   switch (i & 3) { case 0: v ^= 0x1234; break; case 1: v *= 3; break; case 2: v >>= 5; break; default: v = ~v; }
   u[i] = v + (ulong)(((unsigned __int128)((ulong)i * 0x9e3779b97f4a7c15ul) * 0x100000001ul) >> 64);
 }
+__kernel void math2(__global float *f, __global double *d, __global uint *u, __global const float *a, __global const uint *b) {
+  int i = GID;
+  float x = a[i]; uint y = b[i];
+  f[6 * i + 0] = __builtin_amdgcn_exp2f(x * 0.25f);
+  f[6 * i + 1] = __builtin_amdgcn_logf(__builtin_fabsf(x) + 1.0f);
+  f[6 * i + 2] = __builtin_amdgcn_rsqf(__builtin_fabsf(x) + 0.5f);
+  f[6 * i + 3] = __builtin_amdgcn_sinf(x * 0.01f);
+  f[6 * i + 4] = __builtin_amdgcn_ldexpf(x, (int)(y & 7) - 3);
+  f[6 * i + 5] = (float)(half)x;
+  double dx = (double)x;
+  d[2 * i + 0] = __builtin_sqrt(__builtin_fabs(dx) + 2.0);
+  d[2 * i + 1] = (double)(long)(dx * 1e6) / 3.0 + __builtin_fma(dx, dx, -1.0);
+  u[4 * i + 0] = __builtin_bitreverse32(y);
+  u[4 * i + 1] = __builtin_amdgcn_ubfe(y, 3, 9) ^ (uint)__builtin_amdgcn_sbfe((int)y, 5, 7);
+  u[4 * i + 2] = __builtin_amdgcn_alignbit(y, y * 7u, 11) + __builtin_amdgcn_perm(y, ~y, 0x05040100u);
+  u[4 * i + 3] = __builtin_popcountl((ulong)y * 0x100000001ul) + __builtin_amdgcn_sad_u8(y, ~y, 3u);
+}
+__kernel void lds_vec(__global float4 *out, __global const float4 *in) {
+  __local float4 t[64];
+  __local float acc;
+  uint l = __builtin_amdgcn_workitem_id_x();
+  if (l == 0) acc = 0.0f;
+  t[l] = in[GID];
+  __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");
+  __builtin_amdgcn_s_barrier();
+  __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");
+  float4 v = t[63 - l];
+  __atomic_fetch_add(&acc, v.x, __ATOMIC_RELAXED);
+  __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");
+  __builtin_amdgcn_s_barrier();
+  __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");
+  out[GID] = v + (float4)(acc);
+}
