@@ -62,6 +62,25 @@ LDS_RACE = """
   global_store_b32 v4, v3, s[2:3]"""
 
 
+RAW = """
+  s_load_b64 s[2:3], s[0:1], 0x0
+  v_lshlrev_b32 v1, 2, v0
+  ds_store_b32 v1, v0
+  s_waitcnt lgkmcnt(0)
+  {sync}
+  v_xor_b32 v2, 0x80, v1
+  ds_load_b32 v3, v2
+  s_waitcnt lgkmcnt(0)
+  global_store_b32 v1, v3, s[2:3]"""
+
+
+def test_lds_race_read_after_write():
+  """Wave 1 reads what wave 0 wrote (lane ^ 32) with no s_barrier between: a race; with one: the swapped ids."""
+  with pytest.raises(EmuCheckError, match="LDS race"):
+    _run(RAW.format(sync=""), n=64, lds=256)
+  np.testing.assert_array_equal(_run(RAW.format(sync="s_barrier"), n=64, lds=256), np.arange(64) ^ 32)
+
+
 def test_lds_race_checker():
   with pytest.raises(EmuCheckError, match="LDS race"):
     _run(LDS_RACE.format(sync=""), n=64, lds=128)
