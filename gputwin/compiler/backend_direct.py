@@ -107,6 +107,12 @@ def _fam(arch: str) -> Fam:
   return Fam(arch, t.major, t.wave)
 
 
+@dataclass(frozen=True)
+class _Reg:
+  """A scratch VGPR standing in for a value (e.g. the f16 bits of a stored value)."""
+  n: int
+
+
 def _small(t: Type) -> bool: return t.is_int and t.bits < 32
 
 
@@ -117,7 +123,8 @@ def _dwords(t: Type) -> int:
 def _check_type(t: Type, op: Op | None, arch: str):
   s = t.scalar
   ok = t.is_ptr or (str(s) in ("i32", "u32", "f32", "bool") and (t.lanes == 1 or (s.bits == 32 and t.lanes in (2, 4)))) \
-    or (s.is_int and s.bits in (8, 16) and t.lanes == 1)   # kept sign/zero-extended in a 32-bit VGPR
+    or (s.is_int and s.bits in (8, 16) and t.lanes == 1) \
+    or (str(s) == "f16" and t.lanes == 1)   # narrow types live widened in a 32-bit VGPR (see _Emitter.normalize)
   if not ok:
     raise CompileError(f"the direct backend does not handle {t} yet; use --backend llvm", loc=op.loc if op else None,
                        arch=arch)
@@ -233,11 +240,13 @@ class _Emitter:
 
   # -- helpers -----------------------------------------------------------------------------------------------------
   def r(self, v: Value, lane: int | None = None) -> str:
+    if isinstance(v, _Reg): return f"v{v.n}"
     vr = self.regs[id(v)]
     if lane is not None: return f"v{vr.reg + lane}"
     return f"v{vr.reg}" if vr.size == 1 else f"v[{vr.reg}:{vr.reg + vr.size - 1}]"
 
   def rset(self, v: Value) -> set[int]:
+    if isinstance(v, _Reg): return {v.n}
     vr = self.regs.get(id(v))
     return set(range(vr.reg, vr.reg + vr.size)) if vr else set()
 
@@ -382,11 +391,19 @@ class _Emitter:
         self.i(f"v_max_i32 {R(res)}, v1, {R(a[0])}", rd | {1}, wr)
       else: self.mov(res, a[0])
     elif cls == "math": self.math(code, res, a[0])
-    elif cls == "fma": self.i(f"v_fma_f32 {R(res)}, {R(a[0])}, {R(a[1])}, {R(a[2])}", rd, wr)
+    elif cls == "fma":
+      if res.type == ir.f16: raise CompileError("f16 fma is not supported by the direct backend (an f32 fma rounded "
+                                                "to f16 may round twice); use --backend llvm", loc=op.loc, arch=f.arch)
+      self.i(f"v_fma_f32 {R(res)}, {R(a[0])}, {R(a[1])}, {R(a[2])}", rd, wr)
     elif cls == "select":
       self.cmp_to_vcc(a[0])
       for j in range(res.type.lanes):
         self.i(f"v_cndmask_b32_e32 {self.r(res, j)}, {self.r(a[2], j)}, {self.r(a[1], j)}, {f.vcc}", rd, wr)
+    elif code == "bitcast" and (a[0].type == ir.f16) != (res.type == ir.f16):   # f16 bits <-> 16-bit integer
+      if res.type == ir.f16: self.i(f"v_cvt_f32_f16 {R(res)}, {R(a[0])}", rd, wr)
+      else:
+        self.i(f"v_cvt_f16_f32 {R(res)}, {R(a[0])}", rd, wr)
+        self.normalize(res)
     elif code == "bitcast": self.mov(res, a[0], res.type.lanes)
     elif code == "cast": self.cast(res, a[0])
     elif cls == "vector":
@@ -410,12 +427,18 @@ class _Emitter:
     elif code == "if": self.if_(op)
     elif code == "for": self.for_(op)
     else: raise CompileError(f"the direct backend cannot lower {code}", loc=op.loc, arch=f.arch)
-    if res is not None and cls in ("binary", "unary", "cast") and _small(res.type): self.normalize(res)
+    if res is not None and cls in ("binary", "unary", "cast", "math") and (_small(res.type) or res.type == ir.f16):
+      if code != "bitcast": self.normalize(res)
 
   def normalize(self, v: Value):
-    """8/16-bit integers live sign- or zero-extended in 32 bits: re-extend after every op that may overflow."""
+    """8/16-bit integers live sign- or zero-extended in 32 bits: re-extend after every op that may overflow.
+    f16 lives as the f32 of the same value: round through f16 after every op (f32 has 2*11+2 bits, so +-*/ and
+    sqrt computed in f32 then rounded equal the f16 operation)."""
     t, R, w = v.type, self.r(v), self.rset(v)
-    if t.is_signed: self.i(f"v_bfe_i32 {R}, {R}, 0, {t.bits}", w, w)
+    if t == ir.f16:
+      self.i(f"v_cvt_f16_f32 {R}, {R}", w, w)
+      self.i(f"v_cvt_f32_f16 {R}, {R}", w, w)
+    elif t.is_signed: self.i(f"v_bfe_i32 {R}, {R}, 0, {t.bits}", w, w)
     else: self.i(f"v_and_b32 {R}, {(1 << t.bits) - 1:#x}, {R}", w, w)
 
   def ids(self, code: str, res: Value):
@@ -531,10 +554,14 @@ class _Emitter:
     val = op.results[0] if op.opcode == "load" else op.operands[2]
     dw, et = val.type.lanes, val.type.scalar
     small = et.bits < 32 and not et.is_bool
+    half = et == ir.f16            # moved as u16 bits, converted in registers
     if small and op.opcode.startswith("atomic"):
       raise CompileError(f"{op.opcode} on {et} is not supported by the direct backend; use --backend llvm",
                          loc=op.loc, arch=f.arch)
-    st = et if small else None
+    st = (ir.u16 if half else et) if small else None
+    if half and op.opcode == "store":
+      self.i(f"v_cvt_f16_f32 v2, {self.r(val)}", self.rset(val), {2})
+      val = _Reg(2)
     self.i(f"v_lshlrev_b32 v1, {(et.nbytes if small else 4).bit_length() - 1}, {self.r(idx)}", self.rset(idx), {1})
     res = op.results[0] if op.results else None
     wr = self.rset(res) if res is not None else set()
@@ -543,6 +570,7 @@ class _Emitter:
       sp = f"s[{s}:{s + 1}]"
       if op.opcode == "load":
         self.i(f"{f.gmem('load', dw, st)} {self.r(res)}, v1, {sp}", {1}, wr, "load")
+        if half: self.i(f"v_cvt_f32_f16 {self.r(res)}, {self.r(res)}", wr, wr)
       elif op.opcode == "store":
         self.i(f"{f.gmem('store', dw, st)} v1, {self.r(val)}, {sp}", {1} | self.rset(val), counter="store")
       else:
@@ -552,7 +580,9 @@ class _Emitter:
     else:
       off = self.lds[id(p)]
       o = f" offset:{off}" if off else ""
-      if op.opcode == "load": self.i(f"{f.lds('load', dw, st)} {self.r(res)}, v1{o}", {1}, wr, "lds")
+      if op.opcode == "load":
+        self.i(f"{f.lds('load', dw, st)} {self.r(res)}, v1{o}", {1}, wr, "lds")
+        if half: self.i(f"v_cvt_f32_f16 {self.r(res)}, {self.r(res)}", wr, wr)
       elif op.opcode == "store": self.i(f"{f.lds('store', dw, st)} v1, {self.r(val)}{o}", {1} | self.rset(val),
                                         counter="lds")
       else:

@@ -25,6 +25,7 @@ def emulator():
 # A mismatch on code containing one of these instructions is reported as xfail, not as a compiler bug.
 EMU_SUSPECTS = {
   "v_cndmask_b32_e64 v": "emu: neg/abs source modifiers on v_cndmask_b32_e64 are ignored",
+  ".h,": "emu: true16 .h VGPR operands (e.g. v_sub_f16_e32 v0.h, v0.h, v1.h) raise IndexError",
 }
 
 

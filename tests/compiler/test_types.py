@@ -7,7 +7,7 @@ from gputwin.compiler import (Ptr, barrier, bf16, compile, f16, f32, f64, global
                               private, shared, sqrt, u8, u16, u32, workitem_id)
 from gputwin.errors import CompileError
 
-from _compiler_helpers import TARGETS, run_both
+from _compiler_helpers import TARGETS, known_emu_bug, run_both
 
 
 @kernel
@@ -121,14 +121,46 @@ def test_narrow_integers(arch, backend):
   for r, e in zip(ref[:5], emu[:5]): np.testing.assert_array_equal(e, r)
 
 
-@pytest.mark.parametrize("kf", [t_u8, t_i16], ids=lambda k: k.name)
+@kernel
+def t_half(x: Ptr[f16], y: Ptr[f16], z: Ptr[f32], w: Ptr[u16], n: i32):
+  """f16 in the direct backend: arithmetic rounded through f16 after each op, LDS, casts, bitcasts."""
+  i = global_id(0)
+  a = x[i]
+  b = y[i]
+  c = a * b + a / (b + f16(3.0)) - max(a, b)
+  s = shared(f16, 64)
+  s[workitem_id(0)] = c
+  barrier()
+  d = s[63 - workitem_id(0)]
+  y[i] = sqrt(abs(d)) + f16(i) * f16(0.125) + f16(z[i])
+  z[i] = f32(c) + f32(bitcast(f16, w[i]))
+  w[i] = bitcast(u16, -d) + u16(a > b)
+
+
+@pytest.mark.parametrize("backend", ["direct", "llvm"])
+@pytest.mark.parametrize("arch", TARGETS)
+def test_half(arch, backend):
+  rng = np.random.default_rng(0)
+  args = [(rng.standard_normal(64) * 10).astype(np.float16), (rng.standard_normal(64) * 10).astype(np.float16),
+          (rng.standard_normal(64) * 1000).astype(np.float32), rng.integers(0, 0x7b00, 64).astype(np.uint16), 64]
+  c = compile(t_half, arch, backend=backend)
+  suspect = known_emu_bug(c.asm) if backend == "llvm" else None
+  try:
+    ref, emu = run_both(c, args, 1, 64)
+  except Exception as e:
+    if suspect: pytest.xfail(f"{suspect}: {type(e).__name__}")
+    raise
+  for r, e in zip(ref[:4], emu[:4]): np.testing.assert_array_equal(e.view(np.uint8), r.view(np.uint8))
+
+
+@pytest.mark.parametrize("kf", [t_u8, t_i16, t_f16], ids=lambda k: k.name)
 def test_direct_backend_small_ints(kf):
   for arch in ("gfx1100", "gfx942"):
     ref, emu = run_both(compile(kf, arch, backend="direct"), _data(kf, np.random.default_rng(4)), 1, 64)
     np.testing.assert_array_equal(emu[1], ref[1])
 
 
-@pytest.mark.parametrize("kf", [t_f16, t_bf16, t_i64, t_f64, t_private], ids=lambda k: k.name)
+@pytest.mark.parametrize("kf", [t_bf16, t_i64, t_f64, t_private], ids=lambda k: k.name)
 def test_direct_backend_refuses_with_location(kf):
   with pytest.raises(CompileError) as e:
     compile(kf, "gfx1100", backend="direct")
