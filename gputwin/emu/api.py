@@ -88,13 +88,14 @@ class Dispatch:
       raise LaunchError(f"{where}: a workgroup of {threads} work-items exceeds 1024", self.arch, self.name)
     mem = emu.mem
     self.copies: list[tuple[np.ndarray, int]] = []
+    self.lds_size = -(-kd.group_segment_fixed_size // 16) * 16  # + dynamic LDS (`__local T *` arguments)
     self.queue_va, self.packet_va = mem.alloc(QUEUE_SIZE), mem.alloc(PACKET_SIZE)
     self.kernarg_va = self._kernargs(args, kernarg)
     size = [grid[i] * block[i] for i in range(3)]
     header = 2 | 1 << 8 | 3 << 9 | 3 << 11  # KERNEL_DISPATCH, barrier, system acquire/release fences
     mem.write_bytes(self.packet_va, np.array([header, 1 + (size[1] > 1 or size[2] > 1) + (size[2] > 1), *block, 0],
                                              "<u2").tobytes()
-                    + np.array([*size, kd.private_segment_fixed_size, kd.group_segment_fixed_size], "<u4").tobytes()
+                    + np.array([*size, kd.private_segment_fixed_size, self.lds_size], "<u4").tobytes()
                     + np.array([kern.kd_address, self.kernarg_va, 0, 0], "<u8").tobytes())
     self.prog = program_for(emu.co, self.L)
     self.nw = -(-threads // self.L)  # waves per workgroup
@@ -148,6 +149,11 @@ class Dispatch:
     where = f"[{self.arch}] argument {i} of {self.name}"
     if m.value_kind == "by_value":
       return pack_number(a, m, where)
+    if m.value_kind == "dynamic_shared_pointer":  # a `__local T *` argument: pass its size in bytes
+      if not isinstance(a, (int, np.integer)) or a < 0:
+        raise LaunchError(f"{where} is a __local pointer: pass its size in bytes, got {a!r}", self.arch, self.name)
+      off, self.lds_size = self.lds_size, self.lds_size + -(-int(a) // 16) * 16
+      return off.to_bytes(m.size, "little")
     if m.value_kind != "global_buffer":
       raise LaunchError(f"{where}: {m.value_kind} arguments are not supported", self.arch, self.name)
     if isinstance(a, (int, np.integer)) and not isinstance(a, bool):  # a raw device address
@@ -170,7 +176,7 @@ class Dispatch:
     W = (g1 - g0) * self.nw
     nv = min(512, (kd.granulated_workitem_vgpr_count + 1) * 8 + 8)
     eng = core.Engine(self.prog, self.emu.mem, W, self.L, nv, nv if self.prog.family == "cdna" else 1,
-                      kd.group_segment_fixed_size, kd.private_segment_fixed_size,
+                      self.lds_size, kd.private_segment_fixed_size,
                       np.repeat(np.arange(g1 - g0), self.nw), Checks.make(self.checks), self.arch)
     values = {"enable_sgpr_dispatch_ptr": self.packet_va, "enable_sgpr_queue_ptr": self.queue_va,
               "enable_sgpr_kernarg_segment_ptr": self.kernarg_va,

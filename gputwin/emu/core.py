@@ -92,6 +92,7 @@ class Engine:
     self.scratch = Window("scratch", waves * lanes, priv_size, stride, device)
     self.checks = checks
     self.count = self.lane_count = 0  # wave-instructions, lane-instructions
+    self.clock = np.zeros(waves, np.int64)  # per-wave instructions: the deterministic "cycle" counter
     self.hooks = []
     self.ieee = 1
     self._exec, self._exec_all = None, False
@@ -218,6 +219,7 @@ class Engine:
       st["SGPR"] = self.S[ix] if fancy else self.S
       self._exec = None
     if "HW_REGISTERS" in sem.regfiles:
+      self.HW[ix, 29] = self.clock[ix] & 0xfffff  # HW_REG_SHADER_CYCLES (20 bits): this wave's instruction count
       st["HW_REGISTERS"] = self.HW[ix] if fancy else self.HW
     if op.mem:
       self._memop(op, ix, m, st)
@@ -412,6 +414,9 @@ def step(eng: Engine, op: Op, ix) -> None:
     if eng.checks is not None:
       eng.checks.after(eng, op, ix, m)
     eng.pc[ix] += op.size
+  elif k == "clock":
+    eng.store(op.outs["D0"], eng.clock[ix].astype(U64), ix, None)
+    eng.pc[ix] += op.size
   elif k == "nop":
     if eng.checks is not None:
       eng.checks.wait(eng, op, ix)
@@ -428,6 +433,7 @@ def step(eng: Engine, op: Op, ix) -> None:
   else:
     why = " (s_code_end padding: the PC ran off the end of the kernel)" if k == "bad" else ""
     raise Stop("unsupported", f"{op.inst.op} has no executable semantics on {eng.prog.arch}{why}", _first(eng, ix), op)
+  eng.clock[ix] += 1
   if k not in ("alu", "mem", "vopd"):
     n = eng._n(ix)
     eng.count += n

@@ -39,7 +39,9 @@ CONTROL = {"S_ENDPGM": "end", "S_ENDPGM_SAVED": "end", "S_BARRIER": "barrier", "
            "S_DENORM_MODE": "nop", "S_WAITCNT_DEPCTR": "nop", "S_ROUND_MODE": "nop", "S_SET_GPR_IDX_OFF": "nop",
            # register-to-register moves the vendor pseudocode lacks (see UPSTREAM.md): plain copies, no arithmetic
            "V_ACCVGPR_READ_B32": "copy", "V_ACCVGPR_WRITE_B32": "copy", "V_ACCVGPR_MOV_B32": "copy",
-           "V_ACCVGPR_READ": "copy", "V_ACCVGPR_WRITE": "copy", "V_ACCVGPR_MOV": "copy"}
+           "V_ACCVGPR_READ": "copy", "V_ACCVGPR_WRITE": "copy", "V_ACCVGPR_MOV": "copy",
+           # time sources: the wave's own instruction count, so batched and serial runs agree
+           "S_MEMTIME": "clock", "S_MEMREALTIME": "clock"}
 
 MEMFMT = {"SMEM": "smem", "DS": "ds", "GLOBAL": "global", "VGLOBAL": "global", "FLAT": "flat", "VFLAT": "flat",
           "SCRATCH": "scratch", "VSCRATCH": "scratch", "MUBUF": "buffer", "VBUFFER": "buffer"}

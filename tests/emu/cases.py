@@ -291,8 +291,15 @@ def lds_vec(groups=2):
   return dict(grid=groups, block=64, args=[o4, i4], check=lambda: (o4, rev + acc))
 
 
+def dynlds(groups=2, block=64):
+  x = _rng(21).standard_normal(groups * block).astype(np.float32)
+  out = np.zeros_like(x)
+  return dict(grid=groups, block=block, args=[out, x, block * 4], src="dynlds",
+              check=lambda: (out, x.reshape(groups, block)[:, ::-1].ravel()))
+
+
 CASES = {f.__name__: f for f in (saxpy, half_math, int_ops, udiv64, fdiv, reduce, matmul, histogram, collatz, math,
                                  dmath,
                                  private_array, ids3d,
                                  narrow, convert, local_atomics, cross_lane, nested, calls,
-                                 generic_ptr, subgroup, mixed, math2, lds_vec)}
+                                 generic_ptr, subgroup, mixed, math2, lds_vec, dynlds)}

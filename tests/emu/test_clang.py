@@ -19,7 +19,7 @@ def _check(c, arch="gfx1100"):
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_kernel_matches_numpy(clang_co, arch, name):
   c = CASES[name]()
-  st = launch(clang_co(arch), name, grid=c["grid"], block=c["block"], args=c["args"])
+  st = launch(clang_co(arch, c.get("src", "suite")), name, grid=c["grid"], block=c["block"], args=c["args"])
   _check(c, arch)
   assert st.instructions > 0 and st.lane_instructions >= st.instructions
 
@@ -27,12 +27,13 @@ def test_kernel_matches_numpy(clang_co, arch, name):
 @pytest.mark.parametrize("arch", TARGETS)
 @pytest.mark.parametrize("name", ["saxpy", "int_ops", "reduce", "matmul", "histogram", "collatz", "private_array",
                                   "nested", "local_atomics", "cross_lane", "ids3d", "convert", "calls",
-                                  "generic_ptr", "subgroup"])
+                                  "generic_ptr", "subgroup", "dynlds", "lds_vec"])
 def test_batched_equals_serial(clang_co, arch, name):
   runs = []
   for serial in (False, True):
     c, tr = CASES[name](), []
-    launch(clang_co(arch), name, grid=c["grid"], block=c["block"], args=c["args"], serial=serial, trace=tr)
+    launch(clang_co(arch, c.get("src", "suite")), name, grid=c["grid"], block=c["block"], args=c["args"],
+           serial=serial, trace=tr)
     per_wave = {}
     for w, pc, text, changed in tr:
       per_wave.setdefault(w, []).append((pc, text, changed))

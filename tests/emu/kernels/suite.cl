@@ -248,3 +248,4 @@ __kernel void lds_vec(__global float4 *out, __global const float4 *in) {
   __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");
   out[GID] = v + (float4)(acc);
 }
+
