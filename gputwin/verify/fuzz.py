@@ -1,0 +1,525 @@
+"""`gputwin fuzz`: differential fuzzing of clang-22 + the emulator against clang-22's host build.
+
+Each program is a random, small, UB-free OpenCL C kernel (Csmith in spirit, written here): uint and float
+variables, arithmetic with guarded division/shift/conversion helpers, if/else, constant-trip loops, LDS exchanges
+between barriers, global and LDS atomics (add/xor/min/max, order-independent). One tree renders two ways:
+
+  device  an OpenCL kernel, clang-22 -> AMD code object per target -> gputwin.emu.launch
+  host    C with an OpenCL-compat prelude; every variable an array over the workgroup's lanes, each barrier-separated
+          phase a loop over lanes (so barriers, LDS and atomics have their sequential meaning), clang-22 native
+
+Programs are batched many per .cl / host binary (one clang run per target and batch). Outputs (every variable of
+every lane, the atomic accumulators) must be bit-identical; a mismatch is reduced by delta debugging on the
+program's statements and saved under tests/verify/regressions/. Floats: -ffp-contract=off on both sides, correctly
+rounded division, NaNs canonicalised before they are stored (their payloads are not specified by OpenCL)."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from gputwin.errors import GputwinError
+
+B, G = 64, 2             # work-items per workgroup (two waves on wave32 targets, so barriers matter), workgroups
+N = B * G
+NU, NF = 5, 3            # uint and float variables per program
+TARGETS = ("gfx1100", "gfx1200", "gfx942", "gfx950")
+ACC_INIT = (0, 0, 0xffffffff, 0)     # add, xor, min, max accumulators (global per workgroup, and in LDS)
+ATOMICS = ("add", "xor", "min", "max")
+DEVICE_FLAGS = ("-O2", "-ffp-contract=off", "-cl-fp32-correctly-rounded-divide-sqrt")
+HOST_FLAGS = ("-O1", "-ffp-contract=off", "-fno-strict-aliasing", "-w")
+REGRESSIONS = Path(__file__).resolve().parents[2] / "tests" / "verify" / "regressions"
+
+# The helpers every program may call; the same text compiles as OpenCL C and (after the host prelude) as C.
+HELPERS = r"""
+static inline uint fb(float x) { return x != x ? 0x7fc00000u : as_uint(x); }
+static inline uint udv(uint a, uint b) { return b ? a / b : a; }
+static inline uint urm(uint a, uint b) { return b ? a % b : a; }
+static inline uint sdv(uint a, uint b) { return (b == 0u || (a == 0x80000000u && b == ~0u)) ? a : (uint)((int)a / (int)b); }
+static inline uint shl(uint a, uint b) { return a << (b & 31u); }
+static inline uint shr(uint a, uint b) { return a >> (b & 31u); }
+static inline uint sar(uint a, uint b) { return (uint)((int)a >> (b & 31u)); }
+static inline uint mhi(uint a, uint b) { return (uint)(((ulong)a * (ulong)b) >> 32); }
+static inline uint clz(uint a) { return a ? (uint)__builtin_clz(a) : 32u; }
+static inline uint f2u(float f) { return (f > -1.0f && f < 4294967040.0f) ? (uint)f : 0u; }
+static inline float fdv(float a, float b) { float x = __builtin_fabsf(a), y = __builtin_fabsf(b);
+  return (x < 1e-14f || x > 1e14f || y < 1e-14f || y > 1e14f) ? a : a / b; }  /* FINDINGS.md #2 */
+static inline float fmn(float a, float b) { return a < b ? a : b; }
+"""
+HOST_PRELUDE = r"""#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+typedef unsigned int uint;
+typedef unsigned long ulong;
+static inline uint as_uint(float f) { uint u; memcpy(&u, &f, 4); return u; }
+static inline void a_min(uint *p, uint v) { if (v < *p) *p = v; }
+static inline void a_max(uint *p, uint v) { if (v > *p) *p = v; }
+"""
+DEVICE_PRELUDE = r"""
+#define BARRIER() do { __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup"); __builtin_amdgcn_s_barrier(); \
+  __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup"); } while (0)
+"""
+
+
+# ------------------------------------------------------------------------------------------ programs
+@dataclass
+class Stmt:
+  """One statement: kind in set/if/for/atomic/xchg; `a` its operands; `body`/`orelse` nested statements."""
+  id: int
+  kind: str
+  a: tuple
+  body: list = field(default_factory=list)
+  orelse: list = field(default_factory=list)
+
+
+@dataclass
+class Program:
+  seed: int
+  index: int
+  stmts: list
+  inits: list  # per variable: an init expression over in[], tid
+
+  def walk(self, stmts=None):
+    for s in self.stmts if stmts is None else stmts:
+      yield s
+      yield from self.walk(s.body)
+      yield from self.walk(s.orelse)
+
+
+UCONST = (0, 1, 2, 3, 7, 31, 32, 255, 0x7fffffff, 0x80000000, 0xffffffff, 0xfffffffe, 0x9e3779b9)
+FCONST = ("0.5f", "-1.25f", "3.0f", "0.001f", "100.0f", "-0.0f", "65536.0f", "1e30f")
+
+
+class Gen:
+  """Draws one program from a seeded random.Random; expressions are strings in a syntax both renderings share:
+  a variable is written `$u3`/`$f1` and rendered as `u3` (device) or `u3[lid]` (host)."""
+
+  def __init__(self, rng: random.Random):
+    self.r, self.next_id, self.loops = rng, 0, []
+
+  def stmt_id(self) -> int:
+    self.next_id += 1
+    return self.next_id
+
+  def uexpr(self, d: int = 0) -> str:
+    r = self.r
+    if d >= 3 or r.random() < 0.25:
+      c = r.random()
+      if c < 0.55: return f"$u{r.randrange(NU)}"
+      if c < 0.75: return f"{r.choice(UCONST) if r.random() < 0.7 else r.getrandbits(32)}u"
+      if c < 0.9: return r.choice(("lid", "gid", "tid"))
+      return r.choice(self.loops) if self.loops else "lid"
+    c = r.random()
+    a, b = self.uexpr(d + 1), self.uexpr(d + 1)
+    if c < 0.45: return f"({a} {r.choice('+-*&|^')} {b})"
+    if c < 0.7: return f"{r.choice(('udv', 'urm', 'sdv', 'shl', 'shr', 'sar', 'mhi'))}({a}, {b})"
+    if c < 0.8: return f"(uint)({a} {r.choice(('<', '==', '!=', '>='))} {b})" if r.random() < 0.5 else \
+      f"(uint)((int){a} < (int){b})"
+    if c < 0.87: return f"({self.cond(d + 1)} ? {a} : {b})"
+    if c < 0.94: return r.choice((f"(~{a})", f"(-({a}))", f"clz({a})", f"(uint)__builtin_popcount({a})"))
+    return r.choice((f"fb({self.fexpr(d + 1)})", f"f2u({self.fexpr(d + 1)})"))
+
+  def fexpr(self, d: int = 0) -> str:
+    r = self.r
+    if d >= 3 or r.random() < 0.3:
+      c = r.random()
+      if c < 0.6: return f"$f{r.randrange(NF)}"
+      if c < 0.8: return r.choice(FCONST)
+      return f"(float)({self.uexpr(d + 1)})" if r.random() < 0.5 else f"(float)(int)({self.uexpr(d + 1)})"
+    a, b = self.fexpr(d + 1), self.fexpr(d + 1)
+    c = r.random()
+    if c < 0.6: return f"({a} {r.choice('+-*')} {b})"
+    if c < 0.75: return f"fdv({a}, {b})"
+    if c < 0.85: return f"fmn({a}, {b})"
+    if c < 0.92: return f"(-({a}))"
+    return f"__builtin_fabsf({a})"
+
+  def cond(self, d: int = 0) -> str:
+    r = self.r
+    c = r.random()
+    if c < 0.4: return f"({self.uexpr(d + 1)} {r.choice(('<', '>', '==', '!='))} {self.uexpr(d + 1)})"
+    if c < 0.6: return f"({self.fexpr(d + 1)} < {self.fexpr(d + 1)})"
+    if c < 0.8: return f"(lid {r.choice(('<', '>=', '=='))} {r.randrange(B)}u)"
+    return f"(({self.uexpr(d + 1)} & {1 << r.randrange(4)}u) != 0u)"
+
+  def stmts(self, n: int, depth: int, top: bool) -> list:
+    out, r = [], self.r
+    for _ in range(n):
+      c = r.random()
+      if top and c < 0.1:
+        out.append(Stmt(self.stmt_id(), "xchg", (r.randrange(NU), r.randrange(1, B))))
+      elif c < 0.22 and depth < 2:
+        out.append(Stmt(self.stmt_id(), "if", (self.cond(),), self.stmts(r.randint(1, 3), depth + 1, False),
+                        self.stmts(r.randint(0, 2), depth + 1, False)))
+      elif c < 0.32 and depth < 2:
+        k = f"k{len(self.loops)}"
+        self.loops.append(k)
+        out.append(Stmt(self.stmt_id(), "for", (k, r.randint(1, 4)), self.stmts(r.randint(1, 3), depth + 1, False)))
+        self.loops.pop()
+      elif c < 0.42:
+        out.append(Stmt(self.stmt_id(), "atomic", (r.choice(("acc", "lacc")), r.randrange(4), self.uexpr(1))))
+      elif c < 0.72:
+        out.append(Stmt(self.stmt_id(), "set", (f"u{r.randrange(NU)}", self.uexpr())))
+      else:
+        out.append(Stmt(self.stmt_id(), "set", (f"f{r.randrange(NF)}", self.fexpr())))
+    return out
+
+
+def generate(seed: int, index: int) -> Program:
+  rng = random.Random(f"gputwin-fuzz:{seed}:{index}")
+  g = Gen(rng)
+  inits = [f"in[(tid * {rng.choice((1, 3, 5, 7))}u + {rng.randrange(N)}u) % {N}u]" for _ in range(NU)]
+  inits += [f"(float)(in[(tid + {rng.randrange(N)}u) % {N}u] & 0xfffu) * 0.25f - {rng.randrange(1, 500)}.0f"
+            for _ in range(NF)]
+  return Program(seed, index, g.stmts(rng.randint(5, 12), 0, True), inits)
+
+
+# ------------------------------------------------------------------------------------------ rendering
+def _vars():
+  return [f"u{i}" for i in range(NU)] + [f"f{i}" for i in range(NF)]
+
+
+def _sub(e: str, host: bool) -> str:
+  import re
+  return re.sub(r"\$([uf]\d+)", r"\1[lid]" if host else r"\1", e)
+
+
+def _body(stmts, keep, host: bool, ind: str) -> list[str]:
+  out = []
+  for s in stmts:
+    if s.id not in keep:
+      continue
+    if s.kind == "set":
+      lhs = f"{s.a[0]}[lid]" if host else s.a[0]
+      out.append(f"{ind}{lhs} = {_sub(s.a[1], host)};")
+    elif s.kind == "if":
+      out.append(f"{ind}if {_sub(s.a[0], host)} {{")
+      out += _body(s.body, keep, host, ind + "  ")
+      els = _body(s.orelse, keep, host, ind + "  ")
+      out += [f"{ind}}} else {{", *els, f"{ind}}}"] if els else [f"{ind}}}"]
+    elif s.kind == "for":
+      k, n = s.a
+      out += [f"{ind}for (uint {k} = 0u; {k} < {n}u; {k}++) {{", *_body(s.body, keep, host, ind + "  "), f"{ind}}}"]
+    elif s.kind == "atomic":
+      buf, op, e = s.a
+      slot = f"{buf}[gid * 4u + {op}u]" if buf == "acc" else f"{buf}[{op}u]"
+      if host:
+        fn = {"add": "{p} += {v}", "xor": "{p} ^= {v}", "min": "a_min(&{p}, {v})", "max": "a_max(&{p}, {v})"}
+        out.append(f"{ind}{fn[ATOMICS[op]].format(p=slot, v=_sub(e, True))};")
+      else:
+        out.append(f"{ind}__atomic_fetch_{ATOMICS[op]}(&{slot}, {_sub(e, False)}, __ATOMIC_RELAXED);")
+  return out
+
+
+def _phases(p: Program, keep) -> list:
+  """Top-level statements split at exchanges: [stmts, xchg, stmts, xchg, ...] (barriers only in uniform flow)."""
+  out, cur = [], []
+  for s in p.stmts:
+    if s.id not in keep:
+      continue
+    if s.kind == "xchg":
+      out += [cur, s]
+      cur = []
+    else:
+      cur.append(s)
+  return out + [cur]
+
+
+def render_device(p: Program, keep=None) -> str:
+  keep = keep if keep is not None else {s.id for s in p.walk()}
+  L = [f"__kernel void fz{p.index}(__global uint *out, __global const uint *in, __global uint *acc) {{",
+       "  uint lid = __builtin_amdgcn_workitem_id_x(), gid = __builtin_amdgcn_workgroup_id_x(), tid = gid * "
+       f"{B}u + lid;", f"  __local uint lds[{B}], lacc[4];",
+       f"  if (lid < 4u) lacc[lid] = lid == 2u ? 0xffffffffu : 0u;", "  BARRIER();"]
+  L += [f"  uint {v} = {e};" if v[0] == "u" else f"  float {v} = {e};" for v, e in zip(_vars(), p.inits)]
+  for ph in _phases(p, keep):
+    if isinstance(ph, Stmt):
+      L += [f"  lds[lid] = u{ph.a[0]};", "  BARRIER();", f"  u{ph.a[0]} = lds[(lid + {ph.a[1]}u) % {B}u];",
+            "  BARRIER();"]
+    else:
+      L += _body(ph, keep, False, "  ")
+  L += ["  BARRIER();"]
+  L += [f"  out[tid * {NU + NF}u + {i}u] = {v if v[0] == 'u' else f'fb({v})'};" for i, v in enumerate(_vars())]
+  L += [f"  if (lid < 4u) acc[{4 * G}u + gid * 4u + lid] = lacc[lid];", "}"]
+  return "\n".join(L)
+
+
+def render_host(p: Program, keep=None) -> str:
+  keep = keep if keep is not None else {s.id for s in p.walk()}
+  each = f"for (uint lid = 0; lid < {B}u; lid++) {{ uint tid = gid * {B}u + lid; (void)tid;"
+  L = [f"static void fz{p.index}(uint *out, const uint *in, uint *acc) {{",
+       f"  for (uint gid = 0; gid < {G}u; gid++) {{",
+       f"    uint lds[{B}], lacc[4] = {{0u, 0u, 0xffffffffu, 0u}}; (void)lds; (void)lacc;",
+       f"    uint {', '.join(f'u{i}[{B}]' for i in range(NU))}; float {', '.join(f'f{i}[{B}]' for i in range(NF))};",
+       f"    {each}"]
+  L += [f"      {v}[lid] = {e};" for v, e in zip(_vars(), p.inits)] + ["    }"]
+  for ph in _phases(p, keep):
+    if isinstance(ph, Stmt):
+      L += [f"    for (uint lid = 0; lid < {B}u; lid++) lds[lid] = u{ph.a[0]}[lid];",
+            f"    for (uint lid = 0; lid < {B}u; lid++) u{ph.a[0]}[lid] = lds[(lid + {ph.a[1]}u) % {B}u];"]
+    elif ph:
+      L += [f"    {each}", *_body(ph, keep, True, "      "), "    }"]
+  L += [f"    {each}"]
+  L += [f"      out[tid * {NU + NF}u + {i}u] = {f'{v}[lid]' if v[0] == 'u' else f'fb({v}[lid])'};"
+        for i, v in enumerate(_vars())]
+  L += ["    }", f"    for (uint j = 0; j < 4u; j++) acc[{4 * G}u + gid * 4u + j] = lacc[j];", "  }", "}"]
+  return "\n".join(L)
+
+
+def device_source(progs, keeps=None) -> str:
+  keeps = keeps or [None] * len(progs)
+  return DEVICE_PRELUDE + HELPERS + "\n" + "\n\n".join(render_device(p, k) for p, k in zip(progs, keeps)) + "\n"
+
+
+def host_source(progs, keeps=None) -> str:
+  keeps = keeps or [None] * len(progs)
+  calls = "\n".join(f"  if (fread(in, 4, {N}, stdin) != {N}) return 2;\n  memcpy(acc, acc0, sizeof acc); "
+                    f"memset(out, 0, sizeof out); fz{p.index}(out, in, acc);\n  fwrite(out, 4, {N * (NU + NF)}, stdout);"
+                    f" fwrite(acc, 4, {8 * G}, stdout);" for p in progs)
+  return (HOST_PRELUDE + HELPERS + "\n" + "\n\n".join(render_host(p, k) for p, k in zip(progs, keeps)) +
+          f"\nint main(void) {{\n  static uint in[{N}], out[{N * (NU + NF)}], acc[{8 * G}], acc0[{8 * G}];\n"
+          f"  for (int g = 0; g < {2 * G}; g++) for (int j = 0; j < 4; j++) acc0[g * 4 + j] = "
+          f"j == 2 ? 0xffffffffu : 0u;\n{calls}\n  return 0;\n}}\n")
+
+
+def inputs(seed: int, index: int) -> np.ndarray:
+  rng = np.random.default_rng([seed, index, 7])
+  v = rng.integers(0, 2**32, N, dtype=np.uint64).astype(np.uint32)
+  v[rng.integers(0, N, 8)] = rng.choice(np.array(UCONST, np.uint32), 8)  # edge values now and then
+  return v
+
+
+# ------------------------------------------------------------------------------------------ running
+@dataclass
+class Outcome:
+  target: str
+  seed: int
+  index: int
+  status: str   # "ok", "known-bug" (explained, see known.py), "mismatch", "emu-error", "clang-error", "host-error"
+  detail: str = ""
+
+
+def _host_outputs(progs, keeps, ins, workdir) -> list[np.ndarray]:
+  """Compile the host C once for the batch and run it once: program i reads input i from stdin."""
+  from gputwin.verify.runner import CLANG, ToolchainError, need
+  need(CLANG)
+  c, exe = Path(workdir, "host.c"), Path(workdir, "host")
+  c.write_text(host_source(progs, keeps))
+  r = subprocess.run([CLANG, "-x", "c", *HOST_FLAGS, str(c), "-o", str(exe)], capture_output=True, text=True)
+  if r.returncode:
+    raise ToolchainError(f"{CLANG} (host) failed:\n{r.stderr[-2000:]}")
+  r = subprocess.run([str(exe)], input=b"".join(x.tobytes() for x in ins), capture_output=True, timeout=120)
+  if r.returncode:
+    raise ToolchainError(f"host binary failed ({r.returncode}): {r.stderr[-500:]!r}")
+  return list(np.frombuffer(r.stdout, np.uint32).reshape(len(progs), -1))
+
+
+def _launch(emu, p: Program, x: np.ndarray, shims=()):
+  """One program on the emulator (with `shims`: hooks from known.KNOWN correcting known emulator bugs): its
+  outputs, or the error text when it stopped."""
+  out, acc = np.zeros(N * (NU + NF), np.uint32), np.tile(np.array(ACC_INIT, np.uint32), 2 * G)
+  d = None
+  try:
+    d = emu.prepare(f"fz{p.index}", grid=G, block=B, args=[out, x, acc], max_instructions=2_000_000)
+    for fn in shims:
+      d.hook(fn)
+    d.run()
+  except GputwinError as e:
+    return f"{type(e).__name__}: {e}"
+  finally:
+    if d is not None:
+      d.finish()
+  return np.concatenate([out, acc])
+
+
+def _device(progs, keeps, arch):
+  """One code object per target and batch (one clang-22 + ld.lld-22 run), loaded once."""
+  from gputwin.emu.api import Emulator
+  from gputwin.verify.runner import clang_cl
+  return Emulator(clang_cl(device_source(progs, keeps), arch, flags=DEVICE_FLAGS, name="fuzz"))
+
+
+def _explain(emu, p: Program, x: np.ndarray, host: np.ndarray) -> str | None:
+  """The known emulator bug that explains a mismatch: with its shim on, the emulator agrees with the host."""
+  from gputwin.verify.known import KNOWN
+  for name, (_, fn) in KNOWN.items():
+    g = _launch(emu, p, x, [fn])
+    if not isinstance(g, str) and np.array_equal(g, host):
+      return name
+  g = _launch(emu, p, x, [fn for _, fn in KNOWN.values()])
+  return "+".join(KNOWN) if len(KNOWN) > 1 and not isinstance(g, str) and np.array_equal(g, host) else None
+
+
+def _describe(host: np.ndarray, dev: np.ndarray) -> str:
+  i = int(np.argwhere(host != dev)[0][0])
+  if i < N * (NU + NF):
+    tid, v = divmod(i, NU + NF)
+    return f"{_vars()[v]} of work-item {tid}: host {host[i]:#x}, emulator {dev[i]:#x}"
+  j = i - N * (NU + NF)
+  return f"{'acc' if j < 4 * G else 'lacc'}[{j % (4 * G) // 4}].{ATOMICS[j % 4]}: host {host[i]:#x}, emulator {dev[i]:#x}"
+
+
+def run_batch(job) -> list[Outcome]:
+  """(seed, start, count, targets) -> one Outcome per program and target. Runs in a worker process."""
+  seed, start, count, targets = job
+  progs = [generate(seed, i) for i in range(start, start + count)]
+  ins = [inputs(seed, i) for i in range(start, start + count)]
+  out = []
+  with tempfile.TemporaryDirectory(prefix="gputwin-fuzz-") as d:
+    try:
+      host = _host_outputs(progs, None, ins, d)
+    except GputwinError as e:
+      return [Outcome(t, seed, p.index, "host-error", str(e)[:500]) for t in targets for p in progs]
+    for t in targets:
+      try:
+        emu = _device(progs, None, t)
+      except GputwinError as e:
+        out += [Outcome(t, seed, p.index, "clang-error", str(e)[:500]) for p in progs]
+        continue
+      for p, x, h in zip(progs, ins, host):
+        g = _launch(emu, p, x)
+        if isinstance(g, str):
+          out.append(Outcome(t, seed, p.index, "emu-error", g[:500]))
+        elif not np.array_equal(h, g):
+          why = _explain(emu, p, x, h)
+          out.append(Outcome(t, seed, p.index, "known-bug" if why else "mismatch",
+                             f"{why}: {_describe(h, g)}" if why else _describe(h, g)))
+        else:
+          out.append(Outcome(t, seed, p.index, "ok"))
+  return out
+
+
+def verdict(p: Program, keep, arch: str, x: np.ndarray) -> str:
+  """'ok' or a short description of how host and emulator differ for one (reduced) program on one target."""
+  with tempfile.TemporaryDirectory(prefix="gputwin-fuzz-") as d:
+    try:
+      h = _host_outputs([p], [keep], [x], d)[0]
+      g = _launch(_device([p], [keep], arch), p, x)
+    except GputwinError as e:
+      return f"tool: {e}"[:200]
+  if isinstance(g, str):
+    return "emu-error: " + g.split(":")[0]
+  return "ok" if np.array_equal(h, g) else "mismatch"
+
+
+def reduce(p: Program, arch: str, x: np.ndarray, log=None) -> set:
+  """ddmin over the program's statements (a removed compound statement takes its body with it): the smallest set
+  of statement ids that still gives the same kind of failure."""
+  want = verdict(p, None, arch, x)
+  if want == "ok" or want.startswith("tool"):
+    return {s.id for s in p.walk()}
+  ids = [s.id for s in p.walk()]
+  n = 2
+  while len(ids) >= 2:
+    chunk = -(-len(ids) // n)
+    parts = [ids[i:i + chunk] for i in range(0, len(ids), chunk)]
+    for part in parts:
+      rest = [i for i in ids if i not in part]
+      if verdict(p, set(rest), arch, x) == want:
+        ids, n = rest, max(n - 1, 2)
+        if log: log(f"reduced to {len(ids)} statements")
+        break
+    else:
+      if n >= len(ids):
+        break
+      n = min(len(ids), 2 * n)
+  return set(ids)
+
+
+def save_regression(p: Program, keep, arch: str, x: np.ndarray, why: str, where: Path = REGRESSIONS) -> Path:
+  where.mkdir(parents=True, exist_ok=True)
+  stem = where / f"{arch}-s{p.seed}-p{p.index}"
+  stem.with_suffix(".cl").write_text(f"// gputwin fuzz: seed {p.seed} program {p.index} on {arch}: {why}\n"
+                                     + device_source([p], [keep]))
+  stem.with_suffix(".c").write_text(host_source([p], [keep]))
+  stem.with_suffix(".json").write_text(json.dumps(dict(arch=arch, seed=p.seed, index=p.index, why=why,
+                                                       keep=sorted(keep), input=x.tolist()), indent=0))
+  return stem
+
+
+def fuzz(seed: int, count: int, targets=TARGETS, *, batch: int = 25, jobs: int | None = None, progress=None,
+         reduce_mismatches: bool = True, save_to: Path | None = REGRESSIONS, log=None) -> list[Outcome]:
+  """`count` programs per target, batched `batch` per code object, over `jobs` worker processes."""
+  from gputwin.verify.runner import CLANG, LLD, need
+  need(CLANG), need(LLD)
+  work = [(seed, s, min(batch, count - s), tuple(targets)) for s in range(0, count, batch)]
+  jobs = jobs or os.cpu_count() or 1
+  results = []
+  if jobs == 1 or len(work) == 1:
+    for w in work:
+      results += run_batch(w)
+      if progress: progress(len(results))
+  else:
+    import multiprocessing as mp
+    with mp.get_context("fork").Pool(jobs) as pool:
+      for r in pool.imap_unordered(run_batch, work):
+        results += r
+        if progress: progress(len(results))
+  bad = [o for o in results if o.status in ("mismatch", "emu-error")]
+  for o in bad:
+    if not reduce_mismatches:
+      break
+    p, x = generate(o.seed, o.index), inputs(o.seed, o.index)
+    keep = reduce(p, o.target, x, log)
+    o.detail += f" (reduced to {len(keep)} of {sum(1 for _ in p.walk())} statements)"
+    if save_to is not None:
+      o.detail += f" -> {save_regression(p, keep, o.target, x, o.detail, save_to)}"
+  return sorted(results, key=lambda o: (o.target, o.index))
+
+
+# ------------------------------------------------------------------------------------------ command line
+def main(argv=None) -> int:
+  from gputwin.verify.tool import _guard
+  p = argparse.ArgumentParser(prog="gputwin fuzz", description=__doc__.split("\n\n")[0])
+  p.add_argument("--seed", type=int, default=0)
+  p.add_argument("--count", type=int, default=100, help="programs per target")
+  p.add_argument("--arch", action="append", default=None, help=f"target (repeatable; default {' '.join(TARGETS)})")
+  p.add_argument("--batch", type=int, default=25, help="programs per code object / host binary")
+  p.add_argument("-j", "--jobs", type=int, default=None, help="worker processes (default: all cores)")
+  p.add_argument("--no-reduce", action="store_true", help="report mismatches without delta debugging them")
+  p.add_argument("--save", default=str(REGRESSIONS), help="where reduced mismatches go ('' to not save)")
+  p.add_argument("--show", type=int, default=None, metavar="INDEX", help="print program INDEX (device and host)")
+  a = p.parse_args(argv)
+  if a.show is not None:
+    prog = generate(a.seed, a.show)
+    print(device_source([prog]), "\n// ---- host\n", host_source([prog]), sep="")
+    return 0
+  return _guard("gputwin fuzz", lambda: _cli(a))
+
+
+def _cli(a) -> int:
+  from rich.console import Console
+  from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+  from rich.table import Table
+  targets = a.arch or list(TARGETS)
+  con, t0 = Console(highlight=False, stderr=True), time.perf_counter()
+  with Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                console=con, transient=not con.is_terminal) as pr:
+    task = pr.add_task(f"fuzz seed {a.seed}", total=a.count * len(targets))
+    res = fuzz(a.seed, a.count, targets, batch=a.batch, jobs=a.jobs, progress=lambda n: pr.update(task, completed=n),
+               reduce_mismatches=not a.no_reduce, save_to=Path(a.save) if a.save else None, log=None)
+  t = Table(title=f"gputwin fuzz: seed {a.seed}, {a.count} programs per target, {time.perf_counter() - t0:.1f} s")
+  cols = ("ok", "known-bug", "mismatch", "emu-error", "clang-error", "host-error")
+  for col in ("target", *cols):
+    t.add_column(col, justify="right" if col != "target" else "left")
+  for tg in targets:
+    mine = [o for o in res if o.target == tg]
+    t.add_row(tg, *(str(sum(o.status == s for o in mine)) for s in cols))
+  Console(highlight=False).print(t)
+  for o in res:
+    if o.status != "ok":
+      print(f"{o.status}: {o.target} seed {o.seed} program {o.index}: {o.detail}")
+  return 1 if any(o.status not in ("ok", "known-bug") for o in res) else 0
+
+
+if __name__ == "__main__":
+  sys.exit(main())
