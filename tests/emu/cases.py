@@ -302,4 +302,5 @@ CASES = {f.__name__: f for f in (saxpy, half_math, int_ops, udiv64, fdiv, reduce
                                  dmath,
                                  private_array, ids3d,
                                  narrow, convert, local_atomics, cross_lane, nested, calls,
-                                 generic_ptr, subgroup, mixed, math2, lds_vec, dynlds)}
+                                 generic_ptr, subgroup, mixed, math2, lds_vec)}
+EXTRA = {"dynlds": dynlds}  # kernels with their own source file (kernels/<src>.cl)

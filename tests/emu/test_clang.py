@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from gputwin.emu import launch
-from tests.emu.cases import CASES
+from tests.emu.cases import CASES, EXTRA
 from tests.emu.conftest import TARGETS
 
 
@@ -16,9 +16,9 @@ def _check(c, arch="gfx1100"):
 
 
 @pytest.mark.parametrize("arch", TARGETS)
-@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize("name", sorted(CASES) + sorted(EXTRA))
 def test_kernel_matches_numpy(clang_co, arch, name):
-  c = CASES[name]()
+  c = {**CASES, **EXTRA}[name]()
   st = launch(clang_co(arch, c.get("src", "suite")), name, grid=c["grid"], block=c["block"], args=c["args"])
   _check(c, arch)
   assert st.instructions > 0 and st.lane_instructions >= st.instructions
@@ -31,7 +31,7 @@ def test_kernel_matches_numpy(clang_co, arch, name):
 def test_batched_equals_serial(clang_co, arch, name):
   runs = []
   for serial in (False, True):
-    c, tr = CASES[name](), []
+    c, tr = {**CASES, **EXTRA}[name](), []
     launch(clang_co(arch, c.get("src", "suite")), name, grid=c["grid"], block=c["block"], args=c["args"],
            serial=serial, trace=tr)
     per_wave = {}
