@@ -25,6 +25,8 @@ def emulator():
 # A mismatch on code containing one of these instructions is reported as xfail, not as a compiler bug.
 EMU_SUSPECTS = {
   "v_cndmask_b32_e64 v": "emu: neg/abs source modifiers on v_cndmask_b32_e64 are ignored",
+  "_sdwa s[": "emu: VOPC SDWA compares with an SGPR-pair destination (v_cmp_eq_u32_sdwa s[2:3], v0, v3 "
+              "src0_sel:BYTE_0, gfx9) set wrong lanes",
   ".h,": "emu: true16 .h VGPR operands (e.g. v_sub_f16_e32 v0.h, v0.h, v1.h) raise IndexError",
 }
 

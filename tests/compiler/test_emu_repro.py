@@ -5,7 +5,7 @@ Fixed upstream since (kept as regression checks, FIXED): SDWA src1_sel:BYTE_0 on
 import numpy as np
 import pytest
 
-from gputwin.compiler import Ptr, compile, f32, global_id, i32, kernel
+from gputwin.compiler import Ptr, compile, f32, global_id, i8, i32, kernel
 from gputwin.compiler.examples import ulp_diff
 
 from _compiler_helpers import run_both
@@ -29,7 +29,14 @@ def byte_add(x: Ptr[i32], y: Ptr[i32], z: Ptr[i32]):
   z[i] = x[i] + (y[i] & 255)
 
 
-CASES = [(select_neg, "gfx1100", "v_cndmask_b32_e64"), (select_neg, "gfx942", "v_cndmask_b32_e64")]
+@kernel
+def div_by_byte(x: Ptr[i32], y: Ptr[i32], z: Ptr[i32]):
+  i = global_id(0)
+  z[i] = x[i] // i32(i8(i))
+
+
+CASES = [(select_neg, "gfx1100", "v_cndmask_b32_e64"), (select_neg, "gfx942", "v_cndmask_b32_e64"),
+         (div_by_byte, "gfx942", "v_cmp_eq_u32_sdwa s[")]
 FIXED = [(byte_add, "gfx942", "_sdwa"), (fdiv, "gfx1100", "v_div_scale_f32"), (fdiv, "gfx942", "v_div_scale_f32")]
 
 
@@ -43,7 +50,7 @@ def _check(kf, arch, inst):
   c = compile(kf, arch, backend="llvm")
   assert inst in c.asm                                  # the instruction under suspicion is really there
   rng = np.random.default_rng(1)
-  dt = np.float32 if kf is not byte_add else np.int32
+  dt = np.float32 if kf not in (byte_add, div_by_byte) else np.int32
   args = [(rng.standard_normal(64) * 100).astype(dt) for _ in range(2)] + [np.zeros(64, dt)]
   ref, emu = run_both(c, args, 1, 64)
   assert (ulp_diff(emu[2], ref[2]).max() == 0) if dt is np.float32 else np.array_equal(emu[2], ref[2])
@@ -54,14 +61,14 @@ def test_fixed_emulator_bugs_stay_fixed(kf, arch, inst):
   _check(kf, arch, inst)
 
 
-@pytest.mark.parametrize("kf", [fdiv, select_neg, byte_add], ids=lambda k: k.name)
+@pytest.mark.parametrize("kf", [fdiv, select_neg, byte_add, div_by_byte], ids=lambda k: k.name)
 def test_same_kernels_on_direct_backend(kf):
   """The same computations through the direct backend (which avoids those instructions) agree with the reference,
   so the mismatches above are not in the IR or the reference."""
   for arch in ("gfx1100", "gfx942"):
     c = compile(kf, arch, backend="direct")
     rng = np.random.default_rng(1)
-    dt = np.float32 if kf is not byte_add else np.int32
+    dt = np.float32 if kf not in (byte_add, div_by_byte) else np.int32
     args = [(rng.standard_normal(64) * 100).astype(dt) for _ in range(2)] + [np.zeros(64, dt)]
     ref, emu = run_both(c, args, 1, 64)
     assert (ulp_diff(emu[2], ref[2]).max() <= 2) if dt is np.float32 else np.array_equal(emu[2], ref[2])
