@@ -67,3 +67,13 @@ def test_many_batches(clang_co, monkeypatch, name):
   st = launch(clang_co("gfx1100"), name, grid=c["grid"], block=c["block"], args=c["args"])
   _check(c)
   assert st.workgroups == int(np.prod(c["grid"]))
+
+
+@pytest.mark.parametrize("arch", ["gfx1100", "gfx1200"])
+@pytest.mark.parametrize("name", ["saxpy", "int_ops", "reduce", "matmul", "histogram", "collatz", "subgroup", "mixed"])
+def test_rdna_wave64(clang_co, arch, name):
+  """RDNA runs wave64 too (-mwavefrontsize64): same kernels, 64-lane EXEC/VCC pairs."""
+  c = CASES[name]()
+  st = launch(clang_co(arch, "suite", "-mwavefrontsize64"), name, grid=c["grid"], block=c["block"], args=c["args"])
+  assert st.wave_size == 64
+  _check(c, "gfx9")  # the wave-size-dependent oracles take 64 lanes
