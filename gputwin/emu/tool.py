@@ -92,7 +92,7 @@ def run_main(argv=None) -> int:
   print(f"{kernel} on {st.arch} (wave{st.wave_size}): {st.workgroups} workgroups, {st.waves} waves\n"
         f"  {st.instructions} wave-instructions, {st.lane_instructions} lane-instructions "
         f"({st.lane_instructions / max(st.instructions * st.wave_size, 1):.0%} lanes active)\n"
-        f"  {st.seconds * 1e3:.1f} ms, {rate / 1e6:.2f} M wave-instructions/s")
+        f"  {st.seconds * 1e3:.1f} ms, {rate:,.0f} wave-instructions/s")
   for name, v in args:
     if isinstance(v, np.ndarray):
       print(f"  {name}: {v.dtype}[{v.size}] first {np.array2string(v.reshape(-1)[:6], precision=4)}"
