@@ -52,6 +52,8 @@ def compile(k, arch: str, *, backend: str = "direct", optimize: bool = True, dis
   k0 = to_ir(k)
   kk = passes.optimize(k0, opt_bisect_limit=opt_bisect_limit, print_after_all=print_after_all, log=log,
                        disable=disable) if optimize else k0
+  from gputwin.compiler import limits
+  limits.check(kk, arch)
   if backend == "direct":
     from gputwin.compiler.backend_direct import compile_direct
     co, asm = compile_direct(kk, arch, max_vgprs=max_vgprs)

@@ -418,8 +418,9 @@ class _Emitter:
       size = op.attrs["count"] * res.type.elem.nbytes
       self.lds[id(res)] = self.lds_size
       self.lds_size += -(-size // 16) * 16
-      if self.lds_size > 65536: raise CompileError(f"shared memory {self.lds_size} bytes exceeds 64 KiB", loc=op.loc,
-                                                   arch=f.arch)
+      from gputwin.compiler.limits import lds_bytes
+      if self.lds_size > lds_bytes(f.arch):
+        raise CompileError(f"shared memory {self.lds_size} bytes exceeds {lds_bytes(f.arch)}", loc=op.loc, arch=f.arch)
     elif cls in ("load", "store", "atomic"): self.memory(op)
     elif cls == "barrier":
       self.drain()
@@ -579,6 +580,9 @@ class _Emitter:
                {1} | self.rset(val), wr, "load")
     else:
       off = self.lds[id(p)]
+      if off > 0xffff:   # beyond the DS offset field (gfx950 has 160 KiB of LDS): add the base to the address
+        self.i(f"{f.add()} v1, {off:#x}, v1", {1}, {1})
+        off = 0
       o = f" offset:{off}" if off else ""
       if op.opcode == "load":
         self.i(f"{f.lds('load', dw, st)} {self.r(res)}, v1{o}", {1}, wr, "lds")

@@ -381,7 +381,9 @@ def compile_llvm(k: Kernel, arch: str, *, wave: int | None = None, link: bool = 
   (a loadable .hsaco); otherwise the relocatable object, which gputwin.isa.codeobj also loads."""
   import llvmlite.binding as llvm
   from gputwin.isa.targets import target
+  from gputwin.compiler import limits
   wave = wave or target(arch).wave
+  limits.check(k, arch)     # LLVM reports these by exiting the process
   text = llvm_ir(k, arch, wave)
   try:
     mod = llvm.parse_assembly(text)

@@ -222,3 +222,41 @@ def test_tuple_assignment_swaps_and_module_constants():
     for _ in range(3): a, b = b, a + b
     return a * 3 if t % 2 == 0 else b
   assert y.tolist() == [fib(t) for t in range(8)]
+
+
+@kernel
+def too_much_lds(x: Ptr[f32]):
+  a = shared(f32, 10000)
+  b = shared(f32, 10000)  # ERR
+  a[0] = 1.0
+  b[0] = 2.0
+  x[0] = a[0] + b[0]
+
+
+@pytest.mark.parametrize("backend", ["direct", "llvm"])
+def test_lds_limit_is_a_located_error_not_an_llvm_abort(backend):
+  """LLVM exits the process on an LDS overflow; we must stop first, at the line that crossed the limit."""
+  with pytest.raises(CompileError, match="65536 bytes of LDS") as e:
+    compile(too_much_lds, "gfx942", backend=backend)
+  assert e.value.loc.line == _err_line(too_much_lds)
+  compile(too_much_lds, "gfx950", backend=backend)     # CDNA4 has 160 KiB
+
+
+@kernel
+def lds_beyond_offset_field(x: Ptr[f32], y: Ptr[f32]):
+  a = shared(f32, 20000)
+  b = shared(f32, 64)
+  t = workitem_id(0)
+  a[19999 - t] = x[t]
+  b[t] = x[t] * 2.0
+  barrier()
+  y[t] = a[19936 + t] + b[63 - t]
+
+
+@pytest.mark.parametrize("backend", ["direct", "llvm"])
+def test_gfx950_large_lds(backend):
+  from _compiler_helpers import run_both
+  c = compile(lds_beyond_offset_field, "gfx950", backend=backend)
+  ref, emu = run_both(c, [np.arange(64, dtype=np.float32), np.zeros(64, np.float32)], 1, 64)
+  np.testing.assert_array_equal(emu[1], ref[1])
+  assert ref[1][0] == 63 + 126
