@@ -77,3 +77,17 @@ def test_rdna_wave64(clang_co, arch, name):
   st = launch(clang_co(arch, "suite", "-mwavefrontsize64"), name, grid=c["grid"], block=c["block"], args=c["args"])
   assert st.wave_size == 64
   _check(c, "gfx9")  # the wave-size-dependent oracles take 64 lanes
+
+
+def test_mfma_32x32_and_wmma_int8(clang_co):
+  """More matrix shapes and types: CDNA 32x32x8 f16 into 16 AccVGPRs, RDNA3 signed int8 WMMA."""
+  r = np.random.default_rng(13)
+  A, B = r.integers(-3, 4, (32, 8)).astype(np.float16), r.integers(-3, 4, (8, 32)).astype(np.float16)
+  C, D = r.integers(-5, 5, (32, 32)).astype(np.float32), np.zeros((32, 32), np.float32)
+  for arch in ("gfx942", "gfx950"):
+    launch(clang_co(arch, "matrix"), "mma32", grid=1, block=64, args=[D, A, B, C])
+    np.testing.assert_array_equal(D, A.astype(np.float32) @ B.astype(np.float32) + C)
+  A8, B8 = (r.integers(-128, 128, (16, 16)).astype(np.int8) for _ in range(2))
+  C8, D8 = r.integers(-1000, 1000, (16, 16)).astype(np.int32), np.zeros((16, 16), np.int32)
+  launch(clang_co("gfx1100", "matrix"), "wmma_i8", grid=1, block=32, args=[D8, A8, B8, C8])
+  np.testing.assert_array_equal(D8, A8.astype(np.int32) @ B8.astype(np.int32) + C8)

@@ -23,3 +23,30 @@ __kernel void mma16(__global float *D, __global const half *A, __global const ha
   for (int v = 0; v < 4; v++) D[(4 * (l / 16) + v) * 16 + l % 16] = d[v];
 #endif
 }
+
+// CDNA 32x32x8 f16 (one block): A lane l row l%32, k = 4*(l/32)+e; C/D register v: row 8*(v/4) + 4*(l/32) + v%4.
+__kernel void mma32(__global float *D, __global const half *A, __global const half *B, __global const float *C) {
+  int l = __builtin_amdgcn_workitem_id_x();
+#if defined(__gfx942__) || defined(__gfx950__)
+  half4 a, b; float16 c;
+  for (int e = 0; e < 4; e++) { a[e] = A[(l % 32) * 8 + 4 * (l / 32) + e]; b[e] = B[(4 * (l / 32) + e) * 32 + l % 32]; }
+  for (int v = 0; v < 16; v++) c[v] = C[(8 * (v / 4) + 4 * (l / 32) + v % 4) * 32 + l % 32];
+  float16 d = __builtin_amdgcn_mfma_f32_32x32x8f16(a, b, c, 0, 0, 0);
+  for (int v = 0; v < 16; v++) D[(8 * (v / 4) + 4 * (l / 32) + v % 4) * 32 + l % 32] = d[v];
+#endif
+}
+
+// RDNA3 int8 WMMA (signed A and B): the same lane layout as the f16 one, four 8-bit elements per VGPR.
+__kernel void wmma_i8(__global int *D, __global const char *A, __global const char *B, __global const int *C) {
+  int l = __builtin_amdgcn_workitem_id_x();
+#if defined(__gfx1100__)
+  int4 a, b; int8 c;
+  for (int k = 0; k < 16; k++) {
+    ((char *)&a)[k] = A[(l % 16) * 16 + k];
+    ((char *)&b)[k] = B[k * 16 + l % 16];
+  }
+  for (int v = 0; v < 8; v++) c[v] = C[(2 * v + l / 16) * 16 + l % 16];
+  int8 d = __builtin_amdgcn_wmma_i32_16x16x16_iu8_w32(true, a, true, b, c, false);
+  for (int v = 0; v < 8; v++) D[(2 * v + l / 16) * 16 + l % 16] = d[v];
+#endif
+}
