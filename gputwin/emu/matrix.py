@@ -75,9 +75,8 @@ def execute(eng, op, ix) -> None:
   if f.get("cbsz", 0) or f.get("abid", 0) or f.get("blgp", 0):
     raise GputwinError(f"{name}: cbsz/abid/blgp broadcast controls are not modelled")
   n = eng._n(ix)
-  signed = ins == "I8" or (ins == "IU8" and False)
-  sa = (f.get("neg", 0) & 1) if ins == "IU8" else signed
-  sb = (f.get("neg", 0) >> 1 & 1) if ins == "IU8" else signed
+  # IU8: neg_lo bits 0/1 say A/B are signed (RDNA3 WMMA); I8 is signed
+  sa, sb = (bool(f.get("neg", 0) & 1), bool(f.get("neg", 0) & 2)) if ins == "IU8" else (ins == "I8",) * 2
   regs = lambda s: (eng.V if s.file == "v" else eng.A)[ix, s.index:s.index + s.dwords]
   A = _value(_elems(regs(op.ins["S0"]), bits, ne), ins, sa)  # (W, ne, L)
   B = _value(_elems(regs(op.ins["S1"]), bits, ne), ins, sb)
