@@ -7,9 +7,11 @@
   lds_race two waves of one workgroup touch the same LDS dword, at least one writing, with no s_barrier between
            (atomics excluded)
   hazard   CDNA3/CDNA4: a VALU/VMEM/LDS instruction reads or overwrites an MFMA's destination before the MFMA's
-           XDL passes plus 2 wait states have elapsed (AMD Instinct MI300 ISA, section 7.6 "Dependency Resolution:
-           Required Independent Instructions"; passes 2/4/8 for 4x4/16x16/32x32 blocks). The vendor table is finer
-           grained per consumer kind; we apply its smallest bound (passes + 2) to every overlapping consumer
+           passes plus 2 wait states have elapsed (independent instructions or s_nop). Source: the AMD Instinct
+           MI300 ISA reference, "Dependency Resolution: Required Independent Instructions" (MFMA -> VALU/VMEM rows).
+           That table distinguishes consumers (SrcC overlap, VALU, VMEM, LDS) and pass counts per opcode; we apply
+           one bound, passes + 2 with passes 2/4/8 for 4x4/16x16/32x32 blocks, which matches what clang-22 emits
+           for gfx942/gfx950 (no false reports on the suite) but is not the table cell by cell
 Out-of-bounds accesses are always GPU page faults (memory.py). Each failure raises EmuCheckError with PC and register.
 """
 from __future__ import annotations
