@@ -239,7 +239,7 @@ def _passes(name: str) -> int:
   if not m:
     return 4
   mm = int(m.group(1))
-  return {4: 2, 16: 4, 32: 8}.get(mm, 8)  # CDNA3 XDL passes (MI300 ISA: twice CDNA2's rate per pass)
+  return {4: 2, 16: 4, 32: 8}.get(mm, 8)  # passes per block size, as clang-22's s_nop padding implies
 
 
 def _counters(op: Op, fam: str, gfx12: bool) -> list[int]:
