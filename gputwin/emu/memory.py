@@ -66,11 +66,16 @@ class GuestMemory:
     self.bufs.insert(i, buf)
     return buf
 
-  def alloc(self, size: int, align: int = 4096) -> int:
-    """Map `size` zeroed bytes at a fresh VA (with a guard gap after it, so overruns fault)."""
-    va = -(-self._next // align) * align
-    self.map(va, np.zeros(max(size, 1), np.uint8))
-    self._next = va + max(size, 1) + 4096
+  def alloc(self, size: int, align: int = 4096, guard: int = 4096) -> int:
+    """Map `size` zeroed bytes at the first free VA (first fit, guard pages around it so overruns fault); freed
+    ranges are reused, so VAs stay below 4 GiB however many launches an Emulator runs."""
+    size, va = max(size, 1), self._next
+    for st, b in zip(self.starts + [1 << 64], self.bufs + [None]):
+      va = -(-va // align) * align
+      if va + size + guard <= st:
+        break
+      va = max(va, st + len(b) + guard) if b is not None else va
+    self.map(va, np.zeros(size, np.uint8))
     return va
 
   def unmap(self, va: int) -> None:
