@@ -54,13 +54,21 @@ def compile(k, arch: str, *, backend: str = "direct", optimize: bool = True, dis
                        disable=disable) if optimize else k0
   from gputwin.compiler import limits
   limits.check(kk, arch)
+  # code generation is required (as LLVM's required passes, it is never skipped by opt-bisect) but still logged
+  stages = ("isel", "regalloc", "waitcnt") if backend == "direct" else ("llvm-codegen",)
+  if opt_bisect_limit is not None and log:
+    for st in stages: log(f"BISECT: running required pass {backend}-{st} on kernel @{kk.name} ({arch})")
   if backend == "direct":
     from gputwin.compiler.backend_direct import compile_direct
     co, asm = compile_direct(kk, arch, max_vgprs=max_vgprs)
-    return Compiled(kk.name, arch, backend, co, asm, kk)
-  from gputwin.compiler.backend_llvm import compile_llvm
-  co, asm, text = compile_llvm(kk, arch)
-  return Compiled(kk.name, arch, backend, co, asm, kk, text)
+    out = Compiled(kk.name, arch, backend, co, asm, kk)
+  else:
+    from gputwin.compiler.backend_llvm import compile_llvm
+    co, asm, text = compile_llvm(kk, arch)
+    if print_after_all and log: log(f"; *** LLVM IR for @{kk.name} ({arch}) ***\n{text}")
+    out = Compiled(kk.name, arch, backend, co, asm, kk, text)
+  if print_after_all and log: log(f"; *** Machine code after {'+'.join(stages)} on @{kk.name} ({arch}) ***\n{asm}")
+  return out
 
 
 __all__ = ["kernel", "compile", "Compiled", "KernelFunction", "Ptr", "CompileError", "BACKENDS", "TARGETS", "ir",
