@@ -100,7 +100,9 @@ class Dispatch:
     self.prog = program_for(emu.co, self.L)
     self.nw = -(-threads // self.L)  # waves per workgroup
     self.nwg = grid[0] * grid[1] * grid[2]
-    self.per_batch = max(1, core.MAX_WAVES // self.nw)
+    priv = max(kd.private_segment_fixed_size, 1)  # scratch: one slot per lane, addresses below 4 GiB, <= 256 MiB
+    lane_slots = min((1 << 32) // core.scratch_stride(priv), (256 << 20) // priv)
+    self.per_batch = max(1, min(core.MAX_WAVES, lane_slots // self.L) // self.nw)
     self.next_wg, self.base_wave, self.eng, self.hooks, self.done = 0, 0, None, [], False
     self.stats = LaunchStats(self.name, self.arch, wave_size=self.L)
     self.t0 = time.perf_counter()

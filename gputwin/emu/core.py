@@ -68,6 +68,11 @@ class _Mem:
       self.space.scatter(a + U64(4 * k), ((v >> (32 * k)) & 0xffffffff).astype(U32), 4)
 
 
+def scratch_stride(priv_size: int) -> int:
+  """Address stride of one lane's private segment in the scratch window (a power of two, >= 16)."""
+  return 1 << max(4, int(max(priv_size, 1) - 1).bit_length())
+
+
 class Engine:
   """Architectural state of one batch of waves (all workgroups of a dispatch, or a slice of them)."""
 
@@ -88,8 +93,7 @@ class Engine:
     self.lane = np.arange(lanes, dtype=U32)
     self.lds = Window("LDS", int(wg_of_wave.max()) + 1 if waves else 1, lds_size, 1 << LDS_SHIFT, device, None,
                       LDS_BITS)
-    stride = 1 << max(4, int(max(priv_size, 1) - 1).bit_length())
-    self.scratch = Window("scratch", waves * lanes, priv_size, stride, device)
+    self.scratch = Window("scratch", waves * lanes, priv_size, scratch_stride(priv_size), device)
     self.checks = checks
     self.count = self.lane_count = 0  # wave-instructions, lane-instructions
     self.clock = np.zeros(waves, np.int64)  # per-wave instructions: the deterministic "cycle" counter
