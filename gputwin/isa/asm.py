@@ -256,6 +256,7 @@ class _Ctx:
     self.fields: dict[str, int] = {}
     self.names = {f.name for f in I.fields[enc]}
     self.literal: int | None = None
+    self.lit_sizes: set[int] = set()  # operand dwords the literal is read at (llvm-mc counts each size once)
     self.label: str | None = None
 
   def set(self, f: str, v: int):
@@ -268,20 +269,30 @@ class _Ctx:
       raise _NoFit("not a valid operand.")
     self.fields[f] = self.fields.get(f, 0) | (1 << bit)
 
-  def lit(self, v: int):
+  def lit(self, v: int, dwords: int = 1):
     if "literal" not in self.names:
       raise _NoFit("literal operands are not supported")
     if self.literal is not None and self.literal != v:
       raise _NoFit("only one unique literal operand is allowed")
     self.literal = v
+    self.lit_sizes.add(dwords)
     self.fields["literal"] = v
 
 
 def _check_lit16(c: _Ctx, s: Slot, lit: int, explicit: bool = False):
-  """A literal for a 16-bit VALU operand must fit 16 bits (llvm-mc-22 rejects wider ones; lit() must be unsigned)."""
+  """A literal for a 16-bit VALU operand must fit 16 bits (llvm-mc-22 rejects wider ones; lit() must be unsigned);
+  one for a SALU f16 operand always."""
+  if _salu16(c, s, "lit16") and lit > 0xffff:
+    raise _NoFit("invalid operand for instruction")
   if c.e.base.startswith("V") and (s.bits == 16 or int16_fmt(s.fmt) or re.search(FMT["lit16_ops"], c.op)) and not (
       lit < 0x10000 or lit >= 0xffff8000 and not explicit):
     raise _NoFit("invalid operand for instruction")
+
+
+def _salu16(c: _Ctx, s: Slot, rule: str) -> bool:
+  """SALU f16 operand rules of llvm-mc-22 (formats.json salu_f16): `lit16` literals fit 16 bits, `b32` integers
+  read as 32-bit values without f16 bit-pattern constants."""
+  return "F16" in s.fmt and c.e.base in FMT["salu_f16"][rule]
 
 
 def _src_mods(t: str) -> tuple[str, bool, bool]:
@@ -450,6 +461,10 @@ def _fill(c: _Ctx, s: Slot, t: str, col: int):
       if code is not None:
         c.set(s.field, code)
         return
+      ls = s
+      if _salu16(c, s, "b32"):  # SALU f16 (gfx12) SOP1/SOPC: '0x3c00' is a literal, not 1.0
+        from dataclasses import replace
+        ls = replace(s, fmt="FMT_NUM_B32", bits=32)
       if t2 == "lds_direct" or t2 == "src_lds_direct":
         raise _NoFit("lds_direct is not supported on this GPU")
       rm = _RELOC.fullmatch(t2)
@@ -464,13 +479,13 @@ def _fill(c: _Ctx, s: Slot, t: str, col: int):
       elif m and neg:
         raise _NoFit("invalid operand for instruction")
       if m:  # lit(x): keep x as a literal even when it is an inline constant
-        code, lit = _literal_value(m[1], s)
+        code, lit = _literal_value(m[1], ls)
         lit = lit if lit is not None else _num(m[1]) & 0xffffffff
         _check_lit16(c, s, lit, explicit=True)
         c.set(s.field, 255)
-        c.lit(lit)
+        c.lit(lit, s.dwords)
         return
-      code, lit = _literal_value(t2, s)
+      code, lit = _literal_value(t2, ls)
       if code is not None:
         c.set(s.field, code)
         return
@@ -479,7 +494,7 @@ def _fill(c: _Ctx, s: Slot, t: str, col: int):
         if (neg or ab) and s.bits == 64 and not _FLOAT_RE.match(t2):  # llvm-mc-22: no modifiers on 64-bit int literals
           raise _NoFit("invalid operand for instruction")
         c.set(s.field, 255)
-        c.lit(lit)
+        c.lit(lit, s.dwords)
         return
       raise _NoFit("invalid operand for instruction")
     if k == "s":
@@ -534,7 +549,7 @@ def _fill(c: _Ctx, s: Slot, t: str, col: int):
       return c.set(s.field, _depctr(c, t))
     if k == "attr":
       m = re.fullmatch(r"attr(\d+)\.([xyzw])", t)
-      if not m or int(m[1]) > 63:
+      if not m or int(m[1]) > FMT["attr_max"]:
         raise _NoFit("invalid operand for instruction")
       c.set("attr_chan", "xyzw".index(m[2]))
       return c.set(s.field, int(m[1]))
@@ -763,6 +778,8 @@ def _mod(c: _Ctx, sig, tok: str):
     if om is None:
       raise _NoFit("invalid omod")
     return c.set("omod", om)
+  if key in ("op_sel", "op_sel_hi") and re.search(FMT["opsel_not_accepted"].get(c.I.target.family, "^$"), c.op):
+    raise _NoFit("invalid op_sel operand")
   if key == "op_sel":
     bits = _bits_list(val)
     if base == "VOP3P" or "opsel" in names and base not in ("VOP3", "VOP3SD", "VINTERP"):
@@ -965,7 +982,8 @@ def _encode_one(I, enc: str, op: str, wave: int, ops, mods, rest=("", 0)) -> tup
   elif "SDWA" in v:
     f["src0"] = 249
     has1 = any(x.field == "vsrc1" for x in slots)
-    for k, d in (("dst_sel", 6), ("dst_unused", 2), ("src0_sel", 6), ("src1_sel", 6 if has1 else 0)):
+    fixed = re.search(FMT["sdwa_no_dst_sel"], op)  # no dst_sel/dst_unused operands: llvm-mc encodes DWORD, PAD
+    for k, d in (("dst_sel", 6), ("dst_unused", 0 if fixed else 2), ("src0_sel", 6), ("src1_sel", 6 if has1 else 0)):
       if k in c.names:
         f.setdefault(k, d)
   f.pop("_fi8", None)
@@ -979,6 +997,8 @@ def _encode_one(I, enc: str, op: str, wave: int, ops, mods, rest=("", 0)) -> tup
     f.setdefault("dim", 0)
   if f.pop("_tfe_dw", 0) != f.get("tfe", 0) and base in FMT["tfe_extra_dword"]:
     raise _NoFit("invalid operand for instruction")
+  if f.get("tfe") and "STORE" in op and base in FMT["tfe_extra_dword"]:
+    raise _NoFit("TFE modifier has no meaning for store instructions")
   if not ops and not slots and base in FMT["null_zero_without_operands"]:  # buffer_gl0_inv, s_dcache_inv
     for fd in I.fields[enc]:
       if fd.default == "NULL":
@@ -1036,14 +1056,31 @@ def _check_rules(c: _Ctx, slots, f: dict[str, int]):
     for name in FMT["dpp_vgpr_only_srcs"].get(fam, []):
       if any(x.field == name for x in slots) and f.get(name, 256) < 256:
         raise _NoFit("invalid operand for instruction")
+  ov = FMT["mfma_no_partial_overlap"]
+  if re.search(ov["ops"], c.op) and "src2" in f and f["src2"] >= 256:
+    dst, src2 = (next((x for x in slots if x.field == n), None) for n in ("vdst", "src2"))
+    d, s2 = f.get("vdst", 0), f["src2"] - 256
+    if dst and src2 and dst.dwords > ov["max_free_dwords"] and d != s2 and d < s2 + src2.dwords and s2 < d + dst.dwords:
+      raise _NoFit("source 2 operand must not partially overlap with dst")
+  m0i = FMT["ssrc_m0_or_inline"]
+  if re.search(m0i.get(fam, "^$"), c.op) and any(not (f.get(x.field) == m0i["m0"] or 128 <= f.get(x.field, 0) < 255)
+                                                 for x in slots if x.kind == "ssrc"):
+    raise _NoFit("invalid operand for instruction")
   cb = FMT["constant_bus"]
   if base in cb["formats"]:
-    srcs = [x.field for x in slots if x.kind in ("src", "av_src", "ssrc") and x.field != "vdst"]
-    sgprs = {f[n] for n in srcs if n in f and f[n] < 128 and f[n] not in (124, 125) or (n in f and f[n] in (106, 126))}
-    sgprs |= {106 for x in slots[-1:] if x.kind == "vcc" and base == "VOP2"}  # carry-in / cndmask mask
+    def scalar(code: int) -> bool:
+      return code < 128 and code not in cb["not_counted"][fam] or code in cb["scalar_specials"]
+    def reg(code: int, dwords: int) -> tuple[int, int]:  # llvm-mc's register identity: vcc and vcc_lo are two
+      return code, dwords if code < 128 else 0
+    used = {reg(f[x.field], x.dwords) for x in slots if x.kind in ("src", "av_src", "ssrc") and x.field != "vdst"
+            and x.field in f and scalar(f[x.field])}
+    used |= {reg(f[x.field], x.dwords) for i, x in enumerate(x for x in slots if x.kind == "sdwa_src")
+             if f.get(f"s{i}") and scalar(f.get(x.field, 0))}
+    lane = c.wave // 32
+    used |= {(106, lane) for x in slots[-1:] if x.kind == "vcc" and base == "VOP2"}  # carry-in / cndmask mask
     if re.search(FMT["implicit_vcc_read"], c.op):
-      sgprs.add(106)
-    n = len(sgprs) + (c.literal is not None)
+      used.add((106, lane))
+    n = len(used) + (len(c.lit_sizes) if c.literal is not None else 0)
     limit = 1 if fam == "cdna" or re.search(cb["one"], c.op) else cb["rdna"]
     if n > limit:
       raise _NoFit("invalid operand (violates constant bus restrictions)")
@@ -1068,6 +1105,8 @@ def _finish_smem(c: _Ctx):
   if imm is not None and imm2 is not None:
     raise _NoFit("invalid operand for instruction")
   off = imm if imm is not None else imm2 if imm2 is not None else 0
+  if re.search(FMT["smem_unsigned_ops"].get(fam, "^$"), c.op) and not 0 <= off < 1 << 20:
+    raise _NoFit("expected a 20-bit unsigned offset")
   if fam == "cdna":
     if sg is not None:
       if imm2 is not None:
@@ -1081,8 +1120,6 @@ def _finish_smem(c: _Ctx):
   if imm is None and imm2 is None:
     return
   width = 24 if fd == "ioffset" else 21
-  if re.search(FMT["smem_unsigned_ops"].get(fam, "^$"), c.op) and not 0 <= off < 1 << 20:
-    raise _NoFit("expected a 20-bit unsigned offset")
   if not -(1 << (width - 1)) <= off < (1 << width):
     raise _NoFit("expected a 21-bit signed offset" if fam != "rdna4" else "expected a 24-bit signed offset")
   f[fd] = off & ((1 << width) - 1)
@@ -1116,7 +1153,10 @@ def assemble_line(I, text: str, line: int, col0: int, wave: int) -> tuple[Inst, 
   for enc in encs:
     try:
       inst, label = _encode_one(I, enc, op, wave, ops, mods, (rest, m.end(1) + col0))
-      if "/*Invalid" in format_inst(inst):  # an operand llvm-mc only prints with an "invalid register" note
+      text_ = format_inst(inst)
+      for pat, note in FMT["notes_llvm_assembles"].items():  # notes llvm-mc-22 prints and still assembles
+        text_ = text_.replace(note, "") if re.search(pat, op) else text_
+      if "/*Invalid" in text_:  # an operand llvm-mc only prints with an "invalid register" note
         raise _NoFit("invalid operand for instruction", mcol)
       return inst, label
     except _NoFit as e:

@@ -306,7 +306,9 @@ def _operand(inst, s, fam: str, wave: int) -> str:
   if k == "ssrc":
     if v >= 256:
       raise _bad(inst, f"invalid scalar operand {v}")
-    return _src(inst, s, v, False, fam)
+    x = FMT["sdst_xexec"]
+    note = x["note"] if s.field == "vdst" and v in x["codes"] and re.search(x["ops"].get(fam, "^$"), inst.op) else ""
+    return _src(inst, s, v, False, fam) + note
   if k == "s" and v >= 128 and inst.format in FMT["mimg"]["formats"]:  # 9-bit resource fields
     if v >= 256:
       cls = f"SReg_{32 * s.dwords}_XNULL"
@@ -379,14 +381,15 @@ def _vgpr_only_note(inst, s, v: int) -> str:
   register class it wanted."""
   so = FMT["sgpr_only"]
   if v >= 256 and s.opr in so["types"] and inst.format in so["formats"]:
-    cls = next((c for p, c in so["class_by_op"].items() if re.search(p, inst.op) and s.field == "src0"), so["class"])
+    cls = so["class_by_type"].get(s.opr) or next((c for p, c in so["class_by_op"].items() if re.search(p, inst.op)
+                                                  and s.field == "src0"), so["class"])
     return f"/*Invalid register, operand has '{cls}' register class*/"
   dn = FMT["dpp_vgpr_note_srcs"].get(_fam(inst), {}).get(inst.format, [])
   if v < 128 and s.field in dn and "DPP" in inst.enc:
     return "/*Invalid register, operand has 'VGPR_32' register class*/"
   d = FMT["vgpr_only"]
-  if v >= 256 or s.opr not in d["types"] or s.half or (
-      inst.format not in d["formats"] and not re.search(d["ops_any_format"], inst.op)):
+  if v >= 256 or s.opr not in d["types"] or s.half or (inst.format not in d["formats"] and not any(
+      re.search(d["ops_any_format"].get(k, "^$"), inst.op) for k in ("all", _fam(inst)))):
     return ""
   if v < 128:
     n = 32 * s.dwords

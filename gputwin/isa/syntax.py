@@ -399,8 +399,11 @@ def image_sizes(f: dict[str, int], op: str, vendor_vaddr: int, fam: str = "") ->
   if atomic:
     width = 2 if re.search(m["atomic2"], op) else 1
     data = channels * width
-    if fam in m["fixed_atomic_width"] and (not f.get("dmask") or data + bool(f.get("tfe")) > 3):
-      return width, m["atomic_fallback_vaddr"]  # llvm-mc-22 falls back to the opcode's default sizes
+    if fam in m["fixed_atomic_width"]:  # gfx12: dmask counts dwords; sizes without an opcode variant fall back
+      data = channels + bool(f.get("tfe"))
+      if data not in m["atomic_vdata"][str(width)]:
+        return width, m["atomic_fallback_vaddr"]  # llvm-mc-22 falls back to the opcode's default sizes
+      return data, _image_vaddr(f, op, m, parts, dim)
   elif re.search(m["gather"], op):
     data = 4
   else:
@@ -411,16 +414,20 @@ def image_sizes(f: dict[str, int], op: str, vendor_vaddr: int, fam: str = "") ->
     data += 1
   if "BVH" in op:
     return data, vendor_vaddr
-  words = sum(1 for p in m["extra32"] if p in parts)
   if re.search(m["sampler"], op) and f.get("dim", 0) in m["msaa_dims"] and fam not in m["fixed_atomic_width"]:
     fb = m["fallback_vdata"]
-    return fb["gather"] if re.search(m["gather"], op) else fb["other"], words + 1
+    return fb["gather"] if re.search(m["gather"], op) else fb["other"], sum(p in parts for p in m["extra32"]) + 1
+  return data, _image_vaddr(f, op, m, parts, dim)
+
+
+def _image_vaddr(f: dict[str, int], op: str, m: dict, parts: set[str], dim: list) -> int:
+  words = sum(p in parts for p in m["extra32"])
   comps = (0 if re.search(m["no_coords"], op) else dim[1]) + (
     1 if parts & set(m["lod"]) or re.search(m["mip_ops"], op) else 0)
   words += (comps + 1) // 2 if f.get("a16") else comps
   if parts & set(m["grad"]):
     words += (dim[2] // 2 + 1) // 2 * 2 if m["g16"] in parts else dim[2]  # g16: 16-bit pairs, even count
-  return data, max(words, 1)
+  return max(words, 1)
 
 
 def _p_opsel(inst, sig):
