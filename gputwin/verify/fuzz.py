@@ -44,7 +44,8 @@ HELPERS = r"""
 static inline uint fb(float x) { return x != x ? 0x7fc00000u : as_uint(x); }
 static inline uint udv(uint a, uint b) { return b ? a / b : a; }
 static inline uint urm(uint a, uint b) { return b ? a % b : a; }
-static inline uint sdv(uint a, uint b) { return (b == 0u || (a == 0x80000000u && b == ~0u)) ? a : (uint)((int)a / (int)b); }
+static inline uint sdv(uint a, uint b) {
+  return (b == 0u || (a == 0x80000000u && b == ~0u)) ? a : (uint)((int)a / (int)b); }
 static inline uint shl(uint a, uint b) { return a << (b & 31u); }
 static inline uint shr(uint a, uint b) { return a >> (b & 31u); }
 static inline uint sar(uint a, uint b) { return (uint)((int)a >> (b & 31u)); }
@@ -52,7 +53,7 @@ static inline uint mhi(uint a, uint b) { return (uint)(((ulong)a * (ulong)b) >> 
 static inline uint clz(uint a) { return a ? (uint)__builtin_clz(a) : 32u; }
 static inline uint f2u(float f) { return (f > -1.0f && f < 4294967040.0f) ? (uint)f : 0u; }
 static inline float fdv(float a, float b) { float x = __builtin_fabsf(a), y = __builtin_fabsf(b);
-  return (x < 1e-14f || x > 1e14f || y < 1e-14f || y > 1e14f) ? a : a / b; }  /* FINDINGS.md #2 */
+  return (x < 1e-14f || x > 1e14f || y < 1e-14f || y > 1e14f) ? 0.5f : a / b; }  /* FINDINGS.md #2 */
 static inline float fmn(float a, float b) { return a < b ? a : b; }
 """
 HOST_PRELUDE = r"""#include <stdio.h>
@@ -239,7 +240,7 @@ def render_device(p: Program, keep=None) -> str:
   L = [f"__kernel void fz{p.index}(__global uint *out, __global const uint *in, __global uint *acc) {{",
        "  uint lid = __builtin_amdgcn_workitem_id_x(), gid = __builtin_amdgcn_workgroup_id_x(), tid = gid * "
        f"{B}u + lid;", f"  __local uint lds[{B}], lacc[4];",
-       f"  if (lid < 4u) lacc[lid] = lid == 2u ? 0xffffffffu : 0u;", "  BARRIER();"]
+       "  if (lid < 4u) lacc[lid] = lid == 2u ? 0xffffffffu : 0u;", "  BARRIER();"]
   L += [f"  uint {v} = {e};" if v[0] == "u" else f"  float {v} = {e};" for v, e in zip(_vars(), p.inits)]
   for ph in _phases(p, keep):
     if isinstance(ph, Stmt):
@@ -283,8 +284,8 @@ def device_source(progs, keeps=None) -> str:
 def host_source(progs, keeps=None) -> str:
   keeps = keeps or [None] * len(progs)
   calls = "\n".join(f"  if (fread(in, 4, {N}, stdin) != {N}) return 2;\n  memcpy(acc, acc0, sizeof acc); "
-                    f"memset(out, 0, sizeof out); fz{p.index}(out, in, acc);\n  fwrite(out, 4, {N * (NU + NF)}, stdout);"
-                    f" fwrite(acc, 4, {8 * G}, stdout);" for p in progs)
+                    f"memset(out, 0, sizeof out); fz{p.index}(out, in, acc);\n"
+                    f"  fwrite(out, 4, {N * (NU + NF)}, stdout); fwrite(acc, 4, {8 * G}, stdout);" for p in progs)
   return (HOST_PRELUDE + HELPERS + "\n" + "\n\n".join(render_host(p, k) for p, k in zip(progs, keeps)) +
           f"\nint main(void) {{\n  static uint in[{N}], out[{N * (NU + NF)}], acc[{8 * G}], acc0[{8 * G}];\n"
           f"  for (int g = 0; g < {2 * G}; g++) for (int j = 0; j < 4; j++) acc0[g * 4 + j] = "
@@ -365,7 +366,8 @@ def _describe(host: np.ndarray, dev: np.ndarray) -> str:
     tid, v = divmod(i, NU + NF)
     return f"{_vars()[v]} of work-item {tid}: host {host[i]:#x}, emulator {dev[i]:#x}"
   j = i - N * (NU + NF)
-  return f"{'acc' if j < 4 * G else 'lacc'}[{j % (4 * G) // 4}].{ATOMICS[j % 4]}: host {host[i]:#x}, emulator {dev[i]:#x}"
+  name = f"{'acc' if j < 4 * G else 'lacc'}[{j % (4 * G) // 4}].{ATOMICS[j % 4]}"
+  return f"{name}: host {host[i]:#x}, emulator {dev[i]:#x}"
 
 
 def run_batch(job) -> list[Outcome]:
@@ -446,9 +448,31 @@ def save_regression(p: Program, keep, arch: str, x: np.ndarray, why: str, where:
   return stem
 
 
+def replay(stem) -> tuple[np.ndarray, object, object]:
+  """Re-run a saved regression case (stem.cl, stem.c, stem.json) from its sources — independent of the generator:
+  (host outputs, emulator outputs or error text, the Emulator) on the case's target and input."""
+  stem = Path(stem)
+  meta = json.loads(stem.with_suffix(".json").read_text())
+  from gputwin.emu.api import Emulator
+  from gputwin.verify.runner import CLANG, ToolchainError, clang_cl, need
+  need(CLANG)
+  x = np.array(meta["input"], np.uint32)
+  with tempfile.TemporaryDirectory(prefix="gputwin-replay-") as d:
+    exe = Path(d, "host")
+    r = subprocess.run([CLANG, "-x", "c", *HOST_FLAGS, str(stem.with_suffix(".c")), "-o", str(exe)],
+                       capture_output=True, text=True)
+    if r.returncode:
+      raise ToolchainError(f"{CLANG} (host) failed on {stem}.c:\n{r.stderr[-1000:]}")
+    h = np.frombuffer(subprocess.run([str(exe)], input=x.tobytes(), capture_output=True, check=True).stdout, np.uint32)
+  emu = Emulator(clang_cl(stem.with_suffix(".cl").read_text(), meta["arch"], flags=DEVICE_FLAGS, name="case"))
+  return h, _launch(emu, Program(meta["seed"], meta["index"], [], []), x), emu
+
+
 def fuzz(seed: int, count: int, targets=TARGETS, *, batch: int = 25, jobs: int | None = None, progress=None,
-         reduce_mismatches: bool = True, save_to: Path | None = REGRESSIONS, log=None) -> list[Outcome]:
-  """`count` programs per target, batched `batch` per code object, over `jobs` worker processes."""
+         reduce_mismatches: bool = True, save_to: Path | None = REGRESSIONS, log=None,
+         max_reduce: int = 5) -> list[Outcome]:
+  """`count` programs per target, batched `batch` per code object, over `jobs` worker processes. The first
+  `max_reduce` unexplained mismatches are reduced (and saved to `save_to`); the rest are reported as found."""
   from gputwin.verify.runner import CLANG, LLD, need
   need(CLANG), need(LLD)
   work = [(seed, s, min(batch, count - s), tuple(targets)) for s in range(0, count, batch)]
@@ -465,9 +489,7 @@ def fuzz(seed: int, count: int, targets=TARGETS, *, batch: int = 25, jobs: int |
         results += r
         if progress: progress(len(results))
   bad = [o for o in results if o.status in ("mismatch", "emu-error")]
-  for o in bad:
-    if not reduce_mismatches:
-      break
+  for o in bad[:max_reduce if reduce_mismatches else 0]:
     p, x = generate(o.seed, o.index), inputs(o.seed, o.index)
     keep = reduce(p, o.target, x, log)
     o.detail += f" (reduced to {len(keep)} of {sum(1 for _ in p.walk())} statements)"

@@ -1,0 +1,53 @@
+"""Reproducers of the bugs in gputwin/verify/FINDINGS.md, outside this package: xfail while they are there."""
+import numpy as np
+import pytest
+
+from gputwin.emu import launch
+from gputwin.verify import runner
+
+SELECT_ABS = """
+static inline float fdv(float a, float b) { return b == 0.0f ? a : a / b; }
+__kernel void k(__global uint *out, __global const float *in) {
+  uint lid = __builtin_amdgcn_workitem_id_x();
+  out[lid] = __builtin_bit_cast(uint, __builtin_fabsf(fdv(-4294967264.0f, in[lid])));
+}
+"""
+DIVIDE = """
+__kernel void k(__global float *out, __global const float *a, __global const float *b) {
+  uint i = __builtin_amdgcn_workitem_id_x();
+  out[i] = a[i] / b[i];
+}
+"""
+
+
+@pytest.mark.xfail(reason="FINDINGS.md #1: v_cndmask_b32_e64 drops abs/neg source modifiers", strict=True)
+def test_select_keeps_abs_modifier(clang):
+  co = runner.clang_cl(SELECT_ABS, "gfx1100", flags=("-O2", "-cl-fp32-correctly-rounded-divide-sqrt"))
+  x, out = np.array([-100, 100, 0, 3] * 8, np.float32), np.zeros(32, np.uint32)
+  launch(co, "k", grid=1, block=32, args=[out, x])
+  want = np.abs(np.where(x == 0, np.float32(-4294967264.0), np.float32(-4294967264.0) / np.where(x == 0, 1, x)))
+  np.testing.assert_array_equal(out.view(np.float32), want)
+
+
+def test_cndmask_shim_corrects_it(clang):
+  """known.cndmask_modifiers (what fuzz uses to explain mismatches) gives the right answer on the same kernel."""
+  from gputwin.emu.api import Emulator
+  from gputwin.verify.known import cndmask_modifiers
+  co = runner.clang_cl(SELECT_ABS, "gfx1100", flags=("-O2", "-cl-fp32-correctly-rounded-divide-sqrt"))
+  x, out = np.array([-100, 100, 0, 3] * 8, np.float32), np.zeros(32, np.uint32)
+  d = Emulator(co).prepare("k", grid=1, block=32, args=[out, x])
+  d.hook(cndmask_modifiers)
+  d.run()
+  d.finish()
+  want = np.abs(np.where(x == 0, np.float32(-4294967264.0), np.float32(-4294967264.0) / np.where(x == 0, 1, x)))
+  np.testing.assert_array_equal(out.view(np.float32), want)
+
+
+@pytest.mark.xfail(reason="FINDINGS.md #2: f32 division with a denormal quotient is off by 2**96", strict=True)
+def test_division_with_denormal_quotient(clang):
+  co = runner.clang_cl(DIVIDE, "gfx942", flags=("-O2", "-cl-fp32-correctly-rounded-divide-sqrt"))
+  a, b = np.full(64, -3.35e-38, np.float32), np.full(64, 219.5, np.float32)
+  a[1], a[2], b[2], a[3], b[3] = 1e-39, 3.0, 7.0, 1e30, 1.0
+  out = np.zeros(64, np.float32)
+  launch(co, "k", grid=1, block=64, args=[out, a, b])
+  np.testing.assert_array_equal(out, a / b)
