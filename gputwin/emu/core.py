@@ -350,8 +350,9 @@ class Engine:
     a sum that wrapped carries into bit 19, which the LDS window drops. Any base further than 256 KiB from 0 can
     only fault."""
     reach = U32(1 << (LDS_BITS - 1))
-    bad = (base >= reach) & (base <= U32(M32) - reach) & np.broadcast_to(True if m is None else m, base.shape)
-    if bad.any():
+    near = base + reach  # wraps: bases within 256 KiB of 0 (either side) land below 2 * reach
+    bad = (near >= 2 * reach) & np.broadcast_to(True if m is None else m, base.shape) if near.max() >= 2 * reach else None
+    if bad is not None and bad.any():
       raise GPUPageFault(int(base[bad][0]), 4, "read" if "r" in op.sem.mem else "write", self.lds.device,
                          f"LDS address past the {self.lds.size}-byte allocation")
     if self.checks is not None:  # the race checker learns each access's wave from the lane order pcode uses
