@@ -510,7 +510,10 @@ def main(argv=None) -> int:
   p.add_argument("--no-reduce", action="store_true", help="report mismatches without delta debugging them")
   p.add_argument("--save", default=str(REGRESSIONS), help="where reduced mismatches go ('' to not save)")
   p.add_argument("--show", type=int, default=None, metavar="INDEX", help="print program INDEX (device and host)")
+  p.add_argument("--ir", action="store_true", help="random IR programs through gputwin's compiler backends instead")
   a = p.parse_args(argv)
+  if a.show is not None and a.ir:
+    return _guard("gputwin fuzz", lambda: print(ir_programs(a.seed, a.show + 1)[a.show]) or 0)
   if a.show is not None:
     prog = generate(a.seed, a.show)
     print(device_source([prog]), "\n// ---- host\n", host_source([prog]), sep="")
@@ -524,18 +527,22 @@ def _cli(a) -> int:
   from rich.table import Table
   targets = a.arch or list(TARGETS)
   con, t0 = Console(highlight=False, stderr=True), time.perf_counter()
+  what = "IR programs (reference vs direct and LLVM backends)" if a.ir else "OpenCL programs"
   with Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                 console=con, transient=not con.is_terminal) as pr:
-    task = pr.add_task(f"fuzz seed {a.seed}", total=a.count * len(targets))
-    res = fuzz(a.seed, a.count, targets, batch=a.batch, jobs=a.jobs, progress=lambda n: pr.update(task, completed=n),
-               reduce_mismatches=not a.no_reduce, save_to=Path(a.save) if a.save else None, log=None)
-  t = Table(title=f"gputwin fuzz: seed {a.seed}, {a.count} programs per target, {time.perf_counter() - t0:.1f} s")
-  cols = ("ok", "known-bug", "mismatch", "emu-error", "clang-error", "host-error")
+    task = pr.add_task(f"fuzz seed {a.seed}", total=a.count * len(targets) * (2 if a.ir else 1))
+    tick = lambda n: pr.update(task, completed=n)  # noqa: E731
+    res = ir_fuzz(a.seed, a.count, targets, jobs=a.jobs, progress=tick) if a.ir else \
+      fuzz(a.seed, a.count, targets, batch=a.batch, jobs=a.jobs, progress=tick, reduce_mismatches=not a.no_reduce,
+           save_to=Path(a.save) if a.save else None)
+  t = Table(title=f"gputwin fuzz: seed {a.seed}, {a.count} {what} per target, {time.perf_counter() - t0:.1f} s")
+  cols = ("ok", "known-bug", "mismatch", "emu-error", "clang-error", "host-error", "compile-error")
+  cols = [c for c in cols if c in ("ok", "known-bug", "mismatch") or any(o.status == c for o in res)]
   for col in ("target", *cols):
     t.add_column(col, justify="right" if col != "target" else "left")
-  for tg in targets:
+  for tg in sorted({o.target for o in res}):
     mine = [o for o in res if o.target == tg]
-    t.add_row(tg, *(str(sum(o.status == s for o in mine)) for s in cols))
+    t.add_row(tg, *(str(sum(o.status == c for o in mine)) for c in cols))
   Console(highlight=False).print(t)
   for o in res:
     if o.status != "ok":
@@ -545,3 +552,80 @@ def _cli(a) -> int:
 
 if __name__ == "__main__":
   sys.exit(main())
+
+
+# ------------------------------------------------------------------------------------------ IR programs
+IR_GENERATOR = Path(__file__).resolve().parents[2] / "tests" / "compiler" / "test_fuzz.py"
+
+
+def _ir_generator():
+  """The compiler tests' hypothesis IR generator (tests/compiler/test_fuzz.py: Gen, inputs, same), reused as is."""
+  import importlib.util
+  if not IR_GENERATOR.exists():
+    raise GputwinError(f"the IR program generator lives in the source tree ({IR_GENERATOR}); run from a checkout")
+  sys.path.insert(0, str(IR_GENERATOR.parent))
+  try:
+    spec = importlib.util.spec_from_file_location("gputwin_ir_fuzz_gen", IR_GENERATOR)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+  finally:
+    sys.path.remove(str(IR_GENERATOR.parent))
+  return mod
+
+
+def ir_programs(seed: int, count: int) -> list[str]:
+  """`count` random IR programs (text) drawn by the compiler tests' generator from a fixed hypothesis seed."""
+  from hypothesis import HealthCheck, Phase, given, settings
+  from hypothesis import seed as hseed
+  from hypothesis import strategies as st
+  from gputwin.compiler import ir
+  gen, out = _ir_generator(), []
+
+  @hseed(seed)
+  @settings(max_examples=count, database=None, deadline=None, phases=[Phase.generate],
+            suppress_health_check=list(HealthCheck))
+  @given(st.data())
+  def draw(data):
+    out.append(ir.print_kernel(gen.Gen(data).kernel()))
+  draw()
+  return out[:count]
+
+
+def run_ir_batch(job) -> list[Outcome]:
+  """(seed, [(index, IR text)], target, backends) -> Outcomes: host reference vs each backend on the emulator."""
+  seed, items, target, backends = job
+  from gputwin.compiler import compile as compile_kernel, ir
+  gen = _ir_generator()
+  sys.path.insert(0, str(IR_GENERATOR.parent))
+  from _compiler_helpers import known_emu_bug, run_both  # noqa: E402  (the compiler tests' reference runner)
+  sys.path.remove(str(IR_GENERATOR.parent))
+  out = []
+  for i, text in items:
+    for be in backends:
+      tag = f"{target}/{be}"
+      try:
+        c = compile_kernel(ir.parse(text), target, backend=be)
+      except GputwinError as e:
+        out.append(Outcome(tag, seed, i, "clang-error" if be == "llvm" else "compile-error", str(e)[:300]))
+        continue
+      try:
+        ref, got = run_both(c, gen.inputs(seed), 1, gen.N)
+        gen.same(ref, got, f"{be} {target}")
+        out.append(Outcome(tag, seed, i, "ok"))
+      except (AssertionError, GputwinError) as e:
+        why = known_emu_bug(c.asm)
+        out.append(Outcome(tag, seed, i, "known-bug" if why else "mismatch", f"{why or ''} {e}"[:400]))
+  return out
+
+
+def ir_fuzz(seed: int, count: int, targets=TARGETS, backends=("direct", "llvm"), *, jobs: int | None = None,
+            progress=None) -> list[Outcome]:
+  progs = list(enumerate(ir_programs(seed, count)))
+  work = [(seed, progs[k::2], t, tuple(backends)) for t in targets for k in range(2)]
+  results = []
+  import multiprocessing as mp
+  with mp.get_context("fork").Pool(jobs or os.cpu_count() or 1) as pool:
+    for r in pool.imap_unordered(run_ir_batch, work):
+      results += r
+      if progress: progress(len(results))
+  return sorted(results, key=lambda o: (o.target, o.index))

@@ -73,3 +73,11 @@ def test_thousand_programs_per_target(clang, arch, tmp_path):
   res = fuzz.fuzz(7, 1000, (arch,), batch=50, save_to=tmp_path)
   bad = [o for o in res if o.status not in ("ok", "known-bug")]
   assert not bad, "\n".join(f"{o.status} {o.target} {o.index}: {o.detail}" for o in bad[:20])
+
+
+def test_ir_programs_through_both_backends(capsys):
+  """The compiler tests' IR generator, driven from a fixed seed: reference = direct = LLVM on the emulator."""
+  assert main(["fuzz", "--ir", "--count", "3", "--arch", "gfx1100", "--arch", "gfx950", "--seed", "4", "-j", "2"]) == 0
+  out = capsys.readouterr().out
+  assert "gfx1100/direct" in out and "gfx950/llvm" in out
+  assert fuzz.ir_programs(4, 2) == fuzz.ir_programs(4, 2)   # deterministic
