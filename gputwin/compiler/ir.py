@@ -182,6 +182,9 @@ def op_class(op: Op) -> str: return OPCODES[op.opcode][0]
 # Builder: the one way passes and the frontend make ops (fresh names, result types)
 
 class Builder:
+  """Makes ops with fresh, unique value names (so printed IR always re-parses) at the current source location;
+  `emit` appends to `block`, `make` only builds (for ops whose regions are filled in later)."""
+
   def __init__(self, kernel: Kernel | None = None):
     self.n = 0
     self.block: Block | None = kernel.body if kernel else None
@@ -547,11 +550,7 @@ def verify(k: Kernel) -> Kernel:
 
 
 def clone(k: Kernel) -> Kernel:
-  """Deep copy (fresh Value objects, same names) so passes can be applied to a copy."""
-  return parse_like(k)
-
-
-def parse_like(k: Kernel) -> Kernel:
+  """Deep copy (fresh Value and Op objects, same names and locations) so passes can work on a copy."""
   m: dict[int, Value] = {}
   cp = lambda v, owner=None: m.setdefault(id(v), Value(v.name, v.type, owner))
 
