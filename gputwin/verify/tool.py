@@ -80,8 +80,9 @@ def diff_main(argv=None) -> int:
   p.add_argument("--arch", default=None, help="target of A (and B unless --arch-b)")
   p.add_argument("--arch-b", default=None, help="target of B (for .cl sources compiled per target)")
   p.add_argument("--device-b", default=None, help="run B through gputwin.runtime on this device: amd:0, mock:gfx1100")
-  p.add_argument("--mode", choices=("lockstep", "values"), default="lockstep",
-                 help="trace comparison: same instruction stream (lockstep) or different builds (values)")
+  p.add_argument("--mode", choices=("lockstep", "values"), default=None,
+                 help="trace comparison: same instruction stream (lockstep; the default for one target) or different "
+                 "code (values; the default across targets)")
   _launch_args(p)
   a = p.parse_args(argv)
 
@@ -93,7 +94,11 @@ def diff_main(argv=None) -> int:
     kw = dict(grid=grid, block=block, args=args, checks=not a.no_checks, max_instructions=a.max_instructions)
     ra = runner.run(a.a, a.kernel, arch=a.arch, label=a.a, **kw)
     rb = runner.run(a.b or a.a, ra.kernel, arch=a.arch_b or a.arch, device=a.device_b, label=a.b or a.a, **kw)
-    out, tr = diverge.first_output_diff(ra, rb), diverge.first_trace_diff(ra, rb, a.mode)
+    mode = a.mode or ("lockstep" if ra.arch == rb.arch else "values")
+    out = diverge.first_output_diff(ra, rb)
+    # different code legitimately computes different intermediates: in values mode, look only when results differ
+    same = out is None and type(ra.error) is type(rb.error)
+    tr = None if mode == "values" and same else diverge.first_trace_diff(ra, rb, mode)
     diverge.render(ra, rb, out, tr)
     return 1 if (out or tr or bool(ra.error) != bool(rb.error)) else 0
   return _guard("gputwin diff", go)

@@ -167,3 +167,25 @@ def test_bisect_git_without_culprit(repo, capsys):
   assert "already fails at --good" in capsys.readouterr().out
   assert main(["bisect", "git", "--repo", str(repo), "--good", "nope", "--bad", "HEAD", "--", *CHECK]) == 2
   assert "not a commit" in capsys.readouterr().err
+
+
+def test_diff_across_targets_and_against_a_device(clang, tmp_path, capsys):
+  """One .cl on two targets (different ISAs: values mode), and the emulator against the mock KFD device path."""
+  (tmp_path / "mix.cl").write_text(MIX)
+  args = [*ARGS, "--arg", "in:u32:128", *N]
+  assert main(["diff", str(tmp_path / "mix.cl"), "--arch", "gfx1100", "--arch-b", "gfx942", *args]) == 0
+  assert "identical" in capsys.readouterr().out
+  assert main(["diff", str(tmp_path / "mix.cl"), "--arch", "gfx1100", "--device-b", "mock:gfx1100", *args]) == 0
+  assert "mock:gfx1100" in capsys.readouterr().out
+  assert main(["diff", str(tmp_path / "mix.cl"), "--arch", "gfx1100", "--device-b", "amd:0", *args]) == 2
+  assert "no real AMD GPU" in capsys.readouterr().err
+
+
+def test_diff_bad_input(builds, tmp_path, capsys):
+  assert main(["diff", str(builds / "good.co"), str(tmp_path / "nope.co"), *ARGS, "--arg", "in:u32:128", *N]) == 2
+  assert "nope.co" in capsys.readouterr().err
+  assert main(["diff", str(builds / "good.co"), *ARGS, *N]) == 2   # 2 of 3 arguments
+  assert "takes 3 arguments" in capsys.readouterr().err
+  assert main(["trace", str(builds / "good.co"), "-o", str(tmp_path / "t"), "--kernel", "nope"]) == 2
+  assert "no kernel 'nope'" in capsys.readouterr().err
+  assert main(["diff", str(tmp_path / "k.cl"), "--arch", "gfx1100"]) == 2   # missing source file
