@@ -6,14 +6,15 @@ SGPRs (COMPUTE_USER_DATA_*), the workgroup size (COMPUTE_NUM_THREAD_*), the grid
 hardware's SPI gives each wave (user SGPRs from USER_DATA, then workgroup ids and the scratch wave offset as RSRC2
 enables them, work-item ids in v0) and runs the emulator's Engine over the GPU's own address space.
 
-gputwin.emu has no register-level dispatch entry (its Dispatch wants a CodeObject and packs kernargs itself), so this
-is the thin adapter over its object API: `Program` (decoder cache), `core.Engine` / `core.run` and `launch.raise_stop`
-(errors naming target, PC and instruction). `GPUMemory` adapts the mock's GPUAddressSpace to emu's AddressSpace.
+The wave setup itself is gputwin.emu's `api.init_waves` (the same ABI state a code-object launch gets); this module
+only adds what registers imply: `Program` (decoder cache) over the GPU's memory, `core.Engine` / `core.run` and
+`launch.raise_stop` (errors naming target, PC and instruction). `GPUMemory` adapts the mock's GPUAddressSpace to emu's AddressSpace.
 """
 from __future__ import annotations
 import hashlib
 import numpy as np
 from gputwin.emu import core
+from gputwin.emu.api import init_waves
 from gputwin.emu.launch import raise_stop
 from gputwin.emu.program import Program
 from gputwin.errors import GPUPageFault
@@ -120,31 +121,7 @@ def run_dispatch(vm: GPUAddressSpace, arch: str, regs: dict[str, int], grid: tup
     g1 = min(nwg, g0 + per_batch)
     W = (g1 - g0) * nw
     eng = core.Engine(prog, mem, W, L, nv, nv if cdna else 1, lds, priv, np.repeat(np.arange(g1 - g0), nw), None, arch)
-    eng.ieee = kd.enable_ieee_mode if t.major < 12 else 1
-    eng.HW[:, 1] = (kd.float_round_mode_32 | kd.float_round_mode_16_64 << 2 | kd.float_denorm_mode_32 << 4
-                    | kd.float_denorm_mode_16_64 << 6 | kd.enable_dx10_clamp << 8 | eng.ieee << 9)   # MODE from RSRC1
-    wgid = np.repeat(np.arange(g0, g1), nw)
-    ids = (wgid % grid[0], (wgid // grid[0]) % grid[1], wgid // (grid[0] * grid[1]))
-    S, s = eng.S, kd.user_sgpr_count
-    S[:, :s] = user[:s]
-    for d in range(3):
-      if getattr(kd, f"enable_sgpr_workgroup_id_{'xyz'[d]}"):
-        S[:, s] = ids[d]
-        s += 1
-    if t.major >= 12: S[:, 117], S[:, 115] = ids[0], ids[1] | (ids[2] << 16)   # architected TTMP9 / TTMP7
-    s += kd.enable_sgpr_workgroup_info
-    if kd.enable_private_segment:
-      S[:, s] = 0
-      s += 1
-    eng.user_sgprs = s
-    tid = (np.arange(W) % nw)[:, None] * L + np.arange(L)[None, :]
-    x, y, z = tid % block[0], (tid // block[0]) % block[1], tid // (block[0] * block[1])
-    eng.V[:, 0] = x | (y << 10) | (z << 20)
-    act = tid < threads
-    ex = (act.astype(np.uint64) << np.arange(L, dtype=np.uint64)).sum(axis=1, dtype=np.uint64)
-    S[:, eng.sp["exec"]] = (ex & np.uint64(0xFFFFFFFF)).astype(np.uint32)
-    if L == 64: S[:, eng.sp["exec"] + 1] = (ex >> np.uint64(32)).astype(np.uint32)
-    eng.pc[:] = pc
+    eng.user_sgprs = init_waves(eng, kd, grid, block, g0, nw, user[:kd.user_sgpr_count], pc)
     try:
       core.run(eng)
     except core.Stop as st:
