@@ -47,6 +47,11 @@ class Fam:
   def mask(self, s: int) -> str: return f"s{s}" if self.wave == 32 else f"s[{s}:{s + 1}]"
 
   def add(self) -> str: return "v_add_nc_u32" if self.rdna else "v_add_u32"
+
+  def carry(self, op: str) -> tuple[str, str]:
+    """(low, high) halves of a 64-bit add/sub through VCC."""
+    if self.rdna: return f"v_{op}_co_u32", f"v_{op}_co_ci_u32_e32"
+    return f"v_{op}_co_u32_e32", "v_addc_co_u32_e32" if op == "add" else "v_subb_co_u32_e32"
   def sub(self) -> str: return "v_sub_nc_u32" if self.rdna else "v_sub_u32"
 
   def gmem(self, kind: str, dw: int, t: Type | None = None) -> str:
@@ -117,14 +122,18 @@ def _small(t: Type) -> bool: return t.is_int and t.bits < 32
 
 
 def _dwords(t: Type) -> int:
-  return 0 if t.is_ptr else t.lanes
+  return 0 if t.is_ptr else t.lanes * (2 if t.scalar.bits == 64 else 1)
+
+
+def _wide(t: Type) -> bool: return t.is_int and t.bits == 64
 
 
 def _check_type(t: Type, op: Op | None, arch: str):
   s = t.scalar
   ok = t.is_ptr or (str(s) in ("i32", "u32", "f32", "bool") and (t.lanes == 1 or (s.bits == 32 and t.lanes in (2, 4)))) \
     or (s.is_int and s.bits in (8, 16) and t.lanes == 1) \
-    or (str(s) == "f16" and t.lanes == 1)   # narrow types live widened in a 32-bit VGPR (see _Emitter.normalize)
+    or (str(s) == "f16" and t.lanes == 1) \
+    or (s.is_int and s.bits == 64 and t.lanes == 1)  # narrow types widen to a VGPR (see normalize); 64-bit: a pair
   if not ok:
     raise CompileError(f"the direct backend does not handle {t} yet; use --backend llvm", loc=op.loc if op else None,
                        arch=arch)
@@ -368,17 +377,31 @@ class _Emitter:
         import struct
         bits = struct.unpack("<I", struct.pack("<f", val))[0]
       else:
-        bits = int(val) & 0xffffffff
-      self.i(f"v_mov_b32 {R(res)}, {bits:#x}", writes=wr)
+        bits = int(val) & 0xffffffffffffffff
+      self.i(f"v_mov_b32 {self.r(res, 0)}, {bits & 0xffffffff:#x}", writes=wr)
+      if _wide(res.type): self.i(f"v_mov_b32 {self.r(res, 1)}, {bits >> 32:#x}", writes=wr)
     elif cls == "id": self.ids(code, res)
     elif cls == "binary": self.binary(code, res, a[0], a[1])
     elif cls == "cmp":
       t = a[0].type
-      sfx = "f32" if t.is_float else "i32" if t.is_signed else "u32"
+      sfx = "f32" if t.is_float else f"{'i' if t.is_signed else 'u'}{64 if _wide(t) else 32}"
       name = {"eq": "eq", "ne": "neq" if t.is_float else "ne", "lt": "lt", "le": "le", "gt": "gt", "ge": "ge"}[code]
       if t.is_bool: sfx = "u32"
       self.i(f"v_cmp_{name}_{sfx}_e32 {f.vcc}, {R(a[0])}, {R(a[1])}", rd)
       self.bool_from_vcc(res)
+    elif cls == "unary" and _wide(res.type):
+      lo, hi = self.r(res, 0), self.r(res, 1)
+      if code == "not":
+        for j in (0, 1): self.i(f"v_not_b32 {self.r(res, j)}, {self.r(a[0], j)}", rd, wr)
+      else:   # neg, and abs = neg where negative
+        c0, c1 = f.carry("sub")
+        self.i(f"{c0} {lo}, {f.vcc}, 0, {self.r(a[0], 0)}", rd, wr)
+        self.i(f"{c1} {hi}, {f.vcc}, 0, {self.r(a[0], 1)}, {f.vcc}", rd, wr)
+        if code == "abs" and res.type.is_signed:
+          self.i(f"v_cmp_gt_i32_e32 {f.vcc}, 0, {self.r(a[0], 1)}", rd)
+          for j in (0, 1):
+            self.i(f"v_cndmask_b32_e32 {self.r(res, j)}, {self.r(a[0], j)}, {self.r(res, j)}, {f.vcc}", rd | wr, wr)
+        elif code == "abs": self.mov(res, a[0], 2)
     elif cls == "unary":
       t = res.type
       if code == "not": self.i(f"v_xor_b32 {R(res)}, 1, {R(a[0])}" if t.is_bool else f"v_not_b32 {R(res)}, {R(a[0])}",
@@ -397,14 +420,14 @@ class _Emitter:
       self.i(f"v_fma_f32 {R(res)}, {R(a[0])}, {R(a[1])}, {R(a[2])}", rd, wr)
     elif cls == "select":
       self.cmp_to_vcc(a[0])
-      for j in range(res.type.lanes):
+      for j in range(_dwords(res.type)):
         self.i(f"v_cndmask_b32_e32 {self.r(res, j)}, {self.r(a[2], j)}, {self.r(a[1], j)}, {f.vcc}", rd, wr)
     elif code == "bitcast" and (a[0].type == ir.f16) != (res.type == ir.f16):   # f16 bits <-> 16-bit integer
       if res.type == ir.f16: self.i(f"v_cvt_f32_f16 {R(res)}, {R(a[0])}", rd, wr)
       else:
         self.i(f"v_cvt_f16_f32 {R(res)}, {R(a[0])}", rd, wr)
         self.normalize(res)
-    elif code == "bitcast": self.mov(res, a[0], res.type.lanes)
+    elif code == "bitcast": self.mov(res, a[0], _dwords(res.type))
     elif code == "cast": self.cast(res, a[0])
     elif cls == "vector":
       for j, v in enumerate(a): self.mov(self.regs[id(res)].reg + j, v)
@@ -460,6 +483,7 @@ class _Emitter:
     R, X, Y = self.r(res), self.r(x), self.r(y)
     rd, wr = self.rset(x) | self.rset(y), self.rset(res)
     if t.is_vec: raise CompileError(f"the direct backend has no vector {code}; use --backend llvm")
+    if _wide(t): return self.binary64(code, res, x, y)
     if t.is_float:
       if code in ("min", "max") and f.major >= 12: return self.i(f"v_{code}_num_f32 {R}, {X}, {Y}", rd, wr)
       if code in ("add", "sub", "mul", "min", "max"): return self.i(f"v_{code}_f32 {R}, {X}, {Y}", rd, wr)
@@ -481,6 +505,37 @@ class _Emitter:
     if code == "shr": return self.i(f"v_{'ashrrev_i32' if t.is_signed else 'lshrrev_b32'} {R}, {Y}, {X}", rd, wr)
     if code in ("div", "rem"): return self.divmod(code, res, x, y)
     raise CompileError(f"the direct backend cannot lower {code} on {t}")
+
+  def binary64(self, code: str, res: Value, x: Value, y: Value):
+    """64-bit integers as (lo, hi) VGPR pairs: carries through VCC, 64-bit shifts, compares on the pair."""
+    f, t = self.f, res.type
+    rd, wr = self.rset(x) | self.rset(y), self.rset(res)
+    lo = lambda v: self.r(v, 0)
+    hi = lambda v: self.r(v, 1)
+    if code in ("add", "sub"):
+      a, b = f.carry(code)
+      self.i(f"{a} {lo(res)}, {f.vcc}, {lo(x)}, {lo(y)}", rd, wr)
+      return self.i(f"{b} {hi(res)}, {f.vcc}, {hi(x)}, {hi(y)}, {f.vcc}", rd, wr)
+    if code in ("and", "or", "xor"):
+      for j in (0, 1): self.i(f"v_{code}_b32 {self.r(res, j)}, {self.r(x, j)}, {self.r(y, j)}", rd, wr)
+      return
+    if code == "mul":   # lo*lo (64-bit) + (lo*hi + hi*lo) << 32
+      self.i(f"v_mul_hi_u32 v1, {lo(x)}, {lo(y)}", rd, {1})
+      self.i(f"v_mul_lo_u32 v2, {lo(x)}, {hi(y)}", rd, {2})
+      self.i(f"v_mul_lo_u32 v3, {hi(x)}, {lo(y)}", rd, {3})
+      self.i(f"{f.add()} v1, v1, v2", {1, 2}, {1})
+      self.i(f"v_mul_lo_u32 {lo(res)}, {lo(x)}, {lo(y)}", rd, wr)
+      return self.i(f"{f.add()} {hi(res)}, v1, v3", {1, 3}, wr)
+    if code in ("shl", "shr"):
+      self.i(f"v_and_b32 v1, 63, {lo(y)}", rd, {1})
+      name = "v_lshlrev_b64" if code == "shl" else "v_ashrrev_i64" if t.is_signed else "v_lshrrev_b64"
+      return self.i(f"{name} {self.r(res)}, v1, {self.r(x)}", rd | {1}, wr)
+    if code in ("min", "max"):
+      self.i(f"v_cmp_{'lt' if code == 'min' else 'gt'}_{'i' if t.is_signed else 'u'}64_e32 {f.vcc}, {self.r(x)}, "
+             f"{self.r(y)}", rd)
+      for j in (0, 1): self.i(f"v_cndmask_b32_e32 {self.r(res, j)}, {self.r(y, j)}, {self.r(x, j)}, {f.vcc}", rd, wr)
+      return
+    raise CompileError(f"64-bit {code} is not supported by the direct backend; use --backend llvm", arch=f.arch)
 
   def divmod(self, code: str, res: Value, x: Value, y: Value):
     """32-bit integer division: a float reciprocal scaled to 2^32, one Newton step in integers, two corrections.
@@ -531,6 +586,19 @@ class _Emitter:
     s, d = x.type.scalar, res.type.scalar
     R, X = self.r(res), self.r(x)
     rd, wr = self.rset(x), self.rset(res)
+    if _wide(s) or _wide(d):
+      if s.is_float or d.is_float:
+        raise CompileError(f"casts between {s} and {d} are not supported by the direct backend; use --backend llvm",
+                           arch=self.f.arch)
+      if _wide(s) and d.is_bool:
+        self.i(f"v_cmp_ne_u64_e32 {self.f.vcc}, 0, {X}", rd)
+        return self.bool_from_vcc(res)
+      if _wide(s) and _wide(d): return self.mov(res, x, 2)
+      if _wide(s): return self.i(f"v_mov_b32 {R}, {self.r(x, 0)}", rd, wr)   # truncate (re-extended if narrow)
+      # widen: the 32-bit form is already sign/zero-extended per the source's signedness
+      self.i(f"v_mov_b32 {self.r(res, 0)}, {X}", rd, wr)
+      return self.i(f"v_ashrrev_i32 {self.r(res, 1)}, 31, {X}" if s.is_signed else f"v_mov_b32 {self.r(res, 1)}, 0",
+                    rd, wr)
     if d.is_bool:
       self.i(f"v_cmp_{'neq_f32' if s.is_float else 'ne_u32'}_e32 {self.f.vcc}, 0, {X}", rd)
       return self.bool_from_vcc(res)
@@ -553,7 +621,10 @@ class _Emitter:
       raise CompileError("private memory is not supported by the direct backend yet; use --backend llvm",
                          loc=op.loc, arch=f.arch)
     val = op.results[0] if op.opcode == "load" else op.operands[2]
-    dw, et = val.type.lanes, val.type.scalar
+    dw, et = _dwords(val.type), val.type.scalar
+    if _wide(et) and op.opcode.startswith("atomic"):
+      raise CompileError(f"{op.opcode} on {et} is not supported by the direct backend; use --backend llvm",
+                         loc=op.loc, arch=f.arch)
     small = et.bits < 32 and not et.is_bool
     half = et == ir.f16            # moved as u16 bits, converted in registers
     if small and op.opcode.startswith("atomic"):
@@ -563,7 +634,7 @@ class _Emitter:
     if half and op.opcode == "store":
       self.i(f"v_cvt_f16_f32 v2, {self.r(val)}", self.rset(val), {2})
       val = _Reg(2)
-    self.i(f"v_lshlrev_b32 v1, {(et.nbytes if small else 4).bit_length() - 1}, {self.r(idx)}", self.rset(idx), {1})
+    self.i(f"v_lshlrev_b32 v1, {et.nbytes.bit_length() - 1}, {self.r(idx)}", self.rset(idx), {1})
     res = op.results[0] if op.results else None
     wr = self.rset(res) if res is not None else set()
     if pt.space == "global":
@@ -636,6 +707,9 @@ class _Emitter:
     body = op.regions[0]
     lo, hi, st = op.operands[:3]
     iv = body.args[0]
+    if _wide(iv.type):
+      raise CompileError("64-bit loop counters are not supported by the direct backend; use --backend llvm",
+                         loc=op.loc, arch=f.arch)
     save, tmp = self.slot(), self.slot()
     self.mov(iv, lo)
     self.yields(body.args[1:], op.operands[3:])

@@ -48,7 +48,7 @@ class Gen:
     self.x, self.y, self.oi, self.of, self.oa, n = params
     self.atomic_kind = self.draw(st.sampled_from(["add", "min", "max", "and", "or", "xor"]))
     self.smem = {t: b.emit("shared", [], ir.ptr("local", t), {"count": N}) for t in (ir.i32, ir.f32)}
-    self.pool = {"i32": [n], "u32": [], "f32": [], "bool": [], "i8": [], "u16": [], "f16": []}
+    self.pool = {"i32": [n], "u32": [], "f32": [], "bool": [], "i8": [], "u16": [], "f16": [], "i64": []}
     self.tid = b.emit("workitem.id.x", [], ir.i32)
     self.add(self.tid)
     self.add(b.emit("load", [self.x, self.tid], ir.i32))
@@ -59,6 +59,7 @@ class Gen:
     self.add(b.emit("lt", [self.tid, self.pick(ir.i32)], ir.boolean))
     for t in (ir.i8, ir.u16): self.add(b.emit("cast", [self.pick(ir.i32)], t))   # narrow integers wrap
     self.add(b.emit("cast", [self.pick(ir.f32)], ir.f16))
+    self.add(b.emit("cast", [self.pick(ir.i32)], ir.i64))
     self.ops(self.draw(st.integers(4, 14)), depth=0)
     for j, t in enumerate((ir.i32, ir.u32)):
       v = self.pick(t)
@@ -75,26 +76,28 @@ class Gen:
       getattr(self, kind)(depth)
 
   def int(self, depth):
-    t = self.draw(st.sampled_from([ir.i32, ir.u32, ir.i8, ir.u16]))
-    self.add(self.b.emit(self.draw(st.sampled_from(INT_OPS)), [self.pick(t), self.pick(t)], t))
+    t = self.draw(st.sampled_from([ir.i32, ir.u32, ir.i8, ir.u16, ir.i64]))
+    ops = INT_OPS[:-2] if t == ir.i64 else INT_OPS     # no 64-bit division in the direct backend
+    self.add(self.b.emit(self.draw(st.sampled_from(ops)), [self.pick(t), self.pick(t)], t))
 
   def float(self, depth):
     t = self.draw(st.sampled_from([ir.f32, ir.f32, ir.f16]))
     self.add(self.b.emit(self.draw(st.sampled_from(FLOAT_OPS)), [self.pick(t), self.pick(t)], t))
 
   def cmp(self, depth):
-    t = self.draw(st.sampled_from([ir.i32, ir.f32, ir.i8, ir.u16] + ([ir.u32] if self.pool["u32"] else [])))
+    t = self.draw(st.sampled_from([ir.i32, ir.f32, ir.i8, ir.u16, ir.i64] + ([ir.u32] if self.pool["u32"] else [])))
     self.add(self.b.emit(self.draw(st.sampled_from(ir.CMP)), [self.pick(t), self.pick(t)], ir.boolean))
 
   def select(self, depth):
-    t = self.draw(st.sampled_from([ir.i32, ir.f32, ir.i8, ir.u16]))
+    t = self.draw(st.sampled_from([ir.i32, ir.f32, ir.i8, ir.u16, ir.i64]))
     self.add(self.b.emit("select", [self.pick(ir.boolean), self.pick(t), self.pick(t)], t))
 
   def cast(self, depth):
     src, dst = self.draw(st.sampled_from([(ir.i32, ir.f32), (ir.f32, ir.i32), (ir.i32, ir.u32), (ir.u32, ir.f32),
                                           (ir.f32, ir.u32), (ir.boolean, ir.i32), (ir.i8, ir.i32), (ir.u16, ir.i32),
                                           (ir.i32, ir.i8), (ir.f32, ir.i8), (ir.u16, ir.f32), (ir.i8, ir.u16),
-                                          (ir.f16, ir.f32), (ir.f32, ir.f16), (ir.f16, ir.i32), (ir.i8, ir.f16)]))
+                                          (ir.f16, ir.f32), (ir.f32, ir.f16), (ir.f16, ir.i32), (ir.i8, ir.f16),
+                                          (ir.i64, ir.i32), (ir.u16, ir.i64), (ir.i64, ir.boolean)]))
     if not self.pool[str(src)]: return
     self.add(self.b.emit("cast", [self.pick(src)], dst))
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from gputwin.compiler import (Ptr, barrier, bf16, compile, f16, f32, f64, global_id, i8, i16, i32, i64, kernel,
-                              private, shared, sqrt, u8, u16, u32, workitem_id)
+                              private, shared, sqrt, u8, u16, u32, u64, workitem_id)
 from gputwin.errors import CompileError
 
 from _compiler_helpers import TARGETS, known_emu_bug, run_both
@@ -151,6 +151,33 @@ def test_half(arch, backend):
     if suspect: pytest.xfail(f"{suspect}: {type(e).__name__}")
     raise
   for r, e in zip(ref[:4], emu[:4]): np.testing.assert_array_equal(e.view(np.uint8), r.view(np.uint8))
+
+
+@kernel
+def t_wide(x: Ptr[i64], y: Ptr[u64], z: Ptr[i32], n: i32):
+  """64-bit integers in the direct backend (VGPR pairs): carries, 64-bit shifts and compares, mixed-width casts."""
+  i = global_id(0)
+  a = x[i]
+  b = y[i]
+  c = a * 3 - (a >> 7) + i64(i) * 1000000007 + (a << 33) - abs(a) + (-a)
+  d = (b * b) ^ (b >> 5) | u64(z[i]) + u64(i32(c) < 0) + max(b, u64(12345)) + min(b, u64(i))
+  x[i] = c if c > a else a + i64(u32(z[i]))
+  y[i] = d + u64(~a)
+  z[i] = i32(c) + i32(d >> 40) + i32(a == i64(b))
+  s = i64(0)
+  for k in range(3):
+    s = s + a * i64(k)
+  x[i + 64] = s
+
+
+@pytest.mark.parametrize("backend", ["direct", "llvm"])
+@pytest.mark.parametrize("arch", TARGETS)
+def test_wide_integers(arch, backend):
+  rng = np.random.default_rng(0)
+  args = [rng.integers(-2**63, 2**63 - 1, 128, dtype=np.int64), rng.integers(0, 2**64 - 1, 64, dtype=np.uint64),
+          rng.integers(-2**31, 2**31 - 1, 64).astype(np.int32), 64]
+  ref, emu = run_both(compile(t_wide, arch, backend=backend), args, 1, 64)
+  for r, e in zip(ref[:3], emu[:3]): np.testing.assert_array_equal(e, r)
 
 
 @pytest.mark.parametrize("kf", [t_u8, t_i16, t_f16], ids=lambda k: k.name)
