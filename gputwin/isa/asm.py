@@ -7,6 +7,8 @@ first one every operand and modifier fits wins, which is how llvm-mc picks the s
 """
 from __future__ import annotations
 
+import functools
+import operator
 import re
 
 from gputwin.errors import AsmError, GputwinError
@@ -547,6 +549,18 @@ def _fill(c: _Ctx, s: Slot, t: str, col: int):
       return c.set(s.field, _delay(t))
     if k == "depctr":
       return c.set(s.field, _depctr(c, t))
+    if k == "gpr_idx":
+      m = re.fullmatch(r"gpr_idx\(([\w,\s]*)\)", t)
+      names = FMT["gpr_idx"]["names"]
+      v = sum(1 << names.index(n.strip()) for n in m[1].split(",") if n.strip()) if m else _num(t)
+      if not 0 <= v < 16:
+        raise _NoFit("invalid immediate: only 4-bit values are legal")
+      return c.set(s.field, v)
+    if k == "version":
+      tv = FMT["version"]
+      byname = {n: int(x) for x, n in tv["names"].items()} | {n: 1 << b for b, n in tv["flags"]}
+      return c.set(s.field, functools.reduce(operator.or_, (byname.get(p.strip()) if p.strip() in byname else
+                                                            _num(p.strip()) for p in t.split("|"))) & 0xffff)
     if k == "attr":
       m = re.fullmatch(r"attr(\d+)\.([xyzw])", t)
       if not m or int(m[1]) > FMT["attr_max"]:
@@ -947,6 +961,8 @@ def _encode_one(I, enc: str, op: str, wave: int, ops, mods, rest=("", 0)) -> tup
   atomic = re.search(FMT["th_atomic"], op) and (c.e.base in FMT["flat_addr"] or c.e.base in ("MUBUF", "VBUFFER"))
   if atomic and len(ops) == len(slots) - 1 and slots and slots[0].field == "vdst":
     slots = slots[1:]
+  while len(ops) < len(slots) and slots[-1].kind == "simm16_opt":
+    slots = slots[:-1]
   if len(ops) != len(slots):
     if slots and all(s.kind in ("waitcnt", "delay") for s in slots) and ops:
       ops = [(" ".join(t for t, _ in ops), ops[0][1])]

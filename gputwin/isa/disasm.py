@@ -259,14 +259,16 @@ def format_inst(inst) -> str:
     sig = _image_sig(inst, sig)
   if FMT["mfma_f8f6f4"]["ops"] in inst.op:
     sig = _mfma_sig(inst, sig)
-  if not sig.slots and inst.format not in FMT["mods_without_operands"] and "DPP" not in inst.enc:  # operand-less: no modifiers either (s_dcache_inv, buffer_gl0_inv)
+  if not sig.slots and inst.format not in FMT["mods_without_operands"] and "DPP" not in inst.enc and not any(
+      re.search(p, inst.op) for p in FMT["mods_of_op"].get(fam, {})):  # operand-less: no modifiers either (s_dcache_inv, buffer_gl0_inv)
     from dataclasses import replace
     sig = replace(sig, mods=())
   ops = []
   for s in sig.slots:
     if s.field == "vdst" and not returns(inst):
       continue
-    ops.append(_operand(inst, s, fam, wave))
+    if t := _operand(inst, s, fam, wave):
+      ops.append(t)
   mods = [t for k in sig.mods if (t := MOD_PRINTERS[k](inst, sig))]
   text = sig.mnemonic + (" " + ", ".join(ops) if ops else "")
   return text + (" " + " ".join(mods) if mods else "")
@@ -354,6 +356,15 @@ def _operand(inst, s, fam: str, wave: int) -> str:
     fd = next(x for x in I_fields(inst) if x.name == s.field)
     x = v - (1 << fd.width) if v >> (fd.width - 1) else v
     return f"-0x{-x:x}" if x < 0 else f"0x{x:x}"
+  if k == "gpr_idx":
+    return f"gpr_idx({','.join(n for i, n in enumerate(FMT['gpr_idx']['names']) if v >> i & 1)})" if v < 16 else f"0x{v:x}"
+  if k == "version":
+    t = FMT["version"]
+    if v & t["hex_mask"]:
+      return f"0x{v:x}"
+    return "|".join([t["names"].get(str(v & 0xff), str(v & 0xff))] + [n for b, n in t["flags"] if v >> b & 1])
+  if k == "simm16_opt":  # printed only when non-zero
+    return str(v) if v else ""
   if k == "simm16":  # SOPK immediates print in hex; SOPP ones like inline integers (decimal up to 64)
     if inst.format == "SOPK" and not any(re.search(p, inst.op) for p in FMT["simm16_dec_sopk"]) or any(
         re.search(p, inst.op) for p in FMT["simm16_hex"]) or v > 64:

@@ -220,7 +220,7 @@ def _variant_ok(I: Isa, e: Encoding, op: str, word: int) -> bool:
     return marker is not None and marker.replace("_SDST", "") == want
   if marker is not None:
     return False
-  has_lit = any(_get(word, f.hi, f.lo) == LITERAL for f in base_srcs if _uses(I, e, op, f.name))
+  has_lit = any(_get(word, f.hi, f.lo) == LITERAL for f in base_srcs if _uses(I, e, op, f.name, source=True))
   if e.base == "VOPD":  # either half can carry the literal (a source of 255, or an FMAAK/FMAMK K operand)
     from gputwin.isa.syntax import FMT
     names = I.tables.enums["VOPDOp"]
@@ -234,9 +234,9 @@ def _variant_ok(I: Isa, e: Encoding, op: str, word: int) -> bool:
   return True
 
 
-def _uses(I: Isa, e: Encoding, op: str, fname: str) -> bool:
+def _uses(I: Isa, e: Encoding, op: str, fname: str, source: bool = False) -> bool:
   from gputwin.isa.syntax import uses_field
-  return uses_field(I, e, op, fname)
+  return uses_field(I, e, op, fname, source)
 
 
 def decode_all(data: bytes, arch: str, *, offset: int = 0, wave: int | None = None) -> list[Inst]:

@@ -65,8 +65,12 @@ def _vendor_ops(I, enum: str, op: str) -> dict[str, Operand]:
   return {FMT["vendor_field_alias"].get(k, k): v for k, v in d.items()}
 
 
-def uses_field(I, e: Encoding, op: str, fname: str) -> bool:
+def uses_field(I, e: Encoding, op: str, fname: str, source: bool = False) -> bool:
+  """Does `op` use field `fname`? With source=True: as a source operand (one that can hold a literal marker), not an
+  immediate such as s_set_gpr_idx_on's mode."""
   ops = _vendor_ops(I, e.opcode_enum, op)
+  if source and fname in ops and ops[fname].type in FMT["gpr_idx"]["types"]:
+    return False
   return fname in ops or fname in ("srcx0", "srcy0")
 
 
@@ -175,6 +179,9 @@ def signature(arch: str, enc_name: str, op: str, wave: int) -> Sig:
   if base in FMT["mods_order"]:  # formats whose modifiers llvm-mc prints in another order
     first = [k for k in FMT["mods_order"][base] if k in mods]
     mods = tuple(first + [k for k in mods if k not in first])
+  only = next((m for p, m in FMT["mods_of_op"].get(fam, {}).items() if re.search(p, op)), None)
+  if only is not None:
+    mods = tuple(m for m in mods if m in only)
   return Sig(tuple(slots), mods, _mnemonic(I, e, op), tuple(implied))
 
 
@@ -199,6 +206,8 @@ def _mnemonic(I, e: Encoding, op: str) -> str:
     return name + "_sdwa"
   promoted = base in ("VOP3", "VOP3SD") and any(op in I.tables.values.get(x, {}) for x in FMT["vop3_from"])
   if "DPP" in v:
+    if e32 and any(re.search(p, op) for p in FMT["no_e32_suffix"]):
+      return name
     if e32:
       return name if base == "VOPC" and I.target.family != "cdna" else name + "_dpp"
     return name + "_e64_dpp" if I.target.family != "cdna" else name + "_dpp"
