@@ -41,6 +41,8 @@ BUILTINS = ("workitem_id", "workgroup_id", "workgroup_size", "num_workgroups", "
             "barrier", "select", "fma", "sqrt", "rsqrt", "exp", "exp2", "log", "log2", "sin", "cos", "floor", "ceil",
             "trunc", "bitcast") + tuple(f"atomic_{k}" for k in ("add", "sub", "min", "max", "and", "or", "xor", "xchg"))
 globals().update({n: _stub(n) for n in BUILTINS})
+__all__ = ["kernel", "KernelFunction", "Ptr", "translate", "translate_source", "BUILTINS", "i8", "i16", "i32", "i64",
+           "u8", "u16", "u32", "u64", "f16", "bf16", "f32", "f64", "boolean", *BUILTINS]
 
 
 @dataclass

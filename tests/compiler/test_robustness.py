@@ -35,7 +35,7 @@ def mutate(src: str, rnd: random.Random, k: int) -> str:
   return "\n".join(lines) + "\n"
 
 
-@settings(max_examples=40, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=25, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
 @given(name=st.sampled_from(sorted(SOURCES)), seed=st.integers(0, 2**32 - 1), k=st.integers(1, 4))
 def test_mutants_never_crash(name, seed, k):
   src = mutate(SOURCES[name], random.Random(seed), k)
