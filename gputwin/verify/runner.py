@@ -126,6 +126,22 @@ def run(code, kernel: str | None = None, *, grid, block, args, arch: str | None 
 
 
 # ------------------------------------------------------------------------------------------ trace files
+def read_jsonl(path, *, block: int = 64, label: str = "") -> Run:
+  """A `gputwin trace --format jsonl` file as a Run without outputs (for diffing two saved traces). The wave size is
+  the fewest values any VGPR write carries (one dword = one value per lane)."""
+  recs = []
+  with open(path) as f:
+    for n, line in enumerate(f, 1):
+      try:
+        d = json.loads(line)
+        recs.append((int(d["wave"]), int(d["pc"]), str(d["inst"]), str(d["wrote"])))
+      except (ValueError, KeyError, TypeError) as e:
+        raise GputwinError(f"{path}:{n}: not a gputwin trace record ({e})") from None
+  sizes = [len(ch.split("=", 1)[1].split(",")) for *_, ch in recs if ch[:1] in "va" and "=" in ch]
+  L = min(sizes) if sizes and min(sizes) in (32, 64) else 64
+  return Run(label or str(path), "trace", "?", [], recs, L, max(1, -(-block // L)), where="file")
+
+
 def write(trace: list, path, fmt: str = "text") -> None:
   """The emulator's trace as text (emu.api.write_trace: one line per wave-instruction, grouped by wave), JSON lines
   ({"wave", "pc", "inst", "wrote"} in the same order) or Perfetto/Chrome trace JSON (one track per wave)."""

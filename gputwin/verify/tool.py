@@ -9,6 +9,8 @@ import argparse
 import os
 import sys
 
+import numpy as np
+
 from gputwin.errors import GputwinError
 
 
@@ -91,9 +93,15 @@ def diff_main(argv=None) -> int:
     args, grid, block = _parsed(a)
     if a.device_b and a.device_b.startswith("amd") and not os.path.exists("/dev/kfd"):
       raise GputwinError(f"--device-b {a.device_b}: no real AMD GPU here (/dev/kfd missing); try mock:<arch>")
-    kw = dict(grid=grid, block=block, args=args, checks=not a.no_checks, max_instructions=a.max_instructions)
-    ra = runner.run(a.a, a.kernel, arch=a.arch, label=a.a, **kw)
-    rb = runner.run(a.b or a.a, ra.kernel, arch=a.arch_b or a.arch, device=a.device_b, label=a.b or a.a, **kw)
+    if a.a.endswith(".jsonl") or (a.b or "").endswith(".jsonl"):  # two saved traces (gputwin trace -o X.jsonl)
+      if not (a.b and a.a.endswith(".jsonl") and a.b.endswith(".jsonl")):
+        raise GputwinError("diff of saved traces: give two .jsonl files from gputwin trace")
+      threads = int(np.prod(block))
+      ra, rb = runner.read_jsonl(a.a, block=threads), runner.read_jsonl(a.b, block=threads)
+    else:
+      kw = dict(grid=grid, block=block, args=args, checks=not a.no_checks, max_instructions=a.max_instructions)
+      ra = runner.run(a.a, a.kernel, arch=a.arch, label=a.a, **kw)
+      rb = runner.run(a.b or a.a, ra.kernel, arch=a.arch_b or a.arch, device=a.device_b, label=a.b or a.a, **kw)
     mode = a.mode or ("lockstep" if ra.arch == rb.arch else "values")
     out = diverge.first_output_diff(ra, rb)
     # different code legitimately computes different intermediates: in values mode, look only when results differ

@@ -189,3 +189,21 @@ def test_diff_bad_input(builds, tmp_path, capsys):
   assert main(["trace", str(builds / "good.co"), "-o", str(tmp_path / "t"), "--kernel", "nope"]) == 2
   assert "no kernel 'nope'" in capsys.readouterr().err
   assert main(["diff", str(tmp_path / "k.cl"), "--arch", "gfx1100"]) == 2   # missing source file
+
+
+def test_diff_of_saved_traces(builds, tmp_path, capsys):
+  """gputwin trace -o X.jsonl twice, then diff the files: same answer as the live diff; a cut file is a length
+  divergence; a file that is not a trace is a located error."""
+  run = ["--grid", "2", "--block", "64", "--arg", "out:u32:128", "--arg", f"in:u32:{builds / 'in.npy'}", *N]
+  for name in ("good", "bad"):
+    assert main(["trace", str(builds / f"{name}.co"), "-o", str(tmp_path / f"{name}.jsonl"), *run]) == 0
+  assert main(["diff", str(tmp_path / "good.jsonl"), str(tmp_path / "bad.jsonl"), "--block", "64"]) == 1
+  assert "step 19: instruction differs" in capsys.readouterr().out.replace("\n", "")
+  lines = (tmp_path / "good.jsonl").read_text().splitlines()
+  w0 = [i for i, x in enumerate(lines) if '"wave": 0,' in x]
+  (tmp_path / "cut.jsonl").write_text("\n".join(x for i, x in enumerate(lines) if i not in set(w0[100:])) + "\n")
+  assert main(["diff", str(tmp_path / "good.jsonl"), str(tmp_path / "cut.jsonl"), "--block", "64"]) == 1
+  assert "wave 0 (global wave 0) step 100: trace of B ends" in capsys.readouterr().out.replace("\n", "")
+  (tmp_path / "junk.jsonl").write_text("{}\n")
+  assert main(["diff", str(tmp_path / "good.jsonl"), str(tmp_path / "junk.jsonl")]) == 2
+  assert "junk.jsonl:1: not a gputwin trace record" in capsys.readouterr().err
