@@ -118,6 +118,9 @@ class _Reg:
   n: int
 
 
+def _half(t: Type) -> bool: return not t.is_vec and t.kind in ("f", "bf") and t.bits == 16
+
+
 def _small(t: Type) -> bool: return t.is_int and t.bits < 32
 
 
@@ -132,7 +135,7 @@ def _check_type(t: Type, op: Op | None, arch: str):
   s = t.scalar
   ok = t.is_ptr or (str(s) in ("i32", "u32", "f32", "bool") and (t.lanes == 1 or (s.bits == 32 and t.lanes in (2, 4)))) \
     or (s.is_int and s.bits in (8, 16) and t.lanes == 1) \
-    or (str(s) == "f16" and t.lanes == 1) \
+    or (str(s) in ("f16", "bf16") and t.lanes == 1) \
     or (s.is_int and s.bits == 64 and t.lanes == 1)  # narrow types widen to a VGPR (see normalize); 64-bit: a pair
   if not ok:
     raise CompileError(f"the direct backend does not handle {t} yet; use --backend llvm", loc=op.loc if op else None,
@@ -415,18 +418,23 @@ class _Emitter:
       else: self.mov(res, a[0])
     elif cls == "math": self.math(code, res, a[0])
     elif cls == "fma":
-      if res.type == ir.f16: raise CompileError("f16 fma is not supported by the direct backend (an f32 fma rounded "
-                                                "to f16 may round twice); use --backend llvm", loc=op.loc, arch=f.arch)
+      if _half(res.type): raise CompileError(f"{res.type} fma is not supported by the direct backend (an f32 fma "
+                                                "rounded again may round twice); use --backend llvm", loc=op.loc, arch=f.arch)
       self.i(f"v_fma_f32 {R(res)}, {R(a[0])}, {R(a[1])}, {R(a[2])}", rd, wr)
     elif cls == "select":
       self.cmp_to_vcc(a[0])
       for j in range(_dwords(res.type)):
         self.i(f"v_cndmask_b32_e32 {self.r(res, j)}, {self.r(a[2], j)}, {self.r(a[1], j)}, {f.vcc}", rd, wr)
-    elif code == "bitcast" and (a[0].type == ir.f16) != (res.type == ir.f16):   # f16 bits <-> 16-bit integer
+    elif code == "bitcast" and _half(a[0].type) != _half(res.type):   # 16-bit float bits <-> 16-bit integer
       if res.type == ir.f16: self.i(f"v_cvt_f32_f16 {R(res)}, {R(a[0])}", rd, wr)
+      elif res.type == ir.bf16: self.i(f"v_lshlrev_b32 {R(res)}, 16, {R(a[0])}", rd, wr)
       else:
-        self.i(f"v_cvt_f16_f32 {R(res)}, {R(a[0])}", rd, wr)
+        self.i(f"v_cvt_f16_f32 {R(res)}, {R(a[0])}" if a[0].type == ir.f16 else
+               f"v_lshrrev_b32 {R(res)}, 16, {R(a[0])}", rd, wr)
         self.normalize(res)
+    elif code == "bitcast" and _half(a[0].type) and _half(res.type):
+      raise CompileError("bitcast between f16 and bf16 is not supported by the direct backend", loc=op.loc,
+                         arch=f.arch)
     elif code == "bitcast": self.mov(res, a[0], _dwords(res.type))
     elif code == "cast": self.cast(res, a[0])
     elif cls == "vector":
@@ -451,7 +459,7 @@ class _Emitter:
     elif code == "if": self.if_(op)
     elif code == "for": self.for_(op)
     else: raise CompileError(f"the direct backend cannot lower {code}", loc=op.loc, arch=f.arch)
-    if res is not None and cls in ("binary", "unary", "cast", "math") and (_small(res.type) or res.type == ir.f16):
+    if res is not None and cls in ("binary", "unary", "cast", "math") and (_small(res.type) or _half(res.type)):
       if code != "bitcast": self.normalize(res)
 
   def normalize(self, v: Value):
@@ -462,6 +470,11 @@ class _Emitter:
     if t == ir.f16:
       self.i(f"v_cvt_f16_f32 {R}, {R}", w, w)
       self.i(f"v_cvt_f32_f16 {R}, {R}", w, w)
+    elif t == ir.bf16:   # round to nearest even on the top 16 bits; a quiet NaN stays a quiet NaN
+      self.i(f"v_bfe_u32 v1, {R}, 16, 1", w, {1})
+      self.i(f"{self.f.add()} v1, 0x7fff, v1", {1}, {1})
+      self.i(f"{self.f.add()} {R}, {R}, v1", w | {1}, w)
+      self.i(f"v_and_b32 {R}, 0xffff0000, {R}", w, w)
     elif t.is_signed: self.i(f"v_bfe_i32 {R}, {R}, 0, {t.bits}", w, w)
     else: self.i(f"v_and_b32 {R}, {(1 << t.bits) - 1:#x}, {R}", w, w)
 
@@ -626,13 +639,14 @@ class _Emitter:
       raise CompileError(f"{op.opcode} on {et} is not supported by the direct backend; use --backend llvm",
                          loc=op.loc, arch=f.arch)
     small = et.bits < 32 and not et.is_bool
-    half = et == ir.f16            # moved as u16 bits, converted in registers
+    half = _half(et)               # moved as u16 bits, converted in registers
     if small and op.opcode.startswith("atomic"):
       raise CompileError(f"{op.opcode} on {et} is not supported by the direct backend; use --backend llvm",
                          loc=op.loc, arch=f.arch)
     st = (ir.u16 if half else et) if small else None
     if half and op.opcode == "store":
-      self.i(f"v_cvt_f16_f32 v2, {self.r(val)}", self.rset(val), {2})
+      self.i(f"v_cvt_f16_f32 v2, {self.r(val)}" if et == ir.f16 else f"v_lshrrev_b32 v2, 16, {self.r(val)}",
+             self.rset(val), {2})
       val = _Reg(2)
     self.i(f"v_lshlrev_b32 v1, {et.nbytes.bit_length() - 1}, {self.r(idx)}", self.rset(idx), {1})
     res = op.results[0] if op.results else None
@@ -642,7 +656,7 @@ class _Emitter:
       sp = f"s[{s}:{s + 1}]"
       if op.opcode == "load":
         self.i(f"{f.gmem('load', dw, st)} {self.r(res)}, v1, {sp}", {1}, wr, "load")
-        if half: self.i(f"v_cvt_f32_f16 {self.r(res)}, {self.r(res)}", wr, wr)
+        if half: self.widen16(res)
       elif op.opcode == "store":
         self.i(f"{f.gmem('store', dw, st)} v1, {self.r(val)}, {sp}", {1} | self.rset(val), counter="store")
       else:
@@ -657,12 +671,17 @@ class _Emitter:
       o = f" offset:{off}" if off else ""
       if op.opcode == "load":
         self.i(f"{f.lds('load', dw, st)} {self.r(res)}, v1{o}", {1}, wr, "lds")
-        if half: self.i(f"v_cvt_f32_f16 {self.r(res)}, {self.r(res)}", wr, wr)
+        if half: self.widen16(res)
       elif op.opcode == "store": self.i(f"{f.lds('store', dw, st)} v1, {self.r(val)}{o}", {1} | self.rset(val),
                                         counter="lds")
       else:
         kind = op.opcode.split(".")[1]
         self.i(f"{f.latomic(kind, val.type)} {self.r(res)}, v1, {self.r(val)}{o}", {1} | self.rset(val), wr, "lds")
+
+  def widen16(self, v: Value):
+    """Loaded f16/bf16 bits -> the f32 of the same value."""
+    R, w = self.r(v), self.rset(v)
+    self.i(f"v_cvt_f32_f16 {R}, {R}" if v.type == ir.f16 else f"v_lshlrev_b32 {R}, 16, {R}", w, w)
 
   def yields(self, dst: list[Value], src: list[Value]):
     """Parallel copy src -> dst registers (through the scratch VGPRs when a source is overwritten first)."""

@@ -122,6 +122,10 @@ class _Group:
         c = a[0] if a[0].ndim == a[1].ndim else a[0][:, None]
         return np.where(c, a[1], a[2])
       if code == "cast": return _cast(a[0], op.operands[0].type, t)
+      if code == "bitcast" and (op.operands[0].type.scalar.kind == "bf") != (t.scalar.kind == "bf"):
+        # bf16 values live in float32 here: their bits are the top half
+        if t.scalar.kind == "bf": return (a[0].astype(np.uint16).astype(np.uint32) << 16).view(np.float32)
+        return (np.ascontiguousarray(a[0]).view(np.uint32) >> 16).astype(np.uint16).view(dtype(t))
       if code == "bitcast":
         return np.ascontiguousarray(a[0]).view(dtype(t)).reshape(a[0].shape[:1] + ((t.lanes,) if t.is_vec else ()))
       if cls == "vector": return np.stack(a, axis=-1)
