@@ -28,7 +28,7 @@ class OutputDiff:
 
 @dataclass
 class TraceDiff:
-  kind: str  # "instruction", "value", "length", "new-value"
+  kind: str  # "instruction", "value", "length" (lockstep); "new-value-a", "new-value-b" (values mode)
   wave: int
   step: int
   workgroup: int
@@ -44,9 +44,8 @@ class TraceDiff:
   def summary(self) -> str:
     where = f"workgroup {self.workgroup} wave {self.wave_in_group} (global wave {self.wave}) step {self.step}"
     if self.kind == "length":
-      longer = "A" if self.a else "B"
-      rec = self.a or self.b
-      return f"{where}: trace of {'B' if longer == 'A' else 'A'} ends; {longer} goes on with `{rec[2]}` at {rec[1]:#x}"
+      (ends, goes), rec = ("B", "A") if self.a else ("A", "B"), self.a or self.b
+      return f"{where}: trace of {ends} ends; {goes} goes on with `{rec[2]}` at {rec[1]:#x}"
     lane = f" lane {self.lane}" if self.lane is not None else ""
     hx = lambda v: "-" if v is None else f"{v:#x}"
     vals = f": {self.reg}{lane} A={hx(self.va)} B={hx(self.vb)}" if self.reg else ""

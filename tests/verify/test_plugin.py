@@ -1,7 +1,18 @@
 """The pytest plugin as its users see it: pytester runs small test files with `-p gputwin.verify.plugin` (what the
 pytest11 entry point does when the package is installed)."""
 
-PLUGIN = ("-p", "gputwin.verify.plugin", "-p", "no:cacheprovider", "-p", "no:xdist", "-p", "no:randomly")
+import importlib
+from importlib.metadata import entry_points
+
+# imported here, before pytester's in-process runs: it drops modules first imported inside a run, and numpy's C
+# extension cannot be imported twice in one process
+for _m in ("numpy", "hypothesis.extra.numpy", "gputwin.compiler.examples", "gputwin.runtime", "gputwin.verify.strategies"):
+  importlib.import_module(_m)
+
+# once pyproject's pytest11 entry point is installed pytest loads the plugin itself; -p again would register it twice
+INSTALLED = any(e.value == "gputwin.verify.plugin" for e in entry_points(group="pytest11"))
+PLUGIN = (() if INSTALLED else ("-p", "gputwin.verify.plugin")) + ("-p", "no:cacheprovider", "-p", "no:xdist",
+                                                                   "-p", "no:randomly")
 
 TESTS = '''
 import numpy as np
