@@ -6,7 +6,8 @@ from importlib.metadata import entry_points
 
 # imported here, before pytester's in-process runs: it drops modules first imported inside a run, and numpy's C
 # extension cannot be imported twice in one process
-for _m in ("numpy", "hypothesis.extra.numpy", "gputwin.compiler.examples", "gputwin.runtime", "gputwin.verify.strategies"):
+for _m in ("numpy", "hypothesis.extra.numpy", "gputwin.compiler.examples", "gputwin.runtime",
+           "gputwin.verify.strategies"):
   importlib.import_module(_m)
 
 # once pyproject's pytest11 entry point is installed pytest loads the plugin itself; -p again would register it twice
