@@ -393,10 +393,10 @@ class Engine:
     self.retire(op, ix, m, out)
 
   def _pexec(self, op: Op, m):
-    """The mask pcode sees: None for ALU work when every lane of the batch is active (saves its masked merges).
-    Memory bodies keep the mask: pcode's MEM access indexes with it either way, and atomics need it for their
-    lane-ordered read-modify-write."""
-    return None if m is self._exec and self._exec_all and not op.mem and not op.atomic else m
+    """The mask pcode sees: None when every lane of the batch is active (saves its masked merges; loads and stores
+    then touch every lane in lane order, as with the mask). Atomics keep the mask: pcode checks it for lanes that
+    must run their read-modify-write one after another."""
+    return None if m is self._exec and self._exec_all and not op.atomic else m
 
 
 # ------------------------------------------------------------------------------------------ the scheduler

@@ -81,10 +81,101 @@ def ubits(x, kind: str, bits: int):
   return arr(x)
 
 
+# ------------------------------------------------------------------------------------ 65..128-bit unsigned
+_M32, _S32 = np.uint64(0xffffffff), np.uint64(32)
+
+
+def _mul64(a, b):
+  """Full 128-bit product of uint64 arrays as (low, high) words, from 32-bit partial products."""
+  al, ah, bl, bh = a & _M32, a >> _S32, b & _M32, b >> _S32
+  ll, lh, hl = al * bl, al * bh, ah * bl
+  mid = (ll >> _S32) + (lh & _M32) + (hl & _M32)
+  return a * b, ah * bh + (lh >> _S32) + (hl >> _S32) + (mid >> _S32)
+
+
+class Wide:
+  """An unsigned value of 65..128 bits as two uint64 words (value = lo + hi * 2**64, kept mod 2**128).
+
+  Compiled pcode holds such values (`65'U(S0) * 65'U(S1) + S2` in V_MAD_U64_U32) as object arrays of Python ints,
+  which costs a Python operation per lane. `resize` makes a Wide instead when it zero-extends a numpy array; add,
+  multiply, `wr` and `sl` stay on numpy words, and any other use sees the same object array as before
+  (`__array__`, or `obj()` for Python operators), so results are identical."""
+  __slots__ = ("lo", "hi")
+
+  def __init__(self, lo, hi):
+    self.lo, self.hi = lo, hi
+
+  shape = property(lambda self: np.broadcast_shapes(np.shape(self.lo), np.shape(self.hi)))
+  ndim = property(lambda self: len(self.shape))
+
+  def obj(self):
+    return (np.asarray(self.hi).astype(object) << 64) | np.asarray(self.lo).astype(object)
+
+  def __array__(self, dtype=None, copy=None):
+    o = np.broadcast_to(self.obj(), self.shape)
+    return o if dtype is None else o.astype(dtype)
+
+  def __add__(self, o):
+    if not isinstance(o, Wide):
+      return self.obj() + o
+    lo = self.lo + o.lo
+    return Wide(lo, self.hi + o.hi + (lo < self.lo))
+
+  def __mul__(self, o):
+    if not isinstance(o, Wide):
+      return self.obj() * o
+    lo, hi = _mul64(self.lo, o.lo)
+    return Wide(lo, hi + self.lo * o.hi + self.hi * o.lo)
+
+  def __radd__(self, o):
+    return o + self.obj()
+
+  def __rmul__(self, o):
+    return o * self.obj()
+
+  def __getattr__(self, name):  # other methods: the object-array form; numpy protocols go through __array__
+    if name.startswith("__"):
+      raise AttributeError(name)
+    return getattr(self.obj(), name)
+
+  def __rshift__(self, o): return self.obj() >> o
+  def __lshift__(self, o): return self.obj() << o
+  def __and__(self, o): return self.obj() & o
+  def __or__(self, o): return self.obj() | o
+  def __xor__(self, o): return self.obj() ^ o
+  def __sub__(self, o): return self.obj() - o
+  def __rsub__(self, o): return o - self.obj()
+  def __rand__(self, o): return o & self.obj()
+  def __ror__(self, o): return o | self.obj()
+  def __invert__(self): return ~self.obj()
+  def __neg__(self): return -self.obj()
+  def __eq__(self, o): return self.obj() == o
+  def __ne__(self, o): return self.obj() != o
+  def __lt__(self, o): return self.obj() < o
+  def __le__(self, o): return self.obj() <= o
+  def __gt__(self, o): return self.obj() > o
+  def __ge__(self, o): return self.obj() >= o
+  def __floordiv__(self, o): return self.obj() // o
+  def __mod__(self, o): return self.obj() % o
+  __hash__ = None
+
+  def bits(self, lo: int, w: int):
+    """Bits [lo + w - 1 : lo] (w <= 64) as uint64."""
+    if lo >= 64:
+      r = self.hi >> np.uint64(lo - 64)
+    elif lo + w <= 64:
+      r = self.lo >> np.uint64(lo)
+    else:
+      r = (self.lo >> np.uint64(lo)) | (self.hi << np.uint64(64 - lo))
+    return r & np.uint64((1 << w) - 1) if w < 64 else r
+
+
 def resize(u, bits: int, to: int, sign: bool = False):
   """Unsigned container of `bits` -> unsigned container of `to` (truncate, or extend with zeros/sign)."""
   cf, ct = cbits(bits), cbits(to)
   cf, ct = (max(cf, 8) if cf else 0), (max(ct, 8) if ct else 0)
+  if ct == 0 and cf and to <= 128 and not (sign and bits > 1) and isinstance(u, np.ndarray):
+    return Wide(u.astype(np.uint64), np.zeros_like(u, np.uint64))
   if ct == 0 or cf == 0:
     o = np.asarray(u).astype(object)
     if sign and bits > 1:
@@ -134,6 +225,8 @@ def from_bits(u, tk: str, tb: int):
 def wr(x, kind: str, bits: int):
   """Re-wrap a result whose width is not a container width (u24, i4, b128 ...)."""
   c = cbits(bits)
+  if isinstance(x, Wide) and kind != "i" and bits <= 128:
+    return Wide(x.lo, x.hi & np.uint64((1 << (bits - 64)) - 1))
   if c == 0:
     o = np.asarray(x, dtype=object) & ((1 << bits) - 1)
     return from_bits(o, kind, bits) if kind == "i" else o
@@ -285,6 +378,10 @@ def shr(a, s, bits: int):
 
 def sl(x, lo, w: int):
   """Bits [lo + w - 1 : lo] of raw bits x, as an unsigned container of width w."""
+  if isinstance(x, Wide) and np.ndim(lo) == 0 and 1 < w <= 64:
+    return x.bits(int(lo), w).astype(U[max(cbits(w), 8)])
+  if isinstance(x, Wide) and np.ndim(lo) == 0 and w == 1:
+    return (x.bits(int(lo), 1) & np.uint64(1)).astype(np.bool_)
   x = arr(x)
   lo = int(lo) if np.ndim(lo) == 0 else arr(lo)
   if x.dtype == object or (cbits(w) == 0):
@@ -546,10 +643,12 @@ def rwr(ctx: Ctx, name: str, idx, v, bits: int, m):
 def mrd(ctx: Ctx, addr, bits: int, m):
   if ctx.mem is None:
     raise PcodeError("this instruction accesses MEM: pass a memory object (see gputwin.pcode.Memory)")
-  addr = arr(addr).astype(np.uint64)
+  addr = arr(addr).astype(np.uint64, copy=False)
   shp = np.broadcast_shapes(addr.shape, np.shape(m) if m is not None else ())
   mask = np.broadcast_to(True if m is None else m, shp)
   a = np.broadcast_to(addr, shp)
+  if m is None or mask.all():  # every lane active: no boolean gather/scatter of addresses and results
+    return np.asarray(ctx.mem.read(a.reshape(-1), bits)).reshape(shp)
   out = np.zeros(shp, dtype=U[max(cbits(bits), 8)] if cbits(bits) else object)
   if mask.any():
     out[mask] = ctx.mem.read(a[mask], bits)
@@ -559,10 +658,12 @@ def mrd(ctx: Ctx, addr, bits: int, m):
 def mwr(ctx: Ctx, addr, v, bits: int, m):
   if ctx.mem is None:
     raise PcodeError("this instruction accesses MEM: pass a memory object (see gputwin.pcode.Memory)")
-  addr = arr(addr).astype(np.uint64)
+  addr = arr(addr).astype(np.uint64, copy=False)
   shp = np.broadcast_shapes(addr.shape, np.shape(v), np.shape(m) if m is not None else ())
   mask = np.broadcast_to(True if m is None else m, shp)
-  if mask.any():
+  if m is None or mask.all():
+    ctx.mem.write(np.broadcast_to(addr, shp).reshape(-1), np.broadcast_to(arr(v), shp).reshape(-1), bits)
+  elif mask.any():
     ctx.mem.write(np.broadcast_to(addr, shp)[mask], np.broadcast_to(arr(v), shp)[mask], bits)
 
 
