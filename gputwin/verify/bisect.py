@@ -237,7 +237,13 @@ def _passes(a, _) -> int:
     raise GputwinError("bisect passes: give a FILE or --example NAME")
   v = bisect_passes(k, a.arch, args=args, grid=grid, block=block, outputs=outs, backend=a.backend, ulps=ulps)
   name = getattr(getattr(k, "ir", k), "name", "kernel")
-  print(v.report(name))
+  from rich.console import Console
+  from rich.syntax import Syntax
+  head, _, diff = v.report(name).partition("\n")
+  con = Console(highlight=False, soft_wrap=True)
+  con.print(head, markup=False)
+  if diff:
+    con.print(Syntax(diff, "diff", theme="ansi_dark", background_color="default"))
   if v.limit is not None:
     print(f"reproduce: {a.again}\n  then: gputwin compile {a.file or 'gputwin/compiler/examples.py --kernel ' + name} "
           f"--arch {a.arch} --backend {a.backend} --opt-bisect-limit {v.limit} --print-after-all")

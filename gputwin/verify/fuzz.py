@@ -546,7 +546,8 @@ def _cli(a) -> int:
   Console(highlight=False).print(t)
   for o in res:
     if o.status != "ok":
-      print(f"{o.status}: {o.target} seed {o.seed} program {o.index}: {o.detail}")
+      print(f"{o.status}: {o.target} seed {o.seed} program {o.index}: {o.detail}  [source: gputwin fuzz "
+            f"{'--ir ' if a.ir else ''}--seed {o.seed} --show {o.index}]")
   return 1 if any(o.status not in ("ok", "known-bug") for o in res) else 0
 
 
