@@ -207,3 +207,30 @@ def test_diff_of_saved_traces(builds, tmp_path, capsys):
   (tmp_path / "junk.jsonl").write_text("{}\n")
   assert main(["diff", str(tmp_path / "good.jsonl"), str(tmp_path / "junk.jsonl")]) == 2
   assert "junk.jsonl:1: not a gputwin trace record" in capsys.readouterr().err
+
+
+FAULT = """
+__kernel void f(__global uint *out, uint bad) {
+  uint i = __builtin_amdgcn_workitem_id_x();
+  out[i] = i;
+  if (bad) out[i] = *(__global uint *)((ulong)bad << 12);   // an unmapped page
+}
+"""
+
+
+def test_faulting_kernel(clang, tmp_path, capsys):
+  """A page fault is a result: trace writes what ran and says why it stopped; diff shows the stop side by side."""
+  co = tmp_path / "f.co"
+  co.write_bytes(runner.clang_cl(FAULT, "gfx1100"))
+  args = ["--grid", "1", "--block", "32", "--arg", "out:u32:32"]
+  assert main(["trace", str(co), "-o", str(tmp_path / "t.txt"), *args, "--arg", "bad:u32=7"]) == 1
+  err = capsys.readouterr().err
+  assert "the launch stopped: EmuFault" in err and "page fault" in err
+  assert (tmp_path / "t.txt").read_text().count("\n") > 3
+  a = runner.run(co, grid=1, block=32, args=[("out", np.zeros(32, np.uint32)), ("bad", 0)])
+  b = runner.run(co, grid=1, block=32, args=[("out", np.zeros(32, np.uint32)), ("bad", 7)])
+  assert a.error is None and type(b.error).__name__ == "EmuFault"
+  t = diverge.first_trace_diff(a, b)
+  assert t is not None and t.kind in ("instruction", "value", "length")
+  diverge.render(a, b, diverge.first_output_diff(a, b), t)
+  assert "stopped" in capsys.readouterr().out
