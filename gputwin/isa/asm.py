@@ -217,6 +217,8 @@ def inline_for(value: int, s: Slot, salu: bool = False) -> int | None:
     return _inline_code(value, False, "FMT_NUM_B16", 16) if value <= 0xffff else None
   if s.bits == 64:
     return None if "F64" in s.fmt else (_inline_code(value, False, s.fmt, s.bits) if value <= 64 else None)
+  if s.bits == 16 and value > 0xffff:  # a wider literal on a 16-bit operand reads back as a 32-bit integer (-1)
+    return _inline_code(value, False, "FMT_NUM_I32", 32) if value >= 0xfffffff0 else None
   return _inline_code(value, False, s.fmt, s.bits)
 
 
@@ -286,7 +288,8 @@ def _check_lit16(c: _Ctx, s: Slot, lit: int, explicit: bool = False):
   one for a SALU f16 operand always."""
   if _salu16(c, s, "lit16") and lit > 0xffff:
     raise _NoFit("invalid operand for instruction")
-  if c.e.base.startswith("V") and (s.bits == 16 or int16_fmt(s.fmt) or re.search(FMT["lit16_ops"], c.op)) and not (
+  if c.e.base.startswith("V") and not re.search(FMT["lit32_ops"], c.op) and (
+      s.bits == 16 or int16_fmt(s.fmt) or re.search(FMT["lit16_ops"], c.op)) and not (
       lit < 0x10000 or lit >= 0xffff8000 and not explicit):
     raise _NoFit("invalid operand for instruction")
 
@@ -397,6 +400,8 @@ def _fill(c: _Ctx, s: Slot, t: str, col: int):
       fmt = "FMT_NUM_F16" if f16 else "FMT_NUM_F32" if "F" in c.op[-4:] else "FMT_NUM_B32"
       ks = Slot("", "src", 1, fmt, 16 if f16 else 32)
       code, lit = _literal_value(t, ks)
+      if c.e.base in FMT["lit_as_inline"].get(I.target.family, []) and _FLOAT_RE.match(t):
+        lit = f64_bits(float(t)) & 0xffffffff  # llvm-mc-22 keeps the low half of the double ('1.0' -> 0)
       v = lit if lit is not None else _num(t) & 0xffffffff
       if f16 and v > 0xffff:
         raise _NoFit("invalid operand for instruction")

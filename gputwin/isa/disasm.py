@@ -6,7 +6,8 @@ import re
 from pathlib import Path
 
 from gputwin.errors import DecodeError
-from gputwin.isa.syntax import (FMT, MOD_PRINTERS, _acc, inline_text, int16_fmt, scalar_name, signature, vgpr_text)
+from gputwin.isa.syntax import (FMT, MOD_PRINTERS, Slot, _acc, inline_text, int16_fmt, scalar_name, signature,
+                                 vgpr_text)
 
 MSGS = json.loads((Path(__file__).parent / "data" / "messages.json").read_text())
 
@@ -77,6 +78,11 @@ def _src(inst, s, v: int, vector: bool, fam: str) -> str:
     from gputwin.isa.asm import inline_for
     salu = inst.format.startswith("SOP")
     if _lit16(inst, s):  # 16-bit operands use the low half; lit() keeps a value that would be inline
+      i = {"src0": 0, "src1": 1, "src2": 2}.get(s.field, 0)
+      hi = inst.get("opsel_hi", 0) | inst.get("opsel_hi2", 0) << 2
+      if re.search(FMT["mix_abs_in_neg_hi"], inst.op) and hi >> i & 1:
+        from dataclasses import replace
+        s = replace(s, fmt="FMT_NUM_F16", bits=16)  # fma_mix: op_sel_hi makes this source f16 (0x3c00 is 1.0)
       return f"lit(0x{lit:x})" if inline_for(lit & 0xffff, s, salu) is not None else f"0x{lit & 0xffff:x}"
     if lit == 0 and s.bits == 64 and "F64" in s.fmt:
       return "0"
@@ -259,8 +265,9 @@ def format_inst(inst) -> str:
     sig = _image_sig(inst, sig)
   if FMT["mfma_f8f6f4"]["ops"] in inst.op:
     sig = _mfma_sig(inst, sig)
+  # operand-less: no modifiers either (s_dcache_inv, buffer_gl0_inv)
   if not sig.slots and inst.format not in FMT["mods_without_operands"] and "DPP" not in inst.enc and not any(
-      re.search(p, inst.op) for p in FMT["mods_of_op"].get(fam, {})):  # operand-less: no modifiers either (s_dcache_inv, buffer_gl0_inv)
+      re.search(p.rpartition(":")[2], inst.op) for p in FMT["mods_of_op"].get(fam, {})):
     from dataclasses import replace
     sig = replace(sig, mods=())
   ops = []
@@ -281,6 +288,10 @@ def _operand(inst, s, fam: str, wave: int) -> str:
     return "vcc_lo" if s.dwords == 1 else "vcc"
   if k == "lit":
     lit = f["literal"]
+    if inst.format in FMT["lit_as_inline"].get(fam, []):  # gfx9 s_setreg_imm32_b32: 1.0, -1, 64, else hex
+      from gputwin.isa.asm import inline_for
+      code = inline_for(lit, Slot("", "src", 1, "FMT_NUM_F32", 32))
+      return inline_text(code, "FMT_NUM_F32", 32, inst.format) if code is not None else f"0x{lit:x}"
     return str(lit) if inst.format == "SOPK" and lit <= 64 else f"0x{lit:x}"
   v = f.get(s.field, 0)
   if inst.format in FMT["flat_addr"]:
@@ -357,7 +368,8 @@ def _operand(inst, s, fam: str, wave: int) -> str:
     x = v - (1 << fd.width) if v >> (fd.width - 1) else v
     return f"-0x{-x:x}" if x < 0 else f"0x{x:x}"
   if k == "gpr_idx":
-    return f"gpr_idx({','.join(n for i, n in enumerate(FMT['gpr_idx']['names']) if v >> i & 1)})" if v < 16 else f"0x{v:x}"
+    names = [n for i, n in enumerate(FMT["gpr_idx"]["names"]) if v >> i & 1]
+    return f"gpr_idx({','.join(names)})" if v < 16 else f"0x{v:x}"
   if k == "version":
     t = FMT["version"]
     if v & t["hex_mask"]:

@@ -179,7 +179,7 @@ def signature(arch: str, enc_name: str, op: str, wave: int) -> Sig:
   if base in FMT["mods_order"]:  # formats whose modifiers llvm-mc prints in another order
     first = [k for k in FMT["mods_order"][base] if k in mods]
     mods = tuple(first + [k for k in mods if k not in first])
-  only = next((m for p, m in FMT["mods_of_op"].get(fam, {}).items() if re.search(p, op)), None)
+  only = next((m for p, m in FMT["mods_of_op"].get(fam, {}).items() if _op_match(p, enc_name, op)), None)
   if only is not None:
     mods = tuple(m for m in mods if m in only)
   return Sig(tuple(slots), mods, _mnemonic(I, e, op), tuple(implied))
@@ -196,22 +196,28 @@ def has_vop3(I, op: str) -> bool:
   return any(op in I.allowed[n] for n in I.encodings if I.encodings[n].base in ("VOP3", "VOP3SD"))
 
 
+def _op_match(key: str, enc: str, op: str) -> bool:
+  """A table key 'REGEX' (any encoding) or 'ENCODING:REGEX'."""
+  e, _, pat = key.rpartition(":")
+  return (not e or e == enc) and bool(re.search(pat, op))
+
+
 def _mnemonic(I, e: Encoding, op: str) -> str:
   name = FMT["llvm_names"].get(I.target.family, {}).get(op, op).lower()
   base, v = e.base, e.variant
   if base == "VOPD":
     return name
   e32 = base in ("VOP1", "VOP2", "VOPC")
+  if ("SDWA" in v or "DPP" in v) and e32 and any(re.search(p, op) for p in FMT["no_e32_suffix"]):
+    return name  # (their DPP/SDWA forms too: "v_nop quad_perm:[...]")
   if "SDWA" in v:
     return name + "_sdwa"
   promoted = base in ("VOP3", "VOP3SD") and any(op in I.tables.values.get(x, {}) for x in FMT["vop3_from"])
   if "DPP" in v:
-    if e32 and any(re.search(p, op) for p in FMT["no_e32_suffix"]):
-      return name
     if e32:
       return name if base == "VOPC" and I.target.family != "cdna" else name + "_dpp"
     return name + "_e64_dpp" if I.target.family != "cdna" else name + "_dpp"
-  if any(re.search(p, op) for p in FMT["no_e32_suffix"]):  # (their DPP forms too: "v_nop quad_perm:[...]")
+  if any(re.search(p, op) for p in FMT["no_e32_suffix"]):
     return name
   if e32 and has_vop3(I, op):
     return name + "_e32"
