@@ -35,6 +35,44 @@ def cndmask_modifiers(eng, op, ix) -> None:
   eng.V[W, d.index] = v
 
 
+def _bits(eng, W, x) -> np.ndarray:
+  """A 32-bit operand's bits per (wave, lane), modifiers applied (abs clears, neg flips the sign bit)."""
+  v = eng.V[W, x.index] if x.file == "v" else np.broadcast_to(
+    (eng.S[W, x.index] if x.file == "s" else np.full(len(W), x.value, np.uint32))[:, None], (len(W), eng.L))
+  v = v & np.uint32(~x.abs & 0xffffffff) if x.abs else v
+  return v ^ np.uint32(x.neg) if x.neg else v
+
+
+def _f32(eng, W, x) -> np.ndarray:
+  return np.ascontiguousarray(_bits(eng, W, x)).astype(np.uint32).view(np.float32)
+
+
+def div_fmas_scale(eng, op, ix) -> None:
+  """V_DIV_FMAS_F32 with VCC set scales by 2**32 in the emulator (the vendor text); LLVM's division sequence is
+  exact only if it scales by 2**64 when exponent(S2) >= 127 and by 2**-64 otherwise (FINDINGS.md #2). Rescale the
+  lanes with VCC set: D / 2**32 is the emulator's rounded fma, times the right factor, rounded to f32 once."""
+  if not op.text.startswith("v_div_fmas_f32"):
+    return
+  d, m = op.outs["D0"], op.ins.get("VCC")
+  W = np.arange(eng.W)[ix]
+  bits = np.ascontiguousarray(eng.S[W, m.index:m.index + eng.L // 32])
+  vcc = np.unpackbits(bits.view(np.uint8), axis=1, bitorder="little").view(bool)[:, :eng.L]
+  lanes = vcc & np.asarray(eng.exec_mask(ix))
+  if not lanes.any():
+    return
+  srcs = [op.ins.get(k) for k in ("S0", "S1", "S2")]
+  if all(x is not None and x.file in "vsk" and not (x.file == "v" and x.index == d.index) for x in srcs):
+    val = [_f32(eng, W, x).astype(np.float64) for x in srcs]   # the fma again, from sources D did not overwrite
+    res, big = val[0] * val[1] + val[2], ((_bits(eng, W, srcs[2]) >> 23) & 0xff) >= 127
+  else:  # D overwrote a source: D / 2**32 is the emulator's rounded fma, and it is close to S2
+    res = eng.V[W, d.index].view(np.float32).astype(np.float64) / 2.0 ** 32
+    big = np.abs(res) >= 1.0
+  with np.errstate(over="ignore", invalid="ignore"):
+    fixed = (res * np.where(big, 2.0 ** 64, 2.0 ** -64)).astype(np.float32).view(np.uint32)
+  eng.V[W, d.index] = np.where(lanes, fixed, eng.V[W, d.index])
+
+
 KNOWN = {
   "cndmask-modifiers": ("v_cndmask_b32_e64 ignores abs/neg source modifiers (FINDINGS.md #1)", cndmask_modifiers),
+  "div-fmas-scale": ("v_div_fmas_f32 scales by 2**32, LLVM needs 2**+-64 (FINDINGS.md #2)", div_fmas_scale),
 }
