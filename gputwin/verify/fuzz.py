@@ -37,6 +37,7 @@ ACC_INIT = (0, 0, 0xffffffff, 0)     # add, xor, min, max accumulators (global p
 ATOMICS = ("add", "xor", "min", "max")
 DEVICE_FLAGS = ("-O2", "-ffp-contract=off", "-cl-fp32-correctly-rounded-divide-sqrt")
 HOST_FLAGS = ("-O1", "-ffp-contract=off", "-fno-strict-aliasing", "-w")
+CHECKS = {"waitcnt", "lds_race"}  # not `uninit`: LLVM reads never-written SGPRs into dead phi lanes (FINDINGS.md)
 REGRESSIONS = Path(__file__).resolve().parents[2] / "tests" / "verify" / "regressions"
 
 # The helpers every program may call; the same text compiles as OpenCL C and (after the host prelude) as C.
@@ -330,7 +331,7 @@ def _launch(emu, p: Program, x: np.ndarray, shims=()):
   out, acc = np.zeros(N * (NU + NF), np.uint32), np.tile(np.array(ACC_INIT, np.uint32), 2 * G)
   d = None
   try:
-    d = emu.prepare(f"fz{p.index}", grid=G, block=B, args=[out, x, acc], max_instructions=2_000_000)
+    d = emu.prepare(f"fz{p.index}", grid=G, block=B, args=[out, x, acc], max_instructions=2_000_000, checks=CHECKS)
     for fn in shims:
       d.hook(fn)
     d.run()
