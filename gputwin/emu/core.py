@@ -11,6 +11,8 @@ of the workgroup arrived), so it is an independent schedule to compare against.
 """
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from gputwin.emu import lanes
@@ -22,6 +24,7 @@ U32, U64 = np.uint32, np.uint64
 LDS_SHIFT, LDS_BITS = 20, 19  # pcode's 32-bit DS ADDR: workgroup slot << 20 | LDS address mod 2**19 (see _lds)
 MAX_WAVES = 1 << (32 - LDS_SHIFT)
 M32, M64 = 0xffffffff, 0xffffffffffffffff
+LITTLE = sys.byteorder == "little"  # a uint64 viewed as two uint32 is (lo, hi)
 
 
 class Stop(Exception):
@@ -169,8 +172,12 @@ class Engine:
   def store(self, d: Src, v, ix, m, op: Op | None = None):
     """Write raw bits `v` to operand `d` for waves `ix` under lane mask `m` (None: whole wave)."""
     v = np.asarray(v)
-    parts = [v] if d.dwords == 1 else [(v >> (32 * k)) & M32 if v.dtype == object else v.astype(U64) >> U64(32 * k)
-                                       for k in range(d.dwords)]
+    if d.dwords == 2 and v.dtype != object and v.ndim and LITTLE:  # (lo, hi) as two strided uint32 views
+      w = np.ascontiguousarray(v.astype(U64, copy=False)).view(U32).reshape(v.shape + (2,))
+      parts = [w[..., 0], w[..., 1]]
+    else:
+      parts = [v] if d.dwords == 1 else [(v >> (32 * k)) & M32 if v.dtype == object else v.astype(U64) >> U64(32 * k)
+                                         for k in range(d.dwords)]
     if d.file == "s":
       if d.index >= 128 and d.index not in (self.sp["exec"], self.sp["exec"] + 1):
         return  # constants; RDNA's NULL (124) is reset below
@@ -186,7 +193,7 @@ class Engine:
     F, shp = (self.V if d.file == "v" else self.A), (self._n(ix), self.L)
     for k, p in enumerate(parts):
       old = F[ix, d.index + k]
-      new = np.broadcast_to((p.astype(U64) if p.dtype == object else p).astype(U32), shp)
+      new = np.broadcast_to((p.astype(U64) if p.dtype == object else p).astype(U32, copy=False), shp)
       if d.bits == 16 and d.dwords == 1:  # 16-bit results: true16 halves on RDNA, zero-extended on CDNA
         new = new & U32(0xffff)
         if self.fam != "cdna":

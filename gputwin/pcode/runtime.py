@@ -439,7 +439,10 @@ def ins(old, v, lo, w: int, ob: int):
     old = old.astype(d)
   lo_ = arr(lo).astype(d) if np.ndim(lo) else d(int(lo))
   m = d((1 << w) - 1) if w < 64 else d(~0 & ((1 << 64) - 1))
-  vv = arr(v).astype(d) & m
+  vv = arr(v)
+  vv = vv.astype(d) if vv.dtype.kind == "u" and vv.dtype.itemsize * 8 <= w else vv.astype(d) & m  # fits: no mask
+  if np.ndim(lo) == 0 and int(lo) == 0:
+    return (old & ~m) | vv
   return (old & ~(m << lo_)) | (vv << lo_)
 
 
@@ -792,9 +795,10 @@ def _fma(ret, tys, a, b, c):
     # only a sum that lands exactly between two narrow values can round twice wrongly: such a sum has its low
     # 28 (f32) / 41 (f16) significand bits clear and is not itself representable
     low = np.uint64((1 << (28 if dt == np.float32 else 41)) - 1)
-    cand = (s.view(np.uint64) & low) == 0
-    if not cand.any():
+    tail = s.view(np.uint64) & low
+    if tail.all():
       return r
+    cand = tail == 0
     cand &= (r.astype(np.float64) != s) & np.isfinite(s)
     if not cand.any():
       return r
