@@ -552,8 +552,6 @@ def _cli(a) -> int:
   return 1 if any(o.status not in ("ok", "known-bug") for o in res) else 0
 
 
-if __name__ == "__main__":
-  sys.exit(main())
 
 
 # ------------------------------------------------------------------------------------------ IR programs
@@ -631,3 +629,7 @@ def ir_fuzz(seed: int, count: int, targets=TARGETS, backends=("direct", "llvm"),
       results += r
       if progress: progress(len(results))
   return sorted(results, key=lambda o: (o.target, o.index))
+
+
+if __name__ == "__main__":
+  sys.exit(main())
