@@ -133,10 +133,10 @@ def _wide(t: Type) -> bool: return t.is_int and t.bits == 64
 
 def _check_type(t: Type, op: Op | None, arch: str):
   s = t.scalar
-  ok = t.is_ptr or (str(s) in ("i32", "u32", "f32", "bool") and (t.lanes == 1 or (s.bits == 32 and t.lanes in (2, 4)))) \
+  ok = t.is_ptr or (str(s) in ("i32", "u32", "f32", "bool") and (t.lanes == 1 or t.lanes in (2, 4) and s.bits == 32)) \
     or (s.is_int and s.bits in (8, 16) and t.lanes == 1) \
     or (str(s) in ("f16", "bf16") and t.lanes == 1) \
-    or (s.is_int and s.bits == 64 and t.lanes == 1)  # narrow types widen to a VGPR (see normalize); 64-bit: a pair
+    or (s.bits == 64 and not s.is_ptr and t.lanes == 1)  # narrow types widen to a VGPR (normalize); 64-bit: pairs
   if not ok:
     raise CompileError(f"the direct backend does not handle {t} yet; use --backend llvm", loc=op.loc if op else None,
                        arch=arch)
@@ -378,20 +378,26 @@ class _Emitter:
       val = op.attrs["value"]
       if res.type.is_float:
         import struct
-        bits = struct.unpack("<I", struct.pack("<f", val))[0]
+        bits = struct.unpack("<Q", struct.pack("<d", val))[0] if res.type.bits == 64 else \
+          struct.unpack("<I", struct.pack("<f", val))[0]
       else:
         bits = int(val) & 0xffffffffffffffff
       self.i(f"v_mov_b32 {self.r(res, 0)}, {bits & 0xffffffff:#x}", writes=wr)
-      if _wide(res.type): self.i(f"v_mov_b32 {self.r(res, 1)}, {bits >> 32:#x}", writes=wr)
+      if _dwords(res.type) == 2: self.i(f"v_mov_b32 {self.r(res, 1)}, {bits >> 32:#x}", writes=wr)
     elif cls == "id": self.ids(code, res)
     elif cls == "binary": self.binary(code, res, a[0], a[1])
     elif cls == "cmp":
       t = a[0].type
-      sfx = "f32" if t.is_float else f"{'i' if t.is_signed else 'u'}{64 if _wide(t) else 32}"
+      sfx = f"f{t.bits if t.bits == 64 else 32}" if t.is_float else \
+        f"{'i' if t.is_signed else 'u'}{64 if _wide(t) else 32}"
       name = {"eq": "eq", "ne": "neq" if t.is_float else "ne", "lt": "lt", "le": "le", "gt": "gt", "ge": "ge"}[code]
       if t.is_bool: sfx = "u32"
       self.i(f"v_cmp_{name}_{sfx}_e32 {f.vcc}, {R(a[0])}, {R(a[1])}", rd)
       self.bool_from_vcc(res)
+    elif cls == "unary" and res.type.is_float and res.type.bits == 64:
+      if code == "neg": self.i(f"v_xor_b32 {self.r(res, 1)}, 0x80000000, {self.r(a[0], 1)}", rd, wr)
+      else: self.i(f"v_and_b32 {self.r(res, 1)}, 0x7fffffff, {self.r(a[0], 1)}", rd, wr)
+      self.i(f"v_mov_b32 {self.r(res, 0)}, {self.r(a[0], 0)}", rd, wr)
     elif cls == "unary" and _wide(res.type):
       lo, hi = self.r(res, 0), self.r(res, 1)
       if code == "not":
@@ -418,9 +424,10 @@ class _Emitter:
       else: self.mov(res, a[0])
     elif cls == "math": self.math(code, res, a[0])
     elif cls == "fma":
-      if _half(res.type): raise CompileError(f"{res.type} fma is not supported by the direct backend (an f32 fma "
-                                                "rounded again may round twice); use --backend llvm", loc=op.loc, arch=f.arch)
-      self.i(f"v_fma_f32 {R(res)}, {R(a[0])}, {R(a[1])}, {R(a[2])}", rd, wr)
+      if _half(res.type):
+        raise CompileError(f"{res.type} fma is not supported by the direct backend (an f32 fma rounded again may "
+                           "round twice); use --backend llvm", loc=op.loc, arch=f.arch)
+      self.i(f"v_fma_f{64 if res.type.bits == 64 else 32} {R(res)}, {R(a[0])}, {R(a[1])}, {R(a[2])}", rd, wr)
     elif cls == "select":
       self.cmp_to_vcc(a[0])
       for j in range(_dwords(res.type)):
@@ -497,6 +504,7 @@ class _Emitter:
     rd, wr = self.rset(x) | self.rset(y), self.rset(res)
     if t.is_vec: raise CompileError(f"the direct backend has no vector {code}; use --backend llvm")
     if _wide(t): return self.binary64(code, res, x, y)
+    if t.is_float and t.bits == 64: return self.double(code, res, x, y)
     if t.is_float:
       if code in ("min", "max") and f.major >= 12: return self.i(f"v_{code}_num_f32 {R}, {X}, {Y}", rd, wr)
       if code in ("add", "sub", "mul", "min", "max"): return self.i(f"v_{code}_f32 {R}, {X}, {Y}", rd, wr)
@@ -518,6 +526,24 @@ class _Emitter:
     if code == "shr": return self.i(f"v_{'ashrrev_i32' if t.is_signed else 'lshrrev_b32'} {R}, {Y}, {X}", rd, wr)
     if code in ("div", "rem"): return self.divmod(code, res, x, y)
     raise CompileError(f"the direct backend cannot lower {code} on {t}")
+
+  def double(self, code: str, res: Value, x: Value, y: Value):
+    """f64 in VGPR pairs. Division: v_rcp_f64 refined by two Newton steps, then one on the quotient."""
+    f = self.f
+    R, X, Y = self.r(res), self.r(x), self.r(y)
+    rd, wr = self.rset(x) | self.rset(y), self.rset(res)
+    if code in ("add", "mul"): return self.i(f"v_{code}_f64 {R}, {X}, {Y}", rd, wr)
+    if code == "sub": return self.i(f"v_add_f64 {R}, {X}, -{Y}", rd, wr)
+    if code in ("min", "max"): return self.i(f"v_{code}{'_num' if f.major >= 12 else ''}_f64 {R}, {X}, {Y}", rd, wr)
+    if code == "div":
+      t = set(range(2, 8))
+      for line in ("v_rcp_f64 v[2:3], {Y}", "v_fma_f64 v[4:5], -{Y}, v[2:3], 1.0",
+                   "v_fma_f64 v[2:3], v[2:3], v[4:5], v[2:3]", "v_fma_f64 v[4:5], -{Y}, v[2:3], 1.0",
+                   "v_fma_f64 v[2:3], v[2:3], v[4:5], v[2:3]",
+                   "v_mul_f64 v[6:7], {X}, v[2:3]", "v_fma_f64 v[4:5], -{Y}, v[6:7], {X}"):
+        self.i(line.format(X=X, Y=Y), rd | t, t)
+      return self.i(f"v_fma_f64 {R}, v[4:5], v[2:3], v[6:7]", t, wr)
+    raise CompileError(f"f64 {code} is not supported by the direct backend; use --backend llvm", arch=f.arch)
 
   def binary64(self, code: str, res: Value, x: Value, y: Value):
     """64-bit integers as (lo, hi) VGPR pairs: carries through VCC, 64-bit shifts, compares on the pair."""
@@ -581,6 +607,10 @@ class _Emitter:
   def math(self, code: str, res: Value, x: Value):
     R, X = self.r(res), self.r(x)
     rd, wr = self.rset(x), self.rset(res)
+    if res.type.bits == 64:
+      if code not in ("sqrt", "rsqrt", "floor", "ceil", "trunc"):
+        raise CompileError(f"f64 {code} is not supported by the direct backend; use --backend llvm", arch=self.f.arch)
+      return self.i(f"v_{'rsq' if code == 'rsqrt' else code}_f64 {R}, {X}", rd, wr)  # hardware: sqrt/rsq ~1 ulp
     simple = {"sqrt": "v_sqrt_f32", "rsqrt": "v_rsq_f32", "exp2": "v_exp_f32", "log2": "v_log_f32",
               "floor": "v_floor_f32", "ceil": "v_ceil_f32", "trunc": "v_trunc_f32"}
     if code in simple: return self.i(f"{simple[code]} {R}, {X}", rd, wr)
@@ -612,19 +642,26 @@ class _Emitter:
       self.i(f"v_mov_b32 {self.r(res, 0)}, {X}", rd, wr)
       return self.i(f"v_ashrrev_i32 {self.r(res, 1)}, 31, {X}" if s.is_signed else f"v_mov_b32 {self.r(res, 1)}, 0",
                     rd, wr)
+    if (s.bits == 64) != (d.bits == 64) and (s.is_float or d.is_float) and \
+       (_half(s) or _half(d)):   # f64 <-> f16/bf16 through f32 would round twice
+      raise CompileError(f"casts between {s} and {d} are not supported by the direct backend; use --backend llvm",
+                         arch=self.f.arch)
+    fs = "f64" if s.bits == 64 else "f32"
     if d.is_bool:
-      self.i(f"v_cmp_{'neq_f32' if s.is_float else 'ne_u32'}_e32 {self.f.vcc}, 0, {X}", rd)
+      self.i(f"v_cmp_{'neq_' + fs if s.is_float else 'ne_u32'}_e32 {self.f.vcc}, 0, {X}", rd)
       return self.bool_from_vcc(res)
+    if s.is_float and d.is_float and s.bits != d.bits and 64 in (s.bits, d.bits):
+      return self.i(f"v_cvt_f{d.bits if d.bits == 64 else 32}_f{s.bits if s.bits == 64 else 32} {R}, {X}", rd, wr)
     if s.is_float and d.is_int:
-      self.i(f"v_cvt_{'i32' if d.is_signed else 'u32'}_f32 {R}, {X}", rd, wr)
+      self.i(f"v_cvt_{'i32' if d.is_signed else 'u32'}_{fs} {R}, {X}", rd, wr)
       if d.bits < 32 and d.is_signed:   # saturate to the narrow range, as the reference does
         self.i(f"v_max_i32 {R}, {-(1 << (d.bits - 1))}, {R}", wr, wr)
         self.i(f"v_min_i32 {R}, {(1 << (d.bits - 1)) - 1}, {R}", wr, wr)
       elif d.bits < 32: self.i(f"v_min_u32 {R}, {(1 << d.bits) - 1}, {R}", wr, wr)
       return
     if (s.is_int or s.is_bool) and d.is_float:
-      return self.i(f"v_cvt_f32_{'i32' if s.is_signed else 'u32'} {R}, {X}", rd, wr)
-    self.mov(res, x)
+      return self.i(f"v_cvt_f{64 if d.bits == 64 else 32}_{'i32' if s.is_signed else 'u32'} {R}, {X}", rd, wr)
+    self.mov(res, x, _dwords(res.type))
 
   def memory(self, op: Op):
     f = self.f
@@ -635,7 +672,7 @@ class _Emitter:
                          loc=op.loc, arch=f.arch)
     val = op.results[0] if op.opcode == "load" else op.operands[2]
     dw, et = _dwords(val.type), val.type.scalar
-    if _wide(et) and op.opcode.startswith("atomic"):
+    if et.bits == 64 and op.opcode.startswith("atomic"):
       raise CompileError(f"{op.opcode} on {et} is not supported by the direct backend; use --backend llvm",
                          loc=op.loc, arch=f.arch)
     small = et.bits < 32 and not et.is_bool

@@ -151,6 +151,9 @@ class _Gen:
         r = self.call(lty(t), _intr("fabs", t), [(lty(t), a[0])]) if t.scalar.is_float else \
           self.call(lty(t), _intr("abs", t), [(lty(t), a[0]), ("i1", "false")])
     elif cls == "math":
+      if t.scalar.kind == "f" and t.scalar.bits == 64 and code in ("exp", "exp2", "log", "log2", "sin", "cos"):
+        # LLVM's AMDGPU target has no f64 transcendentals (ROCm-Device-Libs provides them) and aborts on them
+        raise CompileError(f"f64 {code} is not supported (no AMD instruction; compute in f32 and cast)", loc=op.loc)
       if code == "rsqrt":
         s = self.call(lty(t), _intr("sqrt", t), [(lty(t), a[0])])
         r = self.tmp()
@@ -214,6 +217,9 @@ class _Gen:
     r = self.tmp()
     if s.is_float:
       if code in ("min", "max"): return self.call(T, _intr(f"{code}num", t), [(T, x), (T, y)])
+      if code == "rem" and s.kind == "bf":   # no bf16 frem in LLVM's AMDGPU target: in f32, as the reference
+        f32 = ir.f32.vec(t.lanes)
+        return self.cast(self.binary("rem", self.cast(x, t, f32), self.cast(y, t, f32), f32), f32, t)
       self.emit(f"{r} = {dict(add='fadd', sub='fsub', mul='fmul', div='fdiv', rem='frem')[code]} {T} {x}, {y}")
       return r
     if code in ("min", "max"):
