@@ -1,12 +1,13 @@
 """Every op x scalar type the verifier accepts: both backends compile it or raise CompileError, never abort.
 Run as a script (by test_no_abort.py): prints each case to stderr before compiling it, then "cases compiled"."""
-import sys, itertools
+import sys
 from gputwin.compiler import compile, ir
 from gputwin.errors import CompileError
 arch = sys.argv[1]
 types = [t for t in ir.SCALARS if t != "bool"]
 def prog(body, t, r):
-  return f"kernel @m(%x: global<{t}>, %y: global<{r}>) {{\n  %i: i32 = workitem.id.x\n  %a: {t} = load %x, %i\n  %b: {t} = load %x, %i\n{body}  store %y, %i, %r\n}}\n"
+  return (f"kernel @m(%x: global<{t}>, %y: global<{r}>) {{\n  %i: i32 = workitem.id.x\n  %a: {t} = load %x, %i\n"
+          f"  %b: {t} = load %x, %i\n{body}  store %y, %i, %r\n}}\n")
 cases = []
 for t in types:
   for op in ir.BINARY: cases.append(prog(f"  %r: {t} = {op} %a, %b\n", t, t))
