@@ -481,6 +481,7 @@ def _fill(c: _Ctx, s: Slot, t: str, col: int):
         c.label = ("reloc", rm[1], f"{rm[2]}_{rm[3]}", int(rm[4].replace(" ", ""), 0) if rm[4] else 0)
         return
       m = re.fullmatch(r"lit\((.*)\)", t2)
+      dropped = bool(m and ab)
       if m and ab:  # llvm-mc-22 drops lit() under |..| (and prints a modified inline 0 as |lit(0x0)|)
         t2, m = m[1].strip(), None
       elif m and neg:
@@ -497,7 +498,7 @@ def _fill(c: _Ctx, s: Slot, t: str, col: int):
         c.set(s.field, code)
         return
       if lit is not None:
-        _check_lit16(c, s, lit)
+        _check_lit16(c, s, lit, explicit=dropped)  # a 16-bit |lit(0xffffffff)| is no -1
         if (neg or ab) and s.bits == 64 and not _FLOAT_RE.match(t2):  # llvm-mc-22: no modifiers on 64-bit int literals
           raise _NoFit("invalid operand for instruction")
         c.set(s.field, 255)
@@ -1010,7 +1011,9 @@ def _encode_one(I, enc: str, op: str, wave: int, ops, mods, rest=("", 0)) -> tup
   f.pop("_fi8", None)
   if base in FMT["mimg"]["formats"]:
     _check_image(c, f)
-    from gputwin.isa.syntax import image_sizes
+    from gputwin.isa.syntax import image_fallback, image_sizes
+    if image_fallback(f, op, I.target.family):
+      raise _NoFit("image data size does not match dmask, d16 and tfe")
     vaddr = next((x.dwords for x in slots if x.field == "vaddr"), 1)
     data, addr = image_sizes(f, op, vaddr, I.target.family)
     if f.pop("_img_vdata", data) != data or f.pop("_img_vaddr", addr) != addr:

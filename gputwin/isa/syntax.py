@@ -402,6 +402,19 @@ def buf_format_text(inst) -> str | None:
   return f"format:{t}" if t else None
 
 
+def image_fallback(f: dict[str, int], op: str, fam: str) -> bool:
+  """Does llvm-mc-22 print this image word with the opcode's default sizes (no variant fits)? Its assembler rejects
+  that text ('image data size does not match dmask, d16 and tfe')."""
+  m = FMT["mimg"]
+  if re.search(m["atomic"], op):
+    width = 2 if re.search(m["atomic2"], op) else 1
+    return fam in m["atomic_fallback_vaddr"] and max(1, bin(f.get("dmask", 0)).count("1")) + bool(
+      f.get("tfe")) not in m["atomic_vdata"][str(width)]
+  return bool(re.search(m["sampler"], op)) and f.get("dim", 0) in m["msaa_dims"] and fam in m[
+    "sampler_fallback_vaddr"] and _image_vaddr(f, op, m, set(op.split("_")[2:]), m["dims"][str(f.get("dim", 0))]) > m[
+    "sampler_msaa_max_vaddr"][fam]
+
+
 def image_sizes(f: dict[str, int], op: str, vendor_vaddr: int, fam: str = "") -> tuple[int, int]:
   """(vdata dwords, vaddr dwords) of an image instruction, the way llvm-mc-22 counts them: data from dmask (gather4:
   four channels; gfx12 atomics: their data width), halved by d16, one more with tfe; addresses = 32-bit extras
@@ -414,10 +427,10 @@ def image_sizes(f: dict[str, int], op: str, vendor_vaddr: int, fam: str = "") ->
   if atomic:
     width = 2 if re.search(m["atomic2"], op) else 1
     data = channels * width
-    if fam in m["fixed_atomic_width"]:  # gfx12: dmask counts dwords; sizes without an opcode variant fall back
+    if fam in m["atomic_fallback_vaddr"]:  # gfx11/12: dmask counts dwords; sizes without an opcode variant fall back
       data = channels + bool(f.get("tfe"))
       if data not in m["atomic_vdata"][str(width)]:
-        return width, m["atomic_fallback_vaddr"]  # llvm-mc-22 falls back to the opcode's default sizes
+        return width, m["atomic_fallback_vaddr"][fam]  # llvm-mc-22 falls back to the opcode's default sizes
       return data, _image_vaddr(f, op, m, parts, dim)
   elif re.search(m["gather"], op):
     data = 4
@@ -429,9 +442,10 @@ def image_sizes(f: dict[str, int], op: str, vendor_vaddr: int, fam: str = "") ->
     data += 1
   if "BVH" in op:
     return data, vendor_vaddr
-  if re.search(m["sampler"], op) and f.get("dim", 0) in m["msaa_dims"] and fam not in m["fixed_atomic_width"]:
+  if image_fallback(f, op, fam):
     fb = m["fallback_vdata"]
-    return fb["gather"] if re.search(m["gather"], op) else fb["other"], sum(p in parts for p in m["extra32"]) + 1
+    return (fb["gather"] if re.search(m["gather"], op) else fb["other"],
+            sum(p in parts for p in m["extra32"]) + m["sampler_fallback_vaddr"][fam])
   return data, _image_vaddr(f, op, m, parts, dim)
 
 
