@@ -384,11 +384,18 @@ def run_batch(job) -> list[Outcome]:
       return [Outcome(t, seed, p.index, "host-error", str(e)[:500]) for t in targets for p in progs]
     for t in targets:
       try:
-        emu = _device(progs, None, t)
-      except GputwinError as e:
-        out += [Outcome(t, seed, p.index, "clang-error", str(e)[:500]) for p in progs]
-        continue
-      for p, x, h in zip(progs, ins, host):
+        emus = [_device(progs, None, t)] * len(progs)
+      except GputwinError:  # a clang-22 failure: find the program(s) it is about, run the others alone
+        emus = []
+        for p in progs:
+          try:
+            emus.append(_device([p], None, t))
+          except GputwinError as e:
+            emus.append(str(e)[:500])
+      for p, x, h, emu in zip(progs, ins, host, emus):
+        if isinstance(emu, str):
+          out.append(Outcome(t, seed, p.index, "clang-error", emu))
+          continue
         g = _launch(emu, p, x)
         if isinstance(g, str):
           out.append(Outcome(t, seed, p.index, "emu-error", g[:500]))

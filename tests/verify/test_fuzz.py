@@ -81,3 +81,12 @@ def test_ir_programs_through_both_backends(capsys):
   out = capsys.readouterr().out
   assert "gfx1100/direct" in out and "gfx950/llvm" in out
   assert fuzz.ir_programs(4, 2) == fuzz.ir_programs(4, 2)   # deterministic
+
+
+def test_clang_failure_is_pinned_to_its_program(clang, monkeypatch):
+  """One program of a batch that clang-22 rejects is reported alone; the rest of the batch still runs."""
+  real = fuzz.render_device
+  monkeypatch.setattr(fuzz, "render_device", lambda p, keep=None: real(p, keep) + ("\n#error seeded" * (p.index == 1)))
+  res = fuzz.run_batch((3, 0, 3, ("gfx1100",)))
+  assert [(o.index, o.status) for o in res] == [(0, "ok"), (1, "clang-error"), (2, "ok")]
+  assert "seeded" in res[1].detail
