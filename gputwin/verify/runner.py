@@ -142,9 +142,10 @@ def read_jsonl(path, *, block: int = 64, label: str = "") -> Run:
   return Run(label or str(path), "trace", "?", [], recs, L, max(1, -(-block // L)), where="file")
 
 
-def write(trace: list, path, fmt: str = "text") -> None:
+def write(trace: list, path, fmt: str = "text", waves_per_group: int = 1) -> None:
   """The emulator's trace as text (emu.api.write_trace: one line per wave-instruction, grouped by wave), JSON lines
-  ({"wave", "pc", "inst", "wrote"} in the same order) or Perfetto/Chrome trace JSON (one track per wave)."""
+  ({"wave", "pc", "inst", "wrote"} in the same order) or Perfetto/Chrome trace JSON (one track per wave, named by
+  workgroup and wave; time = the wave's instruction count)."""
   if fmt == "text":
     from gputwin.emu.api import write_trace
     write_trace(path, trace)
@@ -159,6 +160,8 @@ def write(trace: list, path, fmt: str = "text") -> None:
       step[w] = ts = step.get(w, -1) + 1
       ev.append(dict(name=text.split()[0] if text else "?", ph="X", ts=ts, dur=1, pid=0, tid=w,
                      args=dict(pc=hex(pc), inst=text, wrote=ch)))
+    ev += [dict(name="thread_name", ph="M", pid=0, tid=w, args=dict(name=f"wg {w // waves_per_group} wave "
+                                                                       f"{w % waves_per_group}")) for w in step]
     Path(path).write_text(json.dumps(dict(traceEvents=ev, displayTimeUnit="ns")))
   else:
     raise GputwinError(f"unknown trace format {fmt!r} (text, jsonl, perfetto)")

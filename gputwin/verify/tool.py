@@ -63,7 +63,7 @@ def trace_main(argv=None) -> int:
                    max_instructions=a.max_instructions)
     fmt = a.format or ("jsonl" if a.output.endswith(".jsonl") else "perfetto" if a.output.endswith(".json")
                        else "text")
-    runner.write(r.trace, a.output, fmt)
+    runner.write(r.trace, a.output, fmt, r.waves_per_group)
     print(f"{r.kernel} on {r.arch}: {len(r.trace)} wave-instructions traced -> {a.output} ({fmt})")
     if r.error:
       print(f"gputwin trace: the launch stopped: {type(r.error).__name__}: {r.error}", file=sys.stderr)

@@ -83,7 +83,10 @@ def test_trace_formats(builds, tmp_path):
   lines = (tmp_path / "t.txt").read_text().splitlines()
   recs = [json.loads(x) for x in (tmp_path / "t.jsonl").read_text().splitlines()]
   ev = json.loads((tmp_path / "t.json").read_text())["traceEvents"]
+  names = [e["args"]["name"] for e in ev if e["ph"] == "M"]
+  ev = [e for e in ev if e["ph"] == "X"]
   assert len(lines) == len(recs) == len(ev) > 40
+  assert names == ["wg 0 wave 0", "wg 0 wave 1"]   # 64 work-items = two wave32s
   assert recs[0]["inst"] in lines[0] and ev[0]["args"]["inst"] == recs[0]["inst"]
 
 
