@@ -82,3 +82,17 @@ def test_inputs(args, h):
   assert np.isfinite(args[0]).all() and h.dtype == np.float16
 ''')
   pytester.runpytest(*PLUGIN).assert_outcomes(passed=2)
+
+
+def test_same_on_device_through_the_mock_kfd():
+  """The helper's device path, pointed at the mock KFD (the PM4 path a real GPU takes); skips with no real GPU."""
+  import numpy as np
+  import pytest
+  from gputwin.compiler import compile
+  from gputwin.compiler.examples import saxpy
+  from gputwin.verify.plugin import assert_same_on_device
+  c = compile(saxpy, "gfx942")
+  args = [np.float32(3.0), np.arange(64, dtype=np.float32), np.ones(64, np.float32), 64]
+  assert_same_on_device(c.code_object, "saxpy", grid=1, block=64, args=args, device="mock:gfx942")
+  with pytest.raises(pytest.skip.Exception, match="no real gfx942 GPU"):
+    assert_same_on_device(c.code_object, "saxpy", grid=1, block=64, args=args)
