@@ -224,7 +224,7 @@ def _passes(a, _) -> int:
       raise GputwinError(f"no example {a.example!r} (known: {', '.join(examples.EXAMPLES)})")
     ex = examples.EXAMPLES[a.example]
     args, grid, block = ex.inputs(np.random.default_rng(0))
-    k, outs, ulps = ex.kernel, list(ex.outputs), max(a.ulps, 0)
+    k, outs, ulps = ex.kernel, list(ex.outputs), a.ulps
   elif a.file:
     from gputwin.compiler.tool import _kernels
     ks = [k for k in _kernels(Path(a.file)) if a.kernel is None or getattr(k, "name", None) == a.kernel
@@ -254,11 +254,15 @@ def _builds(a, _) -> int:
   from gputwin.verify import diverge, runner
   from gputwin.verify.tool import _parsed
   args, grid, block = _parsed(a)
-  A = runner.clang_cl(Path(a.a).read_text(), a.arch, flags=tuple(shlex.split(a.cflags_a))) if a.a.endswith(".cl") \
-    else a.a
   bsrc = a.b or a.a
-  B = runner.clang_cl(Path(bsrc).read_text(), a.arch, flags=tuple(shlex.split(a.cflags_b))) if bsrc.endswith(".cl") \
-    else bsrc
+
+  def build(path, flags):
+    if not path.endswith(".cl"):
+      return path
+    if not a.arch:
+      raise GputwinError(f"{path}: an OpenCL source needs --arch")
+    return runner.clang_cl(Path(path).read_text(), a.arch, flags=tuple(shlex.split(flags)))
+  A, B = build(a.a, a.cflags_a), build(bsrc, a.cflags_b)
   ra, rb, out, tr = bisect_builds(A, B, kernel=a.kernel, grid=grid, block=block, args=args, arch=a.arch, mode=a.mode)
   ra.label, rb.label = a.a, bsrc
   diverge.render(ra, rb, out, tr)
