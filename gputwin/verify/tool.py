@@ -91,6 +91,8 @@ def diff_main(argv=None) -> int:
   def go() -> int:
     from gputwin.verify import diverge, runner
     args, grid, block = _parsed(a)
+    if not (a.b or a.arch_b or a.device_b):
+      raise GputwinError("diff: give B, or --arch-b / --device-b to run A a second way")
     if a.device_b and a.device_b.startswith("amd") and not os.path.exists("/dev/kfd"):
       raise GputwinError(f"--device-b {a.device_b}: no real AMD GPU here (/dev/kfd missing); try mock:<arch>")
     if a.a.endswith(".jsonl") or (a.b or "").endswith(".jsonl"):  # two saved traces (gputwin trace -o X.jsonl)

@@ -65,7 +65,8 @@ def test_diff_api_values_and_lengths(builds):
 
 def test_diff_reports_a_fault(builds, capsys):
   """A watchdog stop on one side is shown as a result, with the first divergence (B's trace ends early)."""
-  rc = main(["diff", str(builds / "good.co"), *ARGS, "--arg", "in:u32:128", *N, "--max-instructions", "3000"])
+  rc = main(["diff", str(builds / "good.co"), str(builds / "good.co"), *ARGS, "--arg", "in:u32:128", *N,
+             "--max-instructions", "3000"])
   out = capsys.readouterr().out
   assert rc == 0 or "stopped" in out  # same watchdog on both sides: same outputs, same traces
   a = runner.run(builds / "good.co", grid=2, block=64, args=[("o", np.zeros(128, np.uint32)),
@@ -187,11 +188,13 @@ def test_diff_across_targets_and_against_a_device(clang, tmp_path, capsys):
 def test_diff_bad_input(builds, tmp_path, capsys):
   assert main(["diff", str(builds / "good.co"), str(tmp_path / "nope.co"), *ARGS, "--arg", "in:u32:128", *N]) == 2
   assert "nope.co" in capsys.readouterr().err
-  assert main(["diff", str(builds / "good.co"), *ARGS, *N]) == 2   # 2 of 3 arguments
+  assert main(["diff", str(builds / "good.co"), str(builds / "bad.co"), *ARGS, *N]) == 2   # 2 of 3 arguments
   assert "takes 3 arguments" in capsys.readouterr().err
   assert main(["trace", str(builds / "good.co"), "-o", str(tmp_path / "t"), "--kernel", "nope"]) == 2
   assert "no kernel 'nope'" in capsys.readouterr().err
-  assert main(["diff", str(tmp_path / "k.cl"), "--arch", "gfx1100"]) == 2   # missing source file
+  assert main(["diff", str(tmp_path / "k.cl"), "--arch", "gfx1100", "--arch-b", "gfx942"]) == 2   # no such file
+  assert main(["diff", str(builds / "good.co")]) == 2
+  assert "give B, or --arch-b / --device-b" in capsys.readouterr().err
 
 
 def test_diff_of_saved_traces(builds, tmp_path, capsys):
