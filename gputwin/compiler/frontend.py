@@ -284,7 +284,9 @@ class _Translator:
     self.at(s)
     names = [n for n in te if (n in self.env or n in ee) and (te[n] is not self.env.get(n) or
                                                            ee.get(n) is not self.env.get(n))]
-    names = [n for n in names if not te[n].type.is_ptr]
+    for n in [n for n in names if te[n].type.is_ptr or ee[n].type.is_ptr]:
+      raise self.err(f"buffer variable `{n}` is reassigned under a condition; buffers are fixed per kernel (use "
+                     f"two names, or select the index instead)")
     for n in names:
       if te[n].type != ee[n].type: raise self.err(f"`{n}` is {te[n].type} in one branch and {ee[n].type} in the other")
     if names:
@@ -310,7 +312,10 @@ class _Translator:
     lo, hi, st = (self.coerce(a, typed) for a in args)
     for a in (lo, hi, st):
       if a.type != typed: raise self.err(f"range() bounds have different types ({lo.type}, {hi.type}, {st.type})")
-    carried = [n for n in self.assigned(s.body) if n in self.env and n != s.target.id and not self.env[n].type.is_ptr]
+    carried = [n for n in self.assigned(s.body) if n in self.env and n != s.target.id]
+    for n in carried:
+      if self.env[n].type.is_ptr:
+        raise self.err(f"buffer variable `{n}` is reassigned in a loop; buffers are fixed per kernel")
     body = Block()
     iv = self.b.value(typed, s.target.id)
     body.args = [iv] + [self.b.value(self.env[n].type, n) for n in carried]

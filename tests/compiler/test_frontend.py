@@ -105,6 +105,22 @@ def shared_dynamic(x: Ptr[f32], n: i32):
 
 
 @kernel
+def pointer_under_condition(x: Ptr[f32], y: Ptr[f32], n: i32):
+  p = x
+  if n > 0:  # ERR
+    p = y
+  p[0] = 1.0
+
+
+@kernel
+def pointer_in_loop(x: Ptr[f32], y: Ptr[f32], n: i32):
+  p = x
+  for i in range(n):  # ERR
+    p[i] = 1.0
+    p = y
+
+
+@kernel
 def loop_type_change(x: Ptr[f32], n: i32):
   acc = 0
   for i in range(n):
@@ -125,7 +141,9 @@ BAD = [(mixed_types, "cast one explicitly"), (while_loop, "`while` loops are not
        (unknown_call, "unsupported function `print`"), (no_annotation, "needs a type annotation"),
        (float_index, "index must be an integer, got f32"), (break_stmt, "`break` is not supported"),
        (chained_compare, "chained comparisons"), (shared_dynamic, "compile-time integer"),
-       (loop_type_change, "`acc` was i32, cannot assign a f32")]
+       (loop_type_change, "`acc` was i32, cannot assign a f32"),
+       (pointer_under_condition, "buffer variable `p` is reassigned under a condition"),
+       (pointer_in_loop, "buffer variable `p` is reassigned in a loop")]
 
 
 @pytest.mark.parametrize("kf,msg", BAD, ids=[k.name for k, _ in BAD])

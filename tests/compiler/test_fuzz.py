@@ -159,8 +159,7 @@ class Gen:
     for r in op.results: self.add(r)
 
 
-Gen.__dict__  # keep linters quiet about the getattr dispatch below
-setattr(Gen, "if", Gen._if)
+setattr(Gen, "if", Gen._if)      # `ops` dispatches on the drawn keyword
 setattr(Gen, "for", Gen._for)
 
 
