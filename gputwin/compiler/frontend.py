@@ -4,8 +4,9 @@ The function is never executed; its source is parsed with `ast` and translated s
   - parameters: scalars (`n: i32`, `a: f32`, ...) and global buffers (`x: Ptr[f32]`)
   - statements: assignment (also `x: f16 = 0.0`, tuples, `+=`), `buf[i] = v`, `if/elif/else`, `for i in range(...)`,
     calls to built-ins, a final bare `return`
-  - expressions: arithmetic, comparisons, `and`/`or`/`not` on bools (both sides evaluated), `a if c else b`
-    (a select: both sides evaluated), `buf[i]`, built-ins, casts `f32(x)`, module-level int/float constants
+  - expressions: arithmetic, comparisons, `and`/`or`/`not` on bools and `a if c else b` (short-circuit like
+    Python when a side loads or calls: `i < n and x[i] > 0` never reads x[n]; otherwise a select), `buf[i]`,
+    built-ins, casts `f32(x)`, module-level int/float constants
   - `//` and `%` on integers truncate toward zero (like C, unlike Python); `/` is float-only
 Untyped literals take the type of the other operand; alone they default to i32 / f32. Mixing typed values of
 different types is an error: cast explicitly. Every error names the Python file, line and column.
@@ -111,6 +112,12 @@ _OPNAME = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv
            ast.BitOr: "|", ast.BitXor: "^", ast.LShift: "<<", ast.RShift: ">>"}
 _CMPS = {ast.Eq: "eq", ast.NotEq: "ne", ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge"}
 _MATH = {"sqrt", "rsqrt", "exp", "exp2", "log", "log2", "sin", "cos", "floor", "ceil", "trunc"}
+
+
+def _touches_memory(node: ast.expr) -> bool:
+  """Loads and calls (atomics) are evaluated lazily in `and`/`or`/`x if c else y`, like Python; pure arithmetic is
+  evaluated eagerly (cheaper: a select, no branch)."""
+  return any(isinstance(n, (ast.Subscript, ast.Call)) for n in ast.walk(node))
 
 
 class _Translator:
@@ -375,16 +382,19 @@ class _Translator:
       self.at(e)
       return self.b.emit(op, [a, b], ir.boolean)
     if isinstance(e, ast.BoolOp):
-      vals = [self.coerce(self.expr(v), ir.boolean) for v in e.values]
-      self.at(e)
-      for v in vals:
-        if v.type != ir.boolean: raise self.err(f"`{'and' if isinstance(e.op, ast.And) else 'or'}` needs bools, "
-                                                f"got {v.type}")
-      acc = vals[0]
-      for v in vals[1:]: acc = self.b.emit("and" if isinstance(e.op, ast.And) else "or", [acc, v], ir.boolean)
+      is_and = isinstance(e.op, ast.And)
+      acc = self.condition(e.values[0])
+      for node in e.values[1:]:
+        if _touches_memory(node):   # short-circuit like Python: `i < n and x[i] > 0` must not load x[n]
+          acc = self.branch(acc, *((node, ast.Constant(False)) if is_and else (ast.Constant(True), node)), e)
+          if acc.type != ir.boolean: raise self.err(f"`{'and' if is_and else 'or'}` needs bools, got {acc.type}", e)
+        else:
+          acc = self.b.emit("and" if is_and else "or", [acc, self.condition(node)], ir.boolean)
+        self.at(e)
       return acc
     if isinstance(e, ast.IfExp):
       c = self.condition(e.test)
+      if _touches_memory(e.body) or _touches_memory(e.orelse): return self.branch(c, e.body, e.orelse, e)
       a, b = self.unify(self.value_only(self.expr(e.body), e), self.value_only(self.expr(e.orelse), e),
                         "a conditional expression")
       self.at(e)
@@ -395,6 +405,33 @@ class _Translator:
       return self.b.emit("load", [p, i], p.type.elem)
     if isinstance(e, ast.Call): return self.call(e)
     raise self.err(f"unsupported expression: {type(e).__name__}")
+
+  def branch(self, c: Value, yes: ast.expr, no: ast.expr, node: ast.expr) -> Value:
+    """`yes if c else no` evaluating only the taken side (an `if` op with one result)."""
+    then, els, saved = Block(), Block(), self.b.block
+    self.b.block = then
+    a = self.value_only(self.expr(yes), yes)
+    self.b.block = els
+    b = self.value_only(self.expr(no), no)
+    if isinstance(a, _Lit) and isinstance(b, _Lit):
+      t = ir.f32 if isinstance(a.value, float) or isinstance(b.value, float) else None
+      self.b.block = then
+      a = self.coerce(a, t)
+      self.b.block = els
+      b = self.coerce(b, a.type)
+    elif isinstance(a, _Lit):
+      self.b.block = then
+      a = self.coerce(a, b.type)
+    elif isinstance(b, _Lit):
+      b = self.coerce(b, a.type)
+    self.b.block = saved
+    self.at(node)
+    if a.type != b.type: raise self.err(f"the two sides have types {a.type} and {b.type}; cast one explicitly")
+    then.ops.append(self.b.make("yield", [a]))
+    els.ops.append(self.b.make("yield", [b]))
+    op = self.b.make("if", [c], [a.type], regions=[then, els])
+    self.b.block.ops.append(op)
+    return op.result
 
   def value_only(self, v, node=None):
     """Buffers are not values: no arithmetic, comparison or selection on them."""

@@ -279,3 +279,27 @@ def test_gfx950_large_lds(backend):
   ref, emu = run_both(c, [np.arange(64, dtype=np.float32), np.zeros(64, np.float32)], 1, 64)
   np.testing.assert_array_equal(emu[1], ref[1])
   assert ref[1][0] == 63 + 126
+
+
+@kernel
+def short_circuit(x: Ptr[f32], y: Ptr[f32], n: i32):
+  i = global_id(0)
+  ok = i < n and x[i] > 0.0
+  v = x[i] * 2.0 if i < n else 0.5
+  w = i >= n or x[i] < -1.0
+  if i < n and (x[i] > 1.0 or i % 2 == 0):
+    y[i] = v + f32(ok) + f32(w)
+
+
+@pytest.mark.parametrize("backend", ["direct", "llvm"])
+def test_and_or_ifexp_short_circuit(backend):
+  """`i < n and x[i] > 0` must not read x[n..]: x has 50 elements, 64 work-items run (the reference raises on any
+  out-of-bounds read, the emulator faults)."""
+  from _compiler_helpers import run_both
+  args = [np.random.default_rng(0).standard_normal(50).astype(np.float32), np.zeros(64, np.float32), 50]
+  for arch in ("gfx1100", "gfx942"):
+    ref, emu = run_both(compile(short_circuit, arch, backend=backend), args, 1, 64)
+    np.testing.assert_array_equal(emu[1], ref[1])
+  x = args[0]
+  want = np.where((x > 1) | (np.arange(50) % 2 == 0), 2 * x + (x > 0) + (x < -1), 0)
+  np.testing.assert_array_equal(ref[1][:50], want.astype(np.float32))
