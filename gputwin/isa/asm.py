@@ -729,6 +729,8 @@ def _delay(t: str) -> int:
   if re.fullmatch(r"-?(0x[0-9a-fA-F]+|\d+)", t):
     return _num(t) & 0xffff
   v = 0
+  if re.search(r"\(\s*\)", t):  # llvm-mc-22 prints an invalid id as 'instid1(/* invalid instid value */)'
+    raise _NoFit("expected a value name")
   for m in re.finditer(r"(\w+)\s*\(\s*(\w+)\s*\)", t):
     fld = next((f for f in d["fields"] if f[0] == m[1]), None)
     if fld is None:
@@ -1223,9 +1225,14 @@ def _vopd(I, text: str, line: int, col0: int, wave: int):
       raise AsmError(e.msg, line, col0, text.strip(), I.target.name) from None
     vals["src" + side + "0"] = c.fields[s.field]
     if c.literal is not None:
+      if lit is not None and lit != c.literal:
+        raise AsmError("only one unique literal operand is allowed", line, col0, text.strip(), I.target.name)
       lit = c.literal
     if len(toks) > 2:
       vals["vsrc" + side + "1"] = _reg_range(toks[2])[1]
+  why = _vopd_rules(I, vals, lit)
+  if why:
+    raise AsmError(why, line, col0, text.strip(), I.target.name)
   vals["vdsty"] = vals["vdsty"] >> 1
   enc = "VOPD_LIT" if lit is not None else "VOPD"
   if lit is not None:
@@ -1233,6 +1240,26 @@ def _vopd(I, text: str, line: int, col0: int, wave: int):
   inst = make(I.target.name, enc, I.tables.enums["VOPDOp"][vals["opx"]], 0, **vals)
   inst = inst.replace(opx=vals["opx"], opy=vals["opy"])
   return inst, None
+
+
+def _vopd_rules(I, vals: dict[str, int], lit: int | None) -> str | None:
+  """llvm-mc-22's VOPD checks (formats.json vopd_rules): per source slot the two halves' VGPRs sit in different
+  banks, and the constant bus (scalar src0s, the literal, each CNDMASK's VCC) holds at most `bus` values."""
+  r, names = FMT["vopd_rules"], I.tables.enums["VOPDOp"]
+  ops = {h: names[vals["op" + h]] for h in "xy"}
+  def regs(h: str) -> list[int | None]:
+    s0 = vals["src" + h + "0"]
+    s1 = vals.get("vsrc" + h + "1")
+    src = [s0 - 256 if s0 >= 256 else None, s1, vals["vdst" + h] if re.search(r["dst_is_src2"], ops[h]) else None]
+    return [src[0], None, s1] if re.search(r["src1_is_src2"], ops[h]) else src
+  for i, (a, b) in enumerate(zip(regs("x"), regs("y"))):
+    if a is not None and b is not None and a % r["banks"] == b % r["banks"]:
+      return f"src{i} operands must use different VGPR banks"
+  cb = FMT["constant_bus"]
+  scalars = {vals["src" + h + "0"] for h in "xy" if vals["src" + h + "0"] < 128 and vals["src" + h + "0"] not in
+             cb["not_counted"][I.target.family] or vals["src" + h + "0"] in cb["scalar_specials"]}
+  n = len(scalars) + (lit is not None) + sum(bool(re.search(r["reads_vcc"], o)) for o in ops.values())
+  return "invalid operand (violates constant bus restrictions)" if n > r["bus"] else None
 
 
 def assemble(text: str, arch: str, *, wave: int | None = None, symbols: dict | None = None,
