@@ -115,9 +115,10 @@ _MATH = {"sqrt", "rsqrt", "exp", "exp2", "log", "log2", "sin", "cos", "floor", "
 
 
 def _touches_memory(node: ast.expr) -> bool:
-  """Loads and calls (atomics) are evaluated lazily in `and`/`or`/`x if c else y`, like Python; pure arithmetic is
-  evaluated eagerly (cheaper: a select, no branch)."""
-  return any(isinstance(n, (ast.Subscript, ast.Call)) for n in ast.walk(node))
+  """Loads and atomics are evaluated lazily in `and`/`or`/`x if c else y`, like Python; pure expressions eagerly
+  (cheaper: a select, no branch)."""
+  return any(isinstance(n, ast.Subscript) or (isinstance(n, ast.Call) and getattr(n.func, "id", "").startswith(
+    "atomic_")) for n in ast.walk(node))
 
 
 class _Translator:
