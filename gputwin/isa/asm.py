@@ -1253,7 +1253,7 @@ def _vopd_rules(I, vals: dict[str, int], lit: int | None) -> str | None:
     src = [s0 - 256 if s0 >= 256 else None, s1, vals["vdst" + h] if re.search(r["dst_is_src2"], ops[h]) else None]
     return [src[0], None, s1] if re.search(r["src1_is_src2"], ops[h]) else src
   for i, (a, b) in enumerate(zip(regs("x"), regs("y"))):
-    if a is not None and b is not None and a % r["banks"] == b % r["banks"]:
+    if r["banks_enforced"] and a is not None and b is not None and a % r["banks"] == b % r["banks"]:
       return f"src{i} operands must use different VGPR banks"
   cb = FMT["constant_bus"]
   scalars = {vals["src" + h + "0"] for h in "xy" if vals["src" + h + "0"] < 128 and vals["src" + h + "0"] not in
