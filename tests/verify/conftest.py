@@ -2,7 +2,6 @@ import shutil
 
 import pytest
 
-pytest_plugins = ["pytester"]
 
 
 @pytest.fixture(scope="session")

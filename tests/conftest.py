@@ -1,0 +1,2 @@
+"""Suite-wide pytest setup."""
+pytest_plugins = ["pytester"]  # tests/verify drives the gputwin pytest plugin through pytester
