@@ -118,7 +118,12 @@ def _src(o, slot, neg=0, abs_=0, hi=False, pk=()) -> Src:
   return Src(o.file, o.index, o.dwords, 0, hi or o.hi, bits, fmt, neg, abs_, pk)
 
 
-def _sign(fmt: str, bits: int) -> int:
+def _sign(fmt: str, bits: int, bitwise: bool = False) -> int:
+  """The sign bit that abs/neg act on. Untyped (B16/B32/B64) sources of VOP1/2/3 and DPP/SDWA forms, e.g.
+  V_CNDMASK_B32 (LLVM selects fneg through it), take the float modifiers bitwise on their width; VOP3P's untyped
+  sources (FMA_MIX, IU8 WMMA signedness) give the bits other meanings and are left alone."""
+  if bitwise and "NUM_B" in fmt and bits in (16, 32, 64):
+    return 1 << (bits - 1)
   if "F16" in fmt or ("F" in fmt and bits == 16):
     return 0x8000
   if "F64" in fmt:
@@ -225,7 +230,7 @@ def _sources(op: Op, inst: Inst, opnds: dict, slots: dict, modifiers: bool) -> N
       nm = ((neg >> i & 1) << (w - 1) | (f.get("neg_hi", 0) >> i & 1) << (2 * w - 1)) if "F" in sfmt else 0
       op.ins[f"S{i}"] = _src(o, sl, neg=nm, pk=(opsel >> i & 1, opsel_hi >> i & 1, w))
     else:
-      sgn = _sign(sfmt, bits)
+      sgn = _sign(sfmt, bits, bitwise=inst.format != "VOP3P")
       n_ = sgn if (neg >> i & 1 or f.get(f"src{i}_neg", 0)) else 0
       a_ = sgn if (abs_ >> i & 1 or f.get(f"src{i}_abs", 0)) else 0
       op.ins[f"S{i}"] = _src(o, sl, neg=n_, abs_=a_, hi=bits == 16 and inst.format == "VOP3" and bool(opsel >> i & 1))

@@ -103,3 +103,37 @@ def test_lds_and_branch_wave64(arch):
   i = np.arange(64, dtype=np.uint64)
   want = (63 - i) + np.where(i < 32, 1000, 0).astype(np.uint64)
   np.testing.assert_array_equal(out, want << np.uint64(33))
+
+
+@pytest.mark.parametrize("arch", ["gfx1100", "gfx942"])
+def test_cndmask_takes_float_modifiers_bitwise(arch):
+  """V_CNDMASK_B32's sources are untyped, yet VOP3 neg/abs act on their sign bit (LLVM selects fneg through it):
+  lanes with VCC=0 pick -|x|, lanes with VCC=1 pick x; expected values from numpy."""
+  if arch == "gfx942":
+    body = """
+  s_load_dwordx2 s[2:3], s[0:1], 0x0
+  v_lshlrev_b32 v1, 2, v0
+  v_cvt_f32_i32 v3, v0
+  v_subrev_f32 v3, 20.0, v3
+  v_and_b32 v4, 1, v0
+  v_cmp_eq_u32 vcc, 1, v4
+  v_cndmask_b32_e64 v2, -|v3|, v3, vcc
+  s_waitcnt lgkmcnt(0)
+  global_store_dword v1, v2, s[2:3]"""
+    n = 64
+  else:
+    body = """
+  s_load_b64 s[2:3], s[0:1], 0x0
+  v_lshlrev_b32 v1, 2, v0
+  v_cvt_f32_i32 v3, v0
+  v_subrev_f32 v3, 20.0, v3
+  v_and_b32 v4, 1, v0
+  v_cmp_eq_u32 vcc_lo, 1, v4
+  v_cndmask_b32_e64 v2, -|v3|, v3, vcc_lo
+  s_waitcnt lgkmcnt(0)
+  global_store_b32 v1, v2, s[2:3]"""
+    n = 32
+  out = np.zeros(n, np.float32)
+  launch(kernel(arch, body), "k", grid=1, block=n, args=[out])
+  x = np.arange(n, dtype=np.float32) - np.float32(20)
+  np.testing.assert_array_equal(out, np.where(np.arange(n) % 2 == 1, x, -np.abs(x)))
