@@ -662,7 +662,7 @@ def _mod_applies(key: str, I, e: Encoding, op: str, slots) -> bool:
     if not any(o.bits == 16 for o in vops.values()):
       return False
     if I.target.true16:
-      return bool(TRUE16.get(I.target.name, {}).get(f"{e.base}:{op}"))
+      return bool(TRUE16.get(I.target.name, {}).get(f"{e.base}:{op}")) and op not in TRUE16["no_opsel"]
   if key == "fi":
     return "DPP" in v
   if key in ("op_sel", "op_sel_hi", "neg_lo", "neg_hi") and e.name.startswith("VOP3P_MFMA"):
