@@ -729,8 +729,10 @@ def operands(inst) -> tuple:
         v *= 2
       if s.kind == "srsrc":
         v *= 4
-      if v >= 256:
-        out.append(Opnd(s.field, "a" if _acc(inst, s.field) else "v", v - 256, s.dwords))
+      if v >= 256:  # a VGPR; in 16-bit VOP1/VOP2/VOPC operands bit 7 selects the high half (true16)
+        hi = bool(s.half and (v - 256) & 0x80 and inst.format in ("VOP1", "VOP2", "VOPC"))
+        idx = (v - 256) & 0x7f if s.half and inst.format in ("VOP1", "VOP2", "VOPC") else v - 256
+        out.append(Opnd(s.field, "a" if _acc(inst, s.field) else "v", idx, s.dwords, hi=hi))
       elif v == 255:
         out.append(Opnd(s.field, "literal", 255, s.dwords, value=inst.get("literal")))
       elif 128 <= v <= 248:

@@ -99,7 +99,6 @@ t16:
 """
 
 
-@pytest.mark.xfail(reason="gputwin.emu bug: true16 .h VGPR operands in VOP2 e32 raise IndexError", strict=False)
 def test_true16_high_half_operands():
   """LLVM-22 emits f16 arithmetic on v*.h halves for gfx1100; 1.0 - 2.0 in the high halves must give -1.0 there."""
   from gputwin.emu import launch
