@@ -486,6 +486,8 @@ def _fill(c: _Ctx, s: Slot, t: str, col: int):
         t2, m = m[1].strip(), None
       elif m and neg:
         raise _NoFit("invalid operand for instruction")
+      if m and re.search(FMT["lit_syntax_rejected"], c.op):
+        raise _NoFit("failed parsing operand.")
       if m:  # lit(x): keep x as a literal even when it is an inline constant
         code, lit = _literal_value(m[1], ls)
         lit = lit if lit is not None else _num(m[1]) & 0xffffffff
@@ -813,6 +815,10 @@ def _mod(c: _Ctx, sig, tok: str):
     has_dst = any(x.field == "vdst" and x.kind in ("v", "av") for x in sig.slots)
     if c.I.target.family == "cdna":  # gfx9: the list's last element is dst (op_sel bit 3)
       nsrc, has_dst = len(bits) - 1, True
+    if c.I.target.true16 and re.search(FMT["opsel_extra_src"], c.op.removesuffix("_E64")) and len(bits) == 4:
+      halves = c.fields.get("opsel", 0)  # bits the .h suffixes set; fmac's src2 is its destination
+      if any(halves >> i & 1 and not bits[j] for i, j in ((0, 0), (1, 1), (3, 3))) or bits[2] != halves >> 3 & 1:
+        raise _NoFit("op_sel operand conflicts with 16-bit operand suffix")
     for i, b in enumerate(bits):
       if b:
         c.orbit("opsel", 3 if has_dst and i == nsrc else i)
