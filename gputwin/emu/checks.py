@@ -46,22 +46,23 @@ class Checks:
   def attach(self, eng) -> None:
     W, nv = eng.W, eng.V.shape[1]
     self.fam, self.gfx12 = eng.fam, eng.prog.arch.startswith("gfx12")
-    self.vw = np.zeros((W, nv), bool)
-    self.aw = np.zeros((W, eng.A.shape[1]), bool)
-    self.sw = np.zeros((W, 256), bool)
+    # per wave and register, indexed [wave, reg], stored register-major: an instruction touches a few registers of
+    # many waves, which then lie in a few pages (wave-major, each wave's row was a page of its own to fault in)
+    per_reg = lambda n, *tail, dt=bool: np.zeros((n, W) + tail, dt).swapaxes(0, 1)
+    self.vw, self.aw, self.sw = per_reg(nv), per_reg(eng.A.shape[1]), per_reg(256)
     self.sw[:, 106:] = True  # specials (VCC, M0, EXEC, constants) are not tracked
-    self.vp = np.zeros((W, nv, 2), np.int64)  # (counter + 1, sequence number) of the outstanding load
-    self.ap = np.zeros((W, eng.A.shape[1], 2), np.int64)
-    self.sp = np.zeros((W, 256, 2), np.int64)
+    self.vp = per_reg(nv, 2, dt=np.int64)  # (counter + 1, sequence number) of the outstanding load
+    self.ap = per_reg(eng.A.shape[1], 2, dt=np.int64)
+    self.sp = per_reg(256, 2, dt=np.int64)
     self.issued = np.zeros((W, 4), np.int64)
     self.retired = np.zeros((W, 4), np.int64)
     self.mfma = np.full((W,), -1, np.int64)  # index of the last MFMA per wave, its regs and ready time
     self.mfma_regs: dict[int, tuple] = {}
     self.clock = np.zeros(W, np.int64)
     self.epoch = np.zeros(int(eng.wg.max()) + 1 if W else 1, np.int64)
-    nd = max(eng.lds.size // 4 + 1, 1)
-    self.lw = np.full((len(self.epoch), nd, 2), -1, np.int64)  # last writer (wave, epoch)
-    self.lr = np.full((len(self.epoch), nd, 2), -1, np.int64)  # last reader (wave or -2 for many, epoch)
+    self.nd = nd = max(eng.lds.size // 4 + 1, 1)  # per workgroup and LDS dword, flat (workgroup * nd + dword):
+    self.lw = np.full((2, len(self.epoch) * nd), -1, np.int64)  # last writer: [wave, epoch]
+    self.lr = np.full((2, len(self.epoch) * nd), -1, np.int64)  # last reader: [wave or -2 for many, epoch]
     self.cur = None
     if "lds_race" in self.on:
       eng.lds.watch = lambda acc, wg, off, n: self._lds(eng, acc, wg, off, n)
@@ -192,17 +193,19 @@ class Checks:
     dw = (off // 4)
     for k in range(max(n // 4, 1)):
       d = dw + k
+      f = wg * self.nd + d  # 1-D gathers/scatters (np.take, last index wins) instead of 2-D fancy indexing
+      lw, lr = self.lw, self.lr
       if acc == "read":
-        w = self.lw[wg, d]
-        bad = (w[:, 1] == ep) & (w[:, 0] != slot) & (w[:, 0] >= 0)
-        r = self.lr[wg, d]
-        many = (r[:, 1] == ep) & (r[:, 0] != slot) & (r[:, 0] != -1)
-        self.lr[wg, d, 0] = np.where(many, -2, slot)
-        self.lr[wg, d, 1] = ep
+        bad = (np.take(lw[1], f) == ep) & ((w := np.take(lw[0], f)) != slot) & (w >= 0)
+        r = np.take(lr[0], f)
+        many = (np.take(lr[1], f) == ep) & (r != slot) & (r != -1)
+        lr[0][f] = np.where(many, -2, slot)
+        lr[1][f] = ep
       else:
-        w, r = self.lw[wg, d], self.lr[wg, d]
-        other_w = (w[:, 1] == ep) & (w[:, 0] != slot) & (w[:, 0] >= 0)
-        bad = other_w | ((r[:, 1] == ep) & (r[:, 0] != slot) & (r[:, 0] != -1))
+        w = np.take(lw[0], f)
+        r = np.take(lr[0], f)
+        other_w = (np.take(lw[1], f) == ep) & (w != slot) & (w >= 0)
+        bad = other_w | ((np.take(lr[1], f) == ep) & (r != slot) & (r != -1))
         # two waves of one workgroup writing the same dword in this very access
         key = wg * (1 << 20) + d
         order = np.argsort(key, kind="stable")
@@ -211,8 +214,8 @@ class Checks:
         if dup.any():
           bad = bad.copy()
           bad[order[1:][dup]] = True
-        self.lw[wg, d, 0] = slot
-        self.lw[wg, d, 1] = ep
+        lw[0][f] = slot
+        lw[1][f] = ep
       if bad.any():
         i = int(np.argmax(bad))
         from gputwin.emu.core import Stop

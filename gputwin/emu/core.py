@@ -11,6 +11,8 @@ of the workgroup arrived), so it is an independent schedule to compare against.
 """
 from __future__ import annotations
 
+import ctypes
+import os
 import sys
 
 import numpy as np
@@ -71,6 +73,28 @@ class _Mem:
       self.space.scatter(a + U64(4 * k), ((v >> (32 * k)) & 0xffffffff).astype(U32), 4)
 
 
+_HEAP_TUNED = False
+
+
+def keep_heap(mmap_max: int = 32 << 20, trim: int = 1 << 30) -> None:
+  """Let glibc keep the emulator's big numpy temporaries on the heap (once per process; GPUTWIN_MALLOPT=0: don't).
+
+  Every vectorised step makes short-lived arrays of 0.25-8 MiB. By default glibc serves those with fresh mmaps and
+  returns them on free (or trims the heap top), so each pass first takes one page fault per 4 KiB: in a fresh
+  process that made the tiled-matmul launch 2-3x slower than the same launch after glibc's thresholds had adapted.
+  Raising M_MMAP_THRESHOLD (to 32 MiB, glibc's maximum) and M_TRIM_THRESHOLD makes freed blocks reusable."""
+  global _HEAP_TUNED
+  if _HEAP_TUNED or os.environ.get("GPUTWIN_MALLOPT") == "0":
+    return
+  _HEAP_TUNED = True
+  try:
+    libc = ctypes.CDLL(None)
+    libc.mallopt(-1, trim)  # M_TRIM_THRESHOLD
+    libc.mallopt(-3, mmap_max)  # M_MMAP_THRESHOLD
+  except (OSError, AttributeError):  # not glibc: nothing to tune
+    pass
+
+
 def scratch_stride(priv_size: int) -> int:
   """Address stride of one lane's private segment in the scratch window (a power of two, >= 16)."""
   return 1 << max(4, int(max(priv_size, 1) - 1).bit_length())
@@ -82,11 +106,14 @@ class Engine:
   def __init__(self, prog: Program, mem, waves: int, lanes: int, nvgpr: int, nagpr: int, lds_size: int,
                priv_size: int, wg_of_wave: np.ndarray, checks, device: str = ""):
     self.prog, self.mem, self.W, self.L = prog, mem, waves, lanes
+    keep_heap()
     self.fam = prog.family
     self.sp = SPECIAL["cdna" if self.fam == "cdna" else "rdna"]
-    self.V = np.zeros((waves, nvgpr, lanes), U32)
-    self.A = np.zeros((waves, max(nagpr, 1), lanes), U32)
-    self.S = np.zeros((waves, 256), U32)
+    # register files are indexed [wave, reg(, lane)] but stored register-major: one register of every wave (what
+    # an instruction reads or writes) is then one contiguous block, not a strided walk through all the files
+    self.V = np.zeros((nvgpr, waves, lanes), U32).swapaxes(0, 1)
+    self.A = np.zeros((max(nagpr, 1), waves, lanes), U32).swapaxes(0, 1)
+    self.S = np.zeros((256, waves), U32).T
     self.HW = np.zeros((waves, 64), U32)
     self.scc = np.zeros(waves, U32)
     self.pc = np.zeros(waves, np.int64)
@@ -363,7 +390,9 @@ class Engine:
       raise GPUPageFault(int(base[bad][0]), 4, "read" if "r" in op.sem.mem else "write", self.lds.device,
                          f"LDS address past the {self.lds.size}-byte allocation")
     if self.checks is not None:  # the race checker learns each access's wave from the lane order pcode uses
-      self.lds.lane_waves = np.arange(self.W)[ix][np.nonzero(np.broadcast_to(True if m is None else m, base.shape))[0]]
+      waves = np.arange(self.W)[ix]
+      every = m is None or (m is self._exec and self._exec_all)
+      self.lds.lane_waves = np.repeat(waves, self.L) if every else waves[np.nonzero(np.broadcast_to(m, base.shape))[0]]
     return (self.wg[ix].astype(U64)[:, None] << U64(LDS_SHIFT)) | (base & U32((1 << LDS_BITS) - 1)).astype(U64)
 
   def _scratch(self, op, ix, m, st, a):
