@@ -5,7 +5,6 @@ import shutil
 import subprocess
 
 import numpy as np
-import pytest
 
 TARGETS = ("gfx1100", "gfx1200", "gfx942", "gfx950")
 BACKENDS = ("direct", "llvm")
