@@ -418,7 +418,8 @@ def verdict(p: Program, keep, arch: str, x: np.ndarray) -> str:
       return f"tool: {e}"[:200]
   if isinstance(g, str):
     return "emu-error: " + g.split(":")[0]
-  return "ok" if np.array_equal(h, g) else "mismatch"
+  # the first differing variable (or accumulator) is part of the verdict, so reduction keeps *this* mismatch
+  return "ok" if np.array_equal(h, g) else "mismatch " + _describe(h, g).split(" of ")[0].split(":")[0]
 
 
 def reduce(p: Program, arch: str, x: np.ndarray, log=None) -> set:

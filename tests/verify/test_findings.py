@@ -1,4 +1,5 @@
-"""Reproducers of the bugs in gputwin/verify/FINDINGS.md, outside this package: xfail while they are there."""
+"""Reproducers of the bugs in gputwin/verify/FINDINGS.md, outside this package: xfail while they are there,
+plain regression tests once fixed."""
 import numpy as np
 import pytest
 
@@ -20,25 +21,11 @@ __kernel void k(__global float *out, __global const float *a, __global const flo
 """
 
 
-@pytest.mark.xfail(reason="FINDINGS.md #1: v_cndmask_b32_e64 drops abs/neg source modifiers", strict=True)
 def test_select_keeps_abs_modifier(clang):
+  """FINDINGS.md #1, fixed in the emulator (efe9448): now a regression test."""
   co = runner.clang_cl(SELECT_ABS, "gfx1100", flags=("-O2", "-cl-fp32-correctly-rounded-divide-sqrt"))
   x, out = np.array([-100, 100, 0, 3] * 8, np.float32), np.zeros(32, np.uint32)
   launch(co, "k", grid=1, block=32, args=[out, x])
-  want = np.abs(np.where(x == 0, np.float32(-4294967264.0), np.float32(-4294967264.0) / np.where(x == 0, 1, x)))
-  np.testing.assert_array_equal(out.view(np.float32), want)
-
-
-def test_cndmask_shim_corrects_it(clang):
-  """known.cndmask_modifiers (what fuzz uses to explain mismatches) gives the right answer on the same kernel."""
-  from gputwin.emu.api import Emulator
-  from gputwin.verify.known import cndmask_modifiers
-  co = runner.clang_cl(SELECT_ABS, "gfx1100", flags=("-O2", "-cl-fp32-correctly-rounded-divide-sqrt"))
-  x, out = np.array([-100, 100, 0, 3] * 8, np.float32), np.zeros(32, np.uint32)
-  d = Emulator(co).prepare("k", grid=1, block=32, args=[out, x])
-  d.hook(cndmask_modifiers)
-  d.run()
-  d.finish()
   want = np.abs(np.where(x == 0, np.float32(-4294967264.0), np.float32(-4294967264.0) / np.where(x == 0, 1, x)))
   np.testing.assert_array_equal(out.view(np.float32), want)
 

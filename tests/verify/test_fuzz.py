@@ -33,11 +33,11 @@ def test_ci_sized_run_has_no_unexplained_mismatch(clang, tmp_path):
 
 
 def test_reducer_shrinks_a_real_mismatch(clang, tmp_path):
-  """Seed 0 program 2 meets FINDINGS.md #1 on gfx1100; ddmin keeps the one statement that shows it."""
-  p, x = fuzz.generate(0, 2), fuzz.inputs(0, 2)
-  keep = fuzz.reduce(p, "gfx1100", x)
-  assert len(keep) == 1 and sum(1 for _ in p.walk()) > 5
-  stem = fuzz.save_regression(p, keep, "gfx1100", x, "test", tmp_path)
+  """Seed 7 program 458 meets FINDINGS.md #5 on gfx942; ddmin keeps the two statements that show it."""
+  p, x = fuzz.generate(7, 458), fuzz.inputs(7, 458)
+  keep = fuzz.reduce(p, "gfx942", x)
+  assert len(keep) <= 3 and sum(1 for _ in p.walk()) > 8
+  stem = fuzz.save_regression(p, keep, "gfx942", x, "test", tmp_path)
   h, g, _ = fuzz.replay(stem)
   assert not np.array_equal(h, g)
   assert fuzz.render_device(p, keep).count(";") < fuzz.render_device(p).count(";")
