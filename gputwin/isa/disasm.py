@@ -421,7 +421,9 @@ def _vgpr_only_note(inst, s, v: int) -> str:
     if s.opr.endswith("_OR_CONST"):  # MFMA src2 takes the destination's class
       cls = f"{'AReg' if _acc(inst, 'src2') else 'VReg'}_{n}" + ("_Align2" if inst.arch.startswith("gfx9") else "")
     return f"/*Invalid register, operand has '{cls}' register class*/"
-  return "" if s.opr.endswith(("_OR_CONST", "_OR_INLINE")) or 209 <= v < 255 else "/*Invalid immediate*/"
+  lo, hi = d["float_inline_noted"].get(_fam(inst), [0, -1])
+  quiet = 209 <= v < 255 and not lo <= v <= hi
+  return "" if s.opr.endswith(("_OR_CONST", "_OR_INLINE")) or quiet else "/*Invalid immediate*/"
 
 
 def _raise(inst, v):

@@ -713,6 +713,9 @@ def operands(inst) -> tuple:
       out.append(Opnd("vcc", "s", 106, s.dwords))
       continue
     v = inst.f.get(s.field, 0)
+    if s.kind == "sdwa_sdst":  # VOPC SDWA: sd=1 writes the lane mask to this SGPR code, sd=0 to VCC
+      out.append(Opnd(s.field, "s", v if inst.f.get("sd") else 106, (inst.wave or I.target.wave) // 32))
+      continue
     if s.kind == "smem_off":  # the scalar offset register and the immediate offset, separately
       out.append(Opnd("soffset", "s", v))
       off = next((k for k in ("ioffset", "offset") if k in inst.f), None)
