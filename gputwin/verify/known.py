@@ -1,7 +1,7 @@
 """Known emulator bugs (and one clang-22 bug) from FINDINGS.md, as shims that correct their effect after the
-faulty instruction ran, through
-the Emulator object API's hooks — the emulator itself is not ours to change. A fuzz mismatch that disappears when
-the shims are on is *explained* (counted as a known bug, not as a new mismatch); one that stays is reduced and saved.
+faulty instruction ran, through the Emulator object API's hooks — the emulator is not ours to change. A fuzz
+mismatch that disappears when the shims are on is *explained* (counted as a known bug, not as a new mismatch); one
+that stays is reduced and saved.
 
 Each shim: fn(engine, op, waves) called after every executed instruction (emu.api.Dispatch.hook)."""
 from __future__ import annotations
