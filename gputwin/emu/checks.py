@@ -63,6 +63,7 @@ class Checks:
     self.nd = nd = max(eng.lds.size // 4 + 1, 1)  # per workgroup and LDS dword, flat (workgroup * nd + dword):
     self.lw = np.full((2, len(self.epoch) * nd), -1, np.int64)  # last writer: [wave, epoch]
     self.lr = np.full((2, len(self.epoch) * nd), -1, np.int64)  # last reader: [wave or -2 for many, epoch]
+    self.wep, self.rep = np.full(len(self.epoch), -1, np.int64), np.full(len(self.epoch), -1, np.int64)
     self.cur = None
     if "lds_race" in self.on:
       eng.lds.watch = lambda acc, wg, off, n: self._lds(eng, acc, wg, off, n)
@@ -195,17 +196,23 @@ class Checks:
       d = dw + k
       f = wg * self.nd + d  # 1-D gathers/scatters (np.take, last index wins) instead of 2-D fancy indexing
       lw, lr = self.lw, self.lr
+      # an entry of the current epoch needs a workgroup that wrote/read since its last barrier (wep/rep are set for
+      # every workgroup at each access, a superset): none -> every entry is stale, skip gathering them
+      wrote, read = (self.wep == self.epoch).any(), (self.rep == self.epoch).any()
+      bad = np.zeros(len(f), bool)
+      if wrote:
+        bad |= (np.take(lw[1], f) == ep) & ((w := np.take(lw[0], f)) != slot) & (w >= 0)
       if acc == "read":
-        bad = (np.take(lw[1], f) == ep) & ((w := np.take(lw[0], f)) != slot) & (w >= 0)
-        r = np.take(lr[0], f)
-        many = (np.take(lr[1], f) == ep) & (r != slot) & (r != -1)
-        lr[0][f] = np.where(many, -2, slot)
+        if read:
+          r = np.take(lr[0], f)
+          lr[0][f] = np.where((np.take(lr[1], f) == ep) & (r != slot) & (r != -1), -2, slot)
+        else:
+          lr[0][f] = slot
         lr[1][f] = ep
+        self.rep[:] = self.epoch
       else:
-        w = np.take(lw[0], f)
-        r = np.take(lr[0], f)
-        other_w = (np.take(lw[1], f) == ep) & (w != slot) & (w >= 0)
-        bad = other_w | ((np.take(lr[1], f) == ep) & (r != slot) & (r != -1))
+        if read:
+          bad |= (np.take(lr[1], f) == ep) & ((r := np.take(lr[0], f)) != slot) & (r != -1)
         # two waves of one workgroup writing the same dword in this very access
         key = wg * (1 << 20) + d
         order = np.argsort(key, kind="stable")
@@ -216,6 +223,7 @@ class Checks:
           bad[order[1:][dup]] = True
         lw[0][f] = slot
         lw[1][f] = ep
+        self.wep[:] = self.epoch
       if bad.any():
         i = int(np.argmax(bad))
         from gputwin.emu.core import Stop

@@ -91,10 +91,21 @@ class Op:
   outs: dict = field(default_factory=dict)  # pcode output name -> Src | special name
   mem: str = ""  # smem | ds | global | flat | scratch | buffer
   vector: bool = True  # lanes (VALU/VMEM) or one value per wave (SALU/SMEM)
-  text: str = ""
   info: dict = field(default_factory=dict)
   old: dict = field(default_factory=dict)  # outputs whose previous value the pcode needs (partial writes)
   atomic: bool = False  # the body reads and writes MEM: lanes must keep their EXEC mask (ordered RMW in pcode)
+  _text: str | None = field(default=None, repr=False)
+
+  @property
+  def text(self) -> str:
+    """The instruction as assembly, formatted on first use (traces, errors): a cold launch need not format any."""
+    if self._text is None:
+      try:
+        from gputwin.isa import format_inst
+        self._text = format_inst(self.inst)
+      except Exception:
+        self._text = self.inst.op.lower()
+    return self._text
 
 
 def _fam_kind(fam: str) -> str: return "cdna" if fam == "cdna" else "rdna"
@@ -292,7 +303,7 @@ def _vopd(op: Op, inst: Inst, fam: str, wave: int) -> Op:
       raise GputwinError(f"{opname}: no pseudocode for {base}")
     fmt = "FMT_NUM_F32" if "_F32" in base else "FMT_NUM_B32"
     d = f["vdstx"] if side == "x" else (f["vdsty"] << 1) | ((f["vdstx"] & 1) ^ 1)
-    sub = Op(inst, op.pc, op.size, "alu", sem)
+    sub = Op(inst, op.pc, op.size, "alu", sem, _text="")
     sub.ins = {"S0": _code_src(f[f"src{side}0"], fmt, f.get("literal")), "S1": Src("v", f[f"vsrc{side}1"]),
                "D0": Src("v", d), "VCC": vcc, "SIMM32": Src("k", value=f.get("literal", 0))}
     if base == "V_FMAMK_F32":
@@ -384,11 +395,6 @@ class Program:
         raise GputwinError(f"PC {pc:#x} is outside the code [{self.base:#x}, {self.base + len(self.text):#x})")
       inst = self._decode(pc - self.base)
       o = self.ops[pc] = build_op(inst, pc, self.family, self.wave)
-      try:
-        from gputwin.isa import format_inst
-        o.text = format_inst(inst)
-      except Exception:
-        o.text = inst.op.lower()
     return o
 
   def _decode(self, off: int) -> Inst:
