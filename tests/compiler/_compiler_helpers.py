@@ -19,11 +19,9 @@ def emulator():
 
 # Emulator bugs found while testing LLVM's code (see tests/compiler/test_emu_repro.py, one reproducer each).
 # A mismatch on code containing one of these instructions is reported as xfail, not as a compiler bug.
-# (Fixed: neg/abs on v_cndmask_b32_e64, true16 .h operands; their reproducers stay as regression tests.)
-EMU_SUSPECTS = {
-  "_sdwa s[": "emu: VOPC SDWA compares with an SGPR-pair destination (v_cmp_eq_u32_sdwa s[2:3], v0, v3 "
-              "src0_sel:BYTE_0, gfx9) set wrong lanes",
-}
+# None open now (fixed: neg/abs on v_cndmask_b32_e64, true16 .h operands, VOPC SDWA with an SGPR destination;
+# their reproducers stay in tests/compiler/test_emu_repro.py as regression tests).
+EMU_SUSPECTS: dict[str, str] = {}
 
 
 def known_emu_bug(asm: str) -> str | None:

@@ -1,5 +1,5 @@
 """Reproducers for emulator bugs found by compiling with LLVM and comparing against the host reference.
-Each is an xfail until gputwin.emu is fixed (non-strict: they start passing silently when it is).
+All of them are fixed now; each stays as a regression test.
 Fixed upstream since (kept as regression checks, FIXED): SDWA src1_sel:BYTE_0 on gfx9; v_div_scale_f32 writing 0
 (LLVM's correctly rounded f32 division gave NaN)."""
 import numpy as np
@@ -37,14 +37,8 @@ def div_by_byte(x: Ptr[i32], y: Ptr[i32], z: Ptr[i32]):
 
 # select_neg's v_cndmask_b32_e64 -x case was fixed in the emulator; LLVM now branches there, so
 # tests/emu/test_asm.py::test_cndmask_takes_float_modifiers_bitwise holds its regression test.
-CASES = [(div_by_byte, "gfx942", "v_cmp_eq_u32_sdwa s[")]
-FIXED = [(byte_add, "gfx942", "_sdwa"), (fdiv, "gfx1100", "v_div_scale_f32"), (fdiv, "gfx942", "v_div_scale_f32")]
-
-
-@pytest.mark.xfail(reason="gputwin.emu bug: see the instruction named in the test id", strict=False)
-@pytest.mark.parametrize("kf,arch,inst", CASES, ids=[f"{k.name}-{a}-{i}" for k, a, i in CASES])
-def test_llvm_code_on_emulator(kf, arch, inst):
-  _check(kf, arch, inst)
+FIXED = [(byte_add, "gfx942", "_sdwa"), (fdiv, "gfx1100", "v_div_scale_f32"), (fdiv, "gfx942", "v_div_scale_f32"),
+         (div_by_byte, "gfx942", "v_cmp_eq_u32_sdwa s[")]
 
 
 def _check(kf, arch, inst):
