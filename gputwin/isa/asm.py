@@ -765,6 +765,8 @@ def _mod(c: _Ctx, sig, tok: str):
       return c.set("dpp", 320 if key == "row_mirror" else 321)
     if key == "unorm" and "unrm" in names:
       return c.set("unrm", 1)
+    if key == "lds" and "lds" not in sig.mods and c.I.target.family in FMT["lds_load"]:
+      raise _NoFit("invalid operand for instruction")
     if key in names and key in _FLAGS:
       return c.set(key, 1)
     raise _NoFit("invalid operand for instruction")
@@ -974,6 +976,11 @@ def _encode_one(I, enc: str, op: str, wave: int, ops, mods, rest=("", 0)) -> tup
   c = _Ctx(I, enc, op, wave)
   atomic = re.search(FMT["th_atomic"], op) and (c.e.base in FMT["flat_addr"] or c.e.base in ("MUBUF", "VBUFFER"))
   if atomic and len(ops) == len(slots) - 1 and slots and slots[0].field == "vdst":
+    slots = slots[1:]
+  lds = "lds" in sig.mods and any(t == "lds" for t, _ in mods)  # gfx9 buffer loads to LDS name no vdata
+  if lds != (bool(slots) and slots[0].field != "vdata") and "lds" in sig.mods:
+    if not lds or len(ops) != len(slots) - 1:
+      raise _NoFit("invalid operand for instruction")
     slots = slots[1:]
   while len(ops) < len(slots) and slots[-1].kind == "simm16_opt":
     slots = slots[:-1]

@@ -272,7 +272,7 @@ def format_inst(inst) -> str:
     sig = replace(sig, mods=())
   ops = []
   for s in sig.slots:
-    if s.field == "vdst" and not returns(inst):
+    if s.field == "vdst" and not returns(inst) or s.field == "vdata" and inst.get("lds") and "lds" in sig.mods:
       continue
     if t := _operand(inst, s, fam, wave):
       ops.append(t)

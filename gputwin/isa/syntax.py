@@ -620,6 +620,7 @@ _MODS = [
   ("sc0", ("sc0",), _flag("sc0", "sc0")),
   ("nt", ("nt",), _flag("nt", "nt")),
   ("sc1", ("sc1",), _flag("sc1", "sc1")),
+  ("lds", ("lds",), _flag("lds", "lds")),
   ("r128", ("r128",), _flag("r128", "r128")),
   ("a16", ("a16",), _flag("a16", "a16")),
   ("tfe", ("tfe",), _flag("tfe", "tfe")),
@@ -651,6 +652,8 @@ MOD_PRINTERS = {k: p for k, _, p in _MODS}
 
 def _mod_applies(key: str, I, e: Encoding, op: str, slots) -> bool:
   v = e.variant
+  if key == "lds":
+    return e.base in FMT["lds_load"].get(I.target.family, []) and bool(re.search(FMT["lds_load"]["ops"], op))
   if key == "op_sel" and I.target.family == "cdna" and e.base in ("VOP3", "VOP3SD"):
     return op in TRUE16["opsel_cdna"].get(I.target.name, {})
   if key == "op_sel" and e.base in ("VOP3", "VOP3SD", "VINTERP"):  # only 16-bit instructions have op_sel
