@@ -54,3 +54,18 @@ def test_div_fmas_shim_corrects_it(clang):
   d.run()
   d.finish()
   np.testing.assert_array_equal(out, a / b)
+
+
+@pytest.mark.xfail(reason="FINDINGS.md #4: v_pk_mov_b32 (CDNA) gets op_sel wrong", strict=True)
+def test_pk_mov_op_sel(clang):
+  from pathlib import Path
+  from gputwin.verify import fuzz
+  h, g, _ = fuzz.replay(Path(__file__).parent / "regressions" / "gfx942-s7-p269")
+  np.testing.assert_array_equal(g, h)
+
+
+@pytest.mark.xfail(reason="FINDINGS.md #5: clang-22 turns a select on +0.0 into v_min_f32 (signed zeros)", strict=True)
+def test_clang_keeps_select_on_zero(clang):
+  src = "__kernel void k(__global float *o, __global const float *x) { uint i = __builtin_amdgcn_workitem_id_x();" \
+        " o[i] = x[i] < 0.0f ? x[i] : 0.0f; }"
+  assert "v_min_f32" not in runner.clang_cl(src, "gfx942", asm=True).decode()
