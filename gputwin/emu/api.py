@@ -314,7 +314,7 @@ def init_waves(eng: core.Engine, kd, grid, block, g0: int, nw: int, user: list[i
   s += kd.enable_sgpr_workgroup_info + kd.enable_private_segment  # both read as 0 (one wave per workgroup slot)
   if arch.startswith("gfx12"):  # architected workgroup ids: TTMP9 = x, TTMP7 = y | z << 16
     S[:, 117], S[:, 115] = ids[0], ids[1] | (ids[2] << 16)
-  t = (np.arange(eng.W) % nw)[:, None] * L + np.arange(L)
+  t = (np.arange(eng.W, dtype=np.uint32) % np.uint32(nw))[:, None] * np.uint32(L) + np.arange(L, dtype=np.uint32)
   eng.V[:, 0] = t % bx | ((t // bx) % by) << 10 | (t // (bx * by)) << 20  # packed work-item ids (gfx90a+, gfx11+)
   bits = np.packbits(t < bx * by * bz, axis=1, bitorder="little")
   S[:, eng.sp["exec"]:eng.sp["exec"] + L // 32] = bits.view(np.uint32)

@@ -176,7 +176,11 @@ class Window:
     slot = a >> self.shift
     if self.watch is not None:
       self.watch(access, slot, off, nbytes)
-    return (slot * self.size if self.base is None else self.base[slot]) + off
+    if self.base is not None:
+      return self.base[slot] + off
+    slot *= self.size  # in place: slot * size + off without two more temporaries
+    slot += off
+    return slot
 
   def gather(self, addr, nbytes):
     return _gather(self.buf, self._check(addr, nbytes, "read"), nbytes)

@@ -789,8 +789,11 @@ def _fma(ret, tys, a, b, c):
         return math.inf if r > 0 else -math.inf
     return np.vectorize(one, otypes=[np.float64])(a, b, c)
   with np.errstate(all="ignore"):
-    p = np.multiply(a, b, dtype=np.float64)  # exact: 2 x 24 significand bits fit in 53
-    s = np.add(p, c, dtype=np.float64)
+    s = np.multiply(a, b, dtype=np.float64)  # exact: 2 x 24 significand bits fit in 53
+    if isinstance(s, np.ndarray) and np.broadcast_shapes(s.shape, np.shape(c)) == s.shape:
+      np.add(s, c, out=s)  # in place: no second f64 temporary (the product is recomputed in the rare case below)
+    else:
+      s = np.add(s, c, dtype=np.float64)
     r = s.astype(dt)
     # only a sum that lands exactly between two narrow values can round twice wrongly: such a sum has its low
     # 28 (f32) / 41 (f16) significand bits clear and is not itself representable
@@ -803,6 +806,7 @@ def _fma(ret, tys, a, b, c):
     if not cand.any():
       return r
     z = arr(c).astype(np.float64)
+    p = np.multiply(a, b, dtype=np.float64)
     bb = s - p
     err = (p - (s - bb)) + (z - bb)  # TwoSum: s + err == p + z exactly
     odd = (s.view(np.uint64) & np.uint64(1)) == np.uint64(1)
