@@ -424,7 +424,8 @@ class Engine:
         raise GPUPageFault(int(bad[bad >> U64(32) > 0][0]), 4, "read" if "r" in op.sem.mem else "write",
                            getattr(self.mem, "device", ""))
     if "ADDR" in op.sem.inputs:
-      st["ADDR"] = (a & U64(M32)).astype(U32)
+      a32 = a & U64(M32)  # given in the width the body declares: no cast to uint32 and back to uint64
+      st["ADDR"] = a32 if op.sem.inputs["ADDR"] > 32 else a32.astype(U32)
     out = op.sem(st, exec=self._pexec(op, m), mem=_Mem(space, a), lanes=self.L, wave64=self.L == 64)
     self.retire(op, ix, m, out)
 

@@ -4,7 +4,9 @@ access, and the manual's built-in functions (isNAN, fma, f32_to_f16, ...).
 Every value is a numpy array (or numpy scalar) of raw bits or IEEE floats, broadcastable to (waves, lanes).
 Types travel as (kind, bits) pairs fixed at compile time: kind is u/i/b/f/bf/bool, bits the width.
 Integer ops wrap at the container width (numpy does that); widths that are not 8/16/32/64 are re-wrapped by `wr`.
-Values wider than 64 bits (b128 loads, the 1201-bit 2/PI constant) are object arrays of Python ints.
+Values wider than 64 bits (b128 loads, the 1201-bit 2/PI constant) are object arrays of Python ints, except
+zero-extended 65..128-bit unsigned arithmetic, which stays on two uint64 words (`Wide`) while it only adds,
+multiplies, wraps and slices.
 """
 from __future__ import annotations
 
