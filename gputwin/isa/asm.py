@@ -159,7 +159,8 @@ def _scalar_code(I, t: str, dwords: int) -> int | None:
   return None
 
 
-_RELOC = re.compile(r"([A-Za-z_.$][\w.$]*)@(rel32|abs32|gotpcrel32|gotpcrel|rel64|abs64)@(lo|hi)\s*([+-]\s*(?:0x[0-9a-fA-F]+|\d+))?")
+_RELOC = re.compile(r"([A-Za-z_.$][\w.$]*)@(rel32|abs32|gotpcrel32|gotpcrel|rel64|abs64)@(lo|hi)"
+                    r"\s*([+-]\s*(?:0x[0-9a-fA-F]+|\d+))?")
 _FLOAT_RE = re.compile(r"^-?(\d+\.\d*|\.\d+|\d+\.?\d*[eE][-+]?\d+)$")
 
 
@@ -469,6 +470,12 @@ def _fill(c: _Ctx, s: Slot, t: str, col: int):
         c.set(s.field, code)
         return
       ls = s
+      if c.e.base in ("VOP1", "VOP2") and re.search(FMT["pk_int_literal_ops"], c.op):
+        if _FLOAT_RE.match(t2):  # a float is an f16 literal, never an inline constant
+          c.set(s.field, 255)
+          return c.lit(f16_bits(float(t2)), s.dwords)
+        from dataclasses import replace
+        ls = replace(s, fmt="FMT_NUM_B64", bits=64)  # integers only: no f32/f16 bit patterns
       if _salu16(c, s, "b32"):  # SALU f16 (gfx12) SOP1/SOPC: '0x3c00' is a literal, not 1.0
         from dataclasses import replace
         ls = replace(s, fmt="FMT_NUM_B32", bits=32)
