@@ -21,7 +21,7 @@ from gputwin.errors import VendorDataError
 
 FAMILIES = ("rdna3", "rdna4", "cdna")
 _FILES = ("enum", "ins", "operands", "str_pcode")
-_SCHEMA = 4  # bump when the table layout below changes
+_SCHEMA = 5  # bump when the table layout below changes
 
 # Field classes in ins.py -> our field kinds. Register kinds decide how an operand value is printed/parsed.
 _KINDS = {"BitField": "bits", "FixedBitField": "fixed", "EnumBitField": "op", "VGPRField": "vgpr",
@@ -109,19 +109,18 @@ def source_dir() -> Path:
   return d
 
 
+@functools.cache
 def _version() -> str:
-  try:
-    from importlib.metadata import version
-    return version("tinygrad")
-  except Exception:  # pragma: no cover - metadata-less installs
-    return "unknown"
+  """The wheel's version from its dist-info folder name (importlib.metadata costs ~30 ms of cold start)."""
+  site = source_dir().parents[3]
+  found = sorted(site.glob("tinygrad-*.dist-info"))
+  return found[-1].name[len("tinygrad-"):-len(".dist-info")] if found else "unknown"
 
 
-def _cache_path(src: Path) -> Path:
-  stamp = "|".join(f"{p}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for fam in FAMILIES for p in
-                   (src / fam / f"{f}.py" for f in _FILES))
+def _cache_path(src: Path, family: str) -> Path:
+  stamp = "|".join(f"{p}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in (src / family / f"{f}.py" for f in _FILES))
   key = hashlib.sha256(f"{_SCHEMA}|{_version()}|{stamp}".encode()).hexdigest()[:16]
-  return cache_root() / f"amd-tables-{_version()}-{key}.pkl"
+  return cache_root() / f"amd-tables-{family}-{_version()}-{key}.pkl"
 
 
 def cache_root() -> Path:
@@ -130,31 +129,32 @@ def cache_root() -> Path:
 
 
 @functools.cache
-def all_tables() -> dict[str, Tables]:
-  """Every family's tables; from the on-disk cache when it is warm."""
+def tables(family: str) -> Tables:
+  """One family's tables (one pickle per family, so a process touching one ISA loads only that one)."""
+  if family not in FAMILIES:
+    raise VendorDataError(f"unknown AMD ISA family {family!r}; expected one of {', '.join(FAMILIES)}")
   src = source_dir()
-  cache = _cache_path(src)
+  cache = _cache_path(src, family)
   try:
     with open(cache, "rb") as f:
       return pickle.load(f)
   except Exception:
     pass
-  tabs = {fam: _parse_family(src / fam, fam) for fam in FAMILIES}
+  tab = _parse_family(src / family, family)
   try:
     cache.parent.mkdir(parents=True, exist_ok=True)
     tmp = cache.with_suffix(f".{os.getpid()}.tmp")
     with open(tmp, "wb") as f:
-      pickle.dump(tabs, f, protocol=pickle.HIGHEST_PROTOCOL)
+      pickle.dump(tab, f, protocol=pickle.HIGHEST_PROTOCOL)
     os.replace(tmp, cache)
   except OSError:
     pass  # read-only home: stay correct, just slower
-  return tabs
+  return tab
 
 
-def tables(family: str) -> Tables:
-  if family not in FAMILIES:
-    raise VendorDataError(f"unknown AMD ISA family {family!r}; expected one of {', '.join(FAMILIES)}")
-  return all_tables()[family]
+def all_tables() -> dict[str, Tables]:
+  """Every family's tables; each from the on-disk cache when it is warm."""
+  return {fam: tables(fam) for fam in FAMILIES}
 
 
 # ---------------------------------------------------------------------------------------------- parsing
