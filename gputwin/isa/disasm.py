@@ -410,7 +410,7 @@ def _vgpr_only_note(inst, s, v: int) -> str:
                                                   and s.field == "src0"), so["class"])
     return f"/*Invalid register, operand has '{cls}' register class*/"
   dn = FMT["dpp_vgpr_note_srcs"].get(_fam(inst), {}).get(inst.format, [])
-  if v < 128 and s.field in dn and "DPP" in inst.enc:
+  if v < 128 and s.field in dn and "DPP" in inst.enc and not re.search(FMT["dpp_vgpr_note_srcs"]["scalar_ok"], inst.op):
     return "/*Invalid register, operand has 'VGPR_32' register class*/"
   d = FMT["vgpr_only"]
   if v >= 256 or s.opr not in d["types"] or s.half or (inst.format not in d["formats"] and not any(
