@@ -470,7 +470,7 @@ def _fill(c: _Ctx, s: Slot, t: str, col: int):
         c.set(s.field, code)
         return
       ls = s
-      if c.e.base in ("VOP1", "VOP2") and re.search(FMT["pk_int_literal_ops"], c.op):
+      if c.e.base in ("VOP1", "VOP2") and re.search(FMT["pk_int_literal_ops"].get(I.target.family, "^$"), c.op):
         if _FLOAT_RE.match(t2):  # a float is an f16 literal, never an inline constant
           c.set(s.field, 255)
           return c.lit(f16_bits(float(t2)), s.dwords)

@@ -86,7 +86,7 @@ def _src(inst, s, v: int, vector: bool, fam: str) -> str:
       return f"lit(0x{lit:x})" if inline_for(lit & 0xffff, s, salu) is not None else f"0x{lit & 0xffff:x}"
     if lit == 0 and s.bits == 64 and "F64" in s.fmt:
       return "0"
-    if inst.format in ("VOP1", "VOP2") and re.search(FMT["pk_int_literal_ops"], inst.op):  # no float constants
+    if inst.format in ("VOP1", "VOP2") and re.search(FMT["pk_int_literal_ops"].get(fam, "^$"), inst.op):
       return f"lit(0x{lit:x})" if lit <= 64 or lit >= 0xfffffff0 else f"0x{lit:x}"
     return f"lit(0x{lit:x})" if inline_for(lit, s, salu) is not None else f"0x{lit:x}"
   t = inline_text(v, s.fmt, s.bits, inst.format)
