@@ -176,7 +176,7 @@ def _inline_code(value, is_float: bool, fmt: str, bits: int) -> int | None:
   for code, f in OPS["inline_float"].items():
     if value == f:
       return int(code)
-  if abs(value - 0.15915494309189532) < 1e-8 and bits != 64 or value == 0.15915494309189532:
+  if abs(value - 0.15915494309189532) < 1e-8 and (bits != 64 or "PK" in fmt) or value == 0.15915494309189532:
     return OPS["inv2pi"]["code"]
   if value == 0.0:
     return 128

@@ -281,7 +281,7 @@ def inline_text(code: int, fmt: str, bits: int, form: str = "VOP3") -> str | Non
       v = inv["f16"] if code == inv["code"] else f16_bits(OPS["inline_float"][str(code)])
       return f"0x{v:x}"
     if code == inv["code"]:
-      return inv["text64"] if bits == 64 and "F64" in fmt or bits == 64 else inv["text32"]
+      return inv["text64"] if bits == 64 and "PK" not in fmt else inv["text32"]  # packed: two 32-bit halves
     return repr(float(OPS["inline_float"][str(code)]))
   return None
 
