@@ -210,12 +210,17 @@ def _float_patterns(fmt: str, bits: int) -> dict[int, int]:
   return d
 
 
-def inline_for(value: int, s: Slot, salu: bool = False) -> int | None:
+def inline_for(value: int, s: Slot, salu: str = "") -> int | None:
   """The inline constant code a literal value would encode as for this operand (llvm-mc prints such literals as
-  lit(...) to keep them literal), or None. 64-bit operands' literals are never spelled lit(); SALU f16 operands
-  know no f16 bit patterns."""
+  lit(...) to keep them literal), or None. 64-bit operands' literals are never spelled lit(). `salu` names the
+  SALU format: llvm-mc-22 treats f16 operands of SOP2 like VALU ones ('s_min_num_f16 s0, lit(0x3800), s2',
+  'lit(0xfffe)'), while SOPC/SOP1 f16 operands only know the non-negative integers ('s_cmp_nlg_f16 lit(0x1)',
+  's_cmp_nlg_f16 0xfffe', 's_cmp_nlg_f16 0x3800')."""
   if salu and "F16" in s.fmt:
-    return _inline_code(value, False, "FMT_NUM_B16", 16) if value <= 0xffff else None
+    if value > 0xffff:
+      return None
+    return _inline_code(value, False, s.fmt, 16) if salu == "SOP2" else _inline_code(value, False, "FMT_NUM_B16", 16) \
+      if value <= 64 else None
   if s.bits == 64:
     return None if "F64" in s.fmt else (_inline_code(value, False, s.fmt, s.bits) if value <= 64 else None)
   if s.bits == 16 and value > 0xffff:  # a wider literal on a 16-bit operand reads back as a 32-bit integer (-1)

@@ -76,7 +76,7 @@ def _src(inst, s, v: int, vector: bool, fam: str) -> str:
     if lit is None:
       raise _bad(inst, "literal marker without literal dword")
     from gputwin.isa.asm import inline_for
-    salu = inst.format.startswith("SOP")
+    salu = inst.format if inst.format.startswith("SOP") else ""
     if _lit16(inst, s):  # 16-bit operands use the low half; lit() keeps a value that would be inline
       i = {"src0": 0, "src1": 1, "src2": 2}.get(s.field, 0)
       hi = inst.get("opsel_hi", 0) | inst.get("opsel_hi2", 0) << 2

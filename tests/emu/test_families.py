@@ -73,7 +73,8 @@ def test_vopd_and_dpp8_gfx1100():
   o = run("gfx1100", """
   s_load_b128 s[4:7], s[0:1], 0x0
   v_cvt_f32_u32 v2, v0
-  v_dual_mul_f32 v3, 2.0, v2 :: v_dual_add_f32 v4, 1.0, v2
+  v_mov_b32 v9, v2
+  v_dual_mul_f32 v3, 2.0, v2 :: v_dual_add_f32 v4, 1.0, v9
   v_dual_mov_b32 v2, v3 :: v_dual_mov_b32 v5, v2
   v_mov_b32_dpp v6, v0 dpp8:[7,6,5,4,3,2,1,0]
   v_add_nc_u32 v6, v6, v5
