@@ -68,10 +68,10 @@ def compile_kernels(arch: str, out: Path) -> Path:
   return co
 
 
-def _timed_launch(co, kernel, case):
+def _timed_launch(co, kernel, case, checks=True):
   from gputwin.emu import launch
   t = time.perf_counter()
-  st = launch(str(co), kernel, grid=case["grid"], block=case["block"], args=case["args"])
+  st = launch(str(co), kernel, grid=case["grid"], block=case["block"], args=case["args"], checks=checks)
   return time.perf_counter() - t, st
 
 
@@ -101,6 +101,7 @@ def main() -> int:
   p.add_argument("--targets", default=",".join(TARGETS))
   p.add_argument("--kernels", default=",".join(CASES))
   p.add_argument("--no-cold", action="store_true", help="skip the fresh-process cold-start measurement")
+  p.add_argument("--no-checks", action="store_true", help="launch with the emulator's checkers off (pure throughput)")
   p.add_argument("--cold-child", nargs=3, help=argparse.SUPPRESS)
   a = p.parse_args()
   if a.cold_child:
@@ -118,14 +119,15 @@ def main() -> int:
       co = compile_kernels(arch, Path(tmp))
       for kernel in a.kernels.split(","):
         case = CASES[kernel](np.random.default_rng(0), WAVE[arch])
-        _timed_launch(co, kernel, CASES[kernel](np.random.default_rng(1), WAVE[arch]))  # warm: decode + pcode caches
-        secs, st = _timed_launch(co, kernel, case)
+        checks = not a.no_checks
+        _timed_launch(co, kernel, CASES[kernel](np.random.default_rng(1), WAVE[arch]), checks)  # warm the caches
+        secs, st = _timed_launch(co, kernel, case, checks)
         t = time.perf_counter()
         ref = case["ref"]()
         np_secs = time.perf_counter() - t
         got = case["args"][case["out"]]
         ok = bool(np.allclose(got, ref, rtol=case["tol"], atol=case["tol"]))
-        rows.append(dict(kernel=kernel, target=arch, wave_instructions=st.instructions,
+        rows.append(dict(kernel=kernel, target=arch, checks=checks, wave_instructions=st.instructions,
                          lane_instructions=st.lane_instructions, seconds=secs,
                          wave_instructions_per_second=st.instructions / secs,
                          cold_start_seconds=None if a.no_cold else cold_start(co, kernel, arch, vendor_cache),
