@@ -26,6 +26,14 @@ _ALL = ("rdna3", "rdna4", "cdna")
 _MANUALS = "AMD RDNA3 / RDNA4 / CDNA3 Instruction Set Architecture reference guides"
 
 ERRATA: tuple[Erratum, ...] = (
+  Erratum(("cdna",), r"S([01])\.u32\[OPSEL\[([01])\]\.i32 \* 32 \+ 31 : OPSEL\[\2\]\.i32 \* 32\]|D0\.u32\[(63 : 32|31 : 0)\]",
+          "sub", lambda m: f"S{m[1]}.u64[OPSEL[{m[2]}].i32 * 32 + 31 : OPSEL[{m[2]}].i32 * 32]" if m[1] else
+          f"D0.u64[{m[3]}]",
+          "V_PK_MOV_B32 picks 32-bit halves of 64-bit register pairs, but the text types the pairs `.u32`, which "
+          "truncates them: bits [63:32] of S0/S1/D0 would read and write nothing (D.hi always 0).",
+          "CDNA3 ISA guide, VOP3P V_PK_MOV_B32 (D.lo = src0 dword op_sel[0], D.hi = src1 dword op_sel[1]); "
+          "llvm-mc-22 encodes its operands as v[N:N+1] pairs; clang-22 shuffles f32 pairs with it "
+          "(gputwin/verify/FINDINGS.md #4, tests/emu/test_asm.py::test_pk_mov_b32_op_sel_gfx942)."),
   Erratum(_ALL, r"^D = [A-D] \((?:sparse )?\d+x\d+\) \* [A-D] \(\d+x\d+\) \+ [A-D] \(\d+x\d+\)\s*$", "replace",
           '"matrix multiply-accumulate over the whole wave; operand layout is per-encoding";\n'
           "D0 = MATRIX_MULTIPLY_ACCUMULATE(S0, S1, S2)",

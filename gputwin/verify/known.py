@@ -50,39 +50,6 @@ def div_fmas_scale(eng, op, ix) -> None:
   eng.V[W, d.index] = np.where(lanes, fixed, eng.V[W, d.index])
 
 
-_PAIR = re.compile(r"v\[(\d+):\d+\]")
-
-
-def _pk_mov_regs(text: str):
-  """(dst, src0, src1, op_sel) VGPR-pair numbers of a v_pk_mov_b32, or None (other operand kinds)."""
-  regs = [int(r) for r in _PAIR.findall(text.split(" op_sel")[0])]
-  m = re.search(r"op_sel:\[(\d),(\d)\]", text)
-  return (*regs, (int(m.group(1)), int(m.group(2))) if m else (0, 0)) if len(regs) == 3 else None
-
-
-def pk_mov_op_sel(eng, op, ix) -> None:
-  """V_PK_MOV_B32 (CDNA) gets op_sel wrong (FINDINGS.md #4): D.lo = src0 dword op_sel[0], D.hi = src1 dword
-  op_sel[1]. D may overwrite a source, so the sources are saved after the instruction *before* a v_pk_mov_b32
-  (hooks run after an instruction) and the result is rewritten from that copy."""
-  W = np.arange(eng.W)[ix]
-  saved = eng.__dict__.setdefault("_gputwin_pk_mov", {})
-  if op.text.startswith("v_pk_mov_b32") and (r := _pk_mov_regs(op.text)):
-    d, s0, s1, sel = r
-    ex = np.asarray(eng.exec_mask(ix))
-    for i, w in enumerate(W):
-      src = saved.pop((int(w), op.pc), None)
-      if src is not None:
-        eng.V[w, d] = np.where(ex[i], src[0][sel[0]], eng.V[w, d])
-        eng.V[w, d + 1] = np.where(ex[i], src[1][sel[1]], eng.V[w, d + 1])
-  for w in W:  # the next instruction of these waves: save a v_pk_mov_b32's sources before it runs
-    try:
-      nxt = eng.prog.op(int(eng.pc[w]))
-    except Exception:  # noqa: BLE001 - past the end / ended wave: nothing to save
-      continue
-    if nxt.text.startswith("v_pk_mov_b32") and (r := _pk_mov_regs(nxt.text)):
-      saved[int(w), nxt.pc] = (eng.V[w, r[1]:r[1] + 2].copy(), eng.V[w, r[2]:r[2] + 2].copy())
-
-
 def select_minmax_zero(eng, op, ix) -> None:
   """Not an emulator bug — clang-22's (FINDINGS.md #5): it lowers `x < C ? x : C` (and the max form) to
   v_min_f32 C, x even for C = ±0.0, where the vendor pseudocode orders -0.0 below +0.0 and the C source does not.
@@ -100,7 +67,6 @@ def select_minmax_zero(eng, op, ix) -> None:
 
 KNOWN = {
   "div-fmas-scale": ("v_div_fmas_f32 scales by 2**32, LLVM needs 2**+-64 (FINDINGS.md #2)", div_fmas_scale),
-  "pk-mov-op-sel": ("v_pk_mov_b32 ignores op_sel (FINDINGS.md #4)", pk_mov_op_sel),
   "clang-select-minmax-zero": ("clang-22: select on a ±0.0 constant lowered to v_min/v_max (FINDINGS.md #5)",
                                select_minmax_zero),
 }

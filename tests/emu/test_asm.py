@@ -137,3 +137,27 @@ def test_cndmask_takes_float_modifiers_bitwise(arch):
   launch(kernel(arch, body), "k", grid=1, block=n, args=[out])
   x = np.arange(n, dtype=np.float32) - np.float32(20)
   np.testing.assert_array_equal(out, np.where(np.arange(n) % 2 == 1, x, -np.abs(x)))
+
+
+def test_pk_mov_b32_op_sel_gfx942():
+  """V_PK_MOV_B32: D.lo = src0 dword op_sel[0], D.hi = src1 dword op_sel[1] (CDNA3 ISA, VOP3P); also with D = src1.
+  Found by `gputwin fuzz --seed 7` on clang-22 code (gputwin/verify/FINDINGS.md #4)."""
+  body = """
+  s_load_dwordx2 s[2:3], s[0:1], 0x0
+  v_lshlrev_b32 v1, 4, v0
+  v_add_u32 v10, 10, v0
+  v_add_u32 v11, 11, v0
+  v_add_u32 v12, 12, v0
+  v_add_u32 v13, 13, v0
+  v_pk_mov_b32 v[16:17], v[10:11], v[12:13] op_sel:[1,0]
+  v_pk_mov_b32 v[18:19], v[10:11], v[12:13] op_sel:[0,1]
+  v_pk_mov_b32 v[12:13], v[10:11], v[12:13] op_sel:[1,1]
+  s_waitcnt lgkmcnt(0)
+  global_store_dwordx4 v1, v[16:19], s[2:3]
+  v_add_u32 v1, 0x400, v1
+  global_store_dwordx2 v1, v[12:13], s[2:3]"""
+  out = np.zeros(64 * 4 * 2, np.uint32)  # lane l stores 16 bytes at 16*l, then 8 bytes at 0x400 + 16*l
+  launch(kernel("gfx942", body, vgprs=24), "k", grid=1, block=64, args=[out])
+  i = np.arange(64, dtype=np.uint32)
+  np.testing.assert_array_equal(out[:256].reshape(64, 4), np.stack([i + 11, i + 12, i + 10, i + 13], 1))
+  np.testing.assert_array_equal(out[256:].reshape(64, 4)[:, :2], np.stack([i + 11, i + 13], 1))

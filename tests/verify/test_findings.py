@@ -56,8 +56,7 @@ def test_div_fmas_shim_corrects_it(clang):
   np.testing.assert_array_equal(out, a / b)
 
 
-@pytest.mark.xfail(reason="FINDINGS.md #4: v_pk_mov_b32 (CDNA) gets op_sel wrong", strict=True)
-def test_pk_mov_op_sel(clang):
+def test_pk_mov_op_sel(clang):  # FINDINGS.md #4, fixed by a pcode erratum (V_PK_MOV_B32's .u32-typed pairs)
   from pathlib import Path
   from gputwin.verify import fuzz
   h, g, _ = fuzz.replay(Path(__file__).parent / "regressions" / "gfx942-s7-p269")
