@@ -262,7 +262,8 @@ class Engine:
     if op.mem:
       self._memop(op, ix, m, st)
     else:
-      out = sem(st, exec=self._pexec(op, m), mem=_Mem(None), lanes=self.L, wave64=self.L == 64)
+      pm = None if _scalar_valu(op) else self._pexec(op, m)
+      out = sem(st, exec=pm, mem=_Mem(None), lanes=self.L, wave64=self.L == 64)
       self.retire(op, ix, m, out)
     if fancy:  # register files were passed as copies: write them back
       if "VGPR" in sem.regfiles:
@@ -434,6 +435,20 @@ class Engine:
     then touch every lane in lane order, as with the mask). Atomics keep the mask: pcode checks it for lanes that
     must run their read-modify-write one after another."""
     return None if m is self._exec and self._exec_all and not op.atomic else m
+
+
+def _scalar_valu(op: Op) -> bool:
+  """A VALU op with only scalar sources and an SGPR result that is no lane mask (gfx12 pseudo-scalar
+  transcendentals: `v_s_rcp_f32 s3, s0`): one value per wave, written whatever EXEC is. Masking it by EXEC left
+  the result of an inactive lane 0 in the SGPR (FINDINGS.md #6, clang-22 divides by a uniform value with it inside
+  divergent code)."""
+  f = op.info.get("scalar_valu")
+  if f is None:
+    d, sem = op.outs.get("D0"), op.sem
+    lanes_in = any(isinstance(op.ins.get(n), Src) and op.ins[n].file in "va" for n in sem.inputs)
+    f = op.info["scalar_valu"] = bool(op.vector and d is not None and d.file == "s" and not lanes_in
+                                      and not (sem.program.per_lane or sem.wave_level or sem.cross_lane))
+  return f
 
 
 # ------------------------------------------------------------------------------------------ the scheduler

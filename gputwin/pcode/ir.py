@@ -416,7 +416,15 @@ class Lower:
         self._want_lval = False
       if ar is not None:
         return ar
-      return ("bit", self.lval(a[0]), self.ex(a[1]))
+      idx, base = self.ex(a[1]), a[0].args[0] if a[0].op == "as" else a[0]
+      if base.op == "name" and self.is_state(base.args[0], write=True) and base.args[0] not in self.prog.outputs \
+          and not (idx.op == "wave" and idx.args[0] == "laneId") and not _uses(idx, "loopvar"):
+        # `D0.u32[S0.u32[4 : 0]] = 1'0U` (S_BITSET0/1): one bit stored, the others kept, so the register is read.
+        # Per-lane bits (`D0.u64[laneId]`: VOPC, carry-outs) and bits a loop sets one by one (`D0.u64[i * 2]`,
+        # S_BITREPLICATE) stay write-only, as before.
+        nm = base.args[0]
+        self.prog.inputs[nm] = max(self.prog.inputs.get(nm, 0), self.width(nm))
+      return ("bit", self.lval(a[0]), idx)
     if op == "concat":
       parts = [self.lval(p) for p in a]
       return ("concat", tuple(parts))
@@ -819,6 +827,11 @@ def remove_dead_stores(prog: Program) -> Program:
     return st
   prog.body = tuple(filter(None, map(keep, prog.body)))
   return prog
+
+
+def _uses(e, op: str) -> bool:
+  """Whether an expression tree contains a node `op`."""
+  return isinstance(e, E) and (e.op == op or any(_uses(a, op) for a in e.args))
 
 
 def _has_effect(e) -> bool:
