@@ -121,6 +121,11 @@ def _src(o, slot, neg=0, abs_=0, hi=False, pk=()) -> Src:
     return Src("k", value=v, dwords=o.dwords, bits=bits, fmt=fmt, neg=neg, abs=abs_, pk=pk)
   if o.file == "inline" and o.value in APERTURE:  # src_shared_base & co. are registers (UPSTREAM.md)
     return Src("s", o.value, o.dwords, neg=neg, abs=abs_)
+  if o.file == "inline" and o.dwords == 2 and "PK2_" in fmt:
+    # packed 32-bit pair (CDNA V_PK_*_F32/B32): the constant is one 32-bit element in the low dword, the high dword
+    # reads 0 -- clang-22 splats with op_sel_hi:[..,0] (`v_pk_add_f32 v[0:1], v[0:1], 1.0 op_sel_hi:[1,0]`)
+    v = inline_value(o.value, fmt.replace("PK2_", ""), 32)
+    return Src("k", value=v, dwords=2, bits=bits, fmt=fmt, neg=neg, abs=abs_, pk=pk)
   if o.file == "inline":
     v = inline_value(o.value, fmt, 64 if o.dwords == 2 else bits)
     if o.dwords == 2 and o.value <= 208 and o.value > 192:

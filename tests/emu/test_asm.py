@@ -161,3 +161,37 @@ def test_pk_mov_b32_op_sel_gfx942():
   i = np.arange(64, dtype=np.uint32)
   np.testing.assert_array_equal(out[:256].reshape(64, 4), np.stack([i + 11, i + 12, i + 10, i + 13], 1))
   np.testing.assert_array_equal(out[256:].reshape(64, 4)[:, :2], np.stack([i + 11, i + 13], 1))
+
+
+@pytest.mark.parametrize("arch", ["gfx942", "gfx950"])
+def test_pk_f32_inline_constant(arch):
+  """CDNA V_PK_*_F32 with an inline constant: the constant is the f32 value in the low dword and the high dword
+  reads 0, so clang-22's splat `v_pk_add_f32 v[a:b], v[a:b], 0.5 op_sel_hi:[1,0]` adds 0.5 to both elements (the
+  emulator took the f64 bit pattern, whose low dword is 0, and added nothing). Found by `gputwin fuzz --seed 2027`,
+  program 987 (gputwin/verify/FINDINGS.md #6)."""
+  body = """
+  s_load_dwordx2 s[2:3], s[0:1], 0x0
+  v_lshlrev_b32 v1, 5, v0
+  v_cvt_f32_u32 v2, v0
+  v_sub_f32 v3, 0, v2
+  v_mov_b32 v4, v2
+  v_mov_b32 v5, v3
+  v_mov_b32 v6, v2
+  v_mov_b32 v7, v3
+  v_mov_b32 v8, v2
+  v_mov_b32 v9, v3
+  v_pk_add_f32 v[2:3], v[2:3], 0.5 op_sel_hi:[1,0]
+  v_pk_mul_f32 v[4:5], v[4:5], -4.0 op_sel_hi:[1,0]
+  v_pk_add_f32 v[6:7], v[6:7], 1.0
+  v_pk_fma_f32 v[8:9], v[8:9], 2.0, 0.5 op_sel_hi:[1,0,0]
+  s_waitcnt lgkmcnt(0)
+  global_store_dwordx4 v1, v[2:5], s[2:3]
+  global_store_dwordx4 v1, v[6:9], s[2:3] offset:16"""
+  out = np.zeros(64 * 8, np.float32)
+  launch(kernel(arch, body), "k", grid=1, block=64, args=[out])
+  x = np.arange(64, dtype=np.float32)
+  f = np.float32
+  want = np.stack([x + f(0.5), -x + f(0.5), x * f(-4), -x * f(-4),
+                   x + f(1), -x,  # op_sel_hi:[1,1]: the high element reads the constant's high dword, 0
+                   x * f(2) + f(0.5), -x * f(2) + f(0.5)], 1)
+  np.testing.assert_array_equal(out.reshape(64, 8), want)
