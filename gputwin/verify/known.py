@@ -57,11 +57,21 @@ def select_minmax_zero(eng, op, ix) -> None:
   if not op.text.startswith(("v_min_f32", "v_max_f32", "v_min_num_f32", "v_max_num_f32")):
     return
   d, a, b = op.outs.get("D0"), op.ins.get("S0"), op.ins.get("S1")
-  if d is None or a is None or b is None or any(x.file == "v" and x.index == d.index for x in (a, b)):
+  if d is None or a is None or b is None:
     return
   W = np.arange(eng.W)[ix]
+  ex, mag = np.asarray(eng.exec_mask(ix)), np.uint32(0x7fffffff)
+  if any(x.file == "v" and x.index == d.index for x in (a, b)):
+    # D overwrote x (clang-22 on gfx11/gfx12: v_min_f32_e32 v1, 0, v1): with C a ±0.0 constant, a zero result means
+    # both were zeros (or x > 0 for min / x < 0 for max, where the answer is C too), so the source's answer is C
+    c = next((x for x in (a, b) if x.file == "k"), None)
+    if c is None or int(c.value or 0) & 0x7fffffff:
+      return
+    out = eng.V[W, d.index]
+    eng.V[W, d.index] = np.where(ex & ((out & mag) == 0), _bits(eng, W, c), out)
+    return
   x, y = _bits(eng, W, a), _bits(eng, W, b)
-  zeros = ((x & np.uint32(0x7fffffff)) == 0) & ((y & np.uint32(0x7fffffff)) == 0) & np.asarray(eng.exec_mask(ix))
+  zeros = ((x & mag) == 0) & ((y & mag) == 0) & ex
   eng.V[W, d.index] = np.where(zeros, x, eng.V[W, d.index])
 
 
