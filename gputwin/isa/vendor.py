@@ -128,28 +128,34 @@ def cache_root() -> Path:
   return Path(os.environ.get("GPUTWIN_CACHE") or Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "gputwin")
 
 
+def pickled(path: Path, build):
+  """`build()`'s result, cached as a pickle at `path`: loaded when present and readable, else built and stored
+  atomically (a temp file renamed into place, so concurrent processes never read half a file). A read-only cache
+  directory only costs the rebuild."""
+  try:
+    with open(path, "rb") as f:
+      return pickle.load(f)
+  except Exception:
+    pass
+  value = build()
+  try:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    with open(tmp, "wb") as f:
+      pickle.dump(value, f, protocol=pickle.HIGHEST_PROTOCOL)
+    os.replace(tmp, path)
+  except OSError:
+    pass
+  return value
+
+
 @functools.cache
 def tables(family: str) -> Tables:
   """One family's tables (one pickle per family, so a process touching one ISA loads only that one)."""
   if family not in FAMILIES:
     raise VendorDataError(f"unknown AMD ISA family {family!r}; expected one of {', '.join(FAMILIES)}")
   src = source_dir()
-  cache = _cache_path(src, family)
-  try:
-    with open(cache, "rb") as f:
-      return pickle.load(f)
-  except Exception:
-    pass
-  tab = _parse_family(src / family, family)
-  try:
-    cache.parent.mkdir(parents=True, exist_ok=True)
-    tmp = cache.with_suffix(f".{os.getpid()}.tmp")
-    with open(tmp, "wb") as f:
-      pickle.dump(tab, f, protocol=pickle.HIGHEST_PROTOCOL)
-    os.replace(tmp, cache)
-  except OSError:
-    pass  # read-only home: stay correct, just slower
-  return tab
+  return pickled(_cache_path(src, family), lambda: _parse_family(src / family, family))
 
 
 def all_tables() -> dict[str, Tables]:

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import builtins
 import functools
-import os
-import pickle
 import re
 from dataclasses import dataclass, field
 
@@ -19,6 +17,7 @@ import numpy as np
 
 from gputwin.errors import PcodeError
 from gputwin.pcode import runtime as rt
+from gputwin.isa.vendor import pickled
 from gputwin.pcode.compile import VERSION, cache_root, generate, source_key
 from gputwin.pcode.errata import Erratum, corrected, excluded
 from gputwin.pcode.ir import Program, lower
@@ -268,22 +267,7 @@ def _disk(key: str):
 
 def compiled(family: str, name: str, text: str) -> tuple:
   """`build`, cached on disk by the hash of the (corrected) text."""
-  path = _disk(source_key(f"{family}|{name}|{text}"))
-  try:
-    with open(path, "rb") as f:
-      return pickle.load(f)
-  except Exception:
-    pass
-  art = build(family, name, text)
-  try:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    with open(tmp, "wb") as f:
-      pickle.dump(art, f, protocol=pickle.HIGHEST_PROTOCOL)
-    os.replace(tmp, path)
-  except OSError:
-    pass
-  return art
+  return pickled(_disk(source_key(f"{family}|{name}|{text}")), lambda: build(family, name, text))
 
 
 def semantics(family: str, name: str) -> Semantics:
