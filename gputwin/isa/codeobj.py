@@ -14,13 +14,13 @@ Formats: LLVM AMDGPUUsage ("ELF Code Object", "Code Object Metadata", "Kernel De
 from __future__ import annotations
 
 import ast
-import io
 import re
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from gputwin.errors import CodeObjectError, GputwinError
+from gputwin.isa import elf as E
 from gputwin.isa.kd import KD_SIZE, MACH_TO_TARGET, KernelDescriptor, kd_from_directives, target
 from gputwin.isa.msgpack import packb, unpackb
 
@@ -128,12 +128,11 @@ def load_code_object(data: bytes | str | Path, *, arch: str | None = None, requi
     if not e.path: e.path, e.args = path, (f"{path}: {e}",)
     raise
   except GputwinError as e: raise CodeObjectError(str(e), path) from e
-  except Exception as e:  # pyelftools/struct on corrupt bytes: ELFError, construct errors, struct.error, ValueError...
+  except Exception as e:  # corrupt bytes: elf.ElfError, struct.error, ValueError, IndexError...
     raise CodeObjectError(f"malformed ELF ({type(e).__name__}: {e})", path) from e
 
 
 def _load(data: bytes, path: str, require_metadata: bool) -> CodeObject:
-  from elftools.elf.elffile import ELFFile
   if len(data) < 64 or data[:4] != b"\x7fELF":
     raise CodeObjectError("not an ELF file (bad magic or shorter than a header)")
   if data[4] != 2 or data[5] != 1: raise CodeObjectError("not a little-endian ELF64 file")
@@ -142,14 +141,14 @@ def _load(data: bytes, path: str, require_metadata: bool) -> CodeObject:
     raise CodeObjectError(f"wrong machine: e_machine={machine}, expected EM_AMDGPU ({EM_AMDGPU})")
   if data[7] != ELFOSABI_AMDGPU_HSA: raise CodeObjectError(f"not an HSA code object: EI_OSABI={data[7]}, expected 64")
   if not 1 <= data[8] <= 4: raise CodeObjectError(f"unsupported code object version (EI_ABIVERSION={data[8]})")
-  elf = ELFFile(io.BytesIO(data))
-  flags = elf["e_flags"]
+  elf = E.ElfFile(data)
+  flags = elf.e_flags
   t = MACH_TO_TARGET.get(flags & 0xff)
   if t is None: raise CodeObjectError(f"unsupported processor EF_AMDGPU_MACH={flags & 0xff:#x} (e_flags={flags:#x})")
   xnack, sramecc = _FEATURE[flags & 0x300], _FEATURE[(flags >> 2) & 0x300]
-  if elf["e_type"] not in ("ET_DYN", "ET_EXEC", "ET_REL"):
-    raise CodeObjectError(f"unsupported ELF type {elf['e_type']}")
-  image, syms, (text, text_va) = (_place_relocatable if elf["e_type"] == "ET_REL" else _place_linked)(elf, data)
+  if elf.e_type not in (E.ET_DYN, E.ET_EXEC, E.ET_REL):
+    raise CodeObjectError(f"unsupported ELF type {_ET_NAMES.get(elf.e_type, elf.e_type)}")
+  image, syms, (text, text_va) = (_place_relocatable if elf.e_type == E.ET_REL else _place_linked)(elf, data)
   funcs = {v: (n, sz) for n, (v, sz, ty) in syms.items() if ty == "STT_FUNC"}
 
   def mem(va: int, n: int, what: str) -> bytes:
@@ -189,39 +188,42 @@ def _load(data: bytes, path: str, require_metadata: bool) -> CodeObject:
                     meta, {n: (v, sz) for n, (v, sz, _) in syms.items()})
 
 
+_ET_NAMES = {0: "ET_NONE", 4: "ET_CORE"}
+_STT_NAMES = {0: "STT_NOTYPE", E.STT_OBJECT: "STT_OBJECT", E.STT_FUNC: "STT_FUNC", 3: "STT_SECTION", 4: "STT_FILE",
+              5: "STT_COMMON", 6: "STT_TLS"}
 Placed = tuple[bytearray, dict[str, tuple[int, int, str]], tuple[bytes, int]]   # image, symbols, (.text, address)
 
 
 def _symbols(elf, address) -> dict[str, tuple[int, int, str]]:
   """name -> (address, size, type) from .symtab (it also has local labels), else .dynsym."""
-  symtab = elf.get_section_by_name(".symtab") or elf.get_section_by_name(".dynsym")
-  if symtab is None or symtab["sh_type"] not in ("SHT_SYMTAB", "SHT_DYNSYM"):
+  symtab = elf.section_by_name(".symtab") or elf.section_by_name(".dynsym")
+  if symtab is None or symtab.sh_type not in (E.SHT_SYMTAB, E.SHT_DYNSYM):
     raise CodeObjectError("no .symtab or .dynsym: cannot find kernels")
   out = {}
-  for sym in symtab.iter_symbols():
+  for sym in elf.symbols(symtab):
     va = address(sym)
-    if sym.name and va is not None: out[sym.name] = (va, sym["st_size"], sym["st_info"]["type"])
+    if sym.name and va is not None: out[sym.name] = (va, sym.st_size, _STT_NAMES.get(sym.st_type, str(sym.st_type)))
   return out
 
 
 def _place_linked(elf, data: bytes) -> Placed:
   """ET_DYN (ld.lld output, ours): the PT_LOAD segments at their virtual addresses."""
-  loads = [s for s in elf.iter_segments() if s["p_type"] == "PT_LOAD"]
+  loads = [s for s in elf.segments if s.p_type == E.PT_LOAD]
   if not loads: raise CodeObjectError("no PT_LOAD segment")
-  top = max(s["p_vaddr"] + s["p_memsz"] for s in loads)
+  top = max(s.p_vaddr + s.p_memsz for s in loads)
   if top > MAX_IMAGE: raise CodeObjectError(f"segments reach {top:#x}, beyond the {MAX_IMAGE:#x}-byte limit")
   image = bytearray(top)
   for s in loads:
-    if s["p_filesz"] > s["p_memsz"] or s["p_offset"] + s["p_filesz"] > len(data):
-      raise CodeObjectError(f"PT_LOAD at {s['p_vaddr']:#x} lies outside the file")
-    image[s["p_vaddr"]:s["p_vaddr"] + s["p_filesz"]] = data[s["p_offset"]:s["p_offset"] + s["p_filesz"]]
-  text_sec = elf.get_section_by_name(".text")
-  if text_sec is not None and text_sec["sh_type"] != "SHT_NOBITS": text = (text_sec.data(), text_sec["sh_addr"])
+    if s.p_filesz > s.p_memsz or s.p_offset + s.p_filesz > len(data):
+      raise CodeObjectError(f"PT_LOAD at {s.p_vaddr:#x} lies outside the file")
+    image[s.p_vaddr:s.p_vaddr + s.p_filesz] = data[s.p_offset:s.p_offset + s.p_filesz]
+  text_sec = elf.section_by_name(".text")
+  if text_sec is not None and text_sec.sh_type != E.SHT_NOBITS: text = (elf.section_data(text_sec), text_sec.sh_addr)
   else:
-    seg = next((s for s in loads if s["p_flags"] & 1), None)
+    seg = next((s for s in loads if s.p_flags & 1), None)
     if seg is None: raise CodeObjectError("no .text section and no executable segment")
-    text = (bytes(image[seg["p_vaddr"]:seg["p_vaddr"] + seg["p_filesz"]]), seg["p_vaddr"])
-  return image, _symbols(elf, lambda s: s["st_value"] if s["st_shndx"] != "SHN_UNDEF" else None), text
+    text = (bytes(image[seg.p_vaddr:seg.p_vaddr + seg.p_filesz]), seg.p_vaddr)
+  return image, _symbols(elf, lambda s: s.st_value if s.st_shndx != E.SHN_UNDEF else None), text
 
 
 # R_AMDGPU_* relocation types -> (bytes written, value(S, A, P)); AMDGPUUsage "Relocation Records".
@@ -235,47 +237,48 @@ def _place_relocatable(elf, data: bytes) -> Placed:
   """ET_REL (clang -c output): lay the SHF_ALLOC sections out one after another and apply the relocations (the
   kernel descriptors' entry offsets are R_AMDGPU_REL64), a minimal static link with no dynamic symbols."""
   base, top = {}, 0
-  for i, sec in enumerate(elf.iter_sections()):
-    if sec["sh_flags"] & 2:
-      top = -(-top // max(1, sec["sh_addralign"])) * max(1, sec["sh_addralign"])
-      base[i], top = top, top + sec["sh_size"]
+  for i, sec in enumerate(elf.sections):
+    if sec.sh_flags & E.SHF_ALLOC:
+      top = -(-top // max(1, sec.sh_addralign)) * max(1, sec.sh_addralign)
+      base[i], top = top, top + sec.sh_size
   if top > MAX_IMAGE: raise CodeObjectError(f"sections need {top:#x} bytes, beyond the {MAX_IMAGE:#x}-byte limit")
   image = bytearray(top)
   for i, b in base.items():
-    sec = elf.get_section(i)
-    if sec["sh_type"] != "SHT_NOBITS":
-      if sec["sh_offset"] + sec["sh_size"] > len(data):
+    sec = elf.sections[i]
+    if sec.sh_type != E.SHT_NOBITS:
+      if sec.sh_offset + sec.sh_size > len(data):
         raise CodeObjectError(f"section {sec.name} lies outside the file")
-      image[b:b + sec["sh_size"]] = sec.data()
+      image[b:b + sec.sh_size] = elf.section_data(sec)
   def address(sym) -> int | None:
-    return base[sym["st_shndx"]] + sym["st_value"] if isinstance(sym["st_shndx"], int) and sym["st_shndx"] in base \
-      else None
-  for rel in elf.iter_sections():
-    if rel["sh_type"] not in ("SHT_RELA", "SHT_REL") or rel["sh_info"] not in base: continue
-    symtab = elf.get_section(rel["sh_link"])
-    for r in rel.iter_relocations():
-      kind, sym = r["r_info_type"], symtab.get_symbol(r["r_info_sym"])
+    return base[sym.st_shndx] + sym.st_value if sym.st_shndx < E.SHN_LORESERVE and sym.st_shndx in base else None
+  for rel in elf.sections:
+    if rel.sh_type not in (E.SHT_RELA, E.SHT_REL) or rel.sh_info not in base: continue
+    symbols = elf.symbols(elf.section(rel.sh_link))
+    for r in elf.relocations(rel):
+      kind = r.r_type
+      if r.r_sym >= len(symbols): raise CodeObjectError(f"relocation in {rel.name} names symbol {r.r_sym}, "
+                                                         f"past the {len(symbols)} of its symbol table")
+      sym = symbols[r.r_sym]
       if kind not in _RELOCS: raise CodeObjectError(f"relocation type {kind} in {rel.name} is not supported")
       s = address(sym)
       if s is None: raise CodeObjectError(f"relocation in {rel.name} against undefined symbol {sym.name!r}")
-      p = base[rel["sh_info"]] + r["r_offset"]
+      p = base[rel.sh_info] + r.r_offset
       size, value = _RELOCS[kind]
       if p + size > len(image): raise CodeObjectError(f"relocation at {p:#x} in {rel.name} is outside its section")
-      v = value(s, r["r_addend"] if r.is_RELA() else 0, p) & ((1 << 8 * size) - 1)
+      v = value(s, r.r_addend, p) & ((1 << 8 * size) - 1)
       image[p:p + size] = v.to_bytes(size, "little")
-  text_i = next((i for i, sec in enumerate(elf.iter_sections()) if sec.name == ".text" and i in base), None)
+  text_i = next((i for i, sec in enumerate(elf.sections) if sec.name == ".text" and i in base), None)
   if text_i is None: raise CodeObjectError("no .text section")
-  tsec = elf.get_section(text_i)
-  return image, _symbols(elf, address), (bytes(image[base[text_i]:base[text_i] + tsec["sh_size"]]), base[text_i])
+  tsec = elf.sections[text_i]
+  return image, _symbols(elf, address), (bytes(image[base[text_i]:base[text_i] + tsec.sh_size]), base[text_i])
 
 
 def _metadata(elf) -> dict | None:
-  for sec in elf.iter_sections():
-    if sec["sh_type"] != "SHT_NOTE": continue
-    for note in sec.iter_notes():
-      if note["n_name"] == "AMDGPU" and note["n_type"] in (NT_AMDGPU_METADATA, "NT_AMDGPU_METADATA"):
-        desc = note["n_desc"]
-        doc = unpackb(desc.encode("latin-1") if isinstance(desc, str) else desc)
+  for sec in elf.sections:
+    if sec.sh_type != E.SHT_NOTE: continue
+    for note in elf.notes(sec):
+      if note.name == "AMDGPU" and note.type == NT_AMDGPU_METADATA:
+        doc = unpackb(note.desc)
         if not isinstance(doc, dict): raise CodeObjectError("metadata note is not a MessagePack map")
         return doc
   return None
