@@ -21,7 +21,7 @@ from gputwin.errors import VendorDataError
 
 FAMILIES = ("rdna3", "rdna4", "cdna")
 _FILES = ("enum", "ins", "operands", "str_pcode")
-_SCHEMA = 5  # bump when the table layout below changes
+_SCHEMA = 6  # bump when the table layout below changes (6: equal Fields/Operands/names stored once)
 
 # Field classes in ins.py -> our field kinds. Register kinds decide how an operand value is printed/parsed.
 _KINDS = {"BitField": "bits", "FixedBitField": "fixed", "EnumBitField": "op", "VGPRField": "vgpr",
@@ -43,6 +43,9 @@ class Field:
 
   @property
   def mask(self) -> int: return (1 << self.width) - 1
+
+  def __reduce__(self):  # the constructor, not dataclasses' per-object __setstate__ (most of a cold unpickle)
+    return Field, (self.name, self.hi, self.lo, self.kind, self.default, self.value)
 
 
 @dataclass(frozen=True)
@@ -73,6 +76,9 @@ class Operand:
   fmt: str  # vendor data format, e.g. "FMT_NUM_F32"
   bits: int  # operand width in bits
   type: str  # vendor operand type, e.g. "OPR_SRC"
+
+  def __reduce__(self):
+    return Operand, (self.fmt, self.bits, self.type)
 
 
 @dataclass
@@ -267,12 +273,16 @@ def _key(node: ast.AST, aliases: dict[str, dict[str, str]]) -> tuple[str, str]:
 def _parse_family(d: Path, fam: str) -> Tables:
   enums, aliases = _parse_enums(d / "enum.py")
   encs = _parse_ins(d / "ins.py", aliases)
+  # Equal values become one object (pickle then stores each once: ~140 distinct Operands of ~4200, ~150 Fields of ~500)
+  one: dict = {}
+  same = lambda v: one.setdefault(v, v)
+  encs = {n: Encoding(e.name, e.base, tuple(map(same, e.fields)), e.opcode_enum, e.opcodes) for n, e in encs.items()}
   operands: dict[tuple[str, str], dict[str, Operand]] = {}
   for k, v in zip(*(lambda n: (n.keys, n.values))(_parse_dict(d / "operands.py", "OPERANDS"))):
     ops = {}
     for fk, fv in zip(v.keys, v.values):
       fmt, bits, typ = fv.elts
-      ops[fk.value] = Operand(fmt.attr, bits.value, typ.attr)
+      ops[same(fk.value)] = same(Operand(same(fmt.attr), bits.value, same(typ.attr)))
     operands[_key(k, aliases)] = ops
   pcode: dict[str, str] = {}
   for k, v in zip(*(lambda n: (n.keys, n.values))(_parse_dict(d / "str_pcode.py", "PCODE"))):
