@@ -64,7 +64,13 @@ class Checks:
     self.lw = np.full((2, len(self.epoch) * nd), -1, np.int64)  # last writer: [wave, epoch]
     self.lr = np.full((2, len(self.epoch) * nd), -1, np.int64)  # last reader: [wave or -2 for many, epoch]
     self.wep, self.rep = np.full(len(self.epoch), -1, np.int64), np.full(len(self.epoch), -1, np.int64)
+    self.reads = []  # LDS reads not yet entered in lr: (workgroup, offset, wave, bytes, epochs at the read)
     self.cur = None
+    # per register, over every wave of the batch: "every wave wrote it" (uninit can skip it; only ever turns true)
+    # and "some wave may have an outstanding load into it" (false: its pending entries are all zero)
+    self.all_w = {f: np.zeros(w.shape[1], bool) for f, w in (("v", self.vw), ("a", self.aw), ("s", self.sw))}
+    self.all_w["s"][106:] = True
+    self.pend = {f: np.zeros(w.shape[1], bool) for f, w in (("v", self.vw), ("a", self.aw), ("s", self.sw))}
     if "lds_race" in self.on:
       eng.lds.watch = lambda acc, wg, off, n: self._lds(eng, acc, wg, off, n)
 
@@ -100,13 +106,18 @@ class Checks:
       return
     names = list(op.sem.inputs) if op.sem is not None else ["S0"]
     ws, ps = {"v": self.vw, "a": self.aw, "s": self.sw}, {"v": self.vp, "a": self.ap, "s": self.sp}
+    whole = isinstance(ix, slice)
     for n, s in self._regs(op, names):
       if s.file == "s" and s.index >= 106:
         continue
       sl = slice(s.index, s.index + s.dwords)
-      if "uninit" in self.on and not ws[s.file][ix, sl].any(axis=1).all():
-        self._fail(eng, op, ix, f"reads {_name(s)} ({n}), which was never written")
-      if "waitcnt" in self.on:
+      if "uninit" in self.on and not self.all_w[s.file][sl].any():
+        w = ws[s.file][ix, sl]
+        if not w.any(axis=1).all():
+          self._fail(eng, op, ix, f"reads {_name(s)} ({n}), which was never written")
+        if whole:
+          self.all_w[s.file][sl] = w.all(axis=0)
+      if "waitcnt" in self.on and self.pend[s.file][sl].any():
         p = ps[s.file][ix, sl]
         c = np.maximum(p[..., 0] - 1, 0)
         ret = np.take_along_axis(self.retired[ix], c, axis=1)
@@ -116,6 +127,9 @@ class Checks:
           cnt = _cname(int(c.reshape(-1)[np.argmax(bad.reshape(-1))]), self.fam, self.gfx12)
           self._fail(eng, op, ix, f"reads {s.file}{s.index + k} ({n}) while the load writing it is outstanding: "
                                   f"missing s_waitcnt {cnt}")
+        if whole:  # no wave's load into these registers is outstanding, and retired counters only grow: forget them
+          ps[s.file][:, sl] = 0
+          self.pend[s.file][sl] = False
     if "hazard" in self.on and self.fam == "cdna" and self.mfma_regs and op.vector:
       self._hazard(eng, op, ix)
 
@@ -130,14 +144,16 @@ class Checks:
       self.issued[ix, cnts] += 1
     for d in dsts:
       sl = slice(d.index, min(d.index + d.dwords, ws[d.file].shape[1]))
-      ws[d.file][ix, sl] = True
+      if not self.all_w[d.file][sl].all():
+        ws[d.file][ix, sl] = True
       if op.mem and "r" in op.sem.mem and cnts:
         c = cnts[0]
         p = ps[d.file][ix, sl]
         p[..., 0] = c + 1
         p[..., 1] = self.issued[ix, c][:, None]
         ps[d.file][ix, sl] = p
-      else:
+        self.pend[d.file][sl] = True
+      elif self.pend[d.file][sl].any():
         ps[d.file][ix, sl] = 0
     vd = op.ins.get("VDST")
     if vd is not None and op.sem is not None and "VGPR" in op.sem.regfiles:  # writes through the VGPR file
@@ -182,53 +198,99 @@ class Checks:
   def barrier(self, eng, g) -> None:
     self.epoch[g] += 1
 
-  # ---- LDS races: called by the LDS window with the wave slot and byte offset of every access
+  # ---- LDS races: called by the LDS window with the workgroup and byte offset of every access
   def _lds(self, eng, acc, wg, off, n) -> None:
     """Per LDS dword: last writer and reader (wave, barrier epoch). The window passes the workgroup of each
-    address; the waves come from the active lanes in order (eng.lds.lane_waves), skipped if pcode sub-masked."""
+    address; the waves come from the active lanes in order (eng.lds.lane_waves), skipped if pcode sub-masked.
+
+    Reads only matter to later writes (a read after a write is checked at once): they are queued and entered in
+    the reader table when the next write comes, and a queued read whose workgroups have all passed a barrier since
+    is dropped unseen (its entries could never match a current epoch). A tiled kernel's reads then cost nothing."""
     op, slot = self.cur, getattr(eng.lds, "lane_waves", None)
     if op is None or op.atomic or slot is None or len(slot) != len(wg):
       return
+    if acc == "read":
+      if (self.wep == self.epoch).any():  # some workgroup wrote since its barrier: check against the writers now
+        wg64 = np.asarray(wg, np.int64)
+        ep, dw = self.epoch[wg64], off >> 2
+        for k in range(max(n // 4, 1)):
+          d = dw + k
+          f = wg64 * self.nd + d
+          w = np.take(self.lw[0], f)
+          bad = (np.take(self.lw[1], f) == ep) & (w != slot) & (w >= 0)
+          if bad.any():
+            self._race(slot, acc, d, bad, op)
+      self.reads.append((wg, off, slot, n, self.epoch.copy()))
+      if len(self.reads) >= 64:
+        self._prune()
+      return
+    self._flush()
     wg = np.asarray(wg, np.int64)
-    ep = self.epoch[wg]
-    dw = (off // 4)
+    ep, dw = self.epoch[wg], off >> 2
+    lw, lr = self.lw, self.lr
     for k in range(max(n // 4, 1)):
       d = dw + k
       f = wg * self.nd + d  # 1-D gathers/scatters (np.take, last index wins) instead of 2-D fancy indexing
-      lw, lr = self.lw, self.lr
       # an entry of the current epoch needs a workgroup that wrote/read since its last barrier (wep/rep are set for
       # every workgroup at each access, a superset): none -> every entry is stale, skip gathering them
       wrote, read = (self.wep == self.epoch).any(), (self.rep == self.epoch).any()
       bad = np.zeros(len(f), bool)
       if wrote:
         bad |= (np.take(lw[1], f) == ep) & ((w := np.take(lw[0], f)) != slot) & (w >= 0)
-      if acc == "read":
-        if read:
+      if read:
+        bad |= (np.take(lr[1], f) == ep) & ((r := np.take(lr[0], f)) != slot) & (r != -1)
+      # two waves of one workgroup writing the same dword in this very access
+      key = wg * (1 << 20) + d
+      order = np.argsort(key, kind="stable")
+      ks, ss = key[order], slot[order]
+      dup = (ks[1:] == ks[:-1]) & (ss[1:] != ss[:-1])
+      if dup.any():
+        bad[order[1:][dup]] = True
+      lw[0][f] = slot
+      lw[1][f] = ep
+      self.wep[:] = self.epoch
+      if bad.any():
+        self._race(slot, acc, d, bad, op)
+
+  def _prune(self) -> None:
+    """Forget the data of queued reads whose workgroups all passed a barrier since (only the epochs they set `rep`
+    to matter: the last of each run); enter the rest if the queue stays long."""
+    keep = []
+    for r in self.reads:
+      stale = not (r[4] == self.epoch).any()
+      if stale and keep and keep[-1][0] is None:
+        keep.pop()
+      keep.append((None, None, None, 0, r[4]) if stale else r)
+    self.reads = keep
+    if len(self.reads) >= 32:
+      self._flush()
+
+  def _flush(self) -> None:
+    """Enter the queued reads in the reader table, in order, as each would have been entered at its time (a read
+    whose workgroups all passed a barrier since only sets `rep`: its entries could never match a current epoch)."""
+    lr = self.lr
+    for wg, off, slot, n, epoch in self.reads:
+      if wg is None or not (epoch == self.epoch).any():
+        self.rep[:] = epoch
+        continue
+      wg = np.asarray(wg, np.int64)
+      ep, dw = epoch[wg], off >> 2
+      for k in range(max(n // 4, 1)):
+        f = wg * self.nd + (dw + k)
+        if (self.rep == epoch).any():
           r = np.take(lr[0], f)
           lr[0][f] = np.where((np.take(lr[1], f) == ep) & (r != slot) & (r != -1), -2, slot)
         else:
           lr[0][f] = slot
         lr[1][f] = ep
-        self.rep[:] = self.epoch
-      else:
-        if read:
-          bad |= (np.take(lr[1], f) == ep) & ((r := np.take(lr[0], f)) != slot) & (r != -1)
-        # two waves of one workgroup writing the same dword in this very access
-        key = wg * (1 << 20) + d
-        order = np.argsort(key, kind="stable")
-        ks, ss = key[order], slot[order]
-        dup = (ks[1:] == ks[:-1]) & (ss[1:] != ss[:-1])
-        if dup.any():
-          bad = bad.copy()
-          bad[order[1:][dup]] = True
-        lw[0][f] = slot
-        lw[1][f] = ep
-        self.wep[:] = self.epoch
-      if bad.any():
-        i = int(np.argmax(bad))
-        from gputwin.emu.core import Stop
-        raise Stop("check", f"LDS race: wave {int(slot[i])} {acc}s LDS[{int(d[i]) * 4:#x}] that another wave of its "
-                            f"workgroup accessed since the last s_barrier", int(slot[i]), op)
+        self.rep[:] = epoch
+    self.reads = []
+
+  def _race(self, slot, acc, d, bad, op) -> None:
+    i = int(np.argmax(bad))
+    from gputwin.emu.core import Stop
+    raise Stop("check", f"LDS race: wave {int(slot[i])} {acc}s LDS[{int(d[i]) * 4:#x}] that another wave of its "
+                        f"workgroup accessed since the last s_barrier", int(slot[i]), op)
 
   def _hazard(self, eng, op: Op, ix) -> None:
     used = list(self._regs(op, list(op.sem.inputs) if op.sem else ["S0"]))
