@@ -130,6 +130,7 @@ class Engine:
     self.hooks = []
     self.ieee = 1
     self._exec, self._exec_all = None, False
+    self._lane_waves = self._wg_hi = None  # LDS: each lane's wave (race checker), workgroup slot << 20 per wave
     if checks is not None:
       checks.attach(self)
 
@@ -273,7 +274,7 @@ class Engine:
       if "HW_REGISTERS" in sem.regfiles:
         self.HW[ix] = st["HW_REGISTERS"]
     self.count += n
-    self.lane_count += int(m.sum()) if m is not None else n
+    self.lane_count += n if m is None else n * self.L if m is self._exec and self._exec_all else int(m.sum())
 
   def _inputs(self, op: Op, ix, m) -> dict:
     st = {}
@@ -385,16 +386,28 @@ class Engine:
     a sum that wrapped carries into bit 19, which the LDS window drops. Any base further than 256 KiB from 0 can
     only fault."""
     reach = U32(1 << (LDS_BITS - 1))
-    near = base + reach  # wraps: bases within 256 KiB of 0 (either side) land below 2 * reach
-    bad = (near >= 2 * reach) & np.broadcast_to(True if m is None else m, base.shape) if near.max() >= 2 * reach else None
-    if bad is not None and bad.any():
-      raise GPUPageFault(int(base[bad][0]), 4, "read" if "r" in op.sem.mem else "write", self.lds.device,
-                         f"LDS address past the {self.lds.size}-byte allocation")
+    whole = isinstance(ix, slice)
+    if int(base.max()) >= reach:  # some base is not in [0, 256 KiB): the slow check, and keep it mod 2**19
+      near = base + reach  # wraps: bases within 256 KiB of 0 (either side) land below 2 * reach
+      bad = (near >= 2 * reach) & np.broadcast_to(True if m is None else m, base.shape)
+      if bad.any():
+        raise GPUPageFault(int(base[bad][0]), 4, "read" if "r" in op.sem.mem else "write", self.lds.device,
+                           f"LDS address past the {self.lds.size}-byte allocation")
+      base = base & U32((1 << LDS_BITS) - 1)
     if self.checks is not None:  # the race checker learns each access's wave from the lane order pcode uses
-      waves = np.arange(self.W)[ix]
       every = m is None or (m is self._exec and self._exec_all)
-      self.lds.lane_waves = np.repeat(waves, self.L) if every else waves[np.nonzero(np.broadcast_to(m, base.shape))[0]]
-    return (self.wg[ix].astype(U64)[:, None] << U64(LDS_SHIFT)) | (base & U32((1 << LDS_BITS) - 1)).astype(U64)
+      if every and whole:
+        if self._lane_waves is None:
+          self._lane_waves = np.repeat(np.arange(self.W), self.L)
+        self.lds.lane_waves = self._lane_waves
+      else:
+        waves = np.arange(self.W)[ix]
+        self.lds.lane_waves = np.repeat(waves, self.L) if every else \
+          waves[np.nonzero(np.broadcast_to(m, base.shape))[0]]
+    if self._wg_hi is None:  # workgroup slot << 20 per wave: fits 32 bits (MAX_WAVES)
+      self._wg_hi = self.wg.astype(U32) << U32(LDS_SHIFT)
+    hi = self._wg_hi if whole else self._wg_hi[ix]
+    return np.bitwise_or(base, hi[:, None], out=np.empty(base.shape, U64))  # one pass, widened as it goes
 
   def _scratch(self, op, ix, m, st, a):
     """Private segment offsets -> one scratch slot per lane (the hardware's swizzle is invisible to a kernel)."""
@@ -424,8 +437,8 @@ class Engine:
         bad = np.asarray(act).reshape(-1)
         raise GPUPageFault(int(bad[bad >> U64(32) > 0][0]), 4, "read" if "r" in op.sem.mem else "write",
                            getattr(self.mem, "device", ""))
-    if "ADDR" in op.sem.inputs:
-      a32 = a & U64(M32)  # given in the width the body declares: no cast to uint32 and back to uint64
+    if "ADDR" in op.sem.inputs:  # given in the width the body declares (LDS addresses are below 2**32 already)
+      a32 = a if space is self.lds else a & U64(M32)
       st["ADDR"] = a32 if op.sem.inputs["ADDR"] > 32 else a32.astype(U32)
     out = op.sem(st, exec=self._pexec(op, m), mem=_Mem(space, a), lanes=self.L, wave64=self.L == 64)
     self.retire(op, ix, m, out)
@@ -522,6 +535,7 @@ def run(eng: Engine, serial: bool = False, max_instructions: int | None = None, 
   prog = eng.prog
   idx = np.arange(eng.W)
   start = eng.count
+  tier = None if serial or eng.checks is not None else _native_tier(eng)
   while steps is None or steps > 0:
     if steps is not None:
       steps -= 1
@@ -537,6 +551,14 @@ def run(eng: Engine, serial: bool = False, max_instructions: int | None = None, 
       pc = int(eng.pc[ready].min())
       sel = ready & (eng.pc == pc)
       ix = slice(None) if sel.all() else idx[sel]
+    if tier is not None and not eng.hooks:
+      blk = tier.block(pc)
+      if blk is not None:
+        tier.run(blk, ix)
+        if max_instructions is not None and eng.count - start > max_instructions:
+          raise Stop("watchdog", f"more than {max_instructions} wave-instructions executed (--max-instructions)",
+                     _first(eng, ix), blk.ops[-1])
+        continue
     try:
       op = prog.op(pc)
     except GputwinError as e:
@@ -548,3 +570,11 @@ def run(eng: Engine, serial: bool = False, max_instructions: int | None = None, 
     if max_instructions is not None and eng.count - start > max_instructions:
       raise Stop("watchdog", f"more than {max_instructions} wave-instructions executed (--max-instructions)",
                  _first(eng, ix), op)
+
+
+def _native_tier(eng: Engine):
+  """The compiled-block tier (emu/jit.py) for this engine, or None when it is off (GPUTWIN_JIT=0) or unusable."""
+  from gputwin.emu import jit
+  if jit.mode() in ("0", "off", "no"):
+    return None
+  return jit.Tier.make(eng)

@@ -165,8 +165,11 @@ class Window:
     self.base = None if slot_map is None else (np.asarray(slot_map, np.intp) * size)
     self.watch = None  # callable(access, slot array, offset array, nbytes): the LDS race checker
     self.buf = np.zeros(max(-(-slots * size // 8) * 8, 8), np.uint8)
+    self._views = {}  # nbytes -> the buffer as uint{8 * nbytes}
 
   def _check(self, addr, nbytes, access):
+    """Storage indices of `nbytes`-wide accesses: (element indices into the typed view, True) when every address
+    is `nbytes`-aligned and the slot size a multiple of it, else (byte indices, False); faults past `size`."""
     a = np.asarray(addr, np.uint64).reshape(-1).view(np.int64)  # addresses are far below 2**63: a free view
     off = a & self.offset_mask
     if len(off) and int(off.max()) + nbytes > self.size:
@@ -174,16 +177,34 @@ class Window:
       raise GPUPageFault(int(off[i]), nbytes, access, self.device,
                          f"{self.kind} offset past its {self.size}-byte allocation")
     slot = a >> self.shift
-    if self.watch is not None:
+    watched = self.watch is not None
+    if watched:  # the checker may keep slot and off: compute the index in new arrays below
       self.watch(access, slot, off, nbytes)
+    sh = _SH.get(nbytes)
+    typed = sh is not None and self.size % nbytes == 0 and self.base is None and \
+      not (len(off) and int(np.bitwise_or.reduce(off)) & (nbytes - 1))
     if self.base is not None:
-      return self.base[slot] + off
-    slot *= self.size  # in place: slot * size + off without two more temporaries
-    slot += off
-    return slot
+      return self.base[slot] + off, False
+    if typed:  # slot * (size / nbytes) + off / nbytes: the element index in the typed view, in place
+      slot = slot * (self.size >> sh) if watched else np.multiply(slot, self.size >> sh, out=slot)
+      return np.add(slot, off >> sh, out=slot), True
+    slot = slot * self.size if watched else np.multiply(slot, self.size, out=slot)
+    return np.add(slot, off, out=slot), False
+
+  def _view(self, nbytes):
+    v = self._views.get(nbytes)
+    if v is None:
+      v = self._views[nbytes] = self.buf[:len(self.buf) - len(self.buf) % nbytes].view(_U[nbytes])
+    return v
 
   def gather(self, addr, nbytes):
-    return _gather(self.buf, self._check(addr, nbytes, "read"), nbytes)
+    idx, typed = self._check(addr, nbytes, "read")
+    return np.take(self._view(nbytes), idx) if typed else _gather(self.buf, idx, nbytes)
 
   def scatter(self, addr, vals, nbytes):
-    _scatter(self.buf, self._check(addr, nbytes, "write"), np.broadcast_to(np.asarray(vals), np.shape(addr)), nbytes)
+    vals = np.broadcast_to(np.asarray(vals), np.shape(addr))
+    idx, typed = self._check(addr, nbytes, "write")
+    if typed:  # numpy assigns in index order: the last lane wins, as in hardware
+      self._view(nbytes)[idx] = vals.reshape(-1).astype(_U[nbytes], copy=False)
+    else:
+      _scatter(self.buf, idx, vals.reshape(-1), nbytes)
