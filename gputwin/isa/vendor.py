@@ -21,7 +21,7 @@ from gputwin.errors import VendorDataError
 
 FAMILIES = ("rdna3", "rdna4", "cdna")
 _FILES = ("enum", "ins", "operands", "str_pcode")
-_SCHEMA = 6  # bump when the table layout below changes (6: equal Fields/Operands/names stored once)
+_SCHEMA = 7  # bump when the table layout below changes (6: equal Fields/Operands/names stored once; 7: widths)
 
 # Field classes in ins.py -> our field kinds. Register kinds decide how an operand value is printed/parsed.
 _KINDS = {"BitField": "bits", "FixedBitField": "fixed", "EnumBitField": "op", "VGPRField": "vgpr",
@@ -91,6 +91,8 @@ class Tables:
   pcode: dict[str, str]  # canonical instruction name -> vendor pseudocode text
   hwreg: dict[str, int] = field(default_factory=dict)
   msg: dict[str, int] = field(default_factory=dict)
+  widths: dict[str, dict[str, int]] = field(default_factory=dict)  # canonical name -> FIELD -> widest operand bits
+
 
   def opcode(self, enum: str, name: str) -> int:
     canon = self.aliases[enum].get(name, name)
@@ -291,4 +293,9 @@ def _parse_family(d: Path, fam: str) -> Tables:
     vals = {n: v for v, n in enums.pop(e, {}).items()}
     return {n: vals[c] for n, c in aliases.pop(e, {}).items()}
   hwreg, msg = named("HWREG"), named("MSG")
-  return Tables(fam, encs, enums, aliases, operands, pcode, hwreg, msg)
+  widths: dict[str, dict[str, int]] = {}  # over every encoding of an instruction, by upper-case field name
+  for (_, n), ops in operands.items():
+    w = widths.setdefault(n, {})
+    for f, o in ops.items():
+      w[f.upper()] = max(w.get(f.upper(), 0), o.bits)
+  return Tables(fam, encs, enums, aliases, operands, pcode, hwreg, msg, widths)

@@ -234,23 +234,11 @@ def vendor_text(family: str, name: str) -> str:
   return t.pcode[name]
 
 
-_OPERAND_INDEX: dict[str, tuple] = {}  # family -> (the vendor tables object it was built from, name -> widths)
-
-
 def operand_bits(family: str, name: str) -> dict[str, int]:
-  """Operand widths from the vendor operand table (ADDR -> 64 for GLOBAL ops), by upper-case field name.
-  The table is indexed by instruction once per family (a scan per instruction was most of a cold compile)."""
+  """Operand widths from the vendor operand table (ADDR -> 64 for GLOBAL ops), by upper-case field name: the widest
+  over the instruction's encodings (`Tables.widths`, indexed once when the tables are built and cached)."""
   from gputwin.isa.vendor import tables
-  t = tables(family)
-  got = _OPERAND_INDEX.get(family)
-  if got is None or got[0] is not t:
-    index: dict[str, dict[str, int]] = {}
-    for (_, n), ops in t.operands.items():
-      out = index.setdefault(n, {})
-      for f, o in ops.items():
-        out[f.upper()] = max(out.get(f.upper(), 0), o.bits)
-    got = _OPERAND_INDEX[family] = (t, index)
-  return dict(got[1].get(name, {}))
+  return dict(tables(family).widths.get(name, {}))
 
 
 def build(family: str, name: str, text: str) -> tuple:
