@@ -66,11 +66,11 @@ class Checks:
     self.wep, self.rep = np.full(len(self.epoch), -1, np.int64), np.full(len(self.epoch), -1, np.int64)
     self.reads = []  # LDS reads not yet entered in lr: (workgroup, offset, wave, bytes, epochs at the read)
     self.cur = None
-    # per register, over every wave of the batch: "every wave wrote it" (uninit can skip it; only ever turns true)
-    # and "some wave may have an outstanding load into it" (false: its pending entries are all zero)
-    self.all_w = {f: np.zeros(w.shape[1], bool) for f, w in (("v", self.vw), ("a", self.aw), ("s", self.sw))}
-    self.all_w["s"][106:] = True
-    self.pend = {f: np.zeros(w.shape[1], bool) for f, w in (("v", self.vw), ("a", self.aw), ("s", self.sw))}
+    self.ws, self.ps = {"v": self.vw, "a": self.aw, "s": self.sw}, {"v": self.vp, "a": self.ap, "s": self.sp}
+    self.uninit, self.waitcnt = "uninit" in self.on, "waitcnt" in self.on
+    # (file, register) keys: every wave of the batch wrote it (uninit can skip it; a register never leaves), some
+    # wave may have an outstanding load into it (not in the set: its pending entries are all zero)
+    self.full, self.pend = set(), set()
     if "lds_race" in self.on:
       eng.lds.watch = lambda acc, wg, off, n: self._lds(eng, acc, wg, off, n)
 
@@ -98,27 +98,45 @@ class Checks:
         d = {"vaddr": op.info.get("vdwords", 1), "saddr": 2 if op.mem == "global" else 1, "sbase": 2, "srsrc": 4}[key]
         yield key, Src("v" if key == "vaddr" else "s", i, d)
 
+  def _plan(self, op: Op):
+    """What before/after look at for `op`, worked out once per instruction: the registers it reads (name, operand,
+    file, slice, (file, register) keys), its wait counters, whether it is a load, the registers it writes."""
+    width = (self.vw.shape[1], self.aw.shape[1])
+    plan = op.info.get("_checks")
+    if plan is None or plan[0] != width:
+      width = {"v": self.vw.shape[1], "a": self.aw.shape[1], "s": self.sw.shape[1]}
+      keys = lambda f, a, b: tuple((f, r) for r in range(a, min(b, width[f])))
+      reads = [(n, s, s.file, slice(s.index, s.index + s.dwords), keys(s.file, s.index, s.index + s.dwords))
+               for n, s in self._regs(op, list(op.sem.inputs) if op.sem is not None else ["S0"])
+               if not (s.file == "s" and s.index >= 106)]
+      outs = set(op.sem.outputs) if op.sem is not None else {"D0"}
+      dsts = {id(d): d for n, d in op.outs.items() if n in outs and isinstance(d, Src) and d.file in "vas"}.values()
+      cnts = _counters(op, self.fam, self.gfx12)
+      writes = [(d.file, slice(d.index, min(d.index + d.dwords, width[d.file])), keys(d.file, d.index, d.index + d.dwords))
+                for d in dsts]
+      vd = op.ins.get("VDST")
+      vd = vd.value if vd is not None and op.sem is not None and "VGPR" in op.sem.regfiles else None
+      plan = op.info["_checks"] = ((width["v"], width["a"]), reads, cnts, bool(op.mem and "r" in op.sem.mem and cnts),
+                                   writes, vd)
+    return plan
+
   def before(self, eng, op: Op, ix, m) -> None:
     self.cur = op
     if op.kind == "vopd":
       for o in op.info["pair"]:
         self.before(eng, o, ix, m)
       return
-    names = list(op.sem.inputs) if op.sem is not None else ["S0"]
-    ws, ps = {"v": self.vw, "a": self.aw, "s": self.sw}, {"v": self.vp, "a": self.ap, "s": self.sp}
     whole = isinstance(ix, slice)
-    for n, s in self._regs(op, names):
-      if s.file == "s" and s.index >= 106:
-        continue
-      sl = slice(s.index, s.index + s.dwords)
-      if "uninit" in self.on and not self.all_w[s.file][sl].any():
-        w = ws[s.file][ix, sl]
+    full, pend = self.full, self.pend
+    for n, s, f, sl, keys in self._plan(op)[1]:
+      if self.uninit and not any(k in full for k in keys):
+        w = self.ws[f][ix, sl]
         if not w.any(axis=1).all():
           self._fail(eng, op, ix, f"reads {_name(s)} ({n}), which was never written")
         if whole:
-          self.all_w[s.file][sl] = w.all(axis=0)
-      if "waitcnt" in self.on and self.pend[s.file][sl].any():
-        p = ps[s.file][ix, sl]
+          full.update(k for k, a in zip(keys, w.all(axis=0)) if a)
+      if self.waitcnt and any(k in pend for k in keys):
+        p = self.ps[f][ix, sl]
         c = np.maximum(p[..., 0] - 1, 0)
         ret = np.take_along_axis(self.retired[ix], c, axis=1)
         bad = (p[..., 0] > 0) & (p[..., 1] > ret)
@@ -128,37 +146,35 @@ class Checks:
           self._fail(eng, op, ix, f"reads {s.file}{s.index + k} ({n}) while the load writing it is outstanding: "
                                   f"missing s_waitcnt {cnt}")
         if whole:  # no wave's load into these registers is outstanding, and retired counters only grow: forget them
-          ps[s.file][:, sl] = 0
-          self.pend[s.file][sl] = False
+          self.ps[f][:, sl] = 0
+          pend.difference_update(keys)
     if "hazard" in self.on and self.fam == "cdna" and self.mfma_regs and op.vector:
       self._hazard(eng, op, ix)
 
   def after(self, eng, op: Op, ix, m) -> None:
     if op.kind == "vopd":
       return
-    ws, ps = {"v": self.vw, "a": self.aw, "s": self.sw}, {"v": self.vp, "a": self.ap, "s": self.sp}
-    outs = set(op.sem.outputs) if op.sem is not None else {"D0"}
-    dsts = {id(d): d for n, d in op.outs.items() if n in outs and isinstance(d, Src) and d.file in "vas"}.values()
-    cnts = _counters(op, self.fam, self.gfx12)
-    if cnts:
-      self.issued[ix, cnts] += 1
-    for d in dsts:
-      sl = slice(d.index, min(d.index + d.dwords, ws[d.file].shape[1]))
-      if not self.all_w[d.file][sl].all():
-        ws[d.file][ix, sl] = True
-      if op.mem and "r" in op.sem.mem and cnts:
+    _, _, cnts, load, writes, vd = self._plan(op)
+    for c in cnts:
+      self.issued[ix, c] += 1
+    full, pend = self.full, self.pend
+    for f, sl, keys in writes:
+      if not all(k in full for k in keys):
+        self.ws[f][ix, sl] = True
+      if load:
         c = cnts[0]
-        p = ps[d.file][ix, sl]
+        p = self.ps[f][ix, sl]
         p[..., 0] = c + 1
         p[..., 1] = self.issued[ix, c][:, None]
-        ps[d.file][ix, sl] = p
-        self.pend[d.file][sl] = True
-      elif self.pend[d.file][sl].any():
-        ps[d.file][ix, sl] = 0
-    vd = op.ins.get("VDST")
-    if vd is not None and op.sem is not None and "VGPR" in op.sem.regfiles:  # writes through the VGPR file
-      self.vw[ix, vd.value] = True
-      self.vp[ix, vd.value] = 0
+        self.ps[f][ix, sl] = p
+        pend.update(keys)
+      elif any(k in pend for k in keys):
+        self.ps[f][ix, sl] = 0
+        if isinstance(ix, slice):
+          pend.difference_update(keys)
+    if vd is not None:  # writes through the VGPR file
+      self.vw[ix, vd] = True
+      self.vp[ix, vd] = 0
     self.clock[ix] += 1
     if self.fam == "cdna" and op.inst.enc.startswith("VOP3P_MFMA"):
       d = op.outs["D0"]

@@ -439,12 +439,19 @@ def ins(old, v, lo, w: int, ob: int):
   d = U[max(c, 8)]
   if old.dtype != d:
     old = old.astype(d)
-  lo_ = arr(lo).astype(d) if np.ndim(lo) else d(int(lo))
   m = d((1 << w) - 1) if w < 64 else d(~0 & ((1 << 64) - 1))
   vv = arr(v)
   vv = vv.astype(d) if vv.dtype.kind == "u" and vv.dtype.itemsize * 8 <= w else vv.astype(d) & m  # fits: no mask
-  if np.ndim(lo) == 0 and int(lo) == 0:
-    return (old & ~m) | vv
+  if np.ndim(lo) == 0:  # vv is a new array (astype copies): shift it and merge the kept bits into it in place
+    lo = int(lo)
+    if lo:
+      vv <<= d(lo)
+    keep = old & d(~(((1 << w) - 1) << lo) & ((1 << (8 * d().itemsize)) - 1))
+    if isinstance(vv, np.ndarray) and keep.shape == vv.shape:
+      vv |= keep
+      return vv
+    return keep | vv
+  lo_ = arr(lo).astype(d)
   return (old & ~(m << lo_)) | (vv << lo_)
 
 
@@ -791,17 +798,22 @@ def _fma(ret, tys, a, b, c):
         return math.inf if r > 0 else -math.inf
     return np.vectorize(one, otypes=[np.float64])(a, b, c)
   with np.errstate(all="ignore"):
-    s = np.multiply(a, b, dtype=np.float64)  # exact: 2 x 24 significand bits fit in 53
-    if isinstance(s, np.ndarray) and np.broadcast_shapes(s.shape, np.shape(c)) == s.shape:
-      np.add(s, c, out=s)  # in place: no second f64 temporary (the product is recomputed in the rare case below)
+    if isinstance(a, np.ndarray) and a.shape == np.broadcast_shapes(a.shape, np.shape(b), np.shape(c)):
+      s = a.astype(np.float64)  # a new array: multiply and add in place (the product is recomputed if needed below)
+      s *= b  # exact: 2 x 24 significand bits fit in 53 (b is widened exactly)
+      s += c
     else:
-      s = np.add(s, c, dtype=np.float64)
+      s = np.multiply(a, b, dtype=np.float64)
+      if isinstance(s, np.ndarray) and np.broadcast_shapes(s.shape, np.shape(c)) == s.shape:
+        np.add(s, c, out=s)
+      else:
+        s = np.add(s, c, dtype=np.float64)
     r = s.astype(dt)
     # only a sum that lands exactly between two narrow values can round twice wrongly: such a sum has its low
     # 28 (f32) / 41 (f16) significand bits clear and is not itself representable
     low = np.uint64((1 << (28 if dt == np.float32 else 41)) - 1)
-    tail = s.view(np.uint64) & low
-    if tail.all():
+    tail = np.bitwise_and(s.view(np.uint64), low)
+    if np.count_nonzero(tail) == tail.size:
       return r
     cand = tail == 0
     cand &= (r.astype(np.float64) != s) & np.isfinite(s)
