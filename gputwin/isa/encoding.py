@@ -18,7 +18,7 @@ from typing import Iterable
 
 from gputwin.errors import DecodeError, GputwinError
 from gputwin.isa.targets import Target, target
-from gputwin.isa.vendor import Encoding, Tables, tables
+from gputwin.isa.vendor import Encoding, Field, Tables, tables
 
 _DATA = Path(__file__).parent / "data"
 
@@ -111,6 +111,17 @@ class Isa:
       self.variants.setdefault(_fixed_key(e), []).append(e)
     for k, lst in self.variants.items():
       lst.sort(key=lambda e: len(self.allowed[e.name]))
+    # the decoder's view of each base, in `bases` order: (mask, value, highest fixed bit) of its fixed fields (one AND
+    # and compare per base), its candidates and their opcode fields
+    self.matchers: list[tuple[int, int, int, list[tuple[Encoding, Field | None]]]] = []
+    for b in self.bases:
+      mask = val = 0
+      for f in b.fixed:
+        mask, val = mask | f.mask << f.lo, val | f.value << f.lo
+      if any((val >> f.lo) & f.mask != f.value for f in b.fixed):  # contradictory fixed fields: never matches
+        mask, val = 0, 1
+      cands = [(e, next((f for f in e.fields if f.kind == "op"), None)) for e in self.variants[_fixed_key(b)]]
+      self.matchers.append((mask, val, max((f.hi for f in b.fixed), default=-1), cands))
     # canonical name -> encodings that can hold it (for the assembler)
     self.by_op: dict[str, list[str]] = {}
     for n, e in self.encodings.items():
@@ -173,13 +184,12 @@ def _decode(data: bytes, arch: str, offset: int, wave: int | None) -> Inst:
   n = min(avail, 16) // 4 * 4
   word = int.from_bytes(data[offset:offset + n], "little")
   w0 = word & 0xffffffff
-  for base in I.bases:
-    if any(f.hi >= n * 8 or _get(word, f.hi, f.lo) != f.value for f in base.fixed):
+  bits = n * 8
+  for mask, val, top, cands in I.matchers:
+    if top >= bits or word & mask != val:
       continue
-    cands = I.variants[_fixed_key(base)]
     best = None
-    for e in cands:
-      opf = next((f for f in e.fields if f.kind == "op"), None)
+    for e, opf in cands:
       if opf is None:  # EXP-like encodings without an opcode field
         best = best or (e, "")
         continue

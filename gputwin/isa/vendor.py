@@ -56,7 +56,8 @@ class Encoding:
   opcode_enum: str | None  # "VOP3Op"
   opcodes: frozenset[str] | None  # canonical names allowed in this encoding; None = all of the enum
 
-  @property
+  # derived once per encoding object (the decoder asks for them for every instruction)
+  @functools.cached_property
   def size(self) -> int:
     """Size in bytes, literal dword included."""
     return (max(f.hi for f in self.fields) // 32 + 1) * 4
@@ -64,10 +65,10 @@ class Encoding:
   @functools.cached_property
   def by_name(self) -> dict[str, Field]: return {f.name: f for f in self.fields}
 
-  @property
+  @functools.cached_property
   def fixed(self) -> tuple[Field, ...]: return tuple(f for f in self.fields if f.kind == "fixed")
 
-  @property
+  @functools.cached_property
   def variant(self) -> str: return self.name[len(self.base) + 1:] if self.name != self.base else ""
 
 
