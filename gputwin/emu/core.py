@@ -221,7 +221,9 @@ class Engine:
     F, shp = (self.V if d.file == "v" else self.A), (self._n(ix), self.L)
     for k, p in enumerate(parts):
       old = F[ix, d.index + k]
-      new = np.broadcast_to((p.astype(U64) if p.dtype == object else p).astype(U32, copy=False), shp)
+      new = (p.astype(U64) if p.dtype == object else p).astype(U32, copy=False)
+      if new.shape != shp:
+        new = np.broadcast_to(new, shp)
       if d.bits == 16 and d.dwords == 1:  # 16-bit results: true16 halves on RDNA, zero-extended on CDNA
         new = new & U32(0xffff)
         if self.fam != "cdna":
@@ -315,8 +317,8 @@ class Engine:
     return U32(0)  # hook-only address inputs (SBASE, v_addr, ...), WAVE_STATUS.PRIV, ...
 
   def retire(self, op: Op, ix, m, out: dict) -> None:
-    if len(out) > 1:  # outputs may alias register views read as inputs: snapshot before writing any
-      out = {k: np.array(v) for k, v in out.items()}
+    if len(out) > 1:  # outputs may alias register views read as inputs: snapshot those before writing any
+      out = {k: np.array(v) if self._aliases(v) else v for k, v in out.items()}
     for name, v in out.items():
       if name == "PC":
         self.pc[ix] = np.asarray(v).reshape(-1).astype(np.int64) if np.ndim(v) else int(v)
@@ -335,6 +337,11 @@ class Engine:
         self.store(d, v, ix, m if d.file in ("v", "a") else None, op)
     if self.checks is not None:
       self.checks.after(self, op, ix, m)
+
+  def _aliases(self, v) -> bool:
+    """Whether v may be a view of architectural state (a bounds test, no element comparison)."""
+    return isinstance(v, np.ndarray) and v.base is not None and any(
+      np.may_share_memory(v, f) for f in (self.V, self.S, self.A, self.scc, self.HW, self.pc))
 
   # ------------------------------------------------------------------ memory
   def _slots(self, ix) -> np.ndarray:

@@ -441,6 +441,8 @@ def ins(old, v, lo, w: int, ob: int):
     old = old.astype(d)
   m = d((1 << w) - 1) if w < 64 else d(~0 & ((1 << 64) - 1))
   vv = arr(v)
+  if w == 8 * old.itemsize and np.ndim(lo) == 0 and int(lo) == 0 and (old.ndim == 0 or old.shape == vv.shape):
+    return vv.astype(d, copy=False)  # the whole value replaced (loads): no merge; compiled pcode never writes in place
   vv = vv.astype(d) if vv.dtype.kind == "u" and vv.dtype.itemsize * 8 <= w else vv.astype(d) & m  # fits: no mask
   if np.ndim(lo) == 0:  # vv is a new array (astype copies): shift it and merge the kept bits into it in place
     lo = int(lo)
@@ -656,10 +658,12 @@ def mrd(ctx: Ctx, addr, bits: int, m):
   if ctx.mem is None:
     raise PcodeError("this instruction accesses MEM: pass a memory object (see gputwin.pcode.Memory)")
   addr = arr(addr).astype(np.uint64, copy=False)
-  shp = np.broadcast_shapes(addr.shape, np.shape(m) if m is not None else ())
-  mask = np.broadcast_to(True if m is None else m, shp)
+  if m is None:  # every lane active: no boolean gather/scatter of addresses and results
+    return np.asarray(ctx.mem.read(addr.reshape(-1), bits)).reshape(addr.shape)
+  shp = np.broadcast_shapes(addr.shape, np.shape(m))
+  mask = np.broadcast_to(m, shp)
   a = np.broadcast_to(addr, shp)
-  if m is None or mask.all():  # every lane active: no boolean gather/scatter of addresses and results
+  if mask.all():
     return np.asarray(ctx.mem.read(a.reshape(-1), bits)).reshape(shp)
   out = np.zeros(shp, dtype=U[max(cbits(bits), 8)] if cbits(bits) else object)
   if mask.any():
