@@ -122,11 +122,15 @@ class Isa:
         mask, val = 0, 1
       cands = [(e, next((f for f in e.fields if f.kind == "op"), None)) for e in self.variants[_fixed_key(b)]]
       self.matchers.append((mask, val, max((f.hi for f in b.fixed), default=-1), cands))
-    # canonical name -> encodings that can hold it (for the assembler)
-    self.by_op: dict[str, list[str]] = {}
-    for n, e in self.encodings.items():
+
+  @functools.cached_property
+  def by_op(self) -> dict[str, list[str]]:
+    """Canonical name -> encodings that can hold it (for the assembler; built on its first use)."""
+    out: dict[str, list[str]] = {}
+    for n in self.encodings:
       for op in self.allowed[n]:
-        self.by_op.setdefault(op, []).append(n)
+        out.setdefault(op, []).append(n)
+    return out
 
   def opval(self, enc: Encoding, op: str) -> int: return self.tables.values[enc.opcode_enum][op]
 
