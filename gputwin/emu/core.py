@@ -167,7 +167,10 @@ class Engine:
     """Consecutive dwords along `axis` -> one value: uint64 for two, Python ints (object) for more."""
     take = lambda k: np.take(parts, k, axis=axis)
     if parts.shape[axis] == 2:
-      return take(0).astype(U64) | (take(1).astype(U64) << U64(32))
+      t = take(1).astype(U64)
+      t <<= U64(32)
+      t |= take(0)
+      return t
     return sum(take(k).astype(object) << (32 * k) for k in range(parts.shape[axis]))
 
   def _n(self, ix):
@@ -200,6 +203,15 @@ class Engine:
   def store(self, d: Src, v, ix, m, op: Op | None = None):
     """Write raw bits `v` to operand `d` for waves `ix` under lane mask `m` (None: whole wave)."""
     v = np.asarray(v)
+    if d.file in ("v", "a") and isinstance(ix, slice) and d.dwords <= 2 and v.dtype != object and \
+       not (d.bits == 16 and d.dwords == 1) and not (op is not None and op.info.get("sdwa")):
+      # straight into the register file (a view): one cast-and-copy per dword, integer casts keeping the low bits
+      F = self.V if d.file == "v" else self.A
+      where = True if m is None or (m is self._exec and self._exec_all) else m
+      np.copyto(F[ix, d.index], v, casting="unsafe", where=where)
+      if d.dwords == 2:
+        np.right_shift(v.astype(U64, copy=False), U64(32), out=F[ix, d.index + 1], casting="unsafe", where=where)
+      return
     if d.dwords == 2 and v.dtype != object and v.ndim and LITTLE:  # (lo, hi) as two strided uint32 views
       w = np.ascontiguousarray(v.astype(U64, copy=False)).view(U32).reshape(v.shape + (2,))
       parts = [w[..., 0], w[..., 1]]
