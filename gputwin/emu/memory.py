@@ -160,6 +160,8 @@ class Window:
     assert stride & (stride - 1) == 0, "Window stride must be a power of two"
     self.kind, self.size, self.stride, self.device = kind, size, stride, device
     self.offset_mask = (1 << offset_bits) - 1 if offset_bits else stride - 1  # bits above it: carries / wrap
+    # LDS (offset_bits given): every address and storage index fits 32 bits, so the index math runs on uint32
+    self.narrow = bool(offset_bits) and slots * stride <= 1 << 32 and slot_map is None
     self.shift = stride.bit_length() - 1
     self.slot_map = slot_map  # address slot -> storage slot (LDS: wave -> its workgroup)
     self.base = None if slot_map is None else (np.asarray(slot_map, np.intp) * size)
@@ -170,13 +172,15 @@ class Window:
   def _check(self, addr, nbytes, access):
     """Storage indices of `nbytes`-wide accesses: (element indices into the typed view, True) when every address
     is `nbytes`-aligned and the slot size a multiple of it, else (byte indices, False); faults past `size`."""
-    a = np.asarray(addr, np.uint64).reshape(-1).view(np.int64)  # addresses are far below 2**63: a free view
-    off = a & self.offset_mask
+    a = np.asarray(addr, np.uint64).reshape(-1)
+    # LDS addresses are below 2**32 (workgroup slot << 20 | offset): index math on uint32 moves half the bytes
+    a = a.astype(np.uint32) if self.narrow else a.view(np.int64)  # addresses are far below 2**63: a free view
+    off = a & a.dtype.type(self.offset_mask)
     if len(off) and int(off.max()) + nbytes > self.size:
       i = int(np.argmax(off + nbytes > self.size))
       raise GPUPageFault(int(off[i]), nbytes, access, self.device,
                          f"{self.kind} offset past its {self.size}-byte allocation")
-    slot = a >> self.shift
+    slot = a >> a.dtype.type(self.shift)
     watched = self.watch is not None
     if watched:  # the checker may keep slot and off: compute the index in new arrays below
       self.watch(access, slot, off, nbytes)
@@ -185,11 +189,10 @@ class Window:
       not (len(off) and int(np.bitwise_or.reduce(off)) & (nbytes - 1))
     if self.base is not None:
       return self.base[slot] + off, False
-    if typed:  # slot * (size / nbytes) + off / nbytes: the element index in the typed view, in place
-      slot = slot * (self.size >> sh) if watched else np.multiply(slot, self.size >> sh, out=slot)
-      return np.add(slot, off >> sh, out=slot), True
-    slot = slot * self.size if watched else np.multiply(slot, self.size, out=slot)
-    return np.add(slot, off, out=slot), False
+    k, t = (self.size >> sh, off >> a.dtype.type(sh)) if typed else (self.size, off)
+    slot = slot * a.dtype.type(k) if watched else np.multiply(slot, a.dtype.type(k), out=slot)
+    # the element (typed) or byte index, as intp (what np.take wants; it fits the narrow type, see __init__)
+    return np.add(slot, t, out=slot if slot.dtype == np.intp else np.empty(len(slot), np.intp)), typed
 
   def _view(self, nbytes):
     v = self._views.get(nbytes)
