@@ -1,0 +1,1492 @@
+"""The native tier: straight-line runs of instructions compiled to host code through LLVM (llvmlite), from the same
+typed pcode IR the numpy interpreter compiles, and run instruction by instruction over the same batch of waves.
+
+A *block* is the longest run of consecutive instructions from a PC that this tier can express (VALU/SALU bodies,
+global/scalar/LDS memory, VOPD, waits), ending after a branch. Its native function takes the waves standing at the
+block's PC and, for each instruction in order, runs every wave and then every active lane of it: the order the
+batched interpreter uses, so results are bit-identical to it (and, for race-free kernels, to serial mode). Anything
+else (DPP/SDWA, cross-lane and register-indexed bodies, MFMA/WMMA, barriers, checkers, hooks) stays interpreted: the
+block simply ends before it.
+
+Tiering: a program runs interpreted until it has executed `GPUTWIN_JIT_AFTER` wave-instructions (default 200k,
+about 50 ms of interpretation), then each block is compiled on first use (a few ms to tens of ms; importing
+llvmlite costs ~0.1 s once per process). `GPUTWIN_JIT=0` turns the tier off, `GPUTWIN_JIT=force` compiles at once.
+
+Semantics follow gputwin/pcode/runtime.py operation by operation (wrapping, shifts past the width, conversions,
+NaN payloads of float->float casts); what the tier cannot match exactly it declines (`Unsupported`), so the
+instruction is interpreted. A guest fault stops the block at the faulting lane and is reported as the interpreter
+reports it (same address, wave, instruction); lanes before it in that instruction may already have written.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import struct
+
+import numpy as np
+
+from gputwin.emu.program import APERTURE, EXECZ, SCC_CODE, SPECIAL, VCCZ, Op, Src
+from gputwin.errors import GPUPageFault
+from gputwin.pcode.ir import Ty
+
+M32 = 0xffffffff
+LDS_SHIFT, LDS_BITS = 20, 19  # core.py's LDS address layout: workgroup slot << 20 | offset mod 2**19
+BLOCK_KINDS = ("alu", "mem", "vopd", "nop")
+MEM_KINDS = ("global", "smem", "ds")
+
+# ctx: one int64 array shared by Python and the native code
+(C_V, C_S, C_SCC, C_PC, C_WG, C_VSTW, C_VSTR, C_SSTW, C_SSTR, C_LDS, C_LDSZ, C_NREG, C_REGS, C_FAULT, C_FADDR,
+ C_FBYTES, C_FWRITE, C_FWAVE, C_LANES, C_FINST, C_N) = range(21)
+F_GLOBAL, F_HIGH, F_LDSBASE, F_LDSOFF = 1, 2, 3, 4
+
+
+class Unsupported(Exception):
+  """The native tier cannot express this (the instruction stays interpreted)."""
+
+
+def mode() -> str:
+  return os.environ.get("GPUTWIN_JIT", "auto").lower()
+
+
+def threshold() -> int:
+  return 0 if mode() == "force" else int(os.environ.get("GPUTWIN_JIT_AFTER", 200_000))
+
+
+# ------------------------------------------------------------------------------------------------ LLVM plumbing
+_LLVM = None
+
+
+def _llvm():
+  """(binding module, target machine, MCJIT engine), made once per process."""
+  global _LLVM
+  if _LLVM is None:
+    import llvmlite.binding as llvm
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    target = llvm.Target.from_default_triple()
+    tm = target.create_target_machine(cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(),
+                                      opt=2, reloc="default", codemodel="jitdefault")
+    ee = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)
+    _LLVM = (llvm, tm, ee)
+  return _LLVM
+
+
+def _lty(t: Ty) -> str:
+  if t.kind == "bool":
+    return "i1"
+  if t.kind == "f":
+    return {16: "half", 32: "float", 64: "double"}[t.bits]
+  if t.kind == "bf":
+    raise Unsupported("bfloat16")
+  if t.kind == "int":
+    return "i64"
+  if t.kind == "arr":
+    raise Unsupported("arrays")
+  return f"i{t.bits}"
+
+
+def _fconst(v: float, bits: int) -> str:
+  if bits == 16:
+    return "0xH%04X" % struct.unpack("<H", struct.pack("<e", v))[0]
+  if bits == 32:  # LLVM writes float constants as the double of the same value
+    v = struct.unpack("<f", struct.pack("<f", v))[0]
+  return "0x%016X" % struct.unpack("<Q", struct.pack("<d", v))[0]
+
+
+def _cbits(bits: int) -> int:
+  return 8 if bits <= 8 else 16 if bits <= 16 else 32 if bits <= 32 else 64 if bits <= 64 else 0
+
+
+class Fn:
+  """LLVM IR text of one function: numbered temporaries, labels, allocas hoisted to the entry block."""
+
+  def __init__(self):
+    self.lines: list[str] = []
+    self.allocas: list[str] = []
+    self.pro: list[str] = []  # ctx fields, loaded once in the entry block
+    self.cached: dict[int, str] = {}
+    self.n = 0
+
+  def t(self) -> str:
+    self.n += 1
+    return f"%t{self.n}"
+
+  def label(self, base: str = "L") -> str:
+    self.n += 1
+    return f"{base}{self.n}"
+
+  def emit(self, s: str) -> None:
+    self.lines.append("  " + s)
+
+  def put(self, label: str) -> None:
+    self.lines.append(f"{label}:")
+
+  def op(self, s: str) -> str:
+    r = self.t()
+    self.emit(f"{r} = {s}")
+    return r
+
+  def alloca(self, ty: str) -> str:
+    self.n += 1
+    r = f"%a{self.n}"
+    self.allocas.append(f"  {r} = alloca {ty}")
+    return r
+
+  def gep(self, base: str, off: str) -> str:
+    return self.op(f"getelementptr i8, ptr {base}, i64 {off}")
+
+  def ctx(self, k: int) -> str:
+    """A ctx field that does not change while a block runs (pointers, strides): one load in the entry block."""
+    r = self.cached.get(k)
+    if r is None:
+      self.n += 1
+      r = self.cached[k] = f"%c{self.n}"
+      self.pro.append(f"  %c{self.n}p = getelementptr i64, ptr %ctx, i64 {k}")
+      self.pro.append(f"  {r} = load i64, ptr %c{self.n}p")
+    return r
+
+  def live(self, k: int) -> str:
+    """A ctx field the block writes (fault, lane count)."""
+    p = self.op(f"getelementptr i64, ptr %ctx, i64 {k}")
+    return self.op(f"load i64, ptr {p}")
+
+  def ctxp(self, k: int) -> str:
+    r = self.cached.get(-k - 1)
+    if r is None:
+      v = self.ctx(k)
+      self.n += 1
+      r = self.cached[-k - 1] = f"%c{self.n}"
+      self.pro.append(f"  {r} = inttoptr i64 {v} to ptr")
+    return r
+
+  def set_ctx(self, k: int, v: str) -> None:
+    p = self.op(f"getelementptr i64, ptr %ctx, i64 {k}")
+    self.emit(f"store i64 {v}, ptr {p}")
+
+
+# ------------------------------------------------------------------------------------ one op: pcode -> LLVM IR
+class Gen:
+  """The body of one instruction for one wave (and, for vector ops, each active lane): operand fetch as core.Engine
+  does it, the pcode IR as gputwin/pcode/compile.py + runtime.py evaluate it, results stored as Engine.retire does."""
+
+  def __init__(self, f: Fn, op: Op, eng_info: dict, idx: int):
+    self.f, self.op, self.info, self.idx = f, op, eng_info, idx
+    self.L, self.fam = eng_info["lanes"], eng_info["family"]
+    self.sp = SPECIAL["cdna" if self.fam == "cdna" else "rdna"]
+    self.vars: dict[str, tuple[str, Ty]] = {}
+    self.state: dict[str, tuple[str, int]] = {}
+    self.loop_exit: list[str] = []
+
+  # ---------------------------------------------------------------- value helpers
+  def conv_int(self, v: str, fb: int, tb: int, sign: bool) -> str:
+    if fb == tb:
+      return v
+    if tb < fb:
+      return self.f.op(f"trunc i{fb} {v} to i{tb}")
+    return self.f.op(f"{'sext' if sign else 'zext'} i{fb} {v} to i{tb}")
+
+  def raw(self, v: str, t: Ty) -> tuple[str, int]:
+    """ubits: the raw unsigned bits of a typed value, and their width."""
+    if t.kind == "f":
+      return self.f.op(f"bitcast {_lty(t)} {v} to i{t.bits}"), t.bits
+    if t.kind == "bool":
+      return self.f.op(f"zext i1 {v} to i8"), 8
+    return v, (64 if t.kind == "int" else t.bits)
+
+  def from_bits(self, u: str, ub: int, t: Ty) -> str:
+    if t.kind == "bool":
+      b = self.conv_int(u, ub, 8, False) if ub != 8 else u
+      return self.f.op(f"trunc i8 {b} to i1")  # the low bit, as numpy's astype(bool) of a 0/1 container
+    u = self.conv_int(u, ub, t.bits if t.kind != "int" else 64, False)
+    if t.kind == "f":
+      return self.f.op(f"bitcast i{t.bits} {u} to {_lty(t)}")
+    return u
+
+  def coerce(self, v: str, s: Ty, t: Ty) -> str:
+    """Bring an operand to the operation's type the way numpy's mixed-type arithmetic ends up (same kind family)."""
+    if s == t or (s.kind in "uib" and t.kind in "uib" and s.bits == t.bits):
+      return v
+    if s.isf or t.isf:
+      if s.isf and t.isf and s.bits == t.bits:
+        return v
+      if s.kind == "int" and t.isf:
+        return self.f.op(f"sitofp i64 {v} to {_lty(t)}")
+      raise Unsupported(f"mixed {s}/{t}")
+    sb = 1 if s.kind == "bool" else 64 if s.kind == "int" else s.bits
+    tb = 1 if t.kind == "bool" else 64 if t.kind == "int" else t.bits
+    return self.conv_int(v, sb, tb, s.kind in ("i", "int"))
+
+  # ---------------------------------------------------------------- expressions
+  def ex(self, e) -> str:
+    op, a, t = e.op, e.args, e.ty
+    f = self.f
+    if op == "const":
+      if t.kind == "f":
+        return _fconst(float(a[0]), t.bits)
+      if t.kind == "bool":
+        return "true" if int(a[0]) & 1 else "false"
+      if t.kind in ("bf", "arr"):
+        raise Unsupported(t.kind)
+      bits = 64 if t.kind == "int" else t.bits
+      v = int(a[0]) & ((1 << bits) - 1)
+      return str(v - (1 << bits) if v >> (bits - 1) else v)
+    if op == "var":
+      p, vt = self.vars[a[0]]
+      return f.op(f"load {_lty(vt)}, ptr {p}")
+    if op == "loopvar":
+      p, vt = self.vars["@" + a[0]]
+      return f.op(f"load i64, ptr {p}")
+    if op == "state":
+      p, w = self.state[a[0]]
+      v = f.op(f"load i{w}, ptr {p}")
+      if t.kind == "bool":
+        return f.op(f"trunc i{w} {v} to i1")
+      tb = 64 if t.kind == "int" else t.bits
+      v = self.conv_int(v, w, tb, False)
+      return f.op(f"bitcast i{tb} {v} to {_lty(t)}") if t.kind == "f" else v
+    if op == "wave":
+      if a[0] == "laneId":
+        return "%lane32" if t.bits == 32 else self.conv_int("%lane32", 32, t.bits, False)
+      return "true" if (a[0] == "wave32") == (self.L == 32) else "false"
+    if op in ("bitcast", "cvt"):
+      return self.convert(op, self.ex(a[0]), a[0].ty, t)
+    if op == "bin":
+      o, x, y = a
+      xv, yv = self.coerce(self.ex(x), x.ty, t), self.coerce(self.ex(y), y.ty, t)
+      lt = _lty(t)
+      if t.kind == "f" and t.bits == 16:  # numpy rounds f16 arithmetic through its own f32->f16 NaN rules
+        raise Unsupported("f16 arithmetic")
+      if t.isf and o in "+-*/":
+        r = f.op(f"{ {'+': 'fadd', '-': 'fsub', '*': 'fmul', '/': 'fdiv'}[o]} {lt} {xv}, {yv}")
+        return self.nan_rule(t, [xv, yv], r)
+      if t.isf:
+        ins = {"%": "frem"}.get(o)
+      elif t.kind == "bool":
+        ins = {"&": "and", "|": "or", "^": "xor", "&&": "and", "||": "or"}.get(o)
+      else:
+        ins = {"+": "add", "-": "sub", "*": "mul", "&": "and", "|": "or", "^": "xor"}.get(o)
+      if ins is None:
+        raise Unsupported(f"operator {o} on {t}")
+      return f.op(f"{ins} {lt} {xv}, {yv}")
+    if op == "cmp":
+      o, x, y = a
+      ct = self.common(x.ty, y.ty)
+      xv, yv = self.coerce(self.ex(x), x.ty, ct), self.coerce(self.ex(y), y.ty, ct)
+      if ct.isf:
+        pred = {"==": "oeq", "!=": "une", "<": "olt", ">": "ogt", "<=": "ole", ">=": "oge", "<>": "one"}[o]
+        return f.op(f"fcmp {pred} {_lty(ct)} {xv}, {yv}")
+      sg = ct.kind in ("i", "int")
+      pred = {"==": "eq", "!=": "ne", "<>": "ne", "<": "slt" if sg else "ult", ">": "sgt" if sg else "ugt",
+              "<=": "sle" if sg else "ule", ">=": "sge" if sg else "uge"}[o]
+      return f.op(f"icmp {pred} {_lty(ct)} {xv}, {yv}")
+    if op == "logic":
+      x, y = self.ex(a[1]), self.ex(a[2])
+      return f.op(f"{'and' if a[0] == '&&' else 'or'} i1 {x}, {y}")
+    if op == "not":
+      return f.op(f"xor i1 {self.ex(a[0])}, true")
+    if op == "inv":
+      v = self.coerce(self.ex(a[0]), a[0].ty, t)
+      return f.op(f"xor {_lty(t)} {v}, -1" if t.kind != "bool" else f"xor i1 {v}, true")
+    if op == "neg":
+      v = self.coerce(self.ex(a[0]), a[0].ty, t)
+      return f.op(f"fneg {_lty(t)} {v}") if t.isf else f.op(f"sub {_lty(t)} 0, {v}")
+    if op == "sel":
+      c = self.ex(a[0])
+      x, y = self.coerce(self.ex(a[1]), a[1].ty, t), self.coerce(self.ex(a[2]), a[2].ty, t)
+      return f.op(f"select i1 {c}, {_lty(t)} {x}, {_lty(t)} {y}")
+    if op == "shift":
+      o, x, y = a
+      if t.isf or t.kind == "bool":
+        raise Unsupported("shift of a non-integer")
+      xv = self.coerce(self.ex(x), x.ty, t)
+      bits = 64 if t.kind == "int" else t.bits
+      s = self.u64(self.ex(y), y.ty)
+      if t.kind == "int":
+        sn = self.conv_int(s, 64, bits, False)
+        return f.op(f"{'shl' if o == '<<' else 'ashr'} i64 {xv}, {sn}")
+      big = f.op(f"icmp uge i64 {s}, {bits}")
+      if o == ">>" and t.kind == "i":
+        cl = f.op(f"select i1 {big}, i64 {bits - 1}, i64 {s}")
+        return f.op(f"ashr i{bits} {xv}, {self.conv_int(cl, 64, bits, False)}")
+      safe = f.op(f"select i1 {big}, i64 0, i64 {s}")
+      r = f.op(f"{'shl' if o == '<<' else 'lshr'} i{bits} {xv}, {self.conv_int(safe, 64, bits, False)}")
+      return f.op(f"select i1 {big}, i{bits} 0, i{bits} {r}")
+    if op in ("slice", "bit"):
+      x = a[0]
+      u, ub = self.raw(self.ex(x), x.ty)
+      lo = self.u64(self.ex(a[1]), a[1].ty)
+      w = a[2] if op == "slice" else 1
+      if ub < 64:
+        u, ub = self.conv_int(u, ub, 64, False), 64
+      sh = self.conv_int(lo, 64, ub, False) if ub != 64 else lo
+      r = f.op(f"lshr i{ub} {u}, {sh}")
+      if t.kind == "bool":
+        return f.op(f"trunc i{ub} {r} to i1")
+      r = self.conv_int(r, ub, w, False) if w < ub else self.conv_int(r, ub, w, False)
+      return self.from_bits(r, w, t) if t.bits == w else self.conv_int(r, w, t.bits, False)
+    if op == "concat":
+      total = sum(p.ty.bits for p in a)
+      acc, off = "0", 0
+      for p in reversed(a):
+        u, ub = self.raw(self.ex(p), p.ty)
+        if p.ty.kind == "bool":
+          u, ub = self.conv_int(u, 8, 1, False), 1
+        u = self.conv_int(u, ub, total, False) if ub != total else u
+        if off:
+          u = f.op(f"shl i{total} {u}, {off}")
+        acc = f.op(f"or i{total} {acc}, {u}")
+        off += p.ty.bits
+      return self.from_bits(acc, total, t) if t.bits == total else acc
+    if op == "rev":
+      u, ub = self.raw(self.ex(a[0]), a[0].ty)
+      return f.op(f"call i{ub} @llvm.bitreverse.i{ub}(i{ub} {u})")
+    if op == "call":
+      return self.call(a[0], a[1], t)
+    if op == "mem":
+      return self.mem_read(self.ex(a[0]), a[0].ty, a[1], t)
+    raise Unsupported(f"IR op {op}")
+
+  def finite(self, v: str, t: Ty) -> str:
+    f, lt = self.f, _lty(t)
+    a = f.op(f"call {lt} @llvm.fabs.f{t.bits}({lt} {v})")
+    return f.op(f"fcmp olt {lt} {a}, {_fconst(float('inf'), t.bits)}")
+
+  def nan_rule(self, t: Ty, ins: list[str], r: str) -> str:
+    """IEEE results of an x86 SSE operation as numpy computes them, whatever operand order LLVM picks: the first
+    NaN input, quieted; else, when the result is NaN (invalid operation), the default NaN, which is negative."""
+    f, lt, b = self.f, _lty(t), t.bits
+    quiet = 1 << {16: 9, 32: 22, 64: 51}[b]
+    default = {16: 0xfe00, 32: 0xffc00000, 64: 0xfff8000000000000}[b]
+    out = f.op(f"select i1 {f.op(f'fcmp uno {lt} {r}, {r}')}, {lt} "
+               f"{f.op(f'bitcast i{b} {default - (1 << b) if default >> (b - 1) else default} to {lt}')}, {lt} {r}")
+    for x in reversed(ins):
+      xi = f.op(f"bitcast {lt} {x} to i{b}")
+      q = f.op(f"bitcast i{b} {f.op(f'or i{b} {xi}, {quiet}')} to {lt}")
+      isn = f.op(f"fcmp uno {lt} {x}, {x}")
+      out = f.op(f"select i1 {isn}, {lt} {q}, {lt} {out}")
+    return out
+
+  def u64(self, v: str, t: Ty) -> str:
+    """An index or shift amount as uint64 (numpy's s.astype(np.uint64): negative values become huge)."""
+    if t.kind in ("f", "bf"):
+      raise Unsupported("float index")
+    if t.kind == "bool":
+      return self.f.op(f"zext i1 {v} to i64")
+    b = 64 if t.kind == "int" else t.bits
+    return self.conv_int(v, b, 64, t.kind in ("i", "int")) if b < 64 else self.conv_int(v, b, 64, False)
+
+  @staticmethod
+  def common(x: Ty, y: Ty) -> Ty:
+    if x == y:
+      return x
+    if x.kind == "int":
+      return y
+    if y.kind == "int":
+      return x
+    if x.isf or y.isf:
+      if x.isf and y.isf and x.bits == y.bits:
+        return x
+      raise Unsupported(f"compare {x}/{y}")
+    if x.kind == "bool" or y.kind == "bool":
+      raise Unsupported(f"compare {x}/{y}")
+    if (x.kind == "i") == (y.kind == "i"):
+      return x if x.bits >= y.bits else y
+    return Ty("i", max(x.bits, y.bits) + 1)  # numpy compares mixed signedness by value
+
+  def convert(self, op: str, v: str, s: Ty, t: Ty) -> str:
+    f = self.f
+    if s.kind == "bf" or t.kind == "bf":
+      raise Unsupported("bfloat16")
+    if op == "bitcast":
+      if s.isf and t.isf and s.bits == t.bits:
+        return v
+      u, ub = self.raw(v, s)
+      sb = 64 if s.kind == "int" else s.bits
+      if s.kind == "bool":
+        u, ub, sb = self.conv_int(u, 8, 1, False), 1, 1
+      tb = 1 if t.kind == "bool" else 64 if t.kind == "int" else t.bits
+      u = self.conv_int(u, ub if ub != sb else sb, tb, s.kind == "i" and tb > sb)
+      return self.from_bits(u, tb, t) if t.kind != "bool" else f.op(f"trunc i{tb} {u} to i1") if tb > 1 else u
+    # value conversion (runtime.cv)
+    if t.kind == "int":
+      return self.coerce(v, s, Ty("int", 64)) if not s.isf else self.fp_to_int(v, s, Ty("i", 64))
+    if s.kind == "int" and not t.isf:
+      return self.conv_int(v, 64, 1 if t.kind == "bool" else t.bits, True) if t.kind != "bool" else \
+        f.op(f"trunc i64 {v} to i1")
+    if s.isf and t.isf:
+      return self.fp_to_fp(v, s.bits, t.bits)
+    if s.isf:
+      return self.fp_to_int(v, s, t)
+    if t.isf:
+      if s.kind == "bool":
+        return f.op(f"uitofp i1 {v} to {_lty(t)}")
+      sb = 64 if s.kind == "int" else s.bits
+      if sb > 64:
+        raise Unsupported("wide int -> float")
+      return f.op(f"{'sitofp' if s.kind in ('i', 'int') else 'uitofp'} i{sb} {v} to {_lty(t)}")
+    if t.kind == "bool":
+      u, ub = self.raw(v, s)
+      if s.kind == "bool":
+        return v
+      return f.op(f"trunc i{ub} {u} to i1")
+    u, ub = self.raw(v, s)
+    if s.kind == "bool":
+      u, ub = self.conv_int(u, 8, 1, False), 1
+    return self.conv_int(u, ub, t.bits, s.kind == "i" and t.bits > s.bits)
+
+  def fp_to_fp(self, v: str, fb: int, tb: int) -> str:
+    """runtime.fcvt: round to nearest even; a NaN keeps sign, quiet bit and top payload bits (not quieted)."""
+    f = self.f
+    if fb == tb:
+      return v
+    if fb == 64 and tb == 16:
+      raise Unsupported("f64 -> f16 (round to odd)")
+    st, tt = {16: "half", 32: "float", 64: "double"}[fb], {16: "half", 32: "float", 64: "double"}[tb]
+    r = f.op(f"{'fpext' if tb > fb else 'fptrunc'} {st} {v} to {tt}")
+    (mf, _), (mt, et) = {16: (10, 5), 32: (23, 8), 64: (52, 11)}[fb], {16: (10, 5), 32: (23, 8), 64: (52, 11)}[tb]
+    u = self.conv_int(f.op(f"bitcast {st} {v} to i{fb}"), fb, 64, False) if fb < 64 else \
+        f.op(f"bitcast double {v} to i64")
+    sign = f.op(f"shl i64 {f.op(f'lshr i64 {u}, {fb - 1}')}, {tb - 1}")
+    man = f.op(f"and i64 {u}, {(1 << mf) - 1}")
+    man = f.op(f"shl i64 {man}, {mt - mf}") if mt >= mf else f.op(f"lshr i64 {man}, {mf - mt}")
+    z = f.op(f"icmp eq i64 {man}, 0")
+    man = f.op(f"select i1 {z}, i64 {1 << (mt - 1)}, i64 {man}")
+    nb = f.op(f"or i64 {f.op(f'or i64 {sign}, {((1 << et) - 1) << mt}')}, {man}")
+    nb = self.conv_int(nb, 64, tb, False)
+    nan = f.op(f"bitcast i{tb} {nb} to {tt}")
+    isn = f.op(f"fcmp uno {st} {v}, {v}")
+    return f.op(f"select i1 {isn}, {tt} {nan}, {tt} {r}")
+
+  def fp_to_int(self, v: str, s: Ty, t: Ty) -> str:
+    """runtime.f2i: truncate toward zero, NaN -> 0, saturate (only widths <= 32 here)."""
+    f = self.f
+    tb = 1 if t.kind == "bool" else t.bits
+    if t.kind == "bool" or tb > 32 or t.kind not in ("i", "u", "b"):
+      raise Unsupported(f"float -> {t}")
+    d = v if s.bits == 64 else f.op(f"fpext {_lty(s)} {v} to double")
+    tr = f.op(f"call double @llvm.trunc.f64(double {d})")
+    isn = f.op(f"fcmp uno double {tr}, {tr}")
+    tr = f.op(f"select i1 {isn}, double 0.0, double {tr}")
+    lo, hi = (-(2 ** (tb - 1)), 2 ** (tb - 1) - 1) if t.kind == "i" else (0, 2 ** tb - 1)
+    tr = f.op(f"call double @llvm.maxnum.f64(double {tr}, double {_fconst(float(lo), 64)})")
+    tr = f.op(f"call double @llvm.minnum.f64(double {tr}, double {_fconst(float(hi), 64)})")
+    i = f.op(f"fptosi double {tr} to i64")
+    return self.conv_int(i, 64, tb, False)
+
+  def call(self, name: str, args, t: Ty) -> str:
+    f = self.f
+    if name == "fma" and t.kind == "f" and t.bits in (32, 64) and all(x.ty == t for x in args):
+      a, b, c = (self.ex(x) for x in args)
+      lt = _lty(t)
+      r = f.op(f"call {lt} @llvm.fma.f{t.bits}({lt} {a}, {lt} {b}, {lt} {c})")
+      if t.bits == 64:  # runtime._fma: exact only for finite inputs with a non-zero product, else x * y + z
+        fin = f.op(f"and i1 {f.op(f'and i1 {self.finite(a, t)}, {self.finite(b, t)}')}, {self.finite(c, t)}")
+        p = self.nan_rule(t, [a, b], f.op(f"fmul double {a}, {b}"))
+        z = f.op(f"fcmp oeq double {p}, 0.0")
+        two = f.op(f"or i1 {f.op(f'xor i1 {fin}, true')}, {z}")
+        return f.op(f"select i1 {two}, double {self.nan_rule(t, [p, c], f.op(f'fadd double {p}, {c}'))}, double {r}")
+      # f32 goes through an f64 product and sum: NaNs follow those two x86 operations, a then b, then c
+      p = self.nan_rule(t, [a, b], f.op(f"fmul float {a}, {b}"))
+      return self.nan_rule(t, [p, c], r)
+    if name.startswith("Calc") and name.endswith("Addr") and self.op.mem:  # the executor's effective address
+      for x in args:
+        self.ex(x)
+      return self.coerce(f.op(f"load i64, ptr {self.ea}"), Ty("u", 64), t) if t.kind != "f" else \
+        (_ for _ in ()).throw(Unsupported("float address"))
+    if name == "signext" and len(args) == 1 and not t.isf and not args[0].ty.isf:
+      s = args[0].ty
+      sb = 64 if s.kind == "int" else s.bits
+      return self.conv_int(self.ex(args[0]), sb, 64 if t.kind == "int" else t.bits, True)
+    raise Unsupported(f"built-in {name}")
+
+  # ---------------------------------------------------------------- memory (pcode MEM[...])
+  def mem_read(self, addr: str, at: Ty, bits: int, t: Ty) -> str:
+    f = self.f
+    a = self.u64(addr, at)
+    if bits > 64:
+      parts = [self.f.op(f"call i32 @{self.info['space']}_rd4(ptr %ctx, i64 "
+                         f"{f.op(f'add i64 {a}, {4 * k}')}, i64 %wave)") for k in range(bits // 32)]
+      acc = "0"
+      for k, p in enumerate(parts):
+        z = self.conv_int(p, 32, bits, False)
+        acc = f.op(f"or i{bits} {acc}, {f.op(f'shl i{bits} {z}, {32 * k}') if k else z}")
+      r, rb = acc, bits
+    else:
+      nb = max(bits // 8, 1)
+      r = f.op(f"call i{8 * nb} @{self.info['space']}_rd{nb}(ptr %ctx, i64 {a}, i64 %wave)")
+      rb = 8 * nb
+    self.check_fault()
+    return self.from_bits(r, rb, t) if t.bits == rb or t.kind == "bool" else self.conv_int(r, rb, t.bits, False)
+
+  def mem_write(self, addr: str, at: Ty, val: str, vt: Ty, bits: int) -> None:
+    f = self.f
+    a = self.u64(addr, at)
+    u, ub = self.raw(val, vt)
+    if bits > 64:
+      u = self.conv_int(u, ub, bits, False)
+      for k in range(bits // 32):
+        w = self.conv_int(f.op(f"lshr i{bits} {u}, {32 * k}") if k else u, bits, 32, False)
+        f.emit(f"call void @{self.info['space']}_wr4(ptr %ctx, i64 {f.op(f'add i64 {a}, {4 * k}')}, i32 {w}, "
+               f"i64 %wave)")
+        self.check_fault()
+      return
+    nb = max(bits // 8, 1)
+    u = self.conv_int(u, ub, 8 * nb, False)
+    f.emit(f"call void @{self.info['space']}_wr{nb}(ptr %ctx, i64 {a}, i{8 * nb} {u}, i64 %wave)")
+    self.check_fault()
+
+  def check_fault(self) -> None:
+    f = self.f
+    flt = f.live(C_FAULT)
+    bad = f.op(f"icmp ne i64 {flt}, 0")
+    ok = f.label("ok")
+    f.emit(f"br i1 {bad}, label %fault, label %{ok}")
+    f.put(ok)
+
+  # ---------------------------------------------------------------- statements
+  def block(self, stmts) -> None:
+    for st in stmts:
+      self.stmt(st)
+
+  def stmt(self, st) -> None:
+    op, a, f = st.op, st.args, self.f
+    if op == "note":
+      return
+    if op == "eval":
+      self.ex(a[0])
+    elif op == "assign":
+      lv, val = a
+      if val.op == "array":
+        raise Unsupported("arrays")
+      self.store(lv, self.ex(val), val.ty)
+    elif op == "if":
+      arms, els = a
+      end = f.label("endif")
+      for c, body in arms:
+        cv = self.ex(c)
+        yes, no = f.label("then"), f.label("else")
+        f.emit(f"br i1 {cv}, label %{yes}, label %{no}")
+        f.put(yes)
+        self.block(body)
+        f.emit(f"br label %{end}")
+        f.put(no)
+      self.block(els)
+      f.emit(f"br label %{end}")
+      f.put(end)
+    elif op == "for":
+      var, lo, hi, body = a
+      p = self.vars.setdefault("@" + var, (f.alloca("i64"), Ty("int", 64)))[0]
+      lov, hiv = self.u64(self.ex(lo), lo.ty), self.u64(self.ex(hi), hi.ty)
+      f.emit(f"store i64 {lov}, ptr {p}")
+      head, bod, end = f.label("for"), f.label("body"), f.label("endfor")
+      f.emit(f"br label %{head}")
+      f.put(head)
+      i = f.op(f"load i64, ptr {p}")
+      go = f.op(f"icmp sle i64 {i}, {hiv}")
+      f.emit(f"br i1 {go}, label %{bod}, label %{end}")
+      f.put(bod)
+      self.loop_exit.append(end)
+      self.block(body)
+      self.loop_exit.pop()
+      i2 = f.op(f"add i64 {f.op(f'load i64, ptr {p}')}, 1")
+      f.emit(f"store i64 {i2}, ptr {p}")
+      f.emit(f"br label %{head}")
+      f.put(end)
+    elif op == "break":
+      if not self.loop_exit:
+        raise Unsupported("break outside a loop")
+      f.emit(f"br label %{self.loop_exit[-1]}")
+      f.put(f.label("dead"))
+    else:
+      raise Unsupported(f"statement {op}")
+
+  def lv_read(self, lv) -> tuple[str, Ty]:
+    k = lv[0]
+    if k == "var":
+      p, t = self.vars[lv[1]]
+      return self.f.op(f"load {_lty(t)}, ptr {p}"), t
+    if k == "state":
+      p, w = self.state[lv[1]]
+      return self.f.op(f"load i{w}, ptr {p}"), Ty("b", w)
+    if k == "as":
+      v, t = self.lv_read(lv[1])
+      return self.convert("bitcast", v, t, lv[2]), lv[2]
+    raise Unsupported(f"read of {k}")
+
+  def store(self, lv, val: str, vt: Ty) -> None:
+    f, k = self.f, lv[0]
+    if k == "var":
+      if lv[1] not in self.vars:
+        raise Unsupported(f"unknown local {lv[1]}")
+      p, t = self.vars[lv[1]]
+      f.emit(f"store {_lty(t)} {self.coerce(val, vt, t) if vt != t else val}, ptr {p}")
+    elif k == "state":
+      p, w = self.state[lv[1]]
+      u, ub = self.raw(val, vt)
+      if vt.kind == "bool":
+        u, ub = self.conv_int(u, 8, 1, False), 1
+      f.emit(f"store i{w} {self.conv_int(u, ub, w, vt.kind == 'i')}, ptr {p}")
+      if lv[1] in ("ROUND_MODE",):
+        raise Unsupported("ROUND_MODE write")
+    elif k == "as":
+      t, inner = lv[2], lv[1]
+      bt = self.lv_ty(inner)
+      u, ub = self.raw(val, vt if vt == t else t) if vt == t else self.raw(self.coerce(val, vt, t), t)
+      if t.kind == "bool":
+        u, ub = self.conv_int(u, 8, 1, False), 1
+      if bt.bits == ub or (t.kind == "bool" and bt.kind in "ub"):
+        self.store(inner, self.from_bits(self.conv_int(u, ub, bt.bits, False), bt.bits, bt) if bt.kind != "bool"
+                   else u, bt)
+      else:
+        old, ot = self.lv_read(inner)
+        ou, ob = self.raw(old, ot)
+        self.store(inner, self.from_bits(self.insert(ou, ob, u, ub, "0", t.bits), ob, bt), bt)
+    elif k in ("slice", "bit"):
+      inner = lv[1]
+      bt = self.lv_ty(inner)
+      old, ot = self.lv_read(inner)
+      ou, ob = self.raw(old, ot)
+      w = lv[3] if k == "slice" else 1
+      u, ub = self.raw(val, vt)
+      if vt.kind == "bool":
+        u, ub = self.conv_int(u, 8, 1, False), 1
+      lo = self.u64(self.ex(lv[2]), lv[2].ty)
+      new = self.insert(ou, ob, u, ub, lo, w)
+      self.store(inner, self.from_bits(new, ob, bt) if bt.kind not in ("u", "b") else new, bt)
+    elif k == "mem":
+      self.mem_write(self.ex(lv[1]), lv[1].ty, val, vt, lv[2])
+    elif k == "concat":
+      total = sum(self.lv_ty(p).bits for p in lv[1])
+      u, ub = self.raw(val, vt)
+      u = self.conv_int(u, ub, total, False)
+      off = 0
+      for part in reversed(lv[1]):
+        pt = self.lv_ty(part)
+        pv = self.conv_int(f.op(f"lshr i{total} {u}, {off}") if off else u, total, pt.bits, False)
+        self.store(part, self.from_bits(pv, pt.bits, pt) if pt.kind not in ("u", "b") else pv,
+                   pt if pt.kind not in ("u", "b") else Ty("u", pt.bits))
+        off += pt.bits
+    else:
+      raise Unsupported(f"store to {k}")
+
+  def insert(self, old: str, ob: int, v: str, vb: int, lo: str, w: int) -> str:
+    """runtime.ins: old with bits [lo + w - 1 : lo] replaced by v (masked to w bits)."""
+    f = self.f
+    v = self.conv_int(v, vb, ob, False) if vb != ob else v
+    mask = (1 << w) - 1 if w < ob else (1 << ob) - 1
+    v = f.op(f"and i{ob} {v}, {mask}")
+    sh = self.conv_int(lo, 64, ob, False) if lo != "0" and ob != 64 else lo
+    if lo != "0":
+      v = f.op(f"shl i{ob} {v}, {sh}")
+      m = f.op(f"shl i{ob} {mask}, {sh}")
+    else:
+      m = str(mask)
+    keep = f.op(f"and i{ob} {old}, {f.op(f'xor i{ob} {m}, -1')}")
+    return f.op(f"or i{ob} {keep}, {v}")
+
+  def lv_ty(self, lv) -> Ty:
+    from gputwin.pcode.ir import lv_ty
+    return lv_ty(lv)
+
+
+# ------------------------------------------------------------------------------------------------ operands
+def _parts(op: Op) -> list[Op]:
+  return list(op.info["pair"]) if op.kind == "vopd" else [op]
+
+
+def supported(op: Op, fam: str) -> None:
+  """Raise Unsupported unless the native tier can run `op` exactly as the interpreter does."""
+  if op.kind not in BLOCK_KINDS:
+    raise Unsupported(op.kind)
+  if op.kind == "nop":
+    return
+  for o in _parts(op):
+    sem = o.sem
+    if sem is None or sem.regfiles:
+      raise Unsupported("register-file access")
+    if sem.cross_lane or sem.wave_level or sem.program.lambdas:
+      raise Unsupported("cross-lane")
+    if o.info.get("dpp") is not None or o.info.get("sdwa") is not None:
+      raise Unsupported("DPP/SDWA")
+    if o.info.get("clamp") or o.info.get("omod"):
+      raise Unsupported("clamp/omod")
+    if o.mem and o.mem not in MEM_KINDS:
+      raise Unsupported(o.mem)
+    if o.atomic:
+      raise Unsupported("atomic")
+    if "ROUND_MODE" in sem.inputs or "ROUND_MODE" in sem.outputs:
+      raise Unsupported("ROUND_MODE")
+    from gputwin.emu.core import _scalar_valu
+    if o.kind == "alu" and _scalar_valu(o):
+      raise Unsupported("scalar VALU")
+    for s in list(o.ins.values()) + list(o.outs.values()):
+      if isinstance(s, Src) and (s.pk or s.file == "a" or (s.file == "s" and s.index in APERTURE)):
+        raise Unsupported("operand")
+
+
+class Block:
+  """One compiled run of instructions: its native entry point and what the scheduler needs to account for it."""
+
+  def __init__(self, pc: int, ops: list[Op], fn, lanes_per_inst):
+    self.pc, self.ops, self.fn = pc, ops, fn
+    self.n = len(ops)
+    self.end = ops[-1].pc + ops[-1].size
+    self.sets_pc = any(("PC" in o.sem.outputs) for o in ops if o.kind == "alu" and o.sem is not None)
+    self.writes_exec = True
+
+
+def collect(prog, pc: int, fam: str) -> list[Op]:
+  """The longest run of supported ops from pc (a branch ends it)."""
+  ops = []
+  while True:
+    try:
+      op = prog.op(pc)
+      supported(op, fam)
+    except Exception:
+      break
+    ops.append(op)
+    if op.kind == "alu" and "PC" in op.sem.outputs:
+      break
+    pc += op.size
+  return ops
+
+
+class Compiler:
+  """LLVM IR for one block: a function per instruction (one wave), a driver looping instructions then waves."""
+
+  def __init__(self, ops: list[Op], lanes: int, fam: str):
+    self.ops, self.L, self.fam = ops, lanes, fam
+    self.sp = SPECIAL["cdna" if fam == "cdna" else "rdna"]
+    self.funcs: list[str] = []
+    self.nv = self.ns = 0  # registers the block touches: an engine with fewer stays interpreted
+
+  def module(self, name: str) -> str:
+    for i, op in enumerate(self.ops):
+      self.funcs.append(self.inst_fn(i, op))
+    calls = []
+    for i, op in enumerate(self.ops):
+      calls.append(f"""  br label %h{i}
+h{i}:
+  %w{i}.p = phi i64 [0, %{'entry' if i == 0 else f'e{i - 1}'}], [%w{i}.n, %b{i}]
+  %w{i}.c = icmp slt i64 %w{i}.p, %n
+  br i1 %w{i}.c, label %b{i}, label %e{i}
+b{i}:
+  %w{i}.q = getelementptr i64, ptr %waves, i64 %w{i}.p
+  %w{i}.w = load i64, ptr %w{i}.q
+  %w{i}.r = call i32 @inst{i}(ptr %ctx, i64 %w{i}.w)
+  %w{i}.n = add i64 %w{i}.p, 1
+  %w{i}.f = icmp ne i32 %w{i}.r, 0
+  br i1 %w{i}.f, label %fail{i}, label %h{i}
+fail{i}:
+  ret i32 {i + 1}
+e{i}:""")
+    body = "\n".join(calls)
+    drv = f"""define i32 @{name}(ptr %ctx, ptr %waves, i64 %n) {{
+entry:
+{body}
+  ret i32 0
+}}
+"""
+    return _PRELUDE.replace("LANES", str(self.L)) + "\n".join(self.funcs) + drv
+
+  # -------------------------------------------------------------------------------- one instruction
+  def inst_fn(self, i: int, op: Op) -> str:
+    f = Fn()
+    info = {"lanes": self.L, "family": self.fam,
+            "space": "lds" if op.mem == "ds" else "gm"}
+    body = Fn()  # the per-wave part
+    body.n = 0
+    f = body
+    parts = _parts(op)
+    vector = op.vector and op.kind != "nop"
+    f.emit("%wave = add i64 %w, 0")
+    lane_count = None
+    if op.kind == "nop":
+      self.bump_pc(f, op)
+      lane_count = str(self.L)
+      return self.finish(f, i, lane_count)
+    exec_v = self.exec_value(f)
+    gens = [Gen(f, o, info, i) for o in parts]
+    # state variables: per wave (scalars, specials) or per lane (VGPRs, addresses)
+    for g, o in zip(gens, parts):
+      self.declare(g, o, vector)
+    for g, o in zip(gens, parts):  # per-wave state first (read once, before any lane)
+      self.load_state(g, o, lane=False)
+      for nm in g.lane0:  # lane 0 may be inactive: the register then gets the initial value
+        self.store_reg(f, o.outs[nm], str(_default(nm, g.widths[nm])), g.widths[nm], o) if nm in o.outs else None
+    if vector:
+      f.emit("br label %lhead")
+      f.put("lhead")
+      f.emit("%lane = phi i64 [0, %pre], [%lane.n, %lnext]")
+      f.emit("%lane32 = trunc i64 %lane to i32")
+      bit = f.op(f"lshr i64 {exec_v}, %lane")
+      on = f.op(f"trunc i64 {bit} to i1")
+      f.emit(f"br i1 {on}, label %lbody, label %lnext")
+      f.put("lbody")
+    else:
+      f.emit("%lane32 = add i32 0, 0")
+      f.emit("%lane = add i64 0, 0")
+    for g, o in zip(gens, parts):
+      self.load_state(g, o, lane=True)
+    for g, o in zip(gens, parts):
+      self.addresses(g, o)
+    for g, o in zip(gens, parts):
+      for name, (p, t) in list(g.vars.items()):
+        if not name.startswith("@"):
+          f.emit(f"store {_lty(t)} {_zero(t)}, ptr {p}")
+      g.block(o.sem.program.body)
+    for g, o in zip(gens, parts):
+      self.store_state(g, o, lane=True)
+    if vector:
+      f.emit("br label %lnext")
+      f.put("lnext")
+      f.emit("%lane.n = add i64 %lane, 1")
+      done = f.op(f"icmp eq i64 %lane.n, {self.L}")
+      f.emit(f"br i1 {done}, label %lend, label %lhead")
+      f.put("lend")
+    for g, o in zip(gens, parts):
+      self.store_state(g, o, lane=False)
+    self.bump_pc(f, op)
+    if vector:
+      lane_count = f.op(f"call i64 @llvm.ctpop.i64(i64 {exec_v})")
+    else:
+      lane_count = "1"
+    return self.finish(f, i, lane_count, pre=vector)
+
+  def finish(self, f: Fn, i: int, lane_count: str, pre: bool = False) -> str:
+    lc = f.live(C_LANES)
+    f.set_ctx(C_LANES, f.op(f"add i64 {lc}, {lane_count}"))
+    f.emit("ret i32 0")
+    head = [f"define internal i32 @inst{i}(ptr %ctx, i64 %w) alwaysinline {{", "entry:"] + f.allocas + f.pro
+    pre_lines = f.lines
+    if pre:  # the per-wave prologue ends by falling into the lane loop from block %pre
+      k = pre_lines.index("  br label %lhead")
+      pre_lines = pre_lines[:k] + ["  br label %pre", "pre:"] + pre_lines[k:]
+    tail = ["fault:", "  ret i32 1", "}", ""]
+    return "\n".join(head + pre_lines + tail)
+
+  def bump_pc(self, f: Fn, op: Op) -> None:
+    if op.kind == "alu" and op.sem is not None and "PC" in op.sem.outputs:
+      return
+    pp = f.gep(f.ctxp(C_PC), f.op("mul i64 %w, 8"))
+    v = f.op(f"load i64, ptr {pp}")
+    f.emit(f"store i64 {f.op(f'add i64 {v}, {op.size}')}, ptr {pp}")
+
+  # -------------------------------------------------------------------------------- register files
+  def sgpr_ptr(self, f: Fn, idx: int) -> str:
+    self.ns = max(self.ns, idx + 1)
+    off = f.op(f"add i64 {f.op(f'mul i64 %w, {f.ctx(C_SSTW)}')}, {f.op(f'mul i64 {idx}, {f.ctx(C_SSTR)}')}")
+    return f.gep(f.ctxp(C_S), off)
+
+  def vgpr_ptr(self, f: Fn, idx: int) -> str:
+    self.nv = max(self.nv, idx + 1)
+    off = f.op(f"add i64 {f.op(f'mul i64 %w, {f.ctx(C_VSTW)}')}, {f.op(f'mul i64 {idx}, {f.ctx(C_VSTR)}')}")
+    return f.gep(f.gep(f.ctxp(C_V), off), f.op("mul i64 %lane, 4"))
+
+  def sgpr(self, f: Fn, idx: int, dwords: int) -> str:
+    acc = None
+    for k in range(dwords):
+      v = f.op(f"load i32, ptr {self.sgpr_ptr(f, idx + k)}")
+      acc = self.join(f, acc, v, k, dwords)
+    return acc
+
+  def join(self, f: Fn, acc, v: str, k: int, n: int) -> str:
+    if n == 1:
+      return v
+    z = f.op(f"zext i32 {v} to i{32 * n}")
+    if k:
+      z = f.op(f"shl i{32 * n} {z}, {32 * k}")
+    return z if acc is None else f.op(f"or i{32 * n} {acc}, {z}")
+
+  def exec_value(self, f: Fn) -> str:
+    e = self.sgpr(f, self.sp["exec"], 2 if self.L == 64 else 1)
+    return e if self.L == 64 else f.op(f"zext i32 {e} to i64")
+
+  def fetch(self, f: Fn, s: Src) -> tuple[str, int]:
+    """core.Engine.fetch: raw bits and their container width (32, 64, or 32 * dwords)."""
+    if s.file == "k":
+      w = 64 if s.dwords == 2 or s.value > M32 else 32
+      v, bits = str(s.value & ((1 << w) - 1)), w
+    elif s.file == "v":
+      acc = None
+      for k in range(s.dwords):
+        acc = self.join(f, acc, f.op(f"load i32, ptr {self.vgpr_ptr(f, s.index + k)}"), k, s.dwords)
+      v, bits = acc, 32 * s.dwords
+    elif s.index in (VCCZ, EXECZ):
+      base = self.sp["vcc"] if s.index == VCCZ else self.sp["exec"]
+      x = self.sgpr(f, base, 2 if self.L == 64 else 1)
+      z = f.op(f"icmp eq i{64 if self.L == 64 else 32} {x}, 0")
+      v, bits = f.op(f"zext i1 {z} to i32"), 32
+    elif s.index == SCC_CODE:
+      v, bits = self.scc_load(f), 32
+    else:
+      v, bits = self.sgpr(f, s.index, s.dwords), 32 * s.dwords
+    if s.hi:
+      v = f.op(f"lshr i{bits} {v}, 16")
+    if s.abs or s.neg:
+      w = 64 if max(s.neg, s.abs) > M32 else 32
+      if bits > w:
+        raise Unsupported("abs/neg width")
+      v = self.convw(f, v, bits, w)
+      bits = w
+      if s.abs:
+        v = f.op(f"and i{w} {v}, {~s.abs & ((1 << w) - 1)}")
+      if s.neg:
+        v = f.op(f"xor i{w} {v}, {s.neg}")
+    return v, bits
+
+  @staticmethod
+  def convw(f: Fn, v: str, fb: int, tb: int) -> str:
+    if fb == tb:
+      return v
+    return f.op(f"{'zext' if tb > fb else 'trunc'} i{fb} {v} to i{tb}")
+
+  def scc_load(self, f: Fn) -> str:
+    return f.op(f"load i32, ptr {f.gep(f.ctxp(C_SCC), f.op('mul i64 %w, 4'))}")
+
+  # -------------------------------------------------------------------------------- pcode state
+  def declare(self, g: Gen, o: Op, vector: bool) -> None:
+    p = o.sem.program
+    names = dict(p.inputs)
+    for nm, w in p.outputs.items():
+      names[nm] = max(names.get(nm, 0), w)
+    g.widths = names
+    g.lane_names, g.lane0 = set(), set()
+    g.ea = g.f.alloca("i64")
+    for nm, w in names.items():
+      if w > 1024:
+        raise Unsupported("huge state")
+      g.state[nm] = (g.f.alloca(f"i{w}"), w)
+      s = o.ins.get(nm) if nm in p.inputs else None
+      s = s if isinstance(s, Src) else o.old.get(nm) if nm in o.old else o.outs.get(nm) if nm in p.outputs else s
+      per_lane = vector and (isinstance(s, Src) and s.file == "v" or nm == "ADDR" and o.mem in ("global", "ds"))
+      if vector and nm in p.outputs and not per_lane and not _bit_written(p.body, nm):
+        # a per-wave register written whole by every lane (V_MAD_U64_U32's D1): the interpreter keeps lane 0's value
+        # (its initial value when lane 0 is inactive)
+        if nm in p.inputs or nm in o.old or nm in ("PC", "SCC", "EXEC", "EXEC_LO", "M0"):
+          raise Unsupported(f"per-wave output {nm} of a vector op")
+        g.lane0.add(nm)
+        per_lane = True
+      if per_lane:
+        g.lane_names.add(nm)
+    for nm, t in _locals(p.body, {}).items():
+      g.vars[nm] = (g.f.alloca(_lty(t)), t)
+
+  def load_state(self, g: Gen, o: Op, lane: bool) -> None:
+    f, p = g.f, o.sem.program
+    for nm, w in g.widths.items():
+      if (nm in g.lane_names) != lane or nm == "ADDR" and o.mem:
+        continue
+      ptr = g.state[nm][0]
+      src = None
+      if nm in p.inputs:
+        s = o.ins.get(nm)
+        v, b = self.fetch(f, s) if isinstance(s, Src) else self.special(f, o, nm)
+        src = (v, b)
+      elif nm in o.old:
+        src = self.fetch(f, o.old[nm])
+      if src is None:
+        f.emit(f"store i{w} {_default(nm, w)}, ptr {ptr}")
+      else:
+        v, b = src
+        f.emit(f"store i{w} {self.convw(f, v, b, w)}, ptr {ptr}")
+
+  def special(self, f: Fn, o: Op, nm: str) -> tuple[str, int]:
+    if nm == "SCC":
+      return self.scc_load(f), 32
+    if nm in ("EXEC", "EXEC_LO"):
+      n = 2 if self.L == 64 and nm == "EXEC" else 1
+      return self.sgpr(f, self.sp["exec"], n), 32 * n
+    if nm in ("VCCZ", "EXECZ"):
+      return self.fetch(f, Src("s", VCCZ if nm == "VCCZ" else EXECZ))
+    if nm == "M0":
+      return self.sgpr(f, self.sp["m0"], 1), 32
+    if nm == "PC":
+      pc = f.op(f"load i64, ptr {f.gep(f.ctxp(C_PC), f.op('mul i64 %w, 8'))}")
+      return f.op(f"and i64 {pc}, {M32}"), 64
+    if nm == "WAVE_MODE.IEEE":
+      return "1", 32
+    if nm == "OFFSET":
+      return str(o.info.get("offset", 0) & M32), 32
+    if nm in ("OFFSET0", "OFFSET1"):
+      return str(o.info.get(nm.lower(), 0)), 32
+    if nm in ("ROUND_MODE",):
+      raise Unsupported(nm)
+    return "0", 32
+
+  def addresses(self, g: Gen, o: Op) -> None:
+    """core.Engine._memop: the effective address of each lane (or wave), faults as the interpreter raises them."""
+    if not o.mem:
+      return
+    f, info = g.f, o.info
+    if o.mem == "smem":
+      a = self.convw(f, self.sgpr(f, info["sbase"], 2), 64, 64)
+      a = f.op(f"add i64 {a}, {info['offset'] & 0xffffffffffffffff}")
+      if info.get("soff_reg") is not None:
+        so = self.sgpr(f, info["soff_reg"], 1)
+        a = f.op(f"add i64 {a}, {f.op(f'zext i32 {so} to i64')}")
+      a = f.op(f"and i64 {a}, -4")
+      self.high_check(f, a)
+    elif o.mem == "global":
+      if info["vaddr"] is None:
+        raise Unsupported("global access without vaddr")
+      if info["saddr"] is not None:
+        base = self.sgpr(f, info["saddr"], 2)
+        vp = self.vgpr_ptr(f, info["vaddr"])
+        v = f.op(f"zext i32 {f.op(f'load i32, ptr {vp}')} to i64")
+        a = f.op(f"add i64 {base}, {v}")
+      else:
+        a = self.fetch(f, Src("v", info["vaddr"], 2))[0]
+      a = f.op(f"add i64 {a}, {info['offset'] & 0xffffffffffffffff}")
+      self.high_check(f, a)
+    else:  # ds
+      if info["vaddr"] is not None:
+        base = f.op(f"load i32, ptr {self.vgpr_ptr(f, info['vaddr'])}")
+      else:
+        base = "0"
+      if not info["adds_offset"]:
+        base = f.op(f"add i32 {base}, {info['offset'] & M32}")
+      reach = 1 << (LDS_BITS - 1)
+      near = f.op(f"add i32 {base}, {reach}")
+      bad = f.op(f"icmp uge i32 {near}, {2 * reach}")
+      self.fault_if(f, bad, F_LDSBASE, f.op(f"zext i32 {base} to i64"), 4, "r" not in o.sem.mem)
+      wgp = f.gep(f.ctxp(C_WG), f.op("mul i64 %w, 8"))
+      wg = f.op(f"load i64, ptr {wgp}")
+      lo = f.op(f"zext i32 {f.op(f'and i32 {base}, {(1 << LDS_BITS) - 1}')} to i64")
+      a = f.op(f"or i64 {f.op(f'shl i64 {wg}, {LDS_SHIFT}')}, {lo}")
+    f.emit(f"store i64 {a}, ptr {g.ea}")  # what the Calc*Addr built-ins answer
+    if "ADDR" in g.state:  # pcode's own ADDR input: the low 32 bits, in the width the body declares
+      ptr, w = g.state["ADDR"]
+      a32 = f.op(f"and i64 {a}, {M32}")
+      f.emit(f"store i{w} {self.convw(f, a32, 64, w)}, ptr {ptr}")
+
+  def high_check(self, f: Fn, a: str) -> None:
+    hi = f.op(f"icmp ugt i64 {a}, {M32}")
+    self.fault_if(f, hi, F_HIGH, a, 4, False)
+
+  def fault_if(self, f: Fn, cond: str, kind: int, addr: str, nbytes: int, write: bool) -> None:
+    yes, no = f.label("flt"), f.label("nof")
+    f.emit(f"br i1 {cond}, label %{yes}, label %{no}")
+    f.put(yes)
+    f.set_ctx(C_FAULT, str(kind))
+    f.set_ctx(C_FADDR, addr)
+    f.set_ctx(C_FBYTES, str(nbytes))
+    f.set_ctx(C_FWRITE, "1" if write else "0")
+    f.set_ctx(C_FWAVE, "%w")
+    f.emit("br label %fault")
+    f.put(no)
+
+  def store_state(self, g: Gen, o: Op, lane: bool) -> None:
+    f, p = g.f, o.sem.program
+    for nm in p.outputs:
+      if (nm in g.lane_names) != lane:
+        continue
+      ptr, w = g.state[nm]
+      v = f.op(f"load i{w}, ptr {ptr}")
+      if nm == "PC":
+        f.emit(f"store i64 {self.convw(f, v, w, 64)}, ptr {f.gep(f.ctxp(C_PC), f.op('mul i64 %w, 8'))}")
+      elif nm == "SCC":
+        f.emit(f"store i32 {self.convw(f, v, w, 32)}, ptr {f.gep(f.ctxp(C_SCC), f.op('mul i64 %w, 4'))}")
+      elif nm in ("EXEC", "EXEC_LO"):
+        n = 2 if self.L == 64 and nm == "EXEC" else 1
+        self.store_reg(f, Src("s", self.sp["exec"], n), v, w, o)
+      elif nm == "M0":
+        self.store_reg(f, Src("s", self.sp["m0"]), v, w, o)
+      else:
+        d = o.outs.get(nm)
+        if d is None:
+          continue
+        if nm in g.lane0:
+          yes, no = f.label("l0"), f.label("n0")
+          f.emit(f"br i1 {f.op('icmp eq i64 %lane, 0')}, label %{yes}, label %{no}")
+          f.put(yes)
+          self.store_reg(f, d, v, w, o)
+          f.emit(f"br label %{no}")
+          f.put(no)
+          continue
+        self.store_reg(f, d, v, w, o)
+
+  def store_reg(self, f: Fn, d: Src, v: str, w: int, o: Op) -> None:
+    """core.Engine.store for one wave (and lane): split into dwords, SGPR constants dropped, NULL kept 0, 16-bit
+    results into their true16 half (RDNA) or zero-extended (CDNA)."""
+    total = 32 * d.dwords
+    v = self.convw(f, v, w, total) if w != total else v
+    for k in range(d.dwords):
+      part = f.op(f"lshr i{total} {v}, {32 * k}") if k else v
+      part = self.convw(f, part, total, 32)
+      if d.file == "s":
+        if d.index >= 128 and d.index not in (self.sp["exec"], self.sp["exec"] + 1):
+          return
+        idx = d.index + k
+        if idx == self.sp["null"] and self.sp["null"] != self.sp["m0"]:
+          continue  # written then reset to 0 by the interpreter
+        f.emit(f"store i32 {part}, ptr {self.sgpr_ptr(f, idx)}")
+      elif d.file == "v":
+        ptr = self.vgpr_ptr(f, d.index + k)
+        if d.bits == 16 and d.dwords == 1:
+          part = f.op(f"and i32 {part}, 65535")
+          if self.fam != "cdna":
+            old = f.op(f"load i32, ptr {ptr}")
+            if d.hi:
+              part = f.op(f"or i32 {f.op(f'and i32 {old}, 65535')}, {f.op(f'shl i32 {part}, 16')}")
+            else:
+              part = f.op(f"or i32 {f.op(f'and i32 {old}, 4294901760')}, {part}")
+        f.emit(f"store i32 {part}, ptr {ptr}")
+      else:
+        raise Unsupported("store file")
+
+
+def _default(name: str, w: int) -> int:
+  from gputwin.pcode.runtime import DEFAULTS
+  return DEFAULTS.get(name, 0) & ((1 << w) - 1)
+
+
+def _zero(t: Ty) -> str:
+  return "0.0" if t.kind == "f" else "false" if t.kind == "bool" else "0"
+
+
+def _locals(stmts, out: dict) -> dict:
+  for st in stmts:
+    if st.op == "assign":
+      lv = st.args[0]
+      while lv[0] in ("as", "slice", "bit"):
+        lv = lv[1]
+      if lv[0] == "var":
+        out.setdefault(lv[1], lv[2])
+    elif st.op == "if":
+      for _, b in st.args[0]:
+        _locals(b, out)
+      _locals(st.args[1], out)
+    elif st.op in ("for", "while"):
+      _locals(st.args[-1], out)
+  return out
+
+
+def _bit_written(stmts, name: str) -> bool:
+  """Is state `name` only written lane by lane (`D0.u64[laneId] = ...`), as VOPC and carry-outs do?"""
+  found = False
+  for st in stmts:
+    if st.op == "assign":
+      lv = st.args[0]
+      inner = lv
+      while inner[0] in ("as", "slice", "bit"):
+        inner = inner[1]
+      if inner[0] == "state" and inner[1] == name:
+        if lv[0] != "bit":
+          return False
+        found = True
+    elif st.op == "if":
+      for _, b in st.args[0]:
+        if _writes(b, name) and not _bit_written(b, name):
+          return False
+        found = found or _writes(b, name)
+    elif st.op in ("for", "while") and _writes(st.args[-1], name):
+      return False
+  return found
+
+
+def _writes(stmts, name: str) -> bool:
+  for st in stmts:
+    if st.op == "assign":
+      lv = st.args[0]
+      while lv[0] in ("as", "slice", "bit"):
+        lv = lv[1]
+      if lv[0] == "state" and lv[1] == name:
+        return True
+    elif st.op == "if":
+      if any(_writes(b, name) for _, b in st.args[0]) or _writes(st.args[1], name):
+        return True
+    elif st.op in ("for", "while") and _writes(st.args[-1], name):
+      return True
+  return False
+
+
+# memory helpers: global memory through a region table [start, end, host pointer], LDS through one window
+_PRELUDE = r"""
+declare i64 @llvm.ctpop.i64(i64)
+declare float @llvm.fma.f32(float, float, float)
+declare double @llvm.fma.f64(double, double, double)
+declare double @llvm.trunc.f64(double)
+declare float @llvm.fabs.f32(float)
+declare double @llvm.fabs.f64(double)
+declare half @llvm.fabs.f16(half)
+declare double @llvm.maxnum.f64(double, double)
+declare double @llvm.minnum.f64(double, double)
+declare i8 @llvm.bitreverse.i8(i8)
+declare i16 @llvm.bitreverse.i16(i16)
+declare i32 @llvm.bitreverse.i32(i32)
+declare i64 @llvm.bitreverse.i64(i64)
+
+define internal ptr @gm_ptr(ptr %ctx, i64 %a, i64 %nb, i64 %wr, i64 %w) alwaysinline {
+entry:
+  %np = getelementptr i64, ptr %ctx, i64 11
+  %n = load i64, ptr %np
+  %tp = getelementptr i64, ptr %ctx, i64 12
+  %ti = load i64, ptr %tp
+  %t = inttoptr i64 %ti to ptr
+  %end = add i64 %a, %nb
+  br label %head
+head:
+  %i = phi i64 [0, %entry], [%i.n, %next]
+  %more = icmp slt i64 %i, %n
+  br i1 %more, label %look, label %bad
+look:
+  %k = mul i64 %i, 3
+  %sp = getelementptr i64, ptr %t, i64 %k
+  %s = load i64, ptr %sp
+  %ep = getelementptr i64, ptr %sp, i64 1
+  %e = load i64, ptr %ep
+  %ge = icmp uge i64 %a, %s
+  %lt = icmp ult i64 %a, %e
+  %in = and i1 %ge, %lt
+  br i1 %in, label %found, label %next
+next:
+  %i.n = add i64 %i, 1
+  br label %head
+found:
+  %fits = icmp ule i64 %end, %e
+  br i1 %fits, label %ok, label %bad
+ok:
+  %hp = getelementptr i64, ptr %sp, i64 2
+  %h = load i64, ptr %hp
+  %off = sub i64 %a, %s
+  %hh = add i64 %h, %off
+  %r = inttoptr i64 %hh to ptr
+  ret ptr %r
+bad:
+  %f0 = getelementptr i64, ptr %ctx, i64 13
+  store i64 1, ptr %f0
+  %f1 = getelementptr i64, ptr %ctx, i64 14
+  store i64 %a, ptr %f1
+  %f2 = getelementptr i64, ptr %ctx, i64 15
+  store i64 %nb, ptr %f2
+  %f3 = getelementptr i64, ptr %ctx, i64 16
+  store i64 %wr, ptr %f3
+  %f4 = getelementptr i64, ptr %ctx, i64 17
+  store i64 %w, ptr %f4
+  ret ptr null
+}
+
+define internal ptr @lds_ptr(ptr %ctx, i64 %a, i64 %nb, i64 %wr, i64 %w) alwaysinline {
+entry:
+  %off = and i64 %a, 524287
+  %szp = getelementptr i64, ptr %ctx, i64 10
+  %sz = load i64, ptr %szp
+  %end = add i64 %off, %nb
+  %bad = icmp ugt i64 %end, %sz
+  br i1 %bad, label %fail, label %ok
+ok:
+  %slot = lshr i64 %a, 20
+  %base = mul i64 %slot, %sz
+  %idx = add i64 %base, %off
+  %bp = getelementptr i64, ptr %ctx, i64 9
+  %b = load i64, ptr %bp
+  %h = add i64 %b, %idx
+  %r = inttoptr i64 %h to ptr
+  ret ptr %r
+fail:
+  %f0 = getelementptr i64, ptr %ctx, i64 13
+  store i64 4, ptr %f0
+  %f1 = getelementptr i64, ptr %ctx, i64 14
+  store i64 %off, ptr %f1
+  %f2 = getelementptr i64, ptr %ctx, i64 15
+  store i64 %nb, ptr %f2
+  %f3 = getelementptr i64, ptr %ctx, i64 16
+  store i64 %wr, ptr %f3
+  %f4 = getelementptr i64, ptr %ctx, i64 17
+  store i64 %w, ptr %f4
+  ret ptr null
+}
+"""
+
+
+def _accessors() -> str:
+  out = []
+  for sp in ("gm", "lds"):
+    for nb in (1, 2, 4, 8):
+      t = f"i{8 * nb}"
+      out.append(f"""define internal {t} @{sp}_rd{nb}(ptr %ctx, i64 %a, i64 %w) alwaysinline {{
+entry:
+  %p = call ptr @{sp}_ptr(ptr %ctx, i64 %a, i64 {nb}, i64 0, i64 %w)
+  %z = icmp eq ptr %p, null
+  br i1 %z, label %bad, label %ok
+ok:
+  %v = load {t}, ptr %p, align 1
+  ret {t} %v
+bad:
+  ret {t} 0
+}}
+define internal void @{sp}_wr{nb}(ptr %ctx, i64 %a, {t} %v, i64 %w) alwaysinline {{
+entry:
+  %p = call ptr @{sp}_ptr(ptr %ctx, i64 %a, i64 {nb}, i64 1, i64 %w)
+  %z = icmp eq ptr %p, null
+  br i1 %z, label %bad, label %ok
+ok:
+  store {t} %v, ptr %p, align 1
+  ret void
+bad:
+  ret void
+}}
+""")
+  return "\n".join(out)
+
+
+_PRELUDE += _accessors()
+
+
+# ------------------------------------------------------------------------------------------------ runtime side
+_SEQ = [0]
+STATS = {"blocks": 0, "runs": 0, "wave_instructions": 0}  # what the tier compiled and ran in this process
+FAILED: list = []  # (arch, ops, LLVM error) of blocks LLVM rejected; tests assert it stays empty
+
+
+def compile_block(prog, pc: int, lanes: int):
+  """The Block starting at pc, or None when its first instruction is not for this tier."""
+  ops = collect(prog, pc, prog.family)
+  while ops:
+    try:
+      comp = Compiler(ops, lanes, prog.family)
+      _SEQ[0] += 1
+      name = f"blk{_SEQ[0]}"
+      text = comp.module(name)
+      break
+    except Unsupported:
+      # an op the filter let through but the code generator declined: keep the run before it
+      bad = _first_unsupported(ops, lanes, prog.family)
+      ops = ops[:bad]
+  if not ops:
+    return None
+  llvm, tm, ee = _llvm()
+  try:
+    mod = llvm.parse_assembly(text)
+    mod.verify()
+  except RuntimeError as e:  # a code generator bug: stay interpreted, and keep the evidence for the tests
+    FAILED.append((prog.arch, [o.inst.op for o in ops], str(e)))
+    return None
+  pto = llvm.create_pipeline_tuning_options(speed_level=2)
+  pb = llvm.create_pass_builder(tm, pto)
+  pb.getModulePassManager().run(mod, pb)
+  ee.add_module(mod)
+  ee.finalize_object()
+  addr = ee.get_function_address(name)
+  fn = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)(addr)
+  blk = Block(pc, ops, fn, None)
+  blk._keep = mod
+  blk.nv, blk.ns = comp.nv, comp.ns
+  STATS["blocks"] += 1
+  return blk
+
+
+def _first_unsupported(ops, lanes, fam) -> int:
+  for i, op in enumerate(ops):
+    try:
+      Compiler([op], lanes, fam).module("probe")
+    except Unsupported:
+      return i
+  return len(ops)
+
+
+class Native:
+  """Per-Engine native state: the ctx array the compiled blocks read and write, rebuilt when arrays change."""
+
+  def __init__(self, eng):
+    self.eng = eng
+    self.ctx = np.zeros(C_N, np.int64)
+    self.all = np.arange(eng.W, dtype=np.int64)
+    self.wg = np.ascontiguousarray(eng.wg, dtype=np.int64)
+    self.regions = np.zeros((0, 3), np.int64)
+    self.key = None
+    e, c = eng, self.ctx
+    c[C_V], c[C_S] = e.V.ctypes.data, e.S.ctypes.data
+    c[C_VSTW], c[C_VSTR] = e.V.strides[0], e.V.strides[1]
+    c[C_SSTW], c[C_SSTR] = e.S.strides[0], e.S.strides[1]
+    c[C_SCC], c[C_PC], c[C_WG] = e.scc.ctypes.data, e.pc.ctypes.data, self.wg.ctypes.data
+    c[C_LDS], c[C_LDSZ] = e.lds.buf.ctypes.data, e.lds.size
+    assert e.scc.dtype == np.uint32 and e.pc.dtype == np.int64 and e.V.strides[2] == 4
+    self.ok = hasattr(e.mem, "starts") and hasattr(e.mem, "bufs")
+
+  def refresh(self) -> None:
+    m = self.eng.mem
+    key = (tuple(m.starts), tuple(id(b) for b in m.bufs))
+    if key != self.key:
+      self.key = key
+      self.regions = np.array([[s, s + len(b), b.ctypes.data] for s, b in zip(m.starts, m.bufs)] or
+                              [[0, 0, 0]], np.int64)
+      self.ctx[C_NREG] = len(m.starts)
+      self.ctx[C_REGS] = self.regions.ctypes.data
+
+  def run(self, blk: Block, ix) -> None:
+    from gputwin.emu.core import Stop
+    eng, c = self.eng, self.ctx
+    self.refresh()
+    waves = self.all if isinstance(ix, slice) else np.ascontiguousarray(ix, dtype=np.int64)
+    c[C_FAULT] = 0
+    c[C_LANES] = 0
+    r = blk.fn(c.ctypes.data, waves.ctypes.data, len(waves))
+    eng._exec = None
+    if r:
+      done = r - 1  # instructions completed for every wave before the faulting one
+      op = blk.ops[done]
+      eng.count += done * len(waves)
+      eng.lane_count += int(c[C_LANES])
+      eng.clock[ix] += done
+      e = self.fault(op)
+      raise Stop("fault", str(e), int(waves[0]), op, e)
+    n = len(waves)
+    STATS["runs"] += 1
+    STATS["wave_instructions"] += blk.n * n
+    eng.count += blk.n * n
+    eng.lane_count += int(c[C_LANES])
+    eng.clock[ix] += blk.n
+
+  def fault(self, op: Op) -> GPUPageFault:
+    c, eng = self.ctx, self.eng
+    kind, addr, nb = int(c[C_FAULT]), int(c[C_FADDR]) & 0xffffffffffffffff, int(c[C_FBYTES])
+    acc = "write" if c[C_FWRITE] else "read"
+    if op.sem is not None:
+      acc = "read" if "r" in op.sem.mem else "write"
+    if kind == F_LDSBASE:
+      return GPUPageFault(addr, 4, acc, eng.lds.device, f"LDS address past the {eng.lds.size}-byte allocation")
+    if kind == F_LDSOFF:
+      return GPUPageFault(addr, nb, "write" if c[C_FWRITE] else "read", eng.lds.device,
+                          f"LDS offset past its {eng.lds.size}-byte allocation")
+    if kind == F_HIGH:
+      return GPUPageFault(addr, 4, acc, getattr(eng.mem, "device", ""))
+    return GPUPageFault(addr, nb, "write" if c[C_FWRITE] else "read", getattr(eng.mem, "device", ""))
+
+
+class Tier:
+  """What core.run asks: the compiled block at a PC once the program is hot, and running it."""
+
+  def __init__(self, eng, native: Native):
+    self.eng, self.native, self.prog = eng, native, eng.prog
+    self.after = threshold()
+
+  @staticmethod
+  def make(eng) -> "Tier | None":
+    try:
+      native = Native(eng)
+    except (AssertionError, AttributeError, ValueError):
+      return None
+    return Tier(eng, native) if native.ok else None
+
+  def block(self, pc: int):
+    prog = self.prog
+    if not getattr(prog, "hot", False):
+      if self.eng.count < self.after:
+        return None
+      prog.hot = True
+    blocks = prog.__dict__.setdefault("blocks", {})
+    key = (pc, self.eng.L)
+    if key not in blocks:
+      try:
+        blocks[key] = compile_block(prog, pc, self.eng.L)
+      except ImportError:  # llvmlite missing: stay interpreted
+        blocks[key] = None
+    blk = blocks[key]
+    if blk is not None and (blk.nv > self.eng.V.shape[1] or blk.ns > self.eng.S.shape[1]):
+      return None  # registers past this dispatch's allocation: the interpreter reports it
+    return blk
+
+  def run(self, blk: Block, ix) -> None:
+    self.native.run(blk, ix)
