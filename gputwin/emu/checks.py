@@ -138,7 +138,8 @@ class Checks:
       if self.waitcnt and any(k in pend for k in keys):
         p = self.ps[f][ix, sl]
         c = np.maximum(p[..., 0] - 1, 0)
-        ret = np.take_along_axis(self.retired[ix], c, axis=1)
+        r = self.retired[ix]  # each wave's retired count of each entry's counter, as one flat gather
+        ret = np.take(r.reshape(-1), c + np.arange(0, r.size, r.shape[1])[:, None])
         bad = (p[..., 0] > 0) & (p[..., 1] > ret)
         if bad.any():
           k = int(np.argmax(bad.any(axis=0)))

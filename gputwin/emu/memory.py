@@ -191,8 +191,9 @@ class Window:
       return self.base[slot] + off, False
     k, t = (self.size >> sh, off >> a.dtype.type(sh)) if typed else (self.size, off)
     slot = slot * a.dtype.type(k) if watched else np.multiply(slot, a.dtype.type(k), out=slot)
-    # the element (typed) or byte index, as intp (what np.take wants; it fits the narrow type, see __init__)
-    return np.add(slot, t, out=slot if slot.dtype == np.intp else np.empty(len(slot), np.intp)), typed
+    # the element (typed) or byte index, in place (slot is a new array either way); np.take converts a uint32
+    # index faster than a separate cast to intp would
+    return np.add(slot, t, out=slot), typed
 
   def _view(self, nbytes):
     v = self._views.get(nbytes)
