@@ -148,9 +148,13 @@ def pickled(path: Path, build):
     pass
   value = build()
   try:
-    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    with open(tmp, "wb") as f:
+    try:
+      f = open(tmp, "wb")
+    except FileNotFoundError:  # the first store into this folder
+      path.parent.mkdir(parents=True, exist_ok=True)
+      f = open(tmp, "wb")
+    with f:
       pickle.dump(value, f, protocol=pickle.HIGHEST_PROTOCOL)
     os.replace(tmp, path)
   except OSError:
