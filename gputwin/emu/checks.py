@@ -65,6 +65,7 @@ class Checks:
     self.lr = np.full((2, len(self.epoch) * nd), -1, np.int64)  # last reader: [wave or -2 for many, epoch]
     self.wep, self.rep = np.full(len(self.epoch), -1, np.int64), np.full(len(self.epoch), -1, np.int64)
     self.reads = []  # LDS reads not yet entered in lr: (workgroup, offset, wave, bytes, epochs at the read)
+    self.first = None  # scratch table for the same-access write-write test
     self.cur = None
     self.ws, self.ps = {"v": self.vw, "a": self.aw, "s": self.sw}, {"v": self.vp, "a": self.ap, "s": self.sp}
     self.uninit, self.waitcnt = "uninit" in self.on, "waitcnt" in self.on
@@ -256,13 +257,12 @@ class Checks:
         bad |= (np.take(lw[1], f) == ep) & ((w := np.take(lw[0], f)) != slot) & (w >= 0)
       if read:
         bad |= (np.take(lr[1], f) == ep) & ((r := np.take(lr[0], f)) != slot) & (r != -1)
-      # two waves of one workgroup writing the same dword in this very access
-      key = wg * (1 << 20) + d
-      order = np.argsort(key, kind="stable")
-      ks, ss = key[order], slot[order]
-      dup = (ks[1:] == ks[:-1]) & (ss[1:] != ss[:-1])
-      if dup.any():
-        bad[order[1:][dup]] = True
+      # two waves of one workgroup writing the same dword in this very access: a lane whose wave differs from that
+      # of the first lane writing its dword (scattered in reverse, the first lane wins)
+      if self.first is None:
+        self.first = np.empty(lw.shape[1], np.int64)
+      self.first[f[::-1]] = slot[::-1]
+      bad |= np.take(self.first, f) != slot
       lw[0][f] = slot
       lw[1][f] = ep
       self.wep[:] = self.epoch

@@ -131,6 +131,7 @@ class Engine:
     self.ieee = 1
     self._exec, self._exec_all = None, False
     self._lane_waves = self._wg_hi = None  # LDS: each lane's wave (race checker), workgroup slot << 20 per wave
+    self._lds32 = (None, None)  # the last LDS address array (uint64) and its uint32 twin
     if checks is not None:
       checks.attach(self)
 
@@ -426,7 +427,10 @@ class Engine:
     if self._wg_hi is None:  # workgroup slot << 20 per wave: fits 32 bits (MAX_WAVES)
       self._wg_hi = self.wg.astype(U32) << U32(LDS_SHIFT)
     hi = self._wg_hi if whole else self._wg_hi[ix]
-    return np.bitwise_or(base, hi[:, None], out=np.empty(base.shape, U64))  # one pass, widened as it goes
+    a32 = base | hi[:, None]
+    a = a32.astype(U64)
+    self._lds32 = (a, a32)  # bodies with a 32-bit ADDR (CDNA) take this one as it is (see _run)
+    return a
 
   def _scratch(self, op, ix, m, st, a):
     """Private segment offsets -> one scratch slot per lane (the hardware's swizzle is invisible to a kernel)."""
@@ -457,8 +461,11 @@ class Engine:
         raise GPUPageFault(int(bad[bad >> U64(32) > 0][0]), 4, "read" if "r" in op.sem.mem else "write",
                            getattr(self.mem, "device", ""))
     if "ADDR" in op.sem.inputs:  # given in the width the body declares (LDS addresses are below 2**32 already)
-      a32 = a if space is self.lds else a & U64(M32)
-      st["ADDR"] = a32 if op.sem.inputs["ADDR"] > 32 else a32.astype(U32)
+      if space is self.lds and op.sem.inputs["ADDR"] <= 32 and self._lds32[0] is a:
+        st["ADDR"] = self._lds32[1]
+      else:
+        a32 = a if space is self.lds else a & U64(M32)
+        st["ADDR"] = a32 if op.sem.inputs["ADDR"] > 32 else a32.astype(U32)
     out = op.sem(st, exec=self._pexec(op, m), mem=_Mem(space, a), lanes=self.L, wave64=self.L == 64)
     self.retire(op, ix, m, out)
 
@@ -554,7 +561,8 @@ def run(eng: Engine, serial: bool = False, max_instructions: int | None = None, 
   prog = eng.prog
   idx = np.arange(eng.W)
   start = eng.count
-  tier = None if serial or eng.checks is not None else _native_tier(eng)
+  # the native tier runs whole blocks: not while single-stepping, checking, or in the serial reference schedule
+  tier = None if serial or eng.checks is not None or steps is not None else _native_tier(eng)
   while steps is None or steps > 0:
     if steps is not None:
       steps -= 1
