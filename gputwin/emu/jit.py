@@ -176,6 +176,7 @@ class Gen:
     self.vars: dict[str, tuple[str, Ty]] = {}
     self.state: dict[str, tuple[str, int]] = {}
     self.loop_exit: list[str] = []
+    self.hint = None
 
   # ---------------------------------------------------------------- value helpers
   def conv_int(self, v: str, fb: int, tb: int, sign: bool) -> str:
@@ -503,19 +504,17 @@ class Gen:
   def mem_read(self, addr: str, at: Ty, bits: int, t: Ty) -> str:
     f = self.f
     a = self.u64(addr, at)
-    if bits > 64:
-      parts = [self.f.op(f"call i32 @{self.info['space']}_rd4(ptr %ctx, i64 "
-                         f"{f.op(f'add i64 {a}, {4 * k}')}, i64 %wave)") for k in range(bits // 32)]
+    if bits > 64:  # dword by dword, as core._Mem.read does (each dword bounds-checked on its own)
       acc = "0"
-      for k, p in enumerate(parts):
-        z = self.conv_int(p, 32, bits, False)
+      for k in range(bits // 32):
+        p = self.access(f.op(f"add i64 {a}, {4 * k}"), 4, False)
+        z = self.conv_int(f.op(f"load i32, ptr {p}, align 1"), 32, bits, False)
         acc = f.op(f"or i{bits} {acc}, {f.op(f'shl i{bits} {z}, {32 * k}') if k else z}")
       r, rb = acc, bits
     else:
       nb = max(bits // 8, 1)
-      r = f.op(f"call i{8 * nb} @{self.info['space']}_rd{nb}(ptr %ctx, i64 {a}, i64 %wave)")
+      r = f.op(f"load i{8 * nb}, ptr {self.access(a, nb, False)}, align 1")
       rb = 8 * nb
-    self.check_fault()
     return self.from_bits(r, rb, t) if t.bits == rb or t.kind == "bool" else self.conv_int(r, rb, t.bits, False)
 
   def mem_write(self, addr: str, at: Ty, val: str, vt: Ty, bits: int) -> None:
@@ -526,22 +525,24 @@ class Gen:
       u = self.conv_int(u, ub, bits, False)
       for k in range(bits // 32):
         w = self.conv_int(f.op(f"lshr i{bits} {u}, {32 * k}") if k else u, bits, 32, False)
-        f.emit(f"call void @{self.info['space']}_wr4(ptr %ctx, i64 {f.op(f'add i64 {a}, {4 * k}')}, i32 {w}, "
-               f"i64 %wave)")
-        self.check_fault()
+        f.emit(f"store i32 {w}, ptr {self.access(f.op(f'add i64 {a}, {4 * k}'), 4, True)}, align 1")
       return
     nb = max(bits // 8, 1)
     u = self.conv_int(u, ub, 8 * nb, False)
-    f.emit(f"call void @{self.info['space']}_wr{nb}(ptr %ctx, i64 {a}, i{8 * nb} {u}, i64 %wave)")
-    self.check_fault()
+    f.emit(f"store i{8 * nb} {u}, ptr {self.access(a, nb, True)}, align 1")
 
-  def check_fault(self) -> None:
+  def access(self, a: str, nb: int, write: bool) -> str:
+    """The host pointer of guest bytes [a, a + nb) in this instruction's space; a fault leaves the function."""
     f = self.f
-    flt = f.live(C_FAULT)
-    bad = f.op(f"icmp ne i64 {flt}, 0")
+    if self.hint is None:  # the region the last access of this instruction hit (global memory)
+      self.hint = f.alloca("i64")
+      f.pro.append(f"  store i64 0, ptr {self.hint}")
+    p = f.op(f"call ptr @{self.info['space']}_ptr(ptr %ctx, i64 {a}, i64 {nb}, i64 {int(write)}, i64 %wave, "
+             f"ptr {self.hint})")
     ok = f.label("ok")
-    f.emit(f"br i1 {bad}, label %fault, label %{ok}")
+    f.emit(f"br i1 {f.op(f'icmp eq ptr {p}, null')}, label %fault, label %{ok}")
     f.put(ok)
+    return p
 
   # ---------------------------------------------------------------- statements
   def block(self, stmts) -> None:
@@ -814,6 +815,11 @@ entry:
       self.load_state(g, o, lane=False)
       for nm in g.lane0:  # lane 0 may be inactive: the register then gets the initial value
         self.store_reg(f, o.outs[nm], str(_default(nm, g.widths[nm])), g.widths[nm], o) if nm in o.outs else None
+    # a body without memory, loops or lane-0 results runs in every lane, its results kept where EXEC is set: the
+    # lane loop is then branch-free, which LLVM vectorises
+    pure = vector and not any(o.mem for o in parts) and not any(g.lane0 for g in gens) and \
+        not any(_has_loop(o.sem.program.body) for o in parts)
+    on = None
     if vector:
       f.emit("br label %lhead")
       f.put("lhead")
@@ -821,13 +827,20 @@ entry:
       f.emit("%lane32 = trunc i64 %lane to i32")
       bit = f.op(f"lshr i64 {exec_v}, %lane")
       on = f.op(f"trunc i64 {bit} to i1")
-      f.emit(f"br i1 {on}, label %lbody, label %lnext")
+      if pure:
+        f.emit("br label %lbody")
+      else:
+        f.emit(f"br i1 {on}, label %lbody, label %lnext")
       f.put("lbody")
     else:
       f.emit("%lane32 = add i32 0, 0")
       f.emit("%lane = add i64 0, 0")
+    snaps = []
     for g, o in zip(gens, parts):
       self.load_state(g, o, lane=True)
+      if pure:  # per-wave results this lane may write (lane-mask bits): kept as they were if the lane is off
+        snaps.append([(g.state[nm], f.op(f"load i{g.state[nm][1]}, ptr {g.state[nm][0]}"))
+                      for nm in o.sem.program.outputs if nm not in g.lane_names])
     for g, o in zip(gens, parts):
       self.addresses(g, o)
     for g, o in zip(gens, parts):
@@ -836,7 +849,11 @@ entry:
           f.emit(f"store {_lty(t)} {_zero(t)}, ptr {p}")
       g.block(o.sem.program.body)
     for g, o in zip(gens, parts):
-      self.store_state(g, o, lane=True)
+      self.store_state(g, o, lane=True, on=on if pure else None)
+    for snap in snaps:
+      for (ptr, w), old in snap:
+        new = f.op(f"load i{w}, ptr {ptr}")
+        f.emit(f"store i{w} {f.op(f'select i1 {on}, i{w} {new}, i{w} {old}')}, ptr {ptr}")
     if vector:
       f.emit("br label %lnext")
       f.put("lnext")
@@ -1076,7 +1093,7 @@ entry:
     f.emit("br label %fault")
     f.put(no)
 
-  def store_state(self, g: Gen, o: Op, lane: bool) -> None:
+  def store_state(self, g: Gen, o: Op, lane: bool, on: str | None = None) -> None:
     f, p = g.f, o.sem.program
     for nm in p.outputs:
       if (nm in g.lane_names) != lane:
@@ -1104,9 +1121,9 @@ entry:
           f.emit(f"br label %{no}")
           f.put(no)
           continue
-        self.store_reg(f, d, v, w, o)
+        self.store_reg(f, d, v, w, o, on)
 
-  def store_reg(self, f: Fn, d: Src, v: str, w: int, o: Op) -> None:
+  def store_reg(self, f: Fn, d: Src, v: str, w: int, o: Op, on: str | None = None) -> None:
     """core.Engine.store for one wave (and lane): split into dwords, SGPR constants dropped, NULL kept 0, 16-bit
     results into their true16 half (RDNA) or zero-extended (CDNA)."""
     total = 32 * d.dwords
@@ -1123,14 +1140,16 @@ entry:
         f.emit(f"store i32 {part}, ptr {self.sgpr_ptr(f, idx)}")
       elif d.file == "v":
         ptr = self.vgpr_ptr(f, d.index + k)
+        old = f.op(f"load i32, ptr {ptr}") if on is not None or (d.bits == 16 and d.dwords == 1) else None
         if d.bits == 16 and d.dwords == 1:
           part = f.op(f"and i32 {part}, 65535")
           if self.fam != "cdna":
-            old = f.op(f"load i32, ptr {ptr}")
             if d.hi:
               part = f.op(f"or i32 {f.op(f'and i32 {old}, 65535')}, {f.op(f'shl i32 {part}, 16')}")
             else:
               part = f.op(f"or i32 {f.op(f'and i32 {old}, 4294901760')}, {part}")
+        if on is not None:
+          part = f.op(f"select i1 {on}, i32 {part}, i32 {old}")
         f.emit(f"store i32 {part}, ptr {ptr}")
       else:
         raise Unsupported("store file")
@@ -1160,6 +1179,15 @@ def _locals(stmts, out: dict) -> dict:
     elif st.op in ("for", "while"):
       _locals(st.args[-1], out)
   return out
+
+
+def _has_loop(stmts) -> bool:
+  for st in stmts:
+    if st.op in ("for", "while"):
+      return True
+    if st.op == "if" and (any(_has_loop(b) for _, b in st.args[0]) or _has_loop(st.args[1])):
+      return True
+  return False
 
 
 def _bit_written(stmts, name: str) -> bool:
@@ -1217,7 +1245,7 @@ declare i16 @llvm.bitreverse.i16(i16)
 declare i32 @llvm.bitreverse.i32(i32)
 declare i64 @llvm.bitreverse.i64(i64)
 
-define internal ptr @gm_ptr(ptr %ctx, i64 %a, i64 %nb, i64 %wr, i64 %w) alwaysinline {
+define internal ptr @gm_ptr(ptr %ctx, i64 %a, i64 %nb, i64 %wr, i64 %w, ptr %hint) alwaysinline {
 entry:
   %np = getelementptr i64, ptr %ctx, i64 11
   %n = load i64, ptr %np
@@ -1225,7 +1253,25 @@ entry:
   %ti = load i64, ptr %tp
   %t = inttoptr i64 %ti to ptr
   %end = add i64 %a, %nb
-  br label %head
+  %h = load i64, ptr %hint
+  %hk = mul i64 %h, 3
+  %hp = getelementptr i64, ptr %t, i64 %hk
+  %hs = load i64, ptr %hp
+  %hep = getelementptr i64, ptr %hp, i64 1
+  %he = load i64, ptr %hep
+  %hge = icmp uge i64 %a, %hs
+  %hle = icmp ule i64 %end, %he
+  %hlt = icmp ult i64 %a, %he
+  %hin0 = and i1 %hge, %hle
+  %hin = and i1 %hin0, %hlt
+  br i1 %hin, label %fast, label %head
+fast:
+  %fhp = getelementptr i64, ptr %hp, i64 2
+  %fh = load i64, ptr %fhp
+  %foff = sub i64 %a, %hs
+  %fhh = add i64 %fh, %foff
+  %fr = inttoptr i64 %fhh to ptr
+  ret ptr %fr
 head:
   %i = phi i64 [0, %entry], [%i.n, %next]
   %more = icmp slt i64 %i, %n
@@ -1247,10 +1293,11 @@ found:
   %fits = icmp ule i64 %end, %e
   br i1 %fits, label %ok, label %bad
 ok:
-  %hp = getelementptr i64, ptr %sp, i64 2
-  %h = load i64, ptr %hp
+  store i64 %i, ptr %hint
+  %op = getelementptr i64, ptr %sp, i64 2
+  %oh = load i64, ptr %op
   %off = sub i64 %a, %s
-  %hh = add i64 %h, %off
+  %hh = add i64 %oh, %off
   %r = inttoptr i64 %hh to ptr
   ret ptr %r
 bad:
@@ -1267,7 +1314,7 @@ bad:
   ret ptr null
 }
 
-define internal ptr @lds_ptr(ptr %ctx, i64 %a, i64 %nb, i64 %wr, i64 %w) alwaysinline {
+define internal ptr @lds_ptr(ptr %ctx, i64 %a, i64 %nb, i64 %wr, i64 %w, ptr %hint) alwaysinline {
 entry:
   %off = and i64 %a, 524287
   %szp = getelementptr i64, ptr %ctx, i64 10
@@ -1298,40 +1345,6 @@ fail:
   ret ptr null
 }
 """
-
-
-def _accessors() -> str:
-  out = []
-  for sp in ("gm", "lds"):
-    for nb in (1, 2, 4, 8):
-      t = f"i{8 * nb}"
-      out.append(f"""define internal {t} @{sp}_rd{nb}(ptr %ctx, i64 %a, i64 %w) alwaysinline {{
-entry:
-  %p = call ptr @{sp}_ptr(ptr %ctx, i64 %a, i64 {nb}, i64 0, i64 %w)
-  %z = icmp eq ptr %p, null
-  br i1 %z, label %bad, label %ok
-ok:
-  %v = load {t}, ptr %p, align 1
-  ret {t} %v
-bad:
-  ret {t} 0
-}}
-define internal void @{sp}_wr{nb}(ptr %ctx, i64 %a, {t} %v, i64 %w) alwaysinline {{
-entry:
-  %p = call ptr @{sp}_ptr(ptr %ctx, i64 %a, i64 {nb}, i64 1, i64 %w)
-  %z = icmp eq ptr %p, null
-  br i1 %z, label %bad, label %ok
-ok:
-  store {t} %v, ptr %p, align 1
-  ret void
-bad:
-  ret void
-}}
-""")
-  return "\n".join(out)
-
-
-_PRELUDE += _accessors()
 
 
 # ------------------------------------------------------------------------------------------------ runtime side
@@ -1386,6 +1399,22 @@ def _first_unsupported(ops, lanes, fam) -> int:
   return len(ops)
 
 
+def _regions(mem):
+  """(change key, [[va, end, host address], ...]) of the guest memory the native code may touch directly, or None
+  for an address space it does not know (then the program stays interpreted). Two kinds: emu's GuestMemory
+  (numpy buffers) and the mock KFD's GPU VM (buffer objects in host memory; a freed BO is left out, so touching it
+  faults)."""
+  if hasattr(mem, "starts") and hasattr(mem, "bufs"):
+    key = (tuple(mem.starts), tuple(id(b) for b in mem.bufs))
+    return key, [[s, s + len(b), b.ctypes.data] for s, b in zip(mem.starts, mem.bufs)]
+  table = getattr(getattr(mem, "vm", None), "table", None)
+  if table is None:
+    return None
+  starts, ends, maps = table()
+  rows = [[m.va, min(m.end, m.va + m.bo.size), m.bo.addr] for m in maps if m.bo.host is not None or m.bo.user_addr]
+  return (id(starts), len(rows), tuple(r[2] for r in rows)), rows
+
+
 class Native:
   """Per-Engine native state: the ctx array the compiled blocks read and write, rebuilt when arrays change."""
 
@@ -1403,16 +1432,14 @@ class Native:
     c[C_SCC], c[C_PC], c[C_WG] = e.scc.ctypes.data, e.pc.ctypes.data, self.wg.ctypes.data
     c[C_LDS], c[C_LDSZ] = e.lds.buf.ctypes.data, e.lds.size
     assert e.scc.dtype == np.uint32 and e.pc.dtype == np.int64 and e.V.strides[2] == 4
-    self.ok = hasattr(e.mem, "starts") and hasattr(e.mem, "bufs")
+    self.ok = _regions(e.mem) is not None
 
   def refresh(self) -> None:
-    m = self.eng.mem
-    key = (tuple(m.starts), tuple(id(b) for b in m.bufs))
+    key, rows = _regions(self.eng.mem)
     if key != self.key:
       self.key = key
-      self.regions = np.array([[s, s + len(b), b.ctypes.data] for s, b in zip(m.starts, m.bufs)] or
-                              [[0, 0, 0]], np.int64)
-      self.ctx[C_NREG] = len(m.starts)
+      self.regions = np.array(rows or [[0, 0, 0]], np.int64)
+      self.ctx[C_NREG] = len(rows)
       self.ctx[C_REGS] = self.regions.ctypes.data
 
   def run(self, blk: Block, ix) -> None:
