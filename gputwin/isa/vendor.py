@@ -21,7 +21,7 @@ from gputwin.errors import VendorDataError
 
 FAMILIES = ("rdna3", "rdna4", "cdna")
 _FILES = ("enum", "ins", "operands", "str_pcode")
-_SCHEMA = 7  # bump when the table layout below changes (6: equal Fields/Operands/names stored once; 7: widths)
+_SCHEMA = 8  # bump when the table layout below changes (6: equal Fields/Operands/names stored once)
 
 # Field classes in ins.py -> our field kinds. Register kinds decide how an operand value is printed/parsed.
 _KINDS = {"BitField": "bits", "FixedBitField": "fixed", "EnumBitField": "op", "VGPRField": "vgpr",
@@ -92,8 +92,6 @@ class Tables:
   pcode: dict[str, str]  # canonical instruction name -> vendor pseudocode text
   hwreg: dict[str, int] = field(default_factory=dict)
   msg: dict[str, int] = field(default_factory=dict)
-  widths: dict[str, dict[str, int]] = field(default_factory=dict)  # canonical name -> FIELD -> widest operand bits
-
 
   def opcode(self, enum: str, name: str) -> int:
     canon = self.aliases[enum].get(name, name)
@@ -102,6 +100,20 @@ class Tables:
   @functools.cached_property
   def values(self) -> dict[str, dict[str, int]]:
     return {e: {n: v for v, n in d.items()} for e, d in self.enums.items()}
+
+  @functools.cached_property
+  def operand_enums(self) -> tuple[str, ...]:
+    """The opcode enums `operands` has records for: an instruction's records are at (enum, name) for these."""
+    return tuple(dict.fromkeys(e for e, _ in self.operands))
+
+  def widths(self, name: str) -> dict[str, int]:
+    """Upper-case field name -> the widest operand over every record of instruction `name` (a fresh dict)."""
+    out: dict[str, int] = {}
+    for e in self.operand_enums:
+      for f, o in self.operands.get((e, name), {}).items():
+        f = f.upper()
+        out[f] = max(out.get(f, 0), o.bits)
+    return out
 
 
 def source_dir() -> Path:
@@ -122,8 +134,11 @@ def source_dir() -> Path:
 def _version() -> str:
   """The wheel's version from its dist-info folder name (importlib.metadata costs ~30 ms of cold start)."""
   site = source_dir().parents[3]
-  found = sorted(site.glob("tinygrad-*.dist-info"))
-  return found[-1].name[len("tinygrad-"):-len(".dist-info")] if found else "unknown"
+  try:  # a plain listing: pathlib's glob costs ~0.5 ms more on a big site-packages
+    found = sorted(n for n in os.listdir(site) if n.startswith("tinygrad-") and n.endswith(".dist-info"))
+  except OSError:
+    found = []
+  return found[-1][len("tinygrad-"):-len(".dist-info")] if found else "unknown"
 
 
 def _cache_path(src: Path, family: str) -> Path:
@@ -134,7 +149,8 @@ def _cache_path(src: Path, family: str) -> Path:
 
 def cache_root() -> Path:
   """gputwin's on-disk cache: $GPUTWIN_CACHE, else $XDG_CACHE_HOME/gputwin, else ~/.cache/gputwin."""
-  return Path(os.environ.get("GPUTWIN_CACHE") or Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "gputwin")
+  xdg = os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")
+  return Path(os.environ.get("GPUTWIN_CACHE") or Path(xdg) / "gputwin")
 
 
 def pickled(path: Path, build):
@@ -298,9 +314,4 @@ def _parse_family(d: Path, fam: str) -> Tables:
     vals = {n: v for v, n in enums.pop(e, {}).items()}
     return {n: vals[c] for n, c in aliases.pop(e, {}).items()}
   hwreg, msg = named("HWREG"), named("MSG")
-  widths: dict[str, dict[str, int]] = {}  # over every encoding of an instruction, by upper-case field name
-  for (_, n), ops in operands.items():
-    w = widths.setdefault(n, {})
-    for f, o in ops.items():
-      w[f.upper()] = max(w.get(f.upper(), 0), o.bits)
-  return Tables(fam, encs, enums, aliases, operands, pcode, hwreg, msg, widths)
+  return Tables(fam, encs, enums, aliases, operands, pcode, hwreg, msg)

@@ -236,9 +236,9 @@ def vendor_text(family: str, name: str) -> str:
 
 def operand_bits(family: str, name: str) -> dict[str, int]:
   """Operand widths from the vendor operand table (ADDR -> 64 for GLOBAL ops), by upper-case field name: the widest
-  over the instruction's encodings (`Tables.widths`, indexed once when the tables are built and cached)."""
+  over the instruction's records (`Tables.widths`: one lookup per opcode enum, no index over the whole table)."""
   from gputwin.isa.vendor import tables
-  return dict(tables(family).widths.get(name, {}))
+  return tables(family).widths(name)
 
 
 def build(family: str, name: str, text: str) -> tuple:
