@@ -21,6 +21,7 @@ from gputwin.emu import lanes
 from gputwin.emu.memory import Window
 from gputwin.emu.program import APERTURE, EXECZ, PRIVATE_HI, SCC_CODE, SHARED_HI, SPECIAL, VCCZ, Op, Program, Src
 from gputwin.errors import GPUPageFault, GputwinError
+from gputwin.pcode.runtime import Wide
 
 U32, U64 = np.uint32, np.uint64
 LDS_SHIFT, LDS_BITS = 20, 19  # pcode's 32-bit DS ADDR: workgroup slot << 20 | LDS address mod 2**19 (see _lds)
@@ -203,6 +204,11 @@ class Engine:
 
   def store(self, d: Src, v, ix, m, op: Op | None = None):
     """Write raw bits `v` to operand `d` for waves `ix` under lane mask `m` (None: whole wave)."""
+    if isinstance(v, Wide) and d.dwords in (3, 4):  # two uint64 words: the dwords without Python ints
+      lo, hi = np.asarray(v.lo, U64), np.asarray(v.hi, U64)
+      shp = np.broadcast_shapes(lo.shape, hi.shape)
+      parts = [np.broadcast_to(p, shp) for p in (lo & U64(M32), lo >> U64(32), hi & U64(M32), hi >> U64(32))]
+      return self._store_parts(d, parts[:d.dwords], ix, m, op)
     v = np.asarray(v)
     if d.file in ("v", "a") and isinstance(ix, slice) and d.dwords <= 2 and v.dtype != object and \
        not (d.bits == 16 and d.dwords == 1) and not (op is not None and op.info.get("sdwa")):
@@ -219,6 +225,9 @@ class Engine:
     else:
       parts = [v] if d.dwords == 1 else [(v >> (32 * k)) & M32 if v.dtype == object else v.astype(U64) >> U64(32 * k)
                                          for k in range(d.dwords)]
+    self._store_parts(d, parts, ix, m, op)
+
+  def _store_parts(self, d: Src, parts, ix, m, op: Op | None):
     if d.file == "s":
       if d.index >= 128 and d.index not in (self.sp["exec"], self.sp["exec"] + 1):
         return  # constants; RDNA's NULL (124) is reset below
@@ -296,16 +305,31 @@ class Engine:
     for name in op.sem.inputs:
       s = op.ins.get(name)
       if isinstance(s, Src):
-        st[name] = self.fetch(s, ix, op)
+        st[name] = self._wide(s, ix) if s.dwords > 2 and op.sem.inputs[name] > 64 else self.fetch(s, ix, op)
       else:
         st[name] = self.special(name, ix, op)
     for name, s in op.old.items():
-      st[name] = self.fetch(s, ix)
+      wide = s.dwords > 2 and max(op.sem.inputs.get(name, 0), op.sem.outputs.get(name, 0)) > 64
+      st[name] = self._wide(s, ix) if wide else self.fetch(s, ix)
     sd = op.info.get("sdwa")
     for i in range(2 if sd else 0):
       if f"S{i}" in st:
         st[f"S{i}"] = lanes.sdwa_src(st[f"S{i}"], sd[2 * i], sd[2 * i + 1])
     return st
+
+  def _wide(self, s: Src, ix):
+    """A plain 3..4-dword register operand for a 65..128-bit pcode input as two uint64 words (pcode.runtime.Wide:
+    inserts into it stay on numpy words, any other use sees the object array `fetch` gives)."""
+    if s.hi or s.pk or s.abs or s.neg or s.dwords > 4 or s.file not in "vas" or (s.file == "s" and (
+       s.index in APERTURE or s.index in (VCCZ, EXECZ, SCC_CODE))):
+      return self.fetch(s, ix)
+    if s.file == "s":
+      r = self.S[ix, s.index:s.index + s.dwords]
+      lo, hi = self._join(r[:, 0:2], axis=1), self._join(r[:, 2:], axis=1) if s.dwords == 4 else r[:, 2].astype(U64)
+      return Wide(lo[:, None], hi[:, None])
+    F = self.V if s.file == "v" else self.A
+    r = F[ix, s.index:s.index + s.dwords]
+    return Wide(self._join(r[:, 0:2], axis=1), self._join(r[:, 2:], axis=1) if s.dwords == 4 else r[:, 2].astype(U64))
 
   def special(self, name: str, ix, op: Op):
     """Pcode inputs that are no operand: SCC, EXEC, M0, PC, MODE bits, instruction offsets."""

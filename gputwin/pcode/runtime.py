@@ -429,6 +429,12 @@ def bt(x, i):
 
 def ins(old, v, lo, w: int, ob: int):
   """`old` (raw, `ob` bits) with bits [lo + w - 1 : lo] replaced by raw value v."""
+  if isinstance(old, Wide) and np.ndim(lo) == 0 and ob <= 128 and arr(v).dtype != object:
+    lo = int(lo)  # a field within one word: insert into that word, the other stays as it is
+    if lo + w <= 64:
+      return Wide(ins(old.lo, v, lo, w, 64), old.hi)
+    if lo >= 64:
+      return Wide(old.lo, ins(old.hi, v, lo - 64, w, ob - 64))
   old = arr(old)
   c = cbits(ob)
   if c == 0 or old.dtype == object:
@@ -546,7 +552,11 @@ def ld(st: dict, name: str, bits: int):
   c = cbits(bits)
   d = (U[max(c, 8)] if bits > 1 else U[8]) if c else object
   if v is None:
+    if d is object and bits <= 128 and not DEFAULTS.get(name, 0):  # a 65..128-bit zero as two words (see Wide)
+      return Wide(np.uint64(0), np.uint64(0))
     return d(DEFAULTS.get(name, 0)) if d is not object else np.array(0, dtype=object)
+  if isinstance(v, Wide) and d is object and bits <= 128:  # stays two uint64 words (see Wide)
+    return v
   v = arr(v)
   if v.dtype != d:
     v = v.astype(d) if d is not object else v.astype(object)
@@ -839,13 +849,21 @@ def _fma_fix(a, b, c, s, r, cand, dt):
   """_fma's double-rounding fix on the candidate elements only (flat indices into s): the same arithmetic as the
   whole-array form, element by element, so the same bits; a sum with many ties (saxpy by 1.5) no longer costs
   twenty passes over the whole batch."""
-  sf, rf = s.reshape(-1)[cand], r.reshape(-1)[cand]
+  sf, rf = np.take(s.reshape(-1), cand), np.take(r.reshape(-1), cand)
   keep = (rf.astype(np.float64) != sf) & np.isfinite(sf)
   if not keep.any():
     return r
   cand, sf = cand[keep], sf[keep]
-  at = np.unravel_index(cand, s.shape)
-  pick = lambda x: np.broadcast_to(x, s.shape)[at]  # a view of a broadcast: no full-size copy
+
+  def pick(x):  # x at the candidates, for the shapes operands come in: lanes, one value per wave, a constant
+    x = arr(x)
+    if x.ndim == 0:
+      return x
+    if x.shape == s.shape:
+      return np.take(x.reshape(-1), cand)
+    if s.ndim == 2 and x.shape == (s.shape[0], 1):
+      return np.take(x.reshape(-1), cand // s.shape[1])
+    return np.broadcast_to(x, s.shape)[np.unravel_index(cand, s.shape)]  # a view of a broadcast: no full copy
   p = np.multiply(pick(a), pick(b), dtype=np.float64)
   z = pick(c).astype(np.float64)
   bb = sf - p
