@@ -22,6 +22,7 @@ from __future__ import annotations
 import ctypes
 import os
 import struct
+import time
 
 import numpy as np
 
@@ -1349,12 +1350,20 @@ fail:
 
 # ------------------------------------------------------------------------------------------------ runtime side
 _SEQ = [0]
-STATS = {"blocks": 0, "runs": 0, "wave_instructions": 0}  # what the tier compiled and ran in this process
+STATS = {"blocks": 0, "runs": 0, "wave_instructions": 0, "compile_seconds": 0.0}  # what the tier compiled and ran in this process
 FAILED: list = []  # (arch, ops, LLVM error) of blocks LLVM rejected; tests assert it stays empty
 
 
 def compile_block(prog, pc: int, lanes: int):
   """The Block starting at pc, or None when its first instruction is not for this tier."""
+  t = time.perf_counter()
+  try:
+    return _compile_block(prog, pc, lanes)
+  finally:
+    STATS["compile_seconds"] += time.perf_counter() - t
+
+
+def _compile_block(prog, pc: int, lanes: int):
   ops = collect(prog, pc, prog.family)
   while ops:
     try:
