@@ -1,6 +1,7 @@
 """Emulator throughput and cold start, measured as ratios in one run (issue 8).
 
-    python bench/run.py [--json] [--targets gfx1100,gfx942] [--kernels saxpy,matmul] [--no-cold]
+    python bench/run.py [--json] [--targets gfx1100,gfx942] [--kernels saxpy,matmul] [--modes checks,native,interp]
+                        [--no-cold]
 
 Compiles bench/kernels.cl with clang-22 for each target, runs every kernel on the emulator (results checked
 against numpy) and reports wave-/lane-instructions, launch seconds (warm), cold start (first launch of a
@@ -75,6 +76,31 @@ def _timed_launch(co, kernel, case, checks=True):
   return time.perf_counter() - t, st
 
 
+# what a row measures: (checkers on?, GPUTWIN_JIT). The checkers observe every instruction, so they run on the
+# numpy interpreter; without them the native tier (emu/jit.py) runs what it can compile.
+MODES = {"checks": (True, "auto"), "native": (False, "force"), "interp": (False, "0")}
+
+
+def _best(co, kernel, arch, checks, reps=3):
+  """Best of `reps` warm launches, each on fresh arguments (kernels write their outputs in place)."""
+  best = None
+  for _ in range(reps):
+    case = CASES[kernel](np.random.default_rng(0), WAVE[arch])
+    secs, st = _timed_launch(co, kernel, case, checks)
+    if best is None or secs < best[0]:
+      best = (secs, st, case)
+  return best
+
+
+def _numpy_seconds(case, reps=5) -> float:
+  best = float("inf")
+  for _ in range(reps):
+    t = time.perf_counter()
+    case["ref"]()
+    best = min(best, time.perf_counter() - t)
+  return best
+
+
 def cold_child(co: str, kernel: str, arch: str) -> None:
   """Runs in a fresh process: first vs second launch of one workgroup of the kernel."""
   case = CASES[kernel](np.random.default_rng(0), WAVE[arch])
@@ -101,7 +127,10 @@ def main() -> int:
   p.add_argument("--targets", default=",".join(TARGETS))
   p.add_argument("--kernels", default=",".join(CASES))
   p.add_argument("--no-cold", action="store_true", help="skip the fresh-process cold-start measurement")
-  p.add_argument("--no-checks", action="store_true", help="launch with the emulator's checkers off (pure throughput)")
+  p.add_argument("--modes", default=",".join(MODES),
+                 help="checks (checkers on: interpreter), native (checkers off: native tier), interp (checkers off, "
+                      "interpreter only)")
+  p.add_argument("--no-checks", action="store_true", help="same as --modes native,interp")
   p.add_argument("--cold-child", nargs=3, help=argparse.SUPPRESS)
   a = p.parse_args()
   if a.cold_child:
@@ -110,36 +139,41 @@ def main() -> int:
   if not (shutil.which("clang-22") and shutil.which("ld.lld-22")):
     print("bench: skipped: clang-22 and ld.lld-22 are needed (apt-get install -y clang-22 lld-22)", file=sys.stderr)
     return 0
+  from gputwin.emu import jit
   from gputwin.isa import vendor
   vendor.all_tables()
   vendor_cache = vendor.cache_root()
+  modes = ["native", "interp"] if a.no_checks else a.modes.split(",")
   rows = []
   with tempfile.TemporaryDirectory(prefix="gputwin-bench-") as tmp:
     for arch in a.targets.split(","):
       co = compile_kernels(arch, Path(tmp))
       for kernel in a.kernels.split(","):
-        case = CASES[kernel](np.random.default_rng(0), WAVE[arch])
-        checks = not a.no_checks
-        _timed_launch(co, kernel, CASES[kernel](np.random.default_rng(1), WAVE[arch]), checks)  # warm the caches
-        secs, st = _timed_launch(co, kernel, case, checks)
-        t = time.perf_counter()
-        ref = case["ref"]()
-        np_secs = time.perf_counter() - t
-        got = case["args"][case["out"]]
-        ok = bool(np.allclose(got, ref, rtol=case["tol"], atol=case["tol"]))
-        rows.append(dict(kernel=kernel, target=arch, checks=checks, wave_instructions=st.instructions,
-                         lane_instructions=st.lane_instructions, seconds=secs,
-                         wave_instructions_per_second=st.instructions / secs,
-                         cold_start_seconds=None if a.no_cold else cold_start(co, kernel, arch, vendor_cache),
-                         numpy_seconds=np_secs, vs_numpy=secs / max(np_secs, 1e-9), correct=ok,
-                         peak_rss_mib=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024))
-        if not a.json:
-          r = rows[-1]
-          cold = "-" if r["cold_start_seconds"] is None else f"{r['cold_start_seconds'] * 1e3:.0f} ms"
-          print(f"{kernel:7s} {arch:8s} {r['wave_instructions']:>9d} wave-inst {r['lane_instructions']:>11d} lane-inst "
-                f"{secs:8.3f} s {r['wave_instructions_per_second'] / 1e6:7.2f} M wave-inst/s  cold {cold:>7s}  "
-                f"numpy {np_secs * 1e3:8.3f} ms  x{r['vs_numpy']:8.1f}  rss {r['peak_rss_mib']:.0f} MiB  "
-                f"{'ok' if ok else 'WRONG'}", flush=True)
+        cold = None if a.no_cold else cold_start(co, kernel, arch, vendor_cache)
+        for mode in modes:
+          checks, tier = MODES[mode]
+          os.environ["GPUTWIN_JIT"] = tier
+          c0 = jit.STATS["compile_seconds"]
+          first, _ = _timed_launch(co, kernel, CASES[kernel](np.random.default_rng(1), WAVE[arch]), checks)  # warm-up
+          compile_secs = jit.STATS["compile_seconds"] - c0
+          n0 = jit.STATS["wave_instructions"]
+          secs, st, case = _best(co, kernel, arch, checks)
+          native = (jit.STATS["wave_instructions"] - n0) / 3
+          np_secs = _numpy_seconds(case)
+          ok = bool(np.allclose(case["args"][case["out"]], case["ref"](), rtol=case["tol"], atol=case["tol"]))
+          rows.append(dict(kernel=kernel, target=arch, mode=mode, checks=checks, wave_instructions=st.instructions,
+                           lane_instructions=st.lane_instructions, seconds=secs,
+                           wave_instructions_per_second=st.instructions / secs, native_fraction=native / st.instructions,
+                           first_launch_seconds=first, native_compile_seconds=compile_secs,
+                           cold_start_seconds=cold, numpy_seconds=np_secs, vs_numpy=secs / max(np_secs, 1e-9),
+                           correct=ok, peak_rss_mib=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024))
+          if not a.json:
+            r = rows[-1]
+            cs = "-" if cold is None else f"{cold * 1e3:.0f} ms"
+            print(f"{kernel:7s} {arch:8s} {mode:6s} {r['wave_instructions']:>9d} wave-inst {r['lane_instructions']:>11d} "
+                  f"lane-inst {secs:8.4f} s {r['wave_instructions_per_second'] / 1e6:7.2f} M wave-inst/s  "
+                  f"native {r['native_fraction']:4.0%}  cold {cs:>7s}  numpy {np_secs * 1e3:7.3f} ms  "
+                  f"x{r['vs_numpy']:7.1f}  rss {r['peak_rss_mib']:.0f} MiB  {'ok' if ok else 'WRONG'}", flush=True)
   if a.json:
     print(json.dumps(rows, indent=1))
   return 0 if all(r["correct"] for r in rows) else 1
