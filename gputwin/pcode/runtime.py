@@ -102,10 +102,10 @@ class Wide:
   which costs a Python operation per lane. `resize` makes a Wide instead when it zero-extends a numpy array; add,
   multiply, `wr` and `sl` stay on numpy words, and any other use sees the same object array as before
   (`__array__`, or `obj()` for Python operators), so results are identical."""
-  __slots__ = ("lo", "hi")
+  __slots__ = ("lo", "hi", "nb")
 
-  def __init__(self, lo, hi):
-    self.lo, self.hi = lo, hi
+  def __init__(self, lo, hi, nb: int = 128):
+    self.lo, self.hi, self.nb = lo, hi, nb  # nb: the value is known to be below 2**nb (hi is 0 when nb <= 64)
 
   shape = property(lambda self: np.broadcast_shapes(np.shape(self.lo), np.shape(self.hi)))
   ndim = property(lambda self: len(self.shape))
@@ -120,14 +120,18 @@ class Wide:
   def __add__(self, o):
     if not isinstance(o, Wide):
       return self.obj() + o
+    if max(self.nb, o.nb) < 64:  # no carry out of the low word (32-bit operands zero-extended, mostly)
+      return Wide(self.lo + o.lo, np.uint64(0), max(self.nb, o.nb) + 1)
     lo = self.lo + o.lo
-    return Wide(lo, self.hi + o.hi + (lo < self.lo))
+    return Wide(lo, self.hi + o.hi + (lo < self.lo), min(max(self.nb, o.nb) + 1, 128))
 
   def __mul__(self, o):
     if not isinstance(o, Wide):
       return self.obj() * o
+    if self.nb + o.nb <= 64:  # the product fits the low word: 65'U(S0) * 65'U(S1) of 32-bit sources
+      return Wide(self.lo * o.lo, np.uint64(0), self.nb + o.nb)
     lo, hi = _mul64(self.lo, o.lo)
-    return Wide(lo, hi + self.lo * o.hi + self.hi * o.lo)
+    return Wide(lo, hi + self.lo * o.hi + self.hi * o.lo, min(self.nb + o.nb, 128))
 
   def __radd__(self, o):
     return o + self.obj()
@@ -166,7 +170,7 @@ class Wide:
     if lo >= 64:
       r = self.hi >> np.uint64(lo - 64)
     elif lo + w <= 64:
-      r = self.lo >> np.uint64(lo)
+      r = self.lo >> np.uint64(lo) if lo else self.lo
     else:
       r = (self.lo >> np.uint64(lo)) | (self.hi << np.uint64(64 - lo))
     return r & np.uint64((1 << w) - 1) if w < 64 else r
@@ -177,7 +181,7 @@ def resize(u, bits: int, to: int, sign: bool = False):
   cf, ct = cbits(bits), cbits(to)
   cf, ct = (max(cf, 8) if cf else 0), (max(ct, 8) if ct else 0)
   if ct == 0 and cf and to <= 128 and not (sign and bits > 1) and isinstance(u, np.ndarray):
-    return Wide(u.astype(np.uint64), np.zeros_like(u, np.uint64))
+    return Wide(u.astype(np.uint64), np.uint64(0), 8 * u.dtype.itemsize)
   if ct == 0 or cf == 0:
     o = np.asarray(u).astype(object)
     if sign and bits > 1:
@@ -228,7 +232,7 @@ def wr(x, kind: str, bits: int):
   """Re-wrap a result whose width is not a container width (u24, i4, b128 ...)."""
   c = cbits(bits)
   if isinstance(x, Wide) and kind != "i" and bits <= 128:
-    return Wide(x.lo, x.hi & np.uint64((1 << (bits - 64)) - 1))
+    return Wide(x.lo, x.hi & np.uint64((1 << (bits - 64)) - 1), min(x.nb, bits))
   if c == 0:
     o = np.asarray(x, dtype=object) & ((1 << bits) - 1)
     return from_bits(o, kind, bits) if kind == "i" else o
