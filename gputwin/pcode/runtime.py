@@ -168,7 +168,7 @@ class Wide:
   def bits(self, lo: int, w: int):
     """Bits [lo + w - 1 : lo] (w <= 64) as uint64."""
     if lo >= 64:
-      r = self.hi >> np.uint64(lo - 64)
+      r = self.hi >> np.uint64(lo - 64) if lo > 64 else self.hi
     elif lo + w <= 64:
       r = self.lo >> np.uint64(lo) if lo else self.lo
     else:
@@ -385,9 +385,9 @@ def shr(a, s, bits: int):
 def sl(x, lo, w: int):
   """Bits [lo + w - 1 : lo] of raw bits x, as an unsigned container of width w."""
   if isinstance(x, Wide) and np.ndim(lo) == 0 and 1 < w <= 64:
-    return x.bits(int(lo), w).astype(U[max(cbits(w), 8)])
+    return arr(x.bits(int(lo), w)).astype(U[max(cbits(w), 8)], copy=False)
   if isinstance(x, Wide) and np.ndim(lo) == 0 and w == 1:
-    return (x.bits(int(lo), 1) & np.uint64(1)).astype(np.bool_)
+    return arr(x.bits(int(lo), 1)).astype(np.bool_)  # bits() masked it to one bit
   x = arr(x)
   lo = int(lo) if np.ndim(lo) == 0 else arr(lo)
   if x.dtype == object or (cbits(w) == 0):
