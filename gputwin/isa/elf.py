@@ -8,7 +8,7 @@ or allocating what a bogus size asks for. Layouts: the System V gABI, "ELF-64 Ob
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+from typing import NamedTuple
 
 ET_REL, ET_EXEC, ET_DYN = 1, 2, 3
 PT_LOAD = 1
@@ -30,8 +30,7 @@ class ElfError(ValueError):
   pass
 
 
-@dataclass(frozen=True, slots=True)
-class Segment:
+class Segment(NamedTuple):  # NamedTuples: ~5x cheaper to define at import than dataclasses
   p_type: int
   p_flags: int
   p_offset: int
@@ -40,8 +39,7 @@ class Segment:
   p_memsz: int
 
 
-@dataclass(frozen=True, slots=True)
-class Section:
+class Section(NamedTuple):
   index: int
   name: str
   sh_type: int
@@ -54,8 +52,7 @@ class Section:
   sh_addralign: int
 
 
-@dataclass(frozen=True, slots=True)
-class Symbol:
+class Symbol(NamedTuple):
   name: str
   st_value: int
   st_size: int
@@ -63,16 +60,14 @@ class Symbol:
   st_shndx: int  # a section index, SHN_UNDEF, or a reserved index (>= SHN_LORESERVE: SHN_ABS, SHN_COMMON)
 
 
-@dataclass(frozen=True, slots=True)
-class Reloc:
+class Reloc(NamedTuple):
   r_offset: int
   r_type: int
   r_sym: int
   r_addend: int  # 0 for SHT_REL
 
 
-@dataclass(frozen=True, slots=True)
-class Note:
+class Note(NamedTuple):
   name: str
   type: int
   desc: bytes
