@@ -51,9 +51,11 @@ class Checks:
     per_reg = lambda n, *tail, dt=bool: np.zeros((n, W) + tail, dt).swapaxes(0, 1)
     self.vw, self.aw, self.sw = per_reg(nv), per_reg(eng.A.shape[1]), per_reg(256)
     self.sw[:, 106:] = True  # specials (VCC, M0, EXEC, constants) are not tracked
-    self.vp = per_reg(nv, 2, dt=np.int64)  # (counter + 1, sequence number) of the outstanding load
-    self.ap = per_reg(eng.A.shape[1], 2, dt=np.int64)
-    self.sp = per_reg(256, 2, dt=np.int64)
+    # (counter + 1, sequence number) of the outstanding load, int32 (a wave issues far fewer than 2**31 loads);
+    # SGPRs from 106 up are specials, never tracked: no pending entries for them (slices past the end are empty)
+    self.vp = per_reg(nv, 2, dt=np.int32)
+    self.ap = per_reg(eng.A.shape[1], 2, dt=np.int32)
+    self.sp = per_reg(106, 2, dt=np.int32)
     self.issued = np.zeros((W, 4), np.int64)
     self.retired = np.zeros((W, 4), np.int64)
     self.mfma = np.full((W,), -1, np.int64)  # index of the last MFMA per wave, its regs and ready time
