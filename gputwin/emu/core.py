@@ -603,7 +603,7 @@ def run(eng: Engine, serial: bool = False, max_instructions: int | None = None, 
       sel = ready & (eng.pc == pc)
       ix = slice(None) if sel.all() else idx[sel]
     if tier is not None and not eng.hooks:
-      blk = tier.block(pc)
+      blk = tier.block(pc, eng._n(ix))
       if blk is not None:
         tier.run(blk, ix)
         if max_instructions is not None and eng.count - start > max_instructions:

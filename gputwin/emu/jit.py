@@ -1265,7 +1265,7 @@ entry:
   %hlt = icmp ult i64 %a, %he
   %hin0 = and i1 %hge, %hle
   %hin = and i1 %hin0, %hlt
-  br i1 %hin, label %fast, label %head
+  br i1 %hin, label %fast, label %slow
 fast:
   %fhp = getelementptr i64, ptr %hp, i64 2
   %fh = load i64, ptr %fhp
@@ -1273,6 +1273,20 @@ fast:
   %fhh = add i64 %fh, %foff
   %fr = inttoptr i64 %fhh to ptr
   ret ptr %fr
+slow:
+  %sr = call ptr @gm_search(ptr %ctx, i64 %a, i64 %nb, i64 %wr, i64 %w, ptr %hint)
+  ret ptr %sr
+}
+
+define internal ptr @gm_search(ptr %ctx, i64 %a, i64 %nb, i64 %wr, i64 %w, ptr %hint) noinline {
+entry:
+  %np = getelementptr i64, ptr %ctx, i64 11
+  %n = load i64, ptr %np
+  %tp = getelementptr i64, ptr %ctx, i64 12
+  %ti = load i64, ptr %tp
+  %t = inttoptr i64 %ti to ptr
+  %end = add i64 %a, %nb
+  br label %head
 head:
   %i = phi i64 [0, %entry], [%i.n, %next]
   %more = icmp slt i64 %i, %n
@@ -1386,6 +1400,7 @@ def _compile_block(prog, pc: int, lanes: int):
     FAILED.append((prog.arch, [o.inst.op for o in ops], str(e)))
     return None
   pto = llvm.create_pipeline_tuning_options(speed_level=2)
+  pto.loop_unrolling = pto.loop_interleaving = False  # halves compile time; the lane loops still vectorise
   pb = llvm.create_pass_builder(tm, pto)
   pb.getModulePassManager().run(mod, pb)
   ee.add_module(mod)
@@ -1492,11 +1507,19 @@ class Native:
 
 
 class Tier:
-  """What core.run asks: the compiled block at a PC once the program is hot, and running it."""
+  """What core.run asks at every scheduling step: the compiled block at a PC, or None (interpret this step).
+
+  A block is compiled once it is hot: when the waves that reached its first instruction, times its length, pass
+  `GPUTWIN_JIT_AFTER` wave-instructions (compiling costs ~5-10 ms of CPU per instruction, interpreting ~0.3-1 us
+  per wave-instruction). Only block leaders count: a PC the interpreter reached by falling through a compilable,
+  non-branch instruction is the middle of a block that starts earlier, and compiling its tail would be wasted."""
 
   def __init__(self, eng, native: Native):
     self.eng, self.native, self.prog = eng, native, eng.prog
     self.after = threshold()
+    self.fallthrough = None  # PC right after the last interpreted instruction, if it could join a block
+    p = self.prog.__dict__
+    self.blocks, self.heat, self.length = p.setdefault("blocks", {}), p.setdefault("heat", {}), p.setdefault("runs", {})
 
   @staticmethod
   def make(eng) -> "Tier | None":
@@ -1506,20 +1529,27 @@ class Tier:
       return None
     return Tier(eng, native) if native.ok else None
 
-  def block(self, pc: int):
-    prog = self.prog
-    if not getattr(prog, "hot", False):
-      if self.eng.count < self.after:
-        return None
-      prog.hot = True
-    blocks = prog.__dict__.setdefault("blocks", {})
+  def block(self, pc: int, waves: int = 1):
     key = (pc, self.eng.L)
-    if key not in blocks:
-      try:
-        blocks[key] = compile_block(prog, pc, self.eng.L)
-      except ImportError:  # llvmlite missing: stay interpreted
-        blocks[key] = None
-    blk = blocks[key]
+    blk = self.blocks.get(key, False)
+    if blk is False:
+      mid, self.fallthrough = pc == self.fallthrough, None
+      n = self.length.get(pc)
+      if n is None:
+        n = self.length[pc] = len(collect(self.prog, pc, self.prog.family))
+      if not mid and n:
+        h = self.heat[pc] = self.heat.get(pc, 0) + waves * n
+        if h >= self.after:
+          try:
+            blk = self.blocks[key] = compile_block(self.prog, pc, self.eng.L)
+          except ImportError:  # llvmlite missing: stay interpreted
+            blk = self.blocks[key] = None
+      if blk is False:
+        if n:  # interpreted now, but its successor may be mid-block
+          op = self.prog.op(pc)
+          if not (op.kind == "alu" and "PC" in op.sem.outputs):
+            self.fallthrough = pc + op.size
+        return None
     if blk is not None and (blk.nv > self.eng.V.shape[1] or blk.ns > self.eng.S.shape[1]):
       return None  # registers past this dispatch's allocation: the interpreter reports it
     return blk
