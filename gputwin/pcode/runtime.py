@@ -550,11 +550,20 @@ def sel(c, a, b):
 DEFAULTS = {"WAVE_MODE.IEEE": 1}  # compute waves run with MODE.IEEE set (LLVM's amdgpu-ieee default)
 
 
+_LD: dict = {}  # bits -> (container type, its dtype)
+
+
 def ld(st: dict, name: str, bits: int):
   """A state register as its container type; absent registers read as 0 (or their documented default)."""
   v = st.get(name)
-  c = cbits(bits)
-  d = (U[max(c, 8)] if bits > 1 else U[8]) if c else object
+  t = _LD.get(bits)
+  if t is None:
+    c = cbits(bits)
+    d = (U[max(c, 8)] if bits > 1 else U[8]) if c else object
+    t = _LD[bits] = (d, np.dtype(d))
+  d, dd = t
+  if type(v) is np.ndarray and v.dtype == dd:  # the common case: already the container type
+    return v
   if v is None:
     if d is object and bits <= 128 and not DEFAULTS.get(name, 0):  # a 65..128-bit zero as two words (see Wide)
       return Wide(np.uint64(0), np.uint64(0))
