@@ -1474,6 +1474,7 @@ class Native:
     c[C_FAULT] = 0
     c[C_LANES] = 0
     r = blk.fn(c.ctypes.data, waves.ctypes.data, len(waves))
+    STATS["runs"] += 1
     eng._exec = None
     if r:
       done = r - 1  # instructions completed for every wave before the faulting one
@@ -1484,7 +1485,6 @@ class Native:
       e = self.fault(op)
       raise Stop("fault", str(e), int(waves[0]), op, e)
     n = len(waves)
-    STATS["runs"] += 1
     STATS["wave_instructions"] += blk.n * n
     eng.count += blk.n * n
     eng.lane_count += int(c[C_LANES])

@@ -19,6 +19,7 @@ from gputwin.isa import strategies
 from gputwin.isa.targets import target as target_info
 from tests.emu.cases import CASES, EXTRA
 from tests.emu.conftest import TARGETS
+from tests.emu.test_clang import _check
 
 pytest.importorskip("llvmlite")
 
@@ -172,5 +173,42 @@ def test_kernels_native_equals_interpreter(clang_co, monkeypatch, arch, name):
   for a, b in zip(out_i, out_n):
     assert a.tobytes() == b.tobytes()
   assert (st_i.instructions, st_i.lane_instructions) == (st_n.instructions, st_n.lane_instructions)
-  from tests.emu.test_clang import _check
   _check(c, arch)
+
+
+def test_native_faults_are_reported_like_the_interpreters(monkeypatch):
+  """A guest fault inside a compiled block: the same error class, kernel, PC and instruction as interpreted."""
+  from gputwin.emu import launch
+  from gputwin.errors import EmuFault
+  from tests.emu.test_checks_errors import GOOD
+  from tests.emu.test_asm import kernel
+  cases = [(GOOD.replace("v_lshlrev_b32 v1, 2, v0", "v_lshlrev_b32 v1, 12, v0"), 0, r"global_store_b32"),
+           ("  v_lshlrev_b32 v1, 2, v0\n  ds_store_b32 v1, v0 offset:64", 64, r"ds_store_b32.*LDS")]
+  for body, lds, what in cases:
+    msgs = []
+    for mode in ("0", "force"):
+      monkeypatch.setenv("GPUTWIN_JIT", mode)
+      before = jit.STATS["runs"]
+      with pytest.raises(EmuFault, match=r"gfx1100.*kernel k.*PC 0x.*" + what) as e:
+        launch(kernel("gfx1100", body, lds=lds), "k", grid=1, block=32, args=[np.zeros(32, np.int32)], checks=False)
+      assert (jit.STATS["runs"] > before) == (mode == "force")
+      msgs.append(str(e.value))
+    assert msgs[0] == msgs[1]
+
+
+def test_tier_waits_until_a_block_is_hot(clang_co, monkeypatch):
+  """auto: a small dispatch never compiles; a block compiles once waves x length passes GPUTWIN_JIT_AFTER."""
+  from gputwin.emu import launch
+  co = clang_co("gfx1100")
+  monkeypatch.setenv("GPUTWIN_JIT", "auto")
+  monkeypatch.setenv("GPUTWIN_JIT_AFTER", "1000000000")
+  before = dict(jit.STATS)
+  c = CASES["saxpy"]()
+  launch(co, "saxpy", grid=c["grid"], block=c["block"], args=c["args"], checks=False)
+  assert jit.STATS["blocks"] == before["blocks"] and jit.STATS["runs"] == before["runs"]
+  _check(c)
+  monkeypatch.setenv("GPUTWIN_JIT_AFTER", "1")
+  c = CASES["saxpy"]()
+  launch(co, "saxpy", grid=c["grid"], block=c["block"], args=c["args"], checks=False)
+  assert jit.STATS["runs"] > before["runs"]
+  _check(c)
