@@ -66,7 +66,7 @@ class Checks:
     self.lw = np.full((2, len(self.epoch) * nd), -1, np.int64)  # last writer: [wave, epoch]
     self.lr = np.full((2, len(self.epoch) * nd), -1, np.int64)  # last reader: [wave or -2 for many, epoch]
     self.wep, self.rep = np.full(len(self.epoch), -1, np.int64), np.full(len(self.epoch), -1, np.int64)
-    self.reads = []  # LDS reads not yet entered in lr: (workgroup * nd + dword, wave, bytes, epochs at the read)
+    self.reads = []  # LDS reads not yet entered in lr: (workgroup, offset, wave, bytes, epochs at the read)
     self.first = None  # scratch table for the same-access write-write test
     self.cur = None
     self.ws, self.ps = {"v": self.vw, "a": self.aw, "s": self.sw}, {"v": self.vp, "a": self.ap, "s": self.sp}
@@ -240,11 +240,8 @@ class Checks:
           bad = (np.take(self.lw[1], f) == ep) & (w != slot) & (w >= 0)
           if bad.any():
             self._race(slot, acc, d, bad, op)
-      f = _buffer(len(wg))  # workgroup * nd + dword, in a recycled buffer: holding the window's own arrays
-      np.multiply(wg, np.uint32(self.nd), out=f, casting="unsafe")  # kept fresh memory paging in on every read
-      np.add(f, off >> 2, out=f, casting="unsafe")
-      self.reads.append((f, slot, n, self.epoch.copy()))
-      if len(self.reads) >= 96:  # bound the queue (256 KiB a read of 64k lanes); a tiled kernel reads ~32 per tile
+      self.reads.append((wg, off, slot, n, self.epoch.copy()))
+      if len(self.reads) >= 96:  # bound the queue (~0.5 MiB a read of 64k lanes); a tiled kernel reads ~32 a tile
         self._prune()
       return
     self._flush()
@@ -279,12 +276,10 @@ class Checks:
     to matter: the last of each run); enter the rest if the queue stays long."""
     keep = []
     for r in self.reads:
-      stale = not (r[3] == self.epoch).any()
-      if stale:
-        _recycle(r[0])
-        if keep and keep[-1][0] is None:
-          keep.pop()
-      keep.append((None, None, 0, r[3]) if stale else r)
+      stale = not (r[4] == self.epoch).any()
+      if stale and keep and keep[-1][0] is None:
+        keep.pop()
+      keep.append((None, None, None, 0, r[4]) if stale else r)
     self.reads = keep
     if len(self.reads) >= 64:
       self._flush()
@@ -293,17 +288,14 @@ class Checks:
     """Enter the queued reads in the reader table, in order, as each would have been entered at its time (a read
     whose workgroups all passed a barrier since only sets `rep`: its entries could never match a current epoch)."""
     lr = self.lr
-    for f0, slot, n, epoch in self.reads:
-      if f0 is None or not (epoch == self.epoch).any():
+    for wg, off, slot, n, epoch in self.reads:
+      if wg is None or not (epoch == self.epoch).any():
         self.rep[:] = epoch
-        if f0 is not None:
-          _recycle(f0)
         continue
-      ep = epoch[f0 // np.uint32(self.nd)]
-      buf, f0 = f0, f0.astype(np.int64)
-      _recycle(buf)
+      wg = np.asarray(wg, np.int64)
+      ep, dw = epoch[wg], off >> 2
       for k in range(max(n // 4, 1)):
-        f = f0 + k
+        f = wg * self.nd + (dw + k)
         if (self.rep == epoch).any():
           r = np.take(lr[0], f)
           lr[0][f] = np.where((np.take(lr[1], f) == ep) & (r != slot) & (r != -1), -2, slot)
@@ -332,20 +324,6 @@ class Checks:
             waited = int(self.clock[ix][sel][0])
             self._fail(eng, op, ix, f"MFMA hazard: {_name(s)} ({n}) used {waited} wait states after "
                                     f"the MFMA at PC {pc:#x} wrote it; {passes} passes need {passes + 2} (s_nop)")
-
-
-_FREE: dict = {}  # length -> uint32 buffers for queued LDS reads, recycled across reads, engines and launches
-
-
-def _buffer(n: int) -> np.ndarray:
-  free = _FREE.get(n)
-  return free.pop() if free else np.empty(n, np.uint32)
-
-
-def _recycle(a: np.ndarray) -> None:
-  free = _FREE.setdefault(len(a), [])
-  if len(free) < 64:
-    free.append(a)
 
 
 def _passes(name: str) -> int:
