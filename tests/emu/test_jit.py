@@ -100,7 +100,7 @@ def test_each_opcode_native_equals_interpreter(arch):
   tested, native, mismatches = 0, 0, []
   skip_enc = ("EXP", "VEXPORT", "MIMG", "VIMAGE", "VSAMPLE", "MTBUF", "MUBUF", "VBUFFER", "SCRATCH", "FLAT", "VDS",
               "DS")
-  for seed in range(2):
+  for seed in range(1):
     for s in strategies.batch(arch, seed=seed, wave=L, tame=80):
       if s.encoding.split("_")[0] in ("EXP", "VEXPORT", "MIMG", "VIMAGE", "VSAMPLE", "MTBUF"):
         continue
@@ -147,7 +147,8 @@ def test_each_opcode_native_equals_interpreter(arch):
           what = ",".join(n for n, x, y in zip(names, a, b) if not np.array_equal(x, y))
         mismatches.append(f"{s.encoding} {'/'.join(s.opcodes)} {s.data.hex()}: {what}")
   assert not jit.FAILED, jit.FAILED[:3]
-  assert native > 100, f"only {native} of {tested} opcodes ran on both tiers"
+  print(f"{arch}: {native} encodings on both tiers ({tested} compiled)")
+  assert native > 800, f"only {native} of {tested} opcodes ran on both tiers"
   assert not mismatches, f"{len(mismatches)} of {native} differ:\n" + "\n".join(mismatches[:60])
 
 
