@@ -71,9 +71,9 @@ class Checks:
     self.cur = None
     self.ws, self.ps = {"v": self.vw, "a": self.aw, "s": self.sw}, {"v": self.vp, "a": self.ap, "s": self.sp}
     self.uninit, self.waitcnt = "uninit" in self.on, "waitcnt" in self.on
-    # (file, register) keys: every wave of the batch wrote it (uninit can skip it; a register never leaves), some
-    # wave may have an outstanding load into it (not in the set: its pending entries are all zero)
-    self.full, self.pend = set(), set()
+    # (file, register) keys: every wave of the batch wrote it (uninit can skip it; a register never leaves), and
+    # -> the wait counters (bit mask) of loads into it that may be outstanding (absent: its entries are all zero)
+    self.full, self.pend = set(), {}
     if "lds_race" in self.on:
       eng.lds.watch = lambda acc, wg, off, n: self._lds(eng, acc, wg, off, n)
 
@@ -139,6 +139,18 @@ class Checks:
         if whole:
           full.update(k for k, a in zip(keys, w.all(axis=0)) if a)
       if self.waitcnt and any(k in pend for k in keys):
+        cs = 0
+        for k in keys:
+          cs |= pend.get(k, 0)
+        # every load the batch issued on these registers' counters has retired (a load's sequence number is at most
+        # the counter's issued count): nothing can be outstanding, skip the per-entry test
+        done = all((self.retired[ix, c] >= self.issued[ix, c]).all() for c in range(4) if cs >> c & 1)
+        if done:
+          if whole:
+            self.ps[f][:, sl] = 0
+            for k in keys:
+              pend.pop(k, None)
+          continue
         p = self.ps[f][ix, sl]
         c = np.maximum(p[..., 0] - 1, 0)
         r = self.retired[ix]  # each wave's retired count of each entry's counter, as one flat gather
@@ -151,7 +163,8 @@ class Checks:
                                   f"missing s_waitcnt {cnt}")
         if whole:  # no wave's load into these registers is outstanding, and retired counters only grow: forget them
           self.ps[f][:, sl] = 0
-          pend.difference_update(keys)
+          for k in keys:
+            pend.pop(k, None)
     if "hazard" in self.on and self.fam == "cdna" and self.mfma_regs and op.vector:
       self._hazard(eng, op, ix)
 
@@ -171,11 +184,13 @@ class Checks:
         p[..., 0] = c + 1
         p[..., 1] = self.issued[ix, c][:, None]
         self.ps[f][ix, sl] = p
-        pend.update(keys)
+        for k in keys:
+          pend[k] = pend.get(k, 0) | 1 << c
       elif any(k in pend for k in keys):
         self.ps[f][ix, sl] = 0
         if isinstance(ix, slice):
-          pend.difference_update(keys)
+          for k in keys:
+            pend.pop(k, None)
     if vd is not None:  # writes through the VGPR file
       self.vw[ix, vd] = True
       self.vp[ix, vd] = 0
