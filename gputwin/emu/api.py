@@ -7,6 +7,8 @@ Dispatch (every wave's registers at its first instruction) that tools can peek/p
 """
 from __future__ import annotations
 
+import functools
+
 import time
 from pathlib import Path
 
@@ -298,7 +300,7 @@ def init_waves(eng: core.Engine, kd, grid, block, g0: int, nw: int, user: list[i
   user SGPRs (`user`: the values of s0.., e.g. from the KD enables or COMPUTE_USER_DATA), then workgroup ids as
   the KD enables them (gfx12 also in TTMP9/TTMP7), packed work-item ids in v0, EXEC for partial waves, MODE from
   RSRC1, PC. The batch holds workgroups g0.. with `nw` waves each. Returns the number of initialised SGPRs."""
-  L, (bx, by, bz), (gx, gy, _) = eng.L, block, grid
+  L, (gx, gy, _) = eng.L, grid
   arch = eng.prog.arch
   eng.ieee = kd.enable_ieee_mode if not arch.startswith("gfx12") else 1
   eng.HW[:, 1] = (kd.float_round_mode_32 | kd.float_round_mode_16_64 << 2 | kd.float_denorm_mode_32 << 4
@@ -314,15 +316,25 @@ def init_waves(eng: core.Engine, kd, grid, block, g0: int, nw: int, user: list[i
   s += kd.enable_sgpr_workgroup_info + kd.enable_private_segment  # both read as 0 (one wave per workgroup slot)
   if arch.startswith("gfx12"):  # architected workgroup ids: TTMP9 = x, TTMP7 = y | z << 16
     S[:, 117], S[:, 115] = ids[0], ids[1] | (ids[2] << 16)
-  t = (np.arange(eng.W, dtype=np.uint32) % np.uint32(nw))[:, None] * np.uint32(L) + np.arange(L, dtype=np.uint32)
-  eng.V[:, 0] = t % bx | ((t // bx) % by) << 10 | (t // (bx * by)) << 20  # packed work-item ids (gfx90a+, gfx11+)
-  bits = np.packbits(t < bx * by * bz, axis=1, bitorder="little")
-  S[:, eng.sp["exec"]:eng.sp["exec"] + L // 32] = bits.view(np.uint32)
+  v0, ex = _workitems(nw, L, tuple(block))  # the same for every workgroup: one copy per workgroup of the batch
+  eng.V[:, 0] = np.broadcast_to(v0, (eng.W // nw, nw, L)).reshape(eng.W, L)
+  S[:, eng.sp["exec"]:eng.sp["exec"] + L // 32] = np.broadcast_to(ex, (eng.W // nw,) + ex.shape).reshape(eng.W, -1)
   eng._exec = None
   eng.pc[:] = pc
   if eng.checks is not None:
     eng.checks.initial(eng, s)
   return s
+
+
+@functools.lru_cache(maxsize=64)
+def _workitems(nw: int, L: int, block: tuple) -> tuple[np.ndarray, np.ndarray]:
+  """One workgroup's packed work-item ids (v0: x | y << 10 | z << 20, gfx90a+ / gfx11+) and EXEC words."""
+  bx, by, bz = block
+  t = np.arange(nw, dtype=np.uint32)[:, None] * np.uint32(L) + np.arange(L, dtype=np.uint32)
+  v0 = t % bx | ((t // bx) % by) << 10 | (t // (bx * by)) << 20
+  ex = np.packbits(t < bx * by * bz, axis=1, bitorder="little").view(np.uint32)
+  v0.flags.writeable = ex.flags.writeable = False
+  return v0, ex
 
 
 def write_trace(path, trace) -> None:

@@ -14,7 +14,7 @@ import pytest
 from gputwin.emu import core, jit
 from gputwin.emu.memory import GuestMemory
 from gputwin.emu.program import Program
-from gputwin.errors import GPUPageFault, GputwinError
+from gputwin.errors import GPUPageFault
 from gputwin.isa import strategies
 from gputwin.isa.targets import target as target_info
 from tests.emu.cases import CASES, EXTRA
@@ -98,8 +98,6 @@ def test_each_opcode_native_equals_interpreter(arch):
   fam = target_info(arch).family
   L = 32 if arch.startswith("gfx1") else 64
   tested, native, mismatches = 0, 0, []
-  skip_enc = ("EXP", "VEXPORT", "MIMG", "VIMAGE", "VSAMPLE", "MTBUF", "MUBUF", "VBUFFER", "SCRATCH", "FLAT", "VDS",
-              "DS")
   for seed in range(1):
     for s in strategies.batch(arch, seed=seed, wave=L, tame=80):
       if s.encoding.split("_")[0] in ("EXP", "VEXPORT", "MIMG", "VIMAGE", "VSAMPLE", "MTBUF"):
