@@ -167,7 +167,7 @@ class Engine:
   @staticmethod
   def _join(parts, axis):
     """Consecutive dwords along `axis` -> one value: uint64 for two, Python ints (object) for more."""
-    take = lambda k: np.take(parts, k, axis=axis)
+    take = lambda k: parts[(slice(None),) * axis + (k,)]  # a view: astype below makes the one copy
     if parts.shape[axis] == 2:
       t = take(1).astype(U64)
       t <<= U64(32)
