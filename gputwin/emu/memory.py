@@ -33,7 +33,7 @@ _SH = {1: 0, 2: 1, 4: 2, 8: 3}
 def _gather(buf: np.ndarray, off: np.ndarray, nbytes: int) -> np.ndarray:
   if nbytes == 1:
     return np.take(buf, off)  # np.take: the same values as buf[off], about twice as fast
-  if not (off & (nbytes - 1)).any():  # aligned: one typed view, one gather
+  if not (len(off) and int(np.bitwise_or.reduce(off)) & (nbytes - 1)):  # aligned: one typed view, one gather
     return np.take(buf[:len(buf) - len(buf) % nbytes].view(_U[nbytes]), off >> _SH[nbytes])
   return np.ascontiguousarray(buf[off[:, None] + np.arange(nbytes)]).view(_U[nbytes])[:, 0]
 
@@ -42,7 +42,7 @@ def _scatter(buf: np.ndarray, off: np.ndarray, vals: np.ndarray, nbytes: int) ->
   vals = np.asarray(vals).astype(_U[nbytes], copy=False)
   if nbytes == 1:
     buf[off] = vals
-  elif not (off & (nbytes - 1)).any():  # numpy assigns in index order: the last lane wins, as in hardware
+  elif not (len(off) and int(np.bitwise_or.reduce(off)) & (nbytes - 1)):  # numpy assigns in index order: last lane wins
     buf[:len(buf) - len(buf) % nbytes].view(_U[nbytes])[off >> _SH[nbytes]] = vals
   else:
     buf[off[:, None] + np.arange(nbytes)] = np.ascontiguousarray(vals)[:, None].view(np.uint8).reshape(-1, nbytes)
@@ -96,8 +96,8 @@ class GuestMemory:
     """Fast path: every address inside one mapping -> (buffer, int offsets), else None."""
     lo, hi = int(addr.min()), int(addr.max())
     i = bisect.bisect_right(self.starts, lo) - 1
-    if i >= 0 and hi + nbytes <= self.starts[i] + len(self.bufs[i]):
-      return self.bufs[i], (addr - np.uint64(self.starts[i])).astype(np.intp)
+    if i >= 0 and hi + nbytes <= self.starts[i] + len(self.bufs[i]):  # addresses are far below 2**63: as intp, one pass
+      return self.bufs[i], np.subtract(addr.view(np.int64), self.starts[i], dtype=np.intp)
     return None
 
   def gather(self, addr, nbytes: int) -> np.ndarray:
