@@ -18,6 +18,7 @@ import numpy as np
 from gputwin.errors import PcodeError
 
 U = {1: np.bool_, 8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
+_LITTLE = np.little_endian  # a uint64 viewed as two uint32 is (lo, hi)
 I = {8: np.int8, 16: np.int16, 32: np.int32, 64: np.int64}
 F = {16: np.float16, 32: np.float32, 64: np.float64}
 
@@ -453,6 +454,11 @@ def ins(old, v, lo, w: int, ob: int):
   vv = arr(v)
   if w == 8 * old.itemsize and np.ndim(lo) == 0 and int(lo) == 0 and (old.ndim == 0 or old.shape == vv.shape):
     return vv.astype(d, copy=False)  # the whole value replaced (loads): no merge; compiled pcode never writes in place
+  if w == 32 and c == 64 and _LITTLE and np.ndim(lo) == 0 and int(lo) in (0, 32) and old.ndim and \
+     old.shape == np.broadcast_shapes(old.shape, vv.shape) and vv.dtype.kind in "ui" and vv.dtype.itemsize <= 4:
+    out = np.array(old, order="C")  # a dword of a 64-bit value (DS_LOAD_2ADDR's RETURN_DATA): copy, write one half
+    out.view(np.uint32).reshape(out.shape + (2,))[..., int(lo) // 32] = vv  # integer casts keep the low 32 bits
+    return out
   vv = vv.astype(d) if vv.dtype.kind == "u" and vv.dtype.itemsize * 8 <= w else vv.astype(d) & m  # fits: no mask
   if np.ndim(lo) == 0:  # vv is a new array (astype copies): shift it and merge the kept bits into it in place
     lo = int(lo)
