@@ -260,26 +260,25 @@ class Checks:
         self._prune()
       return
     self._flush()
-    wg = np.asarray(wg, np.int64)
-    ep, dw = self.epoch[wg], off >> 2
+    ep, dw = np.take(self.epoch, wg), off >> 2
+    base = np.multiply(wg, self.nd, dtype=np.int64)  # 1-D gathers/scatters (np.take, last index wins), not 2-D
     lw, lr = self.lw, self.lr
     for k in range(max(n // 4, 1)):
-      d = dw + k
-      f = wg * self.nd + d  # 1-D gathers/scatters (np.take, last index wins) instead of 2-D fancy indexing
-      # an entry of the current epoch needs a workgroup that wrote/read since its last barrier (wep/rep are set for
-      # every workgroup at each access, a superset): none -> every entry is stale, skip gathering them
-      wrote, read = (self.wep == self.epoch).any(), (self.rep == self.epoch).any()
-      bad = np.zeros(len(f), bool)
-      if wrote:
-        bad |= (np.take(lw[1], f) == ep) & ((w := np.take(lw[0], f)) != slot) & (w >= 0)
-      if read:
-        bad |= (np.take(lr[1], f) == ep) & ((r := np.take(lr[0], f)) != slot) & (r != -1)
+      d = dw + k if k else dw
+      f = base + d
       # two waves of one workgroup writing the same dword in this very access: a lane whose wave differs from that
       # of the first lane writing its dword (scattered in reverse, the first lane wins)
       if self.first is None:
         self.first = np.empty(lw.shape[1], np.int64)
       self.first[f[::-1]] = slot[::-1]
-      bad |= np.take(self.first, f) != slot
+      bad = np.take(self.first, f) != slot
+      # an entry of the current epoch needs a workgroup that wrote/read since its last barrier (wep/rep are set for
+      # every workgroup at each access, a superset): none -> every entry is stale, skip gathering them
+      wrote, read = (self.wep == self.epoch).any(), (self.rep == self.epoch).any()
+      if wrote:
+        bad |= (np.take(lw[1], f) == ep) & ((w := np.take(lw[0], f)) != slot) & (w >= 0)
+      if read:
+        bad |= (np.take(lr[1], f) == ep) & ((r := np.take(lr[0], f)) != slot) & (r != -1)
       lw[0][f] = slot
       lw[1][f] = ep
       self.wep[:] = self.epoch
