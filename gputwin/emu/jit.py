@@ -28,7 +28,7 @@ import numpy as np
 
 from gputwin.emu.program import APERTURE, EXECZ, SCC_CODE, SPECIAL, VCCZ, Op, Src
 from gputwin.errors import GPUPageFault
-from gputwin.pcode.ir import Ty
+from gputwin.pcode.ir import Ty, locals_of
 
 M32 = 0xffffffff
 LDS_SHIFT, LDS_BITS = 20, 19  # core.py's LDS address layout: workgroup slot << 20 | offset mod 2**19
@@ -987,7 +987,7 @@ entry:
         per_lane = True
       if per_lane:
         g.lane_names.add(nm)
-    for nm, t in _locals(p.body, {}).items():
+    for nm, t in locals_of(p.body).items():
       g.vars[nm] = (g.f.alloca(_lty(t)), t)
 
   def load_state(self, g: Gen, o: Op, lane: bool) -> None:
@@ -1086,11 +1086,7 @@ entry:
     yes, no = f.label("flt"), f.label("nof")
     f.emit(f"br i1 {cond}, label %{yes}, label %{no}")
     f.put(yes)
-    f.set_ctx(C_FAULT, str(kind))
-    f.set_ctx(C_FADDR, addr)
-    f.set_ctx(C_FBYTES, str(nbytes))
-    f.set_ctx(C_FWRITE, "1" if write else "0")
-    f.set_ctx(C_FWAVE, "%w")
+    f.emit(f"call void @fault(ptr %ctx, i64 {kind}, i64 {addr}, i64 {nbytes}, i64 {int(write)}, i64 %w)")
     f.emit("br label %fault")
     f.put(no)
 
@@ -1163,23 +1159,6 @@ def _default(name: str, w: int) -> int:
 
 def _zero(t: Ty) -> str:
   return "0.0" if t.kind == "f" else "false" if t.kind == "bool" else "0"
-
-
-def _locals(stmts, out: dict) -> dict:
-  for st in stmts:
-    if st.op == "assign":
-      lv = st.args[0]
-      while lv[0] in ("as", "slice", "bit"):
-        lv = lv[1]
-      if lv[0] == "var":
-        out.setdefault(lv[1], lv[2])
-    elif st.op == "if":
-      for _, b in st.args[0]:
-        _locals(b, out)
-      _locals(st.args[1], out)
-    elif st.op in ("for", "while"):
-      _locals(st.args[-1], out)
-  return out
 
 
 def _has_loop(stmts) -> bool:
@@ -1316,8 +1295,14 @@ ok:
   %r = inttoptr i64 %hh to ptr
   ret ptr %r
 bad:
+  call void @fault(ptr %ctx, i64 1, i64 %a, i64 %nb, i64 %wr, i64 %w)
+  ret ptr null
+}
+
+define internal void @fault(ptr %ctx, i64 %kind, i64 %a, i64 %nb, i64 %wr, i64 %w) noinline cold {
+entry:
   %f0 = getelementptr i64, ptr %ctx, i64 13
-  store i64 1, ptr %f0
+  store i64 %kind, ptr %f0
   %f1 = getelementptr i64, ptr %ctx, i64 14
   store i64 %a, ptr %f1
   %f2 = getelementptr i64, ptr %ctx, i64 15
@@ -1326,7 +1311,7 @@ bad:
   store i64 %wr, ptr %f3
   %f4 = getelementptr i64, ptr %ctx, i64 17
   store i64 %w, ptr %f4
-  ret ptr null
+  ret void
 }
 
 define internal ptr @lds_ptr(ptr %ctx, i64 %a, i64 %nb, i64 %wr, i64 %w, ptr %hint) alwaysinline {
@@ -1347,16 +1332,7 @@ ok:
   %r = inttoptr i64 %h to ptr
   ret ptr %r
 fail:
-  %f0 = getelementptr i64, ptr %ctx, i64 13
-  store i64 4, ptr %f0
-  %f1 = getelementptr i64, ptr %ctx, i64 14
-  store i64 %off, ptr %f1
-  %f2 = getelementptr i64, ptr %ctx, i64 15
-  store i64 %nb, ptr %f2
-  %f3 = getelementptr i64, ptr %ctx, i64 16
-  store i64 %wr, ptr %f3
-  %f4 = getelementptr i64, ptr %ctx, i64 17
-  store i64 %w, ptr %f4
+  call void @fault(ptr %ctx, i64 4, i64 %off, i64 %nb, i64 %wr, i64 %w)
   ret ptr null
 }
 """
@@ -1364,7 +1340,7 @@ fail:
 
 # ------------------------------------------------------------------------------------------------ runtime side
 _SEQ = [0]
-STATS = {"blocks": 0, "runs": 0, "wave_instructions": 0, "compile_seconds": 0.0}  # what the tier compiled and ran in this process
+STATS = {"blocks": 0, "runs": 0, "wave_instructions": 0, "compile_seconds": 0.0}  # this process's tier work
 FAILED: list = []  # (arch, ops, LLVM error) of blocks LLVM rejected; tests assert it stays empty
 
 

@@ -14,7 +14,7 @@ import hashlib
 from pathlib import Path
 
 from gputwin.pcode import runtime as rt
-from gputwin.pcode.ir import BOOL, E, Program, S, Ty, lv_ty
+from gputwin.pcode.ir import BOOL, E, Program, S, Ty, locals_of, lv_ty
 
 VERSION = 7  # bump when generated code changes
 
@@ -291,24 +291,8 @@ class Gen:
       raise NotImplementedError(k)
 
   # ------------------------------------------------------------------ whole body
-  def locals_of(self, stmts, out: dict) -> dict:
-    for st in stmts:
-      if st.op == "assign":
-        lv = st.args[0]
-        while lv[0] in ("as", "slice", "bit"):
-          lv = lv[1]
-        if lv[0] == "var":
-          out.setdefault(lv[1], lv[2])
-      elif st.op == "if":
-        for _, b in st.args[0]:
-          self.locals_of(b, out)
-        self.locals_of(st.args[1], out)
-      elif st.op in ("for", "while"):
-        self.locals_of(st.args[-1], out)
-    return out
-
   def init_locals(self, stmts, ind: int, skip=()) -> None:
-    for name, t in self.locals_of(stmts, {}).items():
+    for name, t in locals_of(stmts).items():
       if name in skip:
         continue
       if t.kind == "arr":

@@ -842,6 +842,25 @@ def _has_effect(e) -> bool:
   return False
 
 
+def locals_of(stmts, out: dict | None = None) -> dict:
+  """Local variables a body assigns (name -> type), in order of first assignment, nested blocks included."""
+  out = {} if out is None else out
+  for st in stmts:
+    if st.op == "assign":
+      lv = st.args[0]
+      while lv[0] in ("as", "slice", "bit"):
+        lv = lv[1]
+      if lv[0] == "var":
+        out.setdefault(lv[1], lv[2])
+    elif st.op == "if":
+      for _, b in st.args[0]:
+        locals_of(b, out)
+      locals_of(st.args[1], out)
+    elif st.op in ("for", "while"):
+      locals_of(st.args[-1], out)
+  return out
+
+
 def lower(ast: Node, arch: str = "", inst: str = "", operand_bits: dict[str, int] | None = None) -> Program:
   return remove_dead_stores(Lower(ast, arch, inst, operand_bits).lower())
 
