@@ -256,7 +256,7 @@ class Gen:
       o, x, y = a
       xv, yv = self.coerce(self.ex(x), x.ty, t), self.coerce(self.ex(y), y.ty, t)
       lt = _lty(t)
-      if t.kind == "f" and t.bits == 16:  # numpy rounds f16 arithmetic through its own f32->f16 NaN rules
+      if t.kind == "f" and t.bits == 16:  # which NaN numpy's f16 loops return is not the x86 rule (see README)
         raise Unsupported("f16 arithmetic")
       if t.isf and o in "+-*/":
         r = f.op(f"{ {'+': 'fadd', '-': 'fsub', '*': 'fmul', '/': 'fdiv'}[o]} {lt} {xv}, {yv}")
