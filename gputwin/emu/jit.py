@@ -1520,6 +1520,9 @@ class Tier:
             blk = self.blocks[key] = compile_block(self.prog, pc, self.eng.L)
           except ImportError:  # llvmlite missing: stay interpreted
             blk = self.blocks[key] = None
+          except Exception as e:  # a code generator bug must not stop the launch: interpret, keep the evidence
+            FAILED.append((self.prog.arch, pc, f"{type(e).__name__}: {e}"))
+            blk = self.blocks[key] = None
       if blk is False:
         if n:  # interpreted now, but its successor may be mid-block
           op = self.prog.op(pc)
