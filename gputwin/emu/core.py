@@ -74,6 +74,7 @@ class _Mem:
       self.space.scatter(a + U64(4 * k), ((v >> (32 * k)) & 0xffffffff).astype(U32), 4)
 
 
+_NOMEM = _Mem(None)  # the memory object of instructions without memory access (holds nothing)
 _HEAP_TUNED = False
 
 
@@ -288,7 +289,7 @@ class Engine:
       self._memop(op, ix, m, st)
     else:
       pm = None if _scalar_valu(op) else self._pexec(op, m)
-      out = sem(st, exec=pm, mem=_Mem(None), lanes=self.L, wave64=self.L == 64)
+      out = sem(st, exec=pm, mem=_NOMEM, lanes=self.L, wave64=self.L == 64)
       self.retire(op, ix, m, out)
     if fancy:  # register files were passed as copies: write them back
       if "VGPR" in sem.regfiles:
@@ -302,15 +303,19 @@ class Engine:
 
   def _inputs(self, op: Op, ix, m) -> dict:
     st = {}
-    for name in op.sem.inputs:
-      s = op.ins.get(name)
-      if isinstance(s, Src):
-        st[name] = self._wide(s, ix) if s.dwords > 2 and op.sem.inputs[name] > 64 else self.fetch(s, ix, op)
+    for name, kind, s in _input_plan(op):
+      if kind == _VGPR:
+        st[name] = self.V[ix, s]
+      elif kind == _CONST:
+        st[name] = s
+      elif kind == _FETCH:
+        st[name] = self.fetch(s, ix, op)
+      elif kind == _OLD:
+        st[name] = self.fetch(s, ix)
+      elif kind == _WIDE:
+        st[name] = self._wide(s, ix)
       else:
         st[name] = self.special(name, ix, op)
-    for name, s in op.old.items():
-      wide = s.dwords > 2 and max(op.sem.inputs.get(name, 0), op.sem.outputs.get(name, 0)) > 64
-      st[name] = self._wide(s, ix) if wide else self.fetch(s, ix)
     sd = op.info.get("sdwa")
     for i in range(2 if sd else 0):
       if f"S{i}" in st:
@@ -498,6 +503,36 @@ class Engine:
     then touch every lane in lane order, as with the mask). Atomics keep the mask: pcode checks it for lanes that
     must run their read-modify-write one after another."""
     return None if m is self._exec and self._exec_all and not op.atomic else m
+
+
+_FETCH, _OLD, _WIDE, _SPECIAL, _VGPR, _CONST = range(6)
+
+
+def _input_plan(op: Op) -> list:
+  """How Engine._inputs gets each pcode input of `op`, worked out once: (name, kind, operand); plain one-dword VGPRs
+  (no DPP, halves, packing or modifiers) are a view of the register file, plain constants a prepared numpy scalar."""
+  plan = op.info.get("_inputs")
+  if plan is None:
+    plain = lambda s: not (s.hi or s.pk or s.abs or s.neg)
+    plan = []
+    for name in op.sem.inputs:
+      s = op.ins.get(name)
+      if not isinstance(s, Src):
+        plan.append((name, _SPECIAL, None))
+      elif s.dwords > 2 and op.sem.inputs[name] > 64:
+        plan.append((name, _WIDE, s))
+      elif s.file == "v" and s.dwords == 1 and plain(s) and not (op.info.get("dpp") and s is op.ins.get("S0")):
+        plan.append((name, _VGPR, s.index))
+      elif s.file == "k" and plain(s):
+        plan.append((name, _CONST, U64(s.value) if s.dwords == 2 or s.value > M32 else U32(s.value)))
+      else:
+        plan.append((name, _FETCH, s))
+    for name, s in op.old.items():
+      wide = s.dwords > 2 and max(op.sem.inputs.get(name, 0), op.sem.outputs.get(name, 0)) > 64
+      plan.append((name, _WIDE if wide else _VGPR if s.file == "v" and s.dwords == 1 and plain(s) else _OLD,
+                   s.index if not wide and s.file == "v" and s.dwords == 1 and plain(s) else s))
+    op.info["_inputs"] = plan
+  return plan
 
 
 def _scalar_valu(op: Op) -> bool:
