@@ -178,6 +178,7 @@ class Gen:
     self.state: dict[str, tuple[str, int]] = {}
     self.loop_exit: list[str] = []
     self.hint = None
+    self.lanebit: dict[str, tuple[str, str]] = {}  # per-wave lane mask -> (this lane's bit, written?) allocas
 
   # ---------------------------------------------------------------- value helpers
   def conv_int(self, v: str, fb: int, tb: int, sign: bool) -> str:
@@ -313,6 +314,8 @@ class Gen:
       safe = f.op(f"select i1 {big}, i64 0, i64 {s}")
       r = f.op(f"{'shl' if o == '<<' else 'lshr'} i{bits} {xv}, {self.conv_int(safe, 64, bits, False)}")
       return f.op(f"select i1 {big}, i{bits} 0, i{bits} {r}")
+    if op == "bit" and self.lanebit and _lane_bit_of(a[0], a[1]) in self.lanebit:
+      return f.op(f"load i1, ptr {self.lanebit[_lane_bit_of(a[0], a[1])][0]}")
     if op in ("slice", "bit"):
       x = a[0]
       u, ub = self.raw(self.ex(x), x.ty)
@@ -643,6 +646,10 @@ class Gen:
         old, ot = self.lv_read(inner)
         ou, ob = self.raw(old, ot)
         self.store(inner, self.from_bits(self.insert(ou, ob, u, ub, "0", t.bits), ob, bt), bt)
+    elif k == "bit" and self.lanebit and _lane_bit_of(lv[1], lv[2]) in self.lanebit and vt.kind == "bool":
+      bit, written = self.lanebit[_lane_bit_of(lv[1], lv[2])]
+      f.emit(f"store i1 {val}, ptr {bit}")
+      f.emit(f"store i1 true, ptr {written}")
     elif k in ("slice", "bit"):
       inner = lv[1]
       bt = self.lv_ty(inner)
@@ -812,14 +819,20 @@ entry:
     # state variables: per wave (scalars, specials) or per lane (VGPRs, addresses)
     for g, o in zip(gens, parts):
       self.declare(g, o, vector)
-    for g, o in zip(gens, parts):  # per-wave state first (read once, before any lane)
-      self.load_state(g, o, lane=False)
-      for nm in g.lane0:  # lane 0 may be inactive: the register then gets the initial value
-        self.store_reg(f, o.outs[nm], str(_default(nm, g.widths[nm])), g.widths[nm], o) if nm in o.outs else None
     # a body without memory, loops or lane-0 results runs in every lane, its results kept where EXEC is set: the
     # lane loop is then branch-free, which LLVM vectorises
     pure = vector and not any(o.mem for o in parts) and not any(g.lane0 for g in gens) and \
         not any(_has_loop(o.sem.program.body) for o in parts)
+    for g, o in zip(gens, parts):  # per-wave state first (read once, before any lane)
+      self.load_state(g, o, lane=False)
+      for nm in o.sem.program.outputs if pure else ():
+        w = g.widths[nm]
+        if nm not in g.lane_names and w <= 64 and _lane_bit_only(o.sem.program.body, nm):
+          g.masks[nm] = (f.alloca(f"i{w}"), f.alloca(f"i{w}"))
+          f.emit(f"store i{w} 0, ptr {g.masks[nm][0]}")
+          f.emit(f"store i{w} 0, ptr {g.masks[nm][1]}")
+      for nm in g.lane0:  # lane 0 may be inactive: the register then gets the initial value
+        self.store_reg(f, o.outs[nm], str(_default(nm, g.widths[nm])), g.widths[nm], o) if nm in o.outs else None
     on = None
     if vector:
       f.emit("br label %lhead")
@@ -836,12 +849,26 @@ entry:
     else:
       f.emit("%lane32 = add i32 0, 0")
       f.emit("%lane = add i64 0, 0")
-    snaps = []
+    snaps, masks = [], []
     for g, o in zip(gens, parts):
       self.load_state(g, o, lane=True)
-      if pure:  # per-wave results this lane may write (lane-mask bits): kept as they were if the lane is off
+      if pure:
+        # a lane mask the body only touches at this lane's bit (VCC carry-outs, VOPC results): each lane works on
+        # its own bit, and the bits are OR-reduced into the mask after the loop (vectorisable)
+        for nm in o.sem.program.outputs:
+          ptr, w = g.state[nm]
+          if nm in g.lane_names or not _lane_bit_only(o.sem.program.body, nm) or w > 64:
+            continue
+          bit, written = g.lanebit[nm] = (f.alloca("i1"), f.alloca("i1"))
+          acc, wm = g.masks[nm]
+          orig = f.op(f"load i{w}, ptr {ptr}")
+          mine = f.op(f"lshr i{w} {orig}, {self.lane_w(f, w)}")
+          f.emit(f"store i1 {f.op(f'trunc i{w} {mine} to i1')}, ptr {bit}")
+          f.emit(f"store i1 false, ptr {written}")
+          masks.append((g, nm, bit, written, acc, wm, w))
+        # other per-wave results this lane may write: kept as they were if the lane is off
         snaps.append([(g.state[nm], f.op(f"load i{g.state[nm][1]}, ptr {g.state[nm][0]}"))
-                      for nm in o.sem.program.outputs if nm not in g.lane_names])
+                      for nm in o.sem.program.outputs if nm not in g.lane_names and nm not in g.lanebit])
     for g, o in zip(gens, parts):
       self.addresses(g, o)
     for g, o in zip(gens, parts):
@@ -855,6 +882,14 @@ entry:
       for (ptr, w), old in snap:
         new = f.op(f"load i{w}, ptr {ptr}")
         f.emit(f"store i{w} {f.op(f'select i1 {on}, i{w} {new}, i{w} {old}')}, ptr {ptr}")
+    for g, nm, bit, written, acc, wm, w in masks:
+      wr = f.op(f"and i1 {f.op(f'load i1, ptr {written}')}, {on}")
+      b = f.op(f"and i1 {f.op(f'load i1, ptr {bit}')}, {wr}")
+      sh = self.lane_w(f, w)
+      for a, v in ((acc, b), (wm, wr)):
+        placed = f.op(f"shl i{w} {f.op(f'zext i1 {v} to i{w}')}, {sh}")
+        cur = f.op(f"load i{w}, ptr {a}")
+        f.emit(f"store i{w} {f.op(f'or i{w} {cur}, {placed}')}, ptr {a}")
     if vector:
       f.emit("br label %lnext")
       f.put("lnext")
@@ -862,6 +897,12 @@ entry:
       done = f.op(f"icmp eq i64 %lane.n, {self.L}")
       f.emit(f"br i1 {done}, label %lend, label %lhead")
       f.put("lend")
+    for g, nm, bit, written, acc, wm, w in masks:  # mask = (old & ~written lanes) | their bits
+      ptr = g.state[nm][0]
+      lanes = f.op(f"load i{w}, ptr {wm}")
+      keep = f.op(f"and i{w} {f.op(f'load i{w}, ptr {ptr}')}, {f.op(f'xor i{w} {lanes}, -1')}")
+      bits = f.op(f"load i{w}, ptr {acc}")
+      f.emit(f"store i{w} {f.op(f'or i{w} {keep}, {bits}')}, ptr {ptr}")
     for g, o in zip(gens, parts):
       self.store_state(g, o, lane=False)
     self.bump_pc(f, op)
@@ -870,6 +911,11 @@ entry:
     else:
       lane_count = "1"
     return self.finish(f, i, lane_count, pre=vector)
+
+  @staticmethod
+  def lane_w(f: Fn, w: int) -> str:
+    """The lane number as an i{w} shift amount."""
+    return "%lane" if w == 64 else f.op(f"trunc i64 %lane to i{w}")
 
   def finish(self, f: Fn, i: int, lane_count: str, pre: bool = False) -> str:
     lc = f.live(C_LANES)
@@ -971,6 +1017,7 @@ entry:
     g.widths = names
     g.lane_names, g.lane0 = set(), set()
     g.ea = g.f.alloca("i64")
+    g.masks = {}  # lane-mask outputs reduced after the lane loop: name -> (bits, written lanes) accumulators
     for nm, w in names.items():
       if w > 1024:
         raise Unsupported("huge state")
@@ -1159,6 +1206,78 @@ def _default(name: str, w: int) -> int:
 
 def _zero(t: Ty) -> str:
   return "0.0" if t.kind == "f" else "false" if t.kind == "bool" else "0"
+
+
+def _peel(e, ops):
+  while getattr(e, "op", None) in ops:
+    e = e.args[0]
+  return e
+
+
+def _lane_bit_of(x, idx) -> str | None:
+  """`X.u64[laneId]` (as an expression's operands or an lvalue's): the state name X, else None."""
+  if isinstance(x, tuple):  # lvalue
+    while x[0] == "as":
+      x = x[1]
+    base = x[1] if x[0] == "state" else None
+  else:
+    x = _peel(x, ("bitcast",))
+    base = x.args[0] if x.op == "state" else None
+  i = _peel(idx, ("cvt", "bitcast"))
+  return base if base is not None and i.op == "wave" and i.args[0] == "laneId" else None
+
+
+def _lane_bit_only(stmts, name: str) -> bool:
+  """Does the body touch state `name` only as `name.u64[laneId]` (read or written as a bool), and write it?"""
+  ok, wrote = [True], [False]
+
+  def expr(e):
+    if not hasattr(e, "op"):
+      return
+    if e.op == "bit" and _lane_bit_of(e.args[0], e.args[1]) == name:
+      expr(e.args[1])
+      return
+    if e.op == "state" and e.args[0] == name:
+      ok[0] = False
+      return
+    for a in e.args:
+      if isinstance(a, tuple):
+        for b in a:
+          expr(b)
+      else:
+        expr(a)
+
+  def lval(lv):
+    if lv[0] == "bit" and _lane_bit_of(lv[1], lv[2]) == name:
+      wrote[0] = True
+      return
+    if lv[0] == "state" and lv[1] == name:
+      ok[0] = False
+    for a in lv[1:]:
+      if isinstance(a, tuple) and a and isinstance(a[0], str):
+        lval(a)
+      else:
+        expr(a)
+
+  def walk(body):
+    for st in body:
+      if st.op == "assign":
+        lval(st.args[0])
+        expr(st.args[1])
+        if st.args[0][0] == "bit" and _lane_bit_of(st.args[0][1], st.args[0][2]) == name and \
+           st.args[1].ty.kind != "bool":
+          ok[0] = False
+      elif st.op == "if":
+        for c, b in st.args[0]:
+          expr(c)
+          walk(b)
+        walk(st.args[1])
+      elif st.op in ("for", "while"):
+        ok[0] = False
+      elif st.op == "eval":
+        expr(st.args[0])
+  walk(stmts)
+  return ok[0] and wrote[0]
 
 
 def _has_loop(stmts) -> bool:
