@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import re
 import struct
 import time
 
@@ -37,7 +38,7 @@ MEM_KINDS = ("global", "smem", "ds")
 
 # ctx: one int64 array shared by Python and the native code
 (C_V, C_S, C_SCC, C_PC, C_WG, C_VSTW, C_VSTR, C_SSTW, C_SSTR, C_LDS, C_LDSZ, C_NREG, C_REGS, C_FAULT, C_FADDR,
- C_FBYTES, C_FWRITE, C_FWAVE, C_LANES, C_FINST, C_N) = range(21)
+ C_FBYTES, C_FWRITE, C_FWAVE, C_LANES, C_N) = range(20)
 F_GLOBAL, F_HIGH, F_LDSBASE, F_LDSOFF = 1, 2, 3, 4
 
 
@@ -92,10 +93,6 @@ def _fconst(v: float, bits: int) -> str:
   if bits == 32:  # LLVM writes float constants as the double of the same value
     v = struct.unpack("<f", struct.pack("<f", v))[0]
   return "0x%016X" % struct.unpack("<Q", struct.pack("<d", v))[0]
-
-
-def _cbits(bits: int) -> int:
-  return 8 if bits <= 8 else 16 if bits <= 16 else 32 if bits <= 32 else 64 if bits <= 64 else 0
 
 
 class Fn:
@@ -170,8 +167,8 @@ class Gen:
   """The body of one instruction for one wave (and, for vector ops, each active lane): operand fetch as core.Engine
   does it, the pcode IR as gputwin/pcode/compile.py + runtime.py evaluate it, results stored as Engine.retire does."""
 
-  def __init__(self, f: Fn, op: Op, eng_info: dict, idx: int):
-    self.f, self.op, self.info, self.idx = f, op, eng_info, idx
+  def __init__(self, f: Fn, op: Op, eng_info: dict):
+    self.f, self.op, self.info = f, op, eng_info
     self.L, self.fam = eng_info["lanes"], eng_info["family"]
     self.sp = SPECIAL["cdna" if self.fam == "cdna" else "rdna"]
     self.vars: dict[str, tuple[str, Ty]] = {}
@@ -736,12 +733,10 @@ def supported(op: Op, fam: str) -> None:
 class Block:
   """One compiled run of instructions: its native entry point and what the scheduler needs to account for it."""
 
-  def __init__(self, pc: int, ops: list[Op], fn, lanes_per_inst):
-    self.pc, self.ops, self.fn = pc, ops, fn
+  def __init__(self, pc: int, ops: list[Op], fn, module, nv: int, ns: int):
+    self.pc, self.ops, self.fn, self.module = pc, ops, fn, module  # the module keeps the machine code alive
     self.n = len(ops)
-    self.end = ops[-1].pc + ops[-1].size
-    self.sets_pc = any(("PC" in o.sem.outputs) for o in ops if o.kind == "alu" and o.sem is not None)
-    self.writes_exec = True
+    self.nv, self.ns = nv, ns  # VGPRs / SGPRs the block touches
 
 
 def collect(prog, pc: int, fam: str) -> list[Op]:
@@ -796,16 +791,12 @@ entry:
   ret i32 0
 }}
 """
-    return _PRELUDE.replace("LANES", str(self.L)) + "\n".join(self.funcs) + drv
+    return _PRELUDE + "\n".join(self.funcs) + drv
 
   # -------------------------------------------------------------------------------- one instruction
   def inst_fn(self, i: int, op: Op) -> str:
     f = Fn()
-    info = {"lanes": self.L, "family": self.fam,
-            "space": "lds" if op.mem == "ds" else "gm"}
-    body = Fn()  # the per-wave part
-    body.n = 0
-    f = body
+    info = {"lanes": self.L, "family": self.fam, "space": "lds" if op.mem == "ds" else "gm"}
     parts = _parts(op)
     vector = op.vector and op.kind != "nop"
     f.emit("%wave = add i64 %w, 0")
@@ -815,7 +806,7 @@ entry:
       lane_count = str(self.L)
       return self.finish(f, i, lane_count)
     exec_v = self.exec_value(f)
-    gens = [Gen(f, o, info, i) for o in parts]
+    gens = [Gen(f, o, info) for o in parts]
     # state variables: per wave (scalars, specials) or per lane (VGPRs, addresses)
     for g, o in zip(gens, parts):
       self.declare(g, o, vector)
@@ -1346,9 +1337,9 @@ declare i64 @llvm.bitreverse.i64(i64)
 
 define internal ptr @gm_ptr(ptr %ctx, i64 %a, i64 %nb, i64 %wr, i64 %w, ptr %hint) alwaysinline {
 entry:
-  %np = getelementptr i64, ptr %ctx, i64 11
+  %np = getelementptr i64, ptr %ctx, i64 C_NREG
   %n = load i64, ptr %np
-  %tp = getelementptr i64, ptr %ctx, i64 12
+  %tp = getelementptr i64, ptr %ctx, i64 C_REGS
   %ti = load i64, ptr %tp
   %t = inttoptr i64 %ti to ptr
   %end = add i64 %a, %nb
@@ -1378,9 +1369,9 @@ slow:
 
 define internal ptr @gm_search(ptr %ctx, i64 %a, i64 %nb, i64 %wr, i64 %w, ptr %hint) noinline {
 entry:
-  %np = getelementptr i64, ptr %ctx, i64 11
+  %np = getelementptr i64, ptr %ctx, i64 C_NREG
   %n = load i64, ptr %np
-  %tp = getelementptr i64, ptr %ctx, i64 12
+  %tp = getelementptr i64, ptr %ctx, i64 C_REGS
   %ti = load i64, ptr %tp
   %t = inttoptr i64 %ti to ptr
   %end = add i64 %a, %nb
@@ -1420,15 +1411,15 @@ bad:
 
 define internal void @fault(ptr %ctx, i64 %kind, i64 %a, i64 %nb, i64 %wr, i64 %w) noinline cold {
 entry:
-  %f0 = getelementptr i64, ptr %ctx, i64 13
+  %f0 = getelementptr i64, ptr %ctx, i64 C_FAULT
   store i64 %kind, ptr %f0
-  %f1 = getelementptr i64, ptr %ctx, i64 14
+  %f1 = getelementptr i64, ptr %ctx, i64 C_FADDR
   store i64 %a, ptr %f1
-  %f2 = getelementptr i64, ptr %ctx, i64 15
+  %f2 = getelementptr i64, ptr %ctx, i64 C_FBYTES
   store i64 %nb, ptr %f2
-  %f3 = getelementptr i64, ptr %ctx, i64 16
+  %f3 = getelementptr i64, ptr %ctx, i64 C_FWRITE
   store i64 %wr, ptr %f3
-  %f4 = getelementptr i64, ptr %ctx, i64 17
+  %f4 = getelementptr i64, ptr %ctx, i64 C_FWAVE
   store i64 %w, ptr %f4
   ret void
 }
@@ -1436,7 +1427,7 @@ entry:
 define internal ptr @lds_ptr(ptr %ctx, i64 %a, i64 %nb, i64 %wr, i64 %w, ptr %hint) alwaysinline {
 entry:
   %off = and i64 %a, 524287
-  %szp = getelementptr i64, ptr %ctx, i64 10
+  %szp = getelementptr i64, ptr %ctx, i64 C_LDSZ
   %sz = load i64, ptr %szp
   %end = add i64 %off, %nb
   %bad = icmp ugt i64 %end, %sz
@@ -1445,7 +1436,7 @@ ok:
   %slot = lshr i64 %a, 20
   %base = mul i64 %slot, %sz
   %idx = add i64 %base, %off
-  %bp = getelementptr i64, ptr %ctx, i64 9
+  %bp = getelementptr i64, ptr %ctx, i64 C_LDS
   %b = load i64, ptr %bp
   %h = add i64 %b, %idx
   %r = inttoptr i64 %h to ptr
@@ -1455,6 +1446,9 @@ fail:
   ret ptr null
 }
 """
+_CTX = dict(NREG=C_NREG, REGS=C_REGS, LDS=C_LDS, LDSZ=C_LDSZ, FAULT=C_FAULT, FADDR=C_FADDR, FBYTES=C_FBYTES,
+            FWRITE=C_FWRITE, FWAVE=C_FWAVE)
+_PRELUDE = re.sub(r"i64 C_(\w+)\n", lambda m: f"i64 {_CTX[m.group(1)]}\n", _PRELUDE)  # ctx slots by name
 
 
 # ------------------------------------------------------------------------------------------------ runtime side
@@ -1502,9 +1496,7 @@ def _compile_block(prog, pc: int, lanes: int):
   ee.finalize_object()
   addr = ee.get_function_address(name)
   fn = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)(addr)
-  blk = Block(pc, ops, fn, None)
-  blk._keep = mod
-  blk.nv, blk.ns = comp.nv, comp.ns
+  blk = Block(pc, ops, fn, mod, comp.nv, comp.ns)
   STATS["blocks"] += 1
   return blk
 
