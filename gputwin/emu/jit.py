@@ -8,9 +8,10 @@ batched interpreter uses, so results are bit-identical to it (and, for race-free
 else (DPP/SDWA, cross-lane and register-indexed bodies, MFMA/WMMA, barriers, checkers, hooks) stays interpreted: the
 block simply ends before it.
 
-Tiering: a program runs interpreted until it has executed `GPUTWIN_JIT_AFTER` wave-instructions (default 200k,
-about 50 ms of interpretation), then each block is compiled on first use (a few ms to tens of ms; importing
-llvmlite costs ~0.1 s once per process). `GPUTWIN_JIT=0` turns the tier off, `GPUTWIN_JIT=force` compiles at once.
+Tiering (see `Tier`): a block compiles once `GPUTWIN_JIT_AFTER` lanes (default 1.5M, summed over launches of the
+program) have entered it interpreted, about what compiling it would cost, so a one-off dispatch never runs more than
+~2x slower than the interpreter alone and a repeated one runs natively. `GPUTWIN_JIT=0` turns the tier off,
+`GPUTWIN_JIT=force` compiles every block at first sight.
 
 Semantics follow gputwin/pcode/runtime.py operation by operation (wrapping, shifts past the width, conversions,
 NaN payloads of float->float casts); what the tier cannot match exactly it declines (`Unsupported`), so the
@@ -51,7 +52,7 @@ def mode() -> str:
 
 
 def threshold() -> int:
-  return 0 if mode() == "force" else int(os.environ.get("GPUTWIN_JIT_AFTER", 200_000))
+  return 0 if mode() == "force" else int(float(os.environ.get("GPUTWIN_JIT_AFTER", 1_500_000)))
 
 
 # ------------------------------------------------------------------------------------------------ LLVM plumbing
@@ -1596,10 +1597,11 @@ class Native:
 class Tier:
   """What core.run asks at every scheduling step: the compiled block at a PC, or None (interpret this step).
 
-  A block is compiled once it is hot: when the waves that reached its first instruction, times its length, pass
-  `GPUTWIN_JIT_AFTER` wave-instructions (compiling costs ~5-10 ms of CPU per instruction, interpreting ~0.3-1 us
-  per wave-instruction). Only block leaders count: a PC the interpreter reached by falling through a compilable,
-  non-branch instruction is the middle of a block that starts earlier, and compiling its tail would be wasted."""
+  A block compiles once `GPUTWIN_JIT_AFTER` lanes have reached its first instruction interpreted (rent, then buy:
+  compiling costs ~5-10 ms of CPU per instruction, interpreting ~3-10 ns per lane-instruction, so by then the
+  interpreter has spent about what the compile costs, whatever the block's length). Only block leaders count: a PC
+  the interpreter reached by falling through a compilable, non-branch instruction is the middle of a block that
+  starts earlier, and compiling its tail would be wasted."""
 
   def __init__(self, eng, native: Native):
     self.eng, self.native, self.prog = eng, native, eng.prog
@@ -1625,7 +1627,7 @@ class Tier:
       if n is None:
         n = self.length[pc] = len(collect(self.prog, pc, self.prog.family))
       if not mid and n:
-        h = self.heat[pc] = self.heat.get(pc, 0) + waves * n
+        h = self.heat[pc] = self.heat.get(pc, 0) + waves * self.eng.L
         if h >= self.after:
           try:
             blk = self.blocks[key] = compile_block(self.prog, pc, self.eng.L)
