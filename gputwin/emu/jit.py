@@ -1338,11 +1338,8 @@ declare i64 @llvm.bitreverse.i64(i64)
 
 define internal ptr @gm_ptr(ptr %ctx, i64 %a, i64 %nb, i64 %wr, i64 %w, ptr %hint) alwaysinline {
 entry:
-  %np = getelementptr i64, ptr %ctx, i64 C_NREG
-  %n = load i64, ptr %np
   %tp = getelementptr i64, ptr %ctx, i64 C_REGS
-  %ti = load i64, ptr %tp
-  %t = inttoptr i64 %ti to ptr
+  %t = load ptr, ptr %tp
   %end = add i64 %a, %nb
   %h = load i64, ptr %hint
   %hk = mul i64 %h, 3
