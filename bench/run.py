@@ -110,15 +110,19 @@ def cold_child(co: str, kernel: str, arch: str) -> None:
   print(json.dumps({"first": first, "second": second}))
 
 
-def cold_start(co: Path, kernel: str, arch: str, vendor_cache: Path) -> float:
-  with tempfile.TemporaryDirectory(prefix="gputwin-cold-") as d:
-    for p in vendor_cache.glob("amd-tables-*.pkl"):  # vendor tables cached, compile caches empty
-      shutil.copy(p, d)
-    env = dict(os.environ, GPUTWIN_CACHE=d)
-    r = subprocess.run([sys.executable, __file__, "--cold-child", str(co), kernel, arch], env=env, capture_output=True,
-                       text=True, check=True)
-    t = json.loads(r.stdout.strip().splitlines()[-1])
-    return max(t["first"] - t["second"], 0.0)
+def cold_start(co: Path, kernel: str, arch: str, vendor_cache: Path, runs: int = 3) -> float:
+  """Best of `runs` fresh processes (a 2-core machine shared with other work moves single samples by 2x)."""
+  best = float("inf")
+  for _ in range(runs):
+    with tempfile.TemporaryDirectory(prefix="gputwin-cold-") as d:
+      for p in vendor_cache.glob("amd-tables-*.pkl"):  # vendor tables cached, compile caches empty
+        shutil.copy(p, d)
+      env = dict(os.environ, GPUTWIN_CACHE=d)
+      r = subprocess.run([sys.executable, __file__, "--cold-child", str(co), kernel, arch], env=env,
+                         capture_output=True, text=True, check=True)
+      t = json.loads(r.stdout.strip().splitlines()[-1])
+      best = min(best, max(t["first"] - t["second"], 0.0))
+  return best
 
 
 def main() -> int:
