@@ -20,6 +20,7 @@ reports it (same address, wave, instruction); lanes before it in that instructio
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import re
@@ -1542,6 +1543,8 @@ class Native:
     c[C_LDS], c[C_LDSZ] = e.lds.buf.ctypes.data, e.lds.size
     assert e.scc.dtype == np.uint32 and e.pc.dtype == np.int64 and e.V.strides[2] == 4
     self.ok = _regions(e.mem) is not None
+    # an address space shared with a CPU thread (the mock KFD's VM) is held still while native code runs on it
+    self.hold = getattr(getattr(e.mem, "vm", None), "held", None) or contextlib.nullcontext()
 
   def refresh(self) -> None:
     key, rows = _regions(self.eng.mem)
@@ -1554,11 +1557,12 @@ class Native:
   def run(self, blk: Block, ix) -> None:
     from gputwin.emu.core import Stop
     eng, c = self.eng, self.ctx
-    self.refresh()
     waves = self.all if isinstance(ix, slice) else np.ascontiguousarray(ix, dtype=np.int64)
     c[C_FAULT] = 0
     c[C_LANES] = 0
-    r = blk.fn(c.ctypes.data, waves.ctypes.data, len(waves))
+    with self.hold:
+      self.refresh()
+      r = blk.fn(c.ctypes.data, waves.ctypes.data, len(waves))
     STATS["runs"] += 1
     eng._exec = None
     if r:

@@ -55,6 +55,12 @@ class GPUAddressSpace:
     self._index: tuple[list[int], list[Mapping]] = ([], [])   # (starts, mappings), replaced whole on every change
     self._lock = threading.Lock()
 
+  @property
+  def held(self) -> threading.Lock:
+    """Held while an engine works on raw host pointers of the mappings (the emulator's native tier): map/unmap wait,
+    so a BO cannot be unmapped, then freed, under running code."""
+    return self._lock
+
   def __len__(self) -> int: return len(self._index[1])
   def mappings(self) -> list[Mapping]: return list(self._index[1])
 
