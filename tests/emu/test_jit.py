@@ -211,3 +211,27 @@ def test_tier_waits_until_a_block_is_hot(clang_co, monkeypatch):
   launch(co, "saxpy", grid=c["grid"], block=c["block"], args=c["args"], checks=False)
   assert jit.STATS["runs"] > before["runs"]
   _check(c)
+
+
+def _fuzz_native(monkeypatch, tmp_path, seed, count):
+  """Random UB-free OpenCL programs (gputwin fuzz) with every block compiled: outputs equal the host's."""
+  import shutil
+  if not (shutil.which("clang-22") and shutil.which("ld.lld-22")):
+    pytest.skip("clang-22 / ld.lld-22 not installed (CI installs them: .ci/run)")
+  from gputwin.verify import fuzz
+  monkeypatch.setattr(fuzz, "CHECKS", False)  # checkers keep the interpreter; the tier runs without them
+  monkeypatch.setenv("GPUTWIN_JIT", "force")
+  before = jit.STATS["wave_instructions"]
+  res = fuzz.fuzz(seed, count, fuzz.TARGETS, batch=count, jobs=1, reduce_mismatches=False, save_to=tmp_path)
+  assert jit.STATS["wave_instructions"] > before and not jit.FAILED
+  bad = [f"{o.target} #{o.index}: {o.status} {o.detail}" for o in res if o.status not in ("ok", "known-bug")]
+  assert not bad, "\n".join(bad[:10])
+
+
+def test_fuzzed_programs_native_equal_host(monkeypatch, tmp_path):
+  _fuzz_native(monkeypatch, tmp_path, 2027, 3)
+
+
+@pytest.mark.slow
+def test_fuzzed_programs_native_equal_host_many(monkeypatch, tmp_path):
+  _fuzz_native(monkeypatch, tmp_path, 7, 25)
