@@ -25,6 +25,7 @@ import ctypes
 import os
 import re
 import struct
+import threading
 import time
 
 import numpy as np
@@ -1452,17 +1453,19 @@ _PRELUDE = re.sub(r"i64 C_(\w+)\n", lambda m: f"i64 {_CTX[m.group(1)]}\n", _PREL
 
 # ------------------------------------------------------------------------------------------------ runtime side
 _SEQ = [0]
+_COMPILING = threading.RLock()
 STATS = {"blocks": 0, "runs": 0, "wave_instructions": 0, "compile_seconds": 0.0}  # this process's tier work
 FAILED: list = []  # (arch, ops, LLVM error) of blocks LLVM rejected; tests assert it stays empty
 
 
 def compile_block(prog, pc: int, lanes: int):
   """The Block starting at pc, or None when its first instruction is not for this tier."""
-  t = time.perf_counter()
-  try:
-    return _compile_block(prog, pc, lanes)
-  finally:
-    STATS["compile_seconds"] += time.perf_counter() - t
+  with _COMPILING:  # one MCJIT engine per process; mock GPUs run their command processors on threads
+    t = time.perf_counter()
+    try:
+      return _compile_block(prog, pc, lanes)
+    finally:
+      STATS["compile_seconds"] += time.perf_counter() - t
 
 
 def _compile_block(prog, pc: int, lanes: int):
