@@ -1354,26 +1354,36 @@ entry:
   %hlt = icmp ult i64 %a, %he
   %hin0 = and i1 %hge, %hle
   %hin = and i1 %hin0, %hlt
-  br i1 %hin, label %fast, label %slow
-fast:
-  %fhp = getelementptr i64, ptr %hp, i64 2
+  br i1 %hin, label %hit, label %miss
+miss:
+  %found = call i1 @gm_search(ptr %ctx, i64 %a, i64 %nb, i64 %wr, i64 %w, ptr %hint)
+  br i1 %found, label %again, label %bad
+again:
+  %h2 = load i64, ptr %hint
+  %hk2 = mul i64 %h2, 3
+  %hp2 = getelementptr i64, ptr %t, i64 %hk2
+  %hs2 = load i64, ptr %hp2
+  br label %hit
+hit:
+  %rp = phi ptr [%hp, %entry], [%hp2, %again]
+  %rs = phi i64 [%hs, %entry], [%hs2, %again]
+  %fhp = getelementptr i64, ptr %rp, i64 2
   %fh = load i64, ptr %fhp
-  %foff = sub i64 %a, %hs
+  %foff = sub i64 %a, %rs
   %fhh = add i64 %fh, %foff
   %fr = inttoptr i64 %fhh to ptr
   ret ptr %fr
-slow:
-  %sr = call ptr @gm_search(ptr %ctx, i64 %a, i64 %nb, i64 %wr, i64 %w, ptr %hint)
-  ret ptr %sr
+bad:
+  ret ptr null
 }
 
-define internal ptr @gm_search(ptr %ctx, i64 %a, i64 %nb, i64 %wr, i64 %w, ptr %hint) noinline {
+; the region holding [a, a + nb) into *hint, or false after recording the fault
+define internal i1 @gm_search(ptr %ctx, i64 %a, i64 %nb, i64 %wr, i64 %w, ptr %hint) noinline {
 entry:
   %np = getelementptr i64, ptr %ctx, i64 C_NREG
   %n = load i64, ptr %np
   %tp = getelementptr i64, ptr %ctx, i64 C_REGS
-  %ti = load i64, ptr %tp
-  %t = inttoptr i64 %ti to ptr
+  %t = load ptr, ptr %tp
   %end = add i64 %a, %nb
   br label %head
 head:
@@ -1398,15 +1408,10 @@ found:
   br i1 %fits, label %ok, label %bad
 ok:
   store i64 %i, ptr %hint
-  %op = getelementptr i64, ptr %sp, i64 2
-  %oh = load i64, ptr %op
-  %off = sub i64 %a, %s
-  %hh = add i64 %oh, %off
-  %r = inttoptr i64 %hh to ptr
-  ret ptr %r
+  ret i1 true
 bad:
   call void @fault(ptr %ctx, i64 1, i64 %a, i64 %nb, i64 %wr, i64 %w)
-  ret ptr null
+  ret i1 false
 }
 
 define internal void @fault(ptr %ctx, i64 %kind, i64 %a, i64 %nb, i64 %wr, i64 %w) noinline cold {
