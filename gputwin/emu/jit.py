@@ -15,8 +15,9 @@ program) have entered it interpreted, about what compiling it would cost, so a o
 
 Semantics follow gputwin/pcode/runtime.py operation by operation (wrapping, shifts past the width, conversions,
 NaN payloads of float->float casts); what the tier cannot match exactly it declines (`Unsupported`), so the
-instruction is interpreted. A guest fault stops the block at the faulting lane and is reported as the interpreter
-reports it (same address, wave, instruction); lanes before it in that instruction may already have written.
+instruction is interpreted. A guest fault stops the block at the faulting lane and raises the interpreter's error for
+that instruction; when several lanes fault it names the first in (wave, lane) order, and lanes before it may already
+have written.
 """
 from __future__ import annotations
 
@@ -30,12 +31,12 @@ import time
 
 import numpy as np
 
+from gputwin.emu.core import LDS_BITS, LDS_SHIFT, Stop, _scalar_valu  # LDS addresses: slot << 20 | offset
 from gputwin.emu.program import APERTURE, EXECZ, SCC_CODE, SPECIAL, VCCZ, Op, Src
 from gputwin.errors import GPUPageFault
 from gputwin.pcode.ir import Ty, locals_of
 
 M32 = 0xffffffff
-LDS_SHIFT, LDS_BITS = 20, 19  # core.py's LDS address layout: workgroup slot << 20 | offset mod 2**19
 BLOCK_KINDS = ("alu", "mem", "vopd", "nop")
 MEM_KINDS = ("global", "smem", "ds")
 
@@ -725,7 +726,6 @@ def supported(op: Op, fam: str) -> None:
       raise Unsupported("atomic")
     if "ROUND_MODE" in sem.inputs or "ROUND_MODE" in sem.outputs:
       raise Unsupported("ROUND_MODE")
-    from gputwin.emu.core import _scalar_valu
     if o.kind == "alu" and _scalar_valu(o):
       raise Unsupported("scalar VALU")
     for s in list(o.ins.values()) + list(o.outs.values()):
@@ -1431,14 +1431,14 @@ entry:
 
 define internal ptr @lds_ptr(ptr %ctx, i64 %a, i64 %nb, i64 %wr, i64 %w, ptr %hint) alwaysinline {
 entry:
-  %off = and i64 %a, 524287
+  %off = and i64 %a, LDS_MASK
   %szp = getelementptr i64, ptr %ctx, i64 C_LDSZ
   %sz = load i64, ptr %szp
   %end = add i64 %off, %nb
   %bad = icmp ugt i64 %end, %sz
   br i1 %bad, label %fail, label %ok
 ok:
-  %slot = lshr i64 %a, 20
+  %slot = lshr i64 %a, LDS_SHIFT
   %base = mul i64 %slot, %sz
   %idx = add i64 %base, %off
   %bp = getelementptr i64, ptr %ctx, i64 C_LDS
@@ -1454,6 +1454,7 @@ fail:
 _CTX = dict(NREG=C_NREG, REGS=C_REGS, LDS=C_LDS, LDSZ=C_LDSZ, FAULT=C_FAULT, FADDR=C_FADDR, FBYTES=C_FBYTES,
             FWRITE=C_FWRITE, FWAVE=C_FWAVE)
 _PRELUDE = re.sub(r"i64 C_(\w+)\n", lambda m: f"i64 {_CTX[m.group(1)]}\n", _PRELUDE)  # ctx slots by name
+_PRELUDE = _PRELUDE.replace("LDS_MASK", str((1 << LDS_BITS) - 1)).replace("LDS_SHIFT", str(LDS_SHIFT))
 
 
 # ------------------------------------------------------------------------------------------------ runtime side
@@ -1563,7 +1564,6 @@ class Native:
       self.ctx[C_REGS] = self.regions.ctypes.data
 
   def run(self, blk: Block, ix) -> None:
-    from gputwin.emu.core import Stop
     eng, c = self.eng, self.ctx
     waves = self.all if isinstance(ix, slice) else np.ascontiguousarray(ix, dtype=np.int64)
     c[C_FAULT] = 0
