@@ -324,8 +324,7 @@ class Gen:
       w = a[2] if op == "slice" else 1
       if ub < 64:
         u, ub = self.conv_int(u, ub, 64, False), 64
-      sh = self.conv_int(lo, 64, ub, False) if ub != 64 else lo
-      r = f.op(f"lshr i{ub} {u}, {sh}")
+      r = self.shift("lshr", u, ub, lo)
       if t.kind == "bool":
         return f.op(f"trunc i{ub} {r} to i1")
       r = self.conv_int(r, ub, w, False) if w < ub else self.conv_int(r, ub, w, False)
@@ -371,6 +370,16 @@ class Gen:
       isn = f.op(f"fcmp uno {lt} {x}, {x}")
       out = f.op(f"select i1 {isn}, {lt} {q}, {lt} {out}")
     return out
+
+  def shift(self, ins: str, v: str, bits: int, amount: str) -> str:
+    """v shifted by an i64 amount the way numpy shifts (0 once the amount reaches the width; LLVM: poison)."""
+    f = self.f
+    if amount.lstrip("-").isdigit():
+      k = int(amount)
+      return "0" if not 0 <= k < bits else f.op(f"{ins} i{bits} {v}, {k}") if k else v
+    big = f.op(f"icmp uge i64 {amount}, {bits}")
+    safe = self.conv_int(f.op(f"select i1 {big}, i64 0, i64 {amount}"), 64, bits, False)
+    return f.op(f"select i1 {big}, i{bits} 0, i{bits} {f.op(f'{ins} i{bits} {v}, {safe}')}")
 
   def u64(self, v: str, t: Ty) -> str:
     """An index or shift amount as uint64 (numpy's s.astype(np.uint64): negative values become huge)."""
@@ -440,6 +449,35 @@ class Gen:
       u, ub = self.conv_int(u, 8, 1, False), 1
     return self.conv_int(u, ub, t.bits, s.kind == "i" and t.bits > s.bits)
 
+  def convert_named(self, name: str, x, t: Ty) -> str:
+    """runtime.convert: the manual's x_to_y(...) conversions (round to nearest even: bodies that set ROUND_MODE are
+    not compiled here)."""
+    f = self.f
+    src, dst = name.split("_to_")[:2]
+    s = x.ty
+    if s.kind == "bf" or t.kind == "bf" or dst in ("snorm", "unorm", "bf16") or src == "bf16":
+      raise Unsupported(name)
+    if src in ("u4", "i4", "u8", "i8", "u16", "i16", "u32", "i32") and not dst.startswith("f"):
+      sk, sb = src[0], int(src[1:])
+      u, ub = self.raw(self.ex(x), s)
+      if s.kind == "bool":
+        u, ub = self.conv_int(u, 8, 1, False), 1
+      mid = Ty(sk, sb)
+      return self.convert("cvt", self.from_bits(self.conv_int(u, ub, sb, False), sb, mid), mid, t)
+    if src in ("f32", "f16", "f64") and dst in ("f32", "f16", "f64") and s.kind == "f" and t.kind == "f":
+      r = self.convert("cvt", self.ex(x), s, t)  # then an IEEE conversion quiets a signalling NaN
+      u = f.op(f"bitcast {_lty(t)} {r} to i{t.bits}")
+      q = f.op(f"or i{t.bits} {u}, {1 << {16: 9, 32: 22, 64: 51}[t.bits]}")
+      isn = f.op(f"fcmp uno {_lty(t)} {r}, {r}")
+      return f.op(f"bitcast i{t.bits} {f.op(f'select i1 {isn}, i{t.bits} {q}, i{t.bits} {u}')} to {_lty(t)}")
+    if src in ("f32", "f16", "f64") and dst in ("u32", "i32", "u16", "i16", "u8") and s.kind == "f":
+      return self.convert("cvt", self.ex(x), s, t)
+    if src in ("u32", "i32", "u16", "i16") and dst in ("f32", "f16", "f64") and s.kind in "uib":
+      if t.bits == 16 and s.bits > 24:
+        raise Unsupported("int -> f16 (one rounding)")
+      return self.convert("cvt", self.ex(x), s, t)
+    raise Unsupported(name)
+
   def fp_to_fp(self, v: str, fb: int, tb: int) -> str:
     """runtime.fcvt: round to nearest even; a NaN keeps sign, quiet bit and top payload bits (not quieted)."""
     f = self.f
@@ -499,6 +537,36 @@ class Gen:
         self.ex(x)
       return self.coerce(f.op(f"load i64, ptr {self.ea}"), Ty("u", 64), t) if t.kind != "f" else \
         (_ for _ in ()).throw(Unsupported("float address"))
+    if "_to_" in name and "scale" not in name and "_sr" not in name.lower() and len(args) == 1:
+      return self.convert_named(name, args[0], t)
+    if name in ("trunc", "floor") and t.kind == "f" and t.bits in (32, 64) and args[0].ty == t:
+      lt = _lty(t)
+      return f.op(f"call {lt} @llvm.{name}.f{t.bits}({lt} {self.ex(args[0])})")
+    if name in ("isNAN", "isINF") and args[0].ty.kind == "f":
+      x, lt = self.ex(args[0]), _lty(args[0].ty)
+      if name == "isNAN":
+        return f.op(f"fcmp uno {lt} {x}, {x}")
+      a = f.op(f"call {lt} @llvm.fabs.f{args[0].ty.bits}({lt} {x})")
+      return f.op(f"fcmp oeq {lt} {a}, {_fconst(float('inf'), args[0].ty.bits)}")
+    if name == "signext_from_bit" and len(args) == 2 and args[0].ty.kind in "uib" and not t.isf:
+      # runtime._sext_bit: the low n bits of x sign-extended from bit n-1 (n == 0: all zeros), as 64 bits
+      u, ub = self.raw(self.ex(args[0]), args[0].ty)
+      u = self.conv_int(u, ub, 64, False)
+      n = self.u64(self.ex(args[1]), args[1].ty)
+      pos = f.op(f"select i1 {f.op(f'icmp eq i64 {n}, 0')}, i64 0, i64 {f.op(f'sub i64 {n}, 1')}")
+      inside = f.op(f"icmp ult i64 {pos}, 64")  # numpy's shifts past the width give 0 (LLVM's: poison)
+      bit = f.op(f"lshr i64 {u}, {f.op(f'select i1 {inside}, i64 {pos}, i64 0')}")
+      sgn = f.op(f"and i1 {inside}, {f.op(f'trunc i64 {bit} to i1')}")
+      small = f.op(f"icmp ult i64 {n}, 63")
+      amount = f.op(f"select i1 {small}, i64 {n}, i64 63")
+      ones = f.op(f"shl i64 -1, {amount}")
+      mask = f.op(f"select i1 {f.op(f'icmp uge i64 {n}, 64')}, i64 0, i64 {ones}")
+      neg = f.op(f"and i1 {sgn}, {f.op(f'icmp ugt i64 {n}, 0')}")
+      low = f.op(f"and i64 {u}, {f.op(f'xor i64 {mask}, -1')}")
+      r = f.op(f"select i1 {neg}, i64 {f.op(f'or i64 {u}, {mask}')}, i64 {low}")
+      b = args[0].ty.bits
+      return self.from_bits(self.conv_int(r, 64, b, False), b, t) if t.bits == b else \
+          self.conv_int(self.conv_int(r, 64, b, False), b, t.bits, False)
     if name == "signext" and len(args) == 1 and not t.isf and not args[0].ty.isf:
       s = args[0].ty
       sb = 64 if s.kind == "int" else s.bits
@@ -685,10 +753,9 @@ class Gen:
     v = self.conv_int(v, vb, ob, False) if vb != ob else v
     mask = (1 << w) - 1 if w < ob else (1 << ob) - 1
     v = f.op(f"and i{ob} {v}, {mask}")
-    sh = self.conv_int(lo, 64, ob, False) if lo != "0" and ob != 64 else lo
     if lo != "0":
-      v = f.op(f"shl i{ob} {v}, {sh}")
-      m = f.op(f"shl i{ob} {mask}, {sh}")
+      v = self.shift("shl", v, ob, lo)
+      m = self.shift("shl", str(mask), ob, lo)
     else:
       m = str(mask)
     keep = f.op(f"and i{ob} {old}, {f.op(f'xor i{ob} {m}, -1')}")
@@ -1328,6 +1395,9 @@ declare i64 @llvm.ctpop.i64(i64)
 declare float @llvm.fma.f32(float, float, float)
 declare double @llvm.fma.f64(double, double, double)
 declare double @llvm.trunc.f64(double)
+declare float @llvm.trunc.f32(float)
+declare float @llvm.floor.f32(float)
+declare double @llvm.floor.f64(double)
 declare float @llvm.fabs.f32(float)
 declare double @llvm.fabs.f64(double)
 declare half @llvm.fabs.f16(half)
