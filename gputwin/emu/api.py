@@ -270,10 +270,11 @@ class Dispatch:
     return False
 
   def _account(self, eng):
-    st, done = self.stats, getattr(eng, "_counted", (0, 0))
+    st, done = self.stats, getattr(eng, "_counted", (0, 0, 0))
     st.instructions += eng.count - done[0]
     st.lane_instructions += eng.lane_count - done[1]
-    eng._counted = (eng.count, eng.lane_count)
+    st.native_instructions += eng.native_count - done[2]
+    eng._counted = (eng.count, eng.lane_count, eng.native_count)
     st.waves, st.workgroups = self.next_wg * self.nw, self.next_wg
 
   def finish(self) -> LaunchStats:

@@ -127,7 +127,7 @@ class Engine:
                       LDS_BITS)
     self.scratch = Window("scratch", waves * lanes, priv_size, scratch_stride(priv_size), device)
     self.checks = checks
-    self.count = self.lane_count = 0  # wave-instructions, lane-instructions
+    self.count = self.lane_count = self.native_count = 0  # wave-instructions, lane-instructions, of them native
     self.clock = np.zeros(waves, np.int64)  # per-wave instructions: the deterministic "cycle" counter
     self.hooks = []
     self.ieee = 1

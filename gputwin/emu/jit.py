@@ -1647,6 +1647,7 @@ class Native:
       done = r - 1  # instructions completed for every wave before the faulting one
       op = blk.ops[done]
       eng.count += done * len(waves)
+      eng.native_count += done * len(waves)
       eng.lane_count += int(c[C_LANES])
       eng.clock[ix] += done
       e = self.fault(op)
@@ -1654,6 +1655,7 @@ class Native:
     n = len(waves)
     STATS["wave_instructions"] += blk.n * n
     eng.count += blk.n * n
+    eng.native_count += blk.n * n
     eng.lane_count += int(c[C_LANES])
     eng.clock[ix] += blk.n
 

@@ -25,6 +25,7 @@ class LaunchStats:
   workgroups: int = 0
   instructions: int = 0  # wave-instructions
   lane_instructions: int = 0  # sum over wave-instructions of the lanes EXEC enabled
+  native_instructions: int = 0  # wave-instructions the native tier (emu/jit.py) ran
   seconds: float = 0.0
   wave_size: int = 32
   trace: list = field(default_factory=list, repr=False)

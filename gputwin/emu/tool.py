@@ -91,7 +91,8 @@ def run_main(argv=None) -> int:
   rate = st.instructions / st.seconds if st.seconds else 0
   print(f"{kernel} on {st.arch} (wave{st.wave_size}): {st.workgroups} workgroups, {st.waves} waves\n"
         f"  {st.instructions} wave-instructions, {st.lane_instructions} lane-instructions "
-        f"({st.lane_instructions / max(st.instructions * st.wave_size, 1):.0%} lanes active)\n"
+        f"({st.lane_instructions / max(st.instructions * st.wave_size, 1):.0%} lanes active, "
+        f"{st.native_instructions / max(st.instructions, 1):.0%} native)\n"
         f"  {st.seconds * 1e3:.1f} ms, {rate:,.0f} wave-instructions/s")
   for name, v in args:
     if isinstance(v, np.ndarray):
