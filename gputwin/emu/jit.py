@@ -34,9 +34,11 @@ import numpy as np
 from gputwin.emu.core import LDS_BITS, LDS_SHIFT, Stop, _scalar_valu  # LDS addresses: slot << 20 | offset
 from gputwin.emu.program import APERTURE, EXECZ, SCC_CODE, SPECIAL, VCCZ, Op, Src
 from gputwin.errors import GPUPageFault
-from gputwin.pcode.ir import Ty, locals_of
+from gputwin.pcode.ir import Ty, locals_of, lv_ty
 
 M32 = 0xffffffff
+QUIET = {16: 1 << 9, 32: 1 << 22, 64: 1 << 51}  # the quiet bit of a NaN, by float width
+DEFAULT_NAN = {16: 0xfe00, 32: 0xffc00000, 64: 0xfff8000000000000}  # x86's result of an invalid operation
 BLOCK_KINDS = ("alu", "mem", "vopd", "nop")
 MEM_KINDS = ("global", "smem", "ds")
 
@@ -134,6 +136,14 @@ class Fn:
     self.allocas.append(f"  {r} = alloca {ty}")
     return r
 
+  def conv(self, v: str, fb: int, tb: int, sign: bool = False) -> str:
+    """An i{fb} value as i{tb}: truncated, or sign/zero-extended."""
+    if fb == tb:
+      return v
+    if tb < fb:
+      return self.op(f"trunc i{fb} {v} to i{tb}")
+    return self.op(f"{'sext' if sign else 'zext'} i{fb} {v} to i{tb}")
+
   def gep(self, base: str, off: str) -> str:
     return self.op(f"getelementptr i8, ptr {base}, i64 {off}")
 
@@ -173,8 +183,7 @@ class Gen:
 
   def __init__(self, f: Fn, op: Op, eng_info: dict):
     self.f, self.op, self.info = f, op, eng_info
-    self.L, self.fam = eng_info["lanes"], eng_info["family"]
-    self.sp = SPECIAL["cdna" if self.fam == "cdna" else "rdna"]
+    self.L = eng_info["lanes"]
     self.vars: dict[str, tuple[str, Ty]] = {}
     self.state: dict[str, tuple[str, int]] = {}
     self.loop_exit: list[str] = []
@@ -182,13 +191,6 @@ class Gen:
     self.lanebit: dict[str, tuple[str, str]] = {}  # per-wave lane mask -> (this lane's bit, written?) allocas
 
   # ---------------------------------------------------------------- value helpers
-  def conv_int(self, v: str, fb: int, tb: int, sign: bool) -> str:
-    if fb == tb:
-      return v
-    if tb < fb:
-      return self.f.op(f"trunc i{fb} {v} to i{tb}")
-    return self.f.op(f"{'sext' if sign else 'zext'} i{fb} {v} to i{tb}")
-
   def raw(self, v: str, t: Ty) -> tuple[str, int]:
     """ubits: the raw unsigned bits of a typed value, and their width."""
     if t.kind == "f":
@@ -199,9 +201,9 @@ class Gen:
 
   def from_bits(self, u: str, ub: int, t: Ty) -> str:
     if t.kind == "bool":
-      b = self.conv_int(u, ub, 8, False) if ub != 8 else u
+      b = self.f.conv(u, ub, 8, False) if ub != 8 else u
       return self.f.op(f"trunc i8 {b} to i1")  # the low bit, as numpy's astype(bool) of a 0/1 container
-    u = self.conv_int(u, ub, t.bits if t.kind != "int" else 64, False)
+    u = self.f.conv(u, ub, t.bits if t.kind != "int" else 64, False)
     if t.kind == "f":
       return self.f.op(f"bitcast i{t.bits} {u} to {_lty(t)}")
     return u
@@ -218,7 +220,7 @@ class Gen:
       raise Unsupported(f"mixed {s}/{t}")
     sb = 1 if s.kind == "bool" else 64 if s.kind == "int" else s.bits
     tb = 1 if t.kind == "bool" else 64 if t.kind == "int" else t.bits
-    return self.conv_int(v, sb, tb, s.kind in ("i", "int"))
+    return self.f.conv(v, sb, tb, s.kind in ("i", "int"))
 
   # ---------------------------------------------------------------- expressions
   def ex(self, e) -> str:
@@ -246,11 +248,11 @@ class Gen:
       if t.kind == "bool":
         return f.op(f"trunc i{w} {v} to i1")
       tb = 64 if t.kind == "int" else t.bits
-      v = self.conv_int(v, w, tb, False)
+      v = self.f.conv(v, w, tb, False)
       return f.op(f"bitcast i{tb} {v} to {_lty(t)}") if t.kind == "f" else v
     if op == "wave":
       if a[0] == "laneId":
-        return "%lane32" if t.bits == 32 else self.conv_int("%lane32", 32, t.bits, False)
+        return "%lane32" if t.bits == 32 else self.f.conv("%lane32", 32, t.bits, False)
       return "true" if (a[0] == "wave32") == (self.L == 32) else "false"
     if op in ("bitcast", "cvt"):
       return self.convert(op, self.ex(a[0]), a[0].ty, t)
@@ -306,15 +308,12 @@ class Gen:
       bits = 64 if t.kind == "int" else t.bits
       s = self.u64(self.ex(y), y.ty)
       if t.kind == "int":
-        sn = self.conv_int(s, 64, bits, False)
+        sn = self.f.conv(s, 64, bits, False)
         return f.op(f"{'shl' if o == '<<' else 'ashr'} i64 {xv}, {sn}")
-      big = f.op(f"icmp uge i64 {s}, {bits}")
-      if o == ">>" and t.kind == "i":
-        cl = f.op(f"select i1 {big}, i64 {bits - 1}, i64 {s}")
-        return f.op(f"ashr i{bits} {xv}, {self.conv_int(cl, 64, bits, False)}")
-      safe = f.op(f"select i1 {big}, i64 0, i64 {s}")
-      r = f.op(f"{'shl' if o == '<<' else 'lshr'} i{bits} {xv}, {self.conv_int(safe, 64, bits, False)}")
-      return f.op(f"select i1 {big}, i{bits} 0, i{bits} {r}")
+      if o == ">>" and t.kind == "i":  # arithmetic: amounts past the width keep the sign
+        cl = f.op(f"select i1 {f.op(f'icmp uge i64 {s}, {bits}')}, i64 {bits - 1}, i64 {s}")
+        return f.op(f"ashr i{bits} {xv}, {self.f.conv(cl, 64, bits, False)}")
+      return self.shift("shl" if o == "<<" else "lshr", xv, bits, s)
     if op == "bit" and self.lanebit and _lane_bit_of(a[0], a[1]) in self.lanebit:
       return f.op(f"load i1, ptr {self.lanebit[_lane_bit_of(a[0], a[1])][0]}")
     if op in ("slice", "bit"):
@@ -323,20 +322,20 @@ class Gen:
       lo = self.u64(self.ex(a[1]), a[1].ty)
       w = a[2] if op == "slice" else 1
       if ub < 64:
-        u, ub = self.conv_int(u, ub, 64, False), 64
+        u, ub = self.f.conv(u, ub, 64, False), 64
       r = self.shift("lshr", u, ub, lo)
       if t.kind == "bool":
         return f.op(f"trunc i{ub} {r} to i1")
-      r = self.conv_int(r, ub, w, False) if w < ub else self.conv_int(r, ub, w, False)
-      return self.from_bits(r, w, t) if t.bits == w else self.conv_int(r, w, t.bits, False)
+      r = self.f.conv(r, ub, w)
+      return self.from_bits(r, w, t) if t.bits == w else self.f.conv(r, w, t.bits, False)
     if op == "concat":
       total = sum(p.ty.bits for p in a)
       acc, off = "0", 0
       for p in reversed(a):
         u, ub = self.raw(self.ex(p), p.ty)
         if p.ty.kind == "bool":
-          u, ub = self.conv_int(u, 8, 1, False), 1
-        u = self.conv_int(u, ub, total, False) if ub != total else u
+          u, ub = self.f.conv(u, 8, 1, False), 1
+        u = self.f.conv(u, ub, total, False) if ub != total else u
         if off:
           u = f.op(f"shl i{total} {u}, {off}")
         acc = f.op(f"or i{total} {acc}, {u}")
@@ -360,16 +359,17 @@ class Gen:
     """IEEE results of an x86 SSE operation as numpy computes them, whatever operand order LLVM picks: the first
     NaN input, quieted; else, when the result is NaN (invalid operation), the default NaN, which is negative."""
     f, lt, b = self.f, _lty(t), t.bits
-    quiet = 1 << {16: 9, 32: 22, 64: 51}[b]
-    default = {16: 0xfe00, 32: 0xffc00000, 64: 0xfff8000000000000}[b]
-    out = f.op(f"select i1 {f.op(f'fcmp uno {lt} {r}, {r}')}, {lt} "
-               f"{f.op(f'bitcast i{b} {default - (1 << b) if default >> (b - 1) else default} to {lt}')}, {lt} {r}")
+    default = f.op(f"bitcast i{b} {DEFAULT_NAN[b] - (1 << b)} to {lt}")  # negative: the literal is signed
+    out = f.op(f"select i1 {f.op(f'fcmp uno {lt} {r}, {r}')}, {lt} {default}, {lt} {r}")
     for x in reversed(ins):
-      xi = f.op(f"bitcast {lt} {x} to i{b}")
-      q = f.op(f"bitcast i{b} {f.op(f'or i{b} {xi}, {quiet}')} to {lt}")
-      isn = f.op(f"fcmp uno {lt} {x}, {x}")
-      out = f.op(f"select i1 {isn}, {lt} {q}, {lt} {out}")
+      out = f.op(f"select i1 {f.op(f'fcmp uno {lt} {x}, {x}')}, {lt} {self.quieted(x, t)}, {lt} {out}")
     return out
+
+  def quieted(self, x: str, t: Ty) -> str:
+    """x with its quiet bit set (a signalling NaN made quiet; other values are the caller's to exclude)."""
+    f, lt, b = self.f, _lty(t), t.bits
+    bits = f.op(f"bitcast {lt} {x} to i{b}")
+    return f.op(f"bitcast i{b} {f.op(f'or i{b} {bits}, {QUIET[b]}')} to {lt}")
 
   def shift(self, ins: str, v: str, bits: int, amount: str) -> str:
     """v shifted by an i64 amount the way numpy shifts (0 once the amount reaches the width; LLVM: poison)."""
@@ -378,7 +378,7 @@ class Gen:
       k = int(amount)
       return "0" if not 0 <= k < bits else f.op(f"{ins} i{bits} {v}, {k}") if k else v
     big = f.op(f"icmp uge i64 {amount}, {bits}")
-    safe = self.conv_int(f.op(f"select i1 {big}, i64 0, i64 {amount}"), 64, bits, False)
+    safe = self.f.conv(f.op(f"select i1 {big}, i64 0, i64 {amount}"), 64, bits, False)
     return f.op(f"select i1 {big}, i{bits} 0, i{bits} {f.op(f'{ins} i{bits} {v}, {safe}')}")
 
   def u64(self, v: str, t: Ty) -> str:
@@ -387,8 +387,7 @@ class Gen:
       raise Unsupported("float index")
     if t.kind == "bool":
       return self.f.op(f"zext i1 {v} to i64")
-    b = 64 if t.kind == "int" else t.bits
-    return self.conv_int(v, b, 64, t.kind in ("i", "int")) if b < 64 else self.conv_int(v, b, 64, False)
+    return self.f.conv(v, 64 if t.kind == "int" else t.bits, 64, t.kind in ("i", "int"))
 
   @staticmethod
   def common(x: Ty, y: Ty) -> Ty:
@@ -418,15 +417,15 @@ class Gen:
       u, ub = self.raw(v, s)
       sb = 64 if s.kind == "int" else s.bits
       if s.kind == "bool":
-        u, ub, sb = self.conv_int(u, 8, 1, False), 1, 1
+        u, ub, sb = self.f.conv(u, 8, 1, False), 1, 1
       tb = 1 if t.kind == "bool" else 64 if t.kind == "int" else t.bits
-      u = self.conv_int(u, ub if ub != sb else sb, tb, s.kind == "i" and tb > sb)
+      u = self.f.conv(u, ub if ub != sb else sb, tb, s.kind == "i" and tb > sb)
       return self.from_bits(u, tb, t) if t.kind != "bool" else f.op(f"trunc i{tb} {u} to i1") if tb > 1 else u
     # value conversion (runtime.cv)
     if t.kind == "int":
       return self.coerce(v, s, Ty("int", 64)) if not s.isf else self.fp_to_int(v, s, Ty("i", 64))
     if s.kind == "int" and not t.isf:
-      return self.conv_int(v, 64, 1 if t.kind == "bool" else t.bits, True) if t.kind != "bool" else \
+      return self.f.conv(v, 64, 1 if t.kind == "bool" else t.bits, True) if t.kind != "bool" else \
         f.op(f"trunc i64 {v} to i1")
     if s.isf and t.isf:
       return self.fp_to_fp(v, s.bits, t.bits)
@@ -446,8 +445,8 @@ class Gen:
       return f.op(f"trunc i{ub} {u} to i1")
     u, ub = self.raw(v, s)
     if s.kind == "bool":
-      u, ub = self.conv_int(u, 8, 1, False), 1
-    return self.conv_int(u, ub, t.bits, s.kind == "i" and t.bits > s.bits)
+      u, ub = self.f.conv(u, 8, 1, False), 1
+    return self.f.conv(u, ub, t.bits, s.kind == "i" and t.bits > s.bits)
 
   def convert_named(self, name: str, x, t: Ty) -> str:
     """runtime.convert: the manual's x_to_y(...) conversions (round to nearest even: bodies that set ROUND_MODE are
@@ -461,15 +460,12 @@ class Gen:
       sk, sb = src[0], int(src[1:])
       u, ub = self.raw(self.ex(x), s)
       if s.kind == "bool":
-        u, ub = self.conv_int(u, 8, 1, False), 1
+        u, ub = self.f.conv(u, 8, 1, False), 1
       mid = Ty(sk, sb)
-      return self.convert("cvt", self.from_bits(self.conv_int(u, ub, sb, False), sb, mid), mid, t)
+      return self.convert("cvt", self.from_bits(self.f.conv(u, ub, sb, False), sb, mid), mid, t)
     if src in ("f32", "f16", "f64") and dst in ("f32", "f16", "f64") and s.kind == "f" and t.kind == "f":
       r = self.convert("cvt", self.ex(x), s, t)  # then an IEEE conversion quiets a signalling NaN
-      u = f.op(f"bitcast {_lty(t)} {r} to i{t.bits}")
-      q = f.op(f"or i{t.bits} {u}, {1 << {16: 9, 32: 22, 64: 51}[t.bits]}")
-      isn = f.op(f"fcmp uno {_lty(t)} {r}, {r}")
-      return f.op(f"bitcast i{t.bits} {f.op(f'select i1 {isn}, i{t.bits} {q}, i{t.bits} {u}')} to {_lty(t)}")
+      return f.op(f"select i1 {f.op(f'fcmp uno {_lty(t)} {r}, {r}')}, {_lty(t)} {self.quieted(r, t)}, {_lty(t)} {r}")
     if src in ("f32", "f16", "f64") and dst in ("u32", "i32", "u16", "i16", "u8") and s.kind == "f":
       return self.convert("cvt", self.ex(x), s, t)
     if src in ("u32", "i32", "u16", "i16") and dst in ("f32", "f16", "f64") and s.kind in "uib":
@@ -488,15 +484,14 @@ class Gen:
     st, tt = {16: "half", 32: "float", 64: "double"}[fb], {16: "half", 32: "float", 64: "double"}[tb]
     r = f.op(f"{'fpext' if tb > fb else 'fptrunc'} {st} {v} to {tt}")
     (mf, _), (mt, et) = {16: (10, 5), 32: (23, 8), 64: (52, 11)}[fb], {16: (10, 5), 32: (23, 8), 64: (52, 11)}[tb]
-    u = self.conv_int(f.op(f"bitcast {st} {v} to i{fb}"), fb, 64, False) if fb < 64 else \
-        f.op(f"bitcast double {v} to i64")
+    u = self.f.conv(f.op(f"bitcast {st} {v} to i{fb}"), fb, 64)
     sign = f.op(f"shl i64 {f.op(f'lshr i64 {u}, {fb - 1}')}, {tb - 1}")
     man = f.op(f"and i64 {u}, {(1 << mf) - 1}")
     man = f.op(f"shl i64 {man}, {mt - mf}") if mt >= mf else f.op(f"lshr i64 {man}, {mf - mt}")
     z = f.op(f"icmp eq i64 {man}, 0")
     man = f.op(f"select i1 {z}, i64 {1 << (mt - 1)}, i64 {man}")
     nb = f.op(f"or i64 {f.op(f'or i64 {sign}, {((1 << et) - 1) << mt}')}, {man}")
-    nb = self.conv_int(nb, 64, tb, False)
+    nb = self.f.conv(nb, 64, tb, False)
     nan = f.op(f"bitcast i{tb} {nb} to {tt}")
     isn = f.op(f"fcmp uno {st} {v}, {v}")
     return f.op(f"select i1 {isn}, {tt} {nan}, {tt} {r}")
@@ -515,7 +510,7 @@ class Gen:
     tr = f.op(f"call double @llvm.maxnum.f64(double {tr}, double {_fconst(float(lo), 64)})")
     tr = f.op(f"call double @llvm.minnum.f64(double {tr}, double {_fconst(float(hi), 64)})")
     i = f.op(f"fptosi double {tr} to i64")
-    return self.conv_int(i, 64, tb, False)
+    return self.f.conv(i, 64, tb, False)
 
   def call(self, name: str, args, t: Ty) -> str:
     f = self.f
@@ -532,11 +527,10 @@ class Gen:
       # f32 goes through an f64 product and sum: NaNs follow those two x86 operations, a then b, then c
       p = self.nan_rule(t, [a, b], f.op(f"fmul float {a}, {b}"))
       return self.nan_rule(t, [p, c], r)
-    if name.startswith("Calc") and name.endswith("Addr") and self.op.mem:  # the executor's effective address
-      for x in args:
+    if name.startswith("Calc") and name.endswith("Addr") and self.op.mem and not t.isf:
+      for x in args:  # the executor's effective address answers, whatever the arguments
         self.ex(x)
-      return self.coerce(f.op(f"load i64, ptr {self.ea}"), Ty("u", 64), t) if t.kind != "f" else \
-        (_ for _ in ()).throw(Unsupported("float address"))
+      return self.coerce(f.op(f"load i64, ptr {self.ea}"), Ty("u", 64), t)
     if "_to_" in name and "scale" not in name and "_sr" not in name.lower() and len(args) == 1:
       return self.convert_named(name, args[0], t)
     if name in ("trunc", "floor") and t.kind == "f" and t.bits in (32, 64) and args[0].ty == t:
@@ -551,26 +545,21 @@ class Gen:
     if name == "signext_from_bit" and len(args) == 2 and args[0].ty.kind in "uib" and not t.isf:
       # runtime._sext_bit: the low n bits of x sign-extended from bit n-1 (n == 0: all zeros), as 64 bits
       u, ub = self.raw(self.ex(args[0]), args[0].ty)
-      u = self.conv_int(u, ub, 64, False)
+      u = self.f.conv(u, ub, 64, False)
       n = self.u64(self.ex(args[1]), args[1].ty)
       pos = f.op(f"select i1 {f.op(f'icmp eq i64 {n}, 0')}, i64 0, i64 {f.op(f'sub i64 {n}, 1')}")
-      inside = f.op(f"icmp ult i64 {pos}, 64")  # numpy's shifts past the width give 0 (LLVM's: poison)
-      bit = f.op(f"lshr i64 {u}, {f.op(f'select i1 {inside}, i64 {pos}, i64 0')}")
-      sgn = f.op(f"and i1 {inside}, {f.op(f'trunc i64 {bit} to i1')}")
-      small = f.op(f"icmp ult i64 {n}, 63")
-      amount = f.op(f"select i1 {small}, i64 {n}, i64 63")
-      ones = f.op(f"shl i64 -1, {amount}")
-      mask = f.op(f"select i1 {f.op(f'icmp uge i64 {n}, 64')}, i64 0, i64 {ones}")
+      sgn = f.op(f"trunc i64 {self.shift('lshr', u, 64, pos)} to i1")
+      mask = self.shift("shl", "-1", 64, n)
       neg = f.op(f"and i1 {sgn}, {f.op(f'icmp ugt i64 {n}, 0')}")
       low = f.op(f"and i64 {u}, {f.op(f'xor i64 {mask}, -1')}")
       r = f.op(f"select i1 {neg}, i64 {f.op(f'or i64 {u}, {mask}')}, i64 {low}")
       b = args[0].ty.bits
-      return self.from_bits(self.conv_int(r, 64, b, False), b, t) if t.bits == b else \
-          self.conv_int(self.conv_int(r, 64, b, False), b, t.bits, False)
+      return self.from_bits(self.f.conv(r, 64, b, False), b, t) if t.bits == b else \
+          self.f.conv(self.f.conv(r, 64, b, False), b, t.bits, False)
     if name == "signext" and len(args) == 1 and not t.isf and not args[0].ty.isf:
       s = args[0].ty
       sb = 64 if s.kind == "int" else s.bits
-      return self.conv_int(self.ex(args[0]), sb, 64 if t.kind == "int" else t.bits, True)
+      return self.f.conv(self.ex(args[0]), sb, 64 if t.kind == "int" else t.bits, True)
     raise Unsupported(f"built-in {name}")
 
   # ---------------------------------------------------------------- memory (pcode MEM[...])
@@ -581,27 +570,27 @@ class Gen:
       acc = "0"
       for k in range(bits // 32):
         p = self.access(f.op(f"add i64 {a}, {4 * k}"), 4, False)
-        z = self.conv_int(f.op(f"load i32, ptr {p}, align 1"), 32, bits, False)
+        z = self.f.conv(f.op(f"load i32, ptr {p}, align 1"), 32, bits, False)
         acc = f.op(f"or i{bits} {acc}, {f.op(f'shl i{bits} {z}, {32 * k}') if k else z}")
       r, rb = acc, bits
     else:
       nb = max(bits // 8, 1)
       r = f.op(f"load i{8 * nb}, ptr {self.access(a, nb, False)}, align 1")
       rb = 8 * nb
-    return self.from_bits(r, rb, t) if t.bits == rb or t.kind == "bool" else self.conv_int(r, rb, t.bits, False)
+    return self.from_bits(r, rb, t) if t.bits == rb or t.kind == "bool" else self.f.conv(r, rb, t.bits, False)
 
   def mem_write(self, addr: str, at: Ty, val: str, vt: Ty, bits: int) -> None:
     f = self.f
     a = self.u64(addr, at)
     u, ub = self.raw(val, vt)
     if bits > 64:
-      u = self.conv_int(u, ub, bits, False)
+      u = self.f.conv(u, ub, bits, False)
       for k in range(bits // 32):
-        w = self.conv_int(f.op(f"lshr i{bits} {u}, {32 * k}") if k else u, bits, 32, False)
+        w = self.f.conv(f.op(f"lshr i{bits} {u}, {32 * k}") if k else u, bits, 32, False)
         f.emit(f"store i32 {w}, ptr {self.access(f.op(f'add i64 {a}, {4 * k}'), 4, True)}, align 1")
       return
     nb = max(bits // 8, 1)
-    u = self.conv_int(u, ub, 8 * nb, False)
+    u = self.f.conv(u, ub, 8 * nb, False)
     f.emit(f"store i{8 * nb} {u}, ptr {self.access(a, nb, True)}, align 1")
 
   def access(self, a: str, nb: int, write: bool) -> str:
@@ -610,7 +599,7 @@ class Gen:
     if self.hint is None:  # the region the last access of this instruction hit (global memory)
       self.hint = f.alloca("i64")
       f.pro.append(f"  store i64 0, ptr {self.hint}")
-    p = f.op(f"call ptr @{self.info['space']}_ptr(ptr %ctx, i64 {a}, i64 {nb}, i64 {int(write)}, i64 %wave, "
+    p = f.op(f"call ptr @{self.info['space']}_ptr(ptr %ctx, i64 {a}, i64 {nb}, i64 {int(write)}, i64 %w, "
              f"ptr {self.hint})")
     ok = f.label("ok")
     f.emit(f"br i1 {f.op(f'icmp eq ptr {p}, null')}, label %fault, label %{ok}")
@@ -698,18 +687,16 @@ class Gen:
       p, w = self.state[lv[1]]
       u, ub = self.raw(val, vt)
       if vt.kind == "bool":
-        u, ub = self.conv_int(u, 8, 1, False), 1
-      f.emit(f"store i{w} {self.conv_int(u, ub, w, vt.kind == 'i')}, ptr {p}")
-      if lv[1] in ("ROUND_MODE",):
-        raise Unsupported("ROUND_MODE write")
+        u, ub = self.f.conv(u, 8, 1, False), 1
+      f.emit(f"store i{w} {self.f.conv(u, ub, w, vt.kind == 'i')}, ptr {p}")
     elif k == "as":
       t, inner = lv[2], lv[1]
-      bt = self.lv_ty(inner)
-      u, ub = self.raw(val, vt if vt == t else t) if vt == t else self.raw(self.coerce(val, vt, t), t)
+      bt = lv_ty(inner)
+      u, ub = self.raw(val if vt == t else self.coerce(val, vt, t), t)
       if t.kind == "bool":
-        u, ub = self.conv_int(u, 8, 1, False), 1
+        u, ub = self.f.conv(u, 8, 1, False), 1
       if bt.bits == ub or (t.kind == "bool" and bt.kind in "ub"):
-        self.store(inner, self.from_bits(self.conv_int(u, ub, bt.bits, False), bt.bits, bt) if bt.kind != "bool"
+        self.store(inner, self.from_bits(self.f.conv(u, ub, bt.bits, False), bt.bits, bt) if bt.kind != "bool"
                    else u, bt)
       else:
         old, ot = self.lv_read(inner)
@@ -721,26 +708,26 @@ class Gen:
       f.emit(f"store i1 true, ptr {written}")
     elif k in ("slice", "bit"):
       inner = lv[1]
-      bt = self.lv_ty(inner)
+      bt = lv_ty(inner)
       old, ot = self.lv_read(inner)
       ou, ob = self.raw(old, ot)
       w = lv[3] if k == "slice" else 1
       u, ub = self.raw(val, vt)
       if vt.kind == "bool":
-        u, ub = self.conv_int(u, 8, 1, False), 1
+        u, ub = self.f.conv(u, 8, 1, False), 1
       lo = self.u64(self.ex(lv[2]), lv[2].ty)
       new = self.insert(ou, ob, u, ub, lo, w)
       self.store(inner, self.from_bits(new, ob, bt) if bt.kind not in ("u", "b") else new, bt)
     elif k == "mem":
       self.mem_write(self.ex(lv[1]), lv[1].ty, val, vt, lv[2])
     elif k == "concat":
-      total = sum(self.lv_ty(p).bits for p in lv[1])
+      total = sum(lv_ty(p).bits for p in lv[1])
       u, ub = self.raw(val, vt)
-      u = self.conv_int(u, ub, total, False)
+      u = self.f.conv(u, ub, total, False)
       off = 0
       for part in reversed(lv[1]):
-        pt = self.lv_ty(part)
-        pv = self.conv_int(f.op(f"lshr i{total} {u}, {off}") if off else u, total, pt.bits, False)
+        pt = lv_ty(part)
+        pv = self.f.conv(f.op(f"lshr i{total} {u}, {off}") if off else u, total, pt.bits, False)
         self.store(part, self.from_bits(pv, pt.bits, pt) if pt.kind not in ("u", "b") else pv,
                    pt if pt.kind not in ("u", "b") else Ty("u", pt.bits))
         off += pt.bits
@@ -750,7 +737,7 @@ class Gen:
   def insert(self, old: str, ob: int, v: str, vb: int, lo: str, w: int) -> str:
     """runtime.ins: old with bits [lo + w - 1 : lo] replaced by v (masked to w bits)."""
     f = self.f
-    v = self.conv_int(v, vb, ob, False) if vb != ob else v
+    v = self.f.conv(v, vb, ob, False) if vb != ob else v
     mask = (1 << w) - 1 if w < ob else (1 << ob) - 1
     v = f.op(f"and i{ob} {v}, {mask}")
     if lo != "0":
@@ -760,10 +747,6 @@ class Gen:
       m = str(mask)
     keep = f.op(f"and i{ob} {old}, {f.op(f'xor i{ob} {m}, -1')}")
     return f.op(f"or i{ob} {keep}, {v}")
-
-  def lv_ty(self, lv) -> Ty:
-    from gputwin.pcode.ir import lv_ty
-    return lv_ty(lv)
 
 
 # ------------------------------------------------------------------------------------------------ operands
@@ -809,17 +792,22 @@ class Block:
     self.nv, self.ns = nv, ns  # VGPRs / SGPRs the block touches
 
 
-def collect(prog, pc: int, fam: str) -> list[Op]:
-  """The longest run of supported ops from pc (a branch ends it)."""
+def _sets_pc(op: Op) -> bool:
+  """A branch (its body writes PC): it ends a block, and the block leaves the wave's PC where the body put it."""
+  return op.kind == "alu" and op.sem is not None and "PC" in op.sem.outputs
+
+
+def collect(prog, pc: int, fam: str, limit: int = 1 << 30) -> list[Op]:
+  """The longest run (at most `limit`) of supported ops from pc (a branch ends it)."""
   ops = []
-  while True:
+  while len(ops) < limit:
     try:
       op = prog.op(pc)
       supported(op, fam)
     except Exception:
       break
     ops.append(op)
-    if op.kind == "alu" and "PC" in op.sem.outputs:
+    if _sets_pc(op):
       break
     pc += op.size
   return ops
@@ -836,7 +824,11 @@ class Compiler:
 
   def module(self, name: str) -> str:
     for i, op in enumerate(self.ops):
-      self.funcs.append(self.inst_fn(i, op))
+      try:
+        self.funcs.append(self.inst_fn(i, op))
+      except Unsupported as e:
+        e.at = i  # which op of the run
+        raise
     calls = []
     for i, op in enumerate(self.ops):
       calls.append(f"""  br label %h{i}
@@ -869,12 +861,9 @@ entry:
     info = {"lanes": self.L, "family": self.fam, "space": "lds" if op.mem == "ds" else "gm"}
     parts = _parts(op)
     vector = op.vector and op.kind != "nop"
-    f.emit("%wave = add i64 %w, 0")
-    lane_count = None
     if op.kind == "nop":
       self.bump_pc(f, op)
-      lane_count = str(self.L)
-      return self.finish(f, i, lane_count)
+      return self.finish(f, i, str(self.L))
     exec_v = self.exec_value(f)
     gens = [Gen(f, o, info) for o in parts]
     # state variables: per wave (scalars, specials) or per lane (VGPRs, addresses)
@@ -892,10 +881,12 @@ entry:
           g.masks[nm] = (f.alloca(f"i{w}"), f.alloca(f"i{w}"))
           f.emit(f"store i{w} 0, ptr {g.masks[nm][0]}")
           f.emit(f"store i{w} 0, ptr {g.masks[nm][1]}")
-      for nm in g.lane0:  # lane 0 may be inactive: the register then gets the initial value
-        self.store_reg(f, o.outs[nm], str(_default(nm, g.widths[nm])), g.widths[nm], o) if nm in o.outs else None
+      for nm in g.lane0 & o.outs.keys():  # lane 0 may be inactive: the register then gets the initial value
+        self.store_reg(f, o.outs[nm], str(_default(nm, g.widths[nm])), g.widths[nm], o)
     on = None
     if vector:
+      f.emit("br label %pre")  # the block the lane loop's phi names as its entry
+      f.put("pre")
       f.emit("br label %lhead")
       f.put("lhead")
       f.emit("%lane = phi i64 [0, %pre], [%lane.n, %lnext]")
@@ -916,12 +907,9 @@ entry:
       if pure:
         # a lane mask the body only touches at this lane's bit (VCC carry-outs, VOPC results): each lane works on
         # its own bit, and the bits are OR-reduced into the mask after the loop (vectorisable)
-        for nm in o.sem.program.outputs:
+        for nm, (acc, wm) in g.masks.items():
           ptr, w = g.state[nm]
-          if nm in g.lane_names or not _lane_bit_only(o.sem.program.body, nm) or w > 64:
-            continue
           bit, written = g.lanebit[nm] = (f.alloca("i1"), f.alloca("i1"))
-          acc, wm = g.masks[nm]
           orig = f.op(f"load i{w}, ptr {ptr}")
           mine = f.op(f"lshr i{w} {orig}, {self.lane_w(f, w)}")
           f.emit(f"store i1 {f.op(f'trunc i{w} {mine} to i1')}, ptr {bit}")
@@ -971,27 +959,22 @@ entry:
       lane_count = f.op(f"call i64 @llvm.ctpop.i64(i64 {exec_v})")
     else:
       lane_count = "1"
-    return self.finish(f, i, lane_count, pre=vector)
+    return self.finish(f, i, lane_count)
 
   @staticmethod
   def lane_w(f: Fn, w: int) -> str:
     """The lane number as an i{w} shift amount."""
     return "%lane" if w == 64 else f.op(f"trunc i64 %lane to i{w}")
 
-  def finish(self, f: Fn, i: int, lane_count: str, pre: bool = False) -> str:
+  def finish(self, f: Fn, i: int, lane_count: str) -> str:
     lc = f.live(C_LANES)
     f.set_ctx(C_LANES, f.op(f"add i64 {lc}, {lane_count}"))
     f.emit("ret i32 0")
     head = [f"define internal i32 @inst{i}(ptr %ctx, i64 %w) alwaysinline {{", "entry:"] + f.allocas + f.pro
-    pre_lines = f.lines
-    if pre:  # the per-wave prologue ends by falling into the lane loop from block %pre
-      k = pre_lines.index("  br label %lhead")
-      pre_lines = pre_lines[:k] + ["  br label %pre", "pre:"] + pre_lines[k:]
-    tail = ["fault:", "  ret i32 1", "}", ""]
-    return "\n".join(head + pre_lines + tail)
+    return "\n".join(head + f.lines + ["fault:", "  ret i32 1", "}", ""])
 
   def bump_pc(self, f: Fn, op: Op) -> None:
-    if op.kind == "alu" and op.sem is not None and "PC" in op.sem.outputs:
+    if _sets_pc(op):
       return
     pp = f.gep(f.ctxp(C_PC), f.op("mul i64 %w, 8"))
     v = f.op(f"load i64, ptr {pp}")
@@ -1052,19 +1035,13 @@ entry:
       w = 64 if max(s.neg, s.abs) > M32 else 32
       if bits > w:
         raise Unsupported("abs/neg width")
-      v = self.convw(f, v, bits, w)
+      v = f.conv(v, bits, w)
       bits = w
       if s.abs:
         v = f.op(f"and i{w} {v}, {~s.abs & ((1 << w) - 1)}")
       if s.neg:
         v = f.op(f"xor i{w} {v}, {s.neg}")
     return v, bits
-
-  @staticmethod
-  def convw(f: Fn, v: str, fb: int, tb: int) -> str:
-    if fb == tb:
-      return v
-    return f.op(f"{'zext' if tb > fb else 'trunc'} i{fb} {v} to i{tb}")
 
   def scc_load(self, f: Fn) -> str:
     return f.op(f"load i32, ptr {f.gep(f.ctxp(C_SCC), f.op('mul i64 %w, 4'))}")
@@ -1115,7 +1092,7 @@ entry:
         f.emit(f"store i{w} {_default(nm, w)}, ptr {ptr}")
       else:
         v, b = src
-        f.emit(f"store i{w} {self.convw(f, v, b, w)}, ptr {ptr}")
+        f.emit(f"store i{w} {f.conv(v, b, w)}, ptr {ptr}")
 
   def special(self, f: Fn, o: Op, nm: str) -> tuple[str, int]:
     if nm == "SCC":
@@ -1136,8 +1113,6 @@ entry:
       return str(o.info.get("offset", 0) & M32), 32
     if nm in ("OFFSET0", "OFFSET1"):
       return str(o.info.get(nm.lower(), 0)), 32
-    if nm in ("ROUND_MODE",):
-      raise Unsupported(nm)
     return "0", 32
 
   def addresses(self, g: Gen, o: Op) -> None:
@@ -1146,7 +1121,7 @@ entry:
       return
     f, info = g.f, o.info
     if o.mem == "smem":
-      a = self.convw(f, self.sgpr(f, info["sbase"], 2), 64, 64)
+      a = f.conv(self.sgpr(f, info["sbase"], 2), 64, 64)
       a = f.op(f"add i64 {a}, {info['offset'] & 0xffffffffffffffff}")
       if info.get("soff_reg") is not None:
         so = self.sgpr(f, info["soff_reg"], 1)
@@ -1184,7 +1159,7 @@ entry:
     if "ADDR" in g.state:  # pcode's own ADDR input: the low 32 bits, in the width the body declares
       ptr, w = g.state["ADDR"]
       a32 = f.op(f"and i64 {a}, {M32}")
-      f.emit(f"store i{w} {self.convw(f, a32, 64, w)}, ptr {ptr}")
+      f.emit(f"store i{w} {f.conv(a32, 64, w)}, ptr {ptr}")
 
   def high_check(self, f: Fn, a: str) -> None:
     hi = f.op(f"icmp ugt i64 {a}, {M32}")
@@ -1206,9 +1181,9 @@ entry:
       ptr, w = g.state[nm]
       v = f.op(f"load i{w}, ptr {ptr}")
       if nm == "PC":
-        f.emit(f"store i64 {self.convw(f, v, w, 64)}, ptr {f.gep(f.ctxp(C_PC), f.op('mul i64 %w, 8'))}")
+        f.emit(f"store i64 {f.conv(v, w, 64)}, ptr {f.gep(f.ctxp(C_PC), f.op('mul i64 %w, 8'))}")
       elif nm == "SCC":
-        f.emit(f"store i32 {self.convw(f, v, w, 32)}, ptr {f.gep(f.ctxp(C_SCC), f.op('mul i64 %w, 4'))}")
+        f.emit(f"store i32 {f.conv(v, w, 32)}, ptr {f.gep(f.ctxp(C_SCC), f.op('mul i64 %w, 4'))}")
       elif nm in ("EXEC", "EXEC_LO"):
         n = 2 if self.L == 64 and nm == "EXEC" else 1
         self.store_reg(f, Src("s", self.sp["exec"], n), v, w, o)
@@ -1232,10 +1207,10 @@ entry:
     """core.Engine.store for one wave (and lane): split into dwords, SGPR constants dropped, NULL kept 0, 16-bit
     results into their true16 half (RDNA) or zero-extended (CDNA)."""
     total = 32 * d.dwords
-    v = self.convw(f, v, w, total) if w != total else v
+    v = f.conv(v, w, total) if w != total else v
     for k in range(d.dwords):
       part = f.op(f"lshr i{total} {v}, {32 * k}") if k else v
-      part = self.convw(f, part, total, 32)
+      part = f.conv(part, total, 32)
       if d.file == "s":
         if d.index >= 128 and d.index not in (self.sp["exec"], self.sp["exec"] + 1):
           return
@@ -1288,7 +1263,36 @@ def _lane_bit_of(x, idx) -> str | None:
   return base if base is not None and i.op == "wave" and i.args[0] == "laneId" else None
 
 
-def _lane_bit_only(stmts, name: str) -> bool:
+def _stmts(body, in_loop: bool = False):
+  """Every statement of a body, nested ones included, with whether it sits inside a for/while."""
+  for st in body:
+    yield st, in_loop
+    if st.op == "if":
+      for _, b in st.args[0]:
+        yield from _stmts(b, in_loop)
+      yield from _stmts(st.args[1], in_loop)
+    elif st.op in ("for", "while"):
+      yield from _stmts(st.args[-1], True)
+
+
+def _root(lv):
+  while lv[0] in ("as", "slice", "bit"):
+    lv = lv[1]
+  return lv
+
+
+def _has_loop(body) -> bool:
+  return any(st.op in ("for", "while") for st, _ in _stmts(body))
+
+
+def _bit_written(body, name: str) -> bool:
+  """Is state `name` only written lane by lane (`D0.u64[laneId] = ...`, outside loops), as VOPC and carry-outs do?"""
+  writes = [(st.args[0][0], loop) for st, loop in _stmts(body)
+            if st.op == "assign" and _root(st.args[0])[:2] == ("state", name)]
+  return bool(writes) and all(kind == "bit" and not loop for kind, loop in writes)
+
+
+def _lane_bit_only(body, name: str) -> bool:
   """Does the body touch state `name` only as `name.u64[laneId]` (read or written as a bool), and write it?"""
   ok, wrote = [True], [False]
 
@@ -1302,11 +1306,8 @@ def _lane_bit_only(stmts, name: str) -> bool:
       ok[0] = False
       return
     for a in e.args:
-      if isinstance(a, tuple):
-        for b in a:
-          expr(b)
-      else:
-        expr(a)
+      for b in (a if isinstance(a, tuple) else (a,)):
+        expr(b)
 
   def lval(lv):
     if lv[0] == "bit" and _lane_bit_of(lv[1], lv[2]) == name:
@@ -1320,73 +1321,21 @@ def _lane_bit_only(stmts, name: str) -> bool:
       else:
         expr(a)
 
-  def walk(body):
-    for st in body:
-      if st.op == "assign":
-        lval(st.args[0])
-        expr(st.args[1])
-        if st.args[0][0] == "bit" and _lane_bit_of(st.args[0][1], st.args[0][2]) == name and \
-           st.args[1].ty.kind != "bool":
-          ok[0] = False
-      elif st.op == "if":
-        for c, b in st.args[0]:
-          expr(c)
-          walk(b)
-        walk(st.args[1])
-      elif st.op in ("for", "while"):
-        ok[0] = False
-      elif st.op == "eval":
-        expr(st.args[0])
-  walk(stmts)
-  return ok[0] and wrote[0]
-
-
-def _has_loop(stmts) -> bool:
-  for st in stmts:
+  for st, _ in _stmts(body):
     if st.op in ("for", "while"):
-      return True
-    if st.op == "if" and (any(_has_loop(b) for _, b in st.args[0]) or _has_loop(st.args[1])):
-      return True
-  return False
-
-
-def _bit_written(stmts, name: str) -> bool:
-  """Is state `name` only written lane by lane (`D0.u64[laneId] = ...`), as VOPC and carry-outs do?"""
-  found = False
-  for st in stmts:
-    if st.op == "assign":
+      ok[0] = False
+    elif st.op == "assign":
+      lval(st.args[0])
+      expr(st.args[1])
       lv = st.args[0]
-      inner = lv
-      while inner[0] in ("as", "slice", "bit"):
-        inner = inner[1]
-      if inner[0] == "state" and inner[1] == name:
-        if lv[0] != "bit":
-          return False
-        found = True
+      if lv[0] == "bit" and _lane_bit_of(lv[1], lv[2]) == name and st.args[1].ty.kind != "bool":
+        ok[0] = False
     elif st.op == "if":
-      for _, b in st.args[0]:
-        if _writes(b, name) and not _bit_written(b, name):
-          return False
-        found = found or _writes(b, name)
-    elif st.op in ("for", "while") and _writes(st.args[-1], name):
-      return False
-  return found
-
-
-def _writes(stmts, name: str) -> bool:
-  for st in stmts:
-    if st.op == "assign":
-      lv = st.args[0]
-      while lv[0] in ("as", "slice", "bit"):
-        lv = lv[1]
-      if lv[0] == "state" and lv[1] == name:
-        return True
-    elif st.op == "if":
-      if any(_writes(b, name) for _, b in st.args[0]) or _writes(st.args[1], name):
-        return True
-    elif st.op in ("for", "while") and _writes(st.args[-1], name):
-      return True
-  return False
+      for c, _ in st.args[0]:
+        expr(c)
+    elif st.op == "eval":
+      expr(st.args[0])
+  return ok[0] and wrote[0]
 
 
 # memory helpers: global memory through a region table [start, end, host pointer], LDS through one window
@@ -1480,7 +1429,7 @@ ok:
   store i64 %i, ptr %hint
   ret i1 true
 bad:
-  call void @fault(ptr %ctx, i64 1, i64 %a, i64 %nb, i64 %wr, i64 %w)
+  call void @fault(ptr %ctx, i64 F_GLOBAL, i64 %a, i64 %nb, i64 %wr, i64 %w)
   ret i1 false
 }
 
@@ -1517,14 +1466,15 @@ ok:
   %r = inttoptr i64 %h to ptr
   ret ptr %r
 fail:
-  call void @fault(ptr %ctx, i64 4, i64 %off, i64 %nb, i64 %wr, i64 %w)
+  call void @fault(ptr %ctx, i64 F_LDSOFF, i64 %off, i64 %nb, i64 %wr, i64 %w)
   ret ptr null
 }
 """
 _CTX = dict(NREG=C_NREG, REGS=C_REGS, LDS=C_LDS, LDSZ=C_LDSZ, FAULT=C_FAULT, FADDR=C_FADDR, FBYTES=C_FBYTES,
             FWRITE=C_FWRITE, FWAVE=C_FWAVE)
 _PRELUDE = re.sub(r"i64 C_(\w+)\n", lambda m: f"i64 {_CTX[m.group(1)]}\n", _PRELUDE)  # ctx slots by name
-_PRELUDE = _PRELUDE.replace("LDS_MASK", str((1 << LDS_BITS) - 1)).replace("LDS_SHIFT", str(LDS_SHIFT))
+for _k, _v in dict(LDS_MASK=(1 << LDS_BITS) - 1, LDS_SHIFT=LDS_SHIFT, F_GLOBAL=F_GLOBAL, F_LDSOFF=F_LDSOFF).items():
+  _PRELUDE = _PRELUDE.replace(_k, str(_v))
 
 
 # ------------------------------------------------------------------------------------------------ runtime side
@@ -1553,10 +1503,8 @@ def _compile_block(prog, pc: int, lanes: int):
       name = f"blk{_SEQ[0]}"
       text = comp.module(name)
       break
-    except Unsupported:
-      # an op the filter let through but the code generator declined: keep the run before it
-      bad = _first_unsupported(ops, lanes, prog.family)
-      ops = ops[:bad]
+    except Unsupported as e:  # an op the filter let through but the code generator declined: keep the run before it
+      ops = ops[:e.at]
   if not ops:
     return None
   llvm, tm, ee = _llvm()
@@ -1577,15 +1525,6 @@ def _compile_block(prog, pc: int, lanes: int):
   blk = Block(pc, ops, fn, mod, comp.nv, comp.ns)
   STATS["blocks"] += 1
   return blk
-
-
-def _first_unsupported(ops, lanes, fam) -> int:
-  for i, op in enumerate(ops):
-    try:
-      Compiler([op], lanes, fam).module("probe")
-    except Unsupported:
-      return i
-  return len(ops)
 
 
 def _regions(mem):
@@ -1662,17 +1601,14 @@ class Native:
   def fault(self, op: Op) -> GPUPageFault:
     c, eng = self.ctx, self.eng
     kind, addr, nb = int(c[C_FAULT]), int(c[C_FADDR]) & 0xffffffffffffffff, int(c[C_FBYTES])
-    acc = "write" if c[C_FWRITE] else "read"
-    if op.sem is not None:
-      acc = "read" if "r" in op.sem.mem else "write"
+    access = "write" if c[C_FWRITE] else "read"  # of the faulting access
+    whole = "read" if "r" in op.sem.mem else "write"  # of the instruction: the interpreter's checks before any access
     if kind == F_LDSBASE:
-      return GPUPageFault(addr, 4, acc, eng.lds.device, f"LDS address past the {eng.lds.size}-byte allocation")
+      return GPUPageFault(addr, 4, whole, eng.lds.device, f"LDS address past the {eng.lds.size}-byte allocation")
     if kind == F_LDSOFF:
-      return GPUPageFault(addr, nb, "write" if c[C_FWRITE] else "read", eng.lds.device,
-                          f"LDS offset past its {eng.lds.size}-byte allocation")
-    if kind == F_HIGH:
-      return GPUPageFault(addr, 4, acc, getattr(eng.mem, "device", ""))
-    return GPUPageFault(addr, nb, "write" if c[C_FWRITE] else "read", getattr(eng.mem, "device", ""))
+      return GPUPageFault(addr, nb, access, eng.lds.device, f"LDS offset past its {eng.lds.size}-byte allocation")
+    return GPUPageFault(addr, 4 if kind == F_HIGH else nb, whole if kind == F_HIGH else access,
+                        getattr(eng.mem, "device", ""))
 
 
 class Tier:
@@ -1689,7 +1625,7 @@ class Tier:
     self.after = threshold()
     self.fallthrough = None  # PC right after the last interpreted instruction, if it could join a block
     p = self.prog.__dict__
-    self.blocks, self.heat, self.length = p.setdefault("blocks", {}), p.setdefault("heat", {}), p.setdefault("runs", {})
+    self.blocks, self.heat, self.leads = p.setdefault("blocks", {}), p.setdefault("heat", {}), p.setdefault("leads", {})
 
   @staticmethod
   def make(eng) -> "Tier | None":
@@ -1704,10 +1640,10 @@ class Tier:
     blk = self.blocks.get(key, False)
     if blk is False:
       mid, self.fallthrough = pc == self.fallthrough, None
-      n = self.length.get(pc)
-      if n is None:
-        n = self.length[pc] = len(collect(self.prog, pc, self.prog.family))
-      if not mid and n:
+      lead = self.leads.get(pc)
+      if lead is None:
+        lead = self.leads[pc] = bool(collect(self.prog, pc, self.prog.family, limit=1))
+      if not mid and lead:
         h = self.heat[pc] = self.heat.get(pc, 0) + waves * self.eng.L
         if h >= self.after:
           try:
@@ -1718,9 +1654,9 @@ class Tier:
             FAILED.append((self.prog.arch, pc, f"{type(e).__name__}: {e}"))
             blk = self.blocks[key] = None
       if blk is False:
-        if n:  # interpreted now, but its successor may be mid-block
+        if lead:  # interpreted now, but its successor may be mid-block
           op = self.prog.op(pc)
-          if not (op.kind == "alu" and "PC" in op.sem.outputs):
+          if not _sets_pc(op):
             self.fallthrough = pc + op.size
         return None
     if blk is not None and (blk.nv > self.eng.V.shape[1] or blk.ns > self.eng.S.shape[1]):
