@@ -328,13 +328,10 @@ class Engine:
     if s.hi or s.pk or s.abs or s.neg or s.dwords > 4 or s.file not in "vas" or (s.file == "s" and (
        s.index in APERTURE or s.index in (VCCZ, EXECZ, SCC_CODE))):
       return self.fetch(s, ix)
-    if s.file == "s":
-      r = self.S[ix, s.index:s.index + s.dwords]
-      lo, hi = self._join(r[:, 0:2], axis=1), self._join(r[:, 2:], axis=1) if s.dwords == 4 else r[:, 2].astype(U64)
-      return Wide(lo[:, None], hi[:, None])
-    F = self.V if s.file == "v" else self.A
+    F = self.S if s.file == "s" else self.V if s.file == "v" else self.A
     r = F[ix, s.index:s.index + s.dwords]
-    return Wide(self._join(r[:, 0:2], axis=1), self._join(r[:, 2:], axis=1) if s.dwords == 4 else r[:, 2].astype(U64))
+    lo, hi = self._join(r[:, 0:2], axis=1), self._join(r[:, 2:], axis=1) if s.dwords == 4 else r[:, 2].astype(U64)
+    return Wide(lo[:, None], hi[:, None]) if s.file == "s" else Wide(lo, hi)  # scalars: one value per wave
 
   def special(self, name: str, ix, op: Op):
     """Pcode inputs that are no operand: SCC, EXEC, M0, PC, MODE bits, instruction offsets."""
