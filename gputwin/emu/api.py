@@ -8,6 +8,7 @@ Dispatch (every wave's registers at its first instruction) that tools can peek/p
 from __future__ import annotations
 
 import functools
+import threading
 
 import time
 from pathlib import Path
@@ -69,6 +70,27 @@ class Emulator:
     finally:
       d.finish()
     return d.stats
+
+
+class _Spare:
+  """The register files of the last finished dispatch (checkers off), kept for the next one of the same shape:
+  Engine.restart clears only the rows it wrote, where allocating would clear (and page in) every file again."""
+
+  def __init__(self, limit: int = 256 << 20):
+    self.lock, self.eng, self.limit = threading.Lock(), None, limit
+
+  def put(self, eng) -> None:
+    if sum(a.nbytes for a in eng.files.values()) <= self.limit:
+      with self.lock:
+        self.eng = eng
+
+  def take(self, shape):
+    with self.lock:
+      eng, self.eng = (self.eng, None) if self.eng is not None and self.eng.shape == shape else (None, self.eng)
+    return eng
+
+
+_SPARE = _Spare()
 
 
 class Dispatch:
@@ -144,9 +166,19 @@ class Dispatch:
     return va
 
   def _buffer(self, a: np.ndarray) -> bytes:
-    va = self.emu.mem.alloc(a.nbytes)
-    self.emu.mem.write_bytes(va, np.ascontiguousarray(a).tobytes())
-    self.copies.append((a, va))
+    """A guest buffer for an array argument. A writeable C-contiguous array that overlaps no other argument is
+    mapped in place (the kernel reads and writes the caller's memory, as a unified-memory GPU would: no copies);
+    anything else is copied in, and back after the dispatch."""
+    mem = self.emu.mem
+    if isinstance(mem, GuestMemory) and a.flags.c_contiguous and a.flags.writeable and a.nbytes and \
+       not any(np.may_share_memory(a, b) for b, _, _ in self.copies):
+      va = mem.alloc(a.nbytes, buf=a.reshape(-1).view(np.uint8))
+      self.copies.append((a, va, False))
+    else:
+      va = mem.alloc(a.nbytes)
+      c = np.ascontiguousarray(a)
+      mem.write_bytes(va, c.reshape(-1).view(np.uint8) if c.nbytes else b"")
+      self.copies.append((a, va, True))
     return va.to_bytes(8, "little")
 
   def _arg(self, a, m, i) -> bytes:
@@ -173,15 +205,23 @@ class Dispatch:
   # ---- waves: the ABI's initial state (AMDGPUUsage "Initial Kernel Execution State")
   def _next_batch(self) -> bool:
     if self.next_wg >= self.nwg:
+      if self.eng is not None and self.eng.checks is None:
+        _SPARE.put(self.eng)  # the next dispatch of this shape starts on its register files
       self.eng = None
       return False
     kd, g0 = self.kern.descriptor, self.next_wg
     self.next_wg = g1 = min(self.nwg, g0 + self.per_batch)
     W = (g1 - g0) * self.nw
     nv = min(512, (kd.granulated_workitem_vgpr_count + 1) * 8 + 8)
-    eng = core.Engine(self.prog, self.emu.mem, W, self.L, nv, nv if self.prog.family == "cdna" else 1,
-                      self.lds_size, kd.private_segment_fixed_size,
-                      np.repeat(np.arange(g1 - g0), self.nw), Checks.make(self.checks), self.arch)
+    shape = (W, self.L, nv, nv if self.prog.family == "cdna" else 1, self.lds_size, kd.private_segment_fixed_size,
+             self.arch)
+    checks, last = Checks.make(self.checks), self.eng
+    last = last if last is not None and last.checks is None and last.shape == shape else _SPARE.take(shape)
+    if checks is None and last is not None:
+      eng = last  # the previous batch's register files, only its written rows cleared
+      eng.restart(np.repeat(np.arange(g1 - g0), self.nw), self.prog, self.emu.mem)
+    else:
+      eng = core.Engine(self.prog, self.emu.mem, *shape[:6], np.repeat(np.arange(g1 - g0), self.nw), checks, self.arch)
     values = {"enable_sgpr_dispatch_ptr": self.packet_va, "enable_sgpr_queue_ptr": self.queue_va,
               "enable_sgpr_kernarg_segment_ptr": self.kernarg_va,
               "enable_sgpr_private_segment_size": kd.private_segment_fixed_size}
@@ -193,7 +233,7 @@ class Dispatch:
                                                 4 * kd.kernarg_preload_spec_length), np.uint32)
     init_waves(eng, kd, self.grid, self.block, g0, self.nw, user + pre.tolist(), self.kern.entry)
     eng.hooks = ([self._trace_hook] if self.trace is not None else []) + self.hooks
-    self.base_wave, self.eng = g0 * self.nw, eng
+    self.base_wave, self.eng, self.counted = g0 * self.nw, eng, (0, 0, 0)
     return True
 
   def _trace_hook(self, eng, op, ix):
@@ -227,6 +267,7 @@ class Dispatch:
 
   def set_reg(self, wave: int, name: str, value) -> None:
     e, w, (f, i) = self.eng, wave - self.base_wave, _reg(name)
+    e.mark(f if f in "vas" else "s", i if f in "vas" else e.sp.get(f, 0), 2)
     if f in "va":
       (e.V if f == "v" else e.A)[w, i] = np.asarray(value).astype(np.uint32)
     elif f == "s":
@@ -270,11 +311,11 @@ class Dispatch:
     return False
 
   def _account(self, eng):
-    st, done = self.stats, getattr(eng, "_counted", (0, 0, 0))
+    st, done = self.stats, self.counted
     st.instructions += eng.count - done[0]
     st.lane_instructions += eng.lane_count - done[1]
     st.native_instructions += eng.native_count - done[2]
-    eng._counted = (eng.count, eng.lane_count, eng.native_count)
+    self.counted = (eng.count, eng.lane_count, eng.native_count)  # of this batch, already in stats
     st.waves, st.workgroups = self.next_wg * self.nw, self.next_wg
 
   def finish(self) -> LaunchStats:
@@ -283,10 +324,12 @@ class Dispatch:
       return self.stats
     self.done = True
     mem = self.emu.mem
-    for a, va in self.copies:
-      if a.flags.writeable:
-        a[...] = np.frombuffer(mem.read_bytes(va, a.nbytes), a.dtype).reshape(a.shape)
-    for va in [va for _, va in self.copies] + [self.kernarg_va, self.queue_va, self.packet_va]:
+    for a, va, copied in self.copies:
+      if copied and a.flags.writeable and a.nbytes:
+        sp = mem._span(va, a.nbytes) if isinstance(mem, GuestMemory) else None
+        raw = sp[0][sp[1]:sp[1] + a.nbytes] if sp is not None else np.frombuffer(mem.read_bytes(va, a.nbytes), np.uint8)
+        a[...] = raw.view(a.dtype).reshape(a.shape)
+    for va in [va for _, va, _ in self.copies] + [self.kernarg_va, self.queue_va, self.packet_va]:
       mem.unmap(va)
     self.stats.seconds = time.perf_counter() - self.t0
     if self.trace is not None:
@@ -318,10 +361,16 @@ def init_waves(eng: core.Engine, kd, grid, block, g0: int, nw: int, user: list[i
   if arch.startswith("gfx12"):  # architected workgroup ids: TTMP9 = x, TTMP7 = y | z << 16
     S[:, 117], S[:, 115] = ids[0], ids[1] | (ids[2] << 16)
   v0, ex = _workitems(nw, L, tuple(block))  # the same for every workgroup: one copy per workgroup of the batch
-  eng.V[:, 0] = np.broadcast_to(v0, (eng.W // nw, nw, L)).reshape(eng.W, L)
+  if getattr(eng, "v0_of", None) != (nw, tuple(block)) or getattr(eng, "v0_stale", True):  # (a restarted engine's v0
+    eng.V[:, 0].reshape(eng.W // nw, nw, L)[...] = v0  # is still in place unless the last batch wrote it)
+    eng.v0_of, eng.v0_stale = (nw, tuple(block)), False
   S[:, eng.sp["exec"]:eng.sp["exec"] + L // 32] = np.broadcast_to(ex, (eng.W // nw,) + ex.shape).reshape(eng.W, -1)
   eng._exec = None
   eng.pc[:] = pc
+  eng.mark("s", 0, s)
+  eng.mark("s", eng.sp["exec"], L // 32)
+  if arch.startswith("gfx12"):
+    eng.mark("s", 115, 3)
   if eng.checks is not None:
     eng.checks.initial(eng, s)
   return s

@@ -113,29 +113,78 @@ class Engine:
     self.sp = SPECIAL["cdna" if self.fam == "cdna" else "rdna"]
     # register files are indexed [wave, reg(, lane)] but stored register-major: one register of every wave (what
     # an instruction reads or writes) is then one contiguous block, not a strided walk through all the files
-    self.V = np.zeros((nvgpr, waves, lanes), U32).swapaxes(0, 1)
-    self.A = np.zeros((max(nagpr, 1), waves, lanes), U32).swapaxes(0, 1)
-    self.S = np.zeros((256, waves), U32).T
-    self.HW = np.zeros((waves, 64), U32)
+    # (rows padded by one wave / 64 bytes: a power-of-two row stride would put all of one wave's registers in the
+    # same cache set, which the native tier, running a wave at a time, would thrash)
+    self.files = {"v": np.zeros((nvgpr, waves + 1, lanes), U32), "a": np.zeros((max(nagpr, 1), waves + 1, lanes), U32),
+                  "s": np.zeros((256, waves + 16), U32)}  # [reg, wave(, lane)], padded
+    self.V = self.files["v"][:, :waves].swapaxes(0, 1)
+    self.A = self.files["a"][:, :waves].swapaxes(0, 1)
+    self.S = self.files["s"][:, :waves].T
+    self.HW = np.zeros((64, waves + 16), U32)[:, :waves].T
+    self.shape = (waves, lanes, nvgpr, nagpr, lds_size, priv_size, device)  # what restart() needs to match
+    self.written = {"v": 0, "a": 0, "s": 0, "hw": False}  # rows written since the start (bit masks; see mark)
+    self.lane = np.arange(lanes, dtype=U32)
     self.scc = np.zeros(waves, U32)
     self.pc = np.zeros(waves, np.int64)
+    self.clock = np.zeros(waves, np.int64)  # per-wave instructions: the deterministic "cycle" counter
     self.live = np.ones(waves, bool)
     self.bar = np.zeros(waves, bool)
     self.wg = wg_of_wave
-    self.lane = np.arange(lanes, dtype=U32)
     self.lds = Window("LDS", int(wg_of_wave.max()) + 1 if waves else 1, lds_size, 1 << LDS_SHIFT, device, None,
                       LDS_BITS)
     self.scratch = Window("scratch", waves * lanes, priv_size, scratch_stride(priv_size), device)
+    self._lane_waves = self._wg_hi = None  # LDS: each lane's wave (race checker), workgroup slot << 20 per wave
+    self._batch(checks)
+
+  def _batch(self, checks) -> None:
+    """The per-batch bookkeeping a fresh engine starts with."""
     self.checks = checks
     self.count = self.lane_count = self.native_count = 0  # wave-instructions, lane-instructions, of them native
-    self.clock = np.zeros(waves, np.int64)  # per-wave instructions: the deterministic "cycle" counter
     self.hooks = []
     self.ieee = 1
     self._exec, self._exec_all = None, False
-    self._lane_waves = self._wg_hi = None  # LDS: each lane's wave (race checker), workgroup slot << 20 per wave
     self._lds32 = (None, None)  # the last LDS address array (uint64) and its uint32 twin
     if checks is not None:
       checks.attach(self)
+
+  def mark(self, file: str, index: int, dwords: int = 1) -> None:
+    """Registers [index, index + dwords) of `file` ("v", "a", "s") were written: restart() clears them."""
+    if file in ("v", "a", "s"):
+      self.written[file] |= ((1 << dwords) - 1) << index
+
+  def restart(self, wg_of_wave: np.ndarray, prog: Program | None = None, mem=None) -> None:
+    """Start the next batch of the same shape on these arrays (of this dispatch, or another one's: `prog`, `mem`):
+    exactly the state a new Engine has, but only the register rows the last batch wrote are cleared (zeroing and
+    first-touching whole files costs more than a native batch runs)."""
+    if prog is not None:
+      self.prog, self.fam = prog, prog.family
+    if mem is not None:
+      self.mem = mem
+    for file, rows in self.written.items():
+      if file == "hw":
+        if rows:
+          self.HW[:] = 0
+        continue
+      F = self.files[file]
+      if file == "v":  # v0 (the work-item ids) is rewritten whole by init_waves: it only needs to know
+        self.v0_stale = bool(rows & 1)
+        rows &= ~1
+      if rows < 0 or rows >> len(F):  # everything (a whole-file write), or rows past the file
+        F[:] = 0
+        continue
+      while rows:
+        r = (rows & -rows).bit_length() - 1
+        run = ((rows >> r) ^ ((rows >> r) + 1)).bit_length() - 1  # consecutive written rows from r
+        F[r:r + run] = 0
+        rows &= ~(((1 << run) - 1) << r)
+    self.written = {"v": 0, "a": 0, "s": 0, "hw": False}
+    for a, v in ((self.scc, 0), (self.pc, 0), (self.clock, 0), (self.live, True), (self.bar, False)):
+      a.fill(v)
+    if not np.array_equal(wg_of_wave, self.wg):
+      self.wg, self._wg_hi = wg_of_wave, None
+    self.lds.buf.fill(0)
+    self.scratch.buf.fill(0)
+    self._batch(None)
 
   # ------------------------------------------------------------------ register access
   def exec_mask(self, ix) -> np.ndarray:
@@ -205,6 +254,7 @@ class Engine:
 
   def store(self, d: Src, v, ix, m, op: Op | None = None):
     """Write raw bits `v` to operand `d` for waves `ix` under lane mask `m` (None: whole wave)."""
+    self.mark(d.file, d.index, d.dwords)
     if isinstance(v, Wide) and d.dwords in (3, 4):  # two uint64 words: the dwords without Python ints
       lo, hi = np.asarray(v.lo, U64), np.asarray(v.hi, U64)
       shp = np.broadcast_shapes(lo.shape, hi.shape)
@@ -279,10 +329,13 @@ class Engine:
     fancy = not isinstance(ix, slice)
     if "VGPR" in sem.regfiles:
       st["VGPR"] = (self.V[ix] if fancy else self.V).transpose(0, 2, 1)
+      self.written["v"] = -1
     if "SGPR" in sem.regfiles:
       st["SGPR"] = self.S[ix] if fancy else self.S
+      self.written["s"] = -1
       self._exec = None
     if "HW_REGISTERS" in sem.regfiles:
+      self.written["hw"] = True
       self.HW[ix, 29] = self.clock[ix] & 0xfffff  # HW_REG_SHADER_CYCLES (20 bits): this wave's instruction count
       st["HW_REGISTERS"] = self.HW[ix] if fancy else self.HW
     if op.mem:
@@ -575,7 +628,8 @@ def step(eng: Engine, op: Op, ix) -> None:
     eng.pc[ix] += op.size
   elif k == "end":
     eng.live[ix] = False
-    _release(eng, ix)
+    if eng.bar.any():  # the last waves of a workgroup may be what its barrier waits for
+      _release(eng, ix)
   elif k == "barrier":
     eng.pc[ix] += op.size
     eng.bar[ix] = True
@@ -660,4 +714,10 @@ def _native_tier(eng: Engine):
   from gputwin.emu import jit
   if jit.mode() in ("0", "off", "no"):
     return None
-  return jit.Tier.make(eng)
+  key = (eng.prog, eng.mem, eng.wg)  # a restarted engine keeps its tier while these stay
+  t = getattr(eng, "_tier", None)
+  if t is None or any(a is not b for a, b in zip(t[0], key)):
+    t = eng._tier = (key, jit.Tier.make(eng))
+  elif t[1] is not None:
+    t[1].fresh()
+  return t[1]

@@ -40,6 +40,10 @@ M32 = 0xffffffff
 QUIET = {16: 1 << 9, 32: 1 << 22, 64: 1 << 51}  # the quiet bit of a NaN, by float width
 DEFAULT_NAN = {16: 0xfe00, 32: 0xffc00000, 64: 0xfff8000000000000}  # x86's result of an invalid operation
 BLOCK_KINDS = ("alu", "mem", "vopd", "nop")
+TBAA_FIXED = ("ctx", "tbl")  # tags the prelude uses: ctx fields the block writes, the region table
+TBAA_BASE = 10
+SUFFIX = {"": "", "exact": "x", "probe": "p", "fast": "f", "contig": "c"}  # Compiler.inst_fn's function per mode
+PROBE_CONTIG, PROBE_EXACT, PROBE_FAST = 0, 1, 2  # what a probe answers
 MEM_KINDS = ("global", "smem", "ds")
 
 # ctx: one int64 array shared by Python and the native code
@@ -104,7 +108,10 @@ def _fconst(v: float, bits: int) -> str:
 class Fn:
   """LLVM IR text of one function: numbered temporaries, labels, allocas hoisted to the entry block."""
 
-  def __init__(self):
+  def __init__(self, tags: dict | None = None, mode: str = ""):
+    self.tags = {} if tags is None else tags  # TBAA: what a load or store touches (see Compiler.metadata)
+    self.mode = mode  # Compiler.inst_fn's
+    self.on = None  # this lane's EXEC bit, in a lane loop
     self.lines: list[str] = []
     self.allocas: list[str] = []
     self.pro: list[str] = []  # ctx fields, loaded once in the entry block
@@ -154,13 +161,13 @@ class Fn:
       self.n += 1
       r = self.cached[k] = f"%c{self.n}"
       self.pro.append(f"  %c{self.n}p = getelementptr i64, ptr %ctx, i64 {k}")
-      self.pro.append(f"  {r} = load i64, ptr %c{self.n}p")
+      self.pro.append(f"  {r} = load i64, ptr %c{self.n}p, !invariant.load !0")
     return r
 
   def live(self, k: int) -> str:
     """A ctx field the block writes (fault, lane count)."""
     p = self.op(f"getelementptr i64, ptr %ctx, i64 {k}")
-    return self.op(f"load i64, ptr {p}")
+    return self.ld("i64", p, "ctx")
 
   def ctxp(self, k: int) -> str:
     r = self.cached.get(-k - 1)
@@ -173,7 +180,33 @@ class Fn:
 
   def set_ctx(self, k: int, v: str) -> None:
     p = self.op(f"getelementptr i64, ptr %ctx, i64 {k}")
-    self.emit(f"store i64 {v}, ptr {p}")
+    self.st("i64", v, p, "ctx")
+
+  @property
+  def bad(self) -> str:
+    """A probe's result: some active lane's access would leave the region or fault."""
+    if not hasattr(self, "_bad"):
+      self._bad = self.alloca("i1")
+    return self._bad
+
+  def ld_bad(self) -> str:
+    return self.op(f"load i1, ptr {self.bad}")
+
+  def or_bad(self, cond: str) -> None:
+    """bad |= cond, for an active lane (a probe's lane loop runs every lane)."""
+    mine = self.op(f"and i1 {cond}, {self.on}")
+    self.emit(f"store i1 {self.op(f'or i1 {self.ld_bad()}, {mine}')}, ptr {self.bad}")
+
+  def tbaa(self, what) -> str:
+    """The access tag of `what`: a register row ("v", 3), guest memory, LDS, SCC... Different things never
+    overlap, so LLVM may keep registers in host registers across stores to others and vectorise without checks."""
+    return f"!tbaa !{TBAA_BASE + 2 * self.tags.setdefault(what, len(self.tags)) + 1}"
+
+  def ld(self, ty: str, ptr: str, what, align: str = "") -> str:
+    return self.op(f"load {ty}, ptr {ptr}{align}, {self.tbaa(what)}")
+
+  def st(self, ty: str, v: str, ptr: str, what, align: str = "") -> None:
+    self.emit(f"store {ty} {v}, ptr {ptr}{align}, {self.tbaa(what)}")
 
 
 # ------------------------------------------------------------------------------------ one op: pcode -> LLVM IR
@@ -188,6 +221,9 @@ class Gen:
     self.state: dict[str, tuple[str, int]] = {}
     self.loop_exit: list[str] = []
     self.hint = None
+    self.row = None  # Gen.region
+    self.dptr = None  # Gen.delta
+    self.space = "lds" if eng_info["space"] == "lds" else "guest"  # TBAA of its memory accesses
     self.lanebit: dict[str, tuple[str, str]] = {}  # per-wave lane mask -> (this lane's bit, written?) allocas
 
   # ---------------------------------------------------------------- value helpers
@@ -570,12 +606,12 @@ class Gen:
       acc = "0"
       for k in range(bits // 32):
         p = self.access(f.op(f"add i64 {a}, {4 * k}"), 4, False)
-        z = self.f.conv(f.op(f"load i32, ptr {p}, align 1"), 32, bits, False)
+        z = self.f.conv(f.ld("i32", p, self.space, ", align 1"), 32, bits, False)
         acc = f.op(f"or i{bits} {acc}, {f.op(f'shl i{bits} {z}, {32 * k}') if k else z}")
       r, rb = acc, bits
     else:
       nb = max(bits // 8, 1)
-      r = f.op(f"load i{8 * nb}, ptr {self.access(a, nb, False)}, align 1")
+      r = f.ld(f"i{8 * nb}", self.access(a, nb, False), self.space, ", align 1")
       rb = 8 * nb
     return self.from_bits(r, rb, t) if t.bits == rb or t.kind == "bool" else self.f.conv(r, rb, t.bits, False)
 
@@ -587,18 +623,78 @@ class Gen:
       u = self.f.conv(u, ub, bits, False)
       for k in range(bits // 32):
         w = self.f.conv(f.op(f"lshr i{bits} {u}, {32 * k}") if k else u, bits, 32, False)
-        f.emit(f"store i32 {w}, ptr {self.access(f.op(f'add i64 {a}, {4 * k}'), 4, True)}, align 1")
+        f.st("i32", w, self.access(f.op(f"add i64 {a}, {4 * k}"), 4, True), self.space, ", align 1")
       return
     nb = max(bits // 8, 1)
     u = self.f.conv(u, ub, 8 * nb, False)
-    f.emit(f"store i{8 * nb} {u}, ptr {self.access(a, nb, True)}, align 1")
+    f.st(f"i{8 * nb}", u, self.access(a, nb, True), self.space, ", align 1")
+
+  def region(self) -> tuple[str, str, str]:
+    """(start, end, host address) of the global-memory region the last access of this instruction hit, read once
+    per wave (a probe and a fast loop take it as fixed)."""
+    if self.row is None:
+      f, k = self.f, self.info["slot"]
+      f.pro.append(f"  %hint{k}.r = getelementptr i64, ptr %hints, i64 {2 * k}")
+      f.pro.append(f"  %hint{k}.h = load i64, ptr %hint{k}.r")
+      f.pro.append(f"  %hint{k}.k = mul i64 %hint{k}.h, 3")
+      f.pro.append(f"  %hint{k}.p = getelementptr i64, ptr {f.ctxp(C_REGS)}, i64 %hint{k}.k")
+      for j, nm in enumerate(("s", "e", "a")):
+        f.pro.append(f"  %hint{k}.{nm}p = getelementptr i64, ptr %hint{k}.p, i64 {j}")
+        f.pro.append(f"  %hint{k}.{nm} = load i64, ptr %hint{k}.{nm}p, {f.tbaa('tbl')}")
+      self.row = (f"%hint{k}.s", f"%hint{k}.e", f"%hint{k}.a")
+    return self.row
+
+  def delta(self) -> str:
+    """host address - guest address for this wave's accesses (probed: one region, or this workgroup's LDS), as a
+    pointer: an access is then one getelementptr, affine in the lane when the address is (LLVM vectorises it)."""
+    if self.dptr is None:  # computed in the entry block
+      f, k = self.f, f"%dl{self.info['slot']}"
+      if self.space == "lds":  # address = slot << LDS_SHIFT | offset, host = base + slot * size + offset
+        wg, lds, sz = f.ctxp(C_WG), f.ctx(C_LDS), f.ctx(C_LDSZ)
+        f.pro += [f"  {k}.o = mul i64 %w, 8", f"  {k}.p = getelementptr i8, ptr {wg}, i64 {k}.o",
+                  f"  {k}.s = load i64, ptr {k}.p, {f.tbaa('wg')}", f"  {k}.m = mul i64 {k}.s, {sz}",
+                  f"  {k}.a = add i64 {lds}, {k}.m", f"  {k}.h = shl i64 {k}.s, {LDS_SHIFT}",
+                  f"  {k}.d = sub i64 {k}.a, {k}.h"]
+      else:
+        s0, _, host = self.region()
+        f.pro.append(f"  {k}.d = sub i64 {host}, {s0}")
+      f.pro.append(f"  {k} = inttoptr i64 {k}.d to ptr")
+      self.dptr = k
+    return self.dptr
+
+  def probe_range(self, body, emin: str, emax: str) -> str:
+    """After a probe's lane loop: does some access of the wave leave the region (global) or the allocation (LDS)?
+    Every access is ADDR + K with K the same for all lanes (_plain_mem), and the lanes' effective addresses lie in
+    [emin, emax]; so the wave touches [emin + min K, emax + max(K + bytes)), a range the region must hold."""
+    f = self.f
+    ks, ends = [], []
+    for idx, bits in _mem_accesses(body):
+      k = _addr_offset(idx)
+      k = "0" if k is None else self.u64(self.ex(k), k.ty)
+      ks.append(k)
+      ends.append(f.op(f"add i64 {k}, {max(bits // 8, 1)}"))
+    kmin, kend = ks[0], ends[0]
+    for k, e in zip(ks[1:], ends[1:]):
+      kmin = f.op(f"call i64 @llvm.umin.i64(i64 {kmin}, i64 {k})")
+      kend = f.op(f"call i64 @llvm.umax.i64(i64 {kend}, i64 {e})")
+    if self.space == "lds":  # offsets within the workgroup's allocation (no carry into the slot bits)
+      hi = f.op(f"add i64 {f.op(f'and i64 {emax}, {(1 << LDS_BITS) - 1}')}, {kend}")
+      out = f.op(f"icmp ugt i64 {hi}, {f.ctx(C_LDSZ)}")
+      return f.op(f"or i1 {out}, {f.op(f'icmp ult i64 {hi}, {kend}')}")
+    lo, hi = f.op(f"add i64 {emin}, {kmin}"), f.op(f"add i64 {emax}, {kend}")
+    s0, e0, _ = self.region()
+    out = f.op(f"or i1 {f.op(f'icmp ult i64 {lo}, {s0}')}, {f.op(f'icmp ugt i64 {hi}, {e0}')}")
+    wrap = f.op(f"or i1 {f.op(f'icmp ult i64 {lo}, {kmin}')}, {f.op(f'icmp ult i64 {hi}, {kend}')}")
+    return f.op(f"or i1 {out}, {wrap}")
 
   def access(self, a: str, nb: int, write: bool) -> str:
     """The host pointer of guest bytes [a, a + nb) in this instruction's space; a fault leaves the function."""
     f = self.f
-    if self.hint is None:  # the region the last access of this instruction hit (global memory)
-      self.hint = f.alloca("i64")
-      f.pro.append(f"  store i64 0, ptr {self.hint}")
+    if f.mode in ("fast", "contig"):  # probed: in the region (global), within the allocation (LDS)
+      return f.op(f"getelementptr i8, ptr {self.delta()}, i64 {a}")
+    if self.hint is None:  # the region the last access of this instruction hit (kept across waves)
+      self.hint = f"%hint{self.info['slot']}"
+      f.pro.append(f"  {self.hint} = getelementptr i64, ptr %hints, i64 {2 * self.info['slot']}")
     p = f.op(f"call ptr @{self.info['space']}_ptr(ptr %ctx, i64 {a}, i64 {nb}, i64 {int(write)}, i64 %w, "
              f"ptr {self.hint})")
     ok = f.label("ok")
@@ -786,10 +882,11 @@ def supported(op: Op, fam: str) -> None:
 class Block:
   """One compiled run of instructions: its native entry point and what the scheduler needs to account for it."""
 
-  def __init__(self, pc: int, ops: list[Op], fn, module, nv: int, ns: int):
+  def __init__(self, pc: int, ops: list[Op], fn, module, nv: int, ns: int, wrote: dict):
     self.pc, self.ops, self.fn, self.module = pc, ops, fn, module  # the module keeps the machine code alive
     self.n = len(ops)
     self.nv, self.ns = nv, ns  # VGPRs / SGPRs the block touches
+    self.wrote = wrote  # {"v": rows, "s": rows} bit masks of the registers it writes
 
 
 def _sets_pc(op: Op) -> bool:
@@ -820,60 +917,135 @@ class Compiler:
     self.ops, self.L, self.fam = ops, lanes, fam
     self.sp = SPECIAL["cdna" if fam == "cdna" else "rdna"]
     self.funcs: list[str] = []
+    self.tags = {k: i for i, k in enumerate(TBAA_FIXED)}
+    self.wrote = {"v": 0, "s": 0}  # register rows the block writes (Engine.mark)
     self.nv = self.ns = 0  # registers the block touches: an engine with fewer stays interpreted
 
-  def module(self, name: str) -> str:
+  def groups(self) -> list[tuple[int, list[Op]]]:
+    """The block as (first op index, ops) groups: consecutive lane-pure vector ops share one lane loop (each lane
+    runs them in order, its registers kept in host registers), unless a later one reads or rewrites a per-wave
+    register (SGPR, VCC, EXEC, SCC) an earlier one writes: those are written after the loop."""
+    out, wrote = [], set()
+    joins = lambda o: o.kind == "nop" or _lane_pure(o, self.sp)
     for i, op in enumerate(self.ops):
+      reads, writes = _wave_regs(op, self.sp, self.L)
+      if out and joins(op) and all(joins(o) for o in out[-1][1]) and not (reads | writes) & wrote:
+        out[-1][1].append(op)
+        wrote |= writes
+      else:
+        out.append((i, [op]))
+        wrote = set(writes)
+    return out
+
+  def module(self, name: str) -> str:
+    groups = self.groups()
+    for i, ops in groups:
       try:
-        self.funcs.append(self.inst_fn(i, op))
+        self.funcs.append(self.inst_fns(i, ops[0]) if len(ops) == 1 else self.inst_fn(i, ops))
       except Unsupported as e:
         e.at = i  # which op of the run
         raise
+    # wave-major: each wave runs the whole block (its registers stay in cache), then the next wave
     calls = []
-    for i, op in enumerate(self.ops):
-      calls.append(f"""  br label %h{i}
-h{i}:
-  %w{i}.p = phi i64 [0, %{'entry' if i == 0 else f'e{i - 1}'}], [%w{i}.n, %b{i}]
-  %w{i}.c = icmp slt i64 %w{i}.p, %n
-  br i1 %w{i}.c, label %b{i}, label %e{i}
-b{i}:
-  %w{i}.q = getelementptr i64, ptr %waves, i64 %w{i}.p
-  %w{i}.w = load i64, ptr %w{i}.q
-  %w{i}.r = call i32 @inst{i}(ptr %ctx, i64 %w{i}.w)
-  %w{i}.n = add i64 %w{i}.p, 1
-  %w{i}.f = icmp ne i32 %w{i}.r, 0
-  br i1 %w{i}.f, label %fail{i}, label %h{i}
+    for i, _ in groups:
+      calls.append(f"""  %r{i} = call i32 @inst{i}(ptr %ctx, i64 %w, ptr %hints)
+  %f{i} = icmp ne i32 %r{i}, 0
+  br i1 %f{i}, label %fail{i}, label %e{i}
 fail{i}:
   ret i32 {i + 1}
 e{i}:""")
     body = "\n".join(calls)
-    drv = f"""define i32 @{name}(ptr %ctx, ptr %waves, i64 %n) {{
+    drv = f"""define i32 @{name}(ptr %ctx, ptr %waves, i64 %n) #0 {{
 entry:
+  %hints = alloca [{2 * len(self.ops)} x i64]
+  call void @llvm.memset.p0.i64(ptr %hints, i8 0, i64 {16 * len(self.ops)}, i1 false)
+  br label %head
+head:
+  %k = phi i64 [0, %entry], [%k.n, %e{groups[-1][0]}]
+  %more = icmp slt i64 %k, %n
+  br i1 %more, label %body, label %done
+body:
+  %wq = getelementptr i64, ptr %waves, i64 %k
+  %w = load i64, ptr %wq
 {body}
+  %k.n = add i64 %k, 1
+  br label %head
+done:
   ret i32 0
 }}
 """
-    return _PRELUDE + "\n".join(self.funcs) + drv
+    return _PRELUDE + "\n".join(self.funcs) + drv + self.metadata()
+
+  def metadata(self) -> str:
+    """!0 marks invariant loads (ctx fields); each TBAA tag is a scalar type of its own under one root."""
+    out = ['attributes #0 = { "prefer-vector-width"="512" }', "!0 = !{}", f'!{TBAA_BASE - 1} = !{{!"gputwin"}}']
+    for what, i in self.tags.items():
+      t = TBAA_BASE + 2 * i
+      out.append(f'!{t} = !{{!"{what}", !{TBAA_BASE - 1}, i64 0}}')
+      out.append(f"!{t + 1} = !{{!{t}, !{t}, i64 0}}")
+    return "\n".join(out) + "\n"
 
   # -------------------------------------------------------------------------------- one instruction
-  def inst_fn(self, i: int, op: Op) -> str:
-    f = Fn()
-    info = {"lanes": self.L, "family": self.fam, "space": "lds" if op.mem == "ds" else "gm"}
-    parts = _parts(op)
+  def inst_fns(self, i: int, op: Op) -> str:
+    """@inst{i}: one wave of the instruction. A vector memory access whose addresses the body takes from its inputs
+    alone first probes them: when every active lane's access lies in the region the last wave hit (LDS: within the
+    allocation), a lane loop without checks or calls runs (LLVM vectorises it); otherwise the exact one, which
+    checks lane by lane and faults as the interpreter does."""
+    if not (op.vector and op.mem in ("global", "ds") and all(_plain_mem(o.sem.program) for o in _parts(op))):
+      return self.inst_fn(i, [op])
+    wrap = f"""define internal i32 @inst{i}(ptr %ctx, i64 %w, ptr %hints) alwaysinline {{
+entry:
+  %probe = call i32 @inst{i}p(ptr %ctx, i64 %w, ptr %hints)
+  switch i32 %probe, label %exact [ i32 {PROBE_CONTIG}, label %contig  i32 {PROBE_FAST}, label %fast ]
+contig:
+  %r0 = call i32 @inst{i}c(ptr %ctx, i64 %w, ptr %hints)
+  ret i32 %r0
+fast:
+  %r1 = call i32 @inst{i}f(ptr %ctx, i64 %w, ptr %hints)
+  ret i32 %r1
+exact:
+  %r2 = call i32 @inst{i}x(ptr %ctx, i64 %w, ptr %hints)
+  ret i32 %r2
+}}
+"""
+    return "\n".join([self.inst_fn(i, [op], m) for m in ("probe", "contig", "fast", "exact")] + [wrap])
+
+  def inst_fn(self, i: int, ops: list[Op], mode: str = "") -> str:
+    """@inst{i}: one wave of `ops` (one instruction, or a group of lane-pure ones sharing a lane loop). mode "": as
+    is; "exact": the same, as the slow path; "probe": 1 when an active lane's access would leave the probed region
+    (or fault), else 0, writing nothing; "fast": accesses unchecked (probed)."""
+    f = Fn(self.tags, mode)
+    last, nops = ops[-1], len(ops)
+    ops = [o for o in ops if o.kind != "nop"] or ops[-1:]  # s_nop, s_delay_alu... in a group: PC and counts only
+    op = ops[0]
+    info = {"lanes": self.L, "family": self.fam, "space": "lds" if op.mem == "ds" else "gm", "slot": i}
     vector = op.vector and op.kind != "nop"
     if op.kind == "nop":
       self.bump_pc(f, op)
-      return self.finish(f, i, str(self.L))
+      return self.finish(f, i, str(self.L * nops))
+    nops -= len(ops)
     exec_v = self.exec_value(f)
-    gens = [Gen(f, o, info) for o in parts]
+    # units: each instruction's parts (VOPD's two halves read their sources before either writes)
+    units = []
+    for o in ops:
+      parts = _parts(o)
+      units.append([(Gen(f, p, info), p) for p in parts])
     # state variables: per wave (scalars, specials) or per lane (VGPRs, addresses)
-    for g, o in zip(gens, parts):
+    for g, o in (x for u in units for x in u):
       self.declare(g, o, vector)
     # a body without memory, loops or lane-0 results runs in every lane, its results kept where EXEC is set: the
     # lane loop is then branch-free, which LLVM vectorises
-    pure = vector and not any(o.mem for o in parts) and not any(g.lane0 for g in gens) and \
-        not any(_has_loop(o.sem.program.body) for o in parts)
-    for g, o in zip(gens, parts):  # per-wave state first (read once, before any lane)
+    gens = [x for u in units for x in u]
+    pure = vector and not any(o.mem for _, o in gens) and not any(g.lane0 for g, _ in gens) and \
+        not any(_has_loop(o.sem.program.body) for _, o in gens)
+    if len(ops) > 1 and not pure:
+      raise Unsupported("a lane-pure group with an impure member")
+    probe = mode == "probe"
+    if probe:  # min / max over the active lanes of the effective address, and of address - lane * stride
+      f.pro.append(f"  store i1 false, ptr {f.bad}")
+      red = [(f.alloca("i64"), pick, idle) for pick, idle in (("umin", "-1"), ("umax", "0")) * 2]
+      f.pro += [f"  store i64 {idle}, ptr {acc}" for acc, _, idle in red]
+    for g, o in gens:  # per-wave state first (read once, before any lane)
       self.load_state(g, o, lane=False)
       for nm in o.sem.program.outputs if pure else ():
         w = g.widths[nm]
@@ -891,9 +1063,12 @@ entry:
       f.put("lhead")
       f.emit("%lane = phi i64 [0, %pre], [%lane.n, %lnext]")
       f.emit("%lane32 = trunc i64 %lane to i32")
-      bit = f.op(f"lshr i64 {exec_v}, %lane")
-      on = f.op(f"trunc i64 {bit} to i1")
-      if pure:
+      if self.L == 32:  # 32-bit lanes: twice the lanes per vector register
+        bit = f.op(f"lshr i32 {f.op(f'trunc i64 {exec_v} to i32')}, %lane32")
+        on = f.on = f.op(f"trunc i32 {bit} to i1")
+      else:
+        on = f.on = f.op(f"trunc i64 {f.op(f'lshr i64 {exec_v}, %lane')} to i1")
+      if pure or probe:
         f.emit("br label %lbody")
       else:
         f.emit(f"br i1 {on}, label %lbody, label %lnext")
@@ -901,36 +1076,57 @@ entry:
     else:
       f.emit("%lane32 = add i32 0, 0")
       f.emit("%lane = add i64 0, 0")
-    snaps, masks = [], []
-    for g, o in zip(gens, parts):
-      self.load_state(g, o, lane=True)
-      if pure:
-        # a lane mask the body only touches at this lane's bit (VCC carry-outs, VOPC results): each lane works on
-        # its own bit, and the bits are OR-reduced into the mask after the loop (vectorisable)
-        for nm, (acc, wm) in g.masks.items():
-          ptr, w = g.state[nm]
-          bit, written = g.lanebit[nm] = (f.alloca("i1"), f.alloca("i1"))
-          orig = f.op(f"load i{w}, ptr {ptr}")
-          mine = f.op(f"lshr i{w} {orig}, {self.lane_w(f, w)}")
-          f.emit(f"store i1 {f.op(f'trunc i{w} {mine} to i1')}, ptr {bit}")
-          f.emit(f"store i1 false, ptr {written}")
-          masks.append((g, nm, bit, written, acc, wm, w))
-        # other per-wave results this lane may write: kept as they were if the lane is off
-        snaps.append([(g.state[nm], f.op(f"load i{g.state[nm][1]}, ptr {g.state[nm][0]}"))
-                      for nm in o.sem.program.outputs if nm not in g.lane_names and nm not in g.lanebit])
-    for g, o in zip(gens, parts):
-      self.addresses(g, o)
-    for g, o in zip(gens, parts):
-      for name, (p, t) in list(g.vars.items()):
-        if not name.startswith("@"):
-          f.emit(f"store {_lty(t)} {_zero(t)}, ptr {p}")
-      g.block(o.sem.program.body)
-    for g, o in zip(gens, parts):
-      self.store_state(g, o, lane=True, on=on if pure else None)
-    for snap in snaps:
-      for (ptr, w), old in snap:
-        new = f.op(f"load i{w}, ptr {ptr}")
-        f.emit(f"store i{w} {f.op(f'select i1 {on}, i{w} {new}, i{w} {old}')}, ptr {ptr}")
+    masks = []
+    for unit in units:  # instruction by instruction: its reads see the previous one's writes (this lane's)
+      snaps = []
+      for g, o in unit:
+        if not probe:  # (a probe reads only the address registers)
+          self.load_state(g, o, lane=True)
+        if pure:
+          # a lane mask the body only touches at this lane's bit (VCC carry-outs, VOPC results): each lane works on
+          # its own bit, and the bits are OR-reduced into the mask after the loop (vectorisable)
+          for nm, (acc, wm) in g.masks.items():
+            ptr, w = g.state[nm]
+            bit, written = g.lanebit[nm] = (f.alloca("i1"), f.alloca("i1"))
+            orig = f.op(f"load i{w}, ptr {ptr}")
+            mine = f.op(f"lshr i{w} {orig}, {self.lane_w(f, w)}")
+            f.emit(f"store i1 {f.op(f'trunc i{w} {mine} to i1')}, ptr {bit}")
+            f.emit(f"store i1 false, ptr {written}")
+            masks.append((g, nm, bit, written, acc, wm, w))
+          # other per-wave results this lane may write: kept as they were if the lane is off
+          snaps.append([(g.state[nm], f.op(f"load i{g.state[nm][1]}, ptr {g.state[nm][0]}"))
+                        for nm in o.sem.program.outputs if nm not in g.lane_names and nm not in g.lanebit])
+      for g, o in unit:
+        self.addresses(g, o)
+      if probe:  # nothing written: a lane that would fault sets `bad`, the rest is reduced for after the loop
+        (g, o), = unit
+        ea = f.op(f"load i64, ptr {g.ea}")
+        x = f.op(f"sub i64 {ea}, {f.op(f'mul i64 %lane, {_stride(o.sem.program)}')}")
+        for (acc, pick, idle), v in zip(red, (ea, ea, x, x)):  # (plain reductions: vectorised)
+          mine, cur = f.op(f"select i1 {on}, i64 {v}, i64 {idle}"), f.op(f"load i64, ptr {acc}")
+          f.emit(f"store i64 {f.op(f'call i64 @llvm.{pick}.i64(i64 {cur}, i64 {mine})')}, ptr {acc}")
+        f.emit("br label %lnext")
+        f.put("lnext")
+        f.emit("%lane.n = add i64 %lane, 1")
+        f.emit(f"br i1 {f.op(f'icmp eq i64 %lane.n, {self.L}')}, label %lend, label %lhead")
+        f.put("lend")
+        emin, emax, base, top = (f.op(f"load i64, ptr {acc}") for acc, _, _ in red)
+        bad = f.op(f"or i1 {f.ld_bad()}, {g.probe_range(o.sem.program.body, emin, emax)}")
+        f.emit(f"store i64 {base}, ptr {f.op(f'getelementptr i64, ptr %hints, i64 {2 * i + 1}')}")
+        r = f.op(f"select i1 {f.op(f'icmp eq i64 {base}, {top}')}, i32 {PROBE_CONTIG}, i32 {PROBE_FAST}")
+        f.emit(f"ret i32 {f.op(f'select i1 {bad}, i32 {PROBE_EXACT}, i32 {r}')}")
+        return self.define(f, i, [])
+      for g, o in unit:
+        for name, (p, t) in list(g.vars.items()):
+          if not name.startswith("@"):
+            f.emit(f"store {_lty(t)} {_zero(t)}, ptr {p}")
+        g.block(o.sem.program.body)
+      for g, o in unit:
+        self.store_state(g, o, lane=True, on=on if pure else None)
+      for snap in snaps:
+        for (ptr, w), old in snap:
+          new = f.op(f"load i{w}, ptr {ptr}")
+          f.emit(f"store i{w} {f.op(f'select i1 {on}, i{w} {new}, i{w} {old}')}, ptr {ptr}")
     for g, nm, bit, written, acc, wm, w in masks:
       wr = f.op(f"and i1 {f.op(f'load i1, ptr {written}')}, {on}")
       b = f.op(f"and i1 {f.op(f'load i1, ptr {bit}')}, {wr}")
@@ -952,14 +1148,14 @@ entry:
       keep = f.op(f"and i{w} {f.op(f'load i{w}, ptr {ptr}')}, {f.op(f'xor i{w} {lanes}, -1')}")
       bits = f.op(f"load i{w}, ptr {acc}")
       f.emit(f"store i{w} {f.op(f'or i{w} {keep}, {bits}')}, ptr {ptr}")
-    for g, o in zip(gens, parts):
+    for g, o in gens:
       self.store_state(g, o, lane=False)
-    self.bump_pc(f, op)
+    self.bump_pc(f, last)
     if vector:
-      lane_count = f.op(f"call i64 @llvm.ctpop.i64(i64 {exec_v})")
+      lane_count = f.op(f"mul i64 {f.op(f'call i64 @llvm.ctpop.i64(i64 {exec_v})')}, {len(ops)}")
     else:
       lane_count = "1"
-    return self.finish(f, i, lane_count)
+    return self.finish(f, i, f.op(f"add i64 {lane_count}, {self.L * nops}") if nops else lane_count)
 
   @staticmethod
   def lane_w(f: Fn, w: int) -> str:
@@ -970,15 +1166,19 @@ entry:
     lc = f.live(C_LANES)
     f.set_ctx(C_LANES, f.op(f"add i64 {lc}, {lane_count}"))
     f.emit("ret i32 0")
-    head = [f"define internal i32 @inst{i}(ptr %ctx, i64 %w) alwaysinline {{", "entry:"] + f.allocas + f.pro
-    return "\n".join(head + f.lines + ["fault:", "  ret i32 1", "}", ""])
+    return self.define(f, i, ["fault:", "  ret i32 1"])
+
+  @staticmethod
+  def define(f: Fn, i: int, tail: list[str]) -> str:
+    head = [f"define internal i32 @inst{i}{SUFFIX[f.mode]}(ptr %ctx, i64 %w, ptr %hints) alwaysinline {{",
+            "entry:"] + f.allocas + f.pro
+    return "\n".join(head + f.lines + tail + ["}", ""])
 
   def bump_pc(self, f: Fn, op: Op) -> None:
     if _sets_pc(op):
       return
     pp = f.gep(f.ctxp(C_PC), f.op("mul i64 %w, 8"))
-    v = f.op(f"load i64, ptr {pp}")
-    f.emit(f"store i64 {f.op(f'add i64 {v}, {op.size}')}, ptr {pp}")
+    f.st("i64", str(op.pc + op.size), pp, "pc")
 
   # -------------------------------------------------------------------------------- register files
   def sgpr_ptr(self, f: Fn, idx: int) -> str:
@@ -994,7 +1194,7 @@ entry:
   def sgpr(self, f: Fn, idx: int, dwords: int) -> str:
     acc = None
     for k in range(dwords):
-      v = f.op(f"load i32, ptr {self.sgpr_ptr(f, idx + k)}")
+      v = f.ld("i32", self.sgpr_ptr(f, idx + k), ("s", idx + k))
       acc = self.join(f, acc, v, k, dwords)
     return acc
 
@@ -1018,7 +1218,7 @@ entry:
     elif s.file == "v":
       acc = None
       for k in range(s.dwords):
-        acc = self.join(f, acc, f.op(f"load i32, ptr {self.vgpr_ptr(f, s.index + k)}"), k, s.dwords)
+        acc = self.join(f, acc, f.ld("i32", self.vgpr_ptr(f, s.index + k), ("v", s.index + k)), k, s.dwords)
       v, bits = acc, 32 * s.dwords
     elif s.index in (VCCZ, EXECZ):
       base = self.sp["vcc"] if s.index == VCCZ else self.sp["exec"]
@@ -1044,7 +1244,7 @@ entry:
     return v, bits
 
   def scc_load(self, f: Fn) -> str:
-    return f.op(f"load i32, ptr {f.gep(f.ctxp(C_SCC), f.op('mul i64 %w, 4'))}")
+    return f.ld("i32", f.gep(f.ctxp(C_SCC), f.op("mul i64 %w, 4")), "scc")
 
   # -------------------------------------------------------------------------------- pcode state
   def declare(self, g: Gen, o: Op, vector: bool) -> None:
@@ -1062,7 +1262,8 @@ entry:
       g.state[nm] = (g.f.alloca(f"i{w}"), w)
       s = o.ins.get(nm) if nm in p.inputs else None
       s = s if isinstance(s, Src) else o.old.get(nm) if nm in o.old else o.outs.get(nm) if nm in p.outputs else s
-      per_lane = vector and (isinstance(s, Src) and s.file == "v" or nm == "ADDR" and o.mem in ("global", "ds"))
+      per_lane = vector and (isinstance(s, Src) and s.file == "v" or nm == "ADDR" and o.mem in ("global", "ds")
+                             or nm in p.outputs and _discarded(o, nm, self.sp))
       if vector and nm in p.outputs and not per_lane and not _bit_written(p.body, nm):
         # a per-wave register written whole by every lane (V_MAD_U64_U32's D1): the interpreter keeps lane 0's value
         # (its initial value when lane 0 is inactive)
@@ -1105,8 +1306,7 @@ entry:
     if nm == "M0":
       return self.sgpr(f, self.sp["m0"], 1), 32
     if nm == "PC":
-      pc = f.op(f"load i64, ptr {f.gep(f.ctxp(C_PC), f.op('mul i64 %w, 8'))}")
-      return f.op(f"and i64 {pc}, {M32}"), 64
+      return str(o.pc & M32), 64  # a block is straight-line: each instruction's PC is known
     if nm == "WAVE_MODE.IEEE":
       return "1", 32
     if nm == "OFFSET":
@@ -1120,7 +1320,10 @@ entry:
     if not o.mem:
       return
     f, info = g.f, o.info
-    if o.mem == "smem":
+    if f.mode == "contig":  # the probe found every active lane at base + lane * stride
+      f.pro += [f"  %cb.p = getelementptr i64, ptr %hints, i64 {2 * g.info['slot'] + 1}", "  %cb = load i64, ptr %cb.p"]
+      a = f.op(f"add nuw i64 %cb, {f.op(f'mul nuw i64 %lane, {_stride(o.sem.program)}')}")
+    elif o.mem == "smem":
       a = f.conv(self.sgpr(f, info["sbase"], 2), 64, 64)
       a = f.op(f"add i64 {a}, {info['offset'] & 0xffffffffffffffff}")
       if info.get("soff_reg") is not None:
@@ -1134,7 +1337,7 @@ entry:
       if info["saddr"] is not None:
         base = self.sgpr(f, info["saddr"], 2)
         vp = self.vgpr_ptr(f, info["vaddr"])
-        v = f.op(f"zext i32 {f.op(f'load i32, ptr {vp}')} to i64")
+        v = f.op(f"zext i32 {f.ld('i32', vp, ('v', info['vaddr']))} to i64")
         a = f.op(f"add i64 {base}, {v}")
       else:
         a = self.fetch(f, Src("v", info["vaddr"], 2))[0]
@@ -1142,7 +1345,7 @@ entry:
       self.high_check(f, a)
     else:  # ds
       if info["vaddr"] is not None:
-        base = f.op(f"load i32, ptr {self.vgpr_ptr(f, info['vaddr'])}")
+        base = f.ld("i32", self.vgpr_ptr(f, info["vaddr"]), ("v", info["vaddr"]))
       else:
         base = "0"
       if not info["adds_offset"]:
@@ -1152,13 +1355,13 @@ entry:
       bad = f.op(f"icmp uge i32 {near}, {2 * reach}")
       self.fault_if(f, bad, F_LDSBASE, f.op(f"zext i32 {base} to i64"), 4, "r" not in o.sem.mem)
       wgp = f.gep(f.ctxp(C_WG), f.op("mul i64 %w, 8"))
-      wg = f.op(f"load i64, ptr {wgp}")
+      wg = f.ld("i64", wgp, "wg")
       lo = f.op(f"zext i32 {f.op(f'and i32 {base}, {(1 << LDS_BITS) - 1}')} to i64")
       a = f.op(f"or i64 {f.op(f'shl i64 {wg}, {LDS_SHIFT}')}, {lo}")
     f.emit(f"store i64 {a}, ptr {g.ea}")  # what the Calc*Addr built-ins answer
     if "ADDR" in g.state:  # pcode's own ADDR input: the low 32 bits, in the width the body declares
       ptr, w = g.state["ADDR"]
-      a32 = f.op(f"and i64 {a}, {M32}")
+      a32 = a if f.mode == "contig" else f.op(f"and i64 {a}, {M32}")  # (contig: probed below 4 GiB)
       f.emit(f"store i{w} {f.conv(a32, 64, w)}, ptr {ptr}")
 
   def high_check(self, f: Fn, a: str) -> None:
@@ -1166,6 +1369,11 @@ entry:
     self.fault_if(f, hi, F_HIGH, a, 4, False)
 
   def fault_if(self, f: Fn, cond: str, kind: int, addr: str, nbytes: int, write: bool) -> None:
+    if f.mode == "fast":  # the probe found no lane faulting
+      return
+    if f.mode == "probe":
+      f.or_bad(cond)
+      return
     yes, no = f.label("flt"), f.label("nof")
     f.emit(f"br i1 {cond}, label %{yes}, label %{no}")
     f.put(yes)
@@ -1181,9 +1389,9 @@ entry:
       ptr, w = g.state[nm]
       v = f.op(f"load i{w}, ptr {ptr}")
       if nm == "PC":
-        f.emit(f"store i64 {f.conv(v, w, 64)}, ptr {f.gep(f.ctxp(C_PC), f.op('mul i64 %w, 8'))}")
+        f.st("i64", f.conv(v, w, 64), f.gep(f.ctxp(C_PC), f.op("mul i64 %w, 8")), "pc")
       elif nm == "SCC":
-        f.emit(f"store i32 {f.conv(v, w, 32)}, ptr {f.gep(f.ctxp(C_SCC), f.op('mul i64 %w, 4'))}")
+        f.st("i32", f.conv(v, w, 32), f.gep(f.ctxp(C_SCC), f.op("mul i64 %w, 4")), "scc")
       elif nm in ("EXEC", "EXEC_LO"):
         n = 2 if self.L == 64 and nm == "EXEC" else 1
         self.store_reg(f, Src("s", self.sp["exec"], n), v, w, o)
@@ -1217,10 +1425,12 @@ entry:
         idx = d.index + k
         if idx == self.sp["null"] and self.sp["null"] != self.sp["m0"]:
           continue  # written then reset to 0 by the interpreter
-        f.emit(f"store i32 {part}, ptr {self.sgpr_ptr(f, idx)}")
+        self.wrote["s"] |= 1 << idx
+        f.st("i32", part, self.sgpr_ptr(f, idx), ("s", idx))
       elif d.file == "v":
         ptr = self.vgpr_ptr(f, d.index + k)
-        old = f.op(f"load i32, ptr {ptr}") if on is not None or (d.bits == 16 and d.dwords == 1) else None
+        self.wrote["v"] |= 1 << (d.index + k)
+        old = f.ld("i32", ptr, ("v", d.index + k)) if on is not None or (d.bits == 16 and d.dwords == 1) else None
         if d.bits == 16 and d.dwords == 1:
           part = f.op(f"and i32 {part}, 65535")
           if self.fam != "cdna":
@@ -1230,7 +1440,7 @@ entry:
               part = f.op(f"or i32 {f.op(f'and i32 {old}, 4294901760')}, {part}")
         if on is not None:
           part = f.op(f"select i1 {on}, i32 {part}, i32 {old}")
-        f.emit(f"store i32 {part}, ptr {ptr}")
+        f.st("i32", part, ptr, ("v", d.index + k))
       else:
         raise Unsupported("store file")
 
@@ -1279,6 +1489,140 @@ def _root(lv):
   while lv[0] in ("as", "slice", "bit"):
     lv = lv[1]
   return lv
+
+
+def _mem_accesses(body):
+  """(address expression, bits) of every MEM[...] a body reads or writes, in order."""
+  out = []
+
+  def walk(x):
+    if isinstance(x, tuple):
+      if x and x[0] == "mem" and len(x) == 3 and hasattr(x[1], "op"):  # an lvalue
+        out.append((x[1], x[2]))
+      for y in x:
+        walk(y)
+    elif hasattr(x, "op"):
+      if x.op == "mem":
+        out.append((x.args[0], x.args[1]))
+      walk(x.args)
+
+  for st, _ in _stmts(body):
+    walk(st.args)
+  return out
+
+
+def _is_addr(e) -> bool:
+  """The state ADDR, possibly zero-extended (its value is the effective address, below 2**32)."""
+  while e.op in ("cvt", "bitcast") and e.ty.bits >= e.args[0].ty.bits and e.args[0].ty.kind in ("u", "b"):
+    e = e.args[0]
+  return e.op == "state" and e.args[0] == "ADDR"
+
+
+def _addr_offset(idx):
+  """K of an access at `ADDR + K` (None: the access is at ADDR); raises ValueError for other shapes."""
+  if _is_addr(idx):
+    return None
+  if idx.op == "bin" and idx.args[0] == "+" and idx.ty.bits == 64:
+    for a, b in ((idx.args[1], idx.args[2]), (idx.args[2], idx.args[1])):
+      if _is_addr(a):
+        return b
+  raise ValueError("not ADDR + K")
+
+
+def _stride(p) -> int:
+  """Bytes between consecutive lanes' addresses when a wave accesses memory contiguously: the bytes one lane moves,
+  or for two-address DS ops (OFFSET0 / OFFSET1) those of one of its accesses."""
+  nbs = [max(bits // 8, 1) for _, bits in _mem_accesses(p.body)]
+  return nbs[0] if {"OFFSET0", "OFFSET1"} <= set(p.inputs) else sum(nbs)
+
+
+def _plain_mem(p) -> bool:
+  """Straight-line assignments with no locals, whose MEM addresses read only inputs the body never writes (global
+  and LDS loads and stores): every address is known before the body runs, so a probe can check them all first."""
+  if locals_of(p.body) or any(st.op not in ("assign", "note") for st in p.body) or not _mem_accesses(p.body):
+    return False
+  for idx, _ in _mem_accesses(p.body):
+    try:
+      k = _addr_offset(idx)
+    except ValueError:
+      return False
+    names = set()
+
+    def refs(e):
+      if hasattr(e, "op"):
+        if e.op in ("var", "mem", "call", "lcall", "wave"):
+          names.add(None)
+        elif e.op == "state":
+          names.add(e.args[0])
+        for a in e.args:
+          for b in (a if isinstance(a, tuple) else (a,)):
+            refs(b)
+
+    refs(idx)
+    if None in names or names & set(p.outputs):
+      return False
+    names.clear()
+    refs(k) if k is not None else None
+    if names - {"OFFSET", "OFFSET0", "OFFSET1"}:  # K: instruction fields only, the same in every lane
+      return False
+  return True
+
+
+def _state_src(o: Op, nm: str):
+  """The register a pcode state name of `o` is bound to (Compiler.declare's rule), or None."""
+  p = o.sem.program
+  s = o.ins.get(nm) if nm in p.inputs else None
+  return s if isinstance(s, Src) else o.old.get(nm) if nm in o.old else o.outs.get(nm) if nm in p.outputs else s
+
+
+def _discarded(o: Op, nm: str, sp: dict) -> bool:
+  """Is output `nm` written to RDNA's NULL SGPR (V_MAD_U64_U32's unused carry-out): nothing to keep."""
+  d = o.outs.get(nm)
+  return isinstance(d, Src) and d.file == "s" and d.index == sp["null"] and sp["null"] != sp["m0"]
+
+
+def _lane_pure(op: Op, sp: dict) -> bool:
+  """Can this vector instruction share a lane loop: no memory, loops, EXEC writes or per-wave results taken from
+  lane 0 (every per-wave output is a lane mask or written lane by lane)."""
+  if not op.vector or op.kind not in ("alu", "vopd") or op.mem:
+    return False
+  for o in _parts(op):
+    p = o.sem.program
+    if _has_loop(p.body) or {"EXEC", "EXEC_LO"} & set(p.outputs):
+      return False
+    for nm in p.outputs:
+      s = _state_src(o, nm)
+      if isinstance(s, Src) and s.file == "s" and s.index <= sp["exec"] + 1 and s.index + s.dwords > sp["exec"]:
+        return False
+      if not (isinstance(s, Src) and s.file == "v" or _discarded(o, nm, sp) or _bit_written(p.body, nm)):
+        return False
+  return True
+
+
+def _wave_regs(op: Op, sp: dict, lanes: int) -> tuple[set, set]:
+  """(read, written) per-wave registers of an instruction: SGPR numbers (VCC, EXEC, M0 by theirs), "scc", "pc"."""
+  n = 2 if lanes == 64 else 1
+  vcc, exe = set(range(sp["vcc"], sp["vcc"] + n)), set(range(sp["exec"], sp["exec"] + n))
+  named = {"SCC": {"scc"}, "PC": {"pc"}, "M0": {sp["m0"]}, "EXEC": exe, "EXEC_LO": {sp["exec"]}, "EXECZ": exe,
+           "VCCZ": vcc, "VCC": vcc}
+
+  def regs(s, nm):
+    if not isinstance(s, Src):
+      return named.get(nm, set())
+    if s.file != "s":
+      return set()
+    return {VCCZ: vcc, EXECZ: exe, SCC_CODE: {"scc"}}.get(s.index, set(range(s.index, s.index + s.dwords)))
+
+  reads, writes = set(), set()
+  for o in _parts(op):
+    if o.sem is None:
+      continue
+    p = o.sem.program
+    for nm in p.inputs:
+      reads |= regs(_state_src(o, nm), nm)
+    for nm in p.outputs:
+      writes |= regs(o.outs.get(nm), nm)
+  return reads, writes
 
 
 def _has_loop(body) -> bool:
@@ -1341,6 +1685,9 @@ def _lane_bit_only(body, name: str) -> bool:
 # memory helpers: global memory through a region table [start, end, host pointer], LDS through one window
 _PRELUDE = r"""
 declare i64 @llvm.ctpop.i64(i64)
+declare i64 @llvm.umin.i64(i64, i64)
+declare i64 @llvm.umax.i64(i64, i64)
+declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)
 declare float @llvm.fma.f32(float, float, float)
 declare double @llvm.fma.f64(double, double, double)
 declare double @llvm.trunc.f64(double)
@@ -1360,14 +1707,14 @@ declare i64 @llvm.bitreverse.i64(i64)
 define internal ptr @gm_ptr(ptr %ctx, i64 %a, i64 %nb, i64 %wr, i64 %w, ptr %hint) alwaysinline {
 entry:
   %tp = getelementptr i64, ptr %ctx, i64 C_REGS
-  %t = load ptr, ptr %tp
+  %t = load ptr, ptr %tp, !invariant.load !0
   %end = add i64 %a, %nb
   %h = load i64, ptr %hint
   %hk = mul i64 %h, 3
   %hp = getelementptr i64, ptr %t, i64 %hk
-  %hs = load i64, ptr %hp
+  %hs = load i64, ptr %hp, !tbaa !13
   %hep = getelementptr i64, ptr %hp, i64 1
-  %he = load i64, ptr %hep
+  %he = load i64, ptr %hep, !tbaa !13
   %hge = icmp uge i64 %a, %hs
   %hle = icmp ule i64 %end, %he
   %hlt = icmp ult i64 %a, %he
@@ -1381,13 +1728,13 @@ again:
   %h2 = load i64, ptr %hint
   %hk2 = mul i64 %h2, 3
   %hp2 = getelementptr i64, ptr %t, i64 %hk2
-  %hs2 = load i64, ptr %hp2
+  %hs2 = load i64, ptr %hp2, !tbaa !13
   br label %hit
 hit:
   %rp = phi ptr [%hp, %entry], [%hp2, %again]
   %rs = phi i64 [%hs, %entry], [%hs2, %again]
   %fhp = getelementptr i64, ptr %rp, i64 2
-  %fh = load i64, ptr %fhp
+  %fh = load i64, ptr %fhp, !tbaa !13
   %foff = sub i64 %a, %rs
   %fhh = add i64 %fh, %foff
   %fr = inttoptr i64 %fhh to ptr
@@ -1400,9 +1747,9 @@ bad:
 define internal i1 @gm_search(ptr %ctx, i64 %a, i64 %nb, i64 %wr, i64 %w, ptr %hint) noinline {
 entry:
   %np = getelementptr i64, ptr %ctx, i64 C_NREG
-  %n = load i64, ptr %np
+  %n = load i64, ptr %np, !invariant.load !0
   %tp = getelementptr i64, ptr %ctx, i64 C_REGS
-  %t = load ptr, ptr %tp
+  %t = load ptr, ptr %tp, !invariant.load !0
   %end = add i64 %a, %nb
   br label %head
 head:
@@ -1412,9 +1759,9 @@ head:
 look:
   %k = mul i64 %i, 3
   %sp = getelementptr i64, ptr %t, i64 %k
-  %s = load i64, ptr %sp
+  %s = load i64, ptr %sp, !tbaa !13
   %ep = getelementptr i64, ptr %sp, i64 1
-  %e = load i64, ptr %ep
+  %e = load i64, ptr %ep, !tbaa !13
   %ge = icmp uge i64 %a, %s
   %lt = icmp ult i64 %a, %e
   %in = and i1 %ge, %lt
@@ -1436,15 +1783,15 @@ bad:
 define internal void @fault(ptr %ctx, i64 %kind, i64 %a, i64 %nb, i64 %wr, i64 %w) noinline cold {
 entry:
   %f0 = getelementptr i64, ptr %ctx, i64 C_FAULT
-  store i64 %kind, ptr %f0
+  store i64 %kind, ptr %f0, !tbaa !11
   %f1 = getelementptr i64, ptr %ctx, i64 C_FADDR
-  store i64 %a, ptr %f1
+  store i64 %a, ptr %f1, !tbaa !11
   %f2 = getelementptr i64, ptr %ctx, i64 C_FBYTES
-  store i64 %nb, ptr %f2
+  store i64 %nb, ptr %f2, !tbaa !11
   %f3 = getelementptr i64, ptr %ctx, i64 C_FWRITE
-  store i64 %wr, ptr %f3
+  store i64 %wr, ptr %f3, !tbaa !11
   %f4 = getelementptr i64, ptr %ctx, i64 C_FWAVE
-  store i64 %w, ptr %f4
+  store i64 %w, ptr %f4, !tbaa !11
   ret void
 }
 
@@ -1452,7 +1799,7 @@ define internal ptr @lds_ptr(ptr %ctx, i64 %a, i64 %nb, i64 %wr, i64 %w, ptr %hi
 entry:
   %off = and i64 %a, LDS_MASK
   %szp = getelementptr i64, ptr %ctx, i64 C_LDSZ
-  %sz = load i64, ptr %szp
+  %sz = load i64, ptr %szp, !invariant.load !0
   %end = add i64 %off, %nb
   %bad = icmp ugt i64 %end, %sz
   br i1 %bad, label %fail, label %ok
@@ -1461,7 +1808,7 @@ ok:
   %base = mul i64 %slot, %sz
   %idx = add i64 %base, %off
   %bp = getelementptr i64, ptr %ctx, i64 C_LDS
-  %b = load i64, ptr %bp
+  %b = load i64, ptr %bp, !invariant.load !0
   %h = add i64 %b, %idx
   %r = inttoptr i64 %h to ptr
   ret ptr %r
@@ -1522,7 +1869,7 @@ def _compile_block(prog, pc: int, lanes: int):
   ee.finalize_object()
   addr = ee.get_function_address(name)
   fn = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)(addr)
-  blk = Block(pc, ops, fn, mod, comp.nv, comp.ns)
+  blk = Block(pc, ops, fn, mod, comp.nv, comp.ns, comp.wrote)
   STATS["blocks"] += 1
   return blk
 
@@ -1577,20 +1924,24 @@ class Native:
     waves = self.all if isinstance(ix, slice) else np.ascontiguousarray(ix, dtype=np.int64)
     c[C_FAULT] = 0
     c[C_LANES] = 0
+    for file, rows in blk.wrote.items():
+      eng.written[file] |= rows
     with self.hold:
       self.refresh()
       r = blk.fn(c.ctypes.data, waves.ctypes.data, len(waves))
     STATS["runs"] += 1
     eng._exec = None
-    if r:
-      done = r - 1  # instructions completed for every wave before the faulting one
+    if r:  # waves before the faulting one ran the whole block, it ran r - 1 instructions, the rest none
+      done, w = r - 1, int(c[C_FWAVE])
+      k = int(np.flatnonzero(waves == w)[0])
       op = blk.ops[done]
-      eng.count += done * len(waves)
-      eng.native_count += done * len(waves)
+      eng.count += k * blk.n + done
+      eng.native_count += k * blk.n + done
       eng.lane_count += int(c[C_LANES])
-      eng.clock[ix] += done
+      eng.clock[waves[:k]] += blk.n
+      eng.clock[w] += done
       e = self.fault(op)
-      raise Stop("fault", str(e), int(waves[0]), op, e)
+      raise Stop("fault", str(e), w, op, e)
     n = len(waves)
     STATS["wave_instructions"] += blk.n * n
     eng.count += blk.n * n
@@ -1626,6 +1977,10 @@ class Tier:
     self.fallthrough = None  # PC right after the last interpreted instruction, if it could join a block
     p = self.prog.__dict__
     self.blocks, self.heat, self.leads = p.setdefault("blocks", {}), p.setdefault("heat", {}), p.setdefault("leads", {})
+
+  def fresh(self) -> None:
+    """Reused for the engine's next batch (Engine.restart): settings are read anew, as a new Tier would."""
+    self.after, self.fallthrough = threshold(), None
 
   @staticmethod
   def make(eng) -> "Tier | None":

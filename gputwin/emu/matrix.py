@@ -97,4 +97,5 @@ def execute(eng, op, ix) -> None:
   out = np.stack([D[:, r, col] for r, col in c_map], axis=1)  # (W, nregs, L)
   raw = out.astype(np.int64).astype(np.uint64).astype(U32) if acc == "I32" else out.astype(np.float32).view(U32)
   d = op.outs["D0"]
+  eng.mark(d.file, d.index, d.dwords)
   (eng.V if d.file == "v" else eng.A)[ix, d.index:d.index + d.dwords] = raw

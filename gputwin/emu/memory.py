@@ -66,16 +66,17 @@ class GuestMemory:
     self.bufs.insert(i, buf)
     return buf
 
-  def alloc(self, size: int, align: int = 4096, guard: int = 4096) -> int:
+  def alloc(self, size: int, align: int = 4096, guard: int = 4096, buf: np.ndarray | None = None) -> int:
     """Map `size` zeroed bytes at the first free VA (first fit, guard pages around it so overruns fault); freed
-    ranges are reused, so VAs stay below 4 GiB however many launches an Emulator runs."""
+    ranges are reused, so VAs stay below 4 GiB however many launches an Emulator runs. `buf`: map these bytes
+    (a host array the guest then reads and writes in place) instead of new zeroed ones."""
     size, va = max(size, 1), self._next
     for st, b in zip(self.starts + [1 << 64], self.bufs + [None]):
       va = -(-va // align) * align
       if va + size + guard <= st:
         break
       va = max(va, st + len(b) + guard) if b is not None else va
-    self.map(va, np.zeros(size, np.uint8))
+    self.map(va, np.zeros(size, np.uint8) if buf is None else buf)
     return va
 
   def unmap(self, va: int) -> None:
@@ -140,8 +141,9 @@ class GuestMemory:
       return sp[0][sp[1]:sp[1] + n].tobytes()
     return self.gather(np.arange(va, va + n, dtype=np.uint64), 1).tobytes()
 
-  def write_bytes(self, va: int, data: bytes) -> None:
-    data = np.frombuffer(bytes(data), np.uint8)  # bytes(b) is b itself: no copy
+  def write_bytes(self, va: int, data) -> None:
+    """`data`: bytes, or a contiguous array (copied straight from its memory)."""
+    data = data.reshape(-1).view(np.uint8) if isinstance(data, np.ndarray) else np.frombuffer(bytes(data), np.uint8)
     sp = self._span(va, len(data))
     if sp is not None:
       sp[0][sp[1]:sp[1] + len(data)] = data
