@@ -352,19 +352,23 @@ def init_waves(eng: core.Engine, kd, grid, block, g0: int, nw: int, user: list[i
   S = eng.S
   S[:, :len(user)] = np.asarray(user, np.uint64).astype(np.uint32)
   s = max(kd.user_sgpr_count, len(user))
-  wgid = g0 + np.arange(eng.W) // nw
-  ids = (wgid % gx, (wgid // gx) % gy, wgid // (gx * gy))
+  ng = eng.W // nw
+  wgid = np.arange(g0, g0 + ng, dtype=np.uint32)  # per workgroup; each of its waves gets the same ids
+  none = np.zeros_like(wgid)
+  ids = (wgid % gx, (wgid // gx) % gy if gy > 1 else none, wgid // (gx * gy) if grid[2] > 1 else none)
+  per_wave = lambda row: S[:, row].reshape(ng, nw)  # (a contiguous row of the register-major file)
   for d in range(3):
     if getattr(kd, f"enable_sgpr_workgroup_id_{'xyz'[d]}"):
-      S[:, s], s = ids[d], s + 1
+      per_wave(s)[...], s = ids[d][:, None], s + 1
   s += kd.enable_sgpr_workgroup_info + kd.enable_private_segment  # both read as 0 (one wave per workgroup slot)
   if arch.startswith("gfx12"):  # architected workgroup ids: TTMP9 = x, TTMP7 = y | z << 16
-    S[:, 117], S[:, 115] = ids[0], ids[1] | (ids[2] << 16)
+    per_wave(117)[...], per_wave(115)[...] = ids[0][:, None], (ids[1] | (ids[2] << 16))[:, None]
   v0, ex = _workitems(nw, L, tuple(block))  # the same for every workgroup: one copy per workgroup of the batch
   if getattr(eng, "v0_of", None) != (nw, tuple(block)) or getattr(eng, "v0_stale", True):  # (a restarted engine's v0
     eng.V[:, 0].reshape(eng.W // nw, nw, L)[...] = v0  # is still in place unless the last batch wrote it)
     eng.v0_of, eng.v0_stale = (nw, tuple(block)), False
-  S[:, eng.sp["exec"]:eng.sp["exec"] + L // 32] = np.broadcast_to(ex, (eng.W // nw,) + ex.shape).reshape(eng.W, -1)
+  for k in range(L // 32):
+    per_wave(eng.sp["exec"] + k)[...] = ex[:, k]
   eng._exec = None
   eng.pc[:] = pc
   eng.mark("s", 0, s)

@@ -44,6 +44,9 @@ TBAA_FIXED = ("ctx", "tbl")  # tags the prelude uses: ctx fields the block write
 TBAA_BASE = 10
 SUFFIX = {"": "", "exact": "x", "probe": "p", "fast": "f", "contig": "c"}  # Compiler.inst_fn's function per mode
 PROBE_CONTIG, PROBE_EXACT, PROBE_FAST = 0, 1, 2  # what a probe answers
+# per instruction, in the block's %hints array: the region its last access hit, the probed contiguous base, and the
+# probe's answer (a later access from the same address registers reuses it: Compiler.owners)
+HINT_REGION, HINT_BASE, HINT_PROBE, HINTS = 0, 1, 2, 3
 MEM_KINDS = ("global", "smem", "ds")
 
 # ctx: one int64 array shared by Python and the native code
@@ -634,7 +637,7 @@ class Gen:
     per wave (a probe and a fast loop take it as fixed)."""
     if self.row is None:
       f, k = self.f, self.info["slot"]
-      f.pro.append(f"  %hint{k}.r = getelementptr i64, ptr %hints, i64 {2 * k}")
+      f.pro.append(f"  %hint{k}.r = getelementptr i64, ptr %hints, i64 {HINT_REGION + HINTS * k}")
       f.pro.append(f"  %hint{k}.h = load i64, ptr %hint{k}.r")
       f.pro.append(f"  %hint{k}.k = mul i64 %hint{k}.h, 3")
       f.pro.append(f"  %hint{k}.p = getelementptr i64, ptr {f.ctxp(C_REGS)}, i64 %hint{k}.k")
@@ -694,7 +697,7 @@ class Gen:
       return f.op(f"getelementptr i8, ptr {self.delta()}, i64 {a}")
     if self.hint is None:  # the region the last access of this instruction hit (kept across waves)
       self.hint = f"%hint{self.info['slot']}"
-      f.pro.append(f"  {self.hint} = getelementptr i64, ptr %hints, i64 {2 * self.info['slot']}")
+      f.pro.append(f"  {self.hint} = getelementptr i64, ptr %hints, i64 {HINT_REGION + HINTS * self.info['slot']}")
     p = f.op(f"call ptr @{self.info['space']}_ptr(ptr %ctx, i64 {a}, i64 {nb}, i64 {int(write)}, i64 %w, "
              f"ptr {self.hint})")
     ok = f.label("ok")
@@ -923,27 +926,65 @@ class Compiler:
 
   def groups(self) -> list[tuple[int, list[Op]]]:
     """The block as (first op index, ops) groups: consecutive lane-pure vector ops share one lane loop (each lane
-    runs them in order, its registers kept in host registers), unless a later one reads or rewrites a per-wave
-    register (SGPR, VCC, EXEC, SCC) an earlier one writes: those are written after the loop."""
-    out, wrote = [], set()
+    runs them in order, its registers kept in host registers). Per-wave registers are written after the loop, so a
+    later op may touch one an earlier op writes only where both use it lane by lane as a mask (VCC carry-out, then
+    carry-in): the lane's bit is handed on inside the loop. Anything else starts a new group."""
+    out, wrote, masks = [], set(), set()
     joins = lambda o: o.kind == "nop" or _lane_pure(o, self.sp)
     for i, op in enumerate(self.ops):
       reads, writes = _wave_regs(op, self.sp, self.L)
-      if out and joins(op) and all(joins(o) for o in out[-1][1]) and not (reads | writes) & wrote:
+      mine = _mask_regs(op)
+      clash = (reads | writes) & wrote
+      ok = all(any(r in range(i0, i0 + n) for i0, n in mine["bits"]) for r in clash) and \
+          {x for x in mine["bits"] if set(range(x[0], x[0] + x[1])) & clash} <= masks
+      if out and joins(op) and all(joins(o) for o in out[-1][1]) and ok:
         out[-1][1].append(op)
-        wrote |= writes
       else:
         out.append((i, [op]))
-        wrote = set(writes)
+        wrote, masks = set(), set()
+      wrote |= writes
+      masks = (masks - {x for x in masks if set(range(x[0], x[0] + x[1])) & writes}) | mine["out"]
     return out
 
+  def owners(self) -> dict[int, int]:
+    """Plain memory instruction i -> an earlier one j whose probe holds for i too: the same space, address
+    registers, offsets and access extents, and nothing in between (j included) writes those registers or EXEC."""
+    out, seen = {}, []  # seen: (index, address key) of probed instructions still valid
+    for i, op in enumerate(self.ops):
+      key = _probe_key(op)
+      if key is not None:
+        j = next((j for j, k in seen if k == key), None)
+        if j is not None:
+          out[i] = j
+        else:
+          seen.append((i, key))
+      vw = {s.index + d for o in _parts(op) for s in o.outs.values() if isinstance(s, Src) and s.file == "v"
+            for d in range(s.dwords)}
+      ww = _wave_regs(op, self.sp, self.L)[1] if op.sem is not None or op.kind == "vopd" else set()
+      if op.kind not in ("nop", "alu", "mem", "vopd") or "pc" in ww:
+        seen = []
+        continue
+      exe = set(range(self.sp["exec"], self.sp["exec"] + self.L // 32))
+      seen = [(j, k) for j, k in seen if not (set(k[1]) & vw or set(k[2]) & ww or exe & ww)]
+    return out
+
+  def declined(self, i: int, ops: list[Op]) -> int:
+    """Which op of a group the code generator declines (the group's second if only the group is declined)."""
+    for k, op in enumerate(ops):
+      try:
+        self.inst_fn(i + k, [op])
+      except Unsupported:
+        return k
+    return 1
+
   def module(self, name: str) -> str:
+    self.owner = self.owners()
     groups = self.groups()
     for i, ops in groups:
       try:
         self.funcs.append(self.inst_fns(i, ops[0]) if len(ops) == 1 else self.inst_fn(i, ops))
       except Unsupported as e:
-        e.at = i  # which op of the run
+        e.at = i + self.declined(i, ops)  # which op of the run: the block ends before it
         raise
     # wave-major: each wave runs the whole block (its registers stay in cache), then the next wave
     calls = []
@@ -957,8 +998,8 @@ e{i}:""")
     body = "\n".join(calls)
     drv = f"""define i32 @{name}(ptr %ctx, ptr %waves, i64 %n) #0 {{
 entry:
-  %hints = alloca [{2 * len(self.ops)} x i64]
-  call void @llvm.memset.p0.i64(ptr %hints, i8 0, i64 {16 * len(self.ops)}, i1 false)
+  %hints = alloca [{HINTS * len(self.ops)} x i64]
+  call void @llvm.memset.p0.i64(ptr %hints, i8 0, i64 {8 * HINTS * len(self.ops)}, i1 false)
   br label %head
 head:
   %k = phi i64 [0, %entry], [%k.n, %e{groups[-1][0]}]
@@ -993,9 +1034,14 @@ done:
     checks lane by lane and faults as the interpreter does."""
     if not (op.vector and op.mem in ("global", "ds") and all(_plain_mem(o.sem.program) for o in _parts(op))):
       return self.inst_fn(i, [op])
+    j = self.owner.get(i, i)
+    ask = (f"  %probe = call i32 @inst{i}p(ptr %ctx, i64 %w, ptr %hints)\n"
+           f"  %pp = getelementptr i32, ptr %hints, i64 {2 * (HINT_PROBE + HINTS * i)}\n  store i32 %probe, ptr %pp")
+    if j != i:  # the same addresses as instruction j's, which probed them
+      ask = f"  %pp = getelementptr i32, ptr %hints, i64 {2 * (HINT_PROBE + HINTS * j)}\n  %probe = load i32, ptr %pp"
     wrap = f"""define internal i32 @inst{i}(ptr %ctx, i64 %w, ptr %hints) alwaysinline {{
 entry:
-  %probe = call i32 @inst{i}p(ptr %ctx, i64 %w, ptr %hints)
+{ask}
   switch i32 %probe, label %exact [ i32 {PROBE_CONTIG}, label %contig  i32 {PROBE_FAST}, label %fast ]
 contig:
   %r0 = call i32 @inst{i}c(ptr %ctx, i64 %w, ptr %hints)
@@ -1008,7 +1054,8 @@ exact:
   ret i32 %r2
 }}
 """
-    return "\n".join([self.inst_fn(i, [op], m) for m in ("probe", "contig", "fast", "exact")] + [wrap])
+    modes = ("contig", "fast", "exact") if j != i else ("probe", "contig", "fast", "exact")
+    return "\n".join([self.inst_fn(i, [op], m) for m in modes] + [wrap])
 
   def inst_fn(self, i: int, ops: list[Op], mode: str = "") -> str:
     """@inst{i}: one wave of `ops` (one instruction, or a group of lane-pure ones sharing a lane loop). mode "": as
@@ -1018,7 +1065,8 @@ exact:
     last, nops = ops[-1], len(ops)
     ops = [o for o in ops if o.kind != "nop"] or ops[-1:]  # s_nop, s_delay_alu... in a group: PC and counts only
     op = ops[0]
-    info = {"lanes": self.L, "family": self.fam, "space": "lds" if op.mem == "ds" else "gm", "slot": i}
+    info = {"lanes": self.L, "family": self.fam, "space": "lds" if op.mem == "ds" else "gm",
+            "slot": self.owner.get(i, i)}
     vector = op.vector and op.kind != "nop"
     if op.kind == "nop":
       self.bump_pc(f, op)
@@ -1076,12 +1124,26 @@ exact:
     else:
       f.emit("%lane32 = add i32 0, 0")
       f.emit("%lane = add i64 0, 0")
-    masks = []
+    masks, fwd = [], {}  # fwd: SGPR (index, dwords) -> this lane's (bit, written?) of the last op writing that mask
     for unit in units:  # instruction by instruction: its reads see the previous one's writes (this lane's)
-      snaps = []
+      snaps, first = [], len(masks)
       for g, o in unit:
         if not probe:  # (a probe reads only the address registers)
           self.load_state(g, o, lane=True)
+        handed = {nm: fwd[(r.index, r.dwords)] for nm in o.sem.program.inputs if pure
+                  for r in [_state_src(o, nm)] if isinstance(r, Src) and r.file == "s" and (r.index, r.dwords) in fwd}
+        for nm, (hb, _) in handed.items():  # a mask an earlier op of the group wrote: this lane's bit, now
+          if nm in g.lane_names:  # (a per-lane copy of the register: set its bit)
+            ptr, w = g.state[nm]
+            one = f.op(f"shl i{w} 1, {self.lane_w(f, w)}")
+            kept = f.op(f"and i{w} {f.op(f'load i{w}, ptr {ptr}')}, {f.op(f'xor i{w} {one}, -1')}")
+            hv = f.op(f"load i1, ptr {hb}")
+            bit = f.op(f"shl i{w} {f.op(f'zext i1 {hv} to i{w}')}, {self.lane_w(f, w)}")
+            f.emit(f"store i{w} {f.op(f'or i{w} {kept}, {bit}')}, ptr {ptr}")
+          elif nm not in g.masks:  # read only: the body reads the bit from here
+            g.lanebit[nm] = (f.alloca("i1"), f.alloca("i1"))
+            f.emit(f"store i1 {f.op(f'load i1, ptr {hb}')}, ptr {g.lanebit[nm][0]}")
+            f.emit(f"store i1 false, ptr {g.lanebit[nm][1]}")
         if pure:
           # a lane mask the body only touches at this lane's bit (VCC carry-outs, VOPC results): each lane works on
           # its own bit, and the bits are OR-reduced into the mask after the loop (vectorisable)
@@ -1092,6 +1154,10 @@ exact:
             mine = f.op(f"lshr i{w} {orig}, {self.lane_w(f, w)}")
             f.emit(f"store i1 {f.op(f'trunc i{w} {mine} to i1')}, ptr {bit}")
             f.emit(f"store i1 false, ptr {written}")
+            if nm in handed:  # written by an earlier op of the group: its bit, and whether it wrote it
+              hb, hw = handed[nm]
+              f.emit(f"store i1 {f.op(f'load i1, ptr {hb}')}, ptr {bit}")
+              f.emit(f"store i1 {f.op(f'load i1, ptr {hw}')}, ptr {written}")
             masks.append((g, nm, bit, written, acc, wm, w))
           # other per-wave results this lane may write: kept as they were if the lane is off
           snaps.append([(g.state[nm], f.op(f"load i{g.state[nm][1]}, ptr {g.state[nm][0]}"))
@@ -1112,7 +1178,7 @@ exact:
         f.put("lend")
         emin, emax, base, top = (f.op(f"load i64, ptr {acc}") for acc, _, _ in red)
         bad = f.op(f"or i1 {f.ld_bad()}, {g.probe_range(o.sem.program.body, emin, emax)}")
-        f.emit(f"store i64 {base}, ptr {f.op(f'getelementptr i64, ptr %hints, i64 {2 * i + 1}')}")
+        f.emit(f"store i64 {base}, ptr {f.op(f'getelementptr i64, ptr %hints, i64 {HINT_BASE + HINTS * i}')}")
         r = f.op(f"select i1 {f.op(f'icmp eq i64 {base}, {top}')}, i32 {PROBE_CONTIG}, i32 {PROBE_FAST}")
         f.emit(f"ret i32 {f.op(f'select i1 {bad}, i32 {PROBE_EXACT}, i32 {r}')}")
         return self.define(f, i, [])
@@ -1127,6 +1193,10 @@ exact:
         for (ptr, w), old in snap:
           new = f.op(f"load i{w}, ptr {ptr}")
           f.emit(f"store i{w} {f.op(f'select i1 {on}, i{w} {new}, i{w} {old}')}, ptr {ptr}")
+      for g, nm, bit, written, *_ in masks[first:]:  # hand this op's mask bits to later ops of the group
+        d = g.op.outs.get(nm)
+        if isinstance(d, Src):
+          fwd[(d.index, d.dwords)] = (bit, written)
     for g, nm, bit, written, acc, wm, w in masks:
       wr = f.op(f"and i1 {f.op(f'load i1, ptr {written}')}, {on}")
       b = f.op(f"and i1 {f.op(f'load i1, ptr {bit}')}, {wr}")
@@ -1321,7 +1391,8 @@ exact:
       return
     f, info = g.f, o.info
     if f.mode == "contig":  # the probe found every active lane at base + lane * stride
-      f.pro += [f"  %cb.p = getelementptr i64, ptr %hints, i64 {2 * g.info['slot'] + 1}", "  %cb = load i64, ptr %cb.p"]
+      f.pro += [f"  %cb.p = getelementptr i64, ptr %hints, i64 {HINT_BASE + HINTS * g.info['slot']}",
+                "  %cb = load i64, ptr %cb.p"]
       a = f.op(f"add nuw i64 %cb, {f.op(f'mul nuw i64 %lane, {_stride(o.sem.program)}')}")
     elif o.mem == "smem":
       a = f.conv(self.sgpr(f, info["sbase"], 2), 64, 64)
@@ -1529,6 +1600,21 @@ def _addr_offset(idx):
   raise ValueError("not ADDR + K")
 
 
+def _probe_key(op: Op):
+  """What a plain global/LDS access's probe depends on: (space and accesses, VGPRs, SGPRs of the address), or None
+  for an instruction that does not probe."""
+  if not (op.vector and op.mem in ("global", "ds") and op.sem is not None and _plain_mem(op.sem.program)):
+    return None
+  info, p = op.info, op.sem.program
+  vaddr = info.get("vaddr")
+  vregs = () if vaddr is None else tuple(range(vaddr, vaddr + (2 if op.mem == "global" and info.get("saddr") is None
+                                                                 else 1)))
+  sregs = () if info.get("saddr") is None else (info["saddr"], info["saddr"] + 1)
+  fields = tuple(info.get(k) for k in ("offset", "offset0", "offset1", "adds_offset"))
+  accesses = tuple((repr(idx), bits) for idx, bits in _mem_accesses(p.body))
+  return (op.mem, _stride(p), fields, accesses), vregs, sregs
+
+
 def _stride(p) -> int:
   """Bytes between consecutive lanes' addresses when a wave accesses memory contiguously: the bytes one lane moves,
   or for two-address DS ops (OFFSET0 / OFFSET1) those of one of its accesses."""
@@ -1581,6 +1667,25 @@ def _discarded(o: Op, nm: str, sp: dict) -> bool:
   return isinstance(d, Src) and d.file == "s" and d.index == sp["null"] and sp["null"] != sp["m0"]
 
 
+def _mask_regs(op: Op) -> dict:
+  """SGPR (index, dwords) a vector op writes as a lane mask (each lane its own bit: "out"), and those it touches
+  only lane by lane ("bits": read and/or written as X.u64[laneId]): a fused group hands such bits on in the loop."""
+  out, bits = set(), set()
+  for o in _parts(op):
+    if o.sem is None or not op.vector:
+      continue
+    p = o.sem.program
+    for nm in set(p.inputs) | set(p.outputs):
+      s = _state_src(o, nm) if nm in p.inputs else o.outs.get(nm)
+      if not (isinstance(s, Src) and s.file == "s") or max(p.inputs.get(nm, 0), p.outputs.get(nm, 0)) > 64:
+        continue
+      if _lane_bit_only(p.body, nm, need_write=False):
+        bits.add((s.index, s.dwords))
+        if nm in p.outputs and _lane_bit_only(p.body, nm):
+          out.add((o.outs[nm].index, o.outs[nm].dwords))
+  return {"out": out, "bits": bits}
+
+
 def _lane_pure(op: Op, sp: dict) -> bool:
   """Can this vector instruction share a lane loop: no memory, loops, EXEC writes or per-wave results taken from
   lane 0 (every per-wave output is a lane mask or written lane by lane)."""
@@ -1621,7 +1726,8 @@ def _wave_regs(op: Op, sp: dict, lanes: int) -> tuple[set, set]:
     for nm in p.inputs:
       reads |= regs(_state_src(o, nm), nm)
     for nm in p.outputs:
-      writes |= regs(o.outs.get(nm), nm)
+      if not _discarded(o, nm, sp):  # (a NULL destination: nothing is written)
+        writes |= regs(o.outs.get(nm), nm)
   return reads, writes
 
 
@@ -1636,7 +1742,7 @@ def _bit_written(body, name: str) -> bool:
   return bool(writes) and all(kind == "bit" and not loop for kind, loop in writes)
 
 
-def _lane_bit_only(body, name: str) -> bool:
+def _lane_bit_only(body, name: str, need_write: bool = True) -> bool:
   """Does the body touch state `name` only as `name.u64[laneId]` (read or written as a bool), and write it?"""
   ok, wrote = [True], [False]
 
@@ -1679,7 +1785,7 @@ def _lane_bit_only(body, name: str) -> bool:
         expr(c)
     elif st.op == "eval":
       expr(st.args[0])
-  return ok[0] and wrote[0]
+  return ok[0] and (wrote[0] or not need_write)
 
 
 # memory helpers: global memory through a region table [start, end, host pointer], LDS through one window
