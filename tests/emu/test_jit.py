@@ -235,3 +235,127 @@ def test_fuzzed_programs_native_equal_host(monkeypatch, tmp_path):
 @pytest.mark.slow
 def test_fuzzed_programs_native_equal_host_many(monkeypatch, tmp_path):
   _fuzz_native(monkeypatch, tmp_path, 7, 25)
+
+
+# ------------------------------------------------------------------------------ probed memory access
+# A plain global or LDS access first probes its wave: every active lane in the region the last wave hit (LDS: in the
+# allocation) and lanes `stride` apart -> one vectorised loop without checks; in the region but scattered -> a loop
+# without checks; anything else (a lane would fault) -> the exact lane-by-lane path. Each pattern must give the
+# interpreter's bits (and numpy's values), a fault the interpreter's exact error.
+PATTERNS = {  # byte offset of work-item t's access (v0 = t, 2 waves of 32), gfx1100 VALU -> (asm, numpy)
+  "contiguous": ("v_lshlrev_b32 v1, 2, v0", lambda t: 4 * t),
+  "reversed": ("v_sub_nc_u32 v1, 63, v0\n  v_lshlrev_b32 v1, 2, v1", lambda t: 4 * (63 - t)),
+  "strided": ("v_lshlrev_b32 v1, 3, v0", lambda t: 8 * t),
+  "broadcast": ("v_mov_b32 v1, 12", lambda t: 12 + 0 * t),
+  "past_the_end": ("v_lshlrev_b32 v1, 2, v0\n  v_add_nc_u32 v1, 0x110, v1", lambda t: 4 * t + 0x110),
+}
+
+
+def _probe_kernel(pattern: str, half: bool, lds: bool):
+  from tests.emu.test_asm import kernel
+  if lds:  # LDS[4t] = 7t + 3 for the 64 work-items (the rest of the 512 bytes 0), then the patterned read
+    load = """  v_lshlrev_b32 v5, 2, v0
+  v_mad_u32_u24 v6, v0, 7, 3
+  ds_store_b32 v5, v6
+  s_waitcnt lgkmcnt(0)
+  s_barrier
+  ds_load_b32 v2, v1"""
+  else:
+    load = "  global_load_b32 v2, v1, s[4:5]"
+  return kernel("gfx1100", f"""
+  s_load_b128 s[4:7], s[0:1], 0x0
+  {PATTERNS[pattern][0]}
+  v_lshlrev_b32 v3, 2, v0
+  s_waitcnt lgkmcnt(0)
+{"  v_cmpx_gt_u32 48, v0" if half else ""}
+{load}
+  s_waitcnt vmcnt(0) lgkmcnt(0)
+  global_store_b32 v3, v2, s[6:7]""", lds=512 if lds else 0)
+
+
+@pytest.mark.parametrize("pattern", sorted(PATTERNS))
+@pytest.mark.parametrize("half", [False, True], ids=["all", "partial-exec"])
+@pytest.mark.parametrize("lds", [False, True], ids=["global", "lds"])
+def test_probed_accesses_equal_interpreter(monkeypatch, pattern, half, lds):
+  from gputwin.emu import launch
+  from gputwin.errors import EmuFault
+  co = _probe_kernel(pattern, half, lds)
+  src = np.arange(128, dtype=np.int32) * 5 + 1
+  results = []
+  for mode in ("0", "force"):
+    monkeypatch.setenv("GPUTWIN_JIT", mode)
+    before, outs = jit.STATS["runs"], []
+    try:
+      for _ in range(2):  # the second launch finds its blocks compiled and its engine's register files reused
+        dst = np.full(64, -9, np.int32)
+        launch(co, "k", grid=1, block=64, args=[src, dst], checks=False)
+        outs.append(dst.tobytes())
+      results.append(("ok", outs))
+    except EmuFault as e:
+      results.append(("fault", str(e)))
+    assert (jit.STATS["runs"] > before) == (mode == "force")
+  assert results[0] == results[1]
+  t = np.arange(64)
+  off = PATTERNS[pattern][1](t)
+  if pattern == "past_the_end" and not half:  # work-items 60.. read past the 512 bytes
+    assert results[0][0] == "fault" and ("LDS" in results[0][1]) == lds, results[0]
+    return
+  lds_bytes = np.zeros(128, np.int32)
+  lds_bytes[:64] = np.where(t < 48, 7 * t + 3, 0) if half else 7 * t + 3  # (EXEC is cut before the LDS stores)
+  want = (lds_bytes if lds else src)[np.minimum(off // 4, 127)]
+  if half:
+    want = np.where(t < 48, want, -9)
+  for o in results[0][1]:
+    np.testing.assert_array_equal(np.frombuffer(o, np.int32), want)
+
+
+def test_dispatch_starts_from_zeroed_registers(monkeypatch):
+  """Register files are reused (the next batch, the next dispatch of the same shape) with only their written rows
+  cleared: a register the kernel reads before writing must read 0 every time, natively or interpreted (and v0,
+  which the kernel changes, the work-item ids again)."""
+  from gputwin.emu import core, launch
+  from tests.emu.test_asm import kernel
+  co = kernel("gfx1100", """
+  s_load_b64 s[4:5], s[0:1], 0x0
+  s_lshl_b32 s3, s2, 6
+  v_add_nc_u32 v1, s3, v0
+  v_lshlrev_b32 v1, 2, v1
+  v_add_nc_u32 v2, s20, v5
+  v_mov_b32 v5, 0x77
+  s_mov_b32 s20, 0x88
+  v_add_nc_u32 v0, 1, v0
+  s_waitcnt lgkmcnt(0)
+  global_store_b32 v1, v2, s[4:5]""", sgprs=24, extra="  .amdhsa_system_sgpr_workgroup_id_x 1\n")
+  groups = core.MAX_WAVES // 2  # one full batch of 2-wave workgroups
+  for mode in ("0", "force"):
+    monkeypatch.setenv("GPUTWIN_JIT", mode)
+    for n in (groups, 2 * groups):  # the first leaves its engine to the second, which then restarts it
+      out = np.full(n * 64, -1, np.int32)
+      launch(co, "k", grid=n, block=64, args=[out], checks=False)
+      assert (out == 0).all(), np.unique(out)
+
+
+def test_array_arguments(monkeypatch):
+  """Writeable contiguous arrays are mapped in place; the same array twice, a read-only or a strided one is copied
+  (copy semantics, as before): results must not depend on which."""
+  from gputwin.emu import launch
+  from tests.emu.test_asm import kernel
+  co = kernel("gfx1100", """
+  s_load_b128 s[4:7], s[0:1], 0x0
+  v_lshlrev_b32 v1, 2, v0
+  s_waitcnt lgkmcnt(0)
+  global_load_b32 v2, v1, s[4:5]
+  s_waitcnt vmcnt(0)
+  v_add_nc_u32 v2, 1, v2
+  global_store_b32 v1, v2, s[6:7]""")
+  for mode in ("0", "force"):
+    monkeypatch.setenv("GPUTWIN_JIT", mode)
+    a = np.arange(32, dtype=np.int32)
+    launch(co, "k", grid=1, block=32, args=[a, a], checks=False)  # the same array: two guest copies
+    np.testing.assert_array_equal(a, np.arange(32) + 1)
+    src = np.arange(32, dtype=np.int32)
+    src.flags.writeable = False
+    out = np.zeros(64, np.int32)[::2]  # strided
+    launch(co, "k", grid=1, block=32, args=[src, out], checks=False)
+    np.testing.assert_array_equal(out, np.arange(32) + 1)
+    np.testing.assert_array_equal(src, np.arange(32))
