@@ -81,7 +81,7 @@ def _timed_launch(co, kernel, case, checks=True):
 MODES = {"checks": (True, "auto"), "native": (False, "force"), "interp": (False, "0")}
 
 
-def _best(co, kernel, arch, checks, reps=3):
+def _best(co, kernel, arch, checks, reps=5):
   """Best of `reps` warm launches, each on fresh arguments (kernels write their outputs in place)."""
   best = None
   for _ in range(reps):
@@ -162,7 +162,7 @@ def main() -> int:
           compile_secs = jit.STATS["compile_seconds"] - c0
           n0 = jit.STATS["wave_instructions"]
           secs, st, case = _best(co, kernel, arch, checks)
-          native = (jit.STATS["wave_instructions"] - n0) / 3
+          native = (jit.STATS["wave_instructions"] - n0) / 5
           np_secs = _numpy_seconds(case)
           ok = bool(np.allclose(case["args"][case["out"]], case["ref"](), rtol=case["tol"], atol=case["tol"]))
           rows.append(dict(kernel=kernel, target=arch, mode=mode, checks=checks, wave_instructions=st.instructions,

@@ -127,7 +127,7 @@ class Dispatch:
     priv = max(kd.private_segment_fixed_size, 1)  # scratch: one slot per lane, addresses below 4 GiB, <= 256 MiB
     lane_slots = min((1 << 32) // core.scratch_stride(priv), (256 << 20) // priv)
     self.per_batch = max(1, min(core.MAX_WAVES, lane_slots // self.L) // self.nw)
-    self.next_wg, self.base_wave, self.eng, self.hooks, self.done = 0, 0, None, [], False
+    self.next_wg, self.base_wave, self.eng, self.hooks, self.done, self.running = 0, 0, None, [], False, False
     self.stats = LaunchStats(self.name, self.arch, wave_size=self.L)
     self.t0 = time.perf_counter()
     self._next_batch()
@@ -219,7 +219,11 @@ class Dispatch:
     last = last if last is not None and last.checks is None and last.shape == shape else _SPARE.take(shape)
     if checks is None and last is not None:
       eng = last  # the previous batch's register files, only its written rows cleared
-      eng.restart(np.repeat(np.arange(g1 - g0), self.nw), self.prog, self.emu.mem)
+      # inside run() (nobody looks at registers between batches), VGPRs the kernel writes whole before reading
+      # them need no clearing when every wave starts with a full EXEC
+      full = not self.hooks and self.trace is None and self.running and int(np.prod(self.block)) % self.L == 0
+      eng.restart(np.repeat(np.arange(g1 - g0), self.nw), self.prog, self.emu.mem,
+                  self.prog.defines(self.kern.entry) if full else 0)
     else:
       eng = core.Engine(self.prog, self.emu.mem, *shape[:6], np.repeat(np.arange(g1 - g0), self.nw), checks, self.arch)
     values = {"enable_sgpr_dispatch_ptr": self.packet_va, "enable_sgpr_queue_ptr": self.queue_va,
@@ -290,7 +294,11 @@ class Dispatch:
     return self._go(1)
 
   def run(self) -> LaunchStats:
-    self._go(None)
+    self.running = True
+    try:
+      self._go(None)
+    finally:
+      self.running = False
     return self.stats
 
   def _go(self, steps) -> bool:

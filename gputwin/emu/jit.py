@@ -670,9 +670,9 @@ class Gen:
     Every access is ADDR + K with K the same for all lanes (_plain_mem), and the lanes' effective addresses lie in
     [emin, emax]; so the wave touches [emin + min K, emax + max(K + bytes)), a range the region must hold."""
     f = self.f
-    ks, ends = [], []
+    ks, ends, avars = [], [], _addr_vars(body)
     for idx, bits in _mem_accesses(body):
-      k = _addr_offset(idx)
+      k = _addr_offset(idx, avars)
       k = "0" if k is None else self.u64(self.ex(k), k.ty)
       ks.append(k)
       ends.append(f.op(f"add i64 {k}, {max(bits // 8, 1)}"))
@@ -1582,20 +1582,32 @@ def _mem_accesses(body):
   return out
 
 
-def _is_addr(e) -> bool:
-  """The state ADDR, possibly zero-extended (its value is the effective address, below 2**32)."""
+def _addr_vars(body) -> set:
+  """Locals a body sets only from one address built-in call (RDNA4's `addr = CalcGlobalAddr(...)`): the effective
+  address, as ADDR is."""
+  sets = {}
+  for st, _ in _stmts(body):
+    if st.op == "assign" and _root(st.args[0])[0] == "var":
+      sets.setdefault(_root(st.args[0])[1], []).append(st)
+  return {nm for nm, sts in sets.items() if len({repr(st.args[1]) for st in sts}) == 1 and all(
+          st.args[0][0] == "var" and st in body for st in sts)  # (RDNA4 DS bodies set it again, the same way)
+          and sts[0].args[1].op == "call" and re.fullmatch(r"Calc\w*Addr", str(sts[0].args[1].args[0]))}
+
+
+def _is_addr(e, avars=frozenset()) -> bool:
+  """The effective address: state ADDR (possibly zero-extended: its value is below 2**32) or an address local."""
   while e.op in ("cvt", "bitcast") and e.ty.bits >= e.args[0].ty.bits and e.args[0].ty.kind in ("u", "b"):
     e = e.args[0]
-  return e.op == "state" and e.args[0] == "ADDR"
+  return e.op == "state" and e.args[0] == "ADDR" or e.op == "var" and e.args[0] in avars
 
 
-def _addr_offset(idx):
+def _addr_offset(idx, avars=frozenset()):
   """K of an access at `ADDR + K` (None: the access is at ADDR); raises ValueError for other shapes."""
-  if _is_addr(idx):
+  if _is_addr(idx, avars):
     return None
   if idx.op == "bin" and idx.args[0] == "+" and idx.ty.bits == 64:
     for a, b in ((idx.args[1], idx.args[2]), (idx.args[2], idx.args[1])):
-      if _is_addr(a):
+      if _is_addr(a, avars):
         return b
   raise ValueError("not ADDR + K")
 
@@ -1625,17 +1637,21 @@ def _stride(p) -> int:
 def _plain_mem(p) -> bool:
   """Straight-line assignments with no locals, whose MEM addresses read only inputs the body never writes (global
   and LDS loads and stores): every address is known before the body runs, so a probe can check them all first."""
-  if locals_of(p.body) or any(st.op not in ("assign", "note") for st in p.body) or not _mem_accesses(p.body):
+  avars = _addr_vars(p.body)
+  if set(locals_of(p.body)) - avars or any(st.op not in ("assign", "note") for st in p.body) or \
+     not _mem_accesses(p.body):
     return False
   for idx, _ in _mem_accesses(p.body):
     try:
-      k = _addr_offset(idx)
+      k = _addr_offset(idx, avars)
     except ValueError:
       return False
     names = set()
 
     def refs(e):
       if hasattr(e, "op"):
+        if e.op == "var" and e.args[0] in avars:
+          return
         if e.op in ("var", "mem", "call", "lcall", "wave"):
           names.add(None)
         elif e.op == "state":
