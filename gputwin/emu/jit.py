@@ -42,7 +42,7 @@ DEFAULT_NAN = {16: 0xfe00, 32: 0xffc00000, 64: 0xfff8000000000000}  # x86's resu
 BLOCK_KINDS = ("alu", "mem", "vopd", "nop")
 TBAA_FIXED = ("ctx", "tbl")  # tags the prelude uses: ctx fields the block writes, the region table
 TBAA_BASE = 10
-SUFFIX = {"": "", "exact": "x", "probe": "p", "fast": "f", "contig": "c"}  # Compiler.inst_fn's function per mode
+SUFFIX = {"": "", "exact": "x", "probe": "p", "range": "r", "fast": "f", "contig": "c"}  # Compiler.inst_fn's modes
 PROBE_CONTIG, PROBE_EXACT, PROBE_FAST = 0, 1, 2  # what a probe answers
 # per instruction, in the block's %hints array: the region its last access hit, the probed contiguous base, and the
 # probe's answer (a later access from the same address registers reuses it: Compiler.owners)
@@ -1047,6 +1047,10 @@ contig:
   %r0 = call i32 @inst{i}c(ptr %ctx, i64 %w, ptr %hints)
   ret i32 %r0
 fast:
+  %in = call i32 @inst{i}r(ptr %ctx, i64 %w, ptr %hints)
+  %ok = icmp eq i32 %in, {PROBE_FAST}
+  br i1 %ok, label %gather, label %exact
+gather:
   %r1 = call i32 @inst{i}f(ptr %ctx, i64 %w, ptr %hints)
   ret i32 %r1
 exact:
@@ -1054,7 +1058,7 @@ exact:
   ret i32 %r2
 }}
 """
-    modes = ("contig", "fast", "exact") if j != i else ("probe", "contig", "fast", "exact")
+    modes = ("range", "contig", "fast", "exact") if j != i else ("probe", "range", "contig", "fast", "exact")
     return "\n".join([self.inst_fn(i, [op], m) for m in modes] + [wrap])
 
   def inst_fn(self, i: int, ops: list[Op], mode: str = "") -> str:
@@ -1088,10 +1092,10 @@ exact:
         not any(_has_loop(o.sem.program.body) for _, o in gens)
     if len(ops) > 1 and not pure:
       raise Unsupported("a lane-pure group with an impure member")
-    probe = mode == "probe"
-    if probe:  # min / max over the active lanes of the effective address, and of address - lane * stride
+    probe = mode in ("probe", "range")
+    if probe:  # min / max over the active lanes of address - lane * stride (probe) or of the address (range)
       f.pro.append(f"  store i1 false, ptr {f.bad}")
-      red = [(f.alloca("i64"), pick, idle) for pick, idle in (("umin", "-1"), ("umax", "0")) * 2]
+      red = [(f.alloca("i64"), pick, idle) for pick, idle in (("umin", "-1"), ("umax", "0"))]
       f.pro += [f"  store i64 {idle}, ptr {acc}" for acc, _, idle in red]
     for g, o in gens:  # per-wave state first (read once, before any lane)
       self.load_state(g, o, lane=False)
@@ -1166,9 +1170,10 @@ exact:
         self.addresses(g, o)
       if probe:  # nothing written: a lane that would fault sets `bad`, the rest is reduced for after the loop
         (g, o), = unit
+        stride = _stride(o.sem.program)
         ea = f.op(f"load i64, ptr {g.ea}")
-        x = f.op(f"sub i64 {ea}, {f.op(f'mul i64 %lane, {_stride(o.sem.program)}')}")
-        for (acc, pick, idle), v in zip(red, (ea, ea, x, x)):  # (plain reductions: vectorised)
+        v = ea if mode == "range" else f.op(f"sub i64 {ea}, {f.op(f'mul i64 %lane, {stride}')}")
+        for acc, pick, idle in red:  # (plain reductions: vectorised)
           mine, cur = f.op(f"select i1 {on}, i64 {v}, i64 {idle}"), f.op(f"load i64, ptr {acc}")
           f.emit(f"store i64 {f.op(f'call i64 @llvm.{pick}.i64(i64 {cur}, i64 {mine})')}, ptr {acc}")
         f.emit("br label %lnext")
@@ -1176,11 +1181,22 @@ exact:
         f.emit("%lane.n = add i64 %lane, 1")
         f.emit(f"br i1 {f.op(f'icmp eq i64 %lane.n, {self.L}')}, label %lend, label %lhead")
         f.put("lend")
-        emin, emax, base, top = (f.op(f"load i64, ptr {acc}") for acc, _, _ in red)
+        lo, hi = (f.op(f"load i64, ptr {acc}") for acc, _, _ in red)
+        if mode == "range":  # the lanes are scattered: all of them in one region?
+          bad = f.op(f"or i1 {f.ld_bad()}, {g.probe_range(o.sem.program.body, lo, hi)}")
+          f.emit(f"ret i32 {f.op(f'select i1 {bad}, i32 {PROBE_EXACT}, i32 {PROBE_FAST}')}")
+          return self.define(f, i, [])
+        # contiguous (every active lane at base + lane * stride): the first and last active lanes bound the range
+        f.emit(f"store i64 {lo}, ptr {f.op(f'getelementptr i64, ptr %hints, i64 {HINT_BASE + HINTS * i}')}")
+        first = f.op(f"call i64 @llvm.cttz.i64(i64 {exec_v}, i1 false)")
+        last = f.op(f"sub i64 63, {f.op(f'call i64 @llvm.ctlz.i64(i64 {exec_v}, i1 false)')}")
+        emin = f.op(f"add i64 {lo}, {f.op(f'mul i64 {first}, {stride}')}")
+        emax = f.op(f"add i64 {lo}, {f.op(f'mul i64 {last}, {stride}')}")
         bad = f.op(f"or i1 {f.ld_bad()}, {g.probe_range(o.sem.program.body, emin, emax)}")
-        f.emit(f"store i64 {base}, ptr {f.op(f'getelementptr i64, ptr %hints, i64 {HINT_BASE + HINTS * i}')}")
-        r = f.op(f"select i1 {f.op(f'icmp eq i64 {base}, {top}')}, i32 {PROBE_CONTIG}, i32 {PROBE_FAST}")
-        f.emit(f"ret i32 {f.op(f'select i1 {bad}, i32 {PROBE_EXACT}, i32 {r}')}")
+        none = f.op(f"icmp eq i64 {exec_v}, 0")
+        contig = f.op(f"or i1 {none}, {f.op(f'icmp eq i64 {lo}, {hi}')}")
+        r = f.op(f"select i1 {bad}, i32 {PROBE_EXACT}, i32 {PROBE_CONTIG}")
+        f.emit(f"ret i32 {f.op(f'select i1 {contig}, i32 {r}, i32 {PROBE_FAST}')}")
         return self.define(f, i, [])
       for g, o in unit:
         for name, (p, t) in list(g.vars.items()):
@@ -1442,7 +1458,7 @@ exact:
   def fault_if(self, f: Fn, cond: str, kind: int, addr: str, nbytes: int, write: bool) -> None:
     if f.mode == "fast":  # the probe found no lane faulting
       return
-    if f.mode == "probe":
+    if f.mode in ("probe", "range"):
       f.or_bad(cond)
       return
     yes, no = f.label("flt"), f.label("nof")
@@ -1807,6 +1823,8 @@ def _lane_bit_only(body, name: str, need_write: bool = True) -> bool:
 # memory helpers: global memory through a region table [start, end, host pointer], LDS through one window
 _PRELUDE = r"""
 declare i64 @llvm.ctpop.i64(i64)
+declare i64 @llvm.cttz.i64(i64, i1)
+declare i64 @llvm.ctlz.i64(i64, i1)
 declare i64 @llvm.umin.i64(i64, i64)
 declare i64 @llvm.umax.i64(i64, i64)
 declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)
