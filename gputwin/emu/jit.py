@@ -1,12 +1,23 @@
 """The native tier: straight-line runs of instructions compiled to host code through LLVM (llvmlite), from the same
-typed pcode IR the numpy interpreter compiles, and run instruction by instruction over the same batch of waves.
+typed pcode IR the numpy interpreter compiles.
 
 A *block* is the longest run of consecutive instructions from a PC that this tier can express (VALU/SALU bodies,
 global/scalar/LDS memory, VOPD, waits), ending after a branch. Its native function takes the waves standing at the
-block's PC and, for each instruction in order, runs every wave and then every active lane of it: the order the
-batched interpreter uses, so results are bit-identical to it (and, for race-free kernels, to serial mode). Anything
-else (DPP/SDWA, cross-lane and register-indexed bodies, MFMA/WMMA, barriers, checkers, hooks) stays interpreted: the
-block simply ends before it.
+block's PC and runs them wave-major: each wave runs the whole block (its registers stay in cache), then the next
+one, as serial mode orders waves; inside a wave, instruction by instruction over its active lanes, as the
+interpreter does. Race-free kernels therefore give the interpreter's bits (tests/emu/test_jit.py); waves that race
+within one block see each other's writes in wave order. Anything else (DPP/SDWA, cross-lane and register-indexed
+bodies, MFMA/WMMA, barriers, checkers, hooks) stays interpreted: the block simply ends before it.
+
+Inside a wave:
+- consecutive lane-pure vector ops share one lane loop (each lane runs them in order; a lane mask one op writes and
+  a later one reads lane by lane, VCC carry-out then carry-in, is handed on in the loop); lane loops without
+  memory access are branch-free, so LLVM vectorises them;
+- a plain global or LDS access (`ADDR + K` addresses, no loops) first probes the wave: every active lane in the
+  region the previous wave hit (LDS: within the allocation) and `stride` apart -> one loop without checks on
+  affine addresses (masked vector loads/stores); in one region but scattered -> a loop without checks; otherwise
+  the exact lane-by-lane path, which faults as the interpreter does. A later access from the same unchanged
+  address registers reuses the probe.
 
 Tiering (see `Tier`): a block compiles once `GPUTWIN_JIT_AFTER` lanes (default 1.5M, summed over launches of the
 program) have entered it interpreted, about what compiling it would cost, so a one-off dispatch never runs more than
@@ -16,8 +27,8 @@ program) have entered it interpreted, about what compiling it would cost, so a o
 Semantics follow gputwin/pcode/runtime.py operation by operation (wrapping, shifts past the width, conversions,
 NaN payloads of float->float casts); what the tier cannot match exactly it declines (`Unsupported`), so the
 instruction is interpreted. A guest fault stops the block at the faulting lane and raises the interpreter's error for
-that instruction; when several lanes fault it names the first in (wave, lane) order, and lanes before it may already
-have written.
+that instruction: the first faulting lane in (wave, lane) order; earlier waves finished the block, earlier lanes of
+the faulting instruction may already have written.
 """
 from __future__ import annotations
 

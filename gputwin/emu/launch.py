@@ -37,8 +37,9 @@ class LaunchStats:
 def launch(code_object, kernel: str, *, grid, block, args, arch: str | None = None, serial: bool = False,
            checks=True, trace=None, max_instructions: int | None = None) -> LaunchStats:
   """Run `kernel` of `code_object` (bytes, a path to .co/.o/.s, or a CodeObject) over `grid` workgroups (x, y, z)
-  of `block` work-items. `args` match the kernel's argument metadata: numpy arrays are copied into guest memory
-  before and back into the same arrays after; numbers are packed by the metadata's size and type.
+  of `block` work-items. `args` match the kernel's argument metadata: numpy arrays become guest buffers (mapped in
+  place when writeable, C-contiguous and overlapping no other argument; else copied in before and back after);
+  numbers are packed by the metadata's size and type.
   `serial`: one wave at a time (the oracle schedule). `checks`: True, False or a set of checker names (checks.py).
   `trace`: a list to append (wave, pc, instruction, registers written) records to, or a path to write them to.
   `max_instructions`: a watchdog on wave-instructions. Returns LaunchStats."""
