@@ -408,8 +408,11 @@ class Program:
     not clear them first (Engine.restart; after a fault, a wave that had not reached the write shows the value an
     earlier batch left, as hardware shows stale VGPRs). Cached per PC."""
     got = self.__dict__.setdefault("_defines", {}).get(pc)
-    if got is not None:
-      return got
+    if got is None:
+      got = self._defines[pc] = self._defined_from(pc)
+    return got
+
+  def _defined_from(self, pc: int) -> int:
     defined = read = 0
     while True:
       try:
@@ -430,13 +433,11 @@ class Program:
             continue
           if s.file == "s" and s.index <= SPECIAL[_fam_kind(self.family)]["exec"] + 1 and \
              s.index + s.dwords > SPECIAL[_fam_kind(self.family)]["exec"]:
-            self._defines[pc] = defined
             return defined
           if s.file == "v" and op.vector and not (s.bits == 16 and s.dwords == 1) and not o.info.get("sdwa") \
              and not o.info.get("dpp"):
             defined |= (((1 << s.dwords) - 1) << s.index) & ~read
       pc += op.size
-    self._defines[pc] = defined
     return defined
 
   def _decode(self, off: int) -> Inst:
