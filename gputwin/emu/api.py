@@ -223,7 +223,7 @@ class Dispatch:
       # them need no clearing when every wave starts with a full EXEC
       full = not self.hooks and self.trace is None and self.running and int(np.prod(self.block)) % self.L == 0
       eng.restart(np.repeat(np.arange(g1 - g0), self.nw), self.prog, self.emu.mem,
-                  self.prog.defines(self.kern.entry) if full else 0)
+                  self.prog.defines(self.kern.entry) if full else 0, defer=full)
     else:
       eng = core.Engine(self.prog, self.emu.mem, *shape[:6], np.repeat(np.arange(g1 - g0), self.nw), checks, self.arch)
     values = {"enable_sgpr_dispatch_ptr": self.packet_va, "enable_sgpr_queue_ptr": self.queue_va,
@@ -261,6 +261,7 @@ class Dispatch:
 
   # ---- registers of the current batch: 'v3' (all lanes), 'a0', 's5', 'exec', 'vcc', 'm0', 'scc', 'pc'
   def reg(self, wave: int, name: str):
+    self.eng.settle()
     e, w, (f, i) = self.eng, wave - self.base_wave, _reg(name)
     if f in "va":
       return (e.V if f == "v" else e.A)[w, i].copy()
@@ -270,6 +271,7 @@ class Dispatch:
     return int(e.S[w, code]) | (int(e.S[w, code + 1]) << 32 if f != "m0" and e.L == 64 else 0)
 
   def set_reg(self, wave: int, name: str, value) -> None:
+    self.eng.settle()
     e, w, (f, i) = self.eng, wave - self.base_wave, _reg(name)
     e.mark(f if f in "vas" else "s", i if f in "vas" else e.sp.get(f, 0), 2)
     if f in "va":
@@ -373,7 +375,10 @@ def init_waves(eng: core.Engine, kd, grid, block, g0: int, nw: int, user: list[i
     per_wave(117)[...], per_wave(115)[...] = ids[0][:, None], (ids[1] | (ids[2] << 16))[:, None]
   v0, ex = _workitems(nw, L, tuple(block))  # the same for every workgroup: one copy per workgroup of the batch
   if getattr(eng, "v0_of", None) != (nw, tuple(block)) or getattr(eng, "v0_stale", True):  # (a restarted engine's v0
-    eng.V[:, 0].reshape(eng.W // nw, nw, L)[...] = v0  # is still in place unless the last batch wrote it)
+    if eng.pending is not None:  # is still in place unless the last batch wrote it; deferred: see Engine.restart)
+      eng.pending = (eng.pending[0], (v0, nw))
+    else:
+      eng.V[:, 0].reshape(eng.W // nw, nw, L)[...] = v0
     eng.v0_of, eng.v0_stale = (nw, tuple(block)), False
   for k in range(L // 32):
     per_wave(eng.sp["exec"] + k)[...] = ex[:, k]

@@ -124,6 +124,7 @@ class Engine:
     self.shape = (waves, lanes, nvgpr, nagpr, lds_size, priv_size, device)  # what restart() needs to match
     self.written = {"v": 0, "a": 0, "s": 0, "hw": False}  # rows written since the start (bit masks; see mark)
     self.lane = np.arange(lanes, dtype=U32)
+    self.pending = None  # (VGPR rows to clear, (v0 template, waves per workgroup) or None): see restart
     self.scc = np.zeros(waves, U32)
     self.pc = np.zeros(waves, np.int64)
     self.clock = np.zeros(waves, np.int64)  # per-wave instructions: the deterministic "cycle" counter
@@ -147,20 +148,40 @@ class Engine:
     if checks is not None:
       checks.attach(self)
 
+  def settle(self, waves=None) -> None:
+    """Do the `pending` per-wave setup (restart's deferred clears, init_waves' v0) for `waves` (default: all, and
+    nothing is pending afterwards)."""
+    if self.pending is None:
+      return
+    rows, v0 = self.pending
+    ix = slice(None) if waves is None else np.asarray(waves, np.int64)
+    for r in rows:
+      self.V[ix, r] = 0
+    if v0 is not None:
+      tpl, nw = v0
+      self.V[ix, 0] = tpl[np.arange(self.W)[ix] % nw]
+    if waves is None:
+      self.pending = None
+
   def mark(self, file: str, index: int, dwords: int = 1) -> None:
     """Registers [index, index + dwords) of `file` ("v", "a", "s") were written: restart() clears them."""
     if file in ("v", "a", "s"):
       self.written[file] |= ((1 << dwords) - 1) << index
 
-  def restart(self, wg_of_wave: np.ndarray, prog: Program | None = None, mem=None, defined: int = 0) -> None:
+  def restart(self, wg_of_wave: np.ndarray, prog: Program | None = None, mem=None, defined: int = 0,
+              defer: bool = False) -> None:
     """Start the next batch of the same shape on these arrays (of this dispatch, or another one's: `prog`, `mem`):
     exactly the state a new Engine has, but only the register rows the last batch wrote are cleared (zeroing and
     first-touching whole files costs more than a native batch runs). `defined`: VGPRs the batch writes before
-    reading (Program.defines, full EXEC): left as they are, still marked written for whoever comes next."""
+    reading (Program.defines, full EXEC): left as they are, still marked written for whoever comes next.
+    `defer`: VGPR rows to clear (and v0, see init_waves) are left `pending`, done wave by wave by the native tier
+    right before each wave's first instruction (the rows are then in cache), or by `settle()` before anything else
+    looks at them."""
     if prog is not None:
       self.prog, self.fam = prog, prog.family
     if mem is not None:
       self.mem = mem
+    self.settle()
     keep = self.written["v"] & defined if self.written["v"] >= 0 else 0
     self.written["v"] &= ~keep
     for file, rows in self.written.items():
@@ -175,12 +196,15 @@ class Engine:
       if rows < 0 or rows >> len(F):  # everything (a whole-file write), or rows past the file
         F[:] = 0
         continue
+      if file == "v" and defer:
+        self.pending = ([r for r in range(len(F)) if rows >> r & 1], None)
+        continue
       while rows:
         r = (rows & -rows).bit_length() - 1
         run = ((rows >> r) ^ ((rows >> r) + 1)).bit_length() - 1  # consecutive written rows from r
         F[r:r + run] = 0
         rows &= ~(((1 << run) - 1) << r)
-    self.written = {"v": keep, "a": 0, "s": 0, "hw": False}
+    self.written = {"v": keep | (self.written["v"] if self.pending else 0), "a": 0, "s": 0, "hw": False}
     for a, v in ((self.scc, 0), (self.pc, 0), (self.clock, 0), (self.live, True), (self.bar, False)):
       a.fill(v)
     if not np.array_equal(wg_of_wave, self.wg):
@@ -676,6 +700,8 @@ def run(eng: Engine, serial: bool = False, max_instructions: int | None = None, 
   start = eng.count
   # the native tier runs whole blocks: not while single-stepping, checking, or in the serial reference schedule
   tier = None if serial or eng.checks is not None or steps is not None else _native_tier(eng)
+  if tier is None:
+    eng.settle()
   while steps is None or steps > 0:
     if steps is not None:
       steps -= 1
@@ -694,11 +720,14 @@ def run(eng: Engine, serial: bool = False, max_instructions: int | None = None, 
     if tier is not None and not eng.hooks:
       blk = tier.block(pc, eng._n(ix))
       if blk is not None:
-        tier.run(blk, ix)
+        if eng.pending is not None and not isinstance(ix, slice):
+          eng.settle()
+        tier.run(blk, ix)  # (a pending setup goes with the batch's first block, which every wave runs first)
         if max_instructions is not None and eng.count - start > max_instructions:
           raise Stop("watchdog", f"more than {max_instructions} wave-instructions executed (--max-instructions)",
                      _first(eng, ix), blk.ops[-1])
         continue
+    eng.settle()
     try:
       op = prog.op(pc)
     except GputwinError as e:

@@ -62,7 +62,7 @@ MEM_KINDS = ("global", "smem", "ds")
 
 # ctx: one int64 array shared by Python and the native code
 (C_V, C_S, C_SCC, C_PC, C_WG, C_VSTW, C_VSTR, C_SSTW, C_SSTR, C_LDS, C_LDSZ, C_NREG, C_REGS, C_FAULT, C_FADDR,
- C_FBYTES, C_FWRITE, C_FWAVE, C_LANES, C_N) = range(20)
+ C_FBYTES, C_FWRITE, C_FWAVE, C_LANES, C_INIT, C_N) = range(21)
 F_GLOBAL, F_HIGH, F_LDSBASE, F_LDSOFF = 1, 2, 3, 4
 
 
@@ -1019,6 +1019,14 @@ head:
 body:
   %wq = getelementptr i64, ptr %waves, i64 %k
   %w = load i64, ptr %wq
+  %ini.p = getelementptr i64, ptr %ctx, i64 {C_INIT}
+  %ini = load i64, ptr %ini.p, !invariant.load !0
+  %has.ini = icmp ne i64 %ini, 0
+  br i1 %has.ini, label %setup, label %go
+setup:
+  call void @prologue(ptr %ctx, i64 %w, i64 {4 * self.L})
+  br label %go
+go:
 {body}
   %k.n = add i64 %k, 1
   br label %head
@@ -1839,6 +1847,7 @@ declare i64 @llvm.ctlz.i64(i64, i1)
 declare i64 @llvm.umin.i64(i64, i64)
 declare i64 @llvm.umax.i64(i64, i64)
 declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)
+declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)
 declare float @llvm.fma.f32(float, float, float)
 declare double @llvm.fma.f64(double, double, double)
 declare double @llvm.trunc.f64(double)
@@ -1946,6 +1955,56 @@ entry:
   ret void
 }
 
+; a batch's deferred setup of wave w (Engine.pending), before its first instruction: ctx[C_INIT] points to
+; [rows n, waves per workgroup, v0 template or 0, row...]: each row of the wave cleared, v0 copied from the template
+define internal void @prologue(ptr %ctx, i64 %w, i64 %bytes) noinline {
+entry:
+  %ipp = getelementptr i64, ptr %ctx, i64 C_INIT
+  %ipi = load i64, ptr %ipp
+  %ip = inttoptr i64 %ipi to ptr
+  %n = load i64, ptr %ip
+  %nwp = getelementptr i64, ptr %ip, i64 1
+  %nw = load i64, ptr %nwp
+  %tp = getelementptr i64, ptr %ip, i64 2
+  %tpl = load i64, ptr %tp
+  %vp = getelementptr i64, ptr %ctx, i64 C_V
+  %v = load i64, ptr %vp
+  %swp = getelementptr i64, ptr %ctx, i64 C_VSTW
+  %sw = load i64, ptr %swp
+  %srp = getelementptr i64, ptr %ctx, i64 C_VSTR
+  %sr = load i64, ptr %srp
+  %wo = mul i64 %w, %sw
+  %wb = add i64 %v, %wo
+  br label %head
+head:
+  %k = phi i64 [0, %entry], [%k.n, %body]
+  %more = icmp slt i64 %k, %n
+  br i1 %more, label %body, label %tail
+body:
+  %k3 = add i64 %k, 3
+  %rp = getelementptr i64, ptr %ip, i64 %k3
+  %r = load i64, ptr %rp
+  %ro = mul i64 %r, %sr
+  %a = add i64 %wb, %ro
+  %ap = inttoptr i64 %a to ptr
+  call void @llvm.memset.p0.i64(ptr %ap, i8 0, i64 %bytes, i1 false)
+  %k.n = add i64 %k, 1
+  br label %head
+tail:
+  %has = icmp ne i64 %tpl, 0
+  br i1 %has, label %zero, label %done
+zero:
+  %q = urem i64 %w, %nw
+  %qo = mul i64 %q, %bytes
+  %src = add i64 %tpl, %qo
+  %sp = inttoptr i64 %src to ptr
+  %dp = inttoptr i64 %wb to ptr
+  call void @llvm.memcpy.p0.p0.i64(ptr %dp, ptr %sp, i64 %bytes, i1 false)
+  br label %done
+done:
+  ret void
+}
+
 define internal ptr @lds_ptr(ptr %ctx, i64 %a, i64 %nb, i64 %wr, i64 %w, ptr %hint) alwaysinline {
 entry:
   %off = and i64 %a, LDS_MASK
@@ -1969,7 +2028,7 @@ fail:
 }
 """
 _CTX = dict(NREG=C_NREG, REGS=C_REGS, LDS=C_LDS, LDSZ=C_LDSZ, FAULT=C_FAULT, FADDR=C_FADDR, FBYTES=C_FBYTES,
-            FWRITE=C_FWRITE, FWAVE=C_FWAVE)
+            FWRITE=C_FWRITE, FWAVE=C_FWAVE, INIT=C_INIT, V=C_V, VSTW=C_VSTW, VSTR=C_VSTR)
 _PRELUDE = re.sub(r"i64 C_(\w+)\n", lambda m: f"i64 {_CTX[m.group(1)]}\n", _PRELUDE)  # ctx slots by name
 for _k, _v in dict(LDS_MASK=(1 << LDS_BITS) - 1, LDS_SHIFT=LDS_SHIFT, F_GLOBAL=F_GLOBAL, F_LDSOFF=F_LDSOFF).items():
   _PRELUDE = _PRELUDE.replace(_k, str(_v))
@@ -2077,14 +2136,26 @@ class Native:
     c[C_LANES] = 0
     for file, rows in blk.wrote.items():
       eng.written[file] |= rows
+    init = None
+    if eng.pending is not None:  # the batch's first block (every wave): each wave's deferred setup goes first
+      rows, v0 = eng.pending
+      tpl = None if v0 is None else np.ascontiguousarray(v0[0], np.uint32)
+      init = np.array([len(rows), 1 if v0 is None else v0[1], 0 if tpl is None else tpl.ctypes.data, *rows], np.int64)
+      c[C_INIT] = init.ctypes.data
     with self.hold:
       self.refresh()
-      r = blk.fn(c.ctypes.data, waves.ctypes.data, len(waves))
+      try:
+        r = blk.fn(c.ctypes.data, waves.ctypes.data, len(waves))
+      finally:
+        c[C_INIT] = 0
     STATS["runs"] += 1
     eng._exec = None
     if r:  # waves before the faulting one ran the whole block, it ran r - 1 instructions, the rest none
       done, w = r - 1, int(c[C_FWAVE])
       k = int(np.flatnonzero(waves == w)[0])
+      if init is not None:
+        eng.settle(waves[k + 1:])  # (the waves the fault kept from starting)
+        eng.pending = None
       op = blk.ops[done]
       eng.count += k * blk.n + done
       eng.native_count += k * blk.n + done
@@ -2093,6 +2164,7 @@ class Native:
       eng.clock[w] += done
       e = self.fault(op)
       raise Stop("fault", str(e), w, op, e)
+    eng.pending = None
     n = len(waves)
     STATS["wave_instructions"] += blk.n * n
     eng.count += blk.n * n
