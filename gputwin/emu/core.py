@@ -702,21 +702,25 @@ def run(eng: Engine, serial: bool = False, max_instructions: int | None = None, 
   tier = None if serial or eng.checks is not None or steps is not None else _native_tier(eng)
   if tier is None:
     eng.settle()
+  together = None  # the PC every wave stands at after a step that ran them all and did not branch (no scan needed)
   while steps is None or steps > 0:
     if steps is not None:
       steps -= 1
-    ready = eng.live & ~eng.bar
-    if not ready.any():
-      if eng.live.any():
-        raise Stop("deadlock", "every live wave waits at a barrier that can never complete", int(idx[eng.live][0]))
-      return
-    if serial:
-      w = int(np.argmax(ready))
-      ix, pc = idx[w:w + 1], int(eng.pc[w])
+    if together is not None:
+      pc, ix, together = together, slice(None), None
     else:
-      pc = int(eng.pc[ready].min())
-      sel = ready & (eng.pc == pc)
-      ix = slice(None) if sel.all() else idx[sel]
+      ready = eng.live & ~eng.bar
+      if not ready.any():
+        if eng.live.any():
+          raise Stop("deadlock", "every live wave waits at a barrier that can never complete", int(idx[eng.live][0]))
+        return
+      if serial:
+        w = int(np.argmax(ready))
+        ix, pc = idx[w:w + 1], int(eng.pc[w])
+      else:
+        pc = int(eng.pc[ready].min())
+        sel = ready & (eng.pc == pc)
+        ix = slice(None) if sel.all() else idx[sel]
     if tier is not None and not eng.hooks:
       blk = tier.block(pc, eng._n(ix))
       if blk is not None:
@@ -726,6 +730,9 @@ def run(eng: Engine, serial: bool = False, max_instructions: int | None = None, 
         if max_instructions is not None and eng.count - start > max_instructions:
           raise Stop("watchdog", f"more than {max_instructions} wave-instructions executed (--max-instructions)",
                      _first(eng, ix), blk.ops[-1])
+        last = blk.ops[-1]
+        if isinstance(ix, slice) and not (last.kind == "alu" and last.sem is not None and "PC" in last.sem.outputs):
+          together = last.pc + last.size
         continue
     eng.settle()
     try:
@@ -739,6 +746,12 @@ def run(eng: Engine, serial: bool = False, max_instructions: int | None = None, 
     if max_instructions is not None and eng.count - start > max_instructions:
       raise Stop("watchdog", f"more than {max_instructions} wave-instructions executed (--max-instructions)",
                  _first(eng, ix), op)
+    if isinstance(ix, slice) and not eng.hooks and op.kind in _STRAIGHT and not (
+        op.kind in ("alu", "mem") and op.sem is not None and "PC" in op.sem.outputs):
+      together = pc + op.size
+
+
+_STRAIGHT = ("alu", "mem", "vopd", "copy", "matrix", "clock", "nop")  # kinds after which every wave is at pc + size
 
 
 def _native_tier(eng: Engine):
