@@ -2189,7 +2189,7 @@ class Tier:
   """What core.run asks at every scheduling step: the compiled block at a PC, or None (interpret this step).
 
   A block compiles once `GPUTWIN_JIT_AFTER` lanes have reached its first instruction interpreted (rent, then buy:
-  compiling costs ~5-10 ms of CPU per instruction, interpreting ~3-10 ns per lane-instruction, so by then the
+  compiling costs ~10-20 ms of CPU per instruction, interpreting ~3-10 ns per lane-instruction, so by then the
   interpreter has spent about what the compile costs, whatever the block's length). Only block leaders count: a PC
   the interpreter reached by falling through a compilable, non-branch instruction is the middle of a block that
   starts earlier, and compiling its tail would be wasted."""
