@@ -1156,14 +1156,7 @@ exact:
         handed = {nm: fwd[(r.index, r.dwords)] for nm in o.sem.program.inputs if pure
                   for r in [_state_src(o, nm)] if isinstance(r, Src) and r.file == "s" and (r.index, r.dwords) in fwd}
         for nm, (hb, _) in handed.items():  # a mask an earlier op of the group wrote: this lane's bit, now
-          if nm in g.lane_names:  # (a per-lane copy of the register: set its bit)
-            ptr, w = g.state[nm]
-            one = f.op(f"shl i{w} 1, {self.lane_w(f, w)}")
-            kept = f.op(f"and i{w} {f.op(f'load i{w}, ptr {ptr}')}, {f.op(f'xor i{w} {one}, -1')}")
-            hv = f.op(f"load i1, ptr {hb}")
-            bit = f.op(f"shl i{w} {f.op(f'zext i1 {hv} to i{w}')}, {self.lane_w(f, w)}")
-            f.emit(f"store i{w} {f.op(f'or i{w} {kept}, {bit}')}, ptr {ptr}")
-          elif nm not in g.masks:  # read only: the body reads the bit from here
+          if nm not in g.masks:  # read (or written to a NULL destination): the body's X.u64[laneId] is this bit
             g.lanebit[nm] = (f.alloca("i1"), f.alloca("i1"))
             f.emit(f"store i1 {f.op(f'load i1, ptr {hb}')}, ptr {g.lanebit[nm][0]}")
             f.emit(f"store i1 false, ptr {g.lanebit[nm][1]}")
