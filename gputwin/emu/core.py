@@ -759,10 +759,14 @@ def _native_tier(eng: Engine):
   from gputwin.emu import jit
   if jit.mode() in ("0", "off", "no"):
     return None
-  key = (eng.prog, eng.mem, eng.wg)  # a restarted engine keeps its tier while these stay
+  key = (eng.prog, eng.wg)  # a restarted engine keeps its tier while these stay (a new address space: rebound)
   t = getattr(eng, "_tier", None)
-  if t is None or any(a is not b for a, b in zip(t[0], key)):
-    t = eng._tier = (key, jit.Tier.make(eng))
+  if t is None or any(a is not b for a, b in zip(t[0], key)) or (t[1] is None and t[2] is not eng.mem):
+    t = eng._tier = (key, jit.Tier.make(eng), eng.mem)
   elif t[1] is not None:
-    t[1].fresh()
+    if t[2] is not eng.mem:
+      t[1].native.rebind()
+      t = eng._tier = (key, t[1] if t[1].native.ok else None, eng.mem)
+    if t[1] is not None:
+      t[1].fresh()
   return t[1]

@@ -2110,9 +2110,14 @@ class Native:
     c[C_SCC], c[C_PC], c[C_WG] = e.scc.ctypes.data, e.pc.ctypes.data, self.wg.ctypes.data
     c[C_LDS], c[C_LDSZ] = e.lds.buf.ctypes.data, e.lds.size
     assert e.scc.dtype == np.uint32 and e.pc.dtype == np.int64 and e.V.strides[2] == 4
-    self.ok = _regions(e.mem) is not None
+    self.rebind()
+
+  def rebind(self) -> None:
+    """The engine's address space (a restarted engine may serve another dispatch's)."""
+    mem = self.eng.mem
+    self.ok, self.key = _regions(mem) is not None, None
     # an address space shared with a CPU thread (the mock KFD's VM) is held still while native code runs on it
-    self.hold = getattr(getattr(e.mem, "vm", None), "held", None) or contextlib.nullcontext()
+    self.hold = getattr(getattr(mem, "vm", None), "held", None) or contextlib.nullcontext()
 
   def refresh(self) -> None:
     key, rows = _regions(self.eng.mem)
