@@ -940,21 +940,22 @@ class Compiler:
     runs them in order, its registers kept in host registers). Per-wave registers are written after the loop, so a
     later op may touch one an earlier op writes only where both use it lane by lane as a mask (VCC carry-out, then
     carry-in): the lane's bit is handed on inside the loop. Anything else starts a new group."""
-    out, wrote, masks = [], set(), set()
+    out, wrote, masks = [], set(), set()  # per-wave registers the group wrote; (index, dwords) it wrote as masks
     joins = lambda o: o.kind == "nop" or _lane_pure(o, self.sp)
+    span = lambda x: set(range(x[0], x[0] + x[1]))
     for i, op in enumerate(self.ops):
       reads, writes = _wave_regs(op, self.sp, self.L)
       mine = _mask_regs(op)
       clash = (reads | writes) & wrote
-      ok = all(any(r in range(i0, i0 + n) for i0, n in mine["bits"]) for r in clash) and \
-          {x for x in mine["bits"] if set(range(x[0], x[0] + x[1])) & clash} <= masks
-      if out and joins(op) and all(joins(o) for o in out[-1][1]) and ok:
+      handed = {x for x in mine["bits"] if span(x) & clash}  # masks this op would take from the group, bit by bit
+      if out and joins(op) and all(joins(o) for o in out[-1][1]) and handed <= masks and \
+         clash <= set().union(*map(span, handed)):
         out[-1][1].append(op)
       else:
         out.append((i, [op]))
         wrote, masks = set(), set()
       wrote |= writes
-      masks = (masks - {x for x in masks if set(range(x[0], x[0] + x[1])) & writes}) | mine["out"]
+      masks = {x for x in masks if not span(x) & writes} | mine["out"]
     return out
 
   def owners(self) -> dict[int, int]:
@@ -1865,9 +1866,9 @@ entry:
   %h = load i64, ptr %hint
   %hk = mul i64 %h, 3
   %hp = getelementptr i64, ptr %t, i64 %hk
-  %hs = load i64, ptr %hp, !tbaa !13
+  %hs = load i64, ptr %hp, !tbaa TB_TBL
   %hep = getelementptr i64, ptr %hp, i64 1
-  %he = load i64, ptr %hep, !tbaa !13
+  %he = load i64, ptr %hep, !tbaa TB_TBL
   %hge = icmp uge i64 %a, %hs
   %hle = icmp ule i64 %end, %he
   %hlt = icmp ult i64 %a, %he
@@ -1881,13 +1882,13 @@ again:
   %h2 = load i64, ptr %hint
   %hk2 = mul i64 %h2, 3
   %hp2 = getelementptr i64, ptr %t, i64 %hk2
-  %hs2 = load i64, ptr %hp2, !tbaa !13
+  %hs2 = load i64, ptr %hp2, !tbaa TB_TBL
   br label %hit
 hit:
   %rp = phi ptr [%hp, %entry], [%hp2, %again]
   %rs = phi i64 [%hs, %entry], [%hs2, %again]
   %fhp = getelementptr i64, ptr %rp, i64 2
-  %fh = load i64, ptr %fhp, !tbaa !13
+  %fh = load i64, ptr %fhp, !tbaa TB_TBL
   %foff = sub i64 %a, %rs
   %fhh = add i64 %fh, %foff
   %fr = inttoptr i64 %fhh to ptr
@@ -1912,9 +1913,9 @@ head:
 look:
   %k = mul i64 %i, 3
   %sp = getelementptr i64, ptr %t, i64 %k
-  %s = load i64, ptr %sp, !tbaa !13
+  %s = load i64, ptr %sp, !tbaa TB_TBL
   %ep = getelementptr i64, ptr %sp, i64 1
-  %e = load i64, ptr %ep, !tbaa !13
+  %e = load i64, ptr %ep, !tbaa TB_TBL
   %ge = icmp uge i64 %a, %s
   %lt = icmp ult i64 %a, %e
   %in = and i1 %ge, %lt
@@ -1936,15 +1937,15 @@ bad:
 define internal void @fault(ptr %ctx, i64 %kind, i64 %a, i64 %nb, i64 %wr, i64 %w) noinline cold {
 entry:
   %f0 = getelementptr i64, ptr %ctx, i64 C_FAULT
-  store i64 %kind, ptr %f0, !tbaa !11
+  store i64 %kind, ptr %f0, !tbaa TB_CTX
   %f1 = getelementptr i64, ptr %ctx, i64 C_FADDR
-  store i64 %a, ptr %f1, !tbaa !11
+  store i64 %a, ptr %f1, !tbaa TB_CTX
   %f2 = getelementptr i64, ptr %ctx, i64 C_FBYTES
-  store i64 %nb, ptr %f2, !tbaa !11
+  store i64 %nb, ptr %f2, !tbaa TB_CTX
   %f3 = getelementptr i64, ptr %ctx, i64 C_FWRITE
-  store i64 %wr, ptr %f3, !tbaa !11
+  store i64 %wr, ptr %f3, !tbaa TB_CTX
   %f4 = getelementptr i64, ptr %ctx, i64 C_FWAVE
-  store i64 %w, ptr %f4, !tbaa !11
+  store i64 %w, ptr %f4, !tbaa TB_CTX
   ret void
 }
 
@@ -2023,7 +2024,9 @@ fail:
 _CTX = dict(NREG=C_NREG, REGS=C_REGS, LDS=C_LDS, LDSZ=C_LDSZ, FAULT=C_FAULT, FADDR=C_FADDR, FBYTES=C_FBYTES,
             FWRITE=C_FWRITE, FWAVE=C_FWAVE, INIT=C_INIT, V=C_V, VSTW=C_VSTW, VSTR=C_VSTR)
 _PRELUDE = re.sub(r"i64 C_(\w+)\n", lambda m: f"i64 {_CTX[m.group(1)]}\n", _PRELUDE)  # ctx slots by name
-for _k, _v in dict(LDS_MASK=(1 << LDS_BITS) - 1, LDS_SHIFT=LDS_SHIFT, F_GLOBAL=F_GLOBAL, F_LDSOFF=F_LDSOFF).items():
+for _k, _v in dict(LDS_MASK=(1 << LDS_BITS) - 1, LDS_SHIFT=LDS_SHIFT, F_GLOBAL=F_GLOBAL, F_LDSOFF=F_LDSOFF,
+                   TB_CTX=f"!{TBAA_BASE + 2 * TBAA_FIXED.index('ctx') + 1}",  # (Fn.tbaa's numbering)
+                   TB_TBL=f"!{TBAA_BASE + 2 * TBAA_FIXED.index('tbl') + 1}").items():
   _PRELUDE = _PRELUDE.replace(_k, str(_v))
 
 
