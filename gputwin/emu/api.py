@@ -219,11 +219,9 @@ class Dispatch:
     last = last if last is not None and last.checks is None and last.shape == shape else _SPARE.take(shape)
     if checks is None and last is not None:
       eng = last  # the previous batch's register files, only its written rows cleared
-      # inside run() (nobody looks at registers between batches), VGPRs the kernel writes whole before reading
-      # them need no clearing when every wave starts with a full EXEC
-      full = not self.hooks and self.trace is None and self.running and int(np.prod(self.block)) % self.L == 0
+      # inside run(), the clears and v0 are left to each wave's start (the native tier does them in cache)
       eng.restart(np.repeat(np.arange(g1 - g0), self.nw), self.prog, self.emu.mem,
-                  self.prog.defines(self.kern.entry) if full else 0, defer=full)
+                  defer=self.running and not self.hooks and self.trace is None)
     else:
       eng = core.Engine(self.prog, self.emu.mem, *shape[:6], np.repeat(np.arange(g1 - g0), self.nw), checks, self.arch)
     values = {"enable_sgpr_dispatch_ptr": self.packet_va, "enable_sgpr_queue_ptr": self.queue_va,

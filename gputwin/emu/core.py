@@ -168,13 +168,10 @@ class Engine:
     if file in ("v", "a", "s"):
       self.written[file] |= ((1 << dwords) - 1) << index
 
-  def restart(self, wg_of_wave: np.ndarray, prog: Program | None = None, mem=None, defined: int = 0,
-              defer: bool = False) -> None:
+  def restart(self, wg_of_wave: np.ndarray, prog: Program | None = None, mem=None, defer: bool = False) -> None:
     """Start the next batch of the same shape on these arrays (of this dispatch, or another one's: `prog`, `mem`):
     exactly the state a new Engine has, but only the register rows the last batch wrote are cleared (zeroing and
-    first-touching whole files costs more than a native batch runs). `defined`: VGPRs the batch writes before
-    reading (Program.defines, full EXEC): left as they are, still marked written for whoever comes next.
-    `defer`: VGPR rows to clear (and v0, see init_waves) are left `pending`, done wave by wave by the native tier
+    first-touching whole files costs more than a native batch runs). `defer`: VGPR rows to clear (and v0, see init_waves) are left `pending`, done wave by wave by the native tier
     right before each wave's first instruction (the rows are then in cache), or by `settle()` before anything else
     looks at them."""
     if prog is not None:
@@ -182,8 +179,6 @@ class Engine:
     if mem is not None:
       self.mem = mem
     self.settle()
-    keep = self.written["v"] & defined if self.written["v"] >= 0 else 0
-    self.written["v"] &= ~keep
     for file, rows in self.written.items():
       if file == "hw":
         if rows:
@@ -204,7 +199,7 @@ class Engine:
         run = ((rows >> r) ^ ((rows >> r) + 1)).bit_length() - 1  # consecutive written rows from r
         F[r:r + run] = 0
         rows &= ~(((1 << run) - 1) << r)
-    self.written = {"v": keep | (self.written["v"] if self.pending else 0), "a": 0, "s": 0, "hw": False}
+    self.written = {"v": self.written["v"] if self.pending else 0, "a": 0, "s": 0, "hw": False}
     for a, v in ((self.scc, 0), (self.pc, 0), (self.clock, 0), (self.live, True), (self.bar, False)):
       a.fill(v)
     if not np.array_equal(wg_of_wave, self.wg):

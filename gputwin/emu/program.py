@@ -402,44 +402,6 @@ class Program:
       o = self.ops[pc] = build_op(inst, pc, self.family, self.wave)
     return o
 
-  def defines(self, pc: int) -> int:
-    """Bit mask of the VGPRs that straight-line code from `pc` (a kernel's entry) writes in every lane before
-    anything reads them or EXEC changes: with a full EXEC their initial contents are never read, so a batch need
-    not clear them first (Engine.restart; after a fault, a wave that had not reached the write shows the value an
-    earlier batch left, as hardware shows stale VGPRs). Cached per PC."""
-    got = self.__dict__.setdefault("_defines", {}).get(pc)
-    if got is None:
-      got = self._defines[pc] = self._defined_from(pc)
-    return got
-
-  def _defined_from(self, pc: int) -> int:
-    defined = read = 0
-    while True:
-      try:
-        op = self.op(pc)
-      except GputwinError:
-        break
-      if op.kind not in ("alu", "mem", "vopd", "nop") or (op.sem is not None and (
-          "PC" in op.sem.outputs or op.sem.regfiles or {"EXEC", "EXEC_LO"} & set(op.sem.outputs))):
-        break
-      parts = op.info["pair"] if op.kind == "vopd" else [op]
-      for o in parts:
-        for s in list(o.ins.values()) + list(o.old.values()):
-          if isinstance(s, Src) and s.file == "v":
-            read |= ((1 << s.dwords) - 1) << s.index
-      for o in parts:
-        for s in o.outs.values():
-          if not isinstance(s, Src):
-            continue
-          if s.file == "s" and s.index <= SPECIAL[_fam_kind(self.family)]["exec"] + 1 and \
-             s.index + s.dwords > SPECIAL[_fam_kind(self.family)]["exec"]:
-            return defined
-          if s.file == "v" and op.vector and not (s.bits == 16 and s.dwords == 1) and not o.info.get("sdwa") \
-             and not o.info.get("dpp"):
-            defined |= (((1 << s.dwords) - 1) << s.index) & ~read
-      pc += op.size
-    return defined
-
   def _decode(self, off: int) -> Inst:
     """isa.decode at `off`; when the bytes after the instruction make it fail (UPSTREAM.md), retry with the
     instruction's bytes alone (4, 8, 12 bytes) and keep the first decode that fits in them."""

@@ -359,3 +359,34 @@ def test_array_arguments(monkeypatch):
     launch(co, "k", grid=1, block=32, args=[src, out], checks=False)
     np.testing.assert_array_equal(out, np.arange(32) + 1)
     np.testing.assert_array_equal(src, np.arange(32))
+
+
+def test_fault_in_a_restarted_batch(monkeypatch):
+  """A fault in the second batch of a run(): the interpreter's error, and the waves the fault kept from starting
+  still got their deferred setup (v0 = work-item ids, rows the first batch wrote cleared), as the interpreter shows."""
+  from gputwin.emu import core
+  from gputwin.emu.api import Emulator
+  from gputwin.errors import EmuFault
+  from tests.emu.test_asm import kernel
+  groups = core.MAX_WAVES // 2  # 2-wave workgroups: one full batch each
+  co = kernel("gfx1100", f"""
+  s_load_b64 s[4:5], s[0:1], 0x0
+  v_lshlrev_b32 v1, 2, v0
+  v_add_nc_u32 v6, 0x55, v0
+  s_cmp_eq_u32 s2, {groups + 7}
+  s_cselect_b32 s3, 0x40000000, 0
+  v_add_nc_u32 v1, s3, v1
+  s_waitcnt lgkmcnt(0)
+  global_load_b32 v2, v1, s[4:5]
+  v_add_nc_u32 v0, 1, v0
+  v_mov_b32 v7, 9""", sgprs=24, extra="  .amdhsa_system_sgpr_workgroup_id_x 1\n")
+  seen = []
+  for mode in ("0", "force"):
+    monkeypatch.setenv("GPUTWIN_JIT", mode)
+    d = Emulator(co).prepare("k", grid=2 * groups, block=64, args=[np.zeros(64, np.int32)], checks=False)
+    with pytest.raises(EmuFault, match=r"global_load_b32") as e:
+      d.run()
+    last = d.base_wave + d.eng.W - 1  # a wave of the faulting batch that the fault kept from starting natively
+    seen.append((str(e.value), d.reg(last, "v0").tolist(), d.reg(last, "v7").tolist()))
+  assert seen[0] == seen[1]  # v7: written by the whole first batch, after the load
+  assert seen[1][1] == list(range(32, 64)) and seen[1][2] == [0] * 32, seen[1][1:]
