@@ -45,7 +45,7 @@ class Emulator:
     return self.mem.alloc(nbytes)
 
   def write(self, va: int, data) -> None:
-    self.mem.write_bytes(va, np.ascontiguousarray(data).tobytes() if isinstance(data, np.ndarray) else bytes(data))
+    self.mem.write_bytes(va, np.ascontiguousarray(data) if isinstance(data, np.ndarray) else bytes(data))
 
   def read(self, va: int, n: int) -> bytes:
     return self.mem.read_bytes(va, n)
@@ -334,8 +334,8 @@ class Dispatch:
     mem = self.emu.mem
     for a, va, copied in self.copies:
       if copied and a.flags.writeable and a.nbytes:
-        sp = mem._span(va, a.nbytes) if isinstance(mem, GuestMemory) else None
-        raw = sp[0][sp[1]:sp[1] + a.nbytes] if sp is not None else np.frombuffer(mem.read_bytes(va, a.nbytes), np.uint8)
+        raw = mem.view(va, a.nbytes) if isinstance(mem, GuestMemory) else None
+        raw = np.frombuffer(mem.read_bytes(va, a.nbytes), np.uint8) if raw is None else raw
         a[...] = raw.view(a.dtype).reshape(a.shape)
     for va in [va for _, va, _ in self.copies] + [self.kernarg_va, self.queue_va, self.packet_va]:
       mem.unmap(va)

@@ -622,12 +622,17 @@ def _scalar_valu(op: Op) -> bool:
 
 
 # ------------------------------------------------------------------------------------------ the scheduler
+def sets_pc(op: Op) -> bool:
+  """A branch: its body writes PC (every other instruction leaves each wave at pc + size)."""
+  return op.kind in ("alu", "mem") and op.sem is not None and "PC" in op.sem.outputs
+
+
 def step(eng: Engine, op: Op, ix) -> None:
   """Execute `op` for waves `ix` (all standing at op.pc) and advance their PCs."""
   k = op.kind
   if k in ("alu", "mem", "vopd"):
     eng.execute(op, ix)
-    if k == "vopd" or "PC" not in op.sem.outputs:
+    if not sets_pc(op):
       eng.pc[ix] += op.size
   elif k in ("copy", "matrix"):  # V_ACCVGPR_READ/WRITE/MOV (a register copy under EXEC), WMMA/MFMA
     m = eng.exec_mask(ix)
@@ -726,7 +731,7 @@ def run(eng: Engine, serial: bool = False, max_instructions: int | None = None, 
           raise Stop("watchdog", f"more than {max_instructions} wave-instructions executed (--max-instructions)",
                      _first(eng, ix), blk.ops[-1])
         last = blk.ops[-1]
-        if isinstance(ix, slice) and not (last.kind == "alu" and last.sem is not None and "PC" in last.sem.outputs):
+        if isinstance(ix, slice) and not sets_pc(last):
           together = last.pc + last.size
         continue
     eng.settle()
@@ -741,8 +746,7 @@ def run(eng: Engine, serial: bool = False, max_instructions: int | None = None, 
     if max_instructions is not None and eng.count - start > max_instructions:
       raise Stop("watchdog", f"more than {max_instructions} wave-instructions executed (--max-instructions)",
                  _first(eng, ix), op)
-    if isinstance(ix, slice) and not eng.hooks and op.kind in _STRAIGHT and not (
-        op.kind in ("alu", "mem") and op.sem is not None and "PC" in op.sem.outputs):
+    if isinstance(ix, slice) and not eng.hooks and op.kind in _STRAIGHT and not sets_pc(op):
       together = pc + op.size
 
 

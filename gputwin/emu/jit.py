@@ -42,7 +42,7 @@ import time
 
 import numpy as np
 
-from gputwin.emu.core import LDS_BITS, LDS_SHIFT, Stop, _scalar_valu  # LDS addresses: slot << 20 | offset
+from gputwin.emu.core import LDS_BITS, LDS_SHIFT, Stop, _scalar_valu, sets_pc  # LDS addresses: slot << 20 | offset
 from gputwin.emu.program import APERTURE, EXECZ, SCC_CODE, SPECIAL, VCCZ, Op, Src
 from gputwin.errors import GPUPageFault
 from gputwin.pcode.ir import Ty, locals_of, lv_ty
@@ -903,11 +903,6 @@ class Block:
     self.wrote = wrote  # {"v": rows, "s": rows} bit masks of the registers it writes
 
 
-def _sets_pc(op: Op) -> bool:
-  """A branch (its body writes PC): it ends a block, and the block leaves the wave's PC where the body put it."""
-  return op.kind == "alu" and op.sem is not None and "PC" in op.sem.outputs
-
-
 def collect(prog, pc: int, fam: str, limit: int = 1 << 30) -> list[Op]:
   """The longest run (at most `limit`) of supported ops from pc (a branch ends it)."""
   ops = []
@@ -918,7 +913,7 @@ def collect(prog, pc: int, fam: str, limit: int = 1 << 30) -> list[Op]:
     except Exception:
       break
     ops.append(op)
-    if _sets_pc(op):
+    if sets_pc(op):
       break
     pc += op.size
   return ops
@@ -1274,7 +1269,7 @@ exact:
     return "\n".join(head + f.lines + tail + ["}", ""])
 
   def bump_pc(self, f: Fn, op: Op) -> None:
-    if _sets_pc(op):
+    if sets_pc(op):
       return
     pp = f.gep(f.ctxp(C_PC), f.op("mul i64 %w, 8"))
     f.st("i64", str(op.pc + op.size), pp, "pc")
@@ -1359,8 +1354,7 @@ exact:
       if w > 1024:
         raise Unsupported("huge state")
       g.state[nm] = (g.f.alloca(f"i{w}"), w)
-      s = o.ins.get(nm) if nm in p.inputs else None
-      s = s if isinstance(s, Src) else o.old.get(nm) if nm in o.old else o.outs.get(nm) if nm in p.outputs else s
+      s = _state_src(o, nm)
       per_lane = vector and (isinstance(s, Src) and s.file == "v" or nm == "ADDR" and o.mem in ("global", "ds")
                              or nm in p.outputs and _discarded(o, nm, self.sp))
       if vector and nm in p.outputs and not per_lane and not _bit_written(p.body, nm):
@@ -2235,7 +2229,7 @@ class Tier:
       if blk is False:
         if lead:  # interpreted now, but its successor may be mid-block
           op = self.prog.op(pc)
-          if not _sets_pc(op):
+          if not sets_pc(op):
             self.fallthrough = pc + op.size
         return None
     if blk is not None and (blk.nv > self.eng.V.shape[1] or blk.ns > self.eng.S.shape[1]):

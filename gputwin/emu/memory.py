@@ -128,25 +128,26 @@ class GuestMemory:
       sel = r == i
       _scatter(self.bufs[i], (addr[sel] - np.uint64(self.starts[i])).astype(np.int64), vals[sel], nbytes)
 
-  def _span(self, va: int, n: int):
-    """The (buffer, offset) holding [va, va + n) within one mapping, or None (then the gather/scatter path faults)."""
+  def view(self, va: int, n: int) -> np.ndarray | None:
+    """The bytes [va, va + n) as a uint8 view into one mapping, or None (then the gather/scatter path faults)."""
     i = bisect.bisect_right(self.starts, va) - 1
     if i >= 0 and n > 0 and va + n <= self.starts[i] + len(self.bufs[i]):
-      return self.bufs[i], va - self.starts[i]
+      off = va - self.starts[i]
+      return self.bufs[i][off:off + n]
     return None
 
   def read_bytes(self, va: int, n: int) -> bytes:
-    sp = self._span(va, n)
-    if sp is not None:  # one memcpy instead of a per-byte gather
-      return sp[0][sp[1]:sp[1] + n].tobytes()
+    v = self.view(va, n)
+    if v is not None:  # one memcpy instead of a per-byte gather
+      return v.tobytes()
     return self.gather(np.arange(va, va + n, dtype=np.uint64), 1).tobytes()
 
   def write_bytes(self, va: int, data) -> None:
     """`data`: bytes, or a contiguous array (copied straight from its memory)."""
     data = data.reshape(-1).view(np.uint8) if isinstance(data, np.ndarray) else np.frombuffer(bytes(data), np.uint8)
-    sp = self._span(va, len(data))
-    if sp is not None:
-      sp[0][sp[1]:sp[1] + len(data)] = data
+    v = self.view(va, len(data))
+    if v is not None:
+      v[...] = data
       return
     self.scatter(np.arange(va, va + len(data), dtype=np.uint64), data, 1)
 
