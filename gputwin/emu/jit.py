@@ -122,9 +122,9 @@ def _fconst(v: float, bits: int) -> str:
 class Fn:
   """LLVM IR text of one function: numbered temporaries, labels, allocas hoisted to the entry block."""
 
-  def __init__(self, tags: dict | None = None, mode: str = ""):
+  def __init__(self, tags: dict | None = None, mode: str = "", full: bool = False, suffix: str = ""):
     self.tags = {} if tags is None else tags  # TBAA: what a load or store touches (see Compiler.metadata)
-    self.mode = mode  # Compiler.inst_fn's
+    self.mode, self.full, self.suffix = mode, full, suffix  # Compiler.inst_fn's (suffix: of the function's name)
     self.on = None  # this lane's EXEC bit, in a lane loop
     self.lines: list[str] = []
     self.allocas: list[str] = []
@@ -989,7 +989,7 @@ class Compiler:
     groups = self.groups()
     for i, ops in groups:
       try:
-        self.funcs.append(self.inst_fns(i, ops[0]) if len(ops) == 1 else self.inst_fn(i, ops))
+        self.funcs.append(self.inst_fns(i, ops))
       except Unsupported as e:
         e.at = i + self.declined(i, ops)  # which op of the run: the block ends before it
         raise
@@ -1042,45 +1042,61 @@ done:
     return "\n".join(out) + "\n"
 
   # -------------------------------------------------------------------------------- one instruction
-  def inst_fns(self, i: int, op: Op) -> str:
-    """@inst{i}: one wave of the instruction. A vector memory access whose addresses the body takes from its inputs
-    alone first probes them: when every active lane's access lies in the region the last wave hit (LDS: within the
-    allocation), a lane loop without checks or calls runs (LLVM vectorises it); otherwise the exact one, which
-    checks lane by lane and faults as the interpreter does."""
-    if not (op.vector and op.mem in ("global", "ds") and all(_plain_mem(o.sem.program) for o in _parts(op))):
-      return self.inst_fn(i, [op])
-    j = self.owner.get(i, i)
-    ask = (f"  %probe = call i32 @inst{i}p(ptr %ctx, i64 %w, ptr %hints)\n"
-           f"  %pp = getelementptr i32, ptr %hints, i64 {2 * (HINT_PROBE + HINTS * i)}\n  store i32 %probe, ptr %pp")
-    if j != i:  # the same addresses as instruction j's, which probed them
-      ask = f"  %pp = getelementptr i32, ptr %hints, i64 {2 * (HINT_PROBE + HINTS * j)}\n  %probe = load i32, ptr %pp"
-    wrap = f"""define internal i32 @inst{i}(ptr %ctx, i64 %w, ptr %hints) alwaysinline {{
-entry:
-{ask}
-  switch i32 %probe, label %exact [ i32 {PROBE_CONTIG}, label %contig  i32 {PROBE_FAST}, label %fast ]
-contig:
-  %r0 = call i32 @inst{i}c(ptr %ctx, i64 %w, ptr %hints)
-  ret i32 %r0
-fast:
-  %in = call i32 @inst{i}r(ptr %ctx, i64 %w, ptr %hints)
-  %ok = icmp eq i32 %in, {PROBE_FAST}
-  br i1 %ok, label %gather, label %exact
-gather:
-  %r1 = call i32 @inst{i}f(ptr %ctx, i64 %w, ptr %hints)
-  ret i32 %r1
-exact:
-  %r2 = call i32 @inst{i}x(ptr %ctx, i64 %w, ptr %hints)
-  ret i32 %r2
-}}
-"""
-    modes = ("range", "contig", "fast", "exact") if j != i else ("probe", "range", "contig", "fast", "exact")
-    return "\n".join([self.inst_fn(i, [op], m) for m in modes] + [wrap])
+  def inst_fns(self, i: int, ops: list[Op]) -> str:
+    """@inst{i}: one wave of the instruction (or lane-pure group). Vector ones come twice, the second for a full
+    EXEC (every lane on: no masks, which LLVM then drops); the wave's EXEC picks one. A vector memory access whose
+    addresses the body takes from its inputs alone first probes them: when every active lane's access lies in the
+    region the last wave hit (LDS: within the allocation), a lane loop without checks or calls runs (LLVM
+    vectorises it); otherwise the exact one, which checks lane by lane and faults as the interpreter does."""
+    op = ops[0]
+    if not (op.vector and op.kind != "nop"):
+      return self.inst_fn(i, ops)
+    f = Fn(self.tags)
+    full = f.op(f"icmp eq i64 {self.exec_value(f)}, {(1 << self.L) - 1}")
+    call = lambda fn: f.op(f"call i32 @inst{i}{fn}(ptr %ctx, i64 %w, ptr %hints)")
 
-  def inst_fn(self, i: int, ops: list[Op], mode: str = "") -> str:
+    def either(a: str, b: str) -> str:  # @inst{i}{a} for a full EXEC, else @inst{i}{b}
+      yes, no, join = f.label("full"), f.label("some"), f.label("join")
+      f.emit(f"br i1 {full}, label %{yes}, label %{no}")
+      f.put(yes)
+      ra = call(a)
+      f.emit(f"br label %{join}")
+      f.put(no)
+      rb = call(b)
+      f.emit(f"br label %{join}")
+      f.put(join)
+      return f.op(f"phi i32 [{ra}, %{yes}], [{rb}, %{no}]")
+
+    if not (len(ops) == 1 and op.mem in ("global", "ds") and all(_plain_mem(o.sem.program) for o in _parts(op))):
+      f.emit(f"ret i32 {either('a', 'n')}")
+      return "\n".join([self.inst_fn(i, ops, full=True), self.inst_fn(i, ops, suffix="n"), self.define(f, i, [])])
+    j = self.owner.get(i, i)  # j != i: the same addresses as instruction j's, which probed them
+    pp = f.op(f"getelementptr i32, ptr %hints, i64 {2 * (HINT_PROBE + HINTS * j)}")
+    if j == i:
+      probe = either("pa", "p")
+      f.emit(f"store i32 {probe}, ptr {pp}")
+    else:
+      probe = f.op(f"load i32, ptr {pp}")
+    f.emit(f"switch i32 {probe}, label %exact [ i32 {PROBE_CONTIG}, label %contig  i32 {PROBE_FAST}, label %fast ]")
+    f.put("contig")
+    f.emit(f"ret i32 {either('ca', 'c')}")
+    f.put("fast")
+    ok = f.op(f"icmp eq i32 {call('r')}, {PROBE_FAST}")
+    f.emit(f"br i1 {ok}, label %gather, label %exact")
+    f.put("gather")
+    f.emit(f"ret i32 {call('f')}")
+    f.put("exact")
+    f.emit(f"ret i32 {call('x')}")
+    modes = ("range", "contig", "fast", "exact") if j != i else ("probe", "range", "contig", "fast", "exact")
+    fulls = [self.inst_fn(i, [op], m, full=True) for m in ("probe", "contig") if m in modes]
+    return "\n".join([self.inst_fn(i, [op], m) for m in modes] + fulls + [self.define(f, i, [])])
+
+  def inst_fn(self, i: int, ops: list[Op], mode: str = "", full: bool = False, suffix: str = "") -> str:
     """@inst{i}: one wave of `ops` (one instruction, or a group of lane-pure ones sharing a lane loop). mode "": as
     is; "exact": the same, as the slow path; "probe": 1 when an active lane's access would leave the probed region
-    (or fault), else 0, writing nothing; "fast": accesses unchecked (probed)."""
-    f = Fn(self.tags, mode)
+    (or fault), else 0, writing nothing; "fast": accesses unchecked (probed). `full`: for a wave whose EXEC has
+    every lane on (the name gets an "a")."""
+    f = Fn(self.tags, mode, full, suffix)
     last, nops = ops[-1], len(ops)
     ops = [o for o in ops if o.kind != "nop"] or ops[-1:]  # s_nop, s_delay_alu... in a group: PC and counts only
     op = ops[0]
@@ -1135,6 +1151,8 @@ exact:
         on = f.on = f.op(f"trunc i32 {bit} to i1")
       else:
         on = f.on = f.op(f"trunc i64 {f.op(f'lshr i64 {exec_v}, %lane')} to i1")
+      if f.full:
+        on = f.on = "true"
       if pure or probe:
         f.emit("br label %lbody")
       else:
@@ -1264,7 +1282,8 @@ exact:
 
   @staticmethod
   def define(f: Fn, i: int, tail: list[str]) -> str:
-    head = [f"define internal i32 @inst{i}{SUFFIX[f.mode]}(ptr %ctx, i64 %w, ptr %hints) alwaysinline {{",
+    name = f"inst{i}{SUFFIX[f.mode]}{'a' if f.full else f.suffix}"
+    head = [f"define internal i32 @{name}(ptr %ctx, i64 %w, ptr %hints) alwaysinline {{",
             "entry:"] + f.allocas + f.pro
     return "\n".join(head + f.lines + tail + ["}", ""])
 
