@@ -24,6 +24,7 @@ from gputwin.errors import LaunchError
 from gputwin.isa.codeobj import CodeObject
 from gputwin.isa.targets import target
 
+BATCH_LANES = core.MAX_WAVES * 64
 PACKET_SIZE, QUEUE_SIZE = 64, 256  # hsa_kernel_dispatch_packet_t; an (all-zero) amd_queue_t stand-in
 USER_SGPRS = (("enable_sgpr_private_segment_buffer", 4), ("enable_sgpr_dispatch_ptr", 2), ("enable_sgpr_queue_ptr", 2),
               ("enable_sgpr_kernarg_segment_ptr", 2), ("enable_sgpr_dispatch_id", 2),
@@ -95,7 +96,7 @@ _SPARE = _Spare()
 
 class Dispatch:
   """One kernel dispatch: guest buffers for the arguments, the dispatch packet, and batches of whole workgroups
-  (at most core.MAX_WAVES waves each) that run one after another."""
+  (at most core.MAX_WAVES waves each, BATCH_LANES lanes without LDS) that run one after another."""
 
   def __init__(self, emu: Emulator, kern, grid, block, args, kernarg, checks, serial, trace, max_instructions):
     self.emu, self.kern, self.grid, self.block = emu, kern, grid, block
@@ -126,7 +127,10 @@ class Dispatch:
     self.nwg = grid[0] * grid[1] * grid[2]
     priv = max(kd.private_segment_fixed_size, 1)  # scratch: one slot per lane, addresses below 4 GiB, <= 256 MiB
     lane_slots = min((1 << 32) // core.scratch_stride(priv), (256 << 20) // priv)
-    self.per_batch = max(1, min(core.MAX_WAVES, lane_slots // self.L) // self.nw)
+    # LDS addresses carry the workgroup slot in 12 bits (core.MAX_WAVES); a kernel without LDS takes batches of up
+    # to BATCH_LANES lanes (fewer, larger batches: Python's per-batch cost ~0.1 ms), as many as wave64 gets
+    waves = core.MAX_WAVES if self.lds_size else max(core.MAX_WAVES, BATCH_LANES // self.L)
+    self.per_batch = max(1, min(waves, lane_slots // self.L) // self.nw)
     self.next_wg, self.base_wave, self.eng, self.hooks, self.done, self.running = 0, 0, None, [], False, False
     self.stats = LaunchStats(self.name, self.arch, wave_size=self.L)
     self.t0 = time.perf_counter()
@@ -220,10 +224,10 @@ class Dispatch:
     if checks is None and last is not None:
       eng = last  # the previous batch's register files, only its written rows cleared
       # inside run(), the clears and v0 are left to each wave's start (the native tier does them in cache)
-      eng.restart(np.repeat(np.arange(g1 - g0), self.nw), self.prog, self.emu.mem,
+      eng.restart(_wave_groups(g1 - g0, self.nw), self.prog, self.emu.mem,
                   defer=self.running and not self.hooks and self.trace is None)
     else:
-      eng = core.Engine(self.prog, self.emu.mem, *shape[:6], np.repeat(np.arange(g1 - g0), self.nw), checks, self.arch)
+      eng = core.Engine(self.prog, self.emu.mem, *shape[:6], _wave_groups(g1 - g0, self.nw), checks, self.arch)
     values = {"enable_sgpr_dispatch_ptr": self.packet_va, "enable_sgpr_queue_ptr": self.queue_va,
               "enable_sgpr_kernarg_segment_ptr": self.kernarg_va,
               "enable_sgpr_private_segment_size": kd.private_segment_fixed_size}
@@ -390,6 +394,15 @@ def init_waves(eng: core.Engine, kd, grid, block, g0: int, nw: int, user: list[i
   if eng.checks is not None:
     eng.checks.initial(eng, s)
   return s
+
+
+@functools.lru_cache(maxsize=64)
+def _wave_groups(groups: int, nw: int) -> np.ndarray:
+  """Each wave's workgroup slot in a batch of `groups` workgroups of `nw` waves (one shared read-only array: a
+  restarted engine sees the same object and keeps its native tier without comparing)."""
+  wg = np.repeat(np.arange(groups), nw)
+  wg.flags.writeable = False
+  return wg
 
 
 @functools.lru_cache(maxsize=64)

@@ -202,7 +202,7 @@ class Engine:
     self.written = {"v": self.written["v"] if self.pending else 0, "a": 0, "s": 0, "hw": False}
     for a, v in ((self.scc, 0), (self.pc, 0), (self.clock, 0), (self.live, True), (self.bar, False)):
       a.fill(v)
-    if not np.array_equal(wg_of_wave, self.wg):
+    if wg_of_wave is not self.wg and not np.array_equal(wg_of_wave, self.wg):
       self.wg, self._wg_hi = wg_of_wave, None
     self.lds.buf.fill(0)
     self.scratch.buf.fill(0)

@@ -1049,7 +1049,7 @@ done:
     region the last wave hit (LDS: within the allocation), a lane loop without checks or calls runs (LLVM
     vectorises it); otherwise the exact one, which checks lane by lane and faults as the interpreter does."""
     op = ops[0]
-    if not (op.vector and op.kind != "nop"):
+    if not any(o.vector and o.kind != "nop" for o in ops):
       return self.inst_fn(i, ops)
     f = Fn(self.tags)
     full = f.op(f"icmp eq i64 {self.exec_value(f)}, {(1 << self.L) - 1}")
