@@ -53,7 +53,7 @@ DEFAULT_NAN = {16: 0xfe00, 32: 0xffc00000, 64: 0xfff8000000000000}  # x86's resu
 BLOCK_KINDS = ("alu", "mem", "vopd", "nop")
 TBAA_FIXED = ("ctx", "tbl")  # tags the prelude uses: ctx fields the block writes, the region table
 TBAA_BASE = 10
-SUFFIX = {"": "", "exact": "x", "probe": "p", "range": "r", "fast": "f", "contig": "c"}  # Compiler.inst_fn's modes
+SUFFIX = {"": "", "exact": "x", "probe": "p", "range": "r", "fast": "f", "contig": "c", "first": "q"}  # inst_fn's modes
 PROBE_CONTIG, PROBE_EXACT, PROBE_FAST = 0, 1, 2  # what a probe answers
 # per instruction, in the block's %hints array: the region its last access hit, the probed contiguous base, and the
 # probe's answer (a later access from the same address registers reuses it: Compiler.owners)
@@ -1088,7 +1088,7 @@ done:
     f.put("exact")
     f.emit(f"ret i32 {call('x')}")
     modes = ("range", "contig", "fast", "exact") if j != i else ("probe", "range", "contig", "fast", "exact")
-    fulls = [self.inst_fn(i, [op], m, full=True) for m in ("probe", "contig") if m in modes]
+    fulls = [self.inst_fn(i, [op], m, full=True) for m in ("first", "probe", "contig") if m in modes or j == i]
     return "\n".join([self.inst_fn(i, [op], m) for m in modes] + fulls + [self.define(f, i, [])])
 
   def inst_fn(self, i: int, ops: list[Op], mode: str = "", full: bool = False, suffix: str = "") -> str:
@@ -1123,11 +1123,17 @@ done:
         not any(_has_loop(o.sem.program.body) for _, o in gens)
     if len(ops) > 1 and not pure:
       raise Unsupported("a lane-pure group with an impure member")
-    probe = mode in ("probe", "range")
+    probe, peel = mode in ("probe", "range", "first"), mode == "first"
+    hint_base = f"%hints.b{i}"
     if probe:  # min / max over the active lanes of address - lane * stride (probe) or of the address (range)
       f.pro.append(f"  store i1 false, ptr {f.bad}")
+      f.pro.append(f"  {hint_base} = getelementptr i64, ptr %hints, i64 {HINT_BASE + HINTS * i}")
       red = [(f.alloca("i64"), pick, idle) for pick, idle in (("umin", "-1"), ("umax", "0"))]
       f.pro += [f"  store i64 {idle}, ptr {acc}" for acc, _, idle in red]
+      if f.full and mode == "probe":  # every lane on: lane 0's base (the "first" function) is every lane's, or the
+        scattered = f.alloca("i1")  # lanes are scattered (no reductions needed)
+        f.pro += [f"  call i32 @inst{i}qa(ptr %ctx, i64 %w, ptr %hints)", f"  %ref = load i64, ptr {hint_base}",
+                  f"  store i1 false, ptr {scattered}"]
     for g, o in gens:  # per-wave state first (read once, before any lane)
       self.load_state(g, o, lane=False)
       for nm in o.sem.program.outputs if pure else ():
@@ -1139,7 +1145,11 @@ done:
       for nm in g.lane0 & o.outs.keys():  # lane 0 may be inactive: the register then gets the initial value
         self.store_reg(f, o.outs[nm], str(_default(nm, g.widths[nm])), g.widths[nm], o)
     on = None
-    if vector:
+    if peel:  # lane 0 alone, no loop
+      f.emit("%lane32 = add i32 0, 0")
+      f.emit("%lane = add i64 0, 0")
+      on = f.on = "true"
+    elif vector:
       f.emit("br label %pre")  # the block the lane loop's phi names as its entry
       f.put("pre")
       f.emit("br label %lhead")
@@ -1199,21 +1209,36 @@ done:
         stride = _stride(o.sem.program)
         ea = f.op(f"load i64, ptr {g.ea}")
         v = ea if mode == "range" else f.op(f"sub i64 {ea}, {f.op(f'mul i64 %lane, {stride}')}")
-        for acc, pick, idle in red:  # (plain reductions: vectorised)
-          mine, cur = f.op(f"select i1 {on}, i64 {v}, i64 {idle}"), f.op(f"load i64, ptr {acc}")
-          f.emit(f"store i64 {f.op(f'call i64 @llvm.{pick}.i64(i64 {cur}, i64 {mine})')}, ptr {acc}")
+        if peel:
+          f.emit(f"store i64 {v}, ptr {hint_base}")
+          f.emit("ret i32 0")
+          return self.define(f, i, [])
+        if f.full and mode == "probe":
+          ne, was = f.op(f"icmp ne i64 {v}, %ref"), f.op(f"load i1, ptr {scattered}")
+          f.emit(f"store i1 {f.op(f'or i1 {ne}, {was}')}, ptr {scattered}")
+        else:
+          for acc, pick, idle in red:  # (plain reductions: vectorised)
+            mine, cur = f.op(f"select i1 {on}, i64 {v}, i64 {idle}"), f.op(f"load i64, ptr {acc}")
+            f.emit(f"store i64 {f.op(f'call i64 @llvm.{pick}.i64(i64 {cur}, i64 {mine})')}, ptr {acc}")
         f.emit("br label %lnext")
         f.put("lnext")
         f.emit("%lane.n = add i64 %lane, 1")
         f.emit(f"br i1 {f.op(f'icmp eq i64 %lane.n, {self.L}')}, label %lend, label %lhead")
         f.put("lend")
+        if f.full and mode == "probe":  # contiguous from lane 0's base, or scattered
+          emax = f.op(f"add i64 %ref, {(self.L - 1) * stride}")
+          bad = f.op(f"or i1 {f.ld_bad()}, {g.probe_range(o.sem.program.body, '%ref', emax)}")
+          r = f.op(f"select i1 {bad}, i32 {PROBE_EXACT}, i32 {PROBE_CONTIG}")
+          sc = f.op(f"load i1, ptr {scattered}")
+          f.emit(f"ret i32 {f.op(f'select i1 {sc}, i32 {PROBE_FAST}, i32 {r}')}")
+          return self.define(f, i, [])
         lo, hi = (f.op(f"load i64, ptr {acc}") for acc, _, _ in red)
         if mode == "range":  # the lanes are scattered: all of them in one region?
           bad = f.op(f"or i1 {f.ld_bad()}, {g.probe_range(o.sem.program.body, lo, hi)}")
           f.emit(f"ret i32 {f.op(f'select i1 {bad}, i32 {PROBE_EXACT}, i32 {PROBE_FAST}')}")
           return self.define(f, i, [])
         # contiguous (every active lane at base + lane * stride): the first and last active lanes bound the range
-        f.emit(f"store i64 {lo}, ptr {f.op(f'getelementptr i64, ptr %hints, i64 {HINT_BASE + HINTS * i}')}")
+        f.emit(f"store i64 {lo}, ptr {hint_base}")
         first = f.op(f"call i64 @llvm.cttz.i64(i64 {exec_v}, i1 false)")
         last = f.op(f"sub i64 63, {f.op(f'call i64 @llvm.ctlz.i64(i64 {exec_v}, i1 false)')}")
         emin = f.op(f"add i64 {lo}, {f.op(f'mul i64 {first}, {stride}')}")
@@ -1484,7 +1509,7 @@ done:
   def fault_if(self, f: Fn, cond: str, kind: int, addr: str, nbytes: int, write: bool) -> None:
     if f.mode == "fast":  # the probe found no lane faulting
       return
-    if f.mode in ("probe", "range"):
+    if f.mode in ("probe", "range", "first"):
       f.or_bad(cond)
       return
     yes, no = f.label("flt"), f.label("nof")
