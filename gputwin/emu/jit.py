@@ -1989,7 +1989,7 @@ entry:
 
 ; a batch's deferred setup of wave w (Engine.pending), before its first instruction: ctx[C_INIT] points to
 ; [rows n, waves per workgroup, v0 template or 0, row...]: each row of the wave cleared, v0 copied from the template
-define internal void @prologue(ptr %ctx, i64 %w, i64 %bytes) noinline {
+define internal void @prologue(ptr %ctx, i64 %w, i64 %bytes) alwaysinline {
 entry:
   %ipp = getelementptr i64, ptr %ctx, i64 C_INIT
   %ipi = load i64, ptr %ipp
