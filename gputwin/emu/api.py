@@ -362,8 +362,8 @@ def init_waves(eng: core.Engine, kd, grid, block, g0: int, nw: int, user: list[i
   eng.HW[:, 1] = (kd.float_round_mode_32 | kd.float_round_mode_16_64 << 2 | kd.float_denorm_mode_32 << 4
                   | kd.float_denorm_mode_16_64 << 6 | kd.enable_dx10_clamp << 8 | eng.ieee << 9)  # MODE
   S = eng.S
-  for k, u in enumerate(user):  # (S[:, k] is one contiguous row of the register-major file: a fill, not a strided copy)
-    S[:, k] = u & 0xffffffff
+  if user:  # rows 0.. of the register-major file: one broadcast over contiguous rows
+    eng.files["s"][:len(user), :eng.W] = np.array([u & 0xffffffff for u in user], np.uint32)[:, None]
   s = max(kd.user_sgpr_count, len(user))
   ng = eng.W // nw
   wgid = np.arange(g0, g0 + ng, dtype=np.uint32)  # per workgroup; each of its waves gets the same ids

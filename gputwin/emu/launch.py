@@ -63,16 +63,17 @@ def load(obj, arch: str | None = None) -> CodeObject:
   p = Path(obj)
   try:
     st = p.stat()
-    return _load_file(str(p), str(p.resolve()), st.st_mtime_ns, st.st_size, arch)
+    return _load_file(str(p), (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size), arch)
   except OSError as e:
     raise CodeObjectError(f"cannot read: {e.strerror}", str(p)) from None
 
 
 @functools.lru_cache(maxsize=32)
-def _load_file(path: str, where: str, mtime_ns: int, size: int, arch: str | None) -> CodeObject:
-  """A file's code object, cached while its modification time and size stay (a repeated launch skips the read)."""
+def _load_file(path: str, stamp: tuple, arch: str | None) -> CodeObject:
+  """A file's code object, cached while the file (device, inode, modification time, size) stays: a repeated launch
+  skips the read."""
   p = Path(path)
-  raw = Path(where).read_bytes()
+  raw = p.read_bytes()
   if p.suffix == ".s":
     text = raw.decode(errors="replace")
     mt = re.search(r"\.amdgcn_target\s+\"amdgcn-amd-amdhsa--(gfx\w+)", text)
