@@ -96,7 +96,7 @@ _SPARE = _Spare()
 
 class Dispatch:
   """One kernel dispatch: guest buffers for the arguments, the dispatch packet, and batches of whole workgroups
-  (at most core.MAX_WAVES waves each, BATCH_LANES lanes without LDS) that run one after another."""
+  (at most core.MAX_WAVES waves each; BATCH_LANES lanes without LDS and checkers) that run one after another."""
 
   def __init__(self, emu: Emulator, kern, grid, block, args, kernarg, checks, serial, trace, max_instructions):
     self.emu, self.kern, self.grid, self.block = emu, kern, grid, block
@@ -127,9 +127,9 @@ class Dispatch:
     self.nwg = grid[0] * grid[1] * grid[2]
     priv = max(kd.private_segment_fixed_size, 1)  # scratch: one slot per lane, addresses below 4 GiB, <= 256 MiB
     lane_slots = min((1 << 32) // core.scratch_stride(priv), (256 << 20) // priv)
-    # LDS addresses carry the workgroup slot in 12 bits (core.MAX_WAVES); a kernel without LDS takes batches of up
-    # to BATCH_LANES lanes (fewer, larger batches: Python's per-batch cost ~0.1 ms), as many as wave64 gets
-    waves = core.MAX_WAVES if self.lds_size else max(core.MAX_WAVES, BATCH_LANES // self.L)
+    # LDS addresses carry the workgroup slot in 12 bits (core.MAX_WAVES); a kernel without LDS, checkers off, takes
+    # batches of up to BATCH_LANES lanes (fewer, larger batches: Python's per-batch cost ~0.1 ms), as wave64 gets
+    waves = core.MAX_WAVES if self.lds_size or checks else max(core.MAX_WAVES, BATCH_LANES // self.L)
     self.per_batch = max(1, min(waves, lane_slots // self.L) // self.nw)
     self.next_wg, self.base_wave, self.eng, self.hooks, self.done, self.running = 0, 0, None, [], False, False
     self.stats = LaunchStats(self.name, self.arch, wave_size=self.L)
@@ -313,7 +313,7 @@ class Dispatch:
         core.run(eng, self.serial, left, steps)
       except core.Stop as st:
         self._account(eng)
-        raise_stop(st, eng, self.name, self.arch)
+        raise_stop(st, eng, self.name, self.arch, self.base_wave)
       self._account(eng)
       if steps is not None and eng.live.any():
         return True

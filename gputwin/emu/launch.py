@@ -135,12 +135,13 @@ def three(v, what: str) -> tuple[int, int, int]:
 
 
 # ------------------------------------------------------------------------------------------ errors
-def raise_stop(st: core.Stop, eng, kernel: str, arch: str):
-  """Turn an executor stop into EmuFault / EmuTrap / EmuCheckError / EmuError naming where it happened."""
+def raise_stop(st: core.Stop, eng, kernel: str, arch: str, first_wave: int = 0):
+  """Turn an executor stop into EmuFault / EmuTrap / EmuCheckError / EmuError naming where it happened (waves
+  numbered across the dispatch: `first_wave` is the batch's first)."""
   op = st.op
   pc = op.pc if op is not None else (int(eng.pc[st.wave]) if st.wave >= 0 else -1)
   inst = op.text if op is not None else ""
-  loc = f"[{arch}] kernel {kernel}, wave {st.wave}, PC {pc:#x}" + (f": {inst}" if inst else "")
+  loc = f"[{arch}] kernel {kernel}, wave {first_wave + st.wave}, PC {pc:#x}" + (f": {inst}" if inst else "")
   if st.kind == "fault":
     f = st.fault
     raise EmuFault(f.va, f.size, f.access, arch, kernel, pc, inst, str(f)) from None

@@ -313,7 +313,7 @@ def test_dispatch_starts_from_zeroed_registers(monkeypatch):
   """Register files are reused (the next batch, the next dispatch of the same shape) with only their written rows
   cleared: a register the kernel reads before writing must read 0 every time, natively or interpreted (and v0,
   which the kernel changes, the work-item ids again)."""
-  from gputwin.emu import core, launch
+  from gputwin.emu import api, launch
   from tests.emu.test_asm import kernel
   co = kernel("gfx1100", """
   s_load_b64 s[4:5], s[0:1], 0x0
@@ -326,7 +326,7 @@ def test_dispatch_starts_from_zeroed_registers(monkeypatch):
   v_add_nc_u32 v0, 1, v0
   s_waitcnt lgkmcnt(0)
   global_store_b32 v1, v2, s[4:5]""", sgprs=24, extra="  .amdhsa_system_sgpr_workgroup_id_x 1\n")
-  groups = core.MAX_WAVES // 2  # one full batch of 2-wave workgroups
+  groups = api.BATCH_LANES // 64  # one full batch of 2-wave workgroups (no LDS, checkers off)
   for mode in ("0", "force"):
     monkeypatch.setenv("GPUTWIN_JIT", mode)
     for n in (groups, 2 * groups):  # the first leaves its engine to the second, which then restarts it
@@ -364,11 +364,11 @@ def test_array_arguments(monkeypatch):
 def test_fault_in_a_restarted_batch(monkeypatch):
   """A fault in the second batch of a run(): the interpreter's error, and the waves the fault kept from starting
   still got their deferred setup (v0 = work-item ids, rows the first batch wrote cleared), as the interpreter shows."""
-  from gputwin.emu import core
+  from gputwin.emu import api
   from gputwin.emu.api import Emulator
   from gputwin.errors import EmuFault
   from tests.emu.test_asm import kernel
-  groups = core.MAX_WAVES // 2  # 2-wave workgroups: one full batch each
+  groups = api.BATCH_LANES // 64  # 2-wave workgroups: one full batch each (no LDS, checkers off)
   co = kernel("gfx1100", f"""
   s_load_b64 s[4:5], s[0:1], 0x0
   v_lshlrev_b32 v1, 2, v0
@@ -384,9 +384,35 @@ def test_fault_in_a_restarted_batch(monkeypatch):
   for mode in ("0", "force"):
     monkeypatch.setenv("GPUTWIN_JIT", mode)
     d = Emulator(co).prepare("k", grid=2 * groups, block=64, args=[np.zeros(64, np.int32)], checks=False)
+    assert d.per_batch == groups
     with pytest.raises(EmuFault, match=r"global_load_b32") as e:
       d.run()
     last = d.base_wave + d.eng.W - 1  # a wave of the faulting batch that the fault kept from starting natively
     seen.append((str(e.value), d.reg(last, "v0").tolist(), d.reg(last, "v7").tolist()))
   assert seen[0] == seen[1]  # v7: written by the whole first batch, after the load
   assert seen[1][1] == list(range(32, 64)) and seen[1][2] == [0] * 32, seen[1][1:]
+
+
+def test_lds_fault_past_4096_workgroups(monkeypatch):
+  """A kernel without LDS runs 8192 one-wave workgroups per batch (checkers off), past the 12-bit workgroup slot
+  of LDS addresses: an LDS access still faults as "past its 0-byte allocation", natively and interpreted alike."""
+  from gputwin.emu import api
+  from gputwin.emu.api import Emulator
+  from gputwin.errors import EmuFault
+  from tests.emu.test_asm import kernel
+  co = kernel("gfx1100", """
+  s_cmp_eq_u32 s2, 5000
+  s_cselect_b32 exec_lo, -1, 0
+  v_lshlrev_b32 v1, 2, v0
+  ds_load_b32 v2, v1
+  s_waitcnt lgkmcnt(0)""", sgprs=24, extra="  .amdhsa_system_sgpr_workgroup_id_x 1\n")
+  seen = []
+  for mode in ("0", "force"):
+    monkeypatch.setenv("GPUTWIN_JIT", mode)
+    d = Emulator(co).prepare("k", grid=api.BATCH_LANES // 32, block=32, checks=False)
+    assert d.per_batch == api.BATCH_LANES // 32
+    with pytest.raises(EmuFault, match=r"0-byte allocation") as e:
+      d.run()
+    seen.append((str(e.value), d.reg(5000, "v1").tolist(), d.reg(4999, "v1").tolist()))
+  assert seen[0] == seen[1], seen
+  assert seen[0][1:] == ([4 * k for k in range(32)], [0] * 32)  # only workgroup 5000 had lanes on

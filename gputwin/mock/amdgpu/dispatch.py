@@ -125,6 +125,6 @@ def run_dispatch(vm: GPUAddressSpace, arch: str, regs: dict[str, int], grid: tup
     try:
       core.run(eng)
     except core.Stop as st:
-      raise_stop(st, eng, name, arch)
+      raise_stop(st, eng, name, arch, g0 * nw)
     count += eng.count
   return count
