@@ -220,12 +220,15 @@ class Dispatch:
     shape = (W, self.L, nv, nv if self.prog.family == "cdna" else 1, self.lds_size, kd.private_segment_fixed_size,
              self.arch)
     checks, last = Checks.make(self.checks), self.eng
-    last = last if last is not None and last.checks is None and last.shape == shape else _SPARE.take(shape)
+    mine = last is not None and last.checks is None and last.shape == shape
+    last = last if mine else _SPARE.take(shape)
     if checks is None and last is not None:
       eng = last  # the previous batch's register files, only its written rows cleared
-      # inside run(), the clears and v0 are left to each wave's start (the native tier does them in cache)
+      # inside run(), the clears and v0 are left to each wave's start (the native tier does them in cache); the
+      # SGPR rows init_waves rewrites for every wave are not cleared first (the same ones as this dispatch's last)
       eng.restart(_wave_groups(g1 - g0, self.nw), self.prog, self.emu.mem,
-                  defer=self.running and not self.hooks and self.trace is None)
+                  defer=self.running and not self.hooks and self.trace is None,
+                  keep_s=eng.init_rows if mine else 0)
     else:
       eng = core.Engine(self.prog, self.emu.mem, *shape[:6], _wave_groups(g1 - g0, self.nw), checks, self.arch)
     values = {"enable_sgpr_dispatch_ptr": self.packet_va, "enable_sgpr_queue_ptr": self.queue_va,
@@ -370,12 +373,14 @@ def init_waves(eng: core.Engine, kd, grid, block, g0: int, nw: int, user: list[i
   none = np.zeros_like(wgid)
   ids = (wgid % gx, (wgid // gx) % gy if gy > 1 else none, wgid // (gx * gy) if grid[2] > 1 else none)
   per_wave = lambda row: S[:, row].reshape(ng, nw)  # (a contiguous row of the register-major file)
+  whole = (1 << len(user)) - 1  # SGPR rows written here for every wave (restart(keep_s=...) need not clear them)
   for d in range(3):
     if getattr(kd, f"enable_sgpr_workgroup_id_{'xyz'[d]}"):
-      per_wave(s)[...], s = ids[d][:, None], s + 1
+      per_wave(s)[...], whole, s = ids[d][:, None], whole | 1 << s, s + 1
   s += kd.enable_sgpr_workgroup_info + kd.enable_private_segment  # both read as 0 (one wave per workgroup slot)
   if arch.startswith("gfx12"):  # architected workgroup ids: TTMP9 = x, TTMP7 = y | z << 16
     per_wave(117)[...], per_wave(115)[...] = ids[0][:, None], (ids[1] | (ids[2] << 16))[:, None]
+    whole |= 1 << 117 | 1 << 115
   v0, ex = _workitems(nw, L, tuple(block))  # the same for every workgroup: one copy per workgroup of the batch
   if getattr(eng, "v0_of", None) != (nw, tuple(block)) or getattr(eng, "v0_stale", True):  # (a restarted engine's v0
     if eng.pending is not None:  # is still in place unless the last batch wrote it; deferred: see Engine.restart)
@@ -385,6 +390,8 @@ def init_waves(eng: core.Engine, kd, grid, block, g0: int, nw: int, user: list[i
     eng.v0_of, eng.v0_stale = (nw, tuple(block)), False
   for k in range(L // 32):
     per_wave(eng.sp["exec"] + k)[...] = ex[:, k]
+    whole |= 1 << (eng.sp["exec"] + k)
+  eng.init_rows = whole
   eng._exec = None
   eng.pc[:] = pc
   eng.mark("s", 0, s)

@@ -125,6 +125,7 @@ class Engine:
     self.written = {"v": 0, "a": 0, "s": 0, "hw": False}  # rows written since the start (bit masks; see mark)
     self.lane = np.arange(lanes, dtype=U32)
     self.pending = None  # (VGPR rows to clear, (v0 template, waves per workgroup) or None): see restart
+    self.init_rows = 0  # SGPR rows api.init_waves last wrote for every wave
     self.scc = np.zeros(waves, U32)
     self.pc = np.zeros(waves, np.int64)
     self.clock = np.zeros(waves, np.int64)  # per-wave instructions: the deterministic "cycle" counter
@@ -168,12 +169,13 @@ class Engine:
     if file in ("v", "a", "s"):
       self.written[file] |= ((1 << dwords) - 1) << index
 
-  def restart(self, wg_of_wave: np.ndarray, prog: Program | None = None, mem=None, defer: bool = False) -> None:
+  def restart(self, wg_of_wave: np.ndarray, prog: Program | None = None, mem=None, defer: bool = False,
+              keep_s: int = 0) -> None:
     """Start the next batch of the same shape on these arrays (of this dispatch, or another one's: `prog`, `mem`):
     exactly the state a new Engine has, but only the register rows the last batch wrote are cleared (zeroing and
     first-touching whole files costs more than a native batch runs). `defer`: VGPR rows to clear (and v0, see init_waves) are left `pending`, done wave by wave by the native tier
     right before each wave's first instruction (the rows are then in cache), or by `settle()` before anything else
-    looks at them."""
+    looks at them. `keep_s`: SGPR rows (a bit mask) the caller rewrites for every wave right after (init_waves)."""
     if prog is not None:
       self.prog, self.fam = prog, prog.family
     if mem is not None:
@@ -194,6 +196,8 @@ class Engine:
       if file == "v" and defer:
         self.pending = ([r for r in range(len(F)) if rows >> r & 1], None)
         continue
+      if file == "s":
+        rows &= ~keep_s
       while rows:
         r = (rows & -rows).bit_length() - 1
         run = ((rows >> r) ^ ((rows >> r) + 1)).bit_length() - 1  # consecutive written rows from r

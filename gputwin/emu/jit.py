@@ -2119,19 +2119,19 @@ def _compile_block(prog, pc: int, lanes: int):
 
 
 def _regions(mem):
-  """(change key, [[va, end, host address], ...]) of the guest memory the native code may touch directly, or None
-  for an address space it does not know (then the program stays interpreted). Two kinds: emu's GuestMemory
-  (numpy buffers) and the mock KFD's GPU VM (buffer objects in host memory; a freed BO is left out, so touching it
-  faults)."""
-  if hasattr(mem, "starts") and hasattr(mem, "bufs"):
-    key = (tuple(mem.starts), tuple(id(b) for b in mem.bufs))
-    return key, [[s, s + len(b), b.ctypes.data] for s, b in zip(mem.starts, mem.bufs)]
+  """(change key, rows()) where rows() lists [va, end, host address] of the guest memory the native code may touch
+  directly, or None for an address space it does not know (then the program stays interpreted). Two kinds: emu's
+  GuestMemory (numpy buffers) and the mock KFD's GPU VM (buffer objects in host memory; a freed BO is left out, so
+  touching it faults)."""
+  if hasattr(mem, "starts") and hasattr(mem, "bufs"):  # (keyed by host addresses: an id() can be reused)
+    rows = [(s, s + len(b), b.ctypes.data) for s, b in zip(mem.starts, mem.bufs)]
+    return tuple(rows), lambda: rows
   table = getattr(getattr(mem, "vm", None), "table", None)
   if table is None:
     return None
   starts, ends, maps = table()
   rows = [[m.va, min(m.end, m.va + m.bo.size), m.bo.addr] for m in maps if m.bo.host is not None or m.bo.user_addr]
-  return (id(starts), len(rows), tuple(r[2] for r in rows)), rows
+  return (id(starts), len(rows), tuple(r[2] for r in rows)), lambda: rows
 
 
 class Native:
@@ -2163,7 +2163,7 @@ class Native:
   def refresh(self) -> None:
     key, rows = _regions(self.eng.mem)
     if key != self.key:
-      self.key = key
+      self.key, rows = key, rows()
       self.regions = np.array(rows or [[0, 0, 0]], np.int64)
       self.ctx[C_NREG] = len(rows)
       self.ctx[C_REGS] = self.regions.ctypes.data
