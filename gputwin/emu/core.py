@@ -173,9 +173,10 @@ class Engine:
               keep_s: int = 0) -> None:
     """Start the next batch of the same shape on these arrays (of this dispatch, or another one's: `prog`, `mem`):
     exactly the state a new Engine has, but only the register rows the last batch wrote are cleared (zeroing and
-    first-touching whole files costs more than a native batch runs). `defer`: VGPR rows to clear (and v0, see init_waves) are left `pending`, done wave by wave by the native tier
-    right before each wave's first instruction (the rows are then in cache), or by `settle()` before anything else
-    looks at them. `keep_s`: SGPR rows (a bit mask) the caller rewrites for every wave right after (init_waves)."""
+    first-touching whole files costs more than a native batch runs). `defer`: VGPR rows to clear (and v0, see
+    init_waves) are left `pending`, done wave by wave by the native tier right before each wave's first
+    instruction (the rows are then in cache), or by `settle()` before anything else looks at them. `keep_s`: SGPR
+    rows (a bit mask) the caller rewrites for every wave right after (init_waves)."""
     if prog is not None:
       self.prog, self.fam = prog, prog.family
     if mem is not None:

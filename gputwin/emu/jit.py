@@ -13,10 +13,13 @@ Inside a wave:
 - consecutive lane-pure vector ops share one lane loop (each lane runs them in order; a lane mask one op writes and
   a later one reads lane by lane, VCC carry-out then carry-in, is handed on in the loop); lane loops without
   memory access are branch-free, so LLVM vectorises them;
+- every vector instruction (or group) is compiled twice: as is, and for a wave whose EXEC has every lane on, where
+  the lane masks fold away (plain vector loads, stores and arithmetic); the wave's EXEC picks one;
 - a plain global or LDS access (`ADDR + K` addresses, no loops) first probes the wave: every active lane in the
   region the previous wave hit (LDS: within the allocation) and `stride` apart -> one loop without checks on
   affine addresses (masked vector loads/stores); in one region but scattered -> a loop without checks; otherwise
-  the exact lane-by-lane path, which faults as the interpreter does. A later access from the same unchanged
+  the exact lane-by-lane path, which faults as the interpreter does. A full wave's probe compares each lane with
+  lane 0's base; a partial one reduces min/max over the active lanes. A later access from the same unchanged
   address registers reuses the probe.
 
 Tiering (see `Tier`): a block compiles once `GPUTWIN_JIT_AFTER` lanes (default 1.5M, summed over launches of the
