@@ -24,7 +24,7 @@ Inside a wave:
 
 Tiering (see `Tier`): a block compiles once `GPUTWIN_JIT_AFTER` lanes (default 1.5M, summed over launches of the
 program) have entered it interpreted, about what compiling it would cost, so a one-off dispatch never runs more than
-~2x slower than the interpreter alone and a repeated one runs natively. `GPUTWIN_JIT=0` turns the tier off,
+~2-3x slower than the interpreter alone and a repeated one runs natively. `GPUTWIN_JIT=0` turns the tier off,
 `GPUTWIN_JIT=force` compiles every block at first sight.
 
 Semantics follow gputwin/pcode/runtime.py operation by operation (wrapping, shifts past the width, conversions,
@@ -2231,7 +2231,7 @@ class Tier:
   """What core.run asks at every scheduling step: the compiled block at a PC, or None (interpret this step).
 
   A block compiles once `GPUTWIN_JIT_AFTER` lanes have reached its first instruction interpreted (rent, then buy:
-  compiling costs ~10-20 ms of CPU per instruction, interpreting ~3-10 ns per lane-instruction, so by then the
+  compiling costs ~15-25 ms of CPU per instruction, interpreting ~3-10 ns per lane-instruction, so by then the
   interpreter has spent about what the compile costs, whatever the block's length). Only block leaders count: a PC
   the interpreter reached by falling through a compilable, non-branch instruction is the middle of a block that
   starts earlier, and compiling its tail would be wasted."""
