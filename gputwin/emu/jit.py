@@ -1091,7 +1091,7 @@ done:
     f.put("exact")
     f.emit(f"ret i32 {call('x')}")
     modes = ("range", "contig", "fast", "exact") if j != i else ("probe", "range", "contig", "fast", "exact")
-    fulls = [self.inst_fn(i, [op], m, full=True) for m in ("first", "probe", "contig") if m in modes or j == i]
+    fulls = [self.inst_fn(i, [op], m, full=True) for m in (("first", "probe", "contig") if j == i else ("contig",))]
     return "\n".join([self.inst_fn(i, [op], m) for m in modes] + fulls + [self.define(f, i, [])])
 
   def inst_fn(self, i: int, ops: list[Op], mode: str = "", full: bool = False, suffix: str = "") -> str:
@@ -1127,14 +1127,15 @@ done:
     if len(ops) > 1 and not pure:
       raise Unsupported("a lane-pure group with an impure member")
     probe, peel = mode in ("probe", "range", "first"), mode == "first"
+    same = f.full and mode == "probe"  # every lane on: compared with lane 0's base (the "first" function)
     hint_base = f"%hints.b{i}"
     if probe:  # min / max over the active lanes of address - lane * stride (probe) or of the address (range)
       f.pro.append(f"  store i1 false, ptr {f.bad}")
       f.pro.append(f"  {hint_base} = getelementptr i64, ptr %hints, i64 {HINT_BASE + HINTS * i}")
       red = [(f.alloca("i64"), pick, idle) for pick, idle in (("umin", "-1"), ("umax", "0"))]
       f.pro += [f"  store i64 {idle}, ptr {acc}" for acc, _, idle in red]
-      if f.full and mode == "probe":  # every lane on: lane 0's base (the "first" function) is every lane's, or the
-        scattered = f.alloca("i1")  # lanes are scattered (no reductions needed)
+      if same:  # lane 0's base is every lane's, or the lanes are scattered (no reductions needed)
+        scattered = f.alloca("i1")
         f.pro += [f"  call i32 @inst{i}qa(ptr %ctx, i64 %w, ptr %hints)", f"  %ref = load i64, ptr {hint_base}",
                   f"  store i1 false, ptr {scattered}"]
     for g, o in gens:  # per-wave state first (read once, before any lane)
@@ -1216,7 +1217,7 @@ done:
           f.emit(f"store i64 {v}, ptr {hint_base}")
           f.emit("ret i32 0")
           return self.define(f, i, [])
-        if f.full and mode == "probe":
+        if same:
           ne, was = f.op(f"icmp ne i64 {v}, %ref"), f.op(f"load i1, ptr {scattered}")
           f.emit(f"store i1 {f.op(f'or i1 {ne}, {was}')}, ptr {scattered}")
         else:
@@ -1228,7 +1229,7 @@ done:
         f.emit("%lane.n = add i64 %lane, 1")
         f.emit(f"br i1 {f.op(f'icmp eq i64 %lane.n, {self.L}')}, label %lend, label %lhead")
         f.put("lend")
-        if f.full and mode == "probe":  # contiguous from lane 0's base, or scattered
+        if same:  # contiguous from lane 0's base, or scattered
           emax = f.op(f"add i64 %ref, {(self.L - 1) * stride}")
           bad = f.op(f"or i1 {f.ld_bad()}, {g.probe_range(o.sem.program.body, '%ref', emax)}")
           r = f.op(f"select i1 {bad}, i32 {PROBE_EXACT}, i32 {PROBE_CONTIG}")
@@ -2122,19 +2123,19 @@ def _compile_block(prog, pc: int, lanes: int):
 
 
 def _regions(mem):
-  """(change key, rows()) where rows() lists [va, end, host address] of the guest memory the native code may touch
-  directly, or None for an address space it does not know (then the program stays interpreted). Two kinds: emu's
-  GuestMemory (numpy buffers) and the mock KFD's GPU VM (buffer objects in host memory; a freed BO is left out, so
-  touching it faults)."""
+  """(change key, [[va, end, host address], ...]) of the guest memory the native code may touch directly, or None
+  for an address space it does not know (then the program stays interpreted). Two kinds: emu's GuestMemory
+  (numpy buffers) and the mock KFD's GPU VM (buffer objects in host memory; a freed BO is left out, so touching it
+  faults)."""
   if hasattr(mem, "starts") and hasattr(mem, "bufs"):  # (keyed by host addresses: an id() can be reused)
     rows = [(s, s + len(b), b.ctypes.data) for s, b in zip(mem.starts, mem.bufs)]
-    return tuple(rows), lambda: rows
+    return tuple(rows), rows
   table = getattr(getattr(mem, "vm", None), "table", None)
   if table is None:
     return None
   starts, ends, maps = table()
   rows = [[m.va, min(m.end, m.va + m.bo.size), m.bo.addr] for m in maps if m.bo.host is not None or m.bo.user_addr]
-  return (id(starts), len(rows), tuple(r[2] for r in rows)), lambda: rows
+  return (id(starts), len(rows), tuple(r[2] for r in rows)), rows
 
 
 class Native:
@@ -2166,7 +2167,7 @@ class Native:
   def refresh(self) -> None:
     key, rows = _regions(self.eng.mem)
     if key != self.key:
-      self.key, rows = key, rows()
+      self.key = key
       self.regions = np.array(rows or [[0, 0, 0]], np.int64)
       self.ctx[C_NREG] = len(rows)
       self.ctx[C_REGS] = self.regions.ctypes.data
