@@ -1,10 +1,13 @@
-"""Hypothesis strategies for verification tests: random valid instructions per target (gputwin.isa.strategies,
-re-exported, not re-implemented) and kernel inputs (arrays and scalars by element type)."""
+"""Hypothesis strategies for verification tests: random valid instructions per target (gputwin.isa.strategies, less
+what the decoder rejects) and kernel inputs (arrays and scalars by element type)."""
 from __future__ import annotations
 
 import numpy as np
 
-from gputwin.isa.strategies import instruction, words  # noqa: F401  (re-exported)
+from gputwin.errors import DecodeError
+from gputwin.isa import decode
+from gputwin.isa import strategies as isa_strategies
+from gputwin.isa.strategies import words  # noqa: F401  (re-exported)
 
 __all__ = ["instruction", "words", "instructions", "array", "scalar", "kernel_inputs"]
 
@@ -16,6 +19,18 @@ _TYPES = {"f16": "f2", "f32": "f4", "f64": "f8", "i8": "i1", "u8": "u1", "i16": 
 def _dtype(t) -> np.dtype:
   """gputwin/vendor names (f16, u32 ...) or anything numpy takes."""
   return np.dtype(_TYPES.get(t, t) if isinstance(t, str) else t)
+
+
+def instruction(target: str, encoding: str | None = None, opcode: str | None = None, **kw):
+  """One random instruction (isa.strategies.Sample) of `target` that decodes: the isa builder, which feeds the
+  llvm-mc fuzzers, also explores field values the decoder rejects (a 4-dword SMEM base past the last SGPR, ...)."""
+  def decodes(sample) -> bool:
+    try:
+      decode(sample.data, target)
+      return True
+    except DecodeError:
+      return False
+  return isa_strategies.instruction(target, encoding, opcode, **kw).filter(decodes)
 
 
 def instructions(target: str, n: int = 8, **kw):
