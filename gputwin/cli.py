@@ -105,8 +105,8 @@ _TOOLS = {
   "devices": ("list real and mock GPUs with their properties", _tool("gputwin.runtime.tool", "devices_main")),
   "trace": ("run a launch and write its per-wave instruction trace", _tool("gputwin.verify.tool", "trace_main")),
   "diff": ("first differing output and executed instruction of two runs", _tool("gputwin.verify.tool", "diff_main")),
-  "bisect": ("find the first bad pass, instruction or git commit", _tool("gputwin.verify.tool", "bisect_main")),
-  "fuzz": ("differential fuzzing: random OpenCL/IR programs vs host", _tool("gputwin.verify.tool", "fuzz_main")),
+  "bisect": ("find the first bad pass, instruction or git commit", _tool("gputwin.verify.bisect", "main")),
+  "fuzz": ("differential fuzzing: random OpenCL/IR programs vs host", _tool("gputwin.verify.fuzz", "main")),
 }
 
 

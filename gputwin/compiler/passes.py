@@ -16,6 +16,7 @@ import numpy as np
 
 from gputwin.compiler import ir
 from gputwin.compiler.ir import Block, Builder, Kernel, Op, Value
+from gputwin.compiler.reference import evaluate
 
 # ---------------------------------------------------------------------------------------------------------------
 # helpers
@@ -55,21 +56,6 @@ def _has_effects(op: Op) -> bool:
 # ---------------------------------------------------------------------------------------------------------------
 # constant folding
 
-def _eval(op: Op, vals: list) -> object:
-  from gputwin.compiler.reference import _Group
-  g = _Group.__new__(_Group)
-  g.n, g.k = 1, None
-  arrs = [np.full(1, v, _dt(o.type)) for v, o in zip(vals, op.operands)]
-  out = g.op(op, arrs, np.ones(1, bool))
-  x = out[0]
-  return bool(x) if op.result.type.is_bool else int(x) if op.result.type.is_int else float(x)
-
-
-def _dt(t):
-  from gputwin.compiler.reference import dtype
-  return dtype(t)
-
-
 def constfold(k: Kernel) -> bool:
   changed, b = False, Builder(k)
   for blk in list(_blocks(k.body)):
@@ -81,7 +67,7 @@ def constfold(k: Kernel) -> bool:
         if cls == "select" and vals[0] is not None:  # select with a known condition
           replace_uses(k, {id(op.result): op.operands[1 if vals[0] else 2]}); changed = True; continue
         if all(v is not None for v in vals) and not any(o.type.is_vec for o in op.operands):
-          c = Op("const", [], [op.result], {"value": ir.normalize(_eval(op, vals), op.result.type)}, [], op.loc)
+          c = Op("const", [], [op.result], {"value": ir.normalize(evaluate(op, vals), op.result.type)}, [], op.loc)
           op.result.owner = c
           new.append(c); changed = True; continue
       if op.opcode == "if" and const_of(op.operands[0]) is not None:

@@ -65,6 +65,14 @@ def _cast(x, src: Type, dst: Type):
   return _round(d, x.astype(dtype(d)))
 
 
+def evaluate(op: Op, vals: list) -> object:
+  """One operation on scalar operands, by the reference's own rules (the compiler's constant folding)."""
+  g = _Group.__new__(_Group)
+  g.n, g.k = 1, None
+  x = g.op(op, [np.full(1, v, dtype(o.type)) for v, o in zip(vals, op.operands)], np.ones(1, bool))[0]
+  return bool(x) if op.result.type.is_bool else int(x) if op.result.type.is_int else float(x)
+
+
 class _Group:
   """One workgroup in flight: its threads' ids and its local memory."""
 

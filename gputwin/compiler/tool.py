@@ -33,7 +33,7 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
   return p
 
 
-def _kernels(path: Path) -> list:
+def kernels(path: Path) -> list:
   from gputwin.compiler import ir
   from gputwin.compiler.frontend import KernelFunction
   if path.suffix == ".ir": return [ir.parse(path.read_text())]
@@ -52,7 +52,7 @@ def run(ns: argparse.Namespace, out=None, err=None) -> int:
   from gputwin.compiler import compile
   out, err = out or sys.stdout, err or sys.stderr
   path = Path(ns.file)
-  ks = _kernels(path)
+  ks = kernels(path)
   names = [getattr(k, "name", None) for k in ks]
   if ns.kernel:
     missing = set(ns.kernel) - set(names)

@@ -23,7 +23,8 @@ _TY = {"f16": np.float16, "f32": np.float32, "f64": np.float64, "i8": np.int8, "
        "u16": np.uint16, "i32": np.int32, "u32": np.uint32, "i64": np.int64, "u64": np.uint64}
 
 
-def _dims(s: str):
+def dims(s: str) -> tuple[int, ...]:
+  """'64' | '8,8' | '8x8' -> (64,) | (8, 8)."""
   return tuple(int(x) for x in s.replace("x", ",").split(","))
 
 
@@ -67,7 +68,7 @@ def run_main(argv=None) -> int:
       print(f"gputwin run: --kernel is required; kernels: {', '.join(emu.co.kernels)}", file=sys.stderr)
       return 2
     trace = [] if (a.trace or a.perfetto) else None
-    st = emu.launch(kernel, grid=_dims(a.grid), block=_dims(a.block), args=[v for _, v in args], serial=a.serial,
+    st = emu.launch(kernel, grid=dims(a.grid), block=dims(a.block), args=[v for _, v in args], serial=a.serial,
                     checks=not a.no_checks, trace=trace, max_instructions=a.max_instructions)
   except GputwinError as e:
     print(f"gputwin run: {type(e).__name__}: {e}", file=sys.stderr)

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from gputwin.errors import GputwinError
+from gputwin.verify.command import add_launch_args, guarded, launch_args
 
 
 # ------------------------------------------------------------------------------------------ passes
@@ -184,7 +185,6 @@ def bisect_git(repo, good: str, bad: str, cmd: list[str], *, timeout: float | No
 
 # ------------------------------------------------------------------------------------------ command line
 def main(argv=None) -> int:
-  from gputwin.verify.tool import _guard, _launch_args
   argv = list(sys.argv[1:] if argv is None else argv)
   cmd = []
   if "--" in argv:
@@ -198,7 +198,7 @@ def main(argv=None) -> int:
   ps.add_argument("--arch", required=True)
   ps.add_argument("--backend", default="direct")
   ps.add_argument("--ulps", type=int, default=0, help="float tolerance against the unoptimised build")
-  _launch_args(ps)
+  add_launch_args(ps)
   bs = sub.add_parser("builds", help="first executed instruction whose result differs between two builds")
   bs.add_argument("a", help=".co/.o/.s, or .cl")
   bs.add_argument("b", nargs="?", help="second build (default: A again, with --cflags-b)")
@@ -206,19 +206,18 @@ def main(argv=None) -> int:
   bs.add_argument("--cflags-a", default="-O2", help="clang-22 flags for a .cl A")
   bs.add_argument("--cflags-b", default="-O2", help="clang-22 flags for a .cl B")
   bs.add_argument("--mode", choices=("lockstep", "values"), default="values")
-  _launch_args(bs)
+  add_launch_args(bs)
   gs = sub.add_parser("git", help="git bisect run with CMD after --")
   gs.add_argument("--good", required=True)
   gs.add_argument("--bad", required=True)
   gs.add_argument("--repo", default=".")
   a = p.parse_args(argv)
   a.again = "gputwin bisect " + shlex.join(argv + (["--", *cmd] if cmd else []))
-  return _guard("gputwin bisect", lambda: {"passes": _passes, "builds": _builds, "git": _gitcmd}[a.what](a, cmd))
+  return guarded("gputwin bisect", lambda: {"passes": _passes, "builds": _builds, "git": _gitcmd}[a.what](a, cmd))
 
 
 def _passes(a, _) -> int:
   from gputwin.compiler import examples
-  from gputwin.verify.tool import _parsed
   if a.example:
     if a.example not in examples.EXAMPLES:
       raise GputwinError(f"no example {a.example!r} (known: {', '.join(examples.EXAMPLES)})")
@@ -226,12 +225,12 @@ def _passes(a, _) -> int:
     args, grid, block = ex.inputs(np.random.default_rng(0))
     k, outs, ulps = ex.kernel, list(ex.outputs), a.ulps
   elif a.file:
-    from gputwin.compiler.tool import _kernels
-    ks = [k for k in _kernels(Path(a.file)) if a.kernel is None or getattr(k, "name", None) == a.kernel
+    from gputwin.compiler.tool import kernels
+    ks = [k for k in kernels(Path(a.file)) if a.kernel is None or getattr(k, "name", None) == a.kernel
           or getattr(getattr(k, "ir", k), "name", None) == a.kernel]
     if len(ks) != 1:
       raise GputwinError(f"{a.file}: {len(ks)} kernels match; pick one with --kernel")
-    named, grid, block = _parsed(a)
+    named, grid, block = launch_args(a)
     k, args, outs, ulps = ks[0], [v for _, v in named], None, a.ulps
   else:
     raise GputwinError("bisect passes: give a FILE or --example NAME")
@@ -252,8 +251,7 @@ def _passes(a, _) -> int:
 
 def _builds(a, _) -> int:
   from gputwin.verify import diverge, runner
-  from gputwin.verify.tool import _parsed
-  args, grid, block = _parsed(a)
+  args, grid, block = launch_args(a)
   bsrc = a.b or a.a
 
   def build(path, flags):

@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from gputwin.errors import GputwinError
+from gputwin.verify.command import guarded
 
 B, G = 64, 2             # work-items per workgroup (two waves on wave32 targets, so barriers matter), workgroups
 N = B * G
@@ -509,7 +510,6 @@ def fuzz(seed: int, count: int, targets=TARGETS, *, batch: int = 25, jobs: int |
 
 # ------------------------------------------------------------------------------------------ command line
 def main(argv=None) -> int:
-  from gputwin.verify.tool import _guard
   p = argparse.ArgumentParser(prog="gputwin fuzz", description=__doc__.split("\n\n")[0])
   p.add_argument("--seed", type=int, default=0)
   p.add_argument("--count", type=int, default=100, help="programs per target")
@@ -522,12 +522,12 @@ def main(argv=None) -> int:
   p.add_argument("--ir", action="store_true", help="random IR programs through gputwin's compiler backends instead")
   a = p.parse_args(argv)
   if a.show is not None and a.ir:
-    return _guard("gputwin fuzz", lambda: print(ir_programs(a.seed, a.show + 1)[a.show]) or 0)
+    return guarded("gputwin fuzz", lambda: print(ir_programs(a.seed, a.show + 1)[a.show]) or 0)
   if a.show is not None:
     prog = generate(a.seed, a.show)
     print(device_source([prog]), "\n// ---- host\n", host_source([prog]), sep="")
     return 0
-  return _guard("gputwin fuzz", lambda: _cli(a))
+  return guarded("gputwin fuzz", lambda: _cli(a))
 
 
 def _cli(a) -> int:

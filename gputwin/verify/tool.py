@@ -1,5 +1,5 @@
-"""The verification commands: `gputwin trace`, `gputwin diff`, `gputwin bisect`, `gputwin fuzz` (entry points
-trace_main, diff_main, bisect_main, fuzz_main; each takes argv and returns an exit status).
+"""The verification commands `gputwin trace` and `gputwin diff` (trace_main, diff_main; `gputwin bisect` and `gputwin
+fuzz` are verify.bisect.main and verify.fuzz.main); each takes argv and returns an exit status.
 
 Launch arguments are `gputwin run`'s (gputwin.emu.tool): --grid, --block, --arg NAME:TYPE:N | NAME:TYPE:FILE.npy |
 NAME:TYPE=VALUE. Exit status: 0 same / done, 1 a difference or culprit found, 2 bad input or missing tool."""
@@ -12,35 +12,7 @@ import sys
 import numpy as np
 
 from gputwin.errors import GputwinError
-
-
-def _launch_args(p: argparse.ArgumentParser) -> None:
-  p.add_argument("--kernel", default=None, help="kernel name (default: the only kernel)")
-  p.add_argument("--grid", default="1", help="workgroups per dimension: 64 or 8,8")
-  p.add_argument("--block", default="64", help="work-items per workgroup: 256 or 16,16")
-  p.add_argument("--arg", action="append", default=[], help="NAME:TYPE:N | NAME:TYPE:FILE.npy | NAME:TYPE=VALUE")
-  p.add_argument("--max-instructions", type=int, default=None, help="watchdog on wave-instructions per launch")
-  p.add_argument("--no-checks", action="store_true", help="disable the emulator's checkers")
-
-
-def _parsed(a):
-  from gputwin.emu.tool import _dims, parse_arg
-  try:
-    return [parse_arg(s) for s in a.arg], _dims(a.grid), _dims(a.block)
-  except (ValueError, KeyError, OSError) as e:
-    raise GputwinError(f"bad --arg/--grid/--block: {e}") from None
-
-
-def _guard(prog: str, fn) -> int:
-  from gputwin.verify.runner import ToolchainError
-  try:
-    return fn()
-  except ToolchainError as e:
-    print(f"{prog}: {e}", file=sys.stderr)
-    return 2
-  except (GputwinError, OSError) as e:
-    print(f"{prog}: {type(e).__name__}: {e}", file=sys.stderr)
-    return 2
+from gputwin.verify.command import add_launch_args, guarded, launch_args
 
 
 # ------------------------------------------------------------------------------------------ gputwin trace
@@ -53,12 +25,12 @@ def trace_main(argv=None) -> int:
   p.add_argument("-o", "--output", required=True, help="trace file")
   p.add_argument("--format", choices=("text", "jsonl", "perfetto"), default=None,
                  help="default from the file name: .jsonl -> jsonl, .json -> perfetto, else text")
-  _launch_args(p)
+  add_launch_args(p)
   a = p.parse_args(argv)
 
   def go() -> int:
     from gputwin.verify import runner
-    args, grid, block = _parsed(a)
+    args, grid, block = launch_args(a)
     r = runner.run(a.code, a.kernel, grid=grid, block=block, args=args, arch=a.arch, checks=not a.no_checks,
                    max_instructions=a.max_instructions)
     fmt = a.format or ("jsonl" if a.output.endswith(".jsonl") else "perfetto" if a.output.endswith(".json")
@@ -69,7 +41,7 @@ def trace_main(argv=None) -> int:
       print(f"gputwin trace: the launch stopped: {type(r.error).__name__}: {r.error}", file=sys.stderr)
       return 1
     return 0
-  return _guard("gputwin trace", go)
+  return guarded("gputwin trace", go)
 
 
 # ------------------------------------------------------------------------------------------ gputwin diff
@@ -85,12 +57,12 @@ def diff_main(argv=None) -> int:
   p.add_argument("--mode", choices=("lockstep", "values"), default=None,
                  help="trace comparison: same instruction stream (lockstep; the default for one target) or different "
                  "code (values; the default across targets)")
-  _launch_args(p)
+  add_launch_args(p)
   a = p.parse_args(argv)
 
   def go() -> int:
     from gputwin.verify import diverge, runner
-    args, grid, block = _parsed(a)
+    args, grid, block = launch_args(a)
     if not (a.b or a.arch_b or a.device_b):
       raise GputwinError("diff: give B, or --arch-b / --device-b to run A a second way")
     if a.device_b and a.device_b.startswith("amd") and not os.path.exists("/dev/kfd"):
@@ -111,17 +83,7 @@ def diff_main(argv=None) -> int:
     tr = None if mode == "values" and same else diverge.first_trace_diff(ra, rb, mode)
     diverge.render(ra, rb, out, tr)
     return 1 if (out or tr or bool(ra.error) != bool(rb.error)) else 0
-  return _guard("gputwin diff", go)
-
-
-def bisect_main(argv=None) -> int:
-  from gputwin.verify.bisect import main
-  return main(argv)
-
-
-def fuzz_main(argv=None) -> int:
-  from gputwin.verify.fuzz import main
-  return main(argv)
+  return guarded("gputwin diff", go)
 
 
 if __name__ == "__main__":
