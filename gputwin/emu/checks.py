@@ -9,22 +9,21 @@
   hazard   CDNA3/CDNA4: a VALU/VMEM/LDS instruction reads or overwrites an MFMA's destination before the MFMA's
            passes plus 2 wait states have elapsed (independent instructions or s_nop). Source: the AMD Instinct
            MI300 ISA reference, "Dependency Resolution: Required Independent Instructions" (MFMA -> VALU/VMEM rows).
-           That table distinguishes consumers (SrcC overlap, VALU, VMEM, LDS) and pass counts per opcode; we apply
-           one bound, passes + 2 with passes 2/4/8 for 4x4/16x16/32x32 blocks, which matches what clang-22 emits
-           for gfx942/gfx950 (no false reports on the suite) but is not the table cell by cell
+           That table distinguishes consumers (SrcC overlap, VALU, VMEM, LDS); we apply one bound, passes + 2, with
+           each opcode's passes from isa/data/matrix.json (LLVM's scheduling model), which clang-22's code for
+           gfx942/gfx950 meets (no false reports on the suite) but is not the table cell by cell
+Which counters an instruction increments or waits on, the SIMM16 layouts, S_NOP's wait states and the MFMA passes are
+rows of isa/data (read through isa/hwdata.py), not opcode names here.
 Out-of-bounds accesses are always GPU page faults (memory.py). Each failure raises EmuCheckError with PC and register.
 """
 from __future__ import annotations
 
-import re
-
 import numpy as np
 
 from gputwin.emu.program import Op, Src
+from gputwin.isa import hwdata
 
 ALL = frozenset({"waitcnt", "uninit", "lds_race", "hazard"})
-# wait counters: 0 vm/load, 1 lgkm/ds, 2 km (gfx12 SMEM), 3 vs/store
-_LOAD, _DS, _KM, _STORE = 0, 1, 2, 3
 
 
 class Checks:
@@ -45,7 +44,8 @@ class Checks:
 
   def attach(self, eng) -> None:
     W, nv = eng.W, eng.V.shape[1]
-    self.fam, self.gfx12 = eng.fam, eng.prog.arch.startswith("gfx12")
+    self.fam, self.arch = eng.fam, eng.prog.arch
+    self.cnames = hwdata.counters(self.fam)  # wait counters, indexed as in issued/retired
     # per wave and register, indexed [wave, reg], stored register-major: an instruction touches a few registers of
     # many waves, which then lie in a few pages (wave-major, each wave's row was a page of its own to fault in)
     per_reg = lambda n, *tail, dt=bool: np.zeros((n, W) + tail, dt).swapaxes(0, 1)
@@ -56,8 +56,8 @@ class Checks:
     self.vp = per_reg(nv, 2, dt=np.int32)
     self.ap = per_reg(eng.A.shape[1], 2, dt=np.int32)
     self.sp = per_reg(106, 2, dt=np.int32)
-    self.issued = np.zeros((W, 4), np.int64)
-    self.retired = np.zeros((W, 4), np.int64)
+    self.issued = np.zeros((W, len(self.cnames)), np.int64)
+    self.retired = np.zeros((W, len(self.cnames)), np.int64)
     self.mfma = np.full((W,), -1, np.int64)  # index of the last MFMA per wave, its regs and ready time
     self.mfma_regs: dict[int, tuple] = {}
     self.clock = np.zeros(W, np.int64)
@@ -103,7 +103,8 @@ class Checks:
 
   def _plan(self, op: Op):
     """What before/after look at for `op`, worked out once per instruction: the registers it reads (name, operand,
-    file, slice, (file, register) keys), its wait counters, whether it is a load, the registers it writes."""
+    file, slice, (file, register) keys), its wait counters, whether it is a load, the registers it writes, the
+    VGPR its body writes by number, and its MFMA passes on this target (None: no MFMA)."""
     width = (self.vw.shape[1], self.aw.shape[1])
     plan = op.info.get("_checks")
     if plan is None or plan[0] != width:
@@ -114,13 +115,15 @@ class Checks:
                if not (s.file == "s" and s.index >= 106)]
       outs = set(op.sem.outputs) if op.sem is not None else {"D0"}
       dsts = {id(d): d for n, d in op.outs.items() if n in outs and isinstance(d, Src) and d.file in "vas"}.values()
-      cnts = _counters(op, self.fam, self.gfx12)
+      reads_mem = bool(op.mem) and "r" in op.sem.mem  # its result waits on cnts[0] (atomics with return: loads)
+      cnts = hwdata.increments(self.fam, op.mem, not (reads_mem and op.sem.outputs)) if op.mem else ()
       writes = [(d.file, slice(d.index, min(d.index + d.dwords, width[d.file])), keys(d.file, d.index, d.index + d.dwords))
                 for d in dsts]
       vd = op.ins.get("VDST")
       vd = vd.value if vd is not None and op.sem is not None and "VGPR" in op.sem.regfiles else None
-      plan = op.info["_checks"] = ((width["v"], width["a"]), reads, cnts, bool(op.mem and "r" in op.sem.mem and cnts),
-                                   writes, vd)
+      mat = hwdata.matrix(self.fam, op.inst.op) if op.kind == "matrix" else None
+      plan = op.info["_checks"] = ((width["v"], width["a"]), reads, cnts, reads_mem, writes, vd,
+                                   mat and mat.passes_on(self.arch))
     return plan
 
   def before(self, eng, op: Op, ix, m) -> None:
@@ -144,7 +147,7 @@ class Checks:
           cs |= pend.get(k, 0)
         # every load the batch issued on these registers' counters has retired (a load's sequence number is at most
         # the counter's issued count): nothing can be outstanding, skip the per-entry test
-        done = all((self.retired[ix, c] >= self.issued[ix, c]).all() for c in range(4) if cs >> c & 1)
+        done = all((self.retired[ix, c] >= self.issued[ix, c]).all() for c in range(len(self.cnames)) if cs >> c & 1)
         if done:
           if whole:
             self.ps[f][:, sl] = 0
@@ -158,7 +161,7 @@ class Checks:
         bad = (p[..., 0] > 0) & (p[..., 1] > ret)
         if bad.any():
           k = int(np.argmax(bad.any(axis=0)))
-          cnt = _cname(int(c.reshape(-1)[np.argmax(bad.reshape(-1))]), self.fam, self.gfx12)
+          cnt = self.cnames[int(c.reshape(-1)[np.argmax(bad.reshape(-1))])]
           self._fail(eng, op, ix, f"reads {s.file}{s.index + k} ({n}) while the load writing it is outstanding: "
                                   f"missing s_waitcnt {cnt}")
         if whole:  # no wave's load into these registers is outstanding, and retired counters only grow: forget them
@@ -171,7 +174,7 @@ class Checks:
   def after(self, eng, op: Op, ix, m) -> None:
     if op.kind == "vopd":
       return
-    _, _, cnts, load, writes, vd = self._plan(op)
+    _, _, cnts, load, writes, vd, passes = self._plan(op)
     for c in cnts:
       self.issued[ix, c] += 1
     full, pend = self.full, self.pend
@@ -195,39 +198,21 @@ class Checks:
       self.vw[ix, vd] = True
       self.vp[ix, vd] = 0
     self.clock[ix] += 1
-    if self.fam == "cdna" and op.inst.enc.startswith("VOP3P_MFMA"):
+    if passes:
       d = op.outs["D0"]
-      passes = _passes(op.inst.op)
       self.mfma_regs[op.pc] = (d.file, d.index, d.dwords, passes)
       self.mfma[ix] = op.pc
       self.clock[ix] = 0
 
   def wait(self, eng, op: Op, ix) -> None:
-    name = op.inst.op
-    if name.startswith("S_NOP"):
-      self.clock[ix] += op.inst.get("simm16", 0) + 1
-      return
+    """A wait instruction retires what its counters allow (isa/hwdata waits); S_NOP lets wait states pass."""
     v = op.inst.get("simm16", 0)
-    lim = {}
-    if name == "S_WAITCNT":
-      if self.fam == "cdna":
-        lim = {_LOAD: (v & 0xf) | (((v >> 14) & 3) << 4), _DS: (v >> 8) & 0xf}
-      else:
-        lim = {_LOAD: (v >> 10) & 0x3f, _DS: (v >> 4) & 0x3f}
-    elif name in ("S_WAITCNT_VSCNT", "S_WAIT_STORECNT"):
-      lim = {_STORE: v}
-    elif name in ("S_WAITCNT_VMCNT", "S_WAIT_LOADCNT"):
-      lim = {_LOAD: v}
-    elif name in ("S_WAITCNT_LGKMCNT", "S_WAIT_DSCNT"):
-      lim = {_DS: v}
-    elif name == "S_WAIT_KMCNT":
-      lim = {_KM: v}
-    elif name == "S_WAIT_LOADCNT_DSCNT":
-      lim = {_LOAD: (v >> 8) & 0x3f, _DS: v & 0x3f}
-    elif name == "S_WAIT_STORECNT_DSCNT":
-      lim = {_STORE: (v >> 8) & 0x3f, _DS: v & 0x3f}
-    for c, n in lim.items():
-      self.retired[ix, c] = np.maximum(self.retired[ix, c], self.issued[ix, c] - n)
+    nop = hwdata.wait_states(self.fam, op.inst.op)
+    if nop is not None:
+      self.clock[ix] += hwdata.bits(v, nop) + 1
+      return
+    for c, chunks in hwdata.waits(self.fam, op.inst.op):
+      self.retired[ix, c] = np.maximum(self.retired[ix, c], self.issued[ix, c] - hwdata.bits(v, chunks))
     self.clock[ix] += 1
 
   def barrier(self, eng, g) -> None:
@@ -334,36 +319,10 @@ class Checks:
         f, i, dw, passes = self.mfma_regs[pc]
         if f == s.file and i < s.index + s.dwords and s.index < i + dw and op.pc != pc:
           sel = (self.mfma[ix] == pc) & (self.clock[ix] < passes + 2)
-          if sel.any() and not op.inst.enc.startswith("VOP3P_MFMA"):
+          if sel.any() and hwdata.matrix(self.fam, op.inst.op) is None:
             waited = int(self.clock[ix][sel][0])
             self._fail(eng, op, ix, f"MFMA hazard: {_name(s)} ({n}) used {waited} wait states after "
                                     f"the MFMA at PC {pc:#x} wrote it; {passes} passes need {passes + 2} (s_nop)")
-
-
-def _passes(name: str) -> int:
-  m = re.search(r"(\d+)X(\d+)X(\d+)", name)
-  if not m:
-    return 4
-  mm = int(m.group(1))
-  return {4: 2, 16: 4, 32: 8}.get(mm, 8)  # passes per block size, as clang-22's s_nop padding implies
-
-
-def _counters(op: Op, fam: str, gfx12: bool) -> list[int]:
-  if not op.mem:
-    return []
-  load = "r" in op.sem.mem and bool(op.sem.outputs)
-  if op.mem == "smem":
-    return [_KM if gfx12 else _DS]
-  if op.mem == "ds":
-    return [_DS]
-  vm = _LOAD if (load or fam == "cdna") else _STORE
-  return [vm, _DS] if op.mem == "flat" else [vm]
-
-
-def _cname(c: int, fam: str, gfx12: bool) -> str:
-  if gfx12:
-    return ["loadcnt", "dscnt", "kmcnt", "storecnt"][c]
-  return ["vmcnt", "lgkmcnt", "lgkmcnt", "vscnt"][c]
 
 
 def _name(s: Src) -> str:

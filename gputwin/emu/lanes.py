@@ -1,6 +1,7 @@
 """Operand routing the encodings ask for around an instruction's pseudocode: DPP lane permutations and write masks,
 SDWA sub-dword selects, and the VOP3 output modifiers (omod, clamp). Data movement only; facts from the RDNA3/RDNA4
-and MI300 ISA guides ("DPP", "SDWA", "Output Modifiers")."""
+and MI300 ISA guides ("DPP", "SDWA", "Output Modifiers"). Which DPP16 control a dpp_ctrl code is on a family, and
+its argument, are rows of isa/data/formats.json `dpp_ctrl` (isa.hwdata.dpp_control); here is what each control does."""
 from __future__ import annotations
 
 import functools
@@ -8,47 +9,43 @@ import functools
 import numpy as np
 
 from gputwin.errors import GputwinError
+from gputwin.isa import hwdata
+from gputwin.isa.targets import target
 
 U32 = np.uint32
+
+# DPP16 control -> (source lane, lane has a valid source) from the lane, its position in its row of 16 `r`, the
+# row's first lane `row`, the control's argument `n` and the wave size `L`
+_DPP16 = {
+  "quad_perm": lambda lane, r, row, n, L: ((lane & ~3) + ((n >> (2 * (lane & 3))) & 3), True),
+  "row_shl": lambda lane, r, row, n, L: (lane + n, r + n < 16),
+  "row_shr": lambda lane, r, row, n, L: (lane - n, r >= n),
+  "row_ror": lambda lane, r, row, n, L: (row + (r - n) % 16, True),
+  "wave_shl": lambda lane, r, row, n, L: (lane + n, lane + n < L),
+  "wave_shr": lambda lane, r, row, n, L: (lane - n, lane >= n),
+  "wave_rol": lambda lane, r, row, n, L: ((lane + n) % L, True),
+  "wave_ror": lambda lane, r, row, n, L: ((lane - n) % L, True),
+  "row_mirror": lambda lane, r, row, n, L: (row + 15 - r, True),
+  "row_half_mirror": lambda lane, r, row, n, L: (lane - lane % 8 + 7 - lane % 8, True),
+  "row_bcast": lambda lane, r, row, n, L: ((lane & ~n) - 1, lane > n),  # 15: previous row's last lane; 31: lane 31
+  "row_share": lambda lane, r, row, n, L: (row + n, True),
+  "row_newbcast": lambda lane, r, row, n, L: (row + n, True),
+  "row_xmask": lambda lane, r, row, n, L: (row + (r ^ n), True),
+}
 
 
 @functools.lru_cache(maxsize=None)
 def dpp_map(d: tuple, L: int) -> tuple[np.ndarray, np.ndarray]:
-  """(source lane of every lane, lane has a valid source) for ("dpp16", ctrl, ...) or ("dpp8", selects, fi)."""
+  """(source lane of every lane, lane has a valid source) for ("dpp16", ctrl, bound_ctrl, fi, row_mask, bank_mask,
+  arch) or ("dpp8", selects, fi)."""
   lane = np.arange(L)
-  r, row = lane % 16, lane - lane % 16
-  valid = np.ones(L, bool)
   if d[0] == "dpp8":
-    return (lane & ~7) + np.asarray(d[1])[lane % 8], valid
-  c, n = d[1], d[1] & 15
-  if c <= 0xff:
-    src = (lane & ~3) + ((c >> (2 * (lane & 3))) & 3)  # quad_perm
-  elif 0x101 <= c <= 0x10f:
-    src, valid = lane + n, r + n < 16  # row_shl
-  elif 0x111 <= c <= 0x11f:
-    src, valid = lane - n, r >= n  # row_shr
-  elif 0x121 <= c <= 0x12f:
-    src = row + (r - n) % 16  # row_ror
-  elif c in (0x130, 0x138):
-    src = lane + (1 if c == 0x130 else -1)  # wave_shl1 / wave_shr1 (gfx9)
-    valid = (src >= 0) & (src < L)
-  elif c in (0x134, 0x13c):
-    src = (lane + (1 if c == 0x134 else -1)) % L  # wave_rol1 / wave_ror1 (gfx9)
-  elif c == 0x140:
-    src = row + 15 - r  # row_mirror
-  elif c == 0x141:
-    src = lane - lane % 8 + 7 - lane % 8  # row_half_mirror
-  elif c == 0x142:
-    src, valid = row - 1, lane >= 16  # row_bcast:15 (gfx9)
-  elif c == 0x143:
-    src, valid = np.full(L, 31), lane >= 32  # row_bcast:31 (gfx9)
-  elif 0x150 <= c <= 0x15f:
-    src = row + n  # row_share
-  elif 0x160 <= c <= 0x16f:
-    src = row + (r ^ n)  # row_xmask
-  else:
-    raise GputwinError(f"DPP control {c:#x} is not a valid DPP16 control")
-  return np.clip(src, 0, L - 1), valid
+    return (lane & ~7) + np.asarray(d[1])[lane % 8], np.ones(L, bool)
+  ctl = hwdata.dpp_control(target(d[6]).family, d[1])
+  if ctl is None:
+    raise GputwinError(f"DPP control {d[1]:#x} is not a valid DPP16 control on {d[6]}")
+  src, valid = _DPP16[ctl[0]](lane, lane % 16, lane - lane % 16, ctl[1], L)
+  return np.clip(src, 0, L - 1), np.broadcast_to(valid, (L,))
 
 
 def dpp_source(v: np.ndarray, d: tuple, L: int) -> np.ndarray:

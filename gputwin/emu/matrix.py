@@ -1,11 +1,14 @@
 """The MATRIX_MULTIPLY_ACCUMULATE built-in the vendor pseudocode of WMMA (RDNA3/RDNA4) and MFMA (CDNA3/CDNA4)
 leaves to its caller: which lane and register holds which matrix element ("operand layout is per-encoding").
+Shapes, element types and the layout kind of each opcode are rows of isa/data/matrix.json (isa.hwdata.matrix);
+a row whose layout is null is not modelled and raises.
 
-Layouts (element e of lane l; 16-bit elements pack two per VGPR, 8-bit four):
-  RDNA3 WMMA 16x16x16 (wave32): A lane l: row l%16, k=e (lanes 16-31 repeat 0-15); B lane l: col l%16, k=e;
+Layout kinds (element e of lane l; 16-bit elements pack two per VGPR, 8-bit four):
+  wmma_rdna3, 16x16x16 (wave32): A lane l: row l%16, k=e (lanes 16-31 repeat 0-15); B lane l: col l%16, k=e;
     C/D (32-bit) register v of lane l: row 2v + l//16, col l%16          (RDNA3 ISA guide, "WMMA" section)
-  RDNA4 WMMA 16x16x16: A lane l: row l%16, k = 8*(l//16) + e; B the same with col; C/D: row v + 8*(l//16), col l%16
-  CDNA MFMA MxNxK single block (M=N=16 or 32, G = 64/M lane groups, K/G elements per lane):
+  wmma_rdna4, 16x16x16 (wave32): A lane l: row l%16, k = 8*(l//16) + e; B the same with col;
+    C/D: row v + 8*(l//16), col l%16                                       (RDNA4 ISA guide, "WMMA" section)
+  mfma, MxNxK single block (M=N=16 or 32, G = 64/M lane groups, K/G elements per lane):
     A lane l: row l%M, k = (K/G)*(l//M) + e; B lane l: col l%M, same k; C/D register v of lane l: col l%M,
     row 4*(l//16) + v (M=16) or 8*(v//4) + 4*(l//32) + v%4 (M=32)
     (AMD Instinct MI300 ISA, "Matrix fused multiply-add")
@@ -14,30 +17,36 @@ The products are accumulated in float64 (int64 for integers) and rounded once to
 from __future__ import annotations
 
 import functools
-import re
 
 import numpy as np
 
 from gputwin.errors import GputwinError
+from gputwin.isa import hwdata
 
 U32 = np.uint32
 
 
+_BITS = {"F16": 16, "BF16": 16, "IU8": 8, "I8": 8, "F32": 32}  # input element types the layouts take
+
+
 @functools.lru_cache(maxsize=None)
 def layout(family: str, name: str, L: int):
-  m = re.match(r"V_(WMMA|MFMA)_([A-Z]+\d+)_(\d+)X(\d+)X(\d+)_([A-Z0-9]+)$", name)
-  if not m or (m.group(1) == "WMMA" and L != 32):
+  """(M, N, K, accumulator type, input type, input bits, elements per lane, A/B map, C/D map) of `name` in wave`L`:
+  the A/B map gives per element (row or column, k) lane arrays, the C/D map per register (row, column)."""
+  row = hwdata.matrix(family, name)
+  if row is None or row.layout is None or (row.layout.startswith("wmma") and L != 32) or row.a not in _BITS:
     raise GputwinError(f"{name}: matrix layout not modelled (wave{L})")
-  kind, acc, M, N, K, ins = m.group(1), m.group(2), int(m.group(3)), int(m.group(4)), int(m.group(5)), m.group(6)
-  bits = {"F16": 16, "BF16": 16, "IU8": 8, "I8": 8, "F32": 32}.get(ins)
-  if bits is None:
-    raise GputwinError(f"{name}: input type {ins} not modelled")
+  return _layout(row.layout, row.m, row.n, row.k, row.c, row.a, L)
+
+
+def _layout(kind: str, M: int, N: int, K: int, acc: str, ins: str, L: int):
+  bits = _BITS[ins]
   lane = np.arange(L)
-  if kind == "WMMA" and family == "rdna3":
+  if kind == "wmma_rdna3":
     ne = K
     a = [(lane % 16, np.full(L, e)) for e in range(ne)]
     c = [(2 * v + lane // 16, lane % 16) for v in range(M * N // L)]
-  elif kind == "WMMA":
+  elif kind == "wmma_rdna4":
     ne = K // 2
     a = [(lane % 16, 8 * (lane // 16) + e) for e in range(ne)]
     c = [(v + 8 * (lane // 16), lane % 16) for v in range(M * N // L)]

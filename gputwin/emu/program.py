@@ -368,7 +368,7 @@ def _dpp(inst: Inst):
   if "DPP16" in inst.enc:
     f = inst.f
     return ("dpp16", f.get("dpp", f.get("dpp_ctrl", 0)), f.get("bc", f.get("bound_ctrl", 0)), f.get("fi", 0),
-            f.get("row_mask", 15), f.get("bank_mask", 15))
+            f.get("row_mask", 15), f.get("bank_mask", 15), inst.arch)  # the arch: DPP16 controls differ per family
   if "DPP8" in inst.enc:
     f = inst.f
     sel = tuple((f.get("lane_sel", 0) >> (3 * i)) & 7 for i in range(8))

@@ -153,6 +153,62 @@ def test_mfma_hazard_checker():
   assert (out == 16).all()  # A = B = ones(16x16) f16: every element of A @ B is 16
 
 
+MFMA_F32 = """
+  s_load_dwordx2 s[2:3], s[0:1], 0x0
+  v_mov_b32 v2, v0
+  v_mov_b32 v0, 1.0
+  v_mov_b32 v1, 1.0
+{zero}
+  v_mfma_f32_32x32x2_f32 a[0:15], v0, v1, a[0:15]
+  {nops}
+  v_accvgpr_read_b32 v4, a0
+  v_lshlrev_b32 v5, 2, v2
+  s_waitcnt lgkmcnt(0)
+  global_store_dword v5, v4, s[2:3]"""
+
+
+def test_mfma_hazard_uses_each_opcodes_passes():
+  """v_mfma_f32_32x32x2_f32 takes 16 passes (llvm-mca-22, isa/data/matrix.json): 16 wait states are too few, 18 do."""
+  zero = "\n".join(f"  v_accvgpr_write_b32 a{i}, 0" for i in range(16))
+  co = lambda nops: kernel("gfx942", MFMA_F32.format(zero=zero, nops=nops), vgprs=48, wave32=False)
+  out = np.zeros(64, np.float32)
+  with pytest.raises(EmuCheckError, match=r"MFMA hazard: .*16 wait states.*16 passes need 18"):
+    launch(co("s_nop 7\n  s_nop 7"), "k", grid=1, block=64, args=[out], checks={"hazard"})
+  launch(co("s_nop 7\n  s_nop 7\n  s_nop 1"), "k", grid=1, block=64, args=[out], checks={"hazard"})
+  assert (out == 2).all()  # A (32x2) = B (2x32) = ones: every element of A @ B is 2
+
+
+GFX12_LOAD = """
+  s_load_b64 s[2:3], s[0:1], 0x0
+  v_lshlrev_b32 v1, 2, v0
+  {kwait}
+  global_load_b32 v2, v1, s[2:3]
+  {wait}
+  v_add_nc_u32 v2, v2, v0
+  global_store_b32 v1, v2, s[2:3]"""
+
+
+@pytest.mark.parametrize("kwait, wait, missing", [
+  ("s_wait_kmcnt 0", "", "loadcnt"),
+  ("", "s_wait_loadcnt 0", "kmcnt"),
+  ("s_wait_kmcnt 0", "s_wait_loadcnt_dscnt 0x100", "loadcnt"),  # SIMM16[13:8] = loadcnt 1: the load may be pending
+  ("s_wait_kmcnt 0", "s_wait_storecnt 0", "loadcnt"),
+  ("s_wait_kmcnt 0", "s_wait_loadcnt 0", None),
+  ("s_wait_kmcnt 0", "s_wait_loadcnt_dscnt 0x3f", None),  # loadcnt 0, dscnt 63
+])
+def test_waitcnt_checker_gfx12_counters(kwait, wait, missing):
+  """gfx12 SMEM counts on kmcnt, global loads on loadcnt; each s_wait_* retires the counters its row names."""
+  x = np.arange(32, dtype=np.int32) * 3
+  co = kernel("gfx1200", GFX12_LOAD.format(kwait=kwait, wait=wait))
+  if missing:
+    with pytest.raises(EmuCheckError, match=rf"gfx1200.*missing s_waitcnt {missing}"):
+      launch(co, "k", grid=1, block=32, args=[x.copy()])
+  else:
+    out = x.copy()
+    launch(co, "k", grid=1, block=32, args=[out])
+    np.testing.assert_array_equal(out, x + np.arange(32))
+
+
 def test_instruction_the_target_lacks():
   """A gfx1200-only s_wait_loadcnt patched into gfx1100 code: decode error naming target, kernel and PC."""
   co = bytearray(kernel("gfx1100", GOOD.replace("  s_waitcnt lgkmcnt(0)\n", "  s_nop 0\n  s_waitcnt lgkmcnt(0)\n")))
