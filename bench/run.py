@@ -103,6 +103,8 @@ def _numpy_seconds(case, reps=5) -> float:
 
 def cold_child(co: str, kernel: str, arch: str) -> None:
   """Runs in a fresh process: first vs second launch of one workgroup of the kernel."""
+  from gputwin.emu.core import keep_heap
+  keep_heap()  # as in main(): the allocator setting gputwin's commands use (opt-in, process-wide)
   case = CASES[kernel](np.random.default_rng(0), WAVE[arch])
   case["grid"] = (1, 1, 1)
   first, _ = _timed_launch(co, kernel, case)
@@ -144,6 +146,8 @@ def main() -> int:
     print("bench: skipped: clang-22 and ld.lld-22 are needed (apt-get install -y clang-22 lld-22)", file=sys.stderr)
     return 0
   from gputwin.emu import jit
+  from gputwin.emu.core import keep_heap
+  keep_heap()  # the allocator setting gputwin's commands use (opt-in, process-wide; GPUTWIN_MALLOPT=0: off)
   from gputwin.isa import vendor
   vendor.all_tables()
   vendor_cache = vendor.cache_root()

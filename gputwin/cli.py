@@ -110,6 +110,9 @@ _TOOLS = {
 }
 
 
+_RUNS_KERNELS = ("demo", "run", "trace", "diff", "bisect", "fuzz")
+
+
 def build_parser() -> argparse.ArgumentParser:
   p = argparse.ArgumentParser(prog="gputwin", description="Emulator-first GPU simulation and verification suite.")
   sub = p.add_subparsers(dest="cmd", required=True)
@@ -141,6 +144,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
   argv = sys.argv[1:] if argv is None else argv
   try:
+    if argv and argv[0] in _RUNS_KERNELS:  # a command owns its process: let glibc keep the emulator's temporaries
+      from gputwin.emu.core import keep_heap
+      keep_heap()
     if argv and argv[0] in _TOOLS:
       return _TOOLS[argv[0]][1](argv[1:])
     ns = build_parser().parse_args(argv)

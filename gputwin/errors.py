@@ -67,8 +67,8 @@ class CodeObjectError(GputwinError):
 class EmuError(GputwinError):
   """The wave executor stopped a kernel; names target, kernel, PC and instruction (gputwin.emu)."""
 
-  def __init__(self, msg: str, arch: str = "", kernel: str = "", pc: int = -1, inst: str = ""):
-    self.msg, self.arch, self.kernel, self.pc, self.inst = msg, arch, kernel, pc, inst
+  def __init__(self, msg: str, arch: str = "", kernel: str = "", pc: int = -1, inst: str = "", wave: int = -1):
+    self.msg, self.arch, self.kernel, self.pc, self.inst, self.wave = msg, arch, kernel, pc, inst, wave
     super().__init__(msg)
 
 
@@ -86,10 +86,11 @@ class EmuCheckError(EmuError):
 
 
 class EmuFault(GPUPageFault):
-  """A GPU page fault raised by the emulator: address, access, plus target, kernel, PC and instruction."""
+  """A GPU page fault raised by the emulator: address, access, plus target, kernel, wave, PC and instruction."""
 
-  def __init__(self, va: int, size: int, access: str, arch: str, kernel: str, pc: int, inst: str, detail: str = ""):
-    self.arch, self.kernel, self.pc, self.inst = arch, kernel, pc, inst
+  def __init__(self, va: int, size: int, access: str, arch: str, kernel: str, pc: int, inst: str, detail: str = "",
+               wave: int = -1):
+    self.arch, self.kernel, self.pc, self.inst, self.wave = arch, kernel, pc, inst, wave
     GPUFault.__init__(self, f"[{arch}] kernel {kernel}, PC {pc:#x}: {inst}: {detail or 'GPU page fault'}")
     self.va, self.size, self.access, self.device = va, size, access, arch
 

@@ -4,8 +4,7 @@
 
 See README.md: launch() for the common case, Emulator/Dispatch for memory, registers, single-step and hooks.
 """
-from gputwin.emu.api import Dispatch, Emulator
-from gputwin.emu.launch import LaunchStats, launch
+from gputwin.emu.api import Dispatch, Emulator, LaunchStats, launch
 from gputwin.emu.memory import AddressSpace, GuestMemory
 
 __all__ = ["launch", "LaunchStats", "Emulator", "Dispatch", "GuestMemory", "AddressSpace"]

@@ -1,45 +1,153 @@
-"""The small object API (unicorn-like): an Emulator owns guest memory and a code object; `prepare` builds a
-Dispatch (every wave's registers at its first instruction) that tools can peek/poke, single-step, hook and run.
+"""The emulator's API: `launch()` for the common case and the small object API (unicorn-like) for tools. An Emulator
+owns guest memory, a code object and the register files its last dispatch left; `prepare` builds a Dispatch (every
+wave's registers at its first instruction) that tools can peek/poke, single-step, hook and run.
 
+    stats = launch("k.co", "fill", grid=4, block=256, args=[out, 7])
     emu = Emulator("k.co")
     d = emu.prepare("fill", grid=4, block=256, args=[out, 7])   # or kernarg=bytes for a raw launch
     d.reg(0, "v0"); d.set_reg(0, "s2", 7); d.hook(fn); d.step(); d.run(); d.finish()
+
+Arguments follow gputwin.isa.kernargs (the rules every launcher shares); code objects and their decoded programs
+live in one bounded cache (`CODE`), shared with the mock GPU's DISPATCH_DIRECT.
 """
 from __future__ import annotations
 
 import functools
+import hashlib
 import threading
-
 import time
+from collections import OrderedDict
 from pathlib import Path
 
 import numpy as np
 
 from gputwin.emu import core
 from gputwin.emu.checks import Checks
-from gputwin.emu.launch import (NUMPY_OF, LaunchStats, hidden_value, load, pack_number, program_for,
-                                raise_stop, three)
 from gputwin.emu.memory import GuestMemory
-from gputwin.errors import LaunchError
-from gputwin.isa.codeobj import CodeObject
+from gputwin.emu.program import PRIVATE_HI, SHARED_HI, Program
+from gputwin.errors import CodeObjectError, EmuCheckError, EmuError, EmuFault, EmuTrap, LaunchError
+from gputwin.isa.codeobj import CodeObject, load_code_object
+from gputwin.isa.kernargs import (NUMPY_OF, LaunchStats, hidden_value, pack, pack_number, read_code,  # noqa: F401
+                                  segment_size, three)
 from gputwin.isa.targets import target
+from gputwin.pcode import family_of
 
 BATCH_LANES = core.MAX_WAVES * 64
 PACKET_SIZE, QUEUE_SIZE = 64, 256  # hsa_kernel_dispatch_packet_t; an (all-zero) amd_queue_t stand-in
+APERTURES = (SHARED_HI, PRIVATE_HI)  # hidden_shared_base / hidden_private_base: the emulator's flat apertures
 USER_SGPRS = (("enable_sgpr_private_segment_buffer", 4), ("enable_sgpr_dispatch_ptr", 2), ("enable_sgpr_queue_ptr", 2),
               ("enable_sgpr_kernarg_segment_ptr", 2), ("enable_sgpr_dispatch_id", 2),
               ("enable_sgpr_flat_scratch_init", 2), ("enable_sgpr_private_segment_size", 1))  # ABI order
 
 
+def launch(code_object, kernel: str, *, grid, block, args, arch: str | None = None, serial: bool = False,
+           checks=True, trace=None, max_instructions: int | None = None) -> LaunchStats:
+  """Run `kernel` of `code_object` (bytes, a path to .co/.o/.s, or a CodeObject) over `grid` workgroups (x, y, z)
+  of `block` work-items. `args` follow gputwin.isa.kernargs: numpy arrays become guest buffers (mapped in place
+  when writeable, C-contiguous and overlapping no other argument; else copied in before and back after), ints are
+  device addresses for pointers, numbers are packed by the metadata, an int byte count sizes a `__local` pointer.
+  `serial`: one wave at a time (the oracle schedule). `checks`: True, False or a set of checker names (checks.py).
+  `trace`: a list to append (wave, pc, instruction, registers written) records to, or a path to write them to.
+  `max_instructions`: a watchdog on wave-instructions. Returns LaunchStats. Runs on an Emulator of `CODE` (one
+  per code object, so a repeated launch reuses its register files)."""
+  emu = CODE.take(code_object, arch)
+  try:
+    return emu.launch(kernel, grid=grid, block=block, args=args, serial=serial, checks=checks, trace=trace,
+                      max_instructions=max_instructions)
+  finally:
+    CODE.give(emu)
+
+
+class CodeCache:
+  """Every decoded thing the emulator keeps between launches, in one place with one bound (`limit` entries per kind,
+  least recently used out): code objects by content (bytes; a file by device, inode, mtime and size, so a repeated
+  launch skips the read), decoded `Program`s by (text, address, target, wave size) for Emulators and the mock GPU's
+  DISPATCH_DIRECT alike, and the idle Emulators of `launch()` (one per code object, at most `idle`: each keeps its
+  register files)."""
+
+  def __init__(self, limit: int = 64, idle: int = 2):
+    self.limit, self.idle_limit, self.lock = limit, idle, threading.Lock()
+    self.objects: OrderedDict = OrderedDict()
+    self.programs: OrderedDict = OrderedDict()
+    self.idle: OrderedDict = OrderedDict()
+
+  def _get(self, table: OrderedDict, key, make, limit: int | None = None):
+    with self.lock:
+      if key in table:
+        table.move_to_end(key)
+        return table[key]
+    v = make()
+    with self.lock:
+      v = table.setdefault(key, v)
+      while len(table) > (limit or self.limit):
+        table.popitem(last=False)
+    return v
+
+  def load(self, obj, arch: str | None = None) -> CodeObject:
+    """bytes, a CodeObject, or a path to .co/.o/.s -> CodeObject (.s assembled by gputwin.isa)."""
+    if isinstance(obj, CodeObject):
+      return obj
+    if not isinstance(obj, (str, Path)):
+      data = bytes(obj)
+      return self._get(self.objects, (hashlib.sha1(data).digest(), arch), lambda: load_code_object(data, arch=arch))
+    p = Path(obj)
+    try:
+      st = p.stat()
+    except OSError as e:
+      raise CodeObjectError(f"cannot read: {e.strerror}", str(p)) from None
+    return self._get(self.objects, (str(p), st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size, arch),
+                     lambda: self._read(p, arch))
+
+  def _read(self, p: Path, arch: str | None) -> CodeObject:
+    raw, arch = read_code(p, arch)
+    return self.load(raw, arch)
+
+  def program(self, text: bytes, base: int, arch: str, wave: int) -> Program:
+    """The decoded-once program of a code image (shared by every launch of any of its kernels)."""
+    return self._get(self.programs, (hashlib.sha1(text).digest(), base, arch, wave),
+                     lambda: Program(text, base, arch, family_of(arch), wave))
+
+  def take(self, code, arch: str | None) -> "Emulator":
+    """The idle Emulator of a code object (a new one when none is idle: launches may run on several threads)."""
+    co = self.load(code, arch)
+    with self.lock:
+      emu = self.idle.pop((id(co), arch), None)
+    return emu or Emulator(co, arch=arch)
+
+  def give(self, emu: "Emulator") -> None:
+    self._get(self.idle, (id(emu.co), emu.requested), lambda: emu, self.idle_limit)
+
+  def clear(self) -> None:
+    with self.lock:
+      self.objects.clear(), self.programs.clear(), self.idle.clear()
+
+
+CODE = CodeCache()
+
+
+def load(obj, arch: str | None = None) -> CodeObject:
+  """bytes, a CodeObject, or a path to .co/.o/.s -> CodeObject (through `CODE`)."""
+  return CODE.load(obj, arch)
+
+
 class Emulator:
   def __init__(self, code=None, *, arch: str | None = None, memory: GuestMemory | None = None):
-    self.co: CodeObject | None = load(code, arch) if code is not None else None
+    self.co: CodeObject | None = CODE.load(code, arch) if code is not None else None
     if self.co is not None and arch and self.co.arch != arch:
       raise LaunchError(f"code object is for {self.co.arch}, not {arch}", arch)
+    self.requested = arch
     self.arch = arch or (self.co.arch if self.co else None)
     if self.arch is not None:
       target(self.arch)
     self.mem = memory or GuestMemory(self.arch or "")
+    self.spare = _Spare()  # the register files of this Emulator's last dispatch (checkers off)
+    self.programs: dict[int, Program] = {}  # wave size -> the code object's decoded program (from CODE)
+
+  def program(self, wave: int) -> Program:
+    p = self.programs.get(wave)
+    if p is None:
+      p = self.programs[wave] = CODE.program(self.co.text, self.co.text_address, self.co.arch, wave)
+    return p
 
   # ---- guest memory
   def alloc(self, nbytes: int) -> int:
@@ -74,8 +182,8 @@ class Emulator:
 
 
 class _Spare:
-  """The register files of the last finished dispatch (checkers off), kept for the next one of the same shape:
-  Engine.restart clears only the rows it wrote, where allocating would clear (and page in) every file again."""
+  """The register files of an Emulator's last finished dispatch (checkers off), kept for the next one of the same
+  shape: Engine.restart clears only the rows it wrote, where allocating would clear (and page in) every file again."""
 
   def __init__(self, limit: int = 256 << 20):
     self.lock, self.eng, self.limit = threading.Lock(), None, limit
@@ -89,9 +197,6 @@ class _Spare:
     with self.lock:
       eng, self.eng = (self.eng, None) if self.eng is not None and self.eng.shape == shape else (None, self.eng)
     return eng
-
-
-_SPARE = _Spare()
 
 
 class Dispatch:
@@ -115,14 +220,19 @@ class Dispatch:
     self.copies: list[tuple[np.ndarray, int]] = []
     self.lds_size = -(-kd.group_segment_fixed_size // 16) * 16  # + dynamic LDS (`__local T *` arguments)
     self.queue_va, self.packet_va = mem.alloc(QUEUE_SIZE), mem.alloc(PACKET_SIZE)
-    self.kernarg_va = self._kernargs(args, kernarg)
+    try:
+      self.kernarg_va = self._kernargs(args, kernarg)
+    except BaseException:  # the Emulator lives on (launch() reuses it): give back what this dispatch mapped
+      for va in [va for _, va, _ in self.copies] + [self.queue_va, self.packet_va]:
+        mem.unmap(va)
+      raise
     size = [grid[i] * block[i] for i in range(3)]
     header = 2 | 1 << 8 | 3 << 9 | 3 << 11  # KERNEL_DISPATCH, barrier, system acquire/release fences
     mem.write_bytes(self.packet_va, np.array([header, 1 + (size[1] > 1 or size[2] > 1) + (size[2] > 1), *block, 0],
                                              "<u2").tobytes()
                     + np.array([*size, kd.private_segment_fixed_size, self.lds_size], "<u4").tobytes()
                     + np.array([kern.kd_address, self.kernarg_va, 0, 0], "<u8").tobytes())
-    self.prog = program_for(emu.co, self.L)
+    self.prog = emu.program(self.L)
     self.nw = -(-threads // self.L)  # waves per workgroup
     self.nwg = grid[0] * grid[1] * grid[2]
     priv = max(kd.private_segment_fixed_size, 1)  # scratch: one slot per lane, addresses below 4 GiB, <= 256 MiB
@@ -136,35 +246,15 @@ class Dispatch:
     self.t0 = time.perf_counter()
     self._next_batch()
 
-  # ---- arguments -> kernarg segment
+  # ---- arguments -> kernarg segment (gputwin.isa.kernargs: the rules every launcher shares)
   def _kernargs(self, args, raw) -> int:
-    kd, metas = self.kern.descriptor, self.kern.args
-    buf = bytearray(max(kd.kernarg_size, 256, max((a.offset + a.size for a in metas), default=0)))
     if raw is not None:
+      buf = bytearray(max(len(raw), segment_size(self.kern)))
       buf[:len(raw)] = raw
-    elif metas:
-      user = [a for a in metas if not a.value_kind.startswith("hidden")]
-      if len(args) != len(user):
-        raise LaunchError(f"[{self.arch}] kernel {self.name} takes {len(user)} arguments "
-                          f"({', '.join(a.type_name or a.value_kind for a in user)}), got {len(args)}",
-                          self.arch, self.name)
-      for i, (a, m) in enumerate(zip(args, user)):
-        buf[m.offset:m.offset + m.size] = self._arg(a, m, i)
-      for m in metas:
-        v = hidden_value(m.value_kind, self.grid, self.block, self.queue_va)
-        if v is not None:
-          buf[m.offset:m.offset + m.size] = int(v).to_bytes(m.size, "little")
-    else:  # no metadata (a bare .amdhsa_kernel): arrays -> 8-byte pointers, numbers -> 4 bytes, naturally aligned
-      off = 0
-      for a in args:
-        if isinstance(a, np.ndarray):
-          v = self._buffer(a)
-        else:
-          v = np.asarray(a) if isinstance(a, np.generic) else np.array(a, "f4" if isinstance(a, float) else "i4")
-          v = v.tobytes()
-        off = -(-off // len(v)) * len(v)
-        buf[off:off + len(v)] = v
-        off += len(v)
+    else:
+      ka = pack(self.kern, args, self.grid, self.block, arch=self.arch, queue_va=self.queue_va, apertures=APERTURES,
+                pointer=lambda a: int.from_bytes(self._buffer(a), "little") if isinstance(a, np.ndarray) else None)
+      buf, self.lds_size = ka.data, ka.lds_size
     va = self.emu.mem.alloc(len(buf))
     self.emu.mem.write_bytes(va, bytes(buf))
     return va
@@ -185,32 +275,11 @@ class Dispatch:
       self.copies.append((a, va, True))
     return va.to_bytes(8, "little")
 
-  def _arg(self, a, m, i) -> bytes:
-    where = f"[{self.arch}] argument {i} of {self.name}"
-    if m.value_kind == "by_value":
-      return pack_number(a, m, where)
-    if m.value_kind == "dynamic_shared_pointer":  # a `__local T *` argument: pass its size in bytes
-      if not isinstance(a, (int, np.integer)) or a < 0:
-        raise LaunchError(f"{where} is a __local pointer: pass its size in bytes, got {a!r}", self.arch, self.name)
-      off, self.lds_size = self.lds_size, self.lds_size + -(-int(a) // 16) * 16
-      return off.to_bytes(m.size, "little")
-    if m.value_kind != "global_buffer":
-      raise LaunchError(f"{where}: {m.value_kind} arguments are not supported", self.arch, self.name)
-    if isinstance(a, (int, np.integer)) and not isinstance(a, bool):  # a raw device address
-      return int(a).to_bytes(8, "little")
-    if not isinstance(a, np.ndarray):
-      raise LaunchError(f"{where} is a pointer ({m.type_name}); pass a numpy array, got {type(a).__name__}",
-                        self.arch, self.name)
-    want = NUMPY_OF.get(m.type_name.rstrip("*").strip())
-    if want and np.dtype(want).itemsize != a.dtype.itemsize:
-      raise LaunchError(f"{where} is {m.type_name}; got a {a.dtype} array", self.arch, self.name)
-    return self._buffer(a)
-
   # ---- waves: the ABI's initial state (AMDGPUUsage "Initial Kernel Execution State")
   def _next_batch(self) -> bool:
     if self.next_wg >= self.nwg:
       if self.eng is not None and self.eng.checks is None:
-        _SPARE.put(self.eng)  # the next dispatch of this shape starts on its register files
+        self.emu.spare.put(self.eng)  # the next dispatch of this shape starts on its register files
       self.eng = None
       return False
     kd, g0 = self.kern.descriptor, self.next_wg
@@ -221,7 +290,7 @@ class Dispatch:
              self.arch)
     checks, last = Checks.make(self.checks), self.eng
     mine = last is not None and last.checks is None and last.shape == shape
-    last = last if mine else _SPARE.take(shape)
+    last = last if mine else self.emu.spare.take(shape)
     if checks is None and last is not None:
       eng = last  # the previous batch's register files, only its written rows cleared
       # inside run(), the clears and v0 are left to each wave's start (the native tier does them in cache); the
@@ -432,3 +501,18 @@ def write_trace(path, trace) -> None:
 
 def _reg(name: str) -> tuple[str, int]:
   return (name, 0) if name in ("exec", "vcc", "m0", "scc", "pc") else (name[0], int(name[1:]))
+
+
+def raise_stop(st: core.Stop, eng, kernel: str, arch: str, first_wave: int = 0):
+  """Turn an executor stop into EmuFault / EmuTrap / EmuCheckError / EmuError naming where it happened (waves
+  numbered across the dispatch: `first_wave` is the batch's first)."""
+  op = st.op
+  pc = op.pc if op is not None else (int(eng.pc[st.wave]) if st.wave >= 0 else -1)
+  inst = op.text if op is not None else ""
+  wave = first_wave + st.wave if st.wave >= 0 else -1
+  loc = f"[{arch}] kernel {kernel}, wave {wave}, PC {pc:#x}" + (f": {inst}" if inst else "")
+  if st.kind == "fault":
+    f = st.fault
+    raise EmuFault(f.va, f.size, f.access, arch, kernel, pc, inst, str(f), wave) from None
+  cls = {"trap": EmuTrap, "check": EmuCheckError}.get(st.kind, EmuError)
+  raise cls(f"{loc}: {st.msg}", arch, kernel, pc, inst, wave) from None

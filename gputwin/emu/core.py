@@ -75,20 +75,22 @@ class _Mem:
 
 
 _NOMEM = _Mem(None)  # the memory object of instructions without memory access (holds nothing)
-_HEAP_TUNED = False
+HEAP_KEPT = False  # keep_heap() ran in this process
 
 
 def keep_heap(mmap_max: int = 32 << 20, trim: int = 1 << 30) -> None:
-  """Let glibc keep the emulator's big numpy temporaries on the heap (once per process; GPUTWIN_MALLOPT=0: don't).
+  """Let glibc keep the emulator's big numpy temporaries on the heap. Opt-in: it changes the allocator of the whole
+  process, so the library never calls it; the `gputwin` commands that run kernels and bench/run.py do, an
+  application may (once per process; GPUTWIN_MALLOPT=0 makes it a no-op).
 
   Every vectorised step makes short-lived arrays of 0.25-8 MiB. By default glibc serves those with fresh mmaps and
   returns them on free (or trims the heap top), so each pass first takes one page fault per 4 KiB: in a fresh
   process that made the tiled-matmul launch 2-3x slower than the same launch after glibc's thresholds had adapted.
   Raising M_MMAP_THRESHOLD (to 32 MiB, glibc's maximum) and M_TRIM_THRESHOLD makes freed blocks reusable."""
-  global _HEAP_TUNED
-  if _HEAP_TUNED or os.environ.get("GPUTWIN_MALLOPT") == "0":
+  global HEAP_KEPT
+  if HEAP_KEPT or os.environ.get("GPUTWIN_MALLOPT") == "0":
     return
-  _HEAP_TUNED = True
+  HEAP_KEPT = True
   try:
     libc = ctypes.CDLL(None)
     libc.mallopt(-1, trim)  # M_TRIM_THRESHOLD
@@ -108,7 +110,6 @@ class Engine:
   def __init__(self, prog: Program, mem, waves: int, lanes: int, nvgpr: int, nagpr: int, lds_size: int,
                priv_size: int, wg_of_wave: np.ndarray, checks, device: str = ""):
     self.prog, self.mem, self.W, self.L = prog, mem, waves, lanes
-    keep_heap()
     self.fam = prog.family
     self.sp = SPECIAL["cdna" if self.fam == "cdna" else "rdna"]
     # register files are indexed [wave, reg(, lane)] but stored register-major: one register of every wave (what

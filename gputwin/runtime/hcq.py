@@ -3,7 +3,7 @@
     dev = gputwin.runtime.open("mock:gfx1100")          # or "amd", "amd:1"
     buf = dev.alloc(4096); buf.copyin(np.arange(1024, dtype=np.float32))
     prg = dev.load("k.co"); prg("saxpy", buf, x, 2.0, 1024, grid=4, block=256); dev.synchronize()
-    dev.launch("k.co", "saxpy", grid=4, block=256, args=[out, x, y, 2.0, n])   # gputwin.emu.launch semantics
+    dev.launch("k.co", "saxpy", grid=4, block=256, args=[out, x, y, 2.0, n])   # gputwin.emu.launch's contract
 
 Flow: the sysfs topology names the GPUs (`devices()`); `Device` opens /dev/kfd (one `_Process` per kernel, shared by
 the GPUs of a machine) and the GPU's render node, ACQUIRE_VM, and creates a compute queue (PM4 ring + EOP + CWSR)
@@ -17,11 +17,11 @@ from __future__ import annotations
 import ctypes, dataclasses, threading, time
 from pathlib import Path
 import numpy as np
-from gputwin.emu.launch import LaunchStats
+from gputwin.abi import kfd as abi
+from gputwin.abi import pm4 as P
 from gputwin.errors import GPUFault, GputwinError, KernelDriverError, LaunchError
 from gputwin.isa.codeobj import CodeObject, load_code_object
-from gputwin.mock.amdgpu import packets as P
-from gputwin.mock.kfd import abi
+from gputwin.isa.kernargs import LaunchStats, pack, read_code, segment_size, three
 from gputwin.runtime.kernel import Kernel, kernel_for, parse_device
 
 TOPOLOGY = "/sys/devices/virtual/kfd/kfd/topology"
@@ -35,11 +35,17 @@ VRAM = abi.KFD_IOC_ALLOC_MEM_FLAGS_VRAM | abi.KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE |
 
 
 class QueueFault(GPUFault):
-  """A queue the GPU stopped (page fault, bad packet): names device, queue, ring offset, submission and address."""
+  """A queue the GPU stopped (page fault, trap, bad packet): names device, queue, ring offset, submission and address;
+  when the driver reports the GPU's own account (`error`: the mock's emulator error), also the kernel launched there,
+  the wave, PC (a GPU VA), instruction, access and size, as gputwin.emu's EmuFault / EmuTrap name them."""
 
-  def __init__(self, msg: str, device: str = "", queue: int = -1, offset: int = -1, va: int | None = None):
+  def __init__(self, msg: str, device: str = "", queue: int = -1, offset: int = -1, va: int | None = None,
+               kernel: str = "", error: Exception | None = None):
     super().__init__(msg)
-    self.device, self.queue, self.offset, self.va = device, queue, offset, va
+    self.device, self.queue, self.offset, self.va, self.kernel, self.error = device, queue, offset, va, kernel, error
+    self.pc, self.inst, self.wave = (getattr(error, k, d) for k, d in (("pc", -1), ("inst", ""), ("wave", -1)))
+    self.access, self.size = getattr(error, "access", ""), getattr(error, "size", 0)
+    self.arch = getattr(error, "arch", "")
 
 
 def parse_properties(text: str) -> dict[str, int]:
@@ -251,13 +257,13 @@ class Queue:
     self.doorbell = dev._doorbells(q.doorbell_offset).view(np.uint64, 1, q.doorbell_offset & (DOORBELL_SLICE - 1))
     self.signal = Signal(dev, self.ptrs, 64)
     self.timeline = 0
-    self.submissions: dict[int, str] = {}      # ring dword position -> what was submitted there (for errors)
+    self.submissions: dict[int, tuple] = {}    # ring dword position -> (what was submitted there, kernel)
     self.error: QueueFault | None = None
 
   def __repr__(self): return f"{self.kind} queue {self.queue_id} of {self.dev}"
 
   # ---- submission
-  def submit(self, words: list[int], what: str) -> int:
+  def submit(self, words: list[int], what: str, kernel: str = "") -> int:
     """Append packets + the timeline release, ring the doorbell; returns the timeline value that marks completion."""
     with self.lock:
       if self.error is not None: raise self.error
@@ -276,7 +282,7 @@ class Queue:
       if n > size // 2: raise GputwinError(f"{self}: submission of {n} dwords does not fit the ring")
       wdw = int(self.wptr[0]) * unit // 4
       while wdw + n - int(self.rptr[0]) * unit // 4 > size: self._wait_space(v)
-      self.submissions[wdw] = what
+      self.submissions[wdw] = (what, kernel)
       if len(self.submissions) > 4096: self.submissions = dict(list(self.submissions.items())[-2048:])
       i = wdw % size
       first = min(n, size - i)
@@ -313,11 +319,14 @@ class Queue:
   def _stopped(self, rptr: int, va: int):
     unit = 1 if self.sdma else 4
     pos = rptr * unit // 4
-    what = self.submissions.get(max((p for p in self.submissions if p <= pos), default=-1), "no recorded submission")
+    what, kernel = self.submissions.get(max((p for p in self.submissions if p <= pos), default=-1),
+                                        ("no recorded submission", ""))
     off = (pos * 4) % (len(self.words) * 4)
+    err = self.dev.k.gpu_error(self.dev.gpu_id, va)
+    why = f"{err}" if err is not None else f"memory exception at VA {va:#x}"
     self.error = QueueFault(f"{self.dev}: {self.kind} queue {self.queue_id} was stopped by the GPU at ring offset "
-                            f"{off:#x} (packet dword {pos}) in {what}: memory exception at VA {va:#x}; the queue is "
-                            f"no longer processed", str(self.dev), self.queue_id, off, va)
+                            f"{off:#x} (packet dword {pos}) in {what}: {why}; the queue is no longer processed",
+                            str(self.dev), self.queue_id, off, getattr(err, "va", va), kernel, err)
     raise self.error
 
   def destroy(self):
@@ -328,8 +337,9 @@ class Queue:
 
 @dataclasses.dataclass
 class LaunchResult(LaunchStats):
-  """gputwin.emu's LaunchStats (kernel, arch, waves, workgroups, wall seconds, wave size; instruction counts stay 0: a
-  userspace driver cannot see them) plus the GPU time between the RELEASE_MEM timestamps around the dispatch."""
+  """The launch contract's LaunchStats (kernel, arch, waves, workgroups, wave-instructions from the SQ_INSTS
+  performance counter read around the dispatch, wall seconds, wave size) plus the GPU time between the RELEASE_MEM
+  timestamps around it. Lane and native-tier counts are the emulator's own: a userspace driver does not see them."""
   gpu_seconds: float = 0.0
 
 
@@ -339,7 +349,7 @@ class Program:
   def __init__(self, dev: "Device", co):
     self.dev = dev
     self.co: CodeObject = co if isinstance(co, CodeObject) else load_code_object(
-      Path(co).read_bytes() if isinstance(co, (str, Path)) else bytes(co), arch=dev.arch)
+      read_code(co, dev.arch)[0] if isinstance(co, (str, Path)) else bytes(co), arch=dev.arch)   # (Device.load: bytes)
     if self.co.arch != dev.arch:
       raise LaunchError(f"code object is for {self.co.arch}, device {dev} is {dev.arch}", dev.arch)
     img = self.co.image
@@ -353,55 +363,39 @@ class Program:
                         f"{', '.join(sorted(self.co.kernels)) or 'none'}", self.dev.arch, name)
     return self.co.kernels[name]
 
-  def kernargs(self, name: str, args, grid, block, queue_va: int = 0) -> bytes:
-    """The kernarg segment: user arguments per the metadata (Buffers/ints as pointers, numbers packed by size and
-    type), hidden arguments (block counts, group sizes, grid dims ...) as the HSA runtime fills them."""
-    from gputwin.emu.launch import hidden_value, pack_number
-    k = self.kernel(name)
-    kd, metas = k.descriptor, k.args
-    buf = bytearray(max(kd.kernarg_size, 256, max((a.offset + a.size for a in metas), default=0)))
-    user = [a for a in metas if not a.hidden]
-    if len(args) != len(user):
-      raise LaunchError(f"[{self.dev.arch}] kernel {name} takes {len(user)} arguments "
-                        f"({', '.join(a.type_name or a.value_kind for a in user)}), got {len(args)}",
-                        self.dev.arch, name)
-    for i, (a, m) in enumerate(zip(args, user)):
-      if m.value_kind == "global_buffer":
-        if isinstance(a, Buffer): a = a.va
-        if not isinstance(a, (int, np.integer)) or isinstance(a, bool):
-          raise LaunchError(f"[{self.dev.arch}] argument {i} of {name} is a pointer ({m.type_name}); pass a Buffer, "
-                            f"got {type(a).__name__}", self.dev.arch, name)
-        buf[m.offset:m.offset + 8] = int(a).to_bytes(8, "little")
-      elif m.value_kind == "by_value":
-        buf[m.offset:m.offset + m.size] = pack_number(a, m, f"[{self.dev.arch}] argument {i} of {name}")
-      else: raise LaunchError(f"[{self.dev.arch}] argument {i} of {name}: {m.value_kind} arguments are not supported",
-                              self.dev.arch, name)
-    for m in metas:
-      if m.hidden and (h := hidden_value(m.value_kind, grid, block, queue_va)) is not None:
-        buf[m.offset:m.offset + m.size] = int(h).to_bytes(m.size, "little")
-    return bytes(buf)
+  def kernargs(self, name: str, args, grid, block, queue_va: int = 0, pointer=None):
+    """The kernarg segment (gputwin.isa.kernargs: the rules gputwin.emu's launch follows too): pointers are Buffers,
+    device addresses or what `pointer` maps; hidden arguments as the HSA runtime fills them. Returns Kernargs."""
+    def address(a):
+      return a.va if isinstance(a, Buffer) else pointer(a) if pointer is not None else None
+    return pack(self.kernel(name), args, grid, block, arch=self.dev.arch, pointer=address, queue_va=queue_va,
+                apertures=self.dev.apertures)
 
   def __call__(self, name: str, *args, grid, block, queue: Queue | None = None, profile: bool = False,
-               kernarg: bytes | None = None) -> int:
-    """Queue a launch; returns the timeline value of `queue` (default the device's compute queue) marking its end."""
-    from gputwin.emu.launch import three
+               kernarg: bytes | None = None, pointer=None) -> int:
+    """Queue a launch; returns the timeline value of `queue` (default the device's compute queue) marking its end.
+    `args` by gputwin.isa.kernargs (pointers: Buffers, device addresses, or what `pointer(a) -> va | None` maps);
+    `kernarg`: a raw segment instead; `profile`: GPU clock and SQ_INSTS around it (`timestamps`, `instructions`)."""
     grid, block = three(grid, "grid"), three(block, "block")
     k = self.kernel(name)
     kd, dev = k.descriptor, self.dev
     if block[0] * block[1] * block[2] > 1024:
       raise LaunchError(f"[{dev.arch}] kernel {name}: workgroup of {block[0] * block[1] * block[2]} work-items exceeds "
                         f"1024", dev.arch, name)
-    ka = kernarg if kernarg is not None else self.kernargs(name, args, grid, block)
+    size = max(len(kernarg), segment_size(k)) if kernarg is not None else segment_size(k)
     q = queue or dev.compute
     with q.lock:
-      base = dev._arena(len(ka) + 64 + 256, q)
-      karg, pkt_va, qptr = base, base + ((len(ka) + 63) & ~63), base + ((len(ka) + 63) & ~63) + 64
-      if kernarg is None and any(m.value_kind == "hidden_queue_ptr" for m in k.args):
-        ka = self.kernargs(name, args, grid, block, qptr)   # hidden_queue_ptr: the (zeroed) queue area
+      base = dev._arena(size + 64 + 256, q)
+      karg, pkt_va, qptr = base, base + ((size + 63) & ~63), base + ((size + 63) & ~63) + 64
+      if kernarg is None:
+        ka = self.kernargs(name, args, grid, block, qptr, pointer)   # hidden_queue_ptr: the (zeroed) queue area
+        ka, lds = bytes(ka.data), ka.lds_size
+      else:
+        ka, lds = bytes(kernarg), -(-kd.group_segment_fixed_size // 16) * 16
       gs = [grid[i] * block[i] for i in range(3)]
       dims = 1 + (gs[1] > 1 or gs[2] > 1) + (gs[2] > 1)
       packet = np.array([(2 << 0) | (1 << 8) | (3 << 9) | (3 << 11), dims, *block, 0], "<u2").tobytes() + \
-        np.array([*gs, kd.private_segment_fixed_size, kd.group_segment_fixed_size], "<u4").tobytes() + \
+        np.array([*gs, kd.private_segment_fixed_size, lds], "<u4").tobytes() + \
         np.array([self.mem.va + k.kd_address, karg, 0, 0], "<u8").tobytes()   # hsa_kernel_dispatch_packet_t
       dev._arena_buf.copyin(np.frombuffer(ka, np.uint8), karg - dev._arena_buf.va)
       dev._arena_buf.copyin(np.frombuffer(packet + bytes(256), np.uint8), pkt_va - dev._arena_buf.va)   # + queue
@@ -417,7 +411,7 @@ class Program:
           user[first:first + n] = [(vals[what] >> (32 * i)) & 0xFFFFFFFF for i in range(n)]
       raw = self.co.image[k.kd_address:k.kd_address + 64]
       rsrc3, rsrc1, rsrc2 = (int.from_bytes(raw[o:o + 4], "little") for o in (44, 48, 52))
-      rsrc2 = (rsrc2 & ~(0x1FF << 15)) | (-(-kd.group_segment_fixed_size // 512) << 15)
+      rsrc2 = (rsrc2 & ~(0x1FF << 15)) | (-(-lds // 512) << 15)   # LDS_SIZE: static + dynamic LDS
       L = kd.wave_size
       entry = self.mem.va + k.entry
       w = P.acquire_mem() + P.set_sh_reg("COMPUTE_PGM_LO", entry >> 8, entry >> 40) + \
@@ -426,12 +420,16 @@ class Program:
         P.set_sh_reg("COMPUTE_TMPRING_SIZE", (-(-kd.private_segment_fixed_size * L // 1024) << 12) | 0x3FF) + \
         P.set_sh_reg("COMPUTE_START_X", 0, 0, 0, *block) + \
         (P.set_sh_reg("COMPUTE_USER_DATA_0", *user) if user else [])
-      ts = q.ptrs.va + 128 + 16 * (self.dispatch_id % 32)
-      if profile: w += P.release_mem(ts, data_sel=P.DATA_SEL_GPU_CLOCK)
+      ts = q.ptrs.va + 128 + 32 * (self.dispatch_id % 32)   # profile: clock before/after, SQ_INSTS before/after
+      if profile:
+        w += P.release_mem(ts, data_sel=P.DATA_SEL_GPU_CLOCK) + \
+          P.copy_data(P.COPY_SRC_PERFCOUNTERS, P.SQ_PERFCOUNTER0_LO, ts + 16)
       w += P.dispatch_direct(*grid, P.DISPATCH_COMPUTE_SHADER_EN | P.DISPATCH_FORCE_START_AT_000 |
                              (P.DISPATCH_CS_W32_EN if L == 32 else 0)) + P.event_write(P.CS_PARTIAL_FLUSH)
-      if profile: w += P.release_mem(ts + 8, data_sel=P.DATA_SEL_GPU_CLOCK)
-      v = q.submit(w, f"launch of kernel {name} (grid {grid}, block {block})")
+      if profile:
+        w += P.release_mem(ts + 8, data_sel=P.DATA_SEL_GPU_CLOCK) + \
+          P.copy_data(P.COPY_SRC_PERFCOUNTERS, P.SQ_PERFCOUNTER0_LO, ts + 24)
+      v = q.submit(w, f"launch of kernel {name} (grid {grid}, block {block})", name)
       self.last_timestamps = (q.ptrs, ts - q.ptrs.va) if profile else None
       return v
 
@@ -440,6 +438,14 @@ class Program:
     mem, off = self.last_timestamps
     t = mem.view(np.uint64, 2, off)
     return int(t[0]), int(t[1])
+
+  def instructions(self) -> int:
+    """Wave-instructions of the last profiled launch (after it completed): the SQ_INSTS performance counter before
+    and after it. The mock GPU counts it always; real hardware would need SQ_PERFCOUNTER0_SELECT programmed first
+    (not done here)."""
+    mem, off = self.last_timestamps
+    c = mem.view(np.uint64, 2, off + 16)
+    return int(c[1]) - int(c[0])
 
   def free(self): self.dev._free(self.mem)
 
@@ -465,6 +471,8 @@ class Device:
     try:
       self.render = self.proc.render(g)
       self.proc.join(self)
+      ap = next(a for a in self.proc.ioctl("GET_PROCESS_APERTURES").process_apertures if a.gpu_id == self.gpu_id)
+      self.apertures = (ap.lds_base >> 32, ap.scratch_base >> 32)   # hidden_shared_base / hidden_private_base
       self._arena_buf = self._alloc(4 << 20, GTT)
       self._arena_at, self._arena_lock = 0, threading.Lock()
       self.compute = self.queue("compute")
@@ -572,48 +580,40 @@ class Device:
     return self.proc.ioctl("GET_CLOCK_COUNTERS", gpu_id=self.gpu_id).gpu_clock_counter
 
   def load(self, code_object) -> Program:
-    """Upload a code object (bytes, path or CodeObject) to VRAM; cached per content."""
-    key = code_object if isinstance(code_object, CodeObject) else \
-      (Path(code_object).read_bytes() if isinstance(code_object, (str, Path)) else bytes(code_object))
-    key = id(key) if isinstance(key, CodeObject) else key
-    if key not in self._programs: self._programs[key] = Program(self, code_object)
+    """Upload a code object (bytes, a path to .co/.o/.s, or a CodeObject) to VRAM; cached per content."""
+    co = code_object if isinstance(code_object, CodeObject) else \
+      (read_code(code_object, self.arch)[0] if isinstance(code_object, (str, Path)) else bytes(code_object))
+    key = id(co) if isinstance(co, CodeObject) else co
+    if key not in self._programs: self._programs[key] = Program(self, co)
     return self._programs[key]
 
   def launch(self, code_object, kernel: str, *, grid, block, args, profile: bool = True) -> LaunchResult:
-    """gputwin.emu.launch through the PM4 path: numpy arrays are copied into fresh buffers and back into the same
-    arrays afterwards, numbers packed per the metadata; the launch is waited for."""
-    from gputwin.emu.launch import NUMPY_OF, three
+    """gputwin.emu.launch through the PM4 path, with its argument rules (gputwin.isa.kernargs): numpy arrays are copied
+    into fresh buffers and back into the same arrays afterwards, Buffers and ints are device addresses, numbers are
+    packed per the metadata, an int sizes a `__local` pointer; the launch is waited for."""
     prg = self.load(code_object)
     k = prg.kernel(kernel)
-    user = [a for a in k.args if not a.hidden]
-    if k.args and len(args) != len(user):
-      raise LaunchError(f"[{self.arch}] kernel {kernel} takes {len(user)} arguments "
-                        f"({', '.join(a.type_name or a.value_kind for a in user)}), got {len(args)}", self.arch, kernel)
-    t0, bufs, conv = time.perf_counter(), [], []
+    t0, bufs = time.perf_counter(), []
+
+    def stage(a):
+      if not isinstance(a, np.ndarray): return None
+      b = self._alloc(a.nbytes, VRAM)
+      b.copyin(a)
+      bufs.append((a, b))
+      return b.va
     try:
-      for i, (a, m) in enumerate(zip(args, user)):
-        if isinstance(a, np.ndarray) and m.value_kind == "global_buffer":
-          want = NUMPY_OF.get(m.type_name.rstrip("*").strip())
-          if want and np.dtype(want).itemsize != a.dtype.itemsize:
-            raise LaunchError(f"[{self.arch}] argument {i} of {kernel} is {m.type_name}; got a {a.dtype} array",
-                              self.arch, kernel)
-          b = self._alloc(a.nbytes, VRAM)
-          b.copyin(a)
-          bufs.append((a, b))
-          a = b
-        conv.append(a)
       g, bl = three(grid, "grid"), three(block, "block")
-      prg(kernel, *conv, grid=g, block=bl, profile=profile)
+      prg(kernel, *args, grid=g, block=bl, profile=profile, pointer=stage)
       self.compute.wait()
       for a, b in bufs:
-        if a.flags.writeable: b.copyout(a)
+        if a.flags.writeable and a.nbytes: b.copyout(a)
     finally:
       for _, b in bufs: self._free(b)
     L = k.descriptor.wave_size
-    nw = -(-(bl[0] * bl[1] * bl[2]) // L)
+    nw, nwg = -(-(bl[0] * bl[1] * bl[2]) // L), g[0] * g[1] * g[2]
     t = prg.timestamps() if profile else (0, 0)
-    return LaunchResult(kernel, self.arch, waves=nw * g[0] * g[1] * g[2], workgroups=g[0] * g[1] * g[2],
-                        seconds=time.perf_counter() - t0, wave_size=L, gpu_seconds=(t[1] - t[0]) / GPU_CLOCK_HZ)
+    return LaunchResult(kernel, self.arch, waves=nw * nwg, workgroups=nwg, instructions=prg.instructions() if profile
+                        else 0, seconds=time.perf_counter() - t0, wave_size=L, gpu_seconds=(t[1] - t[0]) / GPU_CLOCK_HZ)
 
   def close(self):
     if self.closed: return

@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses, fcntl, os, select, threading
 from typing import Protocol, runtime_checkable
 from gputwin.errors import KernelDriverError
-from gputwin.mock.hostmem import host_mmap, host_munmap
+from gputwin.abi.hostmem import host_mmap, host_munmap
 
 DEFAULT_DEVICE = "mock:gfx1100"
 
@@ -35,6 +35,9 @@ class Kernel(Protocol):
   def listdir(self, path: str) -> list[str]: ...
   def exists(self, path: str) -> bool: ...
   def poll(self, fds: list[int], events: int = select.POLLIN, timeout_ms: int = 0) -> list[tuple[int, int]]: ...
+  def gpu_error(self, gpu_id: int, va: int) -> Exception | None:
+    """What the driver knows about a GPU fault beyond its MEMORY event (gpu, VA): the real kernel writes that to its
+    log (None here); the mock returns the emulator's error (target, wave, PC, instruction, address, access)."""
 
 
 class OSKernel:
@@ -63,6 +66,8 @@ class OSKernel:
     p = select.poll()
     for fd in fds: p.register(fd, events)
     return p.poll(timeout_ms)
+
+  def gpu_error(self, gpu_id: int, va: int) -> Exception | None: return None   # amdgpu reports it in the kernel log
 
 
 @dataclasses.dataclass(frozen=True)

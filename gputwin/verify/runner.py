@@ -85,7 +85,7 @@ def run(code, kernel: str | None = None, *, grid, block, args, arch: str | None 
   """Launch on a copy of the named `args` [(name, value)] on the emulator, or through gputwin.runtime on `device`
   ("mock:gfx1100", "amd:0"; no trace there). Arguments that cannot be launched at all raise; faults do not."""
   from gputwin.emu.api import Emulator
-  from gputwin.emu.launch import three
+  from gputwin.isa.kernargs import three
   args = _copy(args)
   emu = Emulator(load_code(code, arch), arch=arch)
   names = sorted(emu.co.kernels)

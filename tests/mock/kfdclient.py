@@ -2,8 +2,8 @@
 from __future__ import annotations
 import ctypes, errno
 import pytest
-from gputwin.mock.hostmem import PROT_READ, PROT_WRITE, MAP_SHARED
-from gputwin.mock.kfd import abi
+from gputwin.abi.hostmem import PROT_READ, PROT_WRITE, MAP_SHARED
+from gputwin.abi import kfd as abi
 from gputwin.mock.kfd.driver import MockKernel
 
 GTT = abi.KFD_IOC_ALLOC_MEM_FLAGS_GTT | abi.KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE

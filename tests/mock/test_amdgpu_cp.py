@@ -3,9 +3,9 @@ runtime): packets execute inside WAIT_EVENTS, errors put the queue in KFD's erro
 import ctypes
 import numpy as np
 import pytest
-from gputwin.mock.amdgpu import packets as P
+from gputwin.abi import pm4 as P
 from gputwin.mock.amdgpu.gpu import attach
-from gputwin.mock.kfd import abi
+from gputwin.abi import kfd as abi
 from kfdclient import Client
 
 

@@ -2,8 +2,8 @@
 pointer, reports progress through the read pointer and completes work with an end-of-pipe interrupt. The "runtime"
 side uses only the kernel seam (open/ioctl/mmap/read_text) and the mapped memory, as it would on a real /dev/kfd."""
 import ctypes, threading, time
-from gputwin.mock.hostmem import MAP_SHARED, PROT_READ, PROT_WRITE
-from gputwin.mock.kfd import abi
+from gputwin.abi.hostmem import MAP_SHARED, PROT_READ, PROT_WRITE
+from gputwin.abi import kfd as abi
 from gputwin.mock.kfd.topology import TOPOLOGY, parse_properties
 from kfdclient import Client
 

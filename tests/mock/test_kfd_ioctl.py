@@ -3,8 +3,8 @@ bad ones. Each errno cites the kernel function it comes from (drivers/gpu/drm/am
 import ctypes, errno, os, re, threading, time
 import pytest
 from gputwin.errors import GPUPageFault
-from gputwin.mock.hostmem import MAP_SHARED, PROT_READ, PROT_WRITE
-from gputwin.mock.kfd import abi
+from gputwin.abi.hostmem import MAP_SHARED, PROT_READ, PROT_WRITE
+from gputwin.abi import kfd as abi
 from gputwin.mock.kfd.driver import ENOTSUPP
 from kfdclient import Client, GTT, VRAM, EINVAL, EFAULT, ENOMEM, ENODEV, ESRCH, EBUSY, EPERM
 

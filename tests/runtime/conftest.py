@@ -4,6 +4,7 @@ import pytest
 
 TARGETS = ("gfx1100", "gfx1200", "gfx942", "gfx950")
 SOURCES = {"suite": Path(__file__).parents[1] / "emu" / "kernels" / "suite.cl",
+           "dynlds": Path(__file__).parents[1] / "emu" / "kernels" / "dynlds.cl",
            "small": Path(__file__).parent / "kernels.cl"}
 
 

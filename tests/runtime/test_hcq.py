@@ -6,7 +6,7 @@ import pytest
 import gputwin.runtime as rt
 from gputwin.errors import LaunchError
 from gputwin.emu import launch as emu_launch
-from gputwin.mock.amdgpu import packets as P
+from gputwin.abi import pm4 as P
 from gputwin.runtime.kernel import kernel_for
 from tests.emu.cases import CASES
 from tests.runtime.conftest import TARGETS
@@ -261,7 +261,7 @@ def test_profiling_timestamps_and_host_threads(clang_co):
 
 class SeamOnly:
   """The Kernel protocol and nothing else: proves the runtime reaches the (mock) driver only through the seam."""
-  CALLS = ("open", "close", "ioctl", "mmap", "munmap", "read_text", "listdir", "exists", "poll")
+  CALLS = ("open", "close", "ioctl", "mmap", "munmap", "read_text", "listdir", "exists", "poll", "gpu_error")
 
   def __init__(self, k): self._k, self.calls = k, {}
   def __getattr__(self, name):

@@ -2,7 +2,7 @@
 import ctypes, os
 import pytest
 from gputwin.errors import KernelDriverError
-from gputwin.mock.kfd import abi
+from gputwin.abi import kfd as abi
 from gputwin.runtime.kernel import Kernel, OSKernel, kernel_for, parse_device
 
 

@@ -7,21 +7,19 @@ hardware's SPI gives each wave (user SGPRs from USER_DATA, then workgroup ids an
 enables them, work-item ids in v0) and runs the emulator's Engine over the GPU's own address space.
 
 The wave setup itself is gputwin.emu's `api.init_waves` (the same ABI state a code-object launch gets); this module
-only adds what registers imply: `Program` (decoder cache) over the GPU's memory, `core.Engine` / `core.run` and
-`launch.raise_stop` (errors naming target, PC and instruction). `GPUMemory` adapts the mock's GPUAddressSpace to emu's AddressSpace.
+only adds what registers imply: the decoded program of the BO the PC points into (emu's one code cache,
+`api.CODE`), `core.Engine` / `core.run` and `api.raise_stop` (errors naming target, PC and instruction).
+`GPUMemory` adapts the mock's GPUAddressSpace to emu's AddressSpace.
 """
 from __future__ import annotations
-import hashlib
 import numpy as np
 from gputwin.emu import core
-from gputwin.emu.api import init_waves
-from gputwin.emu.launch import raise_stop
+from gputwin.emu.api import CODE, init_waves, raise_stop
 from gputwin.emu.program import Program
 from gputwin.errors import GPUPageFault
 from gputwin.isa.kd import KD_SIZE, KernelDescriptor
 from gputwin.isa.targets import target
 from gputwin.mock.kfd.vm import GPUAddressSpace
-from gputwin.pcode import family_of
 
 _U = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 LDS_GRANULE = {9: 512, 10: 512, 11: 512, 12: 512}   # RSRC2.LDS_SIZE unit in bytes (128 dwords)
@@ -68,21 +66,12 @@ class GPUMemory:
   def write_bytes(self, va: int, data: bytes) -> None: self.vm.write(va, data)
 
 
-_programs: dict[tuple, Program] = {}
-
-
 def _program(vm: GPUAddressSpace, pc: int, arch: str, wave: int) -> Program:
-  """The decoder cache for the code around pc: the whole BO holding it (code objects are uploaded as one image),
+  """The decoded program of the code around pc: the whole BO holding it (code objects are uploaded as one image),
   keyed by its bytes so a re-upload is decoded afresh."""
   m = vm.find(pc)
   if m is None: raise GPUPageFault(pc, 4, "execute", vm.device, "COMPUTE_PGM_LO/HI points at no mapping")
-  text = bytes(m.bo.view[:m.size])
-  key = (m.va, arch, wave, hashlib.sha1(text).digest())
-  p = _programs.get(key)
-  if p is None:
-    if len(_programs) > 64: _programs.clear()
-    p = _programs[key] = Program(text, m.va, arch, family_of(arch), wave)
-  return p
+  return CODE.program(bytes(m.bo.view[:m.size]), m.va, arch, wave)
 
 
 def descriptor(arch: str, rsrc1: int, rsrc2: int, rsrc3: int, lds: int, scratch: int, w32: bool) -> KernelDescriptor:

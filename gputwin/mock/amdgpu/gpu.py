@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses, threading, time
 import numpy as np
 from gputwin.errors import GPUPageFault, GputwinError
-from gputwin.mock.amdgpu import packets as P
+from gputwin.abi import pm4 as P
 from gputwin.mock.amdgpu.dispatch import run_dispatch
 
 
@@ -56,6 +56,7 @@ class VirtualGPU:
     self._lock = threading.Lock()        # guards _queues/_thread (never held while calling into the kernel)
     self._run = threading.RLock()        # one engine step at a time
     self._thread: threading.Thread | None = None
+    self.perf: dict[int, dict[int, int]] = {}   # gpu_id -> performance counter register -> value (SQ_INSTS in 0)
     self.k.on_doorbell.append(self._bell)
     self.k.on_queue.append(self._queue_event)
 
@@ -124,14 +125,14 @@ class VirtualGPU:
       except QueueError as e:
         self._fault(q, st, str(e), e.va)
       except GPUPageFault as e:
-        self._fault(q, st, str(e), e.va)
+        self._fault(q, st, str(e), e.va, e)
       except GputwinError as e:            # the emulator stopped a wave (trap, illegal instruction ...)
-        self._fault(q, st, str(e), None)
+        self._fault(q, st, str(e), None, e)
       except Exception as e:               # a bug of the model is still this queue's error, not the host's
         self._fault(q, st, f"internal error {type(e).__name__}: {e}", None)
       return retired
 
-  def _fault(self, q, st, msg: str, va: int | None):
+  def _fault(self, q, st, msg: str, va: int | None, error: Exception | None = None):
     if q not in self._queues: return   # destroyed while we looked at it: nothing to report
     try: rptr = self.k.address_space(q.gpu.gpu_id).read_u64(q.rptr_va)
     except (GPUPageFault, LookupError): rptr = -1
@@ -139,7 +140,7 @@ class VirtualGPU:
     where = f"ring offset {(rptr * (1 if q.is_sdma else 4)) % q.ring_size:#x}" if rptr >= 0 else "ring"
     if st.ib: where += f", indirect buffer {st.ib[0]:#x} offset {4 * st.ib[2]:#x}"
     self.k.fault_queue(q, f"[{q.gpu.name}] {kind} queue {q.queue_id}, {where}: {msg}",
-                       va if va is not None else q.ring_base)
+                       va if va is not None else q.ring_base, error)
 
   # ------------------------------------------------------------------ PM4
   def _pm4(self, q, st, vm, fetch, pos, end) -> int:
@@ -181,7 +182,8 @@ class VirtualGPU:
 
   def _pm4_exec(self, q, st, vm, op: int, b: list[int], at: int):
     gpu = q.gpu
-    need = {P.SET_SH_REG: 1, P.DISPATCH_DIRECT: 4, P.WRITE_DATA: 3, P.WAIT_REG_MEM: 6, P.RELEASE_MEM: 7}.get(op, 0)
+    need = {P.SET_SH_REG: 1, P.DISPATCH_DIRECT: 4, P.WRITE_DATA: 3, P.WAIT_REG_MEM: 6, P.RELEASE_MEM: 7,
+            P.COPY_DATA: 5}.get(op, 0)
     if len(b) < need:
       raise QueueError(f"{P.PM4_NAMES.get(op, hex(op))} packet with {len(b)} body dwords (needs {need})", at)
     if op in (P.NOP, P.ACQUIRE_MEM, P.EVENT_WRITE): return   # caches are coherent here; nothing to flush
@@ -192,8 +194,23 @@ class VirtualGPU:
     elif op == P.DISPATCH_DIRECT:
       st.regs["COMPUTE_DISPATCH_INITIATOR"] = b[3]
       st.dispatches += 1
-      st.instructions += run_dispatch(vm, gpu.name, st.regs, (max(b[0], 1), max(b[1], 1), max(b[2], 1)),
-                                      f"dispatch {st.dispatches} (PGM {st.regs.get('COMPUTE_PGM_LO', 0) << 8:#x})")
+      n = run_dispatch(vm, gpu.name, st.regs, (max(b[0], 1), max(b[1], 1), max(b[2], 1)),
+                       f"dispatch {st.dispatches} (PGM {st.regs.get('COMPUTE_PGM_LO', 0) << 8:#x})")
+      st.instructions += n
+      perf = self.perf.setdefault(gpu.gpu_id, {})
+      perf[P.SQ_PERFCOUNTER0_LO] = perf.get(P.SQ_PERFCOUNTER0_LO, 0) + n
+    elif op == P.COPY_DATA:
+      src_sel, dst_sel, wide = b[0] & 0xF, (b[0] >> 8) & 0xF, b[0] & P.COPY_COUNT_64
+      src = (b[2] << 32) | b[1]
+      if src_sel == P.COPY_SRC_PERFCOUNTERS: v = self.perf.get(gpu.gpu_id, {}).get(b[1] & 0x3FFFF, 0)
+      elif src_sel == P.COPY_SRC_IMMEDIATE: v = src
+      elif src_sel == P.COPY_SRC_GPU_CLOCK: v = gpu_clock()
+      elif src_sel == P.COPY_SRC_MEMORY: v = vm.read_u64(src) if wide else vm.read_u32(src)
+      else: raise QueueError(f"COPY_DATA source select {src_sel} is not modelled", at)
+      if dst_sel not in (2, 5): raise QueueError(f"COPY_DATA destination select {dst_sel} is not modelled", at)
+      va = (b[4] << 32) | b[3]
+      if wide: vm.write_u64(va, v & (2**64 - 1))
+      else: vm.write_u32(va, v & 0xFFFFFFFF)
     elif op == P.WRITE_DATA:
       if (b[0] >> 8) & 0xF not in (1, 2, 5): return          # register / GDS destinations are not modelled
       va = (b[2] << 32) | b[1]

@@ -16,8 +16,8 @@ interrupt that signals events the way kfd_signal_event_interrupt does) and `memo
 from __future__ import annotations
 import ctypes, dataclasses, errno, os, select, threading, time
 from typing import Callable
-from gputwin.mock.hostmem import (PAGE_SIZE, HostBuffer, host_mmap, host_munmap, host_range_mapped, page_align)
-from gputwin.mock.kfd import abi
+from gputwin.abi.hostmem import (PAGE_SIZE, HostBuffer, host_mmap, host_munmap, host_range_mapped, page_align)
+from gputwin.abi import kfd as abi
 from gputwin.mock.kfd.topology import GPUNode, Topology, CPU_MEM
 from gputwin.mock.kfd.vm import BufferObject, GPUAddressSpace
 
@@ -161,6 +161,7 @@ class MockKernel:
     self._vram_used = {g.gpu_id: 0 for g in self.gpus}
     self._sysmem_used = 0
     self.on_doorbell: list[Callable[[MockQueue, int], None]] = []
+    self._gpu_errors: dict[tuple[int, int], Exception] = {}   # (gpu_id, VA) -> the error fault_queue was given
     self.on_queue: list[Callable[[MockQueue, bool], None]] = []   # (queue, created?) after CREATE/DESTROY_QUEUE
     self._handlers = {nr: getattr(self, "_" + name.lower(), None) for name, nr, _, _ in abi.IOCTLS}
 
@@ -279,11 +280,21 @@ class MockKernel:
   def read_wptr(self, q: MockQueue) -> int: return self.address_space(q.gpu.gpu_id).read_u64(q.wptr_va)
   def write_rptr(self, q: MockQueue, value: int): self.address_space(q.gpu.gpu_id).write_u64(q.rptr_va, value)
 
-  def fault_queue(self, queue: MockQueue, reason: str, va: int | None = None) -> None:
+  def fault_queue(self, queue: MockQueue, reason: str, va: int | None = None, error: Exception | None = None) -> None:
     """Put a queue in the error state the way KFD reports a GPU fault: the queue stops being processed and, for a VM
-    fault at `va`, MEMORY events carry the fault (kfd_signal_vm_fault_event)."""
+    fault at `va`, MEMORY events carry the fault (kfd_signal_vm_fault_event). `error`: the GPU's own account (the
+    emulator's exception), kept for `gpu_error` as the real kernel's log would keep amdgpu's fault report."""
     queue.error = reason
-    if va is not None: self.memory_exception(queue.gpu.gpu_id, va)
+    if va is not None:
+      if error is not None:
+        with self._cv:
+          self._gpu_errors[queue.gpu.gpu_id, va] = error
+          while len(self._gpu_errors) > 64: self._gpu_errors.pop(next(iter(self._gpu_errors)))
+      self.memory_exception(queue.gpu.gpu_id, va)
+
+  def gpu_error(self, gpu_id: int, va: int) -> Exception | None:
+    """The seam's fault report: the error a GPU of this machine stopped a queue with at `va` (None if none)."""
+    with self._cv: return self._gpu_errors.get((gpu_id, va))
 
   def _fire(self, queue: MockQueue, value: int):
     queue.last_doorbell = value

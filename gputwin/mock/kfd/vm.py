@@ -9,7 +9,7 @@ from __future__ import annotations
 import bisect, dataclasses, threading
 import numpy as np
 from gputwin.errors import GPUPageFault
-from gputwin.mock.hostmem import HostBuffer, host_view
+from gputwin.abi.hostmem import HostBuffer, host_view
 
 
 @dataclasses.dataclass(eq=False)

@@ -7,17 +7,17 @@ follows the order of the compute registers mirrored in the MQD (v9_structs.h / v
 MQD ordinal n of that block is SH offset 0x200 + n - 1. The same offsets hold on gfx9, gfx11 and gfx12.
 
 Both sides use this module: the command processor (gputwin.mock.amdgpu.gpu) decodes with it and the runtime
-(gputwin.runtime.hcq) encodes with it, so a packet has one definition.
+(gputwin.runtime.hcq) encodes with it, so a packet has one definition; it imports nothing of gputwin.
 """
 from __future__ import annotations
 
 # ---------------------------------------------------------------- PM4 type-3
 PACKET3_SET_SH_REG_START = 0x2C00
 NOP, INDIRECT_BUFFER, DISPATCH_DIRECT, WRITE_DATA, WAIT_REG_MEM = 0x10, 0x3F, 0x15, 0x37, 0x3C
-EVENT_WRITE, RELEASE_MEM, ACQUIRE_MEM, SET_SH_REG = 0x46, 0x49, 0x58, 0x76
+EVENT_WRITE, RELEASE_MEM, ACQUIRE_MEM, SET_SH_REG, COPY_DATA = 0x46, 0x49, 0x58, 0x76, 0x40
 PM4_NAMES = {NOP: "NOP", INDIRECT_BUFFER: "INDIRECT_BUFFER", DISPATCH_DIRECT: "DISPATCH_DIRECT",
              WRITE_DATA: "WRITE_DATA", WAIT_REG_MEM: "WAIT_REG_MEM", EVENT_WRITE: "EVENT_WRITE",
-             RELEASE_MEM: "RELEASE_MEM", ACQUIRE_MEM: "ACQUIRE_MEM", SET_SH_REG: "SET_SH_REG"}
+             RELEASE_MEM: "RELEASE_MEM", ACQUIRE_MEM: "ACQUIRE_MEM", SET_SH_REG: "SET_SH_REG", COPY_DATA: "COPY_DATA"}
 
 # compute SH registers: name -> dword offset from SET_SH_REG_START (MQD ordinal + 0x1ff)
 _MQD_ORDER = ["DISPATCH_INITIATOR", "DIM_X", "DIM_Y", "DIM_Z", "START_X", "START_Y", "START_Z", "NUM_THREAD_X",
@@ -41,6 +41,12 @@ COMPARE = {0: lambda a, b: True, 1: lambda a, b: a < b, 2: lambda a, b: a <= b, 
 WAIT_MEM_SPACE_MEM = 1 << 4
 WRITE_DATA_DST_MEM = 5 << 8                                              # memory (async, direct)
 IB_VALID = 1 << 23
+# COPY_DATA control (nvd.h PACKET3_COPY_DATA 0x40; field values from the pinned tinygrad wheel's autogen/am/pm4_nv.py)
+COPY_SRC_MEMORY, COPY_SRC_PERFCOUNTERS, COPY_SRC_IMMEDIATE, COPY_SRC_GPU_CLOCK = 2, 4, 5, 9
+COPY_DST_MEMORY, COPY_COUNT_64, COPY_WR_CONFIRM = 5 << 8, 1 << 16, 1 << 20
+# SQ performance counter 0 (regSQ_PERFCOUNTER0_LO/HI, the same dword offset in gc 9.4.3, 11.0.0 and 12.0.0: the
+# wheel's autogen/am/regs.py); the mock GPU counts SQ_INSTS (wave-instructions) in it
+SQ_PERFCOUNTER0_LO = 0x31C0
 
 
 def header(op: int, body: int) -> int:
@@ -59,6 +65,11 @@ def indirect_buffer(va: int, ndw: int) -> list[int]: return pkt(INDIRECT_BUFFER,
                                                                  IB_VALID | ndw)
 def acquire_mem() -> list[int]: return pkt(ACQUIRE_MEM, 0, 0xFFFFFFFF, 0xFF, 0, 0, 10, 0x3FF)   # all VA, all caches
 def event_write(event: int, index: int = 4) -> list[int]: return pkt(EVENT_WRITE, event | (index << 8))
+def copy_data(src_sel: int, src: int, va: int) -> list[int]:
+  """64 bits from `src` (a register offset, a memory address or immediate data per `src_sel`) to memory at va."""
+  return pkt(COPY_DATA, src_sel | COPY_DST_MEMORY | COPY_COUNT_64 | COPY_WR_CONFIRM, *lo_hi(src), *lo_hi(va))
+
+
 def write_data(va: int, *dwords: int) -> list[int]: return pkt(WRITE_DATA, WRITE_DATA_DST_MEM, *lo_hi(va), *dwords)
 
 
