@@ -8,14 +8,14 @@ vendor tables (scalar operand codes, inline constants). Nothing here knows an in
 from __future__ import annotations
 
 import functools
-import re
 import struct
 from dataclasses import dataclass, field
 
-from gputwin.errors import DecodeError, GputwinError, PcodeError
+from gputwin.errors import GputwinError, PcodeError
 from gputwin.isa import Inst, decode
-from gputwin.isa.syntax import signature
+from gputwin.isa.operands import operands, returns, signature, vopd_halves
 from gputwin.pcode import semantics
+from gputwin.pcode.analysis import adds_offset as body_adds_offset, writes_memory
 
 # scalar operand codes (vendor "SSRC" enumeration): family kind -> name -> code
 SPECIAL = {"rdna": dict(vcc=106, null=124, m0=125, exec=126), "cdna": dict(vcc=106, null=125, m0=124, exec=126)}
@@ -23,31 +23,18 @@ APERTURE = {235: 0x1000, 236: 0x1000, 237: 0x2000, 238: 0x2000}  # SRC_{SHARED,P
 SHARED_HI, PRIVATE_HI = 0x1000, 0x2000
 VCCZ, EXECZ, SCC_CODE = 251, 252, 253
 
-# Instructions without pseudocode that the executor itself implements (control, not arithmetic).
-CONTROL = {"S_ENDPGM": "end", "S_ENDPGM_SAVED": "end", "S_BARRIER": "barrier", "S_BARRIER_SIGNAL": "barrier",
-           "S_BARRIER_WAIT": "nop", "S_TRAP": "trap", "S_SENDMSG": "nop", "S_SENDMSGHALT": "nop",
-           "S_SENDMSG_RTN_B32": "nop",
-           "S_CLAUSE": "nop", "S_NOP": "nop", "S_CODE_END": "bad", "S_WAITCNT": "nop", "S_SETPRIO": "nop",
-           "S_SLEEP": "nop", "S_DELAY_ALU": "nop", "S_ICACHE_INV": "nop", "S_DCACHE_INV": "nop", "S_DCACHE_WB": "nop",
-           "S_INST_PREFETCH": "nop", "S_SET_INST_PREFETCH_DISTANCE": "nop", "S_WAIT_IDLE": "nop", "S_TTRACEDATA": "nop",
-           "BUFFER_WBINVL1": "nop", "BUFFER_WBINVL1_VOL": "nop", "BUFFER_GL0_INV": "nop", "BUFFER_GL1_INV": "nop",
-           "BUFFER_INV": "nop", "BUFFER_WBL2": "nop", "GLOBAL_INV": "nop", "GLOBAL_WB": "nop", "GLOBAL_WBINV": "nop",
-           "S_WAITCNT_VSCNT": "nop", "S_WAITCNT_VMCNT": "nop", "S_WAITCNT_LGKMCNT": "nop", "S_WAITCNT_EXPCNT": "nop",
-           "S_WAIT_LOADCNT": "nop", "S_WAIT_STORECNT": "nop", "S_WAIT_DSCNT": "nop", "S_WAIT_KMCNT": "nop",
-           "S_WAIT_LOADCNT_DSCNT": "nop", "S_WAIT_STORECNT_DSCNT": "nop", "S_WAIT_SAMPLECNT": "nop",
-           "S_WAIT_BVHCNT": "nop", "S_WAIT_EXPCNT": "nop", "S_WAIT_ALU": "nop", "S_SETHALT": "nop",
-           "S_DENORM_MODE": "nop", "S_WAITCNT_DEPCTR": "nop", "S_ROUND_MODE": "nop", "S_SET_GPR_IDX_OFF": "nop",
-           # register-to-register moves the vendor pseudocode lacks (see UPSTREAM.md): plain copies, no arithmetic
-           "V_ACCVGPR_READ_B32": "copy", "V_ACCVGPR_WRITE_B32": "copy", "V_ACCVGPR_MOV_B32": "copy",
-           "V_ACCVGPR_READ": "copy", "V_ACCVGPR_WRITE": "copy", "V_ACCVGPR_MOV": "copy",
-           # time sources: the wave's own instruction count, so batched and serial runs agree
-           "S_MEMTIME": "clock", "S_MEMREALTIME": "clock"}
+# What the pcode cannot express, keyed by the call a body makes (our bodies in pcode/errata.py): the wave's end, the
+# workgroup barrier (RDNA4's split barrier: S_BARRIER_SIGNAL's CheckBarrierComplete waits for the workgroup here,
+# so its S_BARRIER_WAIT has nothing left to wait for), entering a trap handler (none is installed: the dispatch
+# stops), an illegal instruction (S_CODE_END padding), and the time source (the wave's own instruction count, so
+# batched and serial runs agree). These are scheduler events, not register or memory updates.
+CONTROL = {"ENDPGM": "end", "BARRIER": "barrier", "CheckBarrierComplete": "barrier", "BARRIER_WAIT": "nop",
+           "TRAP": "trap", "ILLEGAL_INSTRUCTION": "bad", "CLOCK": "clock"}
 
 MEMFMT = {"SMEM": "smem", "DS": "ds", "GLOBAL": "global", "VGLOBAL": "global", "FLAT": "flat", "VFLAT": "flat",
           "SCRATCH": "scratch", "VSCRATCH": "scratch", "MUBUF": "buffer", "VBUFFER": "buffer"}
 SRC_FIELDS = (("src0", "ssrc0", "vsrc0", "srcx0"), ("src1", "vsrc1", "ssrc1", "vsrcx1"), ("src2",))
 DST_FIELDS = ("vdst", "sdst", "sdata", "vdata", "vdstx")
-_MEM_WRITE = re.compile(r"MEM\[[^;]*?\]\.\w+\s*[-+|&^]?=(?!=)")  # `MEM[addr].u32 (+)= ...` in a pcode body
 
 
 def inline_value(code: int, fmt: str, bits: int) -> int:
@@ -119,8 +106,6 @@ def _src(o, slot, neg=0, abs_=0, hi=False, pk=()) -> Src:
     if o.dwords == 2:  # 64-bit operand: an f64 literal is the high dword, integers are extended
       v = (v << 32) if "F64" in fmt else (v | (0xffffffff00000000 if "I64" in fmt and v >> 31 else 0))
     return Src("k", value=v, dwords=o.dwords, bits=bits, fmt=fmt, neg=neg, abs=abs_, pk=pk)
-  if o.file == "inline" and o.value in APERTURE:  # src_shared_base & co. are registers (UPSTREAM.md)
-    return Src("s", o.value, o.dwords, neg=neg, abs=abs_)
   if o.file == "inline" and o.dwords == 2 and "PK2_" in fmt:
     # packed 32-bit pair (CDNA V_PK_*_F32/B32): the constant is one 32-bit element in the low dword, the high dword
     # reads 0 -- clang-22 splats with op_sel_hi:[..,0] (`v_pk_add_f32 v[0:1], v[0:1], 1.0 op_sel_hi:[1,0]`)
@@ -162,15 +147,9 @@ def build_op(inst: Inst, pc: int, fam: str, wave: int) -> Op:
   and receives every output name."""
   name, fmt, f = inst.op, inst.format, inst.f
   sem = _sem(fam, name)
-  op = Op(inst, pc, inst.size, _kind_of(name, sem), sem)
-  op.atomic = sem is not None and "r" in sem.mem and bool(_MEM_WRITE.search(sem.text))
-  if op.kind == "copy":
-    op.sem = None
-  opnds = {o.field: o for o in inst.operands}
-  for fn, sbit in (("vsrc0", "s0"), ("vsrc1", "s1")):  # isa gives some SDWA register sources as 'imm' (UPSTREAM.md)
-    o = opnds.get(fn)
-    if o is not None and o.file == "imm":
-      opnds[fn] = type(o)(fn, "s" if f.get(sbit, 0) else "v", o.value, o.dwords)
+  op = Op(inst, pc, inst.size, _kind_of(sem), sem)
+  op.atomic = sem is not None and "r" in sem.mem and writes_memory(sem.program.body)  # read-modify-write
+  opnds = {o.field: o for o in operands(inst)}
   op.vector = not (fmt.startswith("SOP") or fmt == "SMEM")
   if fmt == "VOPD":
     return _vopd(op, inst, fam, wave)
@@ -206,25 +185,20 @@ def build_op(inst: Inst, pc: int, fam: str, wave: int) -> Op:
       if "data1" in opnds:
         op.ins["DATA2"] = Src(opnds["data1"].file, opnds["data1"].index, opnds["data1"].dwords)
   if "simm16" in f:  # SOPP/SOPK immediates; SOPK's sdst field is also its register source (s_cmpk, s_setreg)
-    imm, reg = Src("k", value=f["simm16"]), opnds.get("sdst")
-    op.ins["SIMM16"] = imm
-    if fmt == "SOPK" and reg is not None:
-      if "S1" in ins:  # CDNA s_cmpk_*: S0 register, S1 immediate
-        op.ins["S0"], op.ins["S1"] = _src(reg, None), imm
-      elif "SIMM16" in ins:  # RDNA s_cmpk_*, s_setreg: S0 is the register
-        op.ins["S0"] = _src(reg, None)
-      else:  # CDNA s_movk/s_addk/...: the body calls the immediate S0
-        op.ins["S0"] = imm
+    op.ins["SIMM16"] = Src("k", value=f["simm16"])
+    if fmt == "SOPK" and "sdst" in opnds:
+      op.ins["S0"] = _src(opnds["sdst"], None)
   op.ins["SIMM32"] = Src("k", value=f.get("literal", f.get("simm32", 0)))
   op.info.update(clamp=f.get("clmp", 0), omod=0 if fields_read else f.get("omod", 0), dpp=_dpp(inst), sdwa=_sdwa(inst))
   return op
 
 
-def _kind_of(name: str, sem) -> str:
-  if name in CONTROL and (sem is None or (not sem.outputs and not sem.mem) or CONTROL[name] != "nop"):
-    return CONTROL[name]
+def _kind_of(sem) -> str:
   if sem is None:
     return "unsupported"
+  ctl = next((CONTROL[c] for c in sem.calls if c in CONTROL), None)
+  if ctl is not None:
+    return ctl
   if "MATRIX_MULTIPLY_ACCUMULATE" in sem.calls:
     return "matrix"  # WMMA/MFMA: operand layouts live in emu/matrix.py
   return "alu" if sem.outputs or sem.mem or sem.regfiles else "nop"
@@ -235,7 +209,7 @@ def _sources(op: Op, inst: Inst, opnds: dict, slots: dict, modifiers: bool) -> N
   packed op_sel/op_sel_hi/neg_lo/neg_hi of VOP3P."""
   f, name = inst.f, inst.op
   neg, abs_, opsel = (f.get("neg", 0), f.get("abs", 0), f.get("opsel", 0)) if modifiers else (0, 0, 0)
-  packed = inst.format == "VOP3P" and name.startswith(("V_PK_", "V_DOT"))
+  packed = inst.format == "VOP3P" and any("PK" in s.fmt for s in slots.values() if s.field.startswith("src"))
   opsel_hi = f.get("opsel_hi", 3) | f.get("opsel_hi2", 1) << 2
   srcs = [next(opnds[n] for n in names if n in opnds) for names in SRC_FIELDS if any(n in opnds for n in names)]
   for i, o in enumerate(srcs):
@@ -250,8 +224,6 @@ def _sources(op: Op, inst: Inst, opnds: dict, slots: dict, modifiers: bool) -> N
       n_ = sgn if (neg >> i & 1 or f.get(f"src{i}_neg", 0)) else 0
       a_ = sgn if (abs_ >> i & 1 or f.get(f"src{i}_abs", 0)) else 0
       op.ins[f"S{i}"] = _src(o, sl, neg=n_, abs_=a_, hi=bits == 16 and inst.format == "VOP3" and bool(opsel >> i & 1))
-  if name.startswith("V_ACCVGPR_READ"):  # isa lists its AccVGPR source as an immediate (UPSTREAM.md)
-    op.ins["S0"] = Src("a", f["src0"] - 256 if f["src0"] >= 256 else f["src0"])
   if srcs and op.sem is not None and "SRC0" in op.sem.inputs:  # V_READLANE/READFIRSTLANE: the VGPR *number*
     op.ins["SRC0"] = Src("k", value=srcs[0].index)
 
@@ -263,13 +235,11 @@ def _destination(op: Op, inst: Inst, opnds: dict, slots: dict, sem) -> None:
     dst = opnds.get("vcc") or opnds.get("sdst")
   else:
     dst = next((opnds[n] for n in DST_FIELDS if n in opnds and opnds[n].file != "imm"), None)
-  if dst is None:
+  if dst is None or not returns(inst):  # an atomic without return writes no register (MUBUF's vdata is its data)
     return
   sl = slots.get(dst.field)
   hi = bool(sl and sl.bits == 16 and inst.format == "VOP3" and f.get("opsel", 0) >> 3 & 1)
   d = Src(dst.file, dst.index, dst.dwords, hi=hi or dst.hi, bits=sl.bits if sl else 32, fmt=sl.fmt if sl else "")
-  if "ATOMIC" in name and inst.format != "DS" and not (f.get("glc", 0) or f.get("sc0", 0) or f.get("th", 0) & 1):
-    return  # an atomic without return writes no register
   for n in ("D0", "D", "SDATA", "VDATA", "RETURN_DATA"):
     op.outs[n] = d
   if sem is None:
@@ -279,41 +249,26 @@ def _destination(op: Op, inst: Inst, opnds: dict, slots: dict, sem) -> None:
   for n in ("VDATA", "RETURN_DATA", "SDATA"):  # partial writes (D16 loads) keep the rest: pass the old value
     if n in sem.outputs and n not in sem.inputs and d.file in "va":
       op.old[n] = Src(d.file, d.index, max(1, min(sem.outputs[n] // 32, d.dwords)))
-  if "VDST" in sem.inputs and "VGPR" in sem.regfiles and name != "DS_BPERMUTE_B32":  # V_WRITELANE: a VGPR number
+  if "VDST" in sem.inputs and "VGPR" in sem.regfiles:  # V_WRITELANE: a VGPR number (DS_BPERMUTE's is bound above)
     op.ins.setdefault("VDST", Src("k", value=dst.index))
 
 
-def _code_src(code: int, fmt: str, lit: int | None) -> Src:
-  """A 9-bit VOP source code (SGPR/special, inline constant, literal, VGPR+256) as a Src."""
-  if code >= 256:
-    return Src("v", code - 256)
-  if code == 255:
-    return Src("k", value=lit or 0)
-  if 128 <= code <= 248 and code not in APERTURE:
-    return Src("k", value=inline_value(code, fmt, 32))
-  return Src("s", code)
-
-
 def _vopd(op: Op, inst: Inst, fam: str, wave: int) -> Op:
-  """VOPD: two VALU ops issued together; both read their sources before either writes (vdsty's low bit is
-  the complement of vdstx's, per the RDNA3 ISA VOPD section)."""
-  f, vcc = inst.f, Src("s", SPECIAL["rdna"]["vcc"], wave // 32)
-  from gputwin.isa.vendor import tables
-  names = tables(fam).enums["VOPDOp"]
-  pair = []
-  for side, opname in (("x", inst.op), ("y", names[f["opy"]])):
-    base = opname.replace("V_DUAL_", "V_")
+  """VOPD: two VALU ops issued together (isa.operands.vopd_halves: each half's opcode and operands); both read their
+  sources before either writes. A half binds like its VOP2 twin: S0 = src, S1 = vsrc, SIMM32 = the K literal."""
+  vcc, pair = Src("s", SPECIAL["rdna"]["vcc"], wave // 32), []
+  for half in vopd_halves(inst):
+    base = half.op.replace("V_DUAL_", "V_")
     sem = _sem(fam, base)
     if sem is None:
-      raise GputwinError(f"{opname}: no pseudocode for {base}")
-    fmt = "FMT_NUM_F32" if "_F32" in base else "FMT_NUM_B32"
-    d = f["vdstx"] if side == "x" else (f["vdsty"] << 1) | ((f["vdstx"] & 1) ^ 1)
+      raise GputwinError(f"{half.op}: no pseudocode for {base}")
     sub = Op(inst, op.pc, op.size, "alu", sem, _text="")
-    sub.ins = {"S0": _code_src(f[f"src{side}0"], fmt, f.get("literal")), "S1": Src("v", f[f"vsrc{side}1"]),
-               "D0": Src("v", d), "VCC": vcc, "SIMM32": Src("k", value=f.get("literal", 0))}
-    if base == "V_FMAMK_F32":
-      sub.ins["S2"] = sub.ins["S1"]
-    sub.outs = {"D0": Src("v", d)}
+    sub.ins["VCC"] = vcc
+    for sl, o in zip(half.slots, half.operands):
+      name = "SIMM32" if sl.kind == "lit" else "D0" if sl.field.startswith("vdst") else \
+        "S1" if sl.field.startswith("vsrc") else "S0"
+      sub.ins[name] = _src(o, sl)
+    sub.outs = {"D0": sub.ins["D0"]}
     pair.append(sub)
   op.kind, op.sem, op.info = "vopd", None, dict(pair=pair, dpp=None, sdwa=None, clamp=0, omod=0)
   return op
@@ -332,7 +287,7 @@ def _mem_info(inst: Inst, kind: str, opnds: dict, fam: str, k: dict) -> dict:
   if kind == "ds":
     off = f.get("offset0", 0) | (f.get("offset1", 0) << 8)
     sem = _sem(fam, inst.op)
-    adds_offset = bool(re.search(r"\+\s*OFFSET", sem.text))  # `MEM[ADDR + OFFSET.u32]`, or offsets left to us
+    adds_offset = sem is not None and body_adds_offset(sem.program.body)  # `MEM[ADDR + OFFSET.u32]`, or ours
   null = {k["null"], 0x7f} if fam != "cdna" else {0x7f}
   saddr = opnds.get("saddr")
   vaddr = opnds.get("addr") or opnds.get("vaddr")
@@ -398,21 +353,6 @@ class Program:
     if o is None:
       if not (self.base <= pc < self.base + len(self.text)) or pc % 4:
         raise GputwinError(f"PC {pc:#x} is outside the code [{self.base:#x}, {self.base + len(self.text):#x})")
-      inst = self._decode(pc - self.base)
+      inst = decode(self.text, self.arch, offset=pc - self.base, wave=self.wave)
       o = self.ops[pc] = build_op(inst, pc, self.family, self.wave)
     return o
-
-  def _decode(self, off: int) -> Inst:
-    """isa.decode at `off`; when the bytes after the instruction make it fail (UPSTREAM.md), retry with the
-    instruction's bytes alone (4, 8, 12 bytes) and keep the first decode that fits in them."""
-    try:
-      return decode(self.text, self.arch, offset=off, wave=self.wave)
-    except DecodeError as first:
-      for n in (4, 8, 12):
-        try:
-          inst = decode(self.text[off:off + n], self.arch, wave=self.wave)
-        except DecodeError:
-          continue
-        if inst.size <= n:
-          return inst
-      raise first

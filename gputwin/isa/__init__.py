@@ -3,8 +3,9 @@
 assemble/disassemble speak llvm-mc-22's syntax; decode/encode are the bit-level engine the emulator uses.
 """
 from gputwin.isa.asm import assemble
-from gputwin.isa.disasm import disassemble, format_inst
-from gputwin.isa.encoding import Inst, Opnd, decode, decode_all, encode
+from gputwin.isa.disasm import format_inst
+from gputwin.isa.encoding import decode, decode_all, disassemble, encode
+from gputwin.isa.model import Inst, Opnd
 from gputwin.isa.targets import TARGETS, target
 
 __all__ = ["assemble", "disassemble", "decode", "decode_all", "encode", "format_inst", "Inst", "Opnd", "TARGETS", "target"]

@@ -13,8 +13,11 @@ import re
 
 from gputwin.errors import AsmError, GputwinError
 from gputwin.isa.disasm import MSGS, format_inst
-from gputwin.isa.encoding import Inst, encode, isa, make
-from gputwin.isa.syntax import (FMT, OPS, Slot, f16_bits, f32_bits, f64_bits, family_kind, int16_fmt, signature)
+from gputwin.isa.encoding import encode, make
+from gputwin.isa.model import FMT, OPS, Inst, family_kind, isa
+from gputwin.isa.operands import Slot, signature
+from gputwin.isa.syntax import (f16_bits, f32_bits, f64_bits, image_fallback, image_sizes, inline_code, int16_fmt,
+                                swizzle_value)
 
 _IGNORED_DIRECTIVES = re.compile(r"^\.(text|globl|global|p2align|align|type|size|section|amdgcn_target|"
                                  r"amdhsa_code_object_version|weak|hidden|protected|file|ident|end_amdgpu_metadata|"
@@ -164,76 +167,12 @@ _RELOC = re.compile(r"([A-Za-z_.$][\w.$]*)@(rel32|abs32|gotpcrel32|gotpcrel|rel6
 _FLOAT_RE = re.compile(r"^-?(\d+\.\d*|\.\d+|\d+\.?\d*[eE][-+]?\d+)$")
 
 
-def _inline_code(value, is_float: bool, fmt: str, bits: int) -> int | None:
-  """Inline constant code for a parsed number (int or float), or None if it needs a literal."""
-  if not is_float:
-    w = 64 if bits == 64 else 16 if _int16(fmt, bits) or bits == 16 else 32
-    if w < 64 and value >= 1 << (w - 1) and value < 1 << w:
-      value -= 1 << w  # 0xfffffff0 is -16
-    if -16 <= value <= 64:
-      return 128 + value if value >= 0 else 192 - value
-    return _float_patterns(fmt, bits).get(value & 0xffffffff) if value >= 0 else None
-  for code, f in OPS["inline_float"].items():
-    if value == f:
-      return int(code)
-  if abs(value - 0.15915494309189532) < 1e-8 and (bits != 64 or "PK" in fmt) or value == 0.15915494309189532:
-    return OPS["inv2pi"]["code"]
-  if value == 0.0:
-    return 128
-  return None
-
-
-def _int16(fmt: str, bits: int) -> bool:
-  return bits == 16 and not re.search(r"F16", fmt) or int16_fmt(fmt)
-
-
-def _float_patterns(fmt: str, bits: int) -> dict[int, int]:
-  """Integer spellings llvm-mc-22 turns into inline float constants: f32 bit patterns for 32-bit operands, f16
-  ones for (packed) f16 operands, the high dword of the double for f64; none for 16-bit integer or 64-bit integer
-  operands."""
-  inv = OPS["inv2pi"]
-  if bits == 64:
-    if "F64" not in fmt:
-      return {}
-    d = {f64_bits(v) >> 32: int(c) for c, v in OPS["inline_float"].items()}
-    return d
-  if re.search(r"F16", fmt) and "BF16" not in fmt:
-    d = {f16_bits(v): int(c) for c, v in OPS["inline_float"].items()}
-    d[inv["f16"]] = inv["code"]
-    return d
-  if "PK2_BF16" in fmt:  # packed bf16: the upper half of the f32 pattern
-    return {f32_bits(v) >> 16: int(c) for c, v in OPS["inline_float"].items()}
-  if _int16(fmt, bits):
-    return {}
-  d = {f32_bits(v): int(c) for c, v in OPS["inline_float"].items()}
-  d[inv["f32"]] = inv["code"]
-  return d
-
-
-def inline_for(value: int, s: Slot, salu: str = "") -> int | None:
-  """The inline constant code a literal value would encode as for this operand (llvm-mc prints such literals as
-  lit(...) to keep them literal), or None. 64-bit operands' literals are never spelled lit(). `salu` names the
-  SALU format: llvm-mc-22 treats f16 operands of SOP2 like VALU ones ('s_min_num_f16 s0, lit(0x3800), s2',
-  'lit(0xfffe)'), while SOPC/SOP1 f16 operands only know the non-negative integers ('s_cmp_nlg_f16 lit(0x1)',
-  's_cmp_nlg_f16 0xfffe', 's_cmp_nlg_f16 0x3800')."""
-  if salu and "F16" in s.fmt:
-    if value > 0xffff:
-      return None
-    return _inline_code(value, False, s.fmt, 16) if salu == "SOP2" else _inline_code(value, False, "FMT_NUM_B16", 16) \
-      if value <= 64 else None
-  if s.bits == 64:
-    return None if "F64" in s.fmt else (_inline_code(value, False, s.fmt, s.bits) if value <= 64 else None)
-  if s.bits == 16 and value > 0xffff:  # a wider literal on a 16-bit operand reads back as a 32-bit integer (-1)
-    return _inline_code(value, False, "FMT_NUM_I32", 32) if value >= 0xfffffff0 else None
-  return _inline_code(value, False, s.fmt, s.bits)
-
-
 def _literal_value(t: str, s: Slot) -> tuple[int | None, int | None]:
   """Number text -> (inline code or None, literal 32-bit value or None)."""
   fmt, bits = s.fmt, s.bits
   if _FLOAT_RE.match(t):
     x = float(t)
-    code = _inline_code(x, True, fmt, bits)
+    code = inline_code(x, True, fmt, bits)
     if code is not None:
       return code, None
     if bits == 64 and "F64" in fmt:
@@ -245,7 +184,7 @@ def _literal_value(t: str, s: Slot) -> tuple[int | None, int | None]:
     v = _num(t)
   except ValueError:
     return None, None
-  code = _inline_code(v, False, fmt, bits)
+  code = inline_code(v, False, fmt, bits)
   if code is not None:
     return code, None
   if bits == 64 and "F64" in fmt and v > 0xffffffff:
@@ -786,7 +725,6 @@ def _mod(c: _Ctx, sig, tok: str):
     c.fields["_smem_imm2"] = _num(val)
     return
   if key == "offset" and "offset0" in names:
-    from gputwin.isa.syntax import swizzle_value
     v = swizzle_value(val) if val.startswith("swizzle(") and re.search(FMT["ds_swizzle"], c.op) else _num(val)
     if not 0 <= v < 65536:
       raise _NoFit("invalid operand for instruction")
@@ -1038,7 +976,6 @@ def _encode_one(I, enc: str, op: str, wave: int, ops, mods, rest=("", 0)) -> tup
   f.pop("_fi8", None)
   if base in FMT["mimg"]["formats"]:
     _check_image(c, f)
-    from gputwin.isa.syntax import image_fallback, image_sizes
     if image_fallback(f, op, I.target.family):
       raise _NoFit("image data size does not match dmask, d16 and tfe")
     vaddr = next((x.dwords for x in slots if x.field == "vaddr"), 1)

@@ -6,8 +6,9 @@ import re
 from pathlib import Path
 
 from gputwin.errors import DecodeError
-from gputwin.isa.syntax import (FMT, MOD_PRINTERS, Slot, _acc, inline_text, int16_fmt, scalar_name, signature,
-                                 vgpr_text)
+from gputwin.isa.model import FMT, isa
+from gputwin.isa.operands import Slot, is_acc, returns, signature
+from gputwin.isa.syntax import MOD_PRINTERS, image_sizes, inline_for, inline_text, int16_fmt, scalar_name, vgpr_text
 
 MSGS = json.loads((Path(__file__).parent / "data" / "messages.json").read_text())
 
@@ -29,7 +30,6 @@ def _e32_like(inst) -> bool: return inst.format in ("VOP1", "VOP2", "VOPC")
 
 
 def _lo128_note(inst, s, v: int, kind: str) -> str:
-  from gputwin.isa.encoding import isa
   if v < 128 or s.bits != 16 or not _e32_like(inst) or isa(inst.arch).target.true16 or inst.arch.startswith("gfx9"):
     return ""
   return f"/*Invalid register, operand has '{FMT['lo128'][kind]}' register class*/"
@@ -40,7 +40,7 @@ def _vreg(inst, s, v: int) -> str:
     if _e32_like(inst):
       return f"v{v & 0x7f}.{'h' if v & 0x80 else 'l'}"
     return f"v{v}.{'h' if _vsrc_half(inst, s.field) else 'l'}"
-  acc = s.kind in ("a", "a_src") or (s.kind in ("av", "av_src") and _acc(inst, s.field))
+  acc = s.kind in ("a", "a_src") or (s.kind in ("av", "av_src") and is_acc(inst, s.field))
   return vgpr_text("a" if acc else "v", v, s.dwords) + _align_note(inst, s, v, acc)
 
 
@@ -75,7 +75,6 @@ def _src(inst, s, v: int, vector: bool, fam: str) -> str:
     lit = inst.get("literal")
     if lit is None:
       raise _bad(inst, "literal marker without literal dword")
-    from gputwin.isa.asm import inline_for
     salu = inst.format if inst.format.startswith("SOP") else ""
     if _lit16(inst, s):  # 16-bit operands use the low half; lit() keeps a value that would be inline
       i = {"src0": 0, "src1": 1, "src2": 2}.get(s.field, 0)
@@ -181,7 +180,6 @@ def _delay(v: int) -> str:
 
 
 def _fam(inst) -> str:
-  from gputwin.isa.encoding import isa
   return isa(inst.arch).target.family
 
 
@@ -231,25 +229,14 @@ def _mfma_sig(inst, sig):
 def _image_sig(inst, sig):
   """Image operand widths follow dim/dmask/a16/d16/tfe (syntax.image_sizes), not the vendor's maximum."""
   from dataclasses import replace
-  from gputwin.isa.syntax import image_sizes
   vaddr = next((x.dwords for x in sig.slots if x.field == "vaddr"), 1)
   data, addr = image_sizes(inst.f, inst.op, vaddr, _fam(inst))
   return replace(sig, slots=tuple(replace(x, dwords=data) if x.field == "vdata" else replace(x, dwords=addr) if
                                   x.field in ("vaddr", "vaddr0") else x for x in sig.slots))
 
 
-def returns(inst) -> bool:
-  """Atomics print (and write) vdst only when the return bit is set: glc (RDNA3), sc0 (CDNA), th bit 0 (RDNA4)."""
-  if not re.search(FMT["th_atomic"], inst.op) or inst.format not in FMT["flat_addr"] and inst.format not in (
-      "MUBUF", "VBUFFER"):
-    return True
-  field, bit = FMT["atomic_return"][_fam(inst)]
-  return bool(inst.get(field, 0) & bit)
-
-
 def format_inst(inst) -> str:
   """One instruction in llvm-mc-22's canonical text (whitespace-normalised)."""
-  from gputwin.isa.encoding import isa
   I = isa(inst.arch)
   wave = inst.wave or I.target.wave
   fam = I.target.family
@@ -291,7 +278,6 @@ def _operand(inst, s, fam: str, wave: int) -> str:
   if k == "lit":
     lit = f["literal"]
     if inst.format in FMT["lit_as_inline"].get(fam, []):  # gfx9 s_setreg_imm32_b32: 1.0, -1, 64, else hex
-      from gputwin.isa.asm import inline_for
       code = inline_for(lit, Slot("", "src", 1, "FMT_NUM_F32", 32))
       return inline_text(code, "FMT_NUM_F32", 32, inst.format) if code is not None else f"0x{lit:x}"
     return str(lit) if inst.format == "SOPK" and lit <= 64 else f"0x{lit:x}"
@@ -388,7 +374,6 @@ def _operand(inst, s, fam: str, wave: int) -> str:
 
 
 def I_fields(inst):
-  from gputwin.isa.encoding import isa
   return isa(inst.arch).fields[inst.enc]
 
 
@@ -421,7 +406,7 @@ def _vgpr_only_note(inst, s, v: int) -> str:
     cls = next((c for p, c in d["class_by_op"].items() if re.search(p, inst.op)), None) or d["class_by_type"].get(
       s.opr, "").format(bits=n, align="_Align2" if s.dwords > 1 else "") or d["class"].get(str(s.dwords), f"VReg_{n}")
     if s.opr.endswith("_OR_CONST"):  # MFMA src2 takes the destination's class
-      cls = f"{'AReg' if _acc(inst, 'src2') else 'VReg'}_{n}" + ("_Align2" if inst.arch.startswith("gfx9") else "")
+      cls = f"{'AReg' if is_acc(inst, 'src2') else 'VReg'}_{n}" + ("_Align2" if inst.arch.startswith("gfx9") else "")
     return f"/*Invalid register, operand has '{cls}' register class*/"
   lo, hi = d["float_inline_noted"].get(_fam(inst), [0, -1])
   quiet = 209 <= v < 255 and not lo <= v <= hi
@@ -433,7 +418,6 @@ def _raise(inst, v):
 
 
 def _vopd(inst, wave: int) -> str:
-  from gputwin.isa.encoding import isa
   I = isa(inst.arch)
   names = I.tables.enums["VOPDOp"]
   f = inst.f
@@ -446,7 +430,6 @@ def _vopd(inst, wave: int) -> str:
     ops = I.tables.operands.get(("VOPDOp", opn), {})
     fam = I.target.family
     parts = [f"v{d}"]
-    from gputwin.isa.syntax import Slot
     so = ops.get(f"src{side}0") or next((o for k, o in ops.items() if k.startswith("src")), None)
     parts.append(_src(inst, Slot("srcx0", "src", 1, so.fmt if so else "FMT_NUM_F32", 32), s0, True, fam))
     if any(k.startswith("vsrc") for k in ops):
@@ -459,7 +442,12 @@ def _vopd(inst, wave: int) -> str:
   return " :: ".join(halves)
 
 
-def disassemble(data: bytes, arch: str, *, wave: int | None = None) -> list[str]:
-  """Bytes -> one llvm-mc-22 style line per instruction. Raises DecodeError on invalid bytes."""
-  from gputwin.isa.encoding import decode_all
-  return [format_inst(i) for i in decode_all(bytes(data), arch, wave=wave)]
+def validate(inst, offset: int = 0) -> None:
+  """Reject field values llvm-mc-22 refuses to decode (reserved operand codes); DecodeError only."""
+  for k, v in FMT["unsupported_fields"].get(inst.format, {}).items():
+    if inst.get(k) == v:
+      raise DecodeError(f"{inst.op.lower()}: {k}={v} form is not supported", inst.arch, offset, inst.get("encoding"))
+  try:
+    format_inst(inst)
+  except DecodeError as e:
+    raise DecodeError(e.msg, inst.arch, offset, e.word) from None

@@ -1,242 +1,27 @@
-"""The operand model and the llvm-mc-22 spelling of operands and modifiers, shared by asm.py and disasm.py.
-
-For every (encoding, opcode) `signature()` lists the operands in the order llvm-mc prints them: the format's
-field order (FORMAT_ORDER) filtered by the vendor's per-instruction operand records (which fields an
-instruction uses, how wide they are, what type), plus the implicit VCC operands that VOP1/VOP2/VOPC e32
-forms print, derived from the instruction's VOP3 form. Modifiers are a single ordered table keyed by field
-name (MODIFIERS); a modifier applies when its fields exist in the encoding. Register and constant spellings
-come from data/operands.json.
+"""The llvm-mc-22 spelling of operands and modifiers, shared by asm.py and disasm.py: register names, inline
+constants (both ways: `inline_text` and `inline_for`), special operands, hwreg/sendmsg/waitcnt fields and one
+printer per modifier (`MOD_PRINTERS`, keyed like operands.MODS). The operand model itself is operands.py;
+register and constant spellings come from data/operands.json.
 """
 from __future__ import annotations
 
-import functools
-import json
 import re
 import struct
-from dataclasses import dataclass
-from pathlib import Path
 
-from gputwin.isa.vendor import Encoding, Operand
+from gputwin.isa.model import FMT, OPS, TRUE16, isa, scalar_tables
+from gputwin.isa.operands import Slot
 
-_DATA = Path(__file__).parent / "data"
-OPS = json.loads((_DATA / "operands.json").read_text())
-FMT = json.loads((_DATA / "formats.json").read_text())
-TRUE16 = json.loads((_DATA / "true16.json").read_text())
-
-
-def family_kind(fam: str) -> str: return "cdna" if fam == "cdna" else "rdna"
-
-
-@dataclass(frozen=True)
-class Slot:
-  """One printed operand: the field it lives in and how to spell it."""
-  field: str  # encoding field ("" for implicit operands such as VCC)
-  kind: str  # v | a | av | s | src | ssrc | av_src | a_src | sdwa_src | sbase | srsrc | vcc | lit | imm | label | hwreg
-  #            waitcnt | delay | depctr | sendmsg | simm16 | smem_off | sdwa_sdst | attr | hex_signed
-  dwords: int = 1
-  fmt: str = ""
-  bits: int = 32
-  half: bool = False  # true16: a 16-bit VGPR half (v1.l / v1.h)
-  opr: str = ""
-
-
-@dataclass(frozen=True)
-class Sig:
-  slots: tuple[Slot, ...]
-  mods: tuple[str, ...]  # modifier keys applicable to this encoding, in print order
-  mnemonic: str  # llvm-mc mnemonic including _e32/_e64/_dpp/_sdwa
-  implied: tuple[tuple[str, int], ...] = ()  # fields that are not printed but have a fixed value (CMPX e64 vdst=EXEC)
 
 
 # ------------------------------------------------------------------------------------------ operand model
 
 
-def _vendor_ops(I, enum: str, op: str) -> dict[str, Operand]:
-  fix = FMT["operand_fixes"].get(I.target.family, {}).get(op)
-  if fix is not None:
-    return {k: Operand(*v) for k, v in fix.items()}
-  d = I.tables.operands.get((enum, op))
-  if d is None:
-    for alt in FMT["vop3_from"]:  # VOP3 forms without records borrow them from their e32 form
-      d2 = I.tables.operands.get((alt, op))
-      if d2 is not None and enum in ("VOP3Op", "VOP3SDOp"):
-        return {FMT["e32_to_vop3"].get(k, k): v for k, v in d2.items()}
-    return {}
-  return {FMT["vendor_field_alias"].get(k, k): v for k, v in d.items()}
-
-
-def uses_field(I, e: Encoding, op: str, fname: str, source: bool = False) -> bool:
-  """Does `op` use field `fname`? With source=True: as a source operand (one that can hold a literal marker), not an
-  immediate such as s_set_gpr_idx_on's mode."""
-  ops = _vendor_ops(I, e.opcode_enum, op)
-  if source and fname in ops and ops[fname].type in FMT["gpr_idx"]["types"]:
-    return False
-  return fname in ops or fname in ("srcx0", "srcy0")
-
-
-def _dwords(I, o: Operand, wave: int) -> int:
-  if o.fmt == "FMT_NUM_M64":  # a lane mask: one SGPR per 32 lanes
-    return wave // 32
-  return max(1, (o.bits + 31) // 32)
-
-
-@functools.cache
-def signature(arch: str, enc_name: str, op: str, wave: int) -> Sig:
-  from gputwin.isa.encoding import isa
-  I = isa(arch)
-  e = I.encodings[enc_name]
-  fam = I.target.family
-  base = e.base
-  variant = e.variant
-  vops = _vendor_ops(I, e.opcode_enum, op)
-  fields = I.fields[enc_name]
-  byname = {f.name: f for f in fields}
-  order = next((o for k, o in FMT["order_by_op"].items() if k.split(":")[:2] == [fam, base] and
-                re.search(k.split(":", 2)[2], op)), None) or FMT["order"].get(base, [])
-  slots: list[Slot] = []
-  implied: list[tuple[str, int]] = []
-  hidden = FMT["hidden_zero"].get(fam, {}).get(op, []) + [f for pat, fs in FMT["operand_drop"].get(fam, {}).items()
-                                                          if re.search(pat, op) for f in fs]
-  is_dpp_sdwa = "DPP" in variant or "SDWA" in variant
-  mfma = enc_name.startswith("VOP3P_MFMA")
-  image = base in FMT["mimg"]["formats"]
-  for name in order:
-    if image and name == "vaddr0" and name in byname:  # gfx12 image addresses: a list over vaddr0..vaddr4
-      slots.append(Slot(name, "vaddr_list", 1, "FMT_ANY", 32))
-      continue
-    if name not in byname or name not in vops:
-      if not (name == "saddr" and base in FMT["saddr_always"] and name in byname and vops):
-        continue
-    fd = byname[name]
-    o = vops.get(name) or Operand("FMT_ANY", 32, "")
-    kind = fd.kind
-    opr = o.type
-    if opr in FMT["reg_as_imm"]:
-      kind = "imm"
-    elif opr == "OPR_SMEM_OFFSET_NOK":
-      kind = "s"
-    elif kind in ("vgpr", "vdsty"):
-      kind = "s" if opr.startswith(("OPR_SREG", "OPR_SDST", "OPR_SSRC")) else "v"
-      if "ACCVGPR" in opr:
-        kind = "a" if opr in ("OPR_ACCVGPR",) else "av"
-    elif kind == "sgpr":
-      kind = "smem_off" if opr == "OPR_SMEM_OFFSET" else "s"
-    elif kind in ("src", "ssrc") and opr in FMT["imm_kinds"]:
-      kind = FMT["imm_kinds"][opr]
-    elif kind in ("src", "ssrc"):
-      if opr == "OPR_EXEC":  # CMPX e64: EXEC destination is implied, never printed
-        implied.append((name, special_code(I, "exec_lo")))
-        continue
-      if is_dpp_sdwa and name == "src0":
-        kind = "v"
-      elif opr == "OPR_SRC_ACCVGPR":
-        kind = "a_src"
-      elif "ACCVGPR" in opr:
-        kind = "av_src" if kind == "src" else kind
-      elif kind == "ssrc" and name == "vdst":
-        kind = "ssrc"
-    elif kind == "bits":
-      kind = "s" if opr == "OPR_SREG" else FMT["imm_kinds"].get(opr, "imm")
-    if opr == "OPR_EXEC":
-      implied.append((name, special_code(I, "exec_lo")))
-      continue
-    if name in hidden:
-      continue
-    dw = _dwords(I, o, wave)
-    half = False
-    fname = name
-    if is_dpp_sdwa and name == "src0":
-      fname = "vsrc0"
-    if "SDWA" in variant and name in ("src0", "vsrc1"):
-      kind = "sdwa_src"
-    slots.append(Slot(fname, kind, dw, o.fmt, o.bits, half, opr))
-  # implicit VCC operands of e32 forms, read off the instruction's VOP3 form
-  if base in ("VOP2", "VOPC", "VOP1") and not mfma and not ("SDWA" in variant and base == "VOPC"):
-    v3 = _vop3_form(I, op)
-    if v3:
-      if base == "VOPC" and v3.get("vdst") and v3["vdst"].type != "OPR_EXEC":
-        slots.insert(0, Slot("", "vcc", wave // 32))
-      elif base == "VOPC" and fam == "cdna" and v3.get("vdst") and v3["vdst"].type == "OPR_EXEC":
-        slots.insert(0, Slot("", "vcc", wave // 32))  # gfx9 VOPCX e32 still names VCC
-      if base == "VOP2" and "sdst" in v3:
-        slots.insert(1, Slot("", "vcc", wave // 32))
-      if base == "VOP2" and v3.get("src2") and v3["src2"].fmt == "FMT_NUM_M64":
-        slots.append(Slot("", "vcc", wave // 32))
-  if base == "VOPC" and "SDWA" in variant:
-    slots.insert(0, Slot("sdst", "sdwa_sdst", wave // 32))
-  # literal operands (fmaak/fmamk/setreg_imm32): position from the data table
-  if I.lit_only(e, op):
-    pos = next((p for pat, p in FMT["literal_pos"].items() if re.search(pat, op)), len(slots))
-    slots.insert(pos if pos >= 0 else len(slots) + 1 + pos, Slot("literal", "lit"))
-  halves = TRUE16.get(I.target.name, {}).get(f"{base}:{op}") if I.target.true16 else None
-  if halves:  # positions count printed operands, literal K operands included
-    slots = [Slot(x.field, x.kind, x.dwords, x.fmt, x.bits, i in halves, x.opr) for i, x in enumerate(slots)]
-  if re.search(FMT["cmpswap_vdst_half"], op) and base in FMT["flat_addr"] | {"MUBUF": 0, "VBUFFER": 0}:
-    data = next((x for x in slots if x.field in ("data", "vsrc", "vdata")), None)
-    slots = [Slot(x.field, x.kind, data.dwords // 2, x.fmt, x.bits // 2, x.half, x.opr)
-             if x.field == "vdst" and data and x.dwords == data.dwords else x for x in slots]
-  mods = tuple(k for k, need, _ in _MODS if all(n in byname for n in need) and _mod_applies(k, I, e, op, slots))
-  if base in FMT["mods_order"]:  # formats whose modifiers llvm-mc prints in another order
-    first = [k for k in FMT["mods_order"][base] if k in mods]
-    mods = tuple(first + [k for k in mods if k not in first])
-  only = next((m for p, m in FMT["mods_of_op"].get(fam, {}).items() if _op_match(p, enc_name, op)), None)
-  if only is not None:
-    mods = tuple(m for m in mods if m in only)
-  return Sig(tuple(slots), mods, _mnemonic(I, e, op), tuple(implied))
-
-
-def _vop3_form(I, op: str) -> dict[str, Operand] | None:
-  for enum in ("VOP3SDOp", "VOP3Op"):
-    if op in I.tables.values.get(enum, {}):
-      return _vendor_ops(I, enum, op)
-  return None
-
-
-def has_vop3(I, op: str) -> bool:
-  return any(op in I.allowed[n] for n in I.encodings if I.encodings[n].base in ("VOP3", "VOP3SD"))
-
-
-def _op_match(key: str, enc: str, op: str) -> bool:
-  """A table key 'REGEX' (any encoding) or 'ENCODING:REGEX'."""
-  e, _, pat = key.rpartition(":")
-  return (not e or e == enc) and bool(re.search(pat, op))
-
-
-def _mnemonic(I, e: Encoding, op: str) -> str:
-  name = FMT["llvm_names"].get(I.target.family, {}).get(op, op).lower()
-  base, v = e.base, e.variant
-  if base == "VOPD":
-    return name
-  e32 = base in ("VOP1", "VOP2", "VOPC")
-  if ("SDWA" in v or "DPP" in v) and e32 and any(re.search(p, op) for p in FMT["no_e32_suffix"]):
-    return name  # (their DPP/SDWA forms too: "v_nop quad_perm:[...]")
-  if "SDWA" in v:
-    return name + "_sdwa"
-  promoted = base in ("VOP3", "VOP3SD") and any(op in I.tables.values.get(x, {}) for x in FMT["vop3_from"])
-  if "DPP" in v:
-    if e32:
-      return name if base == "VOPC" and I.target.family != "cdna" else name + "_dpp"
-    return name + "_e64_dpp" if I.target.family != "cdna" else name + "_dpp"
-  if any(re.search(p, op) for p in FMT["no_e32_suffix"]):
-    return name
-  if e32 and has_vop3(I, op):
-    return name + "_e32"
-  if promoted:
-    return name + "_e64"
-  return name
-
-
 # ------------------------------------------------------------------------------------------ spelling
-
-
-def _scalar_tables(fam: str):
-  k = family_kind(fam)
-  return OPS["scalar"][k], OPS["scalar64"][k], OPS["sgprs"][k]
 
 
 def scalar_name(fam: str, code: int, dwords: int, vector: bool = False) -> str | None:
   """Name of a scalar operand code (0..255) of `dwords` width, or None when the code is not a scalar reg."""
-  one, two, nsgpr = _scalar_tables(fam)
+  one, two, nsgpr = scalar_tables(fam)
   t0, tn = OPS["ttmp"]
   dwords = min(dwords, FMT["sgpr_tuple_max"])  # llvm-mc-22 never names more than 16 SGPRs at once
   if dwords > 1 and (code < nsgpr or t0 <= code < t0 + tn):  # llvm-mc-22 prints a misaligned tuple aligned down
@@ -290,15 +75,6 @@ def vgpr_text(prefix: str, idx: int, dwords: int) -> str:
   return f"{prefix}{idx}" if dwords == 1 else f"{prefix}[{idx}:{idx + dwords - 1}]"
 
 
-def special_code(I, name: str) -> int:
-  one, two, _ = _scalar_tables(I.target.family)
-  for d in (one, two):
-    for k, v in d.items():
-      if v == name:
-        return int(k)
-  raise KeyError(name)
-
-
 # ------------------------------------------------------------------------------------------ modifiers
 
 # (key, required encoding fields, printer). Print order is this table's order.
@@ -307,7 +83,6 @@ def _flag(field, text):
 
 
 def _offset_signed(inst, f="offset") -> int:
-  from gputwin.isa.encoding import isa
   I = isa(inst.arch)
   fd = next(x for x in I.fields[inst.enc] if x.name == f)
   v = inst[f]
@@ -397,7 +172,6 @@ def buf_format_text(inst) -> str | None:
   v = buf_format_value(inst)
   if v is None:
     return None
-  from gputwin.isa.encoding import isa
   t = FMT["buf_format"][isa(inst.arch).target.family][v]
   return f"format:{t}" if t else None
 
@@ -597,166 +371,123 @@ def _p_blgp(inst, sig):
   return f"blgp:{v}"
 
 
-_MODS = [
-  ("op_sel", ("opsel",), _p_opsel),
-  ("op_sel_hi", ("opsel_hi",), _p_opsel_hi),
-  ("neg_lo", ("neg", "neg_hi"), _p_neg("neg_lo", "neg")),
-  ("neg_hi", ("neg_hi",), _p_neg("neg_hi", "neg_hi")),
-  ("format", ("vdata",), lambda inst, sig: buf_format_text(inst)),
-  ("idxen", ("idxen",), _flag("idxen", "idxen")),
-  ("offen", ("offen",), _flag("offen", "offen")),
-  ("ds_offset", ("offset0", "offset1"), _p_dsoff),
-  ("offset", ("offset",), _p_offset),
-  ("ioffset", ("ioffset",), _p_offset),
-  ("dmask", ("dmask",), _p_num("dmask", "dmask", True)),
-  ("dim", ("dim",), lambda inst, sig: f"dim:{FMT['mimg']['dim_prefix']}{FMT['mimg']['dims'][str(inst['dim'])][0]}"),
-  ("unorm", ("unrm",), _flag("unrm", "unorm")),
-  ("th", ("th",), _p_th),
-  ("scope", ("scope",), _p_scope),
-  ("nv", ("nv",), _flag("nv", "nv")),
-  ("glc", ("glc",), _flag("glc", "glc")),
-  ("slc", ("slc",), _flag("slc", "slc")),
-  ("dlc", ("dlc",), _flag("dlc", "dlc")),
-  ("sc0", ("sc0",), _flag("sc0", "sc0")),
-  ("nt", ("nt",), _flag("nt", "nt")),
-  ("sc1", ("sc1",), _flag("sc1", "sc1")),
-  ("lds", ("lds",), _flag("lds", "lds")),
-  ("r128", ("r128",), _flag("r128", "r128")),
-  ("a16", ("a16",), _flag("a16", "a16")),
-  ("tfe", ("tfe",), _flag("tfe", "tfe")),
-  ("lwe", ("lwe",), _flag("lwe", "lwe")),
-  ("d16", ("d16",), _flag("d16", "d16")),
-  ("gds", ("gds",), _flag("gds", "gds")),
-  ("clamp", ("clmp",), _flag("clmp", "clamp")),
-  ("omod", ("omod",), _p_omod),
-  ("dst_sel", ("dst_sel",), _p_sdwa_sel("dst_sel", "dst_sel")),
-  ("dst_unused", ("dst_unused",), _p_dst_unused),
-  ("src0_sel", ("src0_sel",), _p_sdwa_sel("src0_sel", "src0_sel")),
-  ("src1_sel", ("src1_sel",), _p_sdwa_sel("src1_sel", "src1_sel")),
-  ("dpp", ("dpp",), _p_dpp),
-  ("dpp8", ("lane_sel_0",), _p_dpp8),
-  ("row_mask", ("row_mask",), _p_num("row_mask", "row_mask", True, False)),
-  ("bank_mask", ("bank_mask",), _p_num("bank_mask", "bank_mask", True, False)),
-  ("bound_ctrl", ("bc",), _p_num("bc", "bound_ctrl")),
-  ("fi", ("src0",), _p_fi),
-  ("cbsz", ("cbsz",), _p_num("cbsz", "cbsz")),
-  ("abid", ("abid",), _p_num("abid", "abid")),
-  ("blgp", ("blgp",), _p_blgp),
-  ("wait_vdst", ("wait_vdst",), _p_num("wait_vdst", "wait_vdst", skip0=False)),
-  ("wait_va_vdst", ("wait_va_vdst",), _p_num("wait_va_vdst", "wait_va_vdst", skip0=False)),
-  ("wait_vm_vsrc", ("wait_vm_vsrc",), _p_num("wait_vm_vsrc", "wait_vm_vsrc", skip0=False)),
-  ("wait_exp", ("waitexp",), _p_num("waitexp", "wait_exp", skip0=False)),
-]
-MOD_PRINTERS = {k: p for k, _, p in _MODS}
-
-
-def _mod_applies(key: str, I, e: Encoding, op: str, slots) -> bool:
-  v = e.variant
-  if key == "lds":
-    return e.base in FMT["lds_load"].get(I.target.family, []) and bool(re.search(FMT["lds_load"]["ops"], op))
-  if key == "op_sel" and I.target.family == "cdna" and e.base in ("VOP3", "VOP3SD"):
-    return op in TRUE16["opsel_cdna"].get(I.target.name, {})
-  if key == "op_sel" and e.base in ("VOP3", "VOP3SD", "VINTERP"):  # only 16-bit instructions have op_sel
-    if any(re.search(p, op) for p in FMT["opsel_ops"]):
-      return True
-    if not I.target.true16 and I.target.family != "cdna" and e.base != "VINTERP":
-      return op in TRUE16["opsel_fake16"]
-    vops = _vendor_ops(I, e.opcode_enum, op)
-    if not any(o.bits == 16 for o in vops.values()):
-      return False
-    if I.target.true16:
-      return bool(TRUE16.get(I.target.name, {}).get(f"{e.base}:{op}")) and op not in TRUE16["no_opsel"]
-  if key == "fi":
-    return "DPP" in v
-  if key in ("op_sel", "op_sel_hi", "neg_lo", "neg_hi") and e.name.startswith("VOP3P_MFMA"):
-    return False
-  if key in ("neg_lo", "neg_hi", "op_sel_hi") and e.base != "VOP3P":
-    return False
-  if key in ("neg_lo", "neg_hi") and re.search(FMT["mix_abs_in_neg_hi"], op):
-    return False
-  if key == "op_sel_hi" and re.search(FMT["vop3p_no_opsel_hi"], op):
-    return False
-  if key in ("op_sel", "op_sel_hi") and e.base == "VOP3P" and not re.search(FMT["vop3p_opsel_always"], op) and \
-      not re.search(FMT["vop3p_opsel_ops"], op):
-    # packed 16-bit math selects halves; other VOP3P instructions (dot4/dot8 of bytes, WMMA) have no op_sel
-    if not any(re.search(r"PK2_|_16$|WMMA", s.fmt) for s in slots):
-      return False
-  if key == "op_sel" and I.target.family == "cdna" and e.base in ("VOP3", "VOP3SD"):
-    return op in TRUE16["opsel_cdna"].get(I.target.name, {})
-  if any(key in ks and re.search(p, op) for p, ks in FMT["mods_skip_ops"].get(I.target.family, {}).items()):
-    return False
-  skip = FMT["mods_skip"].get(I.target.family, {}).get(e.base, [])
-  return key not in skip or bool(re.search(FMT["mods_skip_except"].get(key, "^$"), op))
+MOD_PRINTERS = {  # modifier -> its printer, for operands.MODS
+  "op_sel": _p_opsel,
+  "op_sel_hi": _p_opsel_hi,
+  "neg_lo": _p_neg("neg_lo", "neg"),
+  "neg_hi": _p_neg("neg_hi", "neg_hi"),
+  "format": lambda inst, sig: buf_format_text(inst),
+  "idxen": _flag("idxen", "idxen"),
+  "offen": _flag("offen", "offen"),
+  "ds_offset": _p_dsoff,
+  "offset": _p_offset,
+  "ioffset": _p_offset,
+  "dmask": _p_num("dmask", "dmask", True),
+  "dim": lambda inst, sig: f"dim:{FMT['mimg']['dim_prefix']}{FMT['mimg']['dims'][str(inst['dim'])][0]}",
+  "unorm": _flag("unrm", "unorm"),
+  "th": _p_th,
+  "scope": _p_scope,
+  "nv": _flag("nv", "nv"),
+  "glc": _flag("glc", "glc"),
+  "slc": _flag("slc", "slc"),
+  "dlc": _flag("dlc", "dlc"),
+  "sc0": _flag("sc0", "sc0"),
+  "nt": _flag("nt", "nt"),
+  "sc1": _flag("sc1", "sc1"),
+  "lds": _flag("lds", "lds"),
+  "r128": _flag("r128", "r128"),
+  "a16": _flag("a16", "a16"),
+  "tfe": _flag("tfe", "tfe"),
+  "lwe": _flag("lwe", "lwe"),
+  "d16": _flag("d16", "d16"),
+  "gds": _flag("gds", "gds"),
+  "clamp": _flag("clmp", "clamp"),
+  "omod": _p_omod,
+  "dst_sel": _p_sdwa_sel("dst_sel", "dst_sel"),
+  "dst_unused": _p_dst_unused,
+  "src0_sel": _p_sdwa_sel("src0_sel", "src0_sel"),
+  "src1_sel": _p_sdwa_sel("src1_sel", "src1_sel"),
+  "dpp": _p_dpp,
+  "dpp8": _p_dpp8,
+  "row_mask": _p_num("row_mask", "row_mask", True, False),
+  "bank_mask": _p_num("bank_mask", "bank_mask", True, False),
+  "bound_ctrl": _p_num("bc", "bound_ctrl"),
+  "fi": _p_fi,
+  "cbsz": _p_num("cbsz", "cbsz"),
+  "abid": _p_num("abid", "abid"),
+  "blgp": _p_blgp,
+  "wait_vdst": _p_num("wait_vdst", "wait_vdst", skip0=False),
+  "wait_va_vdst": _p_num("wait_va_vdst", "wait_va_vdst", skip0=False),
+  "wait_vm_vsrc": _p_num("wait_vm_vsrc", "wait_vm_vsrc", skip0=False),
+  "wait_exp": _p_num("waitexp", "wait_exp", skip0=False),
+}
 
 
 # ------------------------------------------------------------------------------------------ decoded operands
 
 
-def validate(inst, offset: int = 0) -> None:
-  """Reject field values llvm-mc-22 refuses to decode (reserved operand codes); DecodeError only."""
-  from gputwin.errors import DecodeError
-  from gputwin.isa.disasm import format_inst
-  for k, v in FMT["unsupported_fields"].get(inst.format, {}).items():
-    if inst.get(k) == v:
-      raise DecodeError(f"{inst.op.lower()}: {k}={v} form is not supported", inst.arch, offset, inst.get("encoding"))
-  try:
-    format_inst(inst)
-  except DecodeError as e:
-    raise DecodeError(e.msg, inst.arch, offset, e.word) from None
+# ------------------------------------------------------------------------------ inline constants from values
 
 
-def operands(inst) -> tuple:
-  """Decoded operands for tools and the emulator: (field, file, index, dwords, value, hi)."""
-  from gputwin.isa.encoding import Opnd, isa
-  I = isa(inst.arch)
-  sig = signature(inst.arch, inst.enc, inst.op, inst.wave or I.target.wave)
-  out = []
-  for s in sig.slots:
-    if not s.field:
-      out.append(Opnd("vcc", "s", 106, s.dwords))
-      continue
-    v = inst.f.get(s.field, 0)
-    if s.kind == "sdwa_sdst":  # VOPC SDWA: sd=1 writes the lane mask to this SGPR code, sd=0 to VCC
-      out.append(Opnd(s.field, "s", v if inst.f.get("sd") else 106, (inst.wave or I.target.wave) // 32))
-      continue
-    if s.kind == "smem_off":  # the scalar offset register and the immediate offset, separately
-      out.append(Opnd("soffset", "s", v))
-      off = next((k for k in ("ioffset", "offset") if k in inst.f), None)
-      if off:
-        out.append(Opnd(off, "imm", 0, 1, value=inst.f[off]))
-      continue
-    if s.kind in ("v", "a", "av"):
-      hi = bool(s.half and v & 0x80 and inst.format in ("VOP1", "VOP2", "VOPC"))
-      idx = v & 0x7f if hi or (s.half and inst.format in ("VOP1", "VOP2", "VOPC")) else v
-      out.append(Opnd(s.field, "a" if s.kind == "a" or (s.kind == "av" and _acc(inst, s.field)) else "v", idx, s.dwords,
-                      hi=hi))
-    elif s.kind in ("src", "ssrc", "s", "av_src", "sbase", "srsrc"):
-      if s.kind == "sbase":
-        v *= 2
-      if s.kind == "srsrc":
-        v *= 4
-      if v >= 256:  # a VGPR; in 16-bit VOP1/VOP2/VOPC operands bit 7 selects the high half (true16)
-        hi = bool(s.half and (v - 256) & 0x80 and inst.format in ("VOP1", "VOP2", "VOPC"))
-        idx = (v - 256) & 0x7f if s.half and inst.format in ("VOP1", "VOP2", "VOPC") else v - 256
-        out.append(Opnd(s.field, "a" if _acc(inst, s.field) else "v", idx, s.dwords, hi=hi))
-      elif v == 255:
-        out.append(Opnd(s.field, "literal", 255, s.dwords, value=inst.get("literal")))
-      elif 128 <= v <= 248:
-        out.append(Opnd(s.field, "inline", v, s.dwords, value=v))
-      else:
-        out.append(Opnd(s.field, "s", v, s.dwords))
-    else:
-      out.append(Opnd(s.field, "imm", 0, 1, value=v))
-  return tuple(out)
+def inline_code(value, is_float: bool, fmt: str, bits: int) -> int | None:
+  """Inline constant code for a parsed number (int or float), or None if it needs a literal."""
+  if not is_float:
+    w = 64 if bits == 64 else 16 if _int16(fmt, bits) or bits == 16 else 32
+    if w < 64 and value >= 1 << (w - 1) and value < 1 << w:
+      value -= 1 << w  # 0xfffffff0 is -16
+    if -16 <= value <= 64:
+      return 128 + value if value >= 0 else 192 - value
+    return _float_patterns(fmt, bits).get(value & 0xffffffff) if value >= 0 else None
+  for code, f in OPS["inline_float"].items():
+    if value == f:
+      return int(code)
+  if abs(value - 0.15915494309189532) < 1e-8 and (bits != 64 or "PK" in fmt) or value == 0.15915494309189532:
+    return OPS["inv2pi"]["code"]
+  if value == 0.0:
+    return 128
+  return None
 
 
-def _acc(inst, field: str) -> bool:
-  """CDNA: is this VGPR-or-AccVGPR operand an AccVGPR? (acc bits differ per format)"""
-  f = inst.f
-  if "acc_cd" in f and field in ("vdst", "src2"):
-    return bool(f["acc_cd"])
-  if "acc" in f:
-    if inst.format == "VOP3P":
-      return bool(f["acc"] >> {"src0": 0, "src1": 1}.get(field, 9) & 1)
-    return bool(f["acc"]) and field in FMT["acc_fields"].get(inst.format, [])
-  return False
+def _int16(fmt: str, bits: int) -> bool:
+  return bits == 16 and not re.search(r"F16", fmt) or int16_fmt(fmt)
+
+
+def _float_patterns(fmt: str, bits: int) -> dict[int, int]:
+  """Integer spellings llvm-mc-22 turns into inline float constants: f32 bit patterns for 32-bit operands, f16
+  ones for (packed) f16 operands, the high dword of the double for f64; none for 16-bit integer or 64-bit integer
+  operands."""
+  inv = OPS["inv2pi"]
+  if bits == 64:
+    if "F64" not in fmt:
+      return {}
+    d = {f64_bits(v) >> 32: int(c) for c, v in OPS["inline_float"].items()}
+    return d
+  if re.search(r"F16", fmt) and "BF16" not in fmt:
+    d = {f16_bits(v): int(c) for c, v in OPS["inline_float"].items()}
+    d[inv["f16"]] = inv["code"]
+    return d
+  if "PK2_BF16" in fmt:  # packed bf16: the upper half of the f32 pattern
+    return {f32_bits(v) >> 16: int(c) for c, v in OPS["inline_float"].items()}
+  if _int16(fmt, bits):
+    return {}
+  d = {f32_bits(v): int(c) for c, v in OPS["inline_float"].items()}
+  d[inv["f32"]] = inv["code"]
+  return d
+
+
+def inline_for(value: int, s: Slot, salu: str = "") -> int | None:
+  """The inline constant code a literal value would encode as for this operand (llvm-mc prints such literals as
+  lit(...) to keep them literal), or None. 64-bit operands' literals are never spelled lit(). `salu` names the
+  SALU format: llvm-mc-22 treats f16 operands of SOP2 like VALU ones ('s_min_num_f16 s0, lit(0x3800), s2',
+  'lit(0xfffe)'), while SOPC/SOP1 f16 operands only know the non-negative integers ('s_cmp_nlg_f16 lit(0x1)',
+  's_cmp_nlg_f16 0xfffe', 's_cmp_nlg_f16 0x3800')."""
+  if salu and "F16" in s.fmt:
+    if value > 0xffff:
+      return None
+    return inline_code(value, False, s.fmt, 16) if salu == "SOP2" else inline_code(value, False, "FMT_NUM_B16", 16) \
+      if value <= 64 else None
+  if s.bits == 64:
+    return None if "F64" in s.fmt else (inline_code(value, False, s.fmt, s.bits) if value <= 64 else None)
+  if s.bits == 16 and value > 0xffff:  # a wider literal on a 16-bit operand reads back as a 32-bit integer (-1)
+    return inline_code(value, False, "FMT_NUM_I32", 32) if value >= 0xfffffff0 else None
+  return inline_code(value, False, s.fmt, s.bits)

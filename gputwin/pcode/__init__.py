@@ -19,11 +19,11 @@ from gputwin.errors import PcodeError
 from gputwin.pcode import runtime as rt
 from gputwin.isa.vendor import pickled
 from gputwin.pcode.compile import VERSION, cache_root, generate, source_key
-from gputwin.pcode.errata import Erratum, corrected, excluded
+from gputwin.pcode.errata import Erratum, added, corrected, excluded
 from gputwin.pcode.ir import Program, lower
 from gputwin.pcode.parser import parse
 
-__all__ = ["semantics", "Semantics", "FlatMemory", "family_of", "PcodeError"]
+__all__ = ["semantics", "Semantics", "FlatMemory", "family_of", "PcodeError", "source_text", "bodies"]
 
 def family_of(arch: str) -> str:
   """'gfx1100' -> 'rdna3', 'gfx942'/'gfx950' -> 'cdna'; family names pass through."""
@@ -227,11 +227,31 @@ class FlatMemory:
 
 # ----------------------------------------------------------------------------------------- compile + cache
 def vendor_text(family: str, name: str) -> str:
+  """The vendor's pseudocode for `name`, or "" when the vendor has none but errata.py adds a body of ours."""
   from gputwin.isa.vendor import tables
   t = tables(family)
   if name not in t.pcode:
+    if added(family, name) is not None:
+      return ""
     raise PcodeError(f"no vendor pseudocode for {name}", family, name)
   return t.pcode[name]
+
+
+def source_text(family: str, name: str) -> tuple[str, list[Erratum]]:
+  """The text we compile for `name` and the errata that made it: the vendor text corrected, or our added body."""
+  vt = vendor_text(family, name)
+  if not vt:
+    e = added(family, name)
+    return e.text, [e]
+  return corrected(family, vt, name)
+
+
+def bodies(family: str) -> list[str]:
+  """Every instruction name with a body: the vendor's pcode plus the ones errata.py adds (for coverage/tests)."""
+  from gputwin.isa.vendor import tables
+  t = tables(family)
+  names = {n for e in t.enums.values() for n in e.values()} - set(t.pcode)
+  return list(t.pcode) + sorted(n for n in names if added(family, n) is not None)
 
 
 def operand_bits(family: str, name: str) -> dict[str, int]:
@@ -271,7 +291,7 @@ def _semantics(family: str, name: str) -> Semantics:
   if why:
     raise PcodeError(f"{name} is not supported: {why}", family, name)
   vt = vendor_text(family, name)
-  text, used = corrected(family, vt)
+  text, used = source_text(family, name)
   src, consts, ins, outs, regs, mem, calls, wave_level = compiled(family, name, text)
   g = dict(_RT)
   g.update(consts, ARCH=family, INST=name)

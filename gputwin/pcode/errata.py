@@ -1,9 +1,12 @@
-"""Our corrections to the vendor pseudocode, as data. The parser only ever sees `corrected(family, name, text)`.
+"""Our corrections to the vendor pseudocode, as data. The parser only ever sees `corrected(family, text, name)`.
 
 Each entry matches bodies by family and by a regular expression over the *vendor text* (never by instruction name
-in code) and says why, with the evidence. Kinds:
+in code; `only` narrows a text match to an encoding's opcodes where two encodings share a text) and says why, with
+the evidence. Kinds:
   replace  - the vendor text is prose, an example listing or C, not pcode; `text` is the pcode we run instead.
-  sub      - a local textual fix (regex -> replacement) for a PDF-extraction artefact.
+  sub      - a local textual fix (regex -> replacement) for a PDF-extraction artefact or a wrong formula.
+  add      - the vendor gives no pseudocode at all; `match` is a regex over the instruction *name* (there is no text
+             to match) and `text` is pcode of ours. Program control uses calls the executor implements (EXECUTOR).
 Graphics-only bodies are not corrected but excluded (see EXCLUDED), each with its reason.
 """
 from __future__ import annotations
@@ -20,6 +23,7 @@ class Erratum:
   text: object  # replacement pcode (replace), or replacement string / function of the match (sub)
   why: str
   evidence: str
+  only: str = ""  # regex over the instruction name the text match is limited to ("" = any)
 
 
 _ALL = ("rdna3", "rdna4", "cdna")
@@ -42,12 +46,33 @@ ERRATA: tuple[Erratum, ...] = (
           f"{_MANUALS}: WMMA/MFMA chapters give the formula `D = A (MxK) * B (KxN) + C (MxN)` and describe the lane "
           "layout in tables, not pseudocode (vendor str_pcode text is the formula only)."),
   Erratum(_ALL, r"^(?:s_sleep (?:0|\{ duration)|SIMM16\[3:0\] = vmcount|expcnt <= |vmcnt <= |vscnt <= |lgkmcnt <= |"
-          r"v_mov_b32 v3, v0|\.\.\.\ns_endpgm|Priority = \{|SysUserPrio = )", "replace",
+          r"v_mov_b32 v3, v0|Priority = \{|SysUserPrio = )", "replace",
           '"scheduling only: waits, sleeps, delays, priority and code-end padding change no architectural '
           'register or memory state"',
           "The vendor text is an example listing or a counter description, not pcode; these instructions only "
           "affect timing (the emulator core handles waits), so the body is an explicit note.",
-          f"{_MANUALS}, SOPP chapter: S_WAITCNT*, S_SLEEP, S_DELAY_ALU, S_SETPRIO, S_CODE_END descriptions."),
+          f"{_MANUALS}, SOPP chapter: S_WAITCNT*, S_SLEEP, S_DELAY_ALU, S_SETPRIO descriptions."),
+  Erratum(_ALL, r"^\.\.\.\ns_endpgm\s+// last real instruction", "replace",
+          '"padding after the last instruction of a shader: executing it is an illegal instruction";\n'
+          "ILLEGAL_INSTRUCTION()",
+          "S_CODE_END's vendor text is an example listing (s_endpgm followed by s_code_end padding), not pcode.",
+          f"{_MANUALS}, SOPP chapter, S_CODE_END: 'generate an illegal instruction interrupt; used to pad the end "
+          "of a shader buffer'. llvm-mc-22 pads code objects with s_code_end after s_endpgm."),
+  Erratum(("rdna4",), r"^;\n// barrierBit 0: reserved\n(?:.*\n)*?while !WAVE_BARRIER_COMPLETE\[barrierBit\] do", "replace",
+          '"wait until the barrier this wave signalled completes (the other waves of the workgroup arrive)";\n'
+          "BARRIER_WAIT(SIMM16.i32)",
+          "S_BARRIER_WAIT loops on WAVE_BARRIER_COMPLETE, state that other waves' S_BARRIER_SIGNAL sets "
+          "(CheckBarrierComplete): a wait on the workgroup that one wave's body cannot observe. BARRIER_WAIT names "
+          "it for the scheduler.",
+          "AMD RDNA4 ISA reference guide, SOPP chapter: S_BARRIER_SIGNAL / S_BARRIER_WAIT (split barrier); "
+          "clang-22 emits the pair for __syncthreads on gfx1200."),
+  Erratum(_ALL, r'^(TrapID = SIMM16\.u16\[[^\n]*;\n"Wait for all instructions to complete";)', "sub",
+          r"\1\nTRAP(TrapID.u32);",
+          "S_TRAP: the text spells out the trap entry (TTMP0/1, PC = TBA, PRIV) but the jump into a handler is a "
+          "machine event; the TRAP call names it so the executor (which installs no trap handler and stops the "
+          "dispatch with the trap ID) can act on it.",
+          f"{_MANUALS}, SOPP chapter, S_TRAP ('enter the trap handler'); the text's own comment that the handler "
+          "receives the PC of the S_TRAP itself."),
   Erratum(_ALL, r"LDS\(addr\) = LDS\(addr\) [+-] countbits\(valid mask\)", "replace",
           '"wave-level LDS counter update: one read-modify-write per wave, not per lane";\n'
           "RETURN_DATA.u32 = DS_APPEND_CONSUME_COUNTER(M0.u32, OFFSET.u32, EXEC.u64)",
@@ -135,6 +160,61 @@ ERRATA += (
 )
 
 
+ERRATA += (
+  Erratum(_ALL, r"^D0\.f32 = 2\.0F \*\* 32 \* fma\(S0\.f32, S1\.f32, S2\.f32\)$", "sub",
+          "D0.f32 = 32'F(ldexp(fma(64'F(S0.f32), 64'F(S1.f32), 64'F(S2.f32)), exponent(S2.f32) >= 127 ? 64 : -64))",
+          "V_DIV_FMAS_F32 with VCC set: the text scales by 2**32, but V_DIV_SCALE_F32 scales its operands by 2**64 "
+          "(denominator, or a numerator that would give a denormal quotient) or 2**-64, and V_DIV_FMAS must undo "
+          "it: by 2**64 when the numerator S2 is large (exponent >= 127, it was scaled down) and by 2**-64 "
+          "otherwise, rounded once (the f32 fma is exact in f64; one rounding to f32 at the end).",
+          f"{_MANUALS}: V_DIV_SCALE_F32 ('scale by 2**64 / 2**-64'); LLVM's f32 fdiv expansion (v_div_scale x2, "
+          "v_rcp, v_fma, v_div_fmas, v_div_fixup) is correctly rounded only with this factor: "
+          "tests/verify/test_findings.py::test_division_with_denormal_quotient (clang-22, gfx942; FINDINGS.md "
+          "#2) and tests/pcode/test_wave.py::test_llvm_f32_division_sequence_rounds_correctly with rescaled "
+          "operands, against exact Fraction division."),
+)
+
+
+ERRATA += (
+  Erratum(("rdna3",), r"(\w+_lane = 32'I\(VGPR\[i\]\[ADDR\] \+ OFFSET\.b32\) / 4 % 32);", "sub", r"\1 + (i & 32);",
+          "RDNA3 DS_PERMUTE_B32 / DS_BPERMUTE_B32 in wave64: the text takes the lane index modulo 32 for all 64 "
+          "lanes, so lanes 32..63 would exchange data with lanes 0..31. RDNA runs a wave64 VALU/LDS-lane op as two "
+          "32-lane halves, and the permute stays within its half: lane i reaches lane (i & 32) + index % 32.",
+          "AMD RDNA3 ISA reference guide: the text's own note 'destination lane is MOD 32 regardless of wave "
+          "size', and wave64 executed as two wave32 passes; RDNA4's text makes the index modulo the wave size "
+          "instead. clang-22 `cross_lane` (tests/emu/kernels/suite.cl, __builtin_amdgcn_ds_bpermute with lane ^ 1) "
+          "with -mwavefrontsize64 on gfx1100 reads the neighbour in the same half "
+          "(tests/emu/test_clang.py::test_rdna_wave64)."),
+)
+
+ERRATA += (
+  Erratum(("rdna3",), r"MEM\[ADDR\]", "sub", "MEM[ADDR + OFFSET.u32]",
+          "RDNA3 DS bodies other than the plain B32/B64/B96/B128 loads and stores (the atomics, the 8/16-bit "
+          "loads and stores, DS_WRAP...) address `MEM[ADDR]` without the instruction's OFFSET field, which the "
+          "B32 forms add (`MEM[ADDR + OFFSET.u32]`). Every DS instruction of the format has the 16-bit offset.",
+          "AMD RDNA3 ISA reference guide, LDS chapter (the DS address is ADDR plus the instruction offset, for "
+          "every DS instruction); "
+          "llvm-mc-22 encodes `ds_add_f32 v7, v6 offset:1024` with offset0/offset1; clang-22 folds constant "
+          "offsets into DS atomics (tests/emu/test_clang.py local_atomics).",
+          only=r"DS_\w+"),
+)
+
+_SOPK_IMM = r"S_MOVK_I32|S_CMOVK_I32|S_ADDK_I32|S_ADDK_CO_I32|S_MULK_I32|S_CMPK_\w+"
+
+ERRATA += (
+  Erratum(("cdna", "rdna4"), r"\b(?:S0\.i16|S1\.i16|S1\.u16)", "sub",
+          lambda m: "SIMM16" + m[0][2:],
+          "SOPK: the 16-bit immediate is the SIMM16 field, but the CDNA3 and RDNA4 texts call it S0 (S_MOVK_I32: "
+          "`signext(S0.i16)`) or S1 with the register in S0 (S_CMPK_EQ_U32: `S0.u32 == 32'U(S1.u16)`), the same "
+          "names SOP1/SOPC bodies use for registers. We name it SIMM16 as the RDNA3 text does, so every SOPK body "
+          "binds S0 = the SDST register and SIMM16 = the immediate. Limited to SOPK opcodes: S_SEXT_I32_I16 has "
+          "S_MOVK_I32's text.",
+          f"{_MANUALS}, SOPK chapter ('SIMM16: signed immediate'); the RDNA3 texts of the same instructions "
+          "(`signext(SIMM16.i16)`); llvm-mc-22 encodes `s_movk_i32 s0, 0x1234` with the constant in bits 15:0.",
+          only=_SOPK_IMM),
+)
+
+
 def _two_over_pi(bits: int) -> int:
   """floor(2/pi * 2**bits), from Machin's formula in integer arithmetic (64 guard bits)."""
   one = 1 << (bits + 64)
@@ -164,6 +244,55 @@ ERRATA += (
           "chunks of 2/pi."),
 )
 
+_SCHED = "changes no architectural register or memory state in gputwin's model"
+_NOTE = '"{}: ' + _SCHED + '"'
+
+# Instructions the vendor gives no pseudocode for: our bodies (kind "add", `match` over the name).
+ADDED: tuple[Erratum, ...] = (
+  Erratum(_ALL, r"S_ENDPGM|S_ENDPGM_SAVED", "add", '"end of program: the wave terminates";\nENDPGM()',
+          "No vendor pseudocode. The wave's end is a machine event: the ENDPGM call is implemented by the executor.",
+          f"{_MANUALS}, SOPP chapter: S_ENDPGM ('end of program; terminate wavefront'), S_ENDPGM_SAVED."),
+  Erratum(_ALL, r"S_BARRIER", "add", '"workgroup barrier: wait until every wave of the workgroup arrives";\nBARRIER()',
+          "No vendor pseudocode. Synchronising the workgroup's waves is the scheduler's job: the BARRIER call.",
+          f"{_MANUALS}, SOPP chapter: S_BARRIER ('synchronize waves within a threadgroup')."),
+  Erratum(_ALL, r"S_SENDMSG|S_SENDMSGHALT", "add", "SENDMSG(SIMM16.u32)",
+          "No vendor pseudocode. Messages go to the SPI/host interrupt logic, outside the wave; the executor models no "
+          "receiver (S_SENDMSG_RTN_* return a value: left without a body, they stop as unsupported).",
+          f"{_MANUALS}, SOPP chapter and 'Send Message' table: S_SENDMSG / S_SENDMSGHALT / S_SENDMSG_RTN."),
+  Erratum(_ALL, r"S_MEMTIME|S_MEMREALTIME", "add", "SDATA.b64 = CLOCK()",
+          "No vendor pseudocode. A time source: the executor answers with the wave's own instruction count, so "
+          "batched and serial runs agree.",
+          f"{_MANUALS}, SMEM chapter: S_MEMTIME ('return current 64-bit timestamp'), S_MEMREALTIME."),
+  Erratum(("cdna",), r"V_ACCVGPR_READ(?:_B32)?|V_ACCVGPR_WRITE(?:_B32)?|V_ACCVGPR_MOV_B32", "add", "D0.b32 = S0.b32",
+          "No vendor pseudocode for the AccVGPR moves. Each copies one dword between the VGPR and AccVGPR files "
+          "under EXEC; which file S0/D0 live in is the operand's (the isa operand model says v or a).",
+          "CDNA3 ISA guide, VOP3P V_ACCVGPR_READ_B32 ('move accumulation VGPR to VGPR'), V_ACCVGPR_WRITE_B32 "
+          "('move VGPR to accumulation VGPR'), VOP1 V_ACCVGPR_MOV_B32; llvm-mc-22 `v_accvgpr_read_b32 v4, a0`."),
+  Erratum(_ALL, r"S_CLAUSE|S_WAITCNT(?:_DEPCTR)?|S_WAIT_\w+|S_SETPRIO|S_WAIT_IDLE|S_TTRACEDATA|S_SETHALT|"
+          r"S_INST_PREFETCH|S_SET_INST_PREFETCH_DISTANCE|S_DELAY_ALU|S_SLEEP", "add",
+          _NOTE.format("scheduling only: clauses, waits, priorities, prefetch and trace hints"),
+          "No vendor pseudocode. These instructions order or pace execution; the executor runs each wave's "
+          "instructions in order, and the waitcnt checker (emu/checks.py) reads the counters from the encoding.",
+          f"{_MANUALS}, SOPP chapter (S_CLAUSE, S_WAIT_*, S_WAITCNT_DEPCTR, S_SETHALT, S_TTRACEDATA, prefetch)."),
+  Erratum(_ALL, r"S_ICACHE_INV|S_DCACHE_INV|S_DCACHE_WB|BUFFER_WBINVL1(?:_VOL)?|BUFFER_GL[01]_INV|BUFFER_INV|"
+          r"BUFFER_WBL2|GLOBAL_INV|GLOBAL_WB|GLOBAL_WBINV", "add",
+          _NOTE.format("cache invalidate/write-back: gputwin's memory is coherent, caches are not modelled"),
+          "No vendor pseudocode. Cache maintenance changes what a later access costs, not what it returns, in a "
+          "model without caches.",
+          f"{_MANUALS}, SMEM and MUBUF/global chapters: cache invalidate and write-back instructions."),
+  Erratum(_ALL, r"S_DENORM_MODE|S_ROUND_MODE", "add",
+          _NOTE.format("MODE.FP_DENORM / MODE.FP_ROUND: not modelled (pcode rounds to nearest even, keeps denormals)"),
+          "No vendor pseudocode. They set MODE bits that gputwin's arithmetic does not read (pcode/README.md, "
+          "Known gaps); the body says so rather than writing a register nothing reads.",
+          f"{_MANUALS}, SOPP chapter: S_DENORM_MODE, S_ROUND_MODE."),
+)
+
+
+def added(family: str, name: str) -> Erratum | None:
+  """Our body for an instruction the vendor gives no pseudocode for, or None."""
+  return next((e for e in ADDED if family in e.families and re.fullmatch(e.match, name)), None)
+
+
 # Graphics-only bodies: not part of the compute emulator. (family regex over names, reason)
 EXCLUDED: tuple[tuple[str, str], ...] = (
   (r"IMAGE_.*", "image (MIMG/VIMAGE/VSAMPLE) instruction: texture units are graphics-only"),
@@ -183,11 +312,11 @@ def excluded(name: str) -> str | None:
   return None
 
 
-def corrected(family: str, text: str) -> tuple[str, list[Erratum]]:
-  """The vendor text with every matching erratum applied, and the errata used."""
+def corrected(family: str, text: str, name: str = "") -> tuple[str, list[Erratum]]:
+  """The vendor text of instruction `name` with every matching erratum applied, and the errata used."""
   used = []
   for e in ERRATA:
-    m = re.search(e.match, text, re.M) if family in e.families else None
+    m = re.search(e.match, text, re.M) if family in e.families and re.fullmatch(e.only or ".*", name) else None
     if m:
       text = (e.text(m) if callable(e.text) else e.text) if e.kind == "replace" else \
         re.sub(e.match, e.text, text, flags=re.M)

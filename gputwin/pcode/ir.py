@@ -442,7 +442,8 @@ class Lower:
       return ("slice", self.lval(base), lo, ty.bits) if self._want_lval else \
         ("sget", E("slice", (self.name(base.args[0], n.at), lo, ty.bits), Ty("b", ty.bits)), ty)
     if base.op == "name" and base.args[0] == "MEM":
-      self.prog.mem = "".join(sorted(set(self.prog.mem) | {"w"}))
+      if self._want_lval:  # a store; reads mark "r" where the access is read (loads were reported "rw")
+        self.prog.mem = "".join(sorted(set(self.prog.mem) | {"w"}))
       return ("mem", self.ex(idx), 32)
     chain, b = [idx], base
     while b.op == "index":

@@ -6,9 +6,9 @@ import json as _json
 from pathlib import Path
 
 from gputwin.errors import PcodeError
-from gputwin.pcode import compiled, family_of, operand_bits, semantics, unsupported_calls
+from gputwin.pcode import bodies, compiled, family_of, operand_bits, semantics, source_text, unsupported_calls, vendor_text
 from gputwin.pcode.compile import generate
-from gputwin.pcode.errata import corrected, excluded
+from gputwin.pcode.errata import excluded
 from gputwin.pcode.ir import dump, lower
 from gputwin.pcode.parser import parse
 
@@ -26,7 +26,7 @@ def tested() -> dict[str, dict[str, list[str]]]:
 def coverage(json: bool = False) -> dict:
   """{"rdna3": {"total", "parsed", "compiled", "excluded", "tested", ...}, "rdna4": {...}, "cdna": {...}}.
 
-  total: vendor pcode bodies; excluded: graphics-only bodies (listed with reasons); parsed/compiled: the other
+  total: vendor pcode bodies plus the ones errata.py adds (`added`); excluded: graphics-only bodies (listed with reasons); parsed/compiled: the other
   bodies that parse / compile to Python; tested: bodies executed against an independent oracle by the test suite.
   Extra keys: needs_hook (compiled bodies calling a built-in gputwin does not implement, e.g. CalcBufferAddr,
   MATRIX_MULTIPLY_ACCUMULATE: these raise 'not supported' unless the caller's memory object provides it),
@@ -38,15 +38,16 @@ def coverage(json: bool = False) -> dict:
   out: dict = {}
   for fam in FAMILIES:
     t = tables(fam)
-    row = {"total": len(t.pcode), "parsed": 0, "compiled": 0, "excluded": 0, "tested": 0, "needs_hook": 0,
-           "errata": 0}
+    names = bodies(fam)
+    row = {"total": len(names), "added": len(names) - len(t.pcode), "parsed": 0, "compiled": 0, "excluded": 0,
+           "tested": 0, "needs_hook": 0, "errata": 0}
     excl, fails, hooks = {}, {}, {}
-    for name, text in t.pcode.items():
+    for name in names:
       why = excluded(name)
       if why:
         excl[name] = why
         continue
-      fixed, used = corrected(fam, text)
+      fixed, used = source_text(fam, name)
       row["errata"] += bool(used)
       try:
         parse(fixed, fam, name)
@@ -62,7 +63,7 @@ def coverage(json: bool = False) -> dict:
       except PcodeError as e:
         fails[name] = str(e)
     row["excluded"] = len(excl)
-    checked = {n: w for n, w in done.get(fam, {}).items() if n in t.pcode}
+    checked = {n: w for n, w in done.get(fam, {}).items() if n in names}
     row["tested"] = len(checked)
     row.update(checked=checked, excluded_list=excl, failures=fails, hooks=dict(sorted(hooks.items())))
     out[fam] = row
@@ -92,15 +93,12 @@ def show(name: str, family: str = "rdna3") -> str:
   fam = family_of(family)
   from gputwin.isa.vendor import tables
   name = name.upper()
-  t = tables(fam)
-  if name not in t.pcode:
-    raise PcodeError(f"no vendor pseudocode for {name}", fam, name)
-  text = t.pcode[name]
-  out = [f"== {name} ({fam}) vendor pseudocode", text]
+  text = vendor_text(fam, name)
+  out = [f"== {name} ({fam}) vendor pseudocode", text or "(none: the body below is ours, from errata.py)"]
   why = excluded(name)
   if why:
     return "\n".join(out + [f"== excluded: {why}"])
-  fixed, used = corrected(fam, text)
+  fixed, used = source_text(fam, name)
   for e in used:
     out += [f"== erratum: {e.why}", f"   evidence: {e.evidence}"]
   if used:

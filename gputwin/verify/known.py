@@ -1,16 +1,12 @@
-"""Known emulator bugs (and one clang-22 bug) from FINDINGS.md, as shims that correct their effect after the
-faulty instruction ran, through the Emulator object API's hooks — the emulator is not ours to change. A fuzz
-mismatch that disappears when the shims are on is *explained* (counted as a known bug, not as a new mismatch); one
-that stays is reduced and saved.
+"""Known bugs outside gputwin from FINDINGS.md (today one, clang-22's), as shims that correct their effect after
+the faulty instruction ran, through the Emulator object API's hooks. A fuzz mismatch that disappears when the shims
+are on is *explained* (counted as a known bug, not as a new mismatch); one that stays is reduced and saved. Bugs of
+our own isa/pcode/emu are fixed where they live, never shimmed here.
 
 Each shim: fn(engine, op, waves) called after every executed instruction (emu.api.Dispatch.hook)."""
 from __future__ import annotations
 
-import re
-
 import numpy as np
-
-_NEG = re.compile(r"-(\||[vs]\d|[vs]\[)")
 
 
 def _bits(eng, W, x) -> np.ndarray:
@@ -19,35 +15,6 @@ def _bits(eng, W, x) -> np.ndarray:
     (eng.S[W, x.index] if x.file == "s" else np.full(len(W), x.value, np.uint32))[:, None], (len(W), eng.L))
   v = v & np.uint32(~x.abs & 0xffffffff) if x.abs else v
   return v ^ np.uint32(x.neg) if x.neg else v
-
-
-def _f32(eng, W, x) -> np.ndarray:
-  return np.ascontiguousarray(_bits(eng, W, x)).astype(np.uint32).view(np.float32)
-
-
-def div_fmas_scale(eng, op, ix) -> None:
-  """V_DIV_FMAS_F32 with VCC set scales by 2**32 in the emulator (the vendor text); LLVM's division sequence is
-  exact only if it scales by 2**64 when exponent(S2) >= 127 and by 2**-64 otherwise (FINDINGS.md #2). Rescale the
-  lanes with VCC set: D / 2**32 is the emulator's rounded fma, times the right factor, rounded to f32 once."""
-  if not op.text.startswith("v_div_fmas_f32"):
-    return
-  d, m = op.outs["D0"], op.ins.get("VCC")
-  W = np.arange(eng.W)[ix]
-  bits = np.ascontiguousarray(eng.S[W, m.index:m.index + eng.L // 32])
-  vcc = np.unpackbits(bits.view(np.uint8), axis=1, bitorder="little").view(bool)[:, :eng.L]
-  lanes = vcc & np.asarray(eng.exec_mask(ix))
-  if not lanes.any():
-    return
-  srcs = [op.ins.get(k) for k in ("S0", "S1", "S2")]
-  if all(x is not None and x.file in "vsk" and not (x.file == "v" and x.index == d.index) for x in srcs):
-    val = [_f32(eng, W, x).astype(np.float64) for x in srcs]   # the fma again, from sources D did not overwrite
-    res, big = val[0] * val[1] + val[2], ((_bits(eng, W, srcs[2]) >> 23) & 0xff) >= 127
-  else:  # D overwrote a source: D / 2**32 is the emulator's rounded fma, and it is close to S2
-    res = eng.V[W, d.index].view(np.float32).astype(np.float64) / 2.0 ** 32
-    big = np.abs(res) >= 1.0
-  with np.errstate(over="ignore", invalid="ignore"):
-    fixed = (res * np.where(big, 2.0 ** 64, 2.0 ** -64)).astype(np.float32).view(np.uint32)
-  eng.V[W, d.index] = np.where(lanes, fixed, eng.V[W, d.index])
 
 
 def select_minmax_zero(eng, op, ix) -> None:
@@ -76,7 +43,6 @@ def select_minmax_zero(eng, op, ix) -> None:
 
 
 KNOWN = {
-  "div-fmas-scale": ("v_div_fmas_f32 scales by 2**32, LLVM needs 2**+-64 (FINDINGS.md #2)", div_fmas_scale),
   "clang-select-minmax-zero": ("clang-22: select on a ±0.0 constant lowered to v_min/v_max (FINDINGS.md #5)",
                                select_minmax_zero),
 }

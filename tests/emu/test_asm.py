@@ -195,3 +195,84 @@ def test_pk_f32_inline_constant(arch):
                    x + f(1), -x,  # op_sel_hi:[1,1]: the high element reads the constant's high dword, 0
                    x * f(2) + f(0.5), -x * f(2) + f(0.5)], 1)
   np.testing.assert_array_equal(out.reshape(64, 8), want)
+
+
+def test_accvgpr_moves_and_sdwa_sgpr_gfx942():
+  """V_ACCVGPR_WRITE/MOV/READ run their (errata) pcode `D0.b32 = S0.b32` on the operands isa decodes (AccVGPR a0 is
+  no longer the immediate 256); an SDWA source with the s0 bit reads an SGPR. Expected values: numpy."""
+  body = """
+  s_load_dwordx2 s[2:3], s[0:1], 0x0
+  v_lshlrev_b32 v1, 2, v0
+  v_add_u32 v2, 7, v0
+  v_accvgpr_write_b32 a1, v2
+  v_accvgpr_mov_b32 a3, a1
+  v_accvgpr_read_b32 v4, a3
+  s_mov_b32 s5, 0x30000
+  v_add_u32_sdwa v5, s5, v0 dst_sel:DWORD dst_unused:UNUSED_PAD src0_sel:WORD_1 src1_sel:DWORD
+  v_add_u32 v4, v4, v5
+  s_waitcnt lgkmcnt(0)
+  global_store_dword v1, v4, s[2:3]"""
+  out = np.zeros(64, np.uint32)
+  launch(kernel("gfx942", body), "k", grid=1, block=64, args=[out])
+  i = np.arange(64, dtype=np.uint32)
+  np.testing.assert_array_equal(out, (i + 7) + (3 + i))
+
+
+def test_vopd_literal_apertures_and_atomic_without_return_gfx1100():
+  """VOPD with a literal half (v_dual_fmaak_f32) binds both halves from isa's operand list; src_shared_base is a
+  register (the aperture's high half), not an inline constant; a global atomic without glc writes no VGPR."""
+  body = """
+  s_load_b64 s[2:3], s[0:1], 0x0
+  v_lshlrev_b32 v1, 2, v0
+  v_cvt_f32_u32 v2, v0
+  v_mov_b32 v3, 2.0
+  v_mov_b32 v7, 0
+  v_mov_b32 v5, v2
+  v_mov_b32 v6, 2.0
+  v_dual_fmac_f32 v7, v2, v3 :: v_dual_fmaak_f32 v4, v5, v6, 0x3f800000
+  s_mov_b64 s[6:7], src_shared_base
+  v_mov_b32 v8, s7
+  v_mov_b32 v9, 5
+  v_mov_b32 v10, 0x1234
+  s_waitcnt lgkmcnt(0)
+  global_store_b32 v1, v10, s[2:3] offset:384
+  global_atomic_add_u32 v1, v9, s[2:3] offset:384
+  v_cvt_u32_f32 v4, v4
+  v_cvt_u32_f32 v7, v7
+  global_store_b32 v1, v4, s[2:3]
+  global_store_b32 v1, v7, s[2:3] offset:128
+  global_store_b32 v1, v8, s[2:3] offset:256"""
+  out = np.zeros(128, np.uint32)
+  launch(kernel("gfx1100", body), "k", grid=1, block=32, args=[out])
+  i = np.arange(32, dtype=np.uint32)
+  from gputwin.emu.program import SHARED_HI
+  np.testing.assert_array_equal(out[:32], 2 * i + 1)
+  np.testing.assert_array_equal(out[32:64], 2 * i)
+  np.testing.assert_array_equal(out[64:96], np.full(32, SHARED_HI))
+  np.testing.assert_array_equal(out[96:], np.full(32, 0x1234 + 5))
+
+
+@pytest.mark.parametrize("arch", ["gfx1100", "gfx942"])
+def test_ds_atomic_and_byte_store_add_the_offset(arch):
+  """DS atomics and 8-bit stores address ADDR + OFFSET like the B32 forms (RDNA3 texts omit it: pcode erratum)."""
+  s_load, st = ("s_load_b64", "global_store_b32") if arch == "gfx1100" else ("s_load_dwordx2", "global_store_dword")
+  ds_store, ds_load, ds_b8 = ("ds_store_b32", "ds_load_b32", "ds_store_b8") if arch == "gfx1100" else \
+    ("ds_write_b32", "ds_read_b32", "ds_write_b8")
+  body = f"""
+  {s_load} s[2:3], s[0:1], 0x0
+  v_lshlrev_b32 v1, 2, v0
+  v_cvt_f32_u32 v2, v0
+  v_mov_b32 v3, 0.5
+  v_mov_b32 v5, 0x7f
+  {ds_store} v1, v2 offset:1024
+  {ds_b8} v1, v5 offset:1025
+  s_waitcnt lgkmcnt(0)
+  ds_add_f32 v1, v3 offset:1024
+  s_waitcnt lgkmcnt(0)
+  {ds_load} v4, v1 offset:1024
+  s_waitcnt lgkmcnt(0)
+  {st} v1, v4, s[2:3]"""
+  out = np.zeros(64, np.uint32)
+  launch(kernel(arch, body, lds=2048, wave32=False), "k", grid=1, block=64, args=[out])
+  want = (np.arange(64, dtype=np.float32).view(np.uint32) & ~np.uint32(0xff00)) | np.uint32(0x7f00)
+  np.testing.assert_array_equal(out, (want.view(np.float32) + np.float32(0.5)).view(np.uint32))

@@ -70,7 +70,8 @@ def test_many_batches(clang_co, monkeypatch, name):
 
 
 @pytest.mark.parametrize("arch", ["gfx1100", "gfx1200"])
-@pytest.mark.parametrize("name", ["saxpy", "int_ops", "reduce", "matmul", "histogram", "collatz", "subgroup", "mixed"])
+@pytest.mark.parametrize("name", ["saxpy", "int_ops", "reduce", "matmul", "histogram", "collatz", "subgroup", "mixed",
+                                  "cross_lane"])
 def test_rdna_wave64(clang_co, arch, name):
   """RDNA runs wave64 too (-mwavefrontsize64): same kernels, 64-lane EXEC/VCC pairs."""
   c = CASES[name]()

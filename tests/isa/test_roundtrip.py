@@ -11,6 +11,7 @@ import pytest
 
 from gputwin.errors import DecodeError
 from gputwin.isa.encoding import DPP8, DPP16, LITERAL, SDWA, decode, encode, isa, iter_opcodes, make
+from gputwin.isa.operands import operands
 
 MARKERS = {"DPP16": DPP16, "DPP8": DPP8, "SDWA": SDWA}
 
@@ -56,7 +57,7 @@ def test_decode_encode_roundtrip(arch):
 def test_decode_inst_is_cheap_and_immutable():
   inst = decode(bytes.fromhex("01050a06"), "gfx1100")
   assert (inst.format, inst.op, inst.size) == ("VOP2", "V_ADD_F32", 4)
-  assert [(o.field, o.file, o.index) for o in inst.operands] == [("vdst", "v", 5), ("src0", "v", 1), ("vsrc1", "v", 2)]
+  assert [(o.field, o.file, o.index) for o in operands(inst)] == [("vdst", "v", 5), ("src0", "v", 1), ("vsrc1", "v", 2)]
   with pytest.raises(Exception):
     inst.op = "X"  # frozen
   assert hash(inst) == hash(decode(bytes.fromhex("01050a06"), "gfx1100"))

@@ -397,24 +397,28 @@ def test_load_widths_and_sign_extension(fam, name, size, signed):
 def test_llvm_f32_division_sequence_rounds_correctly(fam):
   """The compiler's f32 fdiv expansion (div_scale x2, rcp, Newton fma steps, div_fmas, div_fixup) run through the
   compiled semantics gives the correctly rounded quotient (reference: exact Fraction division, rounded by us).
-  Operands stay where V_DIV_SCALE does not rescale (VCC = 0): with rescaling, the manual's V_DIV_FMAS factor
-  (2**32) does not undo V_DIV_SCALE's 2**64 - a known open question, see gputwin/pcode/README.md."""
+  Half the operands make V_DIV_SCALE rescale (VCC = 1: denormal quotients, huge numerators, tiny denominators),
+  which V_DIV_FMAS_F32 undoes by 2**64 or 2**-64 (the errata.py factor; the manual's 2**32 does not)."""
   from fractions import Fraction
   rng = np.random.default_rng(11)
   n = (rng.standard_normal(256) * 10.0 ** rng.integers(-12, 12, 256)).astype(np.float32)
   d = (rng.standard_normal(256) * 10.0 ** rng.integers(-12, 12, 256)).astype(np.float32)
   n[:4], d[:4] = [1.0, 0.0, 7.0, 1e-3], [3.0, 5.0, 0.0, float("inf")]  # exact zero, x/0 -> inf, x/inf -> 0
-  N, D = n.view(np.uint32)[None, :], d.view(np.uint32)[None, :]
-  L = N.shape[1]
+  ne = rng.integers(-126, 128, 128)  # rescaled: denormal quotients (2**-150..2**-120) and ones near the top (2**90..)
+  qe = np.where(rng.random(128) < 0.6, rng.integers(-150, -120, 128), rng.integers(90, 128, 128))
+  n[128:] = np.ldexp(rng.uniform(1, 2, 128), ne).astype(np.float32)
+  d[128:] = np.ldexp(rng.uniform(1, 2, 128), np.clip(ne - qe, -126, 127)).astype(np.float32)
+  N, D = n.view(np.uint32).reshape(4, 64), d.view(np.uint32).reshape(4, 64)  # four wave64s: VCC is one bit per lane
+  W, L = N.shape
 
   def op(name, **st):
-    out = semantics(fam, name)(st, exec=np.ones((1, L), bool), lanes=L)
+    out = semantics(fam, name)(st, exec=np.ones((W, L), bool), lanes=L)
     return out
 
   neg = lambda x: x ^ np.uint32(0x80000000)
-  one = np.full((1, L), 0x3F800000, np.uint32)
-  den = op("V_DIV_SCALE_F32", S0=D, S1=D, S2=N, VCC=np.zeros((1, 1), np.uint64))["D0"]
-  r = op("V_DIV_SCALE_F32", S0=N, S1=D, S2=N, VCC=np.zeros((1, 1), np.uint64))
+  one = np.full((W, L), 0x3F800000, np.uint32)
+  den = op("V_DIV_SCALE_F32", S0=D, S1=D, S2=N, VCC=np.zeros((W, 1), np.uint64))["D0"]
+  r = op("V_DIV_SCALE_F32", S0=N, S1=D, S2=N, VCC=np.zeros((W, 1), np.uint64))
   num, vcc = r["D0"], r["VCC"]
   rcp = op("V_RCP_F32", S0=den)["D0"]
   e = op("V_FMA_F32", S0=neg(den), S1=rcp, S2=one)["D0"]
@@ -425,7 +429,7 @@ def test_llvm_f32_division_sequence_rounds_correctly(fam):
   e = op("V_FMA_F32", S0=neg(den), S1=q, S2=num)["D0"]
   q = op("V_DIV_FMAS_F32", S0=e, S1=rcp, S2=q, VCC=vcc)["D0"]
   res = op("V_DIV_FIXUP_F32", S0=q, S1=D, S2=N)["D0"].ravel()
-  for i in range(L):
+  for i in range(W * L):
     x, y = float(n[i]), float(d[i])
     want = O.round_to(Fraction(x) / Fraction(y), 32) if y not in (0.0, float("inf")) else \
       O.round_to(math.copysign(math.inf, x) * math.copysign(1, y) if y == 0 else 0.0, 32)

@@ -30,29 +30,13 @@ def test_select_keeps_abs_modifier(clang):
   np.testing.assert_array_equal(out.view(np.float32), want)
 
 
-@pytest.mark.xfail(reason="FINDINGS.md #2: f32 division with a denormal quotient is off by 2**96", strict=True)
 def test_division_with_denormal_quotient(clang):
+  """FINDINGS.md #2, fixed by the V_DIV_FMAS_F32 erratum (pcode/errata.py): now a regression test."""
   co = runner.clang_cl(DIVIDE, "gfx942", flags=("-O2", "-cl-fp32-correctly-rounded-divide-sqrt"))
   a, b = np.full(64, -3.35e-38, np.float32), np.full(64, 219.5, np.float32)
   a[1], a[2], b[2], a[3], b[3] = 1e-39, 3.0, 7.0, 1e30, 1.0
   out = np.zeros(64, np.float32)
   launch(co, "k", grid=1, block=64, args=[out, a, b])
-  np.testing.assert_array_equal(out, a / b)
-
-
-def test_div_fmas_shim_corrects_it(clang):
-  """known.div_fmas_scale (2**64 if exponent(S2) >= 127 else 2**-64) makes LLVM's sequence exact on these inputs:
-  the evidence for the factor FINDINGS.md #2 proposes."""
-  from gputwin.emu.api import Emulator
-  from gputwin.verify.known import div_fmas_scale
-  co = runner.clang_cl(DIVIDE, "gfx942", flags=("-O2", "-cl-fp32-correctly-rounded-divide-sqrt"))
-  a, b = np.full(64, -3.35e-38, np.float32), np.full(64, 219.5, np.float32)
-  a[1], a[2], b[2], a[3], b[3] = 1e-39, 3.0, 7.0, 1e30, 1.0
-  out = np.zeros(64, np.float32)
-  d = Emulator(co).prepare("k", grid=1, block=64, args=[out, a, b])
-  d.hook(div_fmas_scale)
-  d.run()
-  d.finish()
   np.testing.assert_array_equal(out, a / b)
 
 

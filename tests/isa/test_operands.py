@@ -1,0 +1,103 @@
+"""The decoded operand model (`isa.operands.operands`, `vopd_halves`) against llvm-mc-22: llvm-mc encodes a line, we
+decode its bytes, and every operand we list must name the register or constant llvm-mc prints (and no more)."""
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from gputwin.isa import decode, disassemble
+from gputwin.isa.operands import operands, vopd_halves
+from gputwin.isa.syntax import scalar_name
+from gputwin.isa.targets import target
+
+pytestmark = pytest.mark.skipif(shutil.which("llvm-mc-22") is None, reason="needs llvm-mc-22")
+
+
+def mc(text: str, arch: str) -> bytes:
+  """llvm-mc-22's encoding of one line."""
+  out = subprocess.run(["llvm-mc-22", "-arch=amdgcn", f"-mcpu={arch}", "-show-encoding"], input=text,
+                       capture_output=True, text=True, check=True).stdout
+  return bytes(int(b, 16) for b in re.search(r"encoding: \[([^\]]*)\]", out)[1].split(","))
+
+
+def mc_disasm(code: bytes, arch: str) -> list[str]:
+  out = subprocess.run(["llvm-mc-22", "-arch=amdgcn", f"-mcpu={arch}", "--disassemble"],
+                       input=" ".join(f"0x{b:02x}" for b in code), capture_output=True, text=True, check=True).stdout
+  return [" ".join(ln.split()) for ln in out.splitlines() if ln.strip() and not ln.strip().startswith(".")]
+
+
+def spell(o, arch: str) -> str:
+  """An operand the way llvm-mc names it (registers and literals; inline constants by their code)."""
+  if o.file in ("v", "a"):
+    return f"{o.file}{o.index}" if o.dwords == 1 else f"{o.file}[{o.index}:{o.index + o.dwords - 1}]"
+  if o.file == "s":
+    return scalar_name(target(arch).family, o.index, o.dwords)
+  if o.file == "literal":
+    return f"0x{o.value:x}"
+  return f"inline:{o.value}"
+
+
+@pytest.mark.parametrize("arch,line,want", [
+  ("gfx942", "v_accvgpr_read_b32 v4, a0", ["v4", "a0"]),  # UPSTREAM 10: src0 was an immediate 256
+  ("gfx942", "v_accvgpr_write_b32 a4, v7", ["a4", "v7"]),
+  ("gfx942", "v_accvgpr_mov_b32 a4, a3", ["a4", "a3"]),
+  ("gfx942", "v_add_u32_sdwa v6, v5, v0 dst_sel:DWORD dst_unused:UNUSED_PAD src0_sel:WORD_1 src1_sel:DWORD",
+   ["v6", "v5", "v0"]),  # UPSTREAM 11: vsrc0/vsrc1 were 'imm'
+  ("gfx942", "v_add_f32_sdwa v6, s5, v0 dst_sel:DWORD dst_unused:UNUSED_PAD src0_sel:WORD_1 src1_sel:DWORD",
+   ["v6", "s5", "v0"]),  # the SDWA s0 bit: an SGPR source
+  ("gfx942", "s_mov_b64 s[2:3], src_shared_base", ["s[2:3]", "src_shared_base"]),  # UPSTREAM 15: were inline
+  ("gfx1100", "s_mov_b64 s[2:3], src_private_base", ["s[2:3]", "src_private_base"]),
+  ("gfx1100", "s_mov_b32 s2, src_shared_limit", ["s2", "src_shared_limit"]),
+  ("gfx1100", "global_atomic_add_u32 v2, v3, s[0:1]", ["v2", "v3", "s[0:1]"]),  # UPSTREAM 9: no vdst
+  ("gfx1100", "global_atomic_add_u32 v1, v2, v3, s[0:1] glc", ["v1", "v2", "v3", "s[0:1]"]),
+  ("gfx942", "global_atomic_add v2, v3, s[0:1]", ["v2", "v3", "s[0:1]"]),
+  ("gfx942", "global_atomic_add v1, v2, v3, s[0:1] sc0", ["v1", "v2", "v3", "s[0:1]"]),
+  ("gfx1200", "global_atomic_add_u32 v2, v3, s[0:1]", ["v2", "v3", "s[0:1]"]),
+  ("gfx1200", "global_atomic_add_u32 v1, v2, v3, s[0:1] th:TH_ATOMIC_RETURN", ["v1", "v2", "v3", "s[0:1]"]),
+])
+def test_operands_name_what_llvm_mc_prints(arch, line, want):
+  code = mc(line, arch)
+  text = mc_disasm(code, arch)[0]
+  assert all(re.search(rf"(?<![\w\[:]){re.escape(w)}(?![\w\]:])", text) for w in want), text  # the oracle's names
+  got = [spell(o, arch) for o in operands(decode(code, arch))]
+  assert [_base(g) for g in got if not g.startswith("inline")] == [_base(w) for w in want]
+
+
+def _base(name: str) -> str:
+  """v[2:3] and v2 name the same base register (a GLOBAL address with SADDR is one VGPR, printed as v2)."""
+  return re.sub(r"^([vas])\[(\d+):\d+\]$", r"\1\2", name)
+
+
+@pytest.mark.parametrize("line,x,y", [
+  ("v_dual_mov_b32 v4, 0 :: v_dual_lshlrev_b32 v5, 6, v1", ["v4", "inline:128"], ["v5", "inline:134", "v1"]),
+  ("v_dual_mov_b32 v7, v2 :: v_dual_mov_b32 v8, s3", ["v7", "v2"], ["v8", "s3"]),  # vdsty = (f << 1) | !(vdstx & 1)
+  ("v_dual_fmac_f32 v1, v2, v3 :: v_dual_fmaak_f32 v4, v5, v6, 0x3f800000",  # UPSTREAM 7: the literal form
+   ["v1", "v2", "v3"], ["v4", "v5", "v6", "0x3f800000"]),
+  ("v_dual_fmamk_f32 v1, v2, 0x40400000, v3 :: v_dual_mul_f32 v4, v5, v6", ["v1", "v2", "0x40400000", "v3"],
+   ["v4", "v5", "v6"]),
+])
+def test_vopd_lists_both_halves(line, x, y):
+  """UPSTREAM 6: VOPD listed only its Y half, with the raw vdsty field; llvm-mc-22 prints both halves."""
+  code = mc(line, "gfx1100")
+  inst = decode(code, "gfx1100")
+  hx, hy = vopd_halves(inst)
+  assert [spell(o, "gfx1100") for o in hx.operands] == x and [spell(o, "gfx1100") for o in hy.operands] == y
+  assert operands(inst) == hx.operands + hy.operands
+  assert disassemble(code, "gfx1100") == mc_disasm(code, "gfx1100")  # the names come from the oracle's own text
+  assert all(t in mc_disasm(code, "gfx1100")[0] for t in x + y if not t.startswith("inline"))
+
+
+@pytest.mark.parametrize("arch,lines", [
+  ("gfx942", ["v_mov_b32_e32 v10, 31", "s_waitcnt vmcnt(0)", "v_pk_fma_f16 v4, v4, v4, s4"]),  # UPSTREAM 16
+  ("gfx942", ["s_mov_b32 s0, 0", "v_mov_b32_e32 v0, 1",  # UPSTREAM 8: DPP after other instructions
+              "v_mov_b32_dpp v1, v2 quad_perm:[1,0,3,2] row_mask:0xf bank_mask:0xf"]),
+])
+def test_decode_does_not_depend_on_following_bytes(arch, lines):
+  """A base whose fixed bits match but whose opcode does not must not end the search (the next base may fit)."""
+  code = b"".join(mc(ln, arch) for ln in lines)
+  assert disassemble(code, arch) == mc_disasm(code, arch)
+  assert [" ".join(x.split()) for x in disassemble(code[:len(mc(lines[0], arch))], arch)] == mc_disasm(
+    code[:len(mc(lines[0], arch))], arch)
