@@ -19,23 +19,15 @@ import numpy as np
 
 from gputwin.emu import lanes
 from gputwin.emu.memory import Window
+from gputwin.emu.binding import LDS_BITS, LDS_SHIFT, SPECIAL_INPUTS, Stop, scalar_valu, sets_pc
 from gputwin.emu.program import APERTURE, EXECZ, PRIVATE_HI, SCC_CODE, SHARED_HI, SPECIAL, VCCZ, Op, Program, Src
 from gputwin.errors import GPUPageFault, GputwinError
 from gputwin.pcode.runtime import Wide
 
 U32, U64 = np.uint32, np.uint64
-LDS_SHIFT, LDS_BITS = 20, 19  # pcode's 32-bit DS ADDR: workgroup slot << 20 | LDS address mod 2**19 (see _lds)
 MAX_WAVES = 1 << (32 - LDS_SHIFT)
 M32, M64 = 0xffffffff, 0xffffffffffffffff
 LITTLE = sys.byteorder == "little"  # a uint64 viewed as two uint32 is (lo, hi)
-
-
-class Stop(Exception):
-  """Raised by the executor with (kind, message, wave, op); launch turns it into the public error classes."""
-
-  def __init__(self, kind: str, msg: str, wave: int = -1, op: Op | None = None, fault: GPUPageFault | None = None):
-    super().__init__(msg)
-    self.kind, self.msg, self.wave, self.op, self.fault = kind, msg, wave, op, fault
 
 
 class _Mem:
@@ -369,7 +361,7 @@ class Engine:
     if op.mem:
       self._memop(op, ix, m, st)
     else:
-      pm = None if _scalar_valu(op) else self._pexec(op, m)
+      pm = None if scalar_valu(op) else self._pexec(op, m)
       out = sem(st, exec=pm, mem=_NOMEM, lanes=self.L, wave64=self.L == 64)
       self.retire(op, ix, m, out)
     if fancy:  # register files were passed as copies: write them back
@@ -415,26 +407,23 @@ class Engine:
     return Wide(lo[:, None], hi[:, None]) if s.file == "s" else Wide(lo, hi)  # scalars: one value per wave
 
   def special(self, name: str, ix, op: Op):
-    """Pcode inputs that are no operand: SCC, EXEC, M0, PC, MODE bits, instruction offsets."""
-    if name == "SCC":
+    """Pcode inputs that are no operand (SPECIAL_INPUTS): SCC, EXEC, M0, PC, MODE bits, instruction offsets."""
+    kind, *arg = SPECIAL_INPUTS.get(name, ("none",))
+    if kind == "scc":
       return self.scc[ix][:, None]
-    if name in ("EXEC", "EXEC_LO"):
-      return self.sreg(ix, self.sp["exec"], 2 if self.L == 64 and name == "EXEC" else 1)
-    if name in ("VCCZ", "EXECZ"):
-      return self.sreg(ix, VCCZ if name == "VCCZ" else EXECZ)
-    if name == "M0":
-      return self.S[ix, self.sp["m0"]][:, None]
-    if name == "PC":
+    if kind == "sgpr":
+      return self.sreg(ix, self.sp[arg[0]], arg[1] or self.L // 32)
+    if kind == "zero":
+      return self.sreg(ix, arg[0])
+    if kind == "pc":
       return self.pc[ix].astype(U32)[:, None]
-    if name == "WAVE_MODE.IEEE":
+    if kind == "ieee":
       return U32(self.ieee)
-    if name == "ROUND_MODE":  # MODE (HW_REG 1) bits 3:0: FP round modes, set by the KD and s_setreg/s_round_mode
+    if kind == "round":  # set by the KD and s_setreg/s_round_mode
       return (self.HW[ix, 1] & U32(0xf))[:, None]
-    if name == "OFFSET":
-      return U32(op.info.get("offset", 0) & M32)
-    if name in ("OFFSET0", "OFFSET1"):
-      return U32(op.info.get(name.lower(), 0))
-    return U32(0)  # hook-only address inputs (SBASE, v_addr, ...), WAVE_STATUS.PRIV, ...
+    if kind == "field":
+      return U32(op.info.get(arg[0], 0) & M32)
+    return U32(0)  # "none": inputs only hooks read (SBASE, v_addr, ...), WAVE_STATUS.PRIV, ...
 
   def retire(self, op: Op, ix, m, out: dict) -> None:
     if len(out) > 1:  # outputs may alias register views read as inputs: snapshot those before writing any
@@ -613,26 +602,7 @@ def _input_plan(op: Op) -> list:
   return plan
 
 
-def _scalar_valu(op: Op) -> bool:
-  """A VALU op with only scalar sources and an SGPR result that is no lane mask (gfx12 pseudo-scalar
-  transcendentals: `v_s_rcp_f32 s3, s0`): one value per wave, written whatever EXEC is. Masking it by EXEC left
-  the result of an inactive lane 0 in the SGPR (FINDINGS.md #6, clang-22 divides by a uniform value with it inside
-  divergent code)."""
-  f = op.info.get("scalar_valu")
-  if f is None:
-    d, sem = op.outs.get("D0"), op.sem
-    lanes_in = any(isinstance(op.ins.get(n), Src) and op.ins[n].file in "va" for n in sem.inputs)
-    f = op.info["scalar_valu"] = bool(op.vector and d is not None and d.file == "s" and not lanes_in
-                                      and not (sem.program.per_lane or sem.wave_level or sem.cross_lane))
-  return f
-
-
 # ------------------------------------------------------------------------------------------ the scheduler
-def sets_pc(op: Op) -> bool:
-  """A branch: its body writes PC (every other instruction leaves each wave at pc + size)."""
-  return op.kind in ("alu", "mem") and op.sem is not None and "PC" in op.sem.outputs
-
-
 def step(eng: Engine, op: Op, ix) -> None:
   """Execute `op` for waves `ix` (all standing at op.pc) and advance their PCs."""
   k = op.kind

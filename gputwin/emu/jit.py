@@ -27,36 +27,36 @@ program) have entered it interpreted, about what compiling it would cost, so a o
 ~2-3x slower than the interpreter alone and a repeated one runs natively. `GPUTWIN_JIT=0` turns the tier off,
 `GPUTWIN_JIT=force` compiles every block at first sight.
 
-Semantics follow gputwin/pcode/runtime.py operation by operation (wrapping, shifts past the width, conversions,
-NaN payloads of float->float casts); what the tier cannot match exactly it declines (`Unsupported`), so the
-instruction is interpreted. A guest fault stops the block at the faulting lane and raises the interpreter's error for
-that instruction: the first faulting lane in (wave, lane) order; earlier waves finished the block, earlier lanes of
-the faulting instruction may already have written.
+Each body is lowered by the pcode LLVM backend (gputwin/pcode/llvm.py, checked against the numpy one opcode by opcode
+in tests/pcode/test_backends.py); this module binds it: operands, memory, addresses, lane loops. What cannot be
+matched exactly is declined (`Unsupported`), so the instruction is interpreted. A guest fault stops the block at
+the faulting lane and raises the interpreter's error for that instruction: the first faulting lane in (wave, lane)
+order; earlier waves finished the block, earlier lanes of the faulting instruction may already have written.
 """
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import enum
 import os
 import re
-import struct
 import threading
 import time
+import weakref
+from pathlib import Path
 
 import numpy as np
 
-from gputwin.emu.core import LDS_BITS, LDS_SHIFT, Stop, _scalar_valu, sets_pc  # LDS addresses: slot << 20 | offset
+from gputwin.emu.binding import LDS_BITS, LDS_SHIFT, SPECIAL_INPUTS, Stop, scalar_valu, sets_pc
 from gputwin.emu.program import APERTURE, EXECZ, SCC_CODE, SPECIAL, VCCZ, Op, Src
 from gputwin.errors import GPUPageFault
-from gputwin.pcode.ir import Ty, locals_of, lv_ty
+from gputwin.pcode import analysis, llvm as backend
+from gputwin.pcode.ir import locals_of
+from gputwin.pcode.llvm import TBAA_BASE, Lower, Unsupported, default_bits, lty, native, zero
 
 M32 = 0xffffffff
-QUIET = {16: 1 << 9, 32: 1 << 22, 64: 1 << 51}  # the quiet bit of a NaN, by float width
-DEFAULT_NAN = {16: 0xfe00, 32: 0xffc00000, 64: 0xfff8000000000000}  # x86's result of an invalid operation
 BLOCK_KINDS = ("alu", "mem", "vopd", "nop")
 TBAA_FIXED = ("ctx", "tbl")  # tags the prelude uses: ctx fields the block writes, the region table
-TBAA_BASE = 10
-SUFFIX = {"": "", "exact": "x", "probe": "p", "range": "r", "fast": "f", "contig": "c", "first": "q"}  # inst_fn's modes
 PROBE_CONTIG, PROBE_EXACT, PROBE_FAST = 0, 1, 2  # what a probe answers
 # per instruction, in the block's %hints array: the region its last access hit, the probed contiguous base, and the
 # probe's answer (a later access from the same address registers reuses it: Compiler.owners)
@@ -65,12 +65,8 @@ MEM_KINDS = ("global", "smem", "ds")
 
 # ctx: one int64 array shared by Python and the native code
 (C_V, C_S, C_SCC, C_PC, C_WG, C_VSTW, C_VSTR, C_SSTW, C_SSTR, C_LDS, C_LDSZ, C_NREG, C_REGS, C_FAULT, C_FADDR,
- C_FBYTES, C_FWRITE, C_FWAVE, C_LANES, C_INIT, C_N) = range(21)
+ C_FBYTES, C_FWRITE, C_FWAVE, C_LANES, C_INIT, C_IEEE, C_N) = range(22)
 F_GLOBAL, F_HIGH, F_LDSBASE, F_LDSOFF = 1, 2, 3, 4
-
-
-class Unsupported(Exception):
-  """The native tier cannot express this (the instruction stays interpreted)."""
 
 
 def mode() -> str:
@@ -81,95 +77,27 @@ def threshold() -> int:
   return 0 if mode() == "force" else int(float(os.environ.get("GPUTWIN_JIT_AFTER", 1_500_000)))
 
 
-# ------------------------------------------------------------------------------------------------ LLVM plumbing
-_LLVM = None
+class Mode(enum.Enum):
+  """What one generated function of an instruction does (Compiler.inst_fn); the value ends its name."""
+  PLAIN = ""    # as is
+  EXACT = "x"   # the same, as the slow path after a probe
+  PROBE = "p"   # 1 when an active lane's access would leave the region (or fault), else 0; writes nothing
+  RANGE = "r"   # the same for lanes scattered within one region
+  FIRST = "q"   # lane 0's base, for a full wave's probe
+  FAST = "f"    # accesses unchecked (probed: all in one region)
+  CONTIG = "c"  # accesses unchecked at base + lane * stride (probed: contiguous)
+
+  @property
+  def probes(self) -> bool:
+    return self in (Mode.PROBE, Mode.RANGE, Mode.FIRST)
 
 
-def _llvm():
-  """(binding module, target machine, MCJIT engine), made once per process."""
-  global _LLVM
-  if _LLVM is None:
-    import llvmlite.binding as llvm
-    llvm.initialize_native_target()
-    llvm.initialize_native_asmprinter()
-    target = llvm.Target.from_default_triple()
-    tm = target.create_target_machine(cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(),
-                                      opt=2, reloc="default", codemodel="jitdefault")
-    ee = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)
-    _LLVM = (llvm, tm, ee)
-  return _LLVM
+class Fn(backend.Fn):
+  """One native function's IR text (backend.Fn) plus the emulator's side: ctx fields, the probe's `bad` flag."""
 
-
-def _lty(t: Ty) -> str:
-  if t.kind == "bool":
-    return "i1"
-  if t.kind == "f":
-    return {16: "half", 32: "float", 64: "double"}[t.bits]
-  if t.kind == "bf":
-    raise Unsupported("bfloat16")
-  if t.kind == "int":
-    return "i64"
-  if t.kind == "arr":
-    raise Unsupported("arrays")
-  return f"i{t.bits}"
-
-
-def _fconst(v: float, bits: int) -> str:
-  if bits == 16:
-    return "0xH%04X" % struct.unpack("<H", struct.pack("<e", v))[0]
-  if bits == 32:  # LLVM writes float constants as the double of the same value
-    v = struct.unpack("<f", struct.pack("<f", v))[0]
-  return "0x%016X" % struct.unpack("<Q", struct.pack("<d", v))[0]
-
-
-class Fn:
-  """LLVM IR text of one function: numbered temporaries, labels, allocas hoisted to the entry block."""
-
-  def __init__(self, tags: dict | None = None, mode: str = "", full: bool = False, suffix: str = ""):
-    self.tags = {} if tags is None else tags  # TBAA: what a load or store touches (see Compiler.metadata)
+  def __init__(self, tags: dict | None = None, mode: Mode = Mode.PLAIN, full: bool = False, suffix: str = ""):
+    super().__init__(tags)
     self.mode, self.full, self.suffix = mode, full, suffix  # Compiler.inst_fn's (suffix: of the function's name)
-    self.on = None  # this lane's EXEC bit, in a lane loop
-    self.lines: list[str] = []
-    self.allocas: list[str] = []
-    self.pro: list[str] = []  # ctx fields, loaded once in the entry block
-    self.cached: dict[int, str] = {}
-    self.n = 0
-
-  def t(self) -> str:
-    self.n += 1
-    return f"%t{self.n}"
-
-  def label(self, base: str = "L") -> str:
-    self.n += 1
-    return f"{base}{self.n}"
-
-  def emit(self, s: str) -> None:
-    self.lines.append("  " + s)
-
-  def put(self, label: str) -> None:
-    self.lines.append(f"{label}:")
-
-  def op(self, s: str) -> str:
-    r = self.t()
-    self.emit(f"{r} = {s}")
-    return r
-
-  def alloca(self, ty: str) -> str:
-    self.n += 1
-    r = f"%a{self.n}"
-    self.allocas.append(f"  {r} = alloca {ty}")
-    return r
-
-  def conv(self, v: str, fb: int, tb: int, sign: bool = False) -> str:
-    """An i{fb} value as i{tb}: truncated, or sign/zero-extended."""
-    if fb == tb:
-      return v
-    if tb < fb:
-      return self.op(f"trunc i{fb} {v} to i{tb}")
-    return self.op(f"{'sext' if sign else 'zext'} i{fb} {v} to i{tb}")
-
-  def gep(self, base: str, off: str) -> str:
-    return self.op(f"getelementptr i8, ptr {base}, i64 {off}")
 
   def ctx(self, k: int) -> str:
     """A ctx field that does not change while a block runs (pointers, strides): one load in the entry block."""
@@ -214,437 +142,22 @@ class Fn:
     mine = self.op(f"and i1 {cond}, {self.on}")
     self.emit(f"store i1 {self.op(f'or i1 {self.ld_bad()}, {mine}')}, ptr {self.bad}")
 
-  def tbaa(self, what) -> str:
-    """The access tag of `what`: a register row ("v", 3), guest memory, LDS, SCC... Different things never
-    overlap, so LLVM may keep registers in host registers across stores to others and vectorise without checks."""
-    return f"!tbaa !{TBAA_BASE + 2 * self.tags.setdefault(what, len(self.tags)) + 1}"
-
-  def ld(self, ty: str, ptr: str, what, align: str = "") -> str:
-    return self.op(f"load {ty}, ptr {ptr}{align}, {self.tbaa(what)}")
-
-  def st(self, ty: str, v: str, ptr: str, what, align: str = "") -> None:
-    self.emit(f"store {ty} {v}, ptr {ptr}{align}, {self.tbaa(what)}")
-
-
 # ------------------------------------------------------------------------------------ one op: pcode -> LLVM IR
-class Gen:
-  """The body of one instruction for one wave (and, for vector ops, each active lane): operand fetch as core.Engine
-  does it, the pcode IR as gputwin/pcode/compile.py + runtime.py evaluate it, results stored as Engine.retire does."""
+class Gen(Lower):
+  """The pcode body of one instruction for one wave (and, for vector ops, each active lane), lowered by the pcode
+  LLVM backend (Lower); this class is its binding: memory in the wave's regions or LDS window, the executor's
+  effective address for the Calc*Addr built-ins (Compiler.addresses), and the probes of plain accesses."""
 
   def __init__(self, f: Fn, op: Op, eng_info: dict):
-    self.f, self.op, self.info = f, op, eng_info
-    self.L = eng_info["lanes"]
-    self.vars: dict[str, tuple[str, Ty]] = {}
-    self.state: dict[str, tuple[str, int]] = {}
-    self.loop_exit: list[str] = []
+    super().__init__(f, op.sem.program, eng_info["lanes"], self)
+    self.op, self.info = op, eng_info
     self.hint = None
     self.row = None  # Gen.region
     self.dptr = None  # Gen.delta
     self.space = "lds" if eng_info["space"] == "lds" else "guest"  # TBAA of its memory accesses
-    self.lanebit: dict[str, tuple[str, str]] = {}  # per-wave lane mask -> (this lane's bit, written?) allocas
 
-  # ---------------------------------------------------------------- value helpers
-  def raw(self, v: str, t: Ty) -> tuple[str, int]:
-    """ubits: the raw unsigned bits of a typed value, and their width."""
-    if t.kind == "f":
-      return self.f.op(f"bitcast {_lty(t)} {v} to i{t.bits}"), t.bits
-    if t.kind == "bool":
-      return self.f.op(f"zext i1 {v} to i8"), 8
-    return v, (64 if t.kind == "int" else t.bits)
-
-  def from_bits(self, u: str, ub: int, t: Ty) -> str:
-    if t.kind == "bool":
-      b = self.f.conv(u, ub, 8, False) if ub != 8 else u
-      return self.f.op(f"trunc i8 {b} to i1")  # the low bit, as numpy's astype(bool) of a 0/1 container
-    u = self.f.conv(u, ub, t.bits if t.kind != "int" else 64, False)
-    if t.kind == "f":
-      return self.f.op(f"bitcast i{t.bits} {u} to {_lty(t)}")
-    return u
-
-  def coerce(self, v: str, s: Ty, t: Ty) -> str:
-    """Bring an operand to the operation's type the way numpy's mixed-type arithmetic ends up (same kind family)."""
-    if s == t or (s.kind in "uib" and t.kind in "uib" and s.bits == t.bits):
-      return v
-    if s.isf or t.isf:
-      if s.isf and t.isf and s.bits == t.bits:
-        return v
-      if s.kind == "int" and t.isf:
-        return self.f.op(f"sitofp i64 {v} to {_lty(t)}")
-      raise Unsupported(f"mixed {s}/{t}")
-    sb = 1 if s.kind == "bool" else 64 if s.kind == "int" else s.bits
-    tb = 1 if t.kind == "bool" else 64 if t.kind == "int" else t.bits
-    return self.f.conv(v, sb, tb, s.kind in ("i", "int"))
-
-  # ---------------------------------------------------------------- expressions
-  def ex(self, e) -> str:
-    op, a, t = e.op, e.args, e.ty
-    f = self.f
-    if op == "const":
-      if t.kind == "f":
-        return _fconst(float(a[0]), t.bits)
-      if t.kind == "bool":
-        return "true" if int(a[0]) & 1 else "false"
-      if t.kind in ("bf", "arr"):
-        raise Unsupported(t.kind)
-      bits = 64 if t.kind == "int" else t.bits
-      v = int(a[0]) & ((1 << bits) - 1)
-      return str(v - (1 << bits) if v >> (bits - 1) else v)
-    if op == "var":
-      p, vt = self.vars[a[0]]
-      return f.op(f"load {_lty(vt)}, ptr {p}")
-    if op == "loopvar":
-      p, vt = self.vars["@" + a[0]]
-      return f.op(f"load i64, ptr {p}")
-    if op == "state":
-      p, w = self.state[a[0]]
-      v = f.op(f"load i{w}, ptr {p}")
-      if t.kind == "bool":
-        return f.op(f"trunc i{w} {v} to i1")
-      tb = 64 if t.kind == "int" else t.bits
-      v = self.f.conv(v, w, tb, False)
-      return f.op(f"bitcast i{tb} {v} to {_lty(t)}") if t.kind == "f" else v
-    if op == "wave":
-      if a[0] == "laneId":
-        return "%lane32" if t.bits == 32 else self.f.conv("%lane32", 32, t.bits, False)
-      return "true" if (a[0] == "wave32") == (self.L == 32) else "false"
-    if op in ("bitcast", "cvt"):
-      return self.convert(op, self.ex(a[0]), a[0].ty, t)
-    if op == "bin":
-      o, x, y = a
-      xv, yv = self.coerce(self.ex(x), x.ty, t), self.coerce(self.ex(y), y.ty, t)
-      lt = _lty(t)
-      if t.kind == "f" and t.bits == 16:  # which NaN numpy's f16 loops return is not the x86 rule (see README)
-        raise Unsupported("f16 arithmetic")
-      if t.isf and o in "+-*/":
-        r = f.op(f"{ {'+': 'fadd', '-': 'fsub', '*': 'fmul', '/': 'fdiv'}[o]} {lt} {xv}, {yv}")
-        return self.nan_rule(t, [xv, yv], r)
-      if t.isf:
-        ins = {"%": "frem"}.get(o)
-      elif t.kind == "bool":
-        ins = {"&": "and", "|": "or", "^": "xor", "&&": "and", "||": "or"}.get(o)
-      else:
-        ins = {"+": "add", "-": "sub", "*": "mul", "&": "and", "|": "or", "^": "xor"}.get(o)
-      if ins is None:
-        raise Unsupported(f"operator {o} on {t}")
-      return f.op(f"{ins} {lt} {xv}, {yv}")
-    if op == "cmp":
-      o, x, y = a
-      ct = self.common(x.ty, y.ty)
-      xv, yv = self.coerce(self.ex(x), x.ty, ct), self.coerce(self.ex(y), y.ty, ct)
-      if ct.isf:
-        pred = {"==": "oeq", "!=": "une", "<": "olt", ">": "ogt", "<=": "ole", ">=": "oge", "<>": "one"}[o]
-        return f.op(f"fcmp {pred} {_lty(ct)} {xv}, {yv}")
-      sg = ct.kind in ("i", "int")
-      pred = {"==": "eq", "!=": "ne", "<>": "ne", "<": "slt" if sg else "ult", ">": "sgt" if sg else "ugt",
-              "<=": "sle" if sg else "ule", ">=": "sge" if sg else "uge"}[o]
-      return f.op(f"icmp {pred} {_lty(ct)} {xv}, {yv}")
-    if op == "logic":
-      x, y = self.ex(a[1]), self.ex(a[2])
-      return f.op(f"{'and' if a[0] == '&&' else 'or'} i1 {x}, {y}")
-    if op == "not":
-      return f.op(f"xor i1 {self.ex(a[0])}, true")
-    if op == "inv":
-      v = self.coerce(self.ex(a[0]), a[0].ty, t)
-      return f.op(f"xor {_lty(t)} {v}, -1" if t.kind != "bool" else f"xor i1 {v}, true")
-    if op == "neg":
-      v = self.coerce(self.ex(a[0]), a[0].ty, t)
-      return f.op(f"fneg {_lty(t)} {v}") if t.isf else f.op(f"sub {_lty(t)} 0, {v}")
-    if op == "sel":
-      c = self.ex(a[0])
-      x, y = self.coerce(self.ex(a[1]), a[1].ty, t), self.coerce(self.ex(a[2]), a[2].ty, t)
-      return f.op(f"select i1 {c}, {_lty(t)} {x}, {_lty(t)} {y}")
-    if op == "shift":
-      o, x, y = a
-      if t.isf or t.kind == "bool":
-        raise Unsupported("shift of a non-integer")
-      xv = self.coerce(self.ex(x), x.ty, t)
-      bits = 64 if t.kind == "int" else t.bits
-      s = self.u64(self.ex(y), y.ty)
-      if t.kind == "int":
-        sn = self.f.conv(s, 64, bits, False)
-        return f.op(f"{'shl' if o == '<<' else 'ashr'} i64 {xv}, {sn}")
-      if o == ">>" and t.kind == "i":  # arithmetic: amounts past the width keep the sign
-        cl = f.op(f"select i1 {f.op(f'icmp uge i64 {s}, {bits}')}, i64 {bits - 1}, i64 {s}")
-        return f.op(f"ashr i{bits} {xv}, {self.f.conv(cl, 64, bits, False)}")
-      return self.shift("shl" if o == "<<" else "lshr", xv, bits, s)
-    if op == "bit" and self.lanebit and _lane_bit_of(a[0], a[1]) in self.lanebit:
-      return f.op(f"load i1, ptr {self.lanebit[_lane_bit_of(a[0], a[1])][0]}")
-    if op in ("slice", "bit"):
-      x = a[0]
-      u, ub = self.raw(self.ex(x), x.ty)
-      lo = self.u64(self.ex(a[1]), a[1].ty)
-      w = a[2] if op == "slice" else 1
-      if ub < 64:
-        u, ub = self.f.conv(u, ub, 64, False), 64
-      r = self.shift("lshr", u, ub, lo)
-      if t.kind == "bool":
-        return f.op(f"trunc i{ub} {r} to i1")
-      r = self.f.conv(r, ub, w)
-      return self.from_bits(r, w, t) if t.bits == w else self.f.conv(r, w, t.bits, False)
-    if op == "concat":
-      total = sum(p.ty.bits for p in a)
-      acc, off = "0", 0
-      for p in reversed(a):
-        u, ub = self.raw(self.ex(p), p.ty)
-        if p.ty.kind == "bool":
-          u, ub = self.f.conv(u, 8, 1, False), 1
-        u = self.f.conv(u, ub, total, False) if ub != total else u
-        if off:
-          u = f.op(f"shl i{total} {u}, {off}")
-        acc = f.op(f"or i{total} {acc}, {u}")
-        off += p.ty.bits
-      return self.from_bits(acc, total, t) if t.bits == total else acc
-    if op == "rev":
-      u, ub = self.raw(self.ex(a[0]), a[0].ty)
-      return f.op(f"call i{ub} @llvm.bitreverse.i{ub}(i{ub} {u})")
-    if op == "call":
-      return self.call(a[0], a[1], t)
-    if op == "mem":
-      return self.mem_read(self.ex(a[0]), a[0].ty, a[1], t)
-    raise Unsupported(f"IR op {op}")
-
-  def finite(self, v: str, t: Ty) -> str:
-    f, lt = self.f, _lty(t)
-    a = f.op(f"call {lt} @llvm.fabs.f{t.bits}({lt} {v})")
-    return f.op(f"fcmp olt {lt} {a}, {_fconst(float('inf'), t.bits)}")
-
-  def nan_rule(self, t: Ty, ins: list[str], r: str) -> str:
-    """IEEE results of an x86 SSE operation as numpy computes them, whatever operand order LLVM picks: the first
-    NaN input, quieted; else, when the result is NaN (invalid operation), the default NaN, which is negative."""
-    f, lt, b = self.f, _lty(t), t.bits
-    default = f.op(f"bitcast i{b} {DEFAULT_NAN[b] - (1 << b)} to {lt}")  # negative: the literal is signed
-    out = f.op(f"select i1 {f.op(f'fcmp uno {lt} {r}, {r}')}, {lt} {default}, {lt} {r}")
-    for x in reversed(ins):
-      out = f.op(f"select i1 {f.op(f'fcmp uno {lt} {x}, {x}')}, {lt} {self.quieted(x, t)}, {lt} {out}")
-    return out
-
-  def quieted(self, x: str, t: Ty) -> str:
-    """x with its quiet bit set (a signalling NaN made quiet; other values are the caller's to exclude)."""
-    f, lt, b = self.f, _lty(t), t.bits
-    bits = f.op(f"bitcast {lt} {x} to i{b}")
-    return f.op(f"bitcast i{b} {f.op(f'or i{b} {bits}, {QUIET[b]}')} to {lt}")
-
-  def shift(self, ins: str, v: str, bits: int, amount: str) -> str:
-    """v shifted by an i64 amount the way numpy shifts (0 once the amount reaches the width; LLVM: poison)."""
-    f = self.f
-    if amount.lstrip("-").isdigit():
-      k = int(amount)
-      return "0" if not 0 <= k < bits else f.op(f"{ins} i{bits} {v}, {k}") if k else v
-    big = f.op(f"icmp uge i64 {amount}, {bits}")
-    safe = self.f.conv(f.op(f"select i1 {big}, i64 0, i64 {amount}"), 64, bits, False)
-    return f.op(f"select i1 {big}, i{bits} 0, i{bits} {f.op(f'{ins} i{bits} {v}, {safe}')}")
-
-  def u64(self, v: str, t: Ty) -> str:
-    """An index or shift amount as uint64 (numpy's s.astype(np.uint64): negative values become huge)."""
-    if t.kind in ("f", "bf"):
-      raise Unsupported("float index")
-    if t.kind == "bool":
-      return self.f.op(f"zext i1 {v} to i64")
-    return self.f.conv(v, 64 if t.kind == "int" else t.bits, 64, t.kind in ("i", "int"))
-
-  @staticmethod
-  def common(x: Ty, y: Ty) -> Ty:
-    if x == y:
-      return x
-    if x.kind == "int":
-      return y
-    if y.kind == "int":
-      return x
-    if x.isf or y.isf:
-      if x.isf and y.isf and x.bits == y.bits:
-        return x
-      raise Unsupported(f"compare {x}/{y}")
-    if x.kind == "bool" or y.kind == "bool":
-      raise Unsupported(f"compare {x}/{y}")
-    if (x.kind == "i") == (y.kind == "i"):
-      return x if x.bits >= y.bits else y
-    return Ty("i", max(x.bits, y.bits) + 1)  # numpy compares mixed signedness by value
-
-  def convert(self, op: str, v: str, s: Ty, t: Ty) -> str:
-    f = self.f
-    if s.kind == "bf" or t.kind == "bf":
-      raise Unsupported("bfloat16")
-    if op == "bitcast":
-      if s.isf and t.isf and s.bits == t.bits:
-        return v
-      u, ub = self.raw(v, s)
-      sb = 64 if s.kind == "int" else s.bits
-      if s.kind == "bool":
-        u, ub, sb = self.f.conv(u, 8, 1, False), 1, 1
-      tb = 1 if t.kind == "bool" else 64 if t.kind == "int" else t.bits
-      u = self.f.conv(u, ub if ub != sb else sb, tb, s.kind == "i" and tb > sb)
-      return self.from_bits(u, tb, t) if t.kind != "bool" else f.op(f"trunc i{tb} {u} to i1") if tb > 1 else u
-    # value conversion (runtime.cv)
-    if t.kind == "int":
-      return self.coerce(v, s, Ty("int", 64)) if not s.isf else self.fp_to_int(v, s, Ty("i", 64))
-    if s.kind == "int" and not t.isf:
-      return self.f.conv(v, 64, 1 if t.kind == "bool" else t.bits, True) if t.kind != "bool" else \
-        f.op(f"trunc i64 {v} to i1")
-    if s.isf and t.isf:
-      return self.fp_to_fp(v, s.bits, t.bits)
-    if s.isf:
-      return self.fp_to_int(v, s, t)
-    if t.isf:
-      if s.kind == "bool":
-        return f.op(f"uitofp i1 {v} to {_lty(t)}")
-      sb = 64 if s.kind == "int" else s.bits
-      if sb > 64:
-        raise Unsupported("wide int -> float")
-      return f.op(f"{'sitofp' if s.kind in ('i', 'int') else 'uitofp'} i{sb} {v} to {_lty(t)}")
-    if t.kind == "bool":
-      u, ub = self.raw(v, s)
-      if s.kind == "bool":
-        return v
-      return f.op(f"trunc i{ub} {u} to i1")
-    u, ub = self.raw(v, s)
-    if s.kind == "bool":
-      u, ub = self.f.conv(u, 8, 1, False), 1
-    return self.f.conv(u, ub, t.bits, s.kind == "i" and t.bits > s.bits)
-
-  def convert_named(self, name: str, x, t: Ty) -> str:
-    """runtime.convert: the manual's x_to_y(...) conversions (round to nearest even: bodies that set ROUND_MODE are
-    not compiled here)."""
-    f = self.f
-    src, dst = name.split("_to_")[:2]
-    s = x.ty
-    if s.kind == "bf" or t.kind == "bf" or dst in ("snorm", "unorm", "bf16") or src == "bf16":
-      raise Unsupported(name)
-    if src in ("u4", "i4", "u8", "i8", "u16", "i16", "u32", "i32") and not dst.startswith("f"):
-      sk, sb = src[0], int(src[1:])
-      u, ub = self.raw(self.ex(x), s)
-      if s.kind == "bool":
-        u, ub = self.f.conv(u, 8, 1, False), 1
-      mid = Ty(sk, sb)
-      return self.convert("cvt", self.from_bits(self.f.conv(u, ub, sb, False), sb, mid), mid, t)
-    if src in ("f32", "f16", "f64") and dst in ("f32", "f16", "f64") and s.kind == "f" and t.kind == "f":
-      r = self.convert("cvt", self.ex(x), s, t)  # then an IEEE conversion quiets a signalling NaN
-      return f.op(f"select i1 {f.op(f'fcmp uno {_lty(t)} {r}, {r}')}, {_lty(t)} {self.quieted(r, t)}, {_lty(t)} {r}")
-    if src in ("f32", "f16", "f64") and dst in ("u32", "i32", "u16", "i16", "u8") and s.kind == "f":
-      return self.convert("cvt", self.ex(x), s, t)
-    if src in ("u32", "i32", "u16", "i16") and dst in ("f32", "f16", "f64") and s.kind in "uib":
-      if t.bits == 16 and s.bits > 24:
-        raise Unsupported("int -> f16 (one rounding)")
-      return self.convert("cvt", self.ex(x), s, t)
-    raise Unsupported(name)
-
-  def fp_to_fp(self, v: str, fb: int, tb: int) -> str:
-    """runtime.fcvt: round to nearest even; a NaN keeps sign, quiet bit and top payload bits (not quieted)."""
-    f = self.f
-    if fb == tb:
-      return v
-    if fb == 64 and tb == 16:
-      raise Unsupported("f64 -> f16 (round to odd)")
-    st, tt = {16: "half", 32: "float", 64: "double"}[fb], {16: "half", 32: "float", 64: "double"}[tb]
-    r = f.op(f"{'fpext' if tb > fb else 'fptrunc'} {st} {v} to {tt}")
-    (mf, _), (mt, et) = {16: (10, 5), 32: (23, 8), 64: (52, 11)}[fb], {16: (10, 5), 32: (23, 8), 64: (52, 11)}[tb]
-    u = self.f.conv(f.op(f"bitcast {st} {v} to i{fb}"), fb, 64)
-    sign = f.op(f"shl i64 {f.op(f'lshr i64 {u}, {fb - 1}')}, {tb - 1}")
-    man = f.op(f"and i64 {u}, {(1 << mf) - 1}")
-    man = f.op(f"shl i64 {man}, {mt - mf}") if mt >= mf else f.op(f"lshr i64 {man}, {mf - mt}")
-    z = f.op(f"icmp eq i64 {man}, 0")
-    man = f.op(f"select i1 {z}, i64 {1 << (mt - 1)}, i64 {man}")
-    nb = f.op(f"or i64 {f.op(f'or i64 {sign}, {((1 << et) - 1) << mt}')}, {man}")
-    nb = self.f.conv(nb, 64, tb, False)
-    nan = f.op(f"bitcast i{tb} {nb} to {tt}")
-    isn = f.op(f"fcmp uno {st} {v}, {v}")
-    return f.op(f"select i1 {isn}, {tt} {nan}, {tt} {r}")
-
-  def fp_to_int(self, v: str, s: Ty, t: Ty) -> str:
-    """runtime.f2i: truncate toward zero, NaN -> 0, saturate (only widths <= 32 here)."""
-    f = self.f
-    tb = 1 if t.kind == "bool" else t.bits
-    if t.kind == "bool" or tb > 32 or t.kind not in ("i", "u", "b"):
-      raise Unsupported(f"float -> {t}")
-    d = v if s.bits == 64 else f.op(f"fpext {_lty(s)} {v} to double")
-    tr = f.op(f"call double @llvm.trunc.f64(double {d})")
-    isn = f.op(f"fcmp uno double {tr}, {tr}")
-    tr = f.op(f"select i1 {isn}, double 0.0, double {tr}")
-    lo, hi = (-(2 ** (tb - 1)), 2 ** (tb - 1) - 1) if t.kind == "i" else (0, 2 ** tb - 1)
-    tr = f.op(f"call double @llvm.maxnum.f64(double {tr}, double {_fconst(float(lo), 64)})")
-    tr = f.op(f"call double @llvm.minnum.f64(double {tr}, double {_fconst(float(hi), 64)})")
-    i = f.op(f"fptosi double {tr} to i64")
-    return self.f.conv(i, 64, tb, False)
-
-  def call(self, name: str, args, t: Ty) -> str:
-    f = self.f
-    if name == "fma" and t.kind == "f" and t.bits in (32, 64) and all(x.ty == t for x in args):
-      a, b, c = (self.ex(x) for x in args)
-      lt = _lty(t)
-      r = f.op(f"call {lt} @llvm.fma.f{t.bits}({lt} {a}, {lt} {b}, {lt} {c})")
-      if t.bits == 64:  # runtime._fma: exact only for finite inputs with a non-zero product, else x * y + z
-        fin = f.op(f"and i1 {f.op(f'and i1 {self.finite(a, t)}, {self.finite(b, t)}')}, {self.finite(c, t)}")
-        p = self.nan_rule(t, [a, b], f.op(f"fmul double {a}, {b}"))
-        z = f.op(f"fcmp oeq double {p}, 0.0")
-        two = f.op(f"or i1 {f.op(f'xor i1 {fin}, true')}, {z}")
-        return f.op(f"select i1 {two}, double {self.nan_rule(t, [p, c], f.op(f'fadd double {p}, {c}'))}, double {r}")
-      # f32 goes through an f64 product and sum: NaNs follow those two x86 operations, a then b, then c
-      p = self.nan_rule(t, [a, b], f.op(f"fmul float {a}, {b}"))
-      return self.nan_rule(t, [p, c], r)
-    if name.startswith("Calc") and name.endswith("Addr") and self.op.mem and not t.isf:
-      for x in args:  # the executor's effective address answers, whatever the arguments
-        self.ex(x)
-      return self.coerce(f.op(f"load i64, ptr {self.ea}"), Ty("u", 64), t)
-    if "_to_" in name and "scale" not in name and "_sr" not in name.lower() and len(args) == 1:
-      return self.convert_named(name, args[0], t)
-    if name in ("trunc", "floor") and t.kind == "f" and t.bits in (32, 64) and args[0].ty == t:
-      lt = _lty(t)
-      return f.op(f"call {lt} @llvm.{name}.f{t.bits}({lt} {self.ex(args[0])})")
-    if name in ("isNAN", "isINF") and args[0].ty.kind == "f":
-      x, lt = self.ex(args[0]), _lty(args[0].ty)
-      if name == "isNAN":
-        return f.op(f"fcmp uno {lt} {x}, {x}")
-      a = f.op(f"call {lt} @llvm.fabs.f{args[0].ty.bits}({lt} {x})")
-      return f.op(f"fcmp oeq {lt} {a}, {_fconst(float('inf'), args[0].ty.bits)}")
-    if name == "signext_from_bit" and len(args) == 2 and args[0].ty.kind in "uib" and not t.isf:
-      # runtime._sext_bit: the low n bits of x sign-extended from bit n-1 (n == 0: all zeros), as 64 bits
-      u, ub = self.raw(self.ex(args[0]), args[0].ty)
-      u = self.f.conv(u, ub, 64, False)
-      n = self.u64(self.ex(args[1]), args[1].ty)
-      pos = f.op(f"select i1 {f.op(f'icmp eq i64 {n}, 0')}, i64 0, i64 {f.op(f'sub i64 {n}, 1')}")
-      sgn = f.op(f"trunc i64 {self.shift('lshr', u, 64, pos)} to i1")
-      mask = self.shift("shl", "-1", 64, n)
-      neg = f.op(f"and i1 {sgn}, {f.op(f'icmp ugt i64 {n}, 0')}")
-      low = f.op(f"and i64 {u}, {f.op(f'xor i64 {mask}, -1')}")
-      r = f.op(f"select i1 {neg}, i64 {f.op(f'or i64 {u}, {mask}')}, i64 {low}")
-      b = args[0].ty.bits
-      return self.from_bits(self.f.conv(r, 64, b, False), b, t) if t.bits == b else \
-          self.f.conv(self.f.conv(r, 64, b, False), b, t.bits, False)
-    if name == "signext" and len(args) == 1 and not t.isf and not args[0].ty.isf:
-      s = args[0].ty
-      sb = 64 if s.kind == "int" else s.bits
-      return self.f.conv(self.ex(args[0]), sb, 64 if t.kind == "int" else t.bits, True)
-    raise Unsupported(f"built-in {name}")
-
-  # ---------------------------------------------------------------- memory (pcode MEM[...])
-  def mem_read(self, addr: str, at: Ty, bits: int, t: Ty) -> str:
-    f = self.f
-    a = self.u64(addr, at)
-    if bits > 64:  # dword by dword, as core._Mem.read does (each dword bounds-checked on its own)
-      acc = "0"
-      for k in range(bits // 32):
-        p = self.access(f.op(f"add i64 {a}, {4 * k}"), 4, False)
-        z = self.f.conv(f.ld("i32", p, self.space, ", align 1"), 32, bits, False)
-        acc = f.op(f"or i{bits} {acc}, {f.op(f'shl i{bits} {z}, {32 * k}') if k else z}")
-      r, rb = acc, bits
-    else:
-      nb = max(bits // 8, 1)
-      r = f.ld(f"i{8 * nb}", self.access(a, nb, False), self.space, ", align 1")
-      rb = 8 * nb
-    return self.from_bits(r, rb, t) if t.bits == rb or t.kind == "bool" else self.f.conv(r, rb, t.bits, False)
-
-  def mem_write(self, addr: str, at: Ty, val: str, vt: Ty, bits: int) -> None:
-    f = self.f
-    a = self.u64(addr, at)
-    u, ub = self.raw(val, vt)
-    if bits > 64:
-      u = self.f.conv(u, ub, bits, False)
-      for k in range(bits // 32):
-        w = self.f.conv(f.op(f"lshr i{bits} {u}, {32 * k}") if k else u, bits, 32, False)
-        f.st("i32", w, self.access(f.op(f"add i64 {a}, {4 * k}"), 4, True), self.space, ", align 1")
-      return
-    nb = max(bits // 8, 1)
-    u = self.f.conv(u, ub, 8 * nb, False)
-    f.st(f"i{8 * nb}", u, self.access(a, nb, True), self.space, ", align 1")
+  def address(self) -> str | None:
+    return self.f.op(f"load i64, ptr {self.ea}") if self.op.mem else None
 
   def region(self) -> tuple[str, str, str]:
     """(start, end, host address) of the global-memory region the last access of this instruction hit, read once
@@ -684,9 +197,9 @@ class Gen:
     Every access is ADDR + K with K the same for all lanes (_plain_mem), and the lanes' effective addresses lie in
     [emin, emax]; so the wave touches [emin + min K, emax + max(K + bytes)), a range the region must hold."""
     f = self.f
-    ks, ends, avars = [], [], _addr_vars(body)
-    for idx, bits in _mem_accesses(body):
-      k = _addr_offset(idx, avars)
+    ks, ends, avars = [], [], analysis.addr_vars(body)
+    for idx, bits in analysis.mem_accesses(body):
+      k = analysis.addr_offset(idx, avars)
       k = "0" if k is None else self.u64(self.ex(k), k.ty)
       ks.append(k)
       ends.append(f.op(f"add i64 {k}, {max(bits // 8, 1)}"))
@@ -707,7 +220,7 @@ class Gen:
   def access(self, a: str, nb: int, write: bool) -> str:
     """The host pointer of guest bytes [a, a + nb) in this instruction's space; a fault leaves the function."""
     f = self.f
-    if f.mode in ("fast", "contig"):  # probed: in the region (global), within the allocation (LDS)
+    if f.mode in (Mode.FAST, Mode.CONTIG):  # probed: in the region (global), within the allocation (LDS)
       return f.op(f"getelementptr i8, ptr {self.delta()}, i64 {a}")
     if self.hint is None:  # the region the last access of this instruction hit (kept across waves)
       self.hint = f"%hint{self.info['slot']}"
@@ -718,149 +231,6 @@ class Gen:
     f.emit(f"br i1 {f.op(f'icmp eq ptr {p}, null')}, label %fault, label %{ok}")
     f.put(ok)
     return p
-
-  # ---------------------------------------------------------------- statements
-  def block(self, stmts) -> None:
-    for st in stmts:
-      self.stmt(st)
-
-  def stmt(self, st) -> None:
-    op, a, f = st.op, st.args, self.f
-    if op == "note":
-      return
-    if op == "eval":
-      self.ex(a[0])
-    elif op == "assign":
-      lv, val = a
-      if val.op == "array":
-        raise Unsupported("arrays")
-      self.store(lv, self.ex(val), val.ty)
-    elif op == "if":
-      arms, els = a
-      end = f.label("endif")
-      for c, body in arms:
-        cv = self.ex(c)
-        yes, no = f.label("then"), f.label("else")
-        f.emit(f"br i1 {cv}, label %{yes}, label %{no}")
-        f.put(yes)
-        self.block(body)
-        f.emit(f"br label %{end}")
-        f.put(no)
-      self.block(els)
-      f.emit(f"br label %{end}")
-      f.put(end)
-    elif op == "for":
-      var, lo, hi, body = a
-      p = self.vars.setdefault("@" + var, (f.alloca("i64"), Ty("int", 64)))[0]
-      lov, hiv = self.u64(self.ex(lo), lo.ty), self.u64(self.ex(hi), hi.ty)
-      f.emit(f"store i64 {lov}, ptr {p}")
-      head, bod, end = f.label("for"), f.label("body"), f.label("endfor")
-      f.emit(f"br label %{head}")
-      f.put(head)
-      i = f.op(f"load i64, ptr {p}")
-      go = f.op(f"icmp sle i64 {i}, {hiv}")
-      f.emit(f"br i1 {go}, label %{bod}, label %{end}")
-      f.put(bod)
-      self.loop_exit.append(end)
-      self.block(body)
-      self.loop_exit.pop()
-      i2 = f.op(f"add i64 {f.op(f'load i64, ptr {p}')}, 1")
-      f.emit(f"store i64 {i2}, ptr {p}")
-      f.emit(f"br label %{head}")
-      f.put(end)
-    elif op == "break":
-      if not self.loop_exit:
-        raise Unsupported("break outside a loop")
-      f.emit(f"br label %{self.loop_exit[-1]}")
-      f.put(f.label("dead"))
-    else:
-      raise Unsupported(f"statement {op}")
-
-  def lv_read(self, lv) -> tuple[str, Ty]:
-    k = lv[0]
-    if k == "var":
-      p, t = self.vars[lv[1]]
-      return self.f.op(f"load {_lty(t)}, ptr {p}"), t
-    if k == "state":
-      p, w = self.state[lv[1]]
-      return self.f.op(f"load i{w}, ptr {p}"), Ty("b", w)
-    if k == "as":
-      v, t = self.lv_read(lv[1])
-      return self.convert("bitcast", v, t, lv[2]), lv[2]
-    raise Unsupported(f"read of {k}")
-
-  def store(self, lv, val: str, vt: Ty) -> None:
-    f, k = self.f, lv[0]
-    if k == "var":
-      if lv[1] not in self.vars:
-        raise Unsupported(f"unknown local {lv[1]}")
-      p, t = self.vars[lv[1]]
-      f.emit(f"store {_lty(t)} {self.coerce(val, vt, t) if vt != t else val}, ptr {p}")
-    elif k == "state":
-      p, w = self.state[lv[1]]
-      u, ub = self.raw(val, vt)
-      if vt.kind == "bool":
-        u, ub = self.f.conv(u, 8, 1, False), 1
-      f.emit(f"store i{w} {self.f.conv(u, ub, w, vt.kind == 'i')}, ptr {p}")
-    elif k == "as":
-      t, inner = lv[2], lv[1]
-      bt = lv_ty(inner)
-      u, ub = self.raw(val if vt == t else self.coerce(val, vt, t), t)
-      if t.kind == "bool":
-        u, ub = self.f.conv(u, 8, 1, False), 1
-      if bt.bits == ub or (t.kind == "bool" and bt.kind in "ub"):
-        self.store(inner, self.from_bits(self.f.conv(u, ub, bt.bits, False), bt.bits, bt) if bt.kind != "bool"
-                   else u, bt)
-      else:
-        old, ot = self.lv_read(inner)
-        ou, ob = self.raw(old, ot)
-        self.store(inner, self.from_bits(self.insert(ou, ob, u, ub, "0", t.bits), ob, bt), bt)
-    elif k == "bit" and self.lanebit and _lane_bit_of(lv[1], lv[2]) in self.lanebit and vt.kind == "bool":
-      bit, written = self.lanebit[_lane_bit_of(lv[1], lv[2])]
-      f.emit(f"store i1 {val}, ptr {bit}")
-      f.emit(f"store i1 true, ptr {written}")
-    elif k in ("slice", "bit"):
-      inner = lv[1]
-      bt = lv_ty(inner)
-      old, ot = self.lv_read(inner)
-      ou, ob = self.raw(old, ot)
-      w = lv[3] if k == "slice" else 1
-      u, ub = self.raw(val, vt)
-      if vt.kind == "bool":
-        u, ub = self.f.conv(u, 8, 1, False), 1
-      lo = self.u64(self.ex(lv[2]), lv[2].ty)
-      new = self.insert(ou, ob, u, ub, lo, w)
-      self.store(inner, self.from_bits(new, ob, bt) if bt.kind not in ("u", "b") else new, bt)
-    elif k == "mem":
-      self.mem_write(self.ex(lv[1]), lv[1].ty, val, vt, lv[2])
-    elif k == "concat":
-      total = sum(lv_ty(p).bits for p in lv[1])
-      u, ub = self.raw(val, vt)
-      u = self.f.conv(u, ub, total, False)
-      off = 0
-      for part in reversed(lv[1]):
-        pt = lv_ty(part)
-        pv = self.f.conv(f.op(f"lshr i{total} {u}, {off}") if off else u, total, pt.bits, False)
-        self.store(part, self.from_bits(pv, pt.bits, pt) if pt.kind not in ("u", "b") else pv,
-                   pt if pt.kind not in ("u", "b") else Ty("u", pt.bits))
-        off += pt.bits
-    else:
-      raise Unsupported(f"store to {k}")
-
-  def insert(self, old: str, ob: int, v: str, vb: int, lo: str, w: int) -> str:
-    """runtime.ins: old with bits [lo + w - 1 : lo] replaced by v (masked to w bits)."""
-    f = self.f
-    v = self.f.conv(v, vb, ob, False) if vb != ob else v
-    mask = (1 << w) - 1 if w < ob else (1 << ob) - 1
-    v = f.op(f"and i{ob} {v}, {mask}")
-    if lo != "0":
-      v = self.shift("shl", v, ob, lo)
-      m = self.shift("shl", str(mask), ob, lo)
-    else:
-      m = str(mask)
-    keep = f.op(f"and i{ob} {old}, {f.op(f'xor i{ob} {m}, -1')}")
-    return f.op(f"or i{ob} {keep}, {v}")
-
 
 # ------------------------------------------------------------------------------------------------ operands
 def _parts(op: Op) -> list[Op]:
@@ -877,7 +247,7 @@ def supported(op: Op, fam: str) -> None:
     sem = o.sem
     if sem is None or sem.regfiles:
       raise Unsupported("register-file access")
-    if sem.cross_lane or sem.wave_level or sem.program.lambdas:
+    if sem.cross_lane or sem.wave_level:
       raise Unsupported("cross-lane")
     if o.info.get("dpp") is not None or o.info.get("sdwa") is not None:
       raise Unsupported("DPP/SDWA")
@@ -889,7 +259,7 @@ def supported(op: Op, fam: str) -> None:
       raise Unsupported("atomic")
     if "ROUND_MODE" in sem.inputs or "ROUND_MODE" in sem.outputs:
       raise Unsupported("ROUND_MODE")
-    if o.kind == "alu" and _scalar_valu(o):
+    if o.kind == "alu" and scalar_valu(o):
       raise Unsupported("scalar VALU")
     for s in list(o.ins.values()) + list(o.outs.values()):
       if isinstance(s, Src) and (s.pk or s.file == "a" or (s.file == "s" and s.index in APERTURE)):
@@ -1070,7 +440,8 @@ done:
       f.put(join)
       return f.op(f"phi i32 [{ra}, %{yes}], [{rb}, %{no}]")
 
-    if not (len(ops) == 1 and op.mem in ("global", "ds") and all(_plain_mem(o.sem.program) for o in _parts(op))):
+    if not (len(ops) == 1 and op.mem in ("global", "ds") and
+            all(analysis.plain_mem(o.sem.program) for o in _parts(op))):
       f.emit(f"ret i32 {either('a', 'n')}")
       return "\n".join([self.inst_fn(i, ops, full=True), self.inst_fn(i, ops, suffix="n"), self.define(f, i, [])])
     j = self.owner.get(i, i)  # j != i: the same addresses as instruction j's, which probed them
@@ -1090,15 +461,13 @@ done:
     f.emit(f"ret i32 {call('f')}")
     f.put("exact")
     f.emit(f"ret i32 {call('x')}")
-    modes = ("range", "contig", "fast", "exact") if j != i else ("probe", "range", "contig", "fast", "exact")
-    fulls = [self.inst_fn(i, [op], m, full=True) for m in (("first", "probe", "contig") if j == i else ("contig",))]
+    modes = [Mode.PROBE] * (j == i) + [Mode.RANGE, Mode.CONTIG, Mode.FAST, Mode.EXACT]
+    fulls = [self.inst_fn(i, [op], m, full=True) for m in ([Mode.FIRST, Mode.PROBE] * (j == i) + [Mode.CONTIG])]
     return "\n".join([self.inst_fn(i, [op], m) for m in modes] + fulls + [self.define(f, i, [])])
 
-  def inst_fn(self, i: int, ops: list[Op], mode: str = "", full: bool = False, suffix: str = "") -> str:
-    """@inst{i}: one wave of `ops` (one instruction, or a group of lane-pure ones sharing a lane loop). mode "": as
-    is; "exact": the same, as the slow path; "probe": 1 when an active lane's access would leave the probed region
-    (or fault), else 0, writing nothing; "fast": accesses unchecked (probed). `full`: for a wave whose EXEC has
-    every lane on (the name gets an "a")."""
+  def inst_fn(self, i: int, ops: list[Op], mode: Mode = Mode.PLAIN, full: bool = False, suffix: str = "") -> str:
+    """@inst{i}: one wave of `ops` (one instruction, or a group of lane-pure ones sharing a lane loop), as `mode`
+    says. `full`: for a wave whose EXEC has every lane on (the name gets an "a")."""
     f = Fn(self.tags, mode, full, suffix)
     last, nops = ops[-1], len(ops)
     ops = [o for o in ops if o.kind != "nop"] or ops[-1:]  # s_nop, s_delay_alu... in a group: PC and counts only
@@ -1123,11 +492,11 @@ done:
     # lane loop is then branch-free, which LLVM vectorises
     gens = [x for u in units for x in u]
     pure = vector and not any(o.mem for _, o in gens) and not any(g.lane0 for g, _ in gens) and \
-        not any(_has_loop(o.sem.program.body) for _, o in gens)
+        not any(analysis.has_loop(o.sem.program.body) for _, o in gens)
     if len(ops) > 1 and not pure:
       raise Unsupported("a lane-pure group with an impure member")
-    probe, peel = mode in ("probe", "range", "first"), mode == "first"
-    same = f.full and mode == "probe"  # every lane on: compared with lane 0's base (the "first" function)
+    probe, peel = mode.probes, mode is Mode.FIRST
+    same = f.full and mode is Mode.PROBE  # every lane on: compared with lane 0's base (the FIRST function)
     hint_base = f"%hints.b{i}"
     if probe:  # min / max over the active lanes of address - lane * stride (probe) or of the address (range)
       f.pro.append(f"  store i1 false, ptr {f.bad}")
@@ -1142,12 +511,12 @@ done:
       self.load_state(g, o, lane=False)
       for nm in o.sem.program.outputs if pure else ():
         w = g.widths[nm]
-        if nm not in g.lane_names and w <= 64 and _lane_bit_only(o.sem.program.body, nm):
+        if nm not in g.lane_names and w <= 64 and analysis.lane_bit_only(o.sem.program.body, nm):
           g.masks[nm] = (f.alloca(f"i{w}"), f.alloca(f"i{w}"))
           f.emit(f"store i{w} 0, ptr {g.masks[nm][0]}")
           f.emit(f"store i{w} 0, ptr {g.masks[nm][1]}")
       for nm in g.lane0 & o.outs.keys():  # lane 0 may be inactive: the register then gets the initial value
-        self.store_reg(f, o.outs[nm], str(_default(nm, g.widths[nm])), g.widths[nm], o)
+        self.store_reg(f, o.outs[nm], str(default_bits(nm, g.widths[nm])), g.widths[nm], o)
     on = None
     if peel:  # lane 0 alone, no loop
       f.emit("%lane32 = add i32 0, 0")
@@ -1210,9 +579,9 @@ done:
         self.addresses(g, o)
       if probe:  # nothing written: a lane that would fault sets `bad`, the rest is reduced for after the loop
         (g, o), = unit
-        stride = _stride(o.sem.program)
+        stride = analysis.stride(o.sem.program)
         ea = f.op(f"load i64, ptr {g.ea}")
-        v = ea if mode == "range" else f.op(f"sub i64 {ea}, {f.op(f'mul i64 %lane, {stride}')}")
+        v = ea if mode is Mode.RANGE else f.op(f"sub i64 {ea}, {f.op(f'mul i64 %lane, {stride}')}")
         if peel:
           f.emit(f"store i64 {v}, ptr {hint_base}")
           f.emit("ret i32 0")
@@ -1237,7 +606,7 @@ done:
           f.emit(f"ret i32 {f.op(f'select i1 {sc}, i32 {PROBE_FAST}, i32 {r}')}")
           return self.define(f, i, [])
         lo, hi = (f.op(f"load i64, ptr {acc}") for acc, _, _ in red)
-        if mode == "range":  # the lanes are scattered: all of them in one region?
+        if mode is Mode.RANGE:  # the lanes are scattered: all of them in one region?
           bad = f.op(f"or i1 {f.ld_bad()}, {g.probe_range(o.sem.program.body, lo, hi)}")
           f.emit(f"ret i32 {f.op(f'select i1 {bad}, i32 {PROBE_EXACT}, i32 {PROBE_FAST}')}")
           return self.define(f, i, [])
@@ -1256,7 +625,7 @@ done:
       for g, o in unit:
         for name, (p, t) in list(g.vars.items()):
           if not name.startswith("@"):
-            f.emit(f"store {_lty(t)} {_zero(t)}, ptr {p}")
+            f.emit(f"store {lty(t)} {zero(t)}, ptr {p}")
         g.block(o.sem.program.body)
       for g, o in unit:
         self.store_state(g, o, lane=True, on=on if pure else None)
@@ -1311,7 +680,7 @@ done:
 
   @staticmethod
   def define(f: Fn, i: int, tail: list[str]) -> str:
-    name = f"inst{i}{SUFFIX[f.mode]}{'a' if f.full else f.suffix}"
+    name = f"inst{i}{f.mode.value}{'a' if f.full else f.suffix}"
     head = [f"define internal i32 @{name}(ptr %ctx, i64 %w, ptr %hints) alwaysinline {{",
             "entry:"] + f.allocas + f.pro
     return "\n".join(head + f.lines + tail + ["}", ""])
@@ -1405,7 +774,7 @@ done:
       s = _state_src(o, nm)
       per_lane = vector and (isinstance(s, Src) and s.file == "v" or nm == "ADDR" and o.mem in ("global", "ds")
                              or nm in p.outputs and _discarded(o, nm, self.sp))
-      if vector and nm in p.outputs and not per_lane and not _bit_written(p.body, nm):
+      if vector and nm in p.outputs and not per_lane and not analysis.bit_written(p.body, nm):
         # a per-wave register written whole by every lane (V_MAD_U64_U32's D1): the interpreter keeps lane 0's value
         # (its initial value when lane 0 is inactive)
         if nm in p.inputs or nm in o.old or nm in ("PC", "SCC", "EXEC", "EXEC_LO", "M0"):
@@ -1415,7 +784,7 @@ done:
       if per_lane:
         g.lane_names.add(nm)
     for nm, t in locals_of(p.body).items():
-      g.vars[nm] = (g.f.alloca(_lty(t)), t)
+      g.vars[nm] = (g.f.alloca(lty(t)), t)
 
   def load_state(self, g: Gen, o: Op, lane: bool) -> None:
     f, p = g.f, o.sem.program
@@ -1431,29 +800,29 @@ done:
       elif nm in o.old:
         src = self.fetch(f, o.old[nm])
       if src is None:
-        f.emit(f"store i{w} {_default(nm, w)}, ptr {ptr}")
+        f.emit(f"store i{w} {default_bits(nm, w)}, ptr {ptr}")
       else:
         v, b = src
         f.emit(f"store i{w} {f.conv(v, b, w)}, ptr {ptr}")
 
   def special(self, f: Fn, o: Op, nm: str) -> tuple[str, int]:
-    if nm == "SCC":
+    """core.Engine.special: a pcode input that is no operand, from the same table (binding.SPECIAL_INPUTS)."""
+    kind, *arg = SPECIAL_INPUTS.get(nm, ("none",))
+    if kind == "scc":
       return self.scc_load(f), 32
-    if nm in ("EXEC", "EXEC_LO"):
-      n = 2 if self.L == 64 and nm == "EXEC" else 1
-      return self.sgpr(f, self.sp["exec"], n), 32 * n
-    if nm in ("VCCZ", "EXECZ"):
-      return self.fetch(f, Src("s", VCCZ if nm == "VCCZ" else EXECZ))
-    if nm == "M0":
-      return self.sgpr(f, self.sp["m0"], 1), 32
-    if nm == "PC":
+    if kind == "sgpr":
+      n = arg[1] or self.L // 32
+      return self.sgpr(f, self.sp[arg[0]], n), 32 * n
+    if kind == "zero":
+      return self.fetch(f, Src("s", arg[0]))
+    if kind == "pc":
       return str(o.pc & M32), 64  # a block is straight-line: each instruction's PC is known
-    if nm == "WAVE_MODE.IEEE":
-      return "1", 32
-    if nm == "OFFSET":
-      return str(o.info.get("offset", 0) & M32), 32
-    if nm in ("OFFSET0", "OFFSET1"):
-      return str(o.info.get(nm.lower(), 0)), 32
+    if kind == "ieee":  # the launch's (Native.run copies Engine.ieee)
+      return f.conv(f.ctx(C_IEEE), 64, 32), 32
+    if kind == "field":
+      return str(o.info.get(arg[0], 0) & M32), 32
+    if kind == "round":
+      raise Unsupported("ROUND_MODE")
     return "0", 32
 
   def addresses(self, g: Gen, o: Op) -> None:
@@ -1461,10 +830,10 @@ done:
     if not o.mem:
       return
     f, info = g.f, o.info
-    if f.mode == "contig":  # the probe found every active lane at base + lane * stride
+    if f.mode is Mode.CONTIG:  # the probe found every active lane at base + lane * stride
       f.pro += [f"  %cb.p = getelementptr i64, ptr %hints, i64 {HINT_BASE + HINTS * g.info['slot']}",
                 "  %cb = load i64, ptr %cb.p"]
-      a = f.op(f"add nuw i64 %cb, {f.op(f'mul nuw i64 %lane, {_stride(o.sem.program)}')}")
+      a = f.op(f"add nuw i64 %cb, {f.op(f'mul nuw i64 %lane, {analysis.stride(o.sem.program)}')}")
     elif o.mem == "smem":
       a = f.conv(self.sgpr(f, info["sbase"], 2), 64, 64)
       a = f.op(f"add i64 {a}, {info['offset'] & 0xffffffffffffffff}")
@@ -1503,7 +872,7 @@ done:
     f.emit(f"store i64 {a}, ptr {g.ea}")  # what the Calc*Addr built-ins answer
     if "ADDR" in g.state:  # pcode's own ADDR input: the low 32 bits, in the width the body declares
       ptr, w = g.state["ADDR"]
-      a32 = a if f.mode == "contig" else f.op(f"and i64 {a}, {M32}")  # (contig: probed below 4 GiB)
+      a32 = a if f.mode is Mode.CONTIG else f.op(f"and i64 {a}, {M32}")  # (contig: probed below 4 GiB)
       f.emit(f"store i{w} {f.conv(a32, 64, w)}, ptr {ptr}")
 
   def high_check(self, f: Fn, a: str) -> None:
@@ -1511,9 +880,9 @@ done:
     self.fault_if(f, hi, F_HIGH, a, 4, False)
 
   def fault_if(self, f: Fn, cond: str, kind: int, addr: str, nbytes: int, write: bool) -> None:
-    if f.mode == "fast":  # the probe found no lane faulting
+    if f.mode is Mode.FAST:  # the probe found no lane faulting
       return
-    if f.mode in ("probe", "range", "first"):
+    if f.mode.probes:
       f.or_bad(cond)
       return
     yes, no = f.label("flt"), f.label("nof")
@@ -1587,106 +956,10 @@ done:
         raise Unsupported("store file")
 
 
-def _default(name: str, w: int) -> int:
-  from gputwin.pcode.runtime import DEFAULTS
-  return DEFAULTS.get(name, 0) & ((1 << w) - 1)
-
-
-def _zero(t: Ty) -> str:
-  return "0.0" if t.kind == "f" else "false" if t.kind == "bool" else "0"
-
-
-def _peel(e, ops):
-  while getattr(e, "op", None) in ops:
-    e = e.args[0]
-  return e
-
-
-def _lane_bit_of(x, idx) -> str | None:
-  """`X.u64[laneId]` (as an expression's operands or an lvalue's): the state name X, else None."""
-  if isinstance(x, tuple):  # lvalue
-    while x[0] == "as":
-      x = x[1]
-    base = x[1] if x[0] == "state" else None
-  else:
-    x = _peel(x, ("bitcast",))
-    base = x.args[0] if x.op == "state" else None
-  i = _peel(idx, ("cvt", "bitcast"))
-  return base if base is not None and i.op == "wave" and i.args[0] == "laneId" else None
-
-
-def _stmts(body, in_loop: bool = False):
-  """Every statement of a body, nested ones included, with whether it sits inside a for/while."""
-  for st in body:
-    yield st, in_loop
-    if st.op == "if":
-      for _, b in st.args[0]:
-        yield from _stmts(b, in_loop)
-      yield from _stmts(st.args[1], in_loop)
-    elif st.op in ("for", "while"):
-      yield from _stmts(st.args[-1], True)
-
-
-def _root(lv):
-  while lv[0] in ("as", "slice", "bit"):
-    lv = lv[1]
-  return lv
-
-
-def _mem_accesses(body):
-  """(address expression, bits) of every MEM[...] a body reads or writes, in order."""
-  out = []
-
-  def walk(x):
-    if isinstance(x, tuple):
-      if x and x[0] == "mem" and len(x) == 3 and hasattr(x[1], "op"):  # an lvalue
-        out.append((x[1], x[2]))
-      for y in x:
-        walk(y)
-    elif hasattr(x, "op"):
-      if x.op == "mem":
-        out.append((x.args[0], x.args[1]))
-      walk(x.args)
-
-  for st, _ in _stmts(body):
-    walk(st.args)
-  return out
-
-
-def _addr_vars(body) -> set:
-  """Locals a body sets only from one address built-in call (RDNA4's `addr = CalcGlobalAddr(...)`): the effective
-  address, as ADDR is."""
-  sets = {}
-  for st, _ in _stmts(body):
-    if st.op == "assign" and _root(st.args[0])[0] == "var":
-      sets.setdefault(_root(st.args[0])[1], []).append(st)
-  return {nm for nm, sts in sets.items() if len({repr(st.args[1]) for st in sts}) == 1 and all(
-          st.args[0][0] == "var" and st in body for st in sts)  # (RDNA4 DS bodies set it again, the same way)
-          and sts[0].args[1].op == "call" and re.fullmatch(r"Calc\w*Addr", str(sts[0].args[1].args[0]))}
-
-
-def _is_addr(e, avars=frozenset()) -> bool:
-  """The effective address: state ADDR (possibly zero-extended: its value is below 2**32) or an address local."""
-  while e.op in ("cvt", "bitcast") and e.ty.bits >= e.args[0].ty.bits and e.args[0].ty.kind in ("u", "b"):
-    e = e.args[0]
-  return e.op == "state" and e.args[0] == "ADDR" or e.op == "var" and e.args[0] in avars
-
-
-def _addr_offset(idx, avars=frozenset()):
-  """K of an access at `ADDR + K` (None: the access is at ADDR); raises ValueError for other shapes."""
-  if _is_addr(idx, avars):
-    return None
-  if idx.op == "bin" and idx.args[0] == "+" and idx.ty.bits == 64:
-    for a, b in ((idx.args[1], idx.args[2]), (idx.args[2], idx.args[1])):
-      if _is_addr(a, avars):
-        return b
-  raise ValueError("not ADDR + K")
-
-
 def _probe_key(op: Op):
   """What a plain global/LDS access's probe depends on: (space and accesses, VGPRs, SGPRs of the address), or None
   for an instruction that does not probe."""
-  if not (op.vector and op.mem in ("global", "ds") and op.sem is not None and _plain_mem(op.sem.program)):
+  if not (op.vector and op.mem in ("global", "ds") and op.sem is not None and analysis.plain_mem(op.sem.program)):
     return None
   info, p = op.info, op.sem.program
   vaddr = info.get("vaddr")
@@ -1694,51 +967,8 @@ def _probe_key(op: Op):
                                                                  else 1)))
   sregs = () if info.get("saddr") is None else (info["saddr"], info["saddr"] + 1)
   fields = tuple(info.get(k) for k in ("offset", "offset0", "offset1", "adds_offset"))
-  accesses = tuple((repr(idx), bits) for idx, bits in _mem_accesses(p.body))
-  return (op.mem, _stride(p), fields, accesses), vregs, sregs
-
-
-def _stride(p) -> int:
-  """Bytes between consecutive lanes' addresses when a wave accesses memory contiguously: the bytes one lane moves,
-  or for two-address DS ops (OFFSET0 / OFFSET1) those of one of its accesses."""
-  nbs = [max(bits // 8, 1) for _, bits in _mem_accesses(p.body)]
-  return nbs[0] if {"OFFSET0", "OFFSET1"} <= set(p.inputs) else sum(nbs)
-
-
-def _plain_mem(p) -> bool:
-  """Straight-line assignments with no locals, whose MEM addresses read only inputs the body never writes (global
-  and LDS loads and stores): every address is known before the body runs, so a probe can check them all first."""
-  avars = _addr_vars(p.body)
-  if set(locals_of(p.body)) - avars or any(st.op not in ("assign", "note") for st in p.body) or \
-     not _mem_accesses(p.body):
-    return False
-  for idx, _ in _mem_accesses(p.body):
-    try:
-      k = _addr_offset(idx, avars)
-    except ValueError:
-      return False
-    names = set()
-
-    def refs(e):
-      if hasattr(e, "op"):
-        if e.op == "var" and e.args[0] in avars:
-          return
-        if e.op in ("var", "mem", "call", "lcall", "wave"):
-          names.add(None)
-        elif e.op == "state":
-          names.add(e.args[0])
-        for a in e.args:
-          for b in (a if isinstance(a, tuple) else (a,)):
-            refs(b)
-
-    refs(idx)
-    if None in names or names & set(p.outputs):
-      return False
-    names.clear()
-    refs(k) if k is not None else None
-    if names - {"OFFSET", "OFFSET0", "OFFSET1"}:  # K: instruction fields only, the same in every lane
-      return False
-  return True
+  accesses = tuple((repr(idx), bits) for idx, bits in analysis.mem_accesses(p.body))
+  return (op.mem, analysis.stride(p), fields, accesses), vregs, sregs
 
 
 def _state_src(o: Op, nm: str):
@@ -1766,9 +996,9 @@ def _mask_regs(op: Op) -> dict:
       s = _state_src(o, nm) if nm in p.inputs else o.outs.get(nm)
       if not (isinstance(s, Src) and s.file == "s") or max(p.inputs.get(nm, 0), p.outputs.get(nm, 0)) > 64:
         continue
-      if _lane_bit_only(p.body, nm, need_write=False):
+      if analysis.lane_bit_only(p.body, nm, need_write=False):
         bits.add((s.index, s.dwords))
-        if nm in p.outputs and _lane_bit_only(p.body, nm):
+        if nm in p.outputs and analysis.lane_bit_only(p.body, nm):
           out.add((o.outs[nm].index, o.outs[nm].dwords))
   return {"out": out, "bits": bits}
 
@@ -1780,13 +1010,13 @@ def _lane_pure(op: Op, sp: dict) -> bool:
     return False
   for o in _parts(op):
     p = o.sem.program
-    if _has_loop(p.body) or {"EXEC", "EXEC_LO"} & set(p.outputs):
+    if analysis.has_loop(p.body) or {"EXEC", "EXEC_LO"} & set(p.outputs):
       return False
     for nm in p.outputs:
       s = _state_src(o, nm)
       if isinstance(s, Src) and s.file == "s" and s.index <= sp["exec"] + 1 and s.index + s.dwords > sp["exec"]:
         return False
-      if not (isinstance(s, Src) and s.file == "v" or _discarded(o, nm, sp) or _bit_written(p.body, nm)):
+      if not (isinstance(s, Src) and s.file == "v" or _discarded(o, nm, sp) or analysis.bit_written(p.body, nm)):
         return False
   return True
 
@@ -1818,251 +1048,7 @@ def _wave_regs(op: Op, sp: dict, lanes: int) -> tuple[set, set]:
   return reads, writes
 
 
-def _has_loop(body) -> bool:
-  return any(st.op in ("for", "while") for st, _ in _stmts(body))
-
-
-def _bit_written(body, name: str) -> bool:
-  """Is state `name` only written lane by lane (`D0.u64[laneId] = ...`, outside loops), as VOPC and carry-outs do?"""
-  writes = [(st.args[0][0], loop) for st, loop in _stmts(body)
-            if st.op == "assign" and _root(st.args[0])[:2] == ("state", name)]
-  return bool(writes) and all(kind == "bit" and not loop for kind, loop in writes)
-
-
-def _lane_bit_only(body, name: str, need_write: bool = True) -> bool:
-  """Does the body touch state `name` only as `name.u64[laneId]` (read or written as a bool), and write it?"""
-  ok, wrote = [True], [False]
-
-  def expr(e):
-    if not hasattr(e, "op"):
-      return
-    if e.op == "bit" and _lane_bit_of(e.args[0], e.args[1]) == name:
-      expr(e.args[1])
-      return
-    if e.op == "state" and e.args[0] == name:
-      ok[0] = False
-      return
-    for a in e.args:
-      for b in (a if isinstance(a, tuple) else (a,)):
-        expr(b)
-
-  def lval(lv):
-    if lv[0] == "bit" and _lane_bit_of(lv[1], lv[2]) == name:
-      wrote[0] = True
-      return
-    if lv[0] == "state" and lv[1] == name:
-      ok[0] = False
-    for a in lv[1:]:
-      if isinstance(a, tuple) and a and isinstance(a[0], str):
-        lval(a)
-      else:
-        expr(a)
-
-  for st, _ in _stmts(body):
-    if st.op in ("for", "while"):
-      ok[0] = False
-    elif st.op == "assign":
-      lval(st.args[0])
-      expr(st.args[1])
-      lv = st.args[0]
-      if lv[0] == "bit" and _lane_bit_of(lv[1], lv[2]) == name and st.args[1].ty.kind != "bool":
-        ok[0] = False
-    elif st.op == "if":
-      for c, _ in st.args[0]:
-        expr(c)
-    elif st.op == "eval":
-      expr(st.args[0])
-  return ok[0] and (wrote[0] or not need_write)
-
-
-# memory helpers: global memory through a region table [start, end, host pointer], LDS through one window
-_PRELUDE = r"""
-declare i64 @llvm.ctpop.i64(i64)
-declare i64 @llvm.cttz.i64(i64, i1)
-declare i64 @llvm.ctlz.i64(i64, i1)
-declare i64 @llvm.umin.i64(i64, i64)
-declare i64 @llvm.umax.i64(i64, i64)
-declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)
-declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)
-declare float @llvm.fma.f32(float, float, float)
-declare double @llvm.fma.f64(double, double, double)
-declare double @llvm.trunc.f64(double)
-declare float @llvm.trunc.f32(float)
-declare float @llvm.floor.f32(float)
-declare double @llvm.floor.f64(double)
-declare float @llvm.fabs.f32(float)
-declare double @llvm.fabs.f64(double)
-declare half @llvm.fabs.f16(half)
-declare double @llvm.maxnum.f64(double, double)
-declare double @llvm.minnum.f64(double, double)
-declare i8 @llvm.bitreverse.i8(i8)
-declare i16 @llvm.bitreverse.i16(i16)
-declare i32 @llvm.bitreverse.i32(i32)
-declare i64 @llvm.bitreverse.i64(i64)
-
-define internal ptr @gm_ptr(ptr %ctx, i64 %a, i64 %nb, i64 %wr, i64 %w, ptr %hint) alwaysinline {
-entry:
-  %tp = getelementptr i64, ptr %ctx, i64 C_REGS
-  %t = load ptr, ptr %tp, !invariant.load !0
-  %end = add i64 %a, %nb
-  %h = load i64, ptr %hint
-  %hk = mul i64 %h, 3
-  %hp = getelementptr i64, ptr %t, i64 %hk
-  %hs = load i64, ptr %hp, !tbaa TB_TBL
-  %hep = getelementptr i64, ptr %hp, i64 1
-  %he = load i64, ptr %hep, !tbaa TB_TBL
-  %hge = icmp uge i64 %a, %hs
-  %hle = icmp ule i64 %end, %he
-  %hlt = icmp ult i64 %a, %he
-  %hin0 = and i1 %hge, %hle
-  %hin = and i1 %hin0, %hlt
-  br i1 %hin, label %hit, label %miss
-miss:
-  %found = call i1 @gm_search(ptr %ctx, i64 %a, i64 %nb, i64 %wr, i64 %w, ptr %hint)
-  br i1 %found, label %again, label %bad
-again:
-  %h2 = load i64, ptr %hint
-  %hk2 = mul i64 %h2, 3
-  %hp2 = getelementptr i64, ptr %t, i64 %hk2
-  %hs2 = load i64, ptr %hp2, !tbaa TB_TBL
-  br label %hit
-hit:
-  %rp = phi ptr [%hp, %entry], [%hp2, %again]
-  %rs = phi i64 [%hs, %entry], [%hs2, %again]
-  %fhp = getelementptr i64, ptr %rp, i64 2
-  %fh = load i64, ptr %fhp, !tbaa TB_TBL
-  %foff = sub i64 %a, %rs
-  %fhh = add i64 %fh, %foff
-  %fr = inttoptr i64 %fhh to ptr
-  ret ptr %fr
-bad:
-  ret ptr null
-}
-
-; the region holding [a, a + nb) into *hint, or false after recording the fault
-define internal i1 @gm_search(ptr %ctx, i64 %a, i64 %nb, i64 %wr, i64 %w, ptr %hint) noinline {
-entry:
-  %np = getelementptr i64, ptr %ctx, i64 C_NREG
-  %n = load i64, ptr %np, !invariant.load !0
-  %tp = getelementptr i64, ptr %ctx, i64 C_REGS
-  %t = load ptr, ptr %tp, !invariant.load !0
-  %end = add i64 %a, %nb
-  br label %head
-head:
-  %i = phi i64 [0, %entry], [%i.n, %next]
-  %more = icmp slt i64 %i, %n
-  br i1 %more, label %look, label %bad
-look:
-  %k = mul i64 %i, 3
-  %sp = getelementptr i64, ptr %t, i64 %k
-  %s = load i64, ptr %sp, !tbaa TB_TBL
-  %ep = getelementptr i64, ptr %sp, i64 1
-  %e = load i64, ptr %ep, !tbaa TB_TBL
-  %ge = icmp uge i64 %a, %s
-  %lt = icmp ult i64 %a, %e
-  %in = and i1 %ge, %lt
-  br i1 %in, label %found, label %next
-next:
-  %i.n = add i64 %i, 1
-  br label %head
-found:
-  %fits = icmp ule i64 %end, %e
-  br i1 %fits, label %ok, label %bad
-ok:
-  store i64 %i, ptr %hint
-  ret i1 true
-bad:
-  call void @fault(ptr %ctx, i64 F_GLOBAL, i64 %a, i64 %nb, i64 %wr, i64 %w)
-  ret i1 false
-}
-
-define internal void @fault(ptr %ctx, i64 %kind, i64 %a, i64 %nb, i64 %wr, i64 %w) noinline cold {
-entry:
-  %f0 = getelementptr i64, ptr %ctx, i64 C_FAULT
-  store i64 %kind, ptr %f0, !tbaa TB_CTX
-  %f1 = getelementptr i64, ptr %ctx, i64 C_FADDR
-  store i64 %a, ptr %f1, !tbaa TB_CTX
-  %f2 = getelementptr i64, ptr %ctx, i64 C_FBYTES
-  store i64 %nb, ptr %f2, !tbaa TB_CTX
-  %f3 = getelementptr i64, ptr %ctx, i64 C_FWRITE
-  store i64 %wr, ptr %f3, !tbaa TB_CTX
-  %f4 = getelementptr i64, ptr %ctx, i64 C_FWAVE
-  store i64 %w, ptr %f4, !tbaa TB_CTX
-  ret void
-}
-
-; a batch's deferred setup of wave w (Engine.pending), before its first instruction: ctx[C_INIT] points to
-; [rows n, waves per workgroup, v0 template or 0, row...]: each row of the wave cleared, v0 copied from the template
-define internal void @prologue(ptr %ctx, i64 %w, i64 %bytes) alwaysinline {
-entry:
-  %ipp = getelementptr i64, ptr %ctx, i64 C_INIT
-  %ipi = load i64, ptr %ipp
-  %ip = inttoptr i64 %ipi to ptr
-  %n = load i64, ptr %ip
-  %nwp = getelementptr i64, ptr %ip, i64 1
-  %nw = load i64, ptr %nwp
-  %tp = getelementptr i64, ptr %ip, i64 2
-  %tpl = load i64, ptr %tp
-  %vp = getelementptr i64, ptr %ctx, i64 C_V
-  %v = load i64, ptr %vp
-  %swp = getelementptr i64, ptr %ctx, i64 C_VSTW
-  %sw = load i64, ptr %swp
-  %srp = getelementptr i64, ptr %ctx, i64 C_VSTR
-  %sr = load i64, ptr %srp
-  %wo = mul i64 %w, %sw
-  %wb = add i64 %v, %wo
-  br label %head
-head:
-  %k = phi i64 [0, %entry], [%k.n, %body]
-  %more = icmp slt i64 %k, %n
-  br i1 %more, label %body, label %tail
-body:
-  %k3 = add i64 %k, 3
-  %rp = getelementptr i64, ptr %ip, i64 %k3
-  %r = load i64, ptr %rp
-  %ro = mul i64 %r, %sr
-  %a = add i64 %wb, %ro
-  %ap = inttoptr i64 %a to ptr
-  call void @llvm.memset.p0.i64(ptr %ap, i8 0, i64 %bytes, i1 false)
-  %k.n = add i64 %k, 1
-  br label %head
-tail:
-  %has = icmp ne i64 %tpl, 0
-  br i1 %has, label %zero, label %done
-zero:
-  %q = urem i64 %w, %nw
-  %qo = mul i64 %q, %bytes
-  %src = add i64 %tpl, %qo
-  %sp = inttoptr i64 %src to ptr
-  %dp = inttoptr i64 %wb to ptr
-  call void @llvm.memcpy.p0.p0.i64(ptr %dp, ptr %sp, i64 %bytes, i1 false)
-  br label %done
-done:
-  ret void
-}
-
-define internal ptr @lds_ptr(ptr %ctx, i64 %a, i64 %nb, i64 %wr, i64 %w, ptr %hint) alwaysinline {
-entry:
-  %off = and i64 %a, LDS_MASK
-  %szp = getelementptr i64, ptr %ctx, i64 C_LDSZ
-  %sz = load i64, ptr %szp, !invariant.load !0
-  %end = add i64 %off, %nb
-  %bad = icmp ugt i64 %end, %sz
-  br i1 %bad, label %fail, label %ok
-ok:
-  %slot = lshr i64 %a, LDS_SHIFT
-  %base = mul i64 %slot, %sz
-  %idx = add i64 %base, %off
-  %bp = getelementptr i64, ptr %ctx, i64 C_LDS
-  %b = load i64, ptr %bp, !invariant.load !0
-  %h = add i64 %b, %idx
-  %r = inttoptr i64 %h to ptr
-  ret ptr %r
-fail:
-  call void @fault(ptr %ctx, i64 F_LDSOFF, i64 %off, i64 %nb, i64 %wr, i64 %w)
-  ret ptr null
-}
-"""
+_PRELUDE = backend.INTRINSICS + (Path(__file__).parent / "prelude.ll").read_text()  # memory helpers, faults
 _CTX = dict(NREG=C_NREG, REGS=C_REGS, LDS=C_LDS, LDSZ=C_LDSZ, FAULT=C_FAULT, FADDR=C_FADDR, FBYTES=C_FBYTES,
             FWRITE=C_FWRITE, FWAVE=C_FWAVE, INIT=C_INIT, V=C_V, VSTW=C_VSTW, VSTR=C_VSTR)
 _PRELUDE = re.sub(r"i64 C_(\w+)\n", lambda m: f"i64 {_CTX[m.group(1)]}\n", _PRELUDE)  # ctx slots by name
@@ -2102,7 +1088,7 @@ def _compile_block(prog, pc: int, lanes: int):
       ops = ops[:e.at]
   if not ops:
     return None
-  llvm, tm, ee = _llvm()
+  llvm, tm, ee = native()
   try:
     mod = llvm.parse_assembly(text)
     mod.verify()
@@ -2177,6 +1163,7 @@ class Native:
     waves = self.all if isinstance(ix, slice) else np.ascontiguousarray(ix, dtype=np.int64)
     c[C_FAULT] = 0
     c[C_LANES] = 0
+    c[C_IEEE] = eng.ieee
     for file, rows in blk.wrote.items():
       eng.written[file] |= rows
     init = None
@@ -2237,12 +1224,15 @@ class Tier:
   the interpreter reached by falling through a compilable, non-branch instruction is the middle of a block that
   starts earlier, and compiling its tail would be wasted."""
 
+  # per program, shared by the engines that run it (launches reuse cached programs): compiled blocks by (PC, lanes),
+  # lanes that entered each leader interpreted, and whether a PC leads a block; kept while the program lives
+  programs: "weakref.WeakKeyDictionary[object, tuple[dict, dict, dict]]" = weakref.WeakKeyDictionary()
+
   def __init__(self, eng, native: Native):
     self.eng, self.native, self.prog = eng, native, eng.prog
     self.after = threshold()
     self.fallthrough = None  # PC right after the last interpreted instruction, if it could join a block
-    p = self.prog.__dict__
-    self.blocks, self.heat, self.leads = p.setdefault("blocks", {}), p.setdefault("heat", {}), p.setdefault("leads", {})
+    self.blocks, self.heat, self.leads = Tier.programs.setdefault(self.prog, ({}, {}, {}))
 
   def fresh(self) -> None:
     """Reused for the engine's next batch (Engine.restart): settings are read anew, as a new Tier would."""

@@ -416,3 +416,31 @@ def test_lds_fault_past_4096_workgroups(monkeypatch):
     seen.append((str(e.value), d.reg(5000, "v1").tolist(), d.reg(4999, "v1").tolist()))
   assert seen[0] == seen[1], seen
   assert seen[0][1:] == ([4 * k for k in range(32)], [0] * 32)  # only workgroup 5000 had lanes on
+
+
+@pytest.mark.parametrize("ieee", [0, 1])
+def test_ieee_mode_of_the_kernel_descriptor_in_both_tiers(monkeypatch, ieee):
+  """WAVE_MODE.IEEE is the kernel descriptor's in both tiers (one table, binding.SPECIAL_INPUTS): V_MAX_F32 of a
+  signalling NaN and 1.0 is the NaN made quiet with IEEE on, 1.0 with it off (the manual's pseudocode), and the
+  native tier gives the interpreter's bits."""
+  from tests.emu.test_asm import kernel
+  co = kernel("gfx1100", """
+  s_load_b64 s[2:3], s[0:1], 0x0
+  v_lshlrev_b32 v1, 2, v0
+  s_waitcnt lgkmcnt(0)
+  global_load_b32 v2, v1, s[2:3]
+  s_waitcnt vmcnt(0)
+  v_max_f32 v3, v2, 1.0
+  v_add_f32 v4, v2, 1.0
+  global_store_b32 v1, v3, s[2:3]
+  global_store_b32 v1, v4, s[2:3] offset:128""", extra=f"  .amdhsa_ieee_mode {ieee}\n")
+  data = np.array([0x7fa00001, 0x7fc00000, 0x3f000000, 0xff800000] * 8, np.uint32)
+  outs = []
+  for mode in ("0", "force"):
+    monkeypatch.setenv("GPUTWIN_JIT", mode)
+    buf = np.concatenate([data, np.zeros(32, np.uint32)])
+    from gputwin.emu import launch
+    launch(co, "k", grid=1, block=32, args=[buf], checks=False)
+    outs.append(buf)
+  assert outs[0].tobytes() == outs[1].tobytes()
+  assert outs[0][0] == (0x7fe00001 if ieee else 0x3f800000) and outs[0][2] == 0x3f800000

@@ -1,0 +1,943 @@
+"""The LLVM backend of the pcode IR, beside the numpy one (compile.py + runtime.py): a typed `Program` (ir.py) lowered
+to LLVM IR text, operation by operation as runtime.py evaluates it (wrapping, shifts past the width, conversions,
+x86's NaN rules as numpy follows them). What it cannot match bit for bit it declines (`Unsupported`).
+
+The lowering knows nothing of an executor: a body's state names (S0, D0, VCC, SCC, ADDR ...) are allocas the caller
+fills before and reads after the body (`Lower.state`), `laneId` is the caller's `%lane32`, and memory and the
+effective-address built-ins come through a `Binding` the caller implements (gputwin.emu.jit does, for the native
+tier). `host(program, lanes)` compiles one body alone into a host function over arrays of lanes (tests compare it
+with the numpy backend: tests/pcode/test_backends.py).
+"""
+from __future__ import annotations
+
+import ctypes
+import itertools
+import struct
+from typing import Protocol
+
+import numpy as np
+
+from gputwin.pcode.analysis import lane_bit_of
+from gputwin.pcode.ir import Program, Ty, locals_of, lv_ty
+from gputwin.pcode.runtime import DEFAULTS
+
+QUIET = {16: 1 << 9, 32: 1 << 22, 64: 1 << 51}  # the quiet bit of a NaN, by float width
+DEFAULT_NAN = {16: 0xfe00, 32: 0xffc00000, 64: 0xfff8000000000000}  # x86's result of an invalid operation
+TBAA_BASE = 10  # metadata numbers of the access tags (Fn.tbaa); the module's author emits them
+
+
+class Unsupported(Exception):
+  """The LLVM backend cannot express this exactly (a caller falls back to the numpy backend)."""
+
+
+def lty(t: Ty) -> str:
+  if t.kind == "bool":
+    return "i1"
+  if t.kind == "f":
+    return {16: "half", 32: "float", 64: "double"}[t.bits]
+  if t.kind == "bf":
+    raise Unsupported("bfloat16")
+  if t.kind == "int":
+    return "i64"
+  if t.kind == "arr":
+    raise Unsupported("arrays")
+  return f"i{t.bits}"
+
+
+def fconst(v: float, bits: int) -> str:
+  if bits == 16:
+    return "0xH%04X" % struct.unpack("<H", struct.pack("<e", v))[0]
+  if bits == 32:  # LLVM writes float constants as the double of the same value
+    v = struct.unpack("<f", struct.pack("<f", v))[0]
+  return "0x%016X" % struct.unpack("<Q", struct.pack("<d", v))[0]
+
+
+
+class Fn:
+  """LLVM IR text of one function: numbered temporaries, labels, allocas hoisted to the entry block."""
+
+  def __init__(self, tags: dict | None = None):
+    self.tags = {} if tags is None else tags  # TBAA: what a load or store touches (the module's author numbers them)
+    self.on = None  # this lane's active bit, in a lane loop
+    self.lines: list[str] = []
+    self.allocas: list[str] = []
+    self.pro: list[str] = []  # the entry block's own lines (loads of loop invariants), after the allocas
+    self.cached: dict[int, str] = {}
+    self.n = 0
+
+  def t(self) -> str:
+    self.n += 1
+    return f"%t{self.n}"
+
+  def label(self, base: str = "L") -> str:
+    self.n += 1
+    return f"{base}{self.n}"
+
+  def emit(self, s: str) -> None:
+    self.lines.append("  " + s)
+
+  def put(self, label: str) -> None:
+    self.lines.append(f"{label}:")
+
+  def op(self, s: str) -> str:
+    r = self.t()
+    self.emit(f"{r} = {s}")
+    return r
+
+  def alloca(self, ty: str) -> str:
+    self.n += 1
+    r = f"%a{self.n}"
+    self.allocas.append(f"  {r} = alloca {ty}")
+    return r
+
+  def conv(self, v: str, fb: int, tb: int, sign: bool = False) -> str:
+    """An i{fb} value as i{tb}: truncated, or sign/zero-extended."""
+    if fb == tb:
+      return v
+    if tb < fb:
+      return self.op(f"trunc i{fb} {v} to i{tb}")
+    return self.op(f"{'sext' if sign else 'zext'} i{fb} {v} to i{tb}")
+
+  def gep(self, base: str, off: str) -> str:
+    return self.op(f"getelementptr i8, ptr {base}, i64 {off}")
+
+  def tbaa(self, what) -> str:
+    """The access tag of `what`: a register row ("v", 3), guest memory, LDS, SCC... Different things never
+    overlap, so LLVM may keep registers in host registers across stores to others and vectorise without checks."""
+    return f"!tbaa !{TBAA_BASE + 2 * self.tags.setdefault(what, len(self.tags)) + 1}"
+
+  def ld(self, ty: str, ptr: str, what, align: str = "") -> str:
+    return self.op(f"load {ty}, ptr {ptr}{align}, {self.tbaa(what)}")
+
+  def st(self, ty: str, v: str, ptr: str, what, align: str = "") -> None:
+    self.emit(f"store {ty} {v}, ptr {ptr}{align}, {self.tbaa(what)}")
+
+
+class Binding(Protocol):
+  """What a body's memory accesses and address built-ins mean where it runs (the emulator implements it)."""
+  space: str  # the access tag (Fn.tbaa) of this body's memory
+
+  def access(self, addr: str, nbytes: int, write: bool) -> str:
+    """The host pointer of bytes [addr, addr + nbytes) (addr: an i64 value); may branch to %fault."""
+
+  def address(self) -> str | None:
+    """The effective address (an i64 value) the Calc*Addr built-ins answer, or None where there is none."""
+
+
+class Lower:
+  """One pcode body as LLVM IR, for one lane (`%lane32`) of a wave of `lanes`, as compile.py + runtime.py evaluate
+  it. The caller declares `state` (name -> (alloca, bits)) and `vars` (locals: name -> (alloca, Ty)), fills the
+  inputs, calls `block(program.body)`, then reads the outputs from `state`."""
+
+  def __init__(self, f: Fn, program: Program, lanes: int, bind: Binding):
+    self.f, self.program, self.L, self.bind = f, program, lanes, bind
+    if "ROUND_MODE" in program.inputs or "ROUND_MODE" in program.outputs:
+      raise Unsupported("ROUND_MODE")  # conversions here round to nearest even
+    self.vars: dict[str, tuple[str, Ty]] = {}
+    self.state: dict[str, tuple[str, int]] = {}
+    self.loop_exit: list[str] = []
+    self.returns: list[tuple[str, Ty, str]] = []  # in an inlined lambda: (result alloca, its type, exit label)
+    self.lanebit: dict[str, tuple[str, str]] = {}  # a lane mask held as this lane's bit: name -> (bit, written?)
+
+  # ---------------------------------------------------------------- value helpers
+  def raw(self, v: str, t: Ty) -> tuple[str, int]:
+    """ubits: the raw unsigned bits of a typed value, and their width."""
+    if t.kind == "f":
+      return self.f.op(f"bitcast {lty(t)} {v} to i{t.bits}"), t.bits
+    if t.kind == "bool":
+      return self.f.op(f"zext i1 {v} to i8"), 8
+    return v, (64 if t.kind == "int" else t.bits)
+
+  def from_bits(self, u: str, ub: int, t: Ty) -> str:
+    if t.kind == "bool":
+      b = self.f.conv(u, ub, 8, False) if ub != 8 else u
+      return self.f.op(f"trunc i8 {b} to i1")  # the low bit, as numpy's astype(bool) of a 0/1 container
+    u = self.f.conv(u, ub, t.bits if t.kind != "int" else 64, False)
+    if t.kind == "f":
+      return self.f.op(f"bitcast i{t.bits} {u} to {lty(t)}")
+    return u
+
+  def coerce(self, v: str, s: Ty, t: Ty) -> str:
+    """Bring an operand to the operation's type the way numpy's mixed-type arithmetic ends up (same kind family)."""
+    if s == t or (s.kind in "uib" and t.kind in "uib" and s.bits == t.bits):
+      return v
+    if s.isf or t.isf:
+      if s.isf and t.isf and s.bits == t.bits:
+        return v
+      if s.kind == "int" and t.isf:
+        return self.f.op(f"sitofp i64 {v} to {lty(t)}")
+      raise Unsupported(f"mixed {s}/{t}")
+    sb = 1 if s.kind == "bool" else 64 if s.kind == "int" else s.bits
+    tb = 1 if t.kind == "bool" else 64 if t.kind == "int" else t.bits
+    return self.f.conv(v, sb, tb, s.kind in ("i", "int"))
+
+  # ---------------------------------------------------------------- expressions
+  def ex(self, e) -> str:
+    op, a, t = e.op, e.args, e.ty
+    f = self.f
+    if op == "const":
+      if t.kind == "f":
+        return fconst(float(a[0]), t.bits)
+      if t.kind == "bool":
+        return "true" if int(a[0]) & 1 else "false"
+      if t.kind in ("bf", "arr"):
+        raise Unsupported(t.kind)
+      bits = 64 if t.kind == "int" else t.bits
+      v = int(a[0]) & ((1 << bits) - 1)
+      return str(v - (1 << bits) if v >> (bits - 1) else v)
+    if op == "var":
+      p, vt = self.vars[a[0]]
+      return f.op(f"load {lty(vt)}, ptr {p}")
+    if op == "loopvar":
+      p, vt = self.vars["@" + a[0]]
+      return f.op(f"load i64, ptr {p}")
+    if op == "state":
+      p, w = self.state[a[0]]
+      v = f.op(f"load i{w}, ptr {p}")
+      if t.kind == "bool":
+        return f.op(f"trunc i{w} {v} to i1")
+      tb = 64 if t.kind == "int" else t.bits
+      v = self.f.conv(v, w, tb, False)
+      return f.op(f"bitcast i{tb} {v} to {lty(t)}") if t.kind == "f" else v
+    if op == "wave":
+      if a[0] == "laneId":
+        return "%lane32" if t.bits == 32 else self.f.conv("%lane32", 32, t.bits, False)
+      return "true" if (a[0] == "wave32") == (self.L == 32) else "false"
+    if op in ("bitcast", "cvt"):
+      return self.convert(op, self.ex(a[0]), a[0].ty, t)
+    if op == "bin":
+      o, x, y = a
+      xv, yv = self.coerce(self.ex(x), x.ty, t), self.coerce(self.ex(y), y.ty, t)
+      lt = lty(t)
+      if t.kind == "f" and t.bits == 16:  # which NaN numpy's f16 loops return is not the x86 rule (see README)
+        raise Unsupported("f16 arithmetic")
+      if t.isf and o in "+-*/":
+        r = f.op(f"{ {'+': 'fadd', '-': 'fsub', '*': 'fmul', '/': 'fdiv'}[o]} {lt} {xv}, {yv}")
+        return self.nan_rule(t, [xv, yv], r)
+      if t.isf:
+        ins = {"%": "frem"}.get(o)
+      elif t.kind == "bool":
+        ins = {"&": "and", "|": "or", "^": "xor", "&&": "and", "||": "or"}.get(o)
+      else:
+        ins = {"+": "add", "-": "sub", "*": "mul", "&": "and", "|": "or", "^": "xor"}.get(o)
+      if ins is None:
+        raise Unsupported(f"operator {o} on {t}")
+      return f.op(f"{ins} {lt} {xv}, {yv}")
+    if op == "cmp":
+      o, x, y = a
+      ct = self.common(x.ty, y.ty)
+      xv, yv = self.coerce(self.ex(x), x.ty, ct), self.coerce(self.ex(y), y.ty, ct)
+      if ct.isf:
+        pred = {"==": "oeq", "!=": "une", "<": "olt", ">": "ogt", "<=": "ole", ">=": "oge", "<>": "one"}[o]
+        return f.op(f"fcmp {pred} {lty(ct)} {xv}, {yv}")
+      sg = ct.kind in ("i", "int")
+      pred = {"==": "eq", "!=": "ne", "<>": "ne", "<": "slt" if sg else "ult", ">": "sgt" if sg else "ugt",
+              "<=": "sle" if sg else "ule", ">=": "sge" if sg else "uge"}[o]
+      return f.op(f"icmp {pred} {lty(ct)} {xv}, {yv}")
+    if op == "logic":
+      x, y = self.ex(a[1]), self.ex(a[2])
+      return f.op(f"{'and' if a[0] == '&&' else 'or'} i1 {x}, {y}")
+    if op == "not":
+      return f.op(f"xor i1 {self.ex(a[0])}, true")
+    if op == "inv":
+      v = self.coerce(self.ex(a[0]), a[0].ty, t)
+      return f.op(f"xor {lty(t)} {v}, -1" if t.kind != "bool" else f"xor i1 {v}, true")
+    if op == "neg":
+      v = self.coerce(self.ex(a[0]), a[0].ty, t)
+      return f.op(f"fneg {lty(t)} {v}") if t.isf else f.op(f"sub {lty(t)} 0, {v}")
+    if op == "sel":
+      c = self.ex(a[0])
+      x, y = self.coerce(self.ex(a[1]), a[1].ty, t), self.coerce(self.ex(a[2]), a[2].ty, t)
+      return f.op(f"select i1 {c}, {lty(t)} {x}, {lty(t)} {y}")
+    if op == "shift":
+      o, x, y = a
+      if t.isf or t.kind == "bool":
+        raise Unsupported("shift of a non-integer")
+      xv = self.coerce(self.ex(x), x.ty, t)
+      bits = 64 if t.kind == "int" else t.bits
+      s = self.u64(self.ex(y), y.ty)
+      if t.kind == "int":
+        sn = self.f.conv(s, 64, bits, False)
+        return f.op(f"{'shl' if o == '<<' else 'ashr'} i64 {xv}, {sn}")
+      if o == ">>" and t.kind == "i":  # arithmetic: amounts past the width keep the sign
+        cl = f.op(f"select i1 {f.op(f'icmp uge i64 {s}, {bits}')}, i64 {bits - 1}, i64 {s}")
+        return f.op(f"ashr i{bits} {xv}, {self.f.conv(cl, 64, bits, False)}")
+      return self.shift("shl" if o == "<<" else "lshr", xv, bits, s)
+    if op == "bit" and self.lanebit and lane_bit_of(a[0], a[1]) in self.lanebit:
+      return f.op(f"load i1, ptr {self.lanebit[lane_bit_of(a[0], a[1])][0]}")
+    if op in ("slice", "bit"):
+      x = a[0]
+      u, ub = self.raw(self.ex(x), x.ty)
+      lo = self.u64(self.ex(a[1]), a[1].ty)
+      w = a[2] if op == "slice" else 1
+      if ub < 64:
+        u, ub = self.f.conv(u, ub, 64, False), 64
+      r = self.shift("lshr", u, ub, lo)
+      if t.kind == "bool":
+        return f.op(f"trunc i{ub} {r} to i1")
+      r = self.f.conv(r, ub, w)
+      return self.from_bits(r, w, t) if t.bits == w else self.f.conv(r, w, t.bits, False)
+    if op == "concat":
+      total = sum(p.ty.bits for p in a)
+      acc, off = "0", 0
+      for p in reversed(a):
+        u, ub = self.raw(self.ex(p), p.ty)
+        if p.ty.kind == "bool":
+          u, ub = self.f.conv(u, 8, 1, False), 1
+        u = self.f.conv(u, ub, total, False) if ub != total else u
+        if off:
+          u = f.op(f"shl i{total} {u}, {off}")
+        acc = f.op(f"or i{total} {acc}, {u}")
+        off += p.ty.bits
+      return self.from_bits(acc, total, t) if t.bits == total else acc
+    if op == "rev":
+      u, ub = self.raw(self.ex(a[0]), a[0].ty)
+      return f.op(f"call i{ub} @llvm.bitreverse.i{ub}(i{ub} {u})")
+    if op == "call":
+      return self.call(a[0], a[1], t)
+    if op == "lcall":
+      return self.lcall(a[0], a[1])
+    if op == "mem":
+      return self.mem_read(self.ex(a[0]), a[0].ty, a[1], t)
+    raise Unsupported(f"IR op {op}")
+
+  def lcall(self, key, args) -> str:
+    """A lambda of the body (`GT_NEG_ZERO = lambda(a, b) (...)`), inlined: its parameters and locals are allocas of
+    their own, a `return` stores the result and leaves (the first one reached wins; none: 0, as compile.py)."""
+    params, body, rt = self.program.lambdas[key]
+    f, saved = self.f, self.vars
+    vals = [self.ex(x) for x in args]
+    self.vars = dict(saved)
+    for nm, x, v in zip(params, args, vals):
+      self.vars[nm] = (f.alloca(lty(x.ty)), x.ty)
+      f.emit(f"store {lty(x.ty)} {v}, ptr {self.vars[nm][0]}")
+    for nm, lt in locals_of(body).items():
+      if nm not in params:
+        self.vars[nm] = (f.alloca(lty(lt)), lt)
+        f.emit(f"store {lty(lt)} {zero(lt)}, ptr {self.vars[nm][0]}")
+    ret, end = f.alloca(lty(rt)), f.label("ret")
+    f.emit(f"store {lty(rt)} {zero(rt)}, ptr {ret}")
+    self.returns.append((ret, rt, end))
+    try:
+      self.block(body)
+    finally:
+      self.returns.pop()
+      self.vars = saved
+    f.emit(f"br label %{end}")
+    f.put(end)
+    return f.op(f"load {lty(rt)}, ptr {ret}")
+
+  def finite(self, v: str, t: Ty) -> str:
+    f, lt = self.f, lty(t)
+    a = f.op(f"call {lt} @llvm.fabs.f{t.bits}({lt} {v})")
+    return f.op(f"fcmp olt {lt} {a}, {fconst(float('inf'), t.bits)}")
+
+  def nan_rule(self, t: Ty, ins: list[str], r: str) -> str:
+    """IEEE results of an x86 SSE operation as numpy computes them, whatever operand order LLVM picks: the first
+    NaN input, quieted; else, when the result is NaN (invalid operation), the default NaN, which is negative."""
+    f, lt, b = self.f, lty(t), t.bits
+    default = f.op(f"bitcast i{b} {DEFAULT_NAN[b] - (1 << b)} to {lt}")  # negative: the literal is signed
+    out = f.op(f"select i1 {f.op(f'fcmp uno {lt} {r}, {r}')}, {lt} {default}, {lt} {r}")
+    for x in reversed(ins):
+      out = f.op(f"select i1 {f.op(f'fcmp uno {lt} {x}, {x}')}, {lt} {self.quieted(x, t)}, {lt} {out}")
+    return out
+
+  def quieted(self, x: str, t: Ty) -> str:
+    """x with its quiet bit set (a signalling NaN made quiet; other values are the caller's to exclude)."""
+    f, lt, b = self.f, lty(t), t.bits
+    bits = f.op(f"bitcast {lt} {x} to i{b}")
+    return f.op(f"bitcast i{b} {f.op(f'or i{b} {bits}, {QUIET[b]}')} to {lt}")
+
+  def shift(self, ins: str, v: str, bits: int, amount: str) -> str:
+    """v shifted by an i64 amount the way numpy shifts (0 once the amount reaches the width; LLVM: poison)."""
+    f = self.f
+    if amount.lstrip("-").isdigit():
+      k = int(amount)
+      return "0" if not 0 <= k < bits else f.op(f"{ins} i{bits} {v}, {k}") if k else v
+    big = f.op(f"icmp uge i64 {amount}, {bits}")
+    safe = self.f.conv(f.op(f"select i1 {big}, i64 0, i64 {amount}"), 64, bits, False)
+    return f.op(f"select i1 {big}, i{bits} 0, i{bits} {f.op(f'{ins} i{bits} {v}, {safe}')}")
+
+  def u64(self, v: str, t: Ty) -> str:
+    """An index or shift amount as uint64 (numpy's s.astype(np.uint64): negative values become huge)."""
+    if t.kind in ("f", "bf"):
+      raise Unsupported("float index")
+    if t.kind == "bool":
+      return self.f.op(f"zext i1 {v} to i64")
+    return self.f.conv(v, 64 if t.kind == "int" else t.bits, 64, t.kind in ("i", "int"))
+
+  @staticmethod
+  def common(x: Ty, y: Ty) -> Ty:
+    if x == y:
+      return x
+    if x.kind == "int":
+      return y
+    if y.kind == "int":
+      return x
+    if x.isf or y.isf:
+      if x.isf and y.isf and x.bits == y.bits:
+        return x
+      raise Unsupported(f"compare {x}/{y}")
+    if x.kind == "bool" or y.kind == "bool":
+      raise Unsupported(f"compare {x}/{y}")
+    if (x.kind == "i") == (y.kind == "i"):
+      return x if x.bits >= y.bits else y
+    return Ty("i", max(x.bits, y.bits) + 1)  # numpy compares mixed signedness by value
+
+  def convert(self, op: str, v: str, s: Ty, t: Ty) -> str:
+    f = self.f
+    if s.kind == "bf" or t.kind == "bf":
+      raise Unsupported("bfloat16")
+    if op == "bitcast":
+      if s.isf and t.isf and s.bits == t.bits:
+        return v
+      u, ub = self.raw(v, s)
+      sb = 64 if s.kind == "int" else s.bits
+      if s.kind == "bool":
+        u, ub, sb = self.f.conv(u, 8, 1, False), 1, 1
+      tb = 1 if t.kind == "bool" else 64 if t.kind == "int" else t.bits
+      u = self.f.conv(u, ub if ub != sb else sb, tb, s.kind == "i" and tb > sb)
+      return self.from_bits(u, tb, t) if t.kind != "bool" else f.op(f"trunc i{tb} {u} to i1") if tb > 1 else u
+    # value conversion (runtime.cv)
+    if t.kind == "int":
+      return self.coerce(v, s, Ty("int", 64)) if not s.isf else self.fp_to_int(v, s, Ty("i", 64))
+    if s.kind == "int" and not t.isf:
+      return self.f.conv(v, 64, 1 if t.kind == "bool" else t.bits, True) if t.kind != "bool" else \
+        f.op(f"trunc i64 {v} to i1")
+    if s.isf and t.isf:
+      return self.fp_to_fp(v, s.bits, t.bits)
+    if s.isf:
+      return self.fp_to_int(v, s, t)
+    if t.isf:
+      if s.kind == "bool":
+        return f.op(f"uitofp i1 {v} to {lty(t)}")
+      sb = 64 if s.kind == "int" else s.bits
+      if sb > 64:
+        raise Unsupported("wide int -> float")
+      return f.op(f"{'sitofp' if s.kind in ('i', 'int') else 'uitofp'} i{sb} {v} to {lty(t)}")
+    if t.kind == "bool":
+      u, ub = self.raw(v, s)
+      if s.kind == "bool":
+        return v
+      return f.op(f"trunc i{ub} {u} to i1")
+    u, ub = self.raw(v, s)
+    if s.kind == "bool":
+      u, ub = self.f.conv(u, 8, 1, False), 1
+    return self.f.conv(u, ub, t.bits, s.kind == "i" and t.bits > s.bits)
+
+  def convert_named(self, name: str, x, t: Ty) -> str:
+    """runtime.convert: the manual's x_to_y(...) conversions (round to nearest even: bodies that set ROUND_MODE are
+    not compiled here)."""
+    f = self.f
+    src, dst = name.split("_to_")[:2]
+    s = x.ty
+    if s.kind == "bf" or t.kind == "bf" or dst in ("snorm", "unorm", "bf16") or src == "bf16":
+      raise Unsupported(name)
+    if src in ("u4", "i4", "u8", "i8", "u16", "i16", "u32", "i32") and not dst.startswith("f"):
+      sk, sb = src[0], int(src[1:])
+      u, ub = self.raw(self.ex(x), s)
+      if s.kind == "bool":
+        u, ub = self.f.conv(u, 8, 1, False), 1
+      mid = Ty(sk, sb)
+      return self.convert("cvt", self.from_bits(self.f.conv(u, ub, sb, False), sb, mid), mid, t)
+    if src in ("f32", "f16", "f64") and dst in ("f32", "f16", "f64") and s.kind == "f" and t.kind == "f":
+      r = self.convert("cvt", self.ex(x), s, t)  # then an IEEE conversion quiets a signalling NaN
+      return f.op(f"select i1 {f.op(f'fcmp uno {lty(t)} {r}, {r}')}, {lty(t)} {self.quieted(r, t)}, {lty(t)} {r}")
+    if src in ("f32", "f16", "f64") and dst in ("u32", "i32", "u16", "i16", "u8") and s.kind == "f":
+      return self.convert("cvt", self.ex(x), s, t)
+    if src in ("u32", "i32", "u16", "i16") and dst in ("f32", "f16", "f64") and s.kind in "uib":
+      if t.bits == 16 and s.bits > 24:
+        raise Unsupported("int -> f16 (one rounding)")
+      return self.convert("cvt", self.ex(x), s, t)
+    raise Unsupported(name)
+
+  def fp_to_fp(self, v: str, fb: int, tb: int) -> str:
+    """runtime.fcvt: round to nearest even; a NaN keeps sign, quiet bit and top payload bits (not quieted)."""
+    f = self.f
+    if fb == tb:
+      return v
+    if fb == 64 and tb == 16:
+      raise Unsupported("f64 -> f16 (round to odd)")
+    st, tt = {16: "half", 32: "float", 64: "double"}[fb], {16: "half", 32: "float", 64: "double"}[tb]
+    r = f.op(f"{'fpext' if tb > fb else 'fptrunc'} {st} {v} to {tt}")
+    (mf, _), (mt, et) = {16: (10, 5), 32: (23, 8), 64: (52, 11)}[fb], {16: (10, 5), 32: (23, 8), 64: (52, 11)}[tb]
+    u = self.f.conv(f.op(f"bitcast {st} {v} to i{fb}"), fb, 64)
+    sign = f.op(f"shl i64 {f.op(f'lshr i64 {u}, {fb - 1}')}, {tb - 1}")
+    man = f.op(f"and i64 {u}, {(1 << mf) - 1}")
+    man = f.op(f"shl i64 {man}, {mt - mf}") if mt >= mf else f.op(f"lshr i64 {man}, {mf - mt}")
+    z = f.op(f"icmp eq i64 {man}, 0")
+    man = f.op(f"select i1 {z}, i64 {1 << (mt - 1)}, i64 {man}")
+    nb = f.op(f"or i64 {f.op(f'or i64 {sign}, {((1 << et) - 1) << mt}')}, {man}")
+    nb = self.f.conv(nb, 64, tb, False)
+    nan = f.op(f"bitcast i{tb} {nb} to {tt}")
+    isn = f.op(f"fcmp uno {st} {v}, {v}")
+    return f.op(f"select i1 {isn}, {tt} {nan}, {tt} {r}")
+
+  def fp_to_int(self, v: str, s: Ty, t: Ty) -> str:
+    """runtime.f2i: truncate toward zero, NaN -> 0, saturate (only widths <= 32 here)."""
+    f = self.f
+    tb = 1 if t.kind == "bool" else t.bits
+    if t.kind == "bool" or tb > 32 or t.kind not in ("i", "u", "b"):
+      raise Unsupported(f"float -> {t}")
+    d = v if s.bits == 64 else f.op(f"fpext {lty(s)} {v} to double")
+    tr = f.op(f"call double @llvm.trunc.f64(double {d})")
+    isn = f.op(f"fcmp uno double {tr}, {tr}")
+    tr = f.op(f"select i1 {isn}, double 0.0, double {tr}")
+    lo, hi = (-(2 ** (tb - 1)), 2 ** (tb - 1) - 1) if t.kind == "i" else (0, 2 ** tb - 1)
+    tr = f.op(f"call double @llvm.maxnum.f64(double {tr}, double {fconst(float(lo), 64)})")
+    tr = f.op(f"call double @llvm.minnum.f64(double {tr}, double {fconst(float(hi), 64)})")
+    i = f.op(f"fptosi double {tr} to i64")
+    return self.f.conv(i, 64, tb, False)
+
+  def call(self, name: str, args, t: Ty) -> str:
+    f = self.f
+    if name == "fma" and t.kind == "f" and t.bits in (32, 64) and all(x.ty == t for x in args):
+      a, b, c = (self.ex(x) for x in args)
+      lt = lty(t)
+      r = f.op(f"call {lt} @llvm.fma.f{t.bits}({lt} {a}, {lt} {b}, {lt} {c})")
+      if t.bits == 64:  # runtime._fma: exact only for finite inputs with a non-zero product, else x * y + z
+        fin = f.op(f"and i1 {f.op(f'and i1 {self.finite(a, t)}, {self.finite(b, t)}')}, {self.finite(c, t)}")
+        p = self.nan_rule(t, [a, b], f.op(f"fmul double {a}, {b}"))
+        z = f.op(f"fcmp oeq double {p}, 0.0")
+        two = f.op(f"or i1 {f.op(f'xor i1 {fin}, true')}, {z}")
+        return f.op(f"select i1 {two}, double {self.nan_rule(t, [p, c], f.op(f'fadd double {p}, {c}'))}, double {r}")
+      # f32 goes through an f64 product and sum: NaNs follow those two x86 operations, a then b, then c
+      p = self.nan_rule(t, [a, b], f.op(f"fmul float {a}, {b}"))
+      return self.nan_rule(t, [p, c], r)
+    ea = self.bind.address() if name.startswith("Calc") and name.endswith("Addr") and not t.isf else None
+    if ea is not None:
+      for x in args:  # the executor's effective address answers, whatever the arguments
+        self.ex(x)
+      return self.coerce(ea, Ty("u", 64), t)
+    if "_to_" in name and "scale" not in name and "_sr" not in name.lower() and len(args) == 1:
+      return self.convert_named(name, args[0], t)
+    if name in ("trunc", "floor") and t.kind == "f" and t.bits in (32, 64) and args[0].ty == t:
+      lt = lty(t)
+      return f.op(f"call {lt} @llvm.{name}.f{t.bits}({lt} {self.ex(args[0])})")
+    if name in ("isSignalNAN", "isQuietNAN") and args[0].ty.kind == "f" and t.kind == "bool":
+      x, xt = self.ex(args[0]), args[0].ty  # runtime._nanq: a NaN whose quiet bit is clear / set
+      q = f.op(f"icmp ne i{xt.bits} {f.op(f'and i{xt.bits} {self.raw(x, xt)[0]}, {QUIET[xt.bits]}')}, 0")
+      q = q if name == "isQuietNAN" else f.op(f"xor i1 {q}, true")
+      return f.op(f"and i1 {f.op(f'fcmp uno {lty(xt)} {x}, {x}')}, {q}")
+    if name == "cvtToQuietNAN" and args[0].ty.kind == "f" and t == args[0].ty:
+      x = self.ex(args[0])
+      return f.op(f"select i1 {f.op(f'fcmp uno {lty(t)} {x}, {x}')}, {lty(t)} {self.quieted(x, t)}, {lty(t)} {x}")
+    if name == "sign" and t.kind == "bool" and args[0].ty.kind in ("f", "u", "i", "b"):
+      u, ub = self.raw(self.ex(args[0]), args[0].ty)  # runtime._sign: the top bit
+      return f.op(f"icmp slt i{ub} {u}, 0")
+    if name == "abs" and t == args[0].ty and t.kind in ("f", "i", "u", "b"):
+      x, lt = self.ex(args[0]), lty(t)
+      if t.kind == "f":
+        return f.op(f"call {lt} @llvm.fabs.f{t.bits}({lt} {x})")
+      if t.kind != "i":  # numpy's abs of an unsigned value is the value
+        return x
+      return f.op(f"select i1 {f.op(f'icmp slt {lt} {x}, 0')}, {lt} {f.op(f'sub {lt} 0, {x}')}, {lt} {x}")
+    if name in ("isNAN", "isINF") and args[0].ty.kind == "f":
+      x, lt = self.ex(args[0]), lty(args[0].ty)
+      if name == "isNAN":
+        return f.op(f"fcmp uno {lt} {x}, {x}")
+      a = f.op(f"call {lt} @llvm.fabs.f{args[0].ty.bits}({lt} {x})")
+      return f.op(f"fcmp oeq {lt} {a}, {fconst(float('inf'), args[0].ty.bits)}")
+    if name == "signext_from_bit" and len(args) == 2 and args[0].ty.kind in "uib" and not t.isf:
+      # runtime._sext_bit: the low n bits of x sign-extended from bit n-1 (n == 0: all zeros), as 64 bits
+      u, ub = self.raw(self.ex(args[0]), args[0].ty)
+      u = self.f.conv(u, ub, 64, False)
+      n = self.u64(self.ex(args[1]), args[1].ty)
+      pos = f.op(f"select i1 {f.op(f'icmp eq i64 {n}, 0')}, i64 0, i64 {f.op(f'sub i64 {n}, 1')}")
+      sgn = f.op(f"trunc i64 {self.shift('lshr', u, 64, pos)} to i1")
+      mask = self.shift("shl", "-1", 64, n)
+      neg = f.op(f"and i1 {sgn}, {f.op(f'icmp ugt i64 {n}, 0')}")
+      low = f.op(f"and i64 {u}, {f.op(f'xor i64 {mask}, -1')}")
+      r = f.op(f"select i1 {neg}, i64 {f.op(f'or i64 {u}, {mask}')}, i64 {low}")
+      b = args[0].ty.bits
+      return self.from_bits(self.f.conv(r, 64, b, False), b, t) if t.bits == b else \
+          self.f.conv(self.f.conv(r, 64, b, False), b, t.bits, False)
+    if name == "signext" and len(args) == 1 and not t.isf and not args[0].ty.isf:
+      s = args[0].ty
+      sb = 64 if s.kind == "int" else s.bits
+      return self.f.conv(self.ex(args[0]), sb, 64 if t.kind == "int" else t.bits, True)
+    raise Unsupported(f"built-in {name}")
+
+  # ---------------------------------------------------------------- memory (pcode MEM[...])
+  def mem_read(self, addr: str, at: Ty, bits: int, t: Ty) -> str:
+    f = self.f
+    a = self.u64(addr, at)
+    if bits > 64:  # dword by dword, as the emulator's memory reads them (each dword checked on its own)
+      acc = "0"
+      for k in range(bits // 32):
+        p = self.bind.access(f.op(f"add i64 {a}, {4 * k}"), 4, False)
+        z = self.f.conv(f.ld("i32", p, self.bind.space, ", align 1"), 32, bits, False)
+        acc = f.op(f"or i{bits} {acc}, {f.op(f'shl i{bits} {z}, {32 * k}') if k else z}")
+      r, rb = acc, bits
+    else:
+      nb = max(bits // 8, 1)
+      r = f.ld(f"i{8 * nb}", self.bind.access(a, nb, False), self.bind.space, ", align 1")
+      rb = 8 * nb
+    return self.from_bits(r, rb, t) if t.bits == rb or t.kind == "bool" else self.f.conv(r, rb, t.bits, False)
+
+  def mem_write(self, addr: str, at: Ty, val: str, vt: Ty, bits: int) -> None:
+    f = self.f
+    a = self.u64(addr, at)
+    u, ub = self.raw(val, vt)
+    if bits > 64:
+      u = self.f.conv(u, ub, bits, False)
+      for k in range(bits // 32):
+        w = self.f.conv(f.op(f"lshr i{bits} {u}, {32 * k}") if k else u, bits, 32, False)
+        f.st("i32", w, self.bind.access(f.op(f"add i64 {a}, {4 * k}"), 4, True), self.bind.space, ", align 1")
+      return
+    nb = max(bits // 8, 1)
+    u = self.f.conv(u, ub, 8 * nb, False)
+    f.st(f"i{8 * nb}", u, self.bind.access(a, nb, True), self.bind.space, ", align 1")
+
+  # ---------------------------------------------------------------- statements
+  def block(self, stmts) -> None:
+    for st in stmts:
+      self.stmt(st)
+
+  def stmt(self, st) -> None:
+    op, a, f = st.op, st.args, self.f
+    if op == "note":
+      return
+    if op == "eval":
+      self.ex(a[0])
+    elif op == "assign":
+      lv, val = a
+      if val.op == "array":
+        raise Unsupported("arrays")
+      self.store(lv, self.ex(val), val.ty)
+    elif op == "if":
+      arms, els = a
+      end = f.label("endif")
+      for c, body in arms:
+        cv = self.ex(c)
+        yes, no = f.label("then"), f.label("else")
+        f.emit(f"br i1 {cv}, label %{yes}, label %{no}")
+        f.put(yes)
+        self.block(body)
+        f.emit(f"br label %{end}")
+        f.put(no)
+      self.block(els)
+      f.emit(f"br label %{end}")
+      f.put(end)
+    elif op == "for":
+      var, lo, hi, body = a
+      p = self.vars.setdefault("@" + var, (f.alloca("i64"), Ty("int", 64)))[0]
+      lov, hiv = self.u64(self.ex(lo), lo.ty), self.u64(self.ex(hi), hi.ty)
+      f.emit(f"store i64 {lov}, ptr {p}")
+      head, bod, end = f.label("for"), f.label("body"), f.label("endfor")
+      f.emit(f"br label %{head}")
+      f.put(head)
+      i = f.op(f"load i64, ptr {p}")
+      go = f.op(f"icmp sle i64 {i}, {hiv}")
+      f.emit(f"br i1 {go}, label %{bod}, label %{end}")
+      f.put(bod)
+      self.loop_exit.append(end)
+      self.block(body)
+      self.loop_exit.pop()
+      i2 = f.op(f"add i64 {f.op(f'load i64, ptr {p}')}, 1")
+      f.emit(f"store i64 {i2}, ptr {p}")
+      f.emit(f"br label %{head}")
+      f.put(end)
+    elif op == "break":
+      if not self.loop_exit:
+        raise Unsupported("break outside a loop")
+      f.emit(f"br label %{self.loop_exit[-1]}")
+      f.put(f.label("dead"))
+    elif op == "return":
+      if not self.returns:
+        raise Unsupported("return outside a lambda")
+      ptr, rt, end = self.returns[-1]
+      f.emit(f"store {lty(rt)} {self.coerce(self.ex(a[0]), a[0].ty, rt)}, ptr {ptr}")
+      f.emit(f"br label %{end}")
+      f.put(f.label("dead"))
+    else:
+      raise Unsupported(f"statement {op}")
+
+  def lv_read(self, lv) -> tuple[str, Ty]:
+    k = lv[0]
+    if k == "var":
+      p, t = self.vars[lv[1]]
+      return self.f.op(f"load {lty(t)}, ptr {p}"), t
+    if k == "state":
+      p, w = self.state[lv[1]]
+      return self.f.op(f"load i{w}, ptr {p}"), Ty("b", w)
+    if k == "as":
+      v, t = self.lv_read(lv[1])
+      return self.convert("bitcast", v, t, lv[2]), lv[2]
+    raise Unsupported(f"read of {k}")
+
+  def store(self, lv, val: str, vt: Ty) -> None:
+    f, k = self.f, lv[0]
+    if k == "var":
+      if lv[1] not in self.vars:
+        raise Unsupported(f"unknown local {lv[1]}")
+      p, t = self.vars[lv[1]]
+      f.emit(f"store {lty(t)} {self.coerce(val, vt, t) if vt != t else val}, ptr {p}")
+    elif k == "state":
+      p, w = self.state[lv[1]]
+      u, ub = self.raw(val, vt)
+      if vt.kind == "bool":
+        u, ub = self.f.conv(u, 8, 1, False), 1
+      f.emit(f"store i{w} {self.f.conv(u, ub, w, vt.kind == 'i')}, ptr {p}")
+    elif k == "as":
+      t, inner = lv[2], lv[1]
+      bt = lv_ty(inner)
+      u, ub = self.raw(val if vt == t else self.coerce(val, vt, t), t)
+      if t.kind == "bool":
+        u, ub = self.f.conv(u, 8, 1, False), 1
+      if bt.bits == ub or (t.kind == "bool" and bt.kind in "ub"):
+        self.store(inner, self.from_bits(self.f.conv(u, ub, bt.bits, False), bt.bits, bt) if bt.kind != "bool"
+                   else u, bt)
+      else:
+        old, ot = self.lv_read(inner)
+        ou, ob = self.raw(old, ot)
+        self.store(inner, self.from_bits(self.insert(ou, ob, u, ub, "0", t.bits), ob, bt), bt)
+    elif k == "bit" and self.lanebit and lane_bit_of(lv[1], lv[2]) in self.lanebit and vt.kind == "bool":
+      bit, written = self.lanebit[lane_bit_of(lv[1], lv[2])]
+      f.emit(f"store i1 {val}, ptr {bit}")
+      f.emit(f"store i1 true, ptr {written}")
+    elif k in ("slice", "bit"):
+      inner = lv[1]
+      bt = lv_ty(inner)
+      old, ot = self.lv_read(inner)
+      ou, ob = self.raw(old, ot)
+      w = lv[3] if k == "slice" else 1
+      u, ub = self.raw(val, vt)
+      if vt.kind == "bool":
+        u, ub = self.f.conv(u, 8, 1, False), 1
+      lo = self.u64(self.ex(lv[2]), lv[2].ty)
+      new = self.insert(ou, ob, u, ub, lo, w)
+      self.store(inner, self.from_bits(new, ob, bt) if bt.kind not in ("u", "b") else new, bt)
+    elif k == "mem":
+      self.mem_write(self.ex(lv[1]), lv[1].ty, val, vt, lv[2])
+    elif k == "concat":
+      total = sum(lv_ty(p).bits for p in lv[1])
+      u, ub = self.raw(val, vt)
+      u = self.f.conv(u, ub, total, False)
+      off = 0
+      for part in reversed(lv[1]):
+        pt = lv_ty(part)
+        pv = self.f.conv(f.op(f"lshr i{total} {u}, {off}") if off else u, total, pt.bits, False)
+        self.store(part, self.from_bits(pv, pt.bits, pt) if pt.kind not in ("u", "b") else pv,
+                   pt if pt.kind not in ("u", "b") else Ty("u", pt.bits))
+        off += pt.bits
+    else:
+      raise Unsupported(f"store to {k}")
+
+  def insert(self, old: str, ob: int, v: str, vb: int, lo: str, w: int) -> str:
+    """runtime.ins: old with bits [lo + w - 1 : lo] replaced by v (masked to w bits)."""
+    f = self.f
+    v = self.f.conv(v, vb, ob, False) if vb != ob else v
+    mask = (1 << w) - 1 if w < ob else (1 << ob) - 1
+    v = f.op(f"and i{ob} {v}, {mask}")
+    if lo != "0":
+      v = self.shift("shl", v, ob, lo)
+      m = self.shift("shl", str(mask), ob, lo)
+    else:
+      m = str(mask)
+    keep = f.op(f"and i{ob} {old}, {f.op(f'xor i{ob} {m}, -1')}")
+    return f.op(f"or i{ob} {keep}, {v}")
+
+
+
+
+def default_bits(name: str, w: int) -> int:
+  """The raw value of a state register nobody gave (runtime.DEFAULTS: WAVE_MODE.IEEE is 1), in w bits."""
+  return DEFAULTS.get(name, 0) & ((1 << w) - 1)
+
+
+def zero(t: Ty) -> str:
+  return "0.0" if t.kind == "f" else "false" if t.kind == "bool" else "0"
+
+
+# ------------------------------------------------------------------------------------------------ host code
+_NATIVE = None
+
+
+def native():
+  """(llvmlite.binding, host target machine, MCJIT engine), made once per process."""
+  global _NATIVE
+  if _NATIVE is None:
+    import llvmlite.binding as llvm
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    target = llvm.Target.from_default_triple()
+    tm = target.create_target_machine(cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(),
+                                      opt=2, reloc="default", codemodel="jitdefault")
+    ee = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)
+    _NATIVE = (llvm, tm, ee)
+  return _NATIVE
+
+
+class _Flat:
+  """The binding of a body run alone: memory is one host byte buffer (%mem, %size bytes; an access outside it
+  stops the function and returns the lane + 1), the effective address is the caller's %ea[lane]."""
+  space = "mem"
+
+  def __init__(self, f: Fn):
+    self.f = f
+
+  def access(self, addr: str, nbytes: int, write: bool) -> str:
+    f = self.f
+    end = f.op(f"add i64 {addr}, {nbytes}")
+    bad = f.op(f"or i1 {f.op(f'icmp ugt i64 {end}, %size')}, {f.op(f'icmp ult i64 {end}, {addr}')}")
+    ok = f.label("ok")
+    f.emit(f"br i1 {bad}, label %fault, label %{ok}")
+    f.put(ok)
+    return f.gep("%mem", addr)
+
+  def address(self) -> str | None:
+    return self.f.op(f"load i64, ptr {self.f.op('getelementptr i64, ptr %ea, i64 %lane')}")
+
+
+class HostFn:
+  """One body as a host function over n lanes: `fn(state, exec, mem, address)` with state name -> uint64[n] raw
+  bits (missing names read their default; wider than 64 bits: object arrays of ints), exec bool[n], mem a uint8
+  buffer MEM[...] indexes (changed in place) and address uint64[n], what the Calc*Addr built-ins answer. Returns the
+  outputs masked to their widths, where inactive lanes keep the value given (or 0), as `Semantics.__call__` does.
+  Lanes run one after another, in lane order."""
+
+  def __init__(self, program: Program, names: dict[str, int], cfn):
+    self.program, self.names, self._cfn = program, names, cfn
+
+  def __call__(self, state: dict, exec, mem: np.ndarray | None = None, address=None) -> dict:
+    m = np.ascontiguousarray(exec, dtype=np.uint8)
+    n = m.shape[0]
+    bufs = []
+    for nm, w in self.names.items():
+      given = state.get(nm, default_bits(nm, w) if nm in self.program.inputs else 0)
+      vals = [int(x) for x in np.broadcast_to(np.asarray(given, dtype=object), (n,))]
+      words = (w + 63) // 64
+      bufs.append(np.array([[v >> (64 * k) & (2 ** 64 - 1) for k in range(words)] for v in vals], np.uint64))
+    mem = np.zeros(0, np.uint8) if mem is None else mem
+    ea = np.ascontiguousarray(np.broadcast_to(np.asarray(0 if address is None else address, np.uint64), (n,)))
+    ptrs = (ctypes.c_void_p * len(bufs))(*[b.ctypes.data for b in bufs])
+    lane = self._cfn(ctypes.addressof(ptrs), m.ctypes.data, n, mem.ctypes.data, mem.nbytes, ea.ctypes.data)
+    if lane:
+      raise IndexError(f"{self.program.inst}: lane {lane - 1} accessed memory outside the {mem.nbytes}-byte buffer")
+    out = {}
+    for (nm, w), b in zip(self.names.items(), bufs):
+      if nm in self.program.outputs:
+        out[nm] = b[:, 0] & np.uint64((1 << w) - 1) if w <= 64 else \
+            np.array([sum(int(x) << (64 * k) for k, x in enumerate(r)) for r in b], dtype=object)
+    return out
+
+
+def _host_ir(fname: str, program: Program, lanes: int, tags: dict) -> tuple[str, dict[str, int]]:
+  """@fname(ptr io, ptr exec, i64 n, ptr mem, i64 size, ptr ea) -> i64: for each active lane in order, the body
+  over that lane's io[k][lane] (each name as ceil(bits / 64) u64 words); 0, or the faulting lane + 1."""
+  f = Fn(tags)
+  lw = Lower(f, program, lanes, _Flat(f))
+  names = dict(program.inputs)
+  for nm, w in program.outputs.items():
+    names[nm] = max(names.get(nm, 0), w)
+  if any(w > 128 for w in names.values()):
+    raise Unsupported("state wider than 128 bits")
+  for nm, w in names.items():
+    lw.state[nm] = (f.alloca(f"i{w}"), w)
+  for nm, t in locals_of(program.body).items():
+    lw.vars[nm] = (f.alloca(lty(t)), t)
+  f.emit("br label %head")
+  f.put("head")
+  f.emit("%lane = phi i64 [0, %entry], [%lane.n, %next]")
+  f.emit(f"br i1 {f.op('icmp ult i64 %lane, %n')}, label %check, label %done")
+  f.put("check")
+  f.emit("%lane32 = trunc i64 %lane to i32")
+  on = f.op(f"load i8, ptr {f.gep('%exec', '%lane')}")
+  f.emit(f"br i1 {f.op(f'icmp ne i8 {on}, 0')}, label %run, label %next")
+  f.put("run")
+  rows = {}
+  for k, (nm, w) in enumerate(names.items()):
+    words = (w + 63) // 64
+    row = f.op(f"load ptr, ptr {f.op(f'getelementptr ptr, ptr %io, i64 {k}')}")
+    rows[nm] = p = f.op(f"getelementptr i{64 * words}, ptr {row}, i64 %lane")
+    f.emit(f"store i{w} {f.conv(f.op(f'load i{64 * words}, ptr {p}, align 8'), 64 * words, w)}, ptr {lw.state[nm][0]}")
+  for nm, (p, t) in lw.vars.items():
+    f.emit(f"store {lty(t)} {zero(t)}, ptr {p}")
+  lw.block(program.body)
+  for nm in program.outputs:
+    ptr, w = lw.state[nm]
+    words = (w + 63) // 64
+    f.emit(f"store i{64 * words} {f.conv(f.op(f'load i{w}, ptr {ptr}'), w, 64 * words)}, ptr {rows[nm]}, align 8")
+  f.emit("br label %next")
+  f.put("next")
+  f.emit("%lane.n = add i64 %lane, 1")
+  f.emit("br label %head")
+  f.put("done")
+  f.emit("ret i64 0")
+  head = [f"define i64 @{fname}(ptr %io, ptr %exec, i64 %n, ptr %mem, i64 %size, ptr %ea) {{", "entry:"]
+  tail = ["fault:", "  %at = add i64 %lane, 1", "  ret i64 %at", "}", ""]
+  return "\n".join(head + f.allocas + f.pro + f.lines + tail), names
+
+
+INTRINSICS = """\
+declare i64 @llvm.ctpop.i64(i64)
+declare i64 @llvm.cttz.i64(i64, i1)
+declare i64 @llvm.ctlz.i64(i64, i1)
+declare i64 @llvm.umin.i64(i64, i64)
+declare i64 @llvm.umax.i64(i64, i64)
+declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)
+declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)
+declare float @llvm.fma.f32(float, float, float)
+declare double @llvm.fma.f64(double, double, double)
+declare double @llvm.trunc.f64(double)
+declare float @llvm.trunc.f32(float)
+declare float @llvm.floor.f32(float)
+declare double @llvm.floor.f64(double)
+declare float @llvm.fabs.f32(float)
+declare double @llvm.fabs.f64(double)
+declare half @llvm.fabs.f16(half)
+declare double @llvm.maxnum.f64(double, double)
+declare double @llvm.minnum.f64(double, double)
+declare i8 @llvm.bitreverse.i8(i8)
+declare i16 @llvm.bitreverse.i16(i16)
+declare i32 @llvm.bitreverse.i32(i32)
+declare i64 @llvm.bitreverse.i64(i64)
+"""  # what Lower may call
+
+
+def _metadata(tags: dict) -> str:
+  out = [f'!{TBAA_BASE - 1} = !{{!"gputwin"}}']
+  for what, i in tags.items():
+    t = TBAA_BASE + 2 * i
+    out += [f'!{t} = !{{!"{what}", !{TBAA_BASE - 1}, i64 0}}', f"!{t + 1} = !{{!{t}, !{t}, i64 0}}"]
+  return "\n".join(out) + "\n"
+
+
+def compile_host(programs: dict[str, Program], lanes: int, speed: int = 2) -> tuple[dict[str, HostFn], dict[str, str]]:
+  """Many bodies as host functions in one module (one compile, optimised at `speed` 0-3, the native tier's 2 by
+  default): ({name: HostFn}, {declined name: why})."""
+  llvm, tm, ee = native()
+  fns, declined, tags, funcs = {}, {}, {}, []
+  for name, p in programs.items():
+    k = next(_SEQ)  # (symbol names are process-wide in the engine)
+    try:
+      text, names = _host_ir(f"body{k}", p, lanes, tags)
+    except Unsupported as e:
+      declined[name] = str(e) or type(e).__name__
+      continue
+    funcs.append(text)
+    fns[name] = (k, p, names)
+  mod = llvm.parse_assembly(INTRINSICS + "\n".join(funcs) + _metadata(tags))
+  mod.verify()
+  pto = llvm.create_pipeline_tuning_options(speed_level=speed)
+  pb = llvm.create_pass_builder(tm, pto)
+  pb.getModulePassManager().run(mod, pb)
+  ee.add_module(mod)
+  ee.finalize_object()
+  proto = ctypes.CFUNCTYPE(ctypes.c_int64, *[ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64] * 2)
+  out = {name: HostFn(p, names, proto(ee.get_function_address(f"body{k}"))) for name, (k, p, names) in fns.items()}
+  _KEEP.append(mod)
+  return out, declined
+
+
+_KEEP: list = []  # modules whose machine code the returned functions call
+_SEQ = itertools.count()
+
+
+def host(program: Program, lanes: int) -> HostFn:
+  """One body alone as a host function over arrays of lanes (raises Unsupported where the backend declines it)."""
+  fns, declined = compile_host({program.inst: program}, lanes)
+  if declined:
+    raise Unsupported(next(iter(declined.values())))
+  return fns[program.inst]
