@@ -24,20 +24,17 @@ import numpy as np
 from gputwin.emu import core
 from gputwin.emu.checks import Checks
 from gputwin.emu.memory import GuestMemory
-from gputwin.emu.program import PRIVATE_HI, SHARED_HI, Program
+from gputwin.emu.frontend import for_arch
+from gputwin.emu.program import Program
 from gputwin.errors import CodeObjectError, EmuCheckError, EmuError, EmuFault, EmuTrap, LaunchError
 from gputwin.isa.codeobj import CodeObject, load_code_object
-from gputwin.isa.kernargs import (NUMPY_OF, LaunchStats, hidden_value, pack, pack_number, read_code,  # noqa: F401
-                                  segment_size, three)
+from gputwin.isa.kernargs import LaunchStats, pack, read_code, segment_size, three
 from gputwin.isa.targets import target
 from gputwin.pcode import family_of
 
 BATCH_LANES = core.MAX_WAVES * 64
 PACKET_SIZE, QUEUE_SIZE = 64, 256  # hsa_kernel_dispatch_packet_t; an (all-zero) amd_queue_t stand-in
-APERTURES = (SHARED_HI, PRIVATE_HI)  # hidden_shared_base / hidden_private_base: the emulator's flat apertures
-USER_SGPRS = (("enable_sgpr_private_segment_buffer", 4), ("enable_sgpr_dispatch_ptr", 2), ("enable_sgpr_queue_ptr", 2),
-              ("enable_sgpr_kernarg_segment_ptr", 2), ("enable_sgpr_dispatch_id", 2),
-              ("enable_sgpr_flat_scratch_init", 2), ("enable_sgpr_private_segment_size", 1))  # ABI order
+
 
 
 def launch(code_object, kernel: str, *, grid, block, args, arch: str | None = None, serial: bool = False,
@@ -105,7 +102,7 @@ class CodeCache:
   def program(self, text: bytes, base: int, arch: str, wave: int) -> Program:
     """The decoded-once program of a code image (shared by every launch of any of its kernels)."""
     return self._get(self.programs, (hashlib.sha1(text).digest(), base, arch, wave),
-                     lambda: Program(text, base, arch, family_of(arch), wave))
+                     lambda: Program(text, base, arch, family_of(arch), wave, for_arch(arch)))
 
   def take(self, code, arch: str | None) -> "Emulator":
     """The idle Emulator of a code object (a new one when none is idle: launches may run on several threads)."""
@@ -206,6 +203,7 @@ class Dispatch:
   def __init__(self, emu: Emulator, kern, grid, block, args, kernarg, checks, serial, trace, max_instructions):
     self.emu, self.kern, self.grid, self.block = emu, kern, grid, block
     self.arch, self.name, kd = emu.co.arch, kern.name, kern.descriptor
+    self.fe = for_arch(self.arch)  # the ISA frontend: ABI setup, apertures
     self.serial, self.max_instructions, self.checks = serial, max_instructions, checks
     self.trace_path = trace if isinstance(trace, (str, Path)) else None
     self.trace = [] if self.trace_path else trace
@@ -252,7 +250,8 @@ class Dispatch:
       buf = bytearray(max(len(raw), segment_size(self.kern)))
       buf[:len(raw)] = raw
     else:
-      ka = pack(self.kern, args, self.grid, self.block, arch=self.arch, queue_va=self.queue_va, apertures=APERTURES,
+      ka = pack(self.kern, args, self.grid, self.block, arch=self.arch, queue_va=self.queue_va,
+                apertures=self.fe.apertures,
                 pointer=lambda a: int.from_bytes(self._buffer(a), "little") if isinstance(a, np.ndarray) else None)
       buf, self.lds_size = ka.data, ka.lds_size
     va = self.emu.mem.alloc(len(buf))
@@ -303,13 +302,10 @@ class Dispatch:
     values = {"enable_sgpr_dispatch_ptr": self.packet_va, "enable_sgpr_queue_ptr": self.queue_va,
               "enable_sgpr_kernarg_segment_ptr": self.kernarg_va,
               "enable_sgpr_private_segment_size": kd.private_segment_fixed_size}
-    user = []
-    for en, n in USER_SGPRS:
-      if getattr(kd, en, 0):
-        user += [(values.get(en, 0) >> (32 * k)) & 0xffffffff for k in range(n)]
+    user = self.fe.user_sgprs(kd, values)
     pre = np.frombuffer(self.emu.mem.read_bytes(self.kernarg_va + 4 * kd.kernarg_preload_spec_offset,
                                                 4 * kd.kernarg_preload_spec_length), np.uint32)
-    init_waves(eng, kd, self.grid, self.block, g0, self.nw, user + pre.tolist(), self.kern.entry)
+    self.fe.init_waves(eng, kd, self.grid, self.block, g0, self.nw, user + pre.tolist(), self.kern.entry)
     eng.hooks = ([self._trace_hook] if self.trace is not None else []) + self.hooks
     self.base_wave, self.eng, self.counted = g0 * self.nw, eng, (0, 0, 0)
     return True
@@ -423,55 +419,6 @@ class Dispatch:
     return self.stats
 
 
-def init_waves(eng: core.Engine, kd, grid, block, g0: int, nw: int, user: list[int], pc: int) -> int:
-  """The initial state the hardware gives every wave of a batch (AMDGPUUsage "Initial Kernel Execution State"):
-  user SGPRs (`user`: the values of s0.., e.g. from the KD enables or COMPUTE_USER_DATA), then workgroup ids as
-  the KD enables them (gfx12 also in TTMP9/TTMP7), packed work-item ids in v0, EXEC for partial waves, MODE from
-  RSRC1, PC. The batch holds workgroups g0.. with `nw` waves each. Returns the number of initialised SGPRs."""
-  L, (gx, gy, _) = eng.L, grid
-  arch = eng.prog.arch
-  eng.ieee = kd.enable_ieee_mode if not arch.startswith("gfx12") else 1
-  eng.HW[:, 1] = (kd.float_round_mode_32 | kd.float_round_mode_16_64 << 2 | kd.float_denorm_mode_32 << 4
-                  | kd.float_denorm_mode_16_64 << 6 | kd.enable_dx10_clamp << 8 | eng.ieee << 9)  # MODE
-  S = eng.S
-  if user:  # rows 0.. of the register-major file: one broadcast over contiguous rows
-    eng.files["s"][:len(user), :eng.W] = np.array([u & 0xffffffff for u in user], np.uint32)[:, None]
-  s = max(kd.user_sgpr_count, len(user))
-  ng = eng.W // nw
-  wgid = np.arange(g0, g0 + ng, dtype=np.uint32)  # per workgroup; each of its waves gets the same ids
-  none = np.zeros_like(wgid)
-  ids = (wgid % gx, (wgid // gx) % gy if gy > 1 else none, wgid // (gx * gy) if grid[2] > 1 else none)
-  per_wave = lambda row: S[:, row].reshape(ng, nw)  # (a contiguous row of the register-major file)
-  whole = (1 << len(user)) - 1  # SGPR rows written here for every wave (restart(keep_s=...) need not clear them)
-  for d in range(3):
-    if getattr(kd, f"enable_sgpr_workgroup_id_{'xyz'[d]}"):
-      per_wave(s)[...], whole, s = ids[d][:, None], whole | 1 << s, s + 1
-  s += kd.enable_sgpr_workgroup_info + kd.enable_private_segment  # both read as 0 (one wave per workgroup slot)
-  if arch.startswith("gfx12"):  # architected workgroup ids: TTMP9 = x, TTMP7 = y | z << 16
-    per_wave(117)[...], per_wave(115)[...] = ids[0][:, None], (ids[1] | (ids[2] << 16))[:, None]
-    whole |= 1 << 117 | 1 << 115
-  v0, ex = _workitems(nw, L, tuple(block))  # the same for every workgroup: one copy per workgroup of the batch
-  if getattr(eng, "v0_of", None) != (nw, tuple(block)) or getattr(eng, "v0_stale", True):  # (a restarted engine's v0
-    if eng.pending is not None:  # is still in place unless the last batch wrote it; deferred: see Engine.restart)
-      eng.pending = (eng.pending[0], (v0, nw))
-    else:
-      eng.V[:, 0].reshape(eng.W // nw, nw, L)[...] = v0
-    eng.v0_of, eng.v0_stale = (nw, tuple(block)), False
-  for k in range(L // 32):
-    per_wave(eng.sp["exec"] + k)[...] = ex[:, k]
-    whole |= 1 << (eng.sp["exec"] + k)
-  eng.init_rows = whole
-  eng._exec = None
-  eng.pc[:] = pc
-  eng.mark("s", 0, s)
-  eng.mark("s", eng.sp["exec"], L // 32)
-  if arch.startswith("gfx12"):
-    eng.mark("s", 115, 3)
-  if eng.checks is not None:
-    eng.checks.initial(eng, s)
-  return s
-
-
 @functools.lru_cache(maxsize=64)
 def _wave_groups(groups: int, nw: int) -> np.ndarray:
   """Each wave's workgroup slot in a batch of `groups` workgroups of `nw` waves (one shared read-only array: a
@@ -479,17 +426,6 @@ def _wave_groups(groups: int, nw: int) -> np.ndarray:
   wg = np.repeat(np.arange(groups), nw)
   wg.flags.writeable = False
   return wg
-
-
-@functools.lru_cache(maxsize=64)
-def _workitems(nw: int, L: int, block: tuple) -> tuple[np.ndarray, np.ndarray]:
-  """One workgroup's packed work-item ids (v0: x | y << 10 | z << 20, gfx90a+ / gfx11+) and EXEC words."""
-  bx, by, bz = block
-  t = np.arange(nw, dtype=np.uint32)[:, None] * np.uint32(L) + np.arange(L, dtype=np.uint32)
-  v0 = t % bx | ((t // bx) % by) << 10 | (t // (bx * by)) << 20
-  ex = np.packbits(t < bx * by * bz, axis=1, bitorder="little").view(np.uint32)
-  v0.flags.writeable = ex.flags.writeable = False
-  return v0, ex
 
 
 def write_trace(path, trace) -> None:

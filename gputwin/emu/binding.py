@@ -1,24 +1,14 @@
 """What both execution tiers (the interpreter, core.py, and the native tier, jit.py) take from one place when they
-run a decoded instruction (program.Op): where pcode inputs that are no operand come from, the LDS address layout,
-which instructions branch or run once per wave, and how the executor stops a launch.
+run a decoded instruction (program.Op): the LDS address layout, which instructions branch or run once per wave, and
+how the executor stops a launch. Where pcode inputs that are no operand come from is the frontend's
+`special_inputs` table (gputwin/emu/amd/decode.py SPECIAL_INPUTS), read by both tiers.
 """
 from __future__ import annotations
 
-from gputwin.emu.program import EXECZ, VCCZ, Op, Src
+from gputwin.emu.program import Op, Src
 from gputwin.errors import GPUPageFault
 
-LDS_SHIFT, LDS_BITS = 20, 19  # pcode's 32-bit DS ADDR: workgroup slot << 20 | LDS address mod 2**19 (see core._lds)
-
-# Pcode inputs that are no operand, and where both tiers (Engine.special, jit.Compiler.special) take them from:
-# ("scc",) the wave's SCC; ("sgpr", key, dwords) a special SGPR (key of program.SPECIAL; 0 dwords: a lane mask, 2
-# in wave64); ("zero", VCCZ/EXECZ) 1 when that mask is 0; ("pc",) this instruction's PC; ("ieee",) MODE.IEEE as the
-# kernel descriptor sets it (Engine.ieee); ("round",) MODE's FP round bits (HW_REG 1, bits 3:0); ("field", key)
-# an encoding field of the instruction (Op.info). Any other name reads 0 (address inputs only hooks read).
-SPECIAL_INPUTS = {"SCC": ("scc",), "EXEC": ("sgpr", "exec", 0), "EXEC_LO": ("sgpr", "exec", 1),
-                  "VCCZ": ("zero", VCCZ), "EXECZ": ("zero", EXECZ), "M0": ("sgpr", "m0", 1), "PC": ("pc",),
-                  "WAVE_MODE.IEEE": ("ieee",), "ROUND_MODE": ("round",), "OFFSET": ("field", "offset"),
-                  "OFFSET0": ("field", "offset0"), "OFFSET1": ("field", "offset1")}
-
+LDS_SHIFT, LDS_BITS = 20, 19  # pcode's 32-bit DS ADDR: workgroup slot << 20 | LDS address mod 2**19 (see core.Engine.lds_address)
 
 class Stop(Exception):
   """Raised by the executor with (kind, message, wave, op); launch turns it into the public error classes."""

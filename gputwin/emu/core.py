@@ -17,10 +17,9 @@ import sys
 
 import numpy as np
 
-from gputwin.emu import lanes
 from gputwin.emu.memory import Window
-from gputwin.emu.binding import LDS_BITS, LDS_SHIFT, SPECIAL_INPUTS, Stop, scalar_valu, sets_pc
-from gputwin.emu.program import APERTURE, EXECZ, PRIVATE_HI, SCC_CODE, SHARED_HI, SPECIAL, VCCZ, Op, Program, Src
+from gputwin.emu.binding import LDS_BITS, LDS_SHIFT, Stop, scalar_valu, sets_pc
+from gputwin.emu.program import Op, Program, Src
 from gputwin.errors import GPUPageFault, GputwinError
 from gputwin.pcode.runtime import Wide
 
@@ -103,7 +102,8 @@ class Engine:
                priv_size: int, wg_of_wave: np.ndarray, checks, device: str = ""):
     self.prog, self.mem, self.W, self.L = prog, mem, waves, lanes
     self.fam = prog.family
-    self.sp = SPECIAL["cdna" if self.fam == "cdna" else "rdna"]
+    self.fe = prog.frontend
+    self.sp = self.fe.special(self.fam)  # register codes of EXEC, VCC, M0, NULL
     # register files are indexed [wave, reg(, lane)] but stored register-major: one register of every wave (what
     # an instruction reads or writes) is then one contiguous block, not a strided walk through all the files
     # (rows padded by one wave / 64 bytes: a power-of-two row stride would put all of one wave's registers in the
@@ -118,7 +118,7 @@ class Engine:
     self.written = {"v": 0, "a": 0, "s": 0, "hw": False}  # rows written since the start (bit masks; see mark)
     self.lane = np.arange(lanes, dtype=U32)
     self.pending = None  # (VGPR rows to clear, (v0 template, waves per workgroup) or None): see restart
-    self.init_rows = 0  # SGPR rows api.init_waves last wrote for every wave
+    self.init_rows = 0  # SGPR rows the frontend's init_waves last wrote for every wave
     self.scc = np.zeros(waves, U32)
     self.pc = np.zeros(waves, np.int64)
     self.clock = np.zeros(waves, np.int64)  # per-wave instructions: the deterministic "cycle" counter
@@ -219,23 +219,11 @@ class Engine:
     return m
 
   def sreg(self, ix, code: int, dwords: int = 1):
-    """A scalar operand by its SSRC code, shaped (waves, 1): SGPRs, VCC/EXEC/M0, VCCZ/EXECZ/SCC, apertures."""
-    if code in APERTURE:  # 64-bit reads give the aperture base, 32-bit reads its high half
-      return np.full((self._n(ix), 1), APERTURE[code] << (32 * (dwords - 1)), U64 if dwords == 2 else U32)
-    if code in (VCCZ, EXECZ):
-      base = self.sp["vcc"] if code == VCCZ else self.sp["exec"]
-      z = self.S[ix, base] == 0
-      if self.L == 64:
-        z &= self.S[ix, base + 1] == 0
-      return z.astype(U32)[:, None]
-    if code == SCC_CODE:
-      return self.scc[ix][:, None]
-    if dwords == 1:
-      return self.S[ix, code][:, None]
-    return self._join(self.S[ix, code:code + dwords], axis=1)[:, None]
+    """A scalar operand by its register code, shaped (waves, 1) (the frontend knows the special codes)."""
+    return self.fe.sreg(self, ix, code, dwords)
 
   @staticmethod
-  def _join(parts, axis):
+  def join(parts, axis):
     """Consecutive dwords along `axis` -> one value: uint64 for two, Python ints (object) for more."""
     take = lambda k: parts[(slice(None),) * axis + (k,)]  # a view: astype below makes the one copy
     if parts.shape[axis] == 2:
@@ -245,7 +233,7 @@ class Engine:
       return t
     return sum(take(k).astype(object) << (32 * k) for k in range(parts.shape[axis]))
 
-  def _n(self, ix):
+  def nwaves(self, ix):
     return self.W if isinstance(ix, slice) else len(ix)
 
   def fetch(self, s: Src, ix, op: Op | None = None):
@@ -255,9 +243,9 @@ class Engine:
       v = U64(s.value) if s.dwords == 2 or s.value > M32 else U32(s.value)
     elif s.file in ("v", "a"):
       F = self.V if s.file == "v" else self.A
-      v = F[ix, s.index] if s.dwords == 1 else self._join(F[ix, s.index:s.index + s.dwords], axis=1)
+      v = F[ix, s.index] if s.dwords == 1 else self.join(F[ix, s.index:s.index + s.dwords], axis=1)
       if op is not None and op.info.get("dpp") and s is op.ins.get("S0"):
-        v = lanes.dpp_source(v, op.info["dpp"], self.L)
+        v = self.fe.source_lanes(v, op, self.L)
     else:
       v = self.sreg(ix, s.index, s.dwords)
     if s.hi:
@@ -304,14 +292,14 @@ class Engine:
         return  # constants; RDNA's NULL (124) is reset below
       if d.index <= self.sp["exec"] + 1 and d.index + d.dwords > self.sp["exec"]:
         self._exec = None
-      n = self._n(ix)
+      n = self.nwaves(ix)
       for k, p in enumerate(parts):
         p = np.broadcast_to(p, (n,) + np.shape(p)[1:]).reshape(n, -1)[:, 0]  # per-lane data: lane 0 (readfirstlane)
         self.S[ix, d.index + k] = p.astype(U64).astype(U32) if p.dtype == object else p.astype(U32)
       if d.index <= self.sp["null"] < d.index + d.dwords and self.sp["null"] != self.sp["m0"]:
         self.S[:, self.sp["null"]] = 0
       return
-    F, shp = (self.V if d.file == "v" else self.A), (self._n(ix), self.L)
+    F, shp = (self.V if d.file == "v" else self.A), (self.nwaves(ix), self.L)
     for k, p in enumerate(parts):
       old = F[ix, d.index + k]
       new = (p.astype(U64) if p.dtype == object else p).astype(U32, copy=False)
@@ -322,7 +310,7 @@ class Engine:
         if self.fam != "cdna":
           new = (old & U32(0xffff)) | (new << U32(16)) if d.hi else (old & U32(0xffff0000)) | new
       if op is not None and op.info.get("sdwa"):
-        new = lanes.sdwa_dst(new, old, op.info["sdwa"][4], op.info["sdwa"][5])
+        new = self.fe.select_output(new, old, op)
       F[ix, d.index + k] = new if m is None or (m is self._exec and self._exec_all) else np.where(m, new, old)
 
   # ------------------------------------------------------------------ one instruction on a group of waves
@@ -336,13 +324,13 @@ class Engine:
               for o, st in zip(op.info["pair"], sts)]  # copies: an output may be a view of a register the other writes
       for o, out in zip(op.info["pair"], outs):
         self.retire(o, ix, m, out)
-      self.count += self._n(ix)
+      self.count += self.nwaves(ix)
       self.lane_count += int(m.sum())
       return
-    sem, n = op.sem, self._n(ix)
+    sem, n = op.sem, self.nwaves(ix)
     m = self.exec_mask(ix) if op.vector else None
     if op.info.get("dpp") is not None:
-      m = m & lanes.dpp_write_mask(op.info["dpp"], self.L)
+      m = m & self.fe.write_mask(op, self.L)
     st = self._inputs(op, ix, m)
     if self.checks is not None:
       self.checks.before(self, op, ix, m)
@@ -359,7 +347,7 @@ class Engine:
       self.HW[ix, 29] = self.clock[ix] & 0xfffff  # HW_REG_SHADER_CYCLES (20 bits): this wave's instruction count
       st["HW_REGISTERS"] = self.HW[ix] if fancy else self.HW
     if op.mem:
-      self._memop(op, ix, m, st)
+      self.fe.memop(self, op, ix, m, st)
     else:
       pm = None if scalar_valu(op) else self._pexec(op, m)
       out = sem(st, exec=pm, mem=_NOMEM, lanes=self.L, wave64=self.L == 64)
@@ -389,26 +377,24 @@ class Engine:
         st[name] = self._wide(s, ix)
       else:
         st[name] = self.special(name, ix, op)
-    sd = op.info.get("sdwa")
-    for i in range(2 if sd else 0):
-      if f"S{i}" in st:
-        st[f"S{i}"] = lanes.sdwa_src(st[f"S{i}"], sd[2 * i], sd[2 * i + 1])
+    if op.info.get("sdwa"):
+      self.fe.select_inputs(st, op)
     return st
 
   def _wide(self, s: Src, ix):
     """A plain 3..4-dword register operand for a 65..128-bit pcode input as two uint64 words (pcode.runtime.Wide:
     inserts into it stay on numpy words, any other use sees the object array `fetch` gives)."""
     if s.hi or s.pk or s.abs or s.neg or s.dwords > 4 or s.file not in "vas" or (s.file == "s" and (
-       s.index in APERTURE or s.index in (VCCZ, EXECZ, SCC_CODE))):
+       self.fe.computed(s.index))):
       return self.fetch(s, ix)
     F = self.S if s.file == "s" else self.V if s.file == "v" else self.A
     r = F[ix, s.index:s.index + s.dwords]
-    lo, hi = self._join(r[:, 0:2], axis=1), self._join(r[:, 2:], axis=1) if s.dwords == 4 else r[:, 2].astype(U64)
+    lo, hi = self.join(r[:, 0:2], axis=1), self.join(r[:, 2:], axis=1) if s.dwords == 4 else r[:, 2].astype(U64)
     return Wide(lo[:, None], hi[:, None]) if s.file == "s" else Wide(lo, hi)  # scalars: one value per wave
 
   def special(self, name: str, ix, op: Op):
-    """Pcode inputs that are no operand (SPECIAL_INPUTS): SCC, EXEC, M0, PC, MODE bits, instruction offsets."""
-    kind, *arg = SPECIAL_INPUTS.get(name, ("none",))
+    """Pcode inputs that are no operand (the frontend's special_inputs): SCC, EXEC, M0, PC, MODE bits, offsets."""
+    kind, *arg = self.fe.special_inputs.get(name, ("none",))
     if kind == "scc":
       return self.scc[ix][:, None]
     if kind == "sgpr":
@@ -432,7 +418,7 @@ class Engine:
       if name == "PC":
         self.pc[ix] = np.asarray(v).reshape(-1).astype(np.int64) if np.ndim(v) else int(v)
       elif name == "SCC":
-        self.scc[ix] = np.broadcast_to(np.asarray(v).reshape(-1) if np.ndim(v) else v, (self._n(ix),)).astype(U32)
+        self.scc[ix] = np.broadcast_to(np.asarray(v).reshape(-1) if np.ndim(v) else v, (self.nwaves(ix),)).astype(U32)
       elif name in ("EXEC", "EXEC_LO"):
         self.store(Src("s", self.sp["exec"], 2 if self.L == 64 and name == "EXEC" else 1), v, ix, None)
       elif name == "M0":
@@ -442,7 +428,7 @@ class Engine:
         if d is None:
           continue
         if name == "D0" and (op.info.get("clamp") or op.info.get("omod")) and "F" in d.fmt:
-          v = lanes.outmod(np.asarray(v), d.bits, op.info["clamp"], op.info["omod"])
+          v = self.fe.output_modifier(np.asarray(v), d, op)
         self.store(d, v, ix, m if d.file in ("v", "a") else None, op)
     if self.checks is not None:
       self.checks.after(self, op, ix, m)
@@ -456,46 +442,7 @@ class Engine:
   def _slots(self, ix) -> np.ndarray:
     return np.arange(self.W, dtype=U64)[ix]
 
-  def _memop(self, op: Op, ix, m, st) -> None:
-    """Effective addresses per the encoding (AMD ISA "Memory" chapters), then the pcode body reads/writes them."""
-    info, kind, n = op.info, op.mem, self._n(ix)
-    if kind == "smem":
-      a = self.sreg(ix, info["sbase"], 2).astype(U64) + U64(info["offset"] & M64)
-      if info.get("soff_reg") is not None:
-        a = a + self.sreg(ix, info["soff_reg"]).astype(U64)
-      return self._run(op, ix, None, st, self.mem, a & ~U64(3))
-    if kind == "ds":
-      base = self.V[ix, info["vaddr"]] if info["vaddr"] is not None else np.zeros((n, self.L), U32)
-      if not info["adds_offset"]:  # bodies (the DS atomics) that leave the instruction offset to the address
-        base = base + U32(info["offset"])  # computation: add it here, 32-bit wrapping
-      return self._run(op, ix, m, st, self.lds, self._lds(op, ix, m, base))
-    if kind == "buffer":
-      return self._buffer(op, ix, m, st)
-    off = U64(info["offset"] & M64)
-    if kind == "scratch":
-      a = np.zeros((n, self.L), U64)
-      if info["saddr"] is not None:
-        a = a + self.S[ix, info["saddr"]].astype(U64)[:, None]
-      if info["sve"] and info["vaddr"] is not None:
-        a = a + self.V[ix, info["vaddr"]].astype(U64)
-      return self._scratch(op, ix, m, st, (a + off) & U64(M32))
-    if kind == "global" and info["saddr"] is not None:
-      a = self.sreg(ix, info["saddr"], 2).astype(U64) + self.V[ix, info["vaddr"]].astype(U64) + off
-    else:
-      a = self._join(self.V[ix, info["vaddr"]:info["vaddr"] + 2], axis=1) + off
-    if kind == "flat":  # the shared and private apertures route lanes to LDS and scratch
-      hi = (a >> U64(32)).astype(U32)
-      sh, pr = (hi == U32(SHARED_HI)) & m, (hi == U32(PRIVATE_HI)) & m
-      if sh.any():
-        self._run(op, ix, sh, dict(st, OFFSET=U32(0)), self.lds, self._lds(op, ix, sh, (a & U64(M32)).astype(U32)))
-      if pr.any():
-        self._scratch(op, ix, pr, dict(st), a & U64(M32))
-      m = m & ~sh & ~pr
-      if not m.any():
-        return
-    self._run(op, ix, m, st, self.mem, a)
-
-  def _lds(self, op: Op, ix, m, base) -> np.ndarray:
+  def lds_address(self, op: Op, ix, m, base) -> np.ndarray:
     """LDS addresses for pcode's 32-bit ADDR, with the workgroup slot on top (one LDS byte, one address: pcode's
     atomics serialise lanes that hit the same address, across waves too). DS address arithmetic is 32-bit and
     compilers rely on it wrapping (a "negative" base plus an instruction offset), so the base is kept mod 2**19:
@@ -528,28 +475,13 @@ class Engine:
     self._lds32 = (a, a32)  # bodies with a 32-bit ADDR (CDNA) take this one as it is (see _run)
     return a
 
-  def _scratch(self, op, ix, m, st, a):
+  def run_scratch(self, op, ix, m, st, a):
     """Private segment offsets -> one scratch slot per lane (the hardware's swizzle is invisible to a kernel)."""
     lane = self._slots(ix)[:, None] * U64(self.L) + self.lane.astype(U64)
-    return self._run(op, ix, m, st, self.scratch, lane * U64(self.scratch.stride) + a)
+    return self.run_body(op, ix, m, st, self.scratch, lane * U64(self.scratch.stride) + a)
 
-  def _buffer(self, op, ix, m, st):
-    """MUBUF: base/stride/num_records from the V# in 4 SGPRs; out-of-range lanes load 0 and store nothing."""
-    info = op.info
-    d = self.S[ix, info["srsrc"]:info["srsrc"] + 4].astype(U64)
-    base = d[:, 0] | ((d[:, 1] & U64(0xffff)) << U64(32))
-    stride = (d[:, 1] >> U64(16)) & U64(0x3fff)
-    nrec = d[:, 2]
-    so = self.S[ix, info["soffset"]].astype(U64) if info["soffset"] is not None else U64(info["soffset_k"])
-    v0 = self.V[ix, info["vaddr"]].astype(U64) if info["vaddr"] is not None else 0
-    idx = v0 if info["idxen"] else U64(0)
-    voff = (self.V[ix, info["vaddr"] + (1 if info["idxen"] else 0)].astype(U64) if info["offen"] else U64(0))
-    off = voff + U64(info["offset"])
-    inrange = np.where(stride[:, None] == 0, off < nrec[:, None], idx < nrec[:, None])
-    a = base[:, None] + (so if np.ndim(so) == 0 else so[:, None]) + off + idx * stride[:, None]
-    self._run(op, ix, m & inrange, st, self.mem, a)
-
-  def _run(self, op: Op, ix, m, st, space, a):
+  def run_body(self, op: Op, ix, m, st, space, a):
+    """Run a memory instruction's body on `space` at the addresses `a` the frontend computed (Frontend.memop)."""
     if space is self.mem:  # RDNA3 pcode takes a 32-bit ADDR: guest VAs live below 4 GiB, anything above faults
       act = a if m is None or (m is self._exec and self._exec_all) else np.where(m, a, U64(0))
       if int(act.max()) >> 32:
@@ -615,8 +547,7 @@ def step(eng: Engine, op: Op, ix) -> None:
     if eng.checks is not None:
       eng.checks.before(eng, op, ix, m)
     if k == "matrix":
-      from gputwin.emu import matrix
-      matrix.execute(eng, op, ix)
+      eng.fe.matrix(eng, op, ix)
     else:
       eng.store(op.outs["D0"], eng.fetch(op.ins["S0"], ix), ix, m)
     if eng.checks is not None:
@@ -644,7 +575,7 @@ def step(eng: Engine, op: Op, ix) -> None:
     raise Stop("unsupported", f"{op.inst.op} has no executable semantics on {eng.prog.arch}{why}", _first(eng, ix), op)
   eng.clock[ix] += 1
   if k not in ("alu", "mem", "vopd"):
-    n = eng._n(ix)
+    n = eng.nwaves(ix)
     eng.count += n
     eng.lane_count += n * eng.L
   for h in eng.hooks:
@@ -698,7 +629,7 @@ def run(eng: Engine, serial: bool = False, max_instructions: int | None = None, 
         sel = ready & (eng.pc == pc)
         ix = slice(None) if sel.all() else idx[sel]
     if tier is not None and not eng.hooks:
-      blk = tier.block(pc, eng._n(ix))
+      blk = tier.block(pc, eng.nwaves(ix))
       if blk is not None:
         if eng.pending is not None and not isinstance(ix, slice):
           eng.settle()

@@ -47,8 +47,9 @@ from pathlib import Path
 
 import numpy as np
 
-from gputwin.emu.binding import LDS_BITS, LDS_SHIFT, SPECIAL_INPUTS, Stop, scalar_valu, sets_pc
-from gputwin.emu.program import APERTURE, EXECZ, SCC_CODE, SPECIAL, VCCZ, Op, Src
+from gputwin.emu.amd.decode import APERTURE, EXECZ, SCC_CODE, SPECIAL, SPECIAL_INPUTS, VCCZ  # operand codegen: AMD's
+from gputwin.emu.binding import LDS_BITS, LDS_SHIFT, Stop, scalar_valu, sets_pc
+from gputwin.emu.program import Op, Src
 from gputwin.errors import GPUPageFault
 from gputwin.pcode import analysis, llvm as backend
 from gputwin.pcode.ir import locals_of
@@ -806,7 +807,7 @@ done:
         f.emit(f"store i{w} {f.conv(v, b, w)}, ptr {ptr}")
 
   def special(self, f: Fn, o: Op, nm: str) -> tuple[str, int]:
-    """core.Engine.special: a pcode input that is no operand, from the same table (binding.SPECIAL_INPUTS)."""
+    """core.Engine.special: a pcode input that is no operand, from the same table (the frontend's special_inputs)."""
     kind, *arg = SPECIAL_INPUTS.get(nm, ("none",))
     if kind == "scc":
       return self.scc_load(f), 32

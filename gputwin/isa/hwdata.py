@@ -100,7 +100,7 @@ class Matrix:
   b: str
   c: str
   regs: tuple[int, int, int]  # VGPRs per lane of A, B, C/D
-  layout: str | None  # lane layout emu/matrix.py applies; None: not modelled
+  layout: str | None  # lane layout emu/amd/matrix.py applies; None: not modelled
   passes: tuple[tuple[str, int], ...]  # (target, passes) from LLVM's scheduling model
 
   def passes_on(self, target: str) -> int | None:

@@ -245,7 +245,7 @@ def test_vopd_literal_apertures_and_atomic_without_return_gfx1100():
   out = np.zeros(128, np.uint32)
   launch(kernel("gfx1100", body), "k", grid=1, block=32, args=[out])
   i = np.arange(32, dtype=np.uint32)
-  from gputwin.emu.program import SHARED_HI
+  from gputwin.emu.amd.decode import SHARED_HI
   np.testing.assert_array_equal(out[:32], 2 * i + 1)
   np.testing.assert_array_equal(out[32:64], 2 * i)
   np.testing.assert_array_equal(out[64:96], np.full(32, SHARED_HI))

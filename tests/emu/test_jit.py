@@ -13,6 +13,7 @@ import pytest
 
 from gputwin.emu import core, jit
 from gputwin.emu.memory import GuestMemory
+from gputwin.emu.frontend import for_arch
 from gputwin.emu.program import Program
 from gputwin.errors import GPUPageFault
 from gputwin.isa import strategies
@@ -102,7 +103,7 @@ def test_each_opcode_native_equals_interpreter(arch):
     for s in strategies.batch(arch, seed=seed, wave=L, tame=80):
       if s.encoding.split("_")[0] in ("EXP", "VEXPORT", "MIMG", "VIMAGE", "VSAMPLE", "MTBUF"):
         continue
-      prog = Program(s.data + ENDPGM[fam] * 4, 0x1000, arch, fam, L)
+      prog = Program(s.data + ENDPGM[fam] * 4, 0x1000, arch, fam, L, for_arch(arch))
       try:
         op = prog.op(0x1000)
       except Exception:  # encodings the interpreter cannot bind (not this tier's business)

@@ -175,7 +175,7 @@ def test_mfma_passes(arch):
 @pytest.mark.parametrize("fam", ["rdna3", "rdna4", "cdna"])
 def test_modelled_layouts_fill_their_registers(fam):
   """A modelled layout places exactly the elements the operand registers hold (regs from the vendor records)."""
-  from gputwin.emu.matrix import layout
+  from gputwin.emu.amd.matrix import layout
   for r in _rows(fam):
     if r.layout is None:
       continue

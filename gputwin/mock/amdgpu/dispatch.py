@@ -6,7 +6,7 @@ SGPRs (COMPUTE_USER_DATA_*), the workgroup size (COMPUTE_NUM_THREAD_*), the grid
 hardware's SPI gives each wave (user SGPRs from USER_DATA, then workgroup ids and the scratch wave offset as RSRC2
 enables them, work-item ids in v0) and runs the emulator's Engine over the GPU's own address space.
 
-The wave setup itself is gputwin.emu's `api.init_waves` (the same ABI state a code-object launch gets); this module
+The wave setup itself is the frontend's `init_waves` (gputwin/emu/amd/abi.py) (the same ABI state a code-object launch gets); this module
 only adds what registers imply: the decoded program of the BO the PC points into (emu's one code cache,
 `api.CODE`), `core.Engine` / `core.run` and `api.raise_stop` (errors naming target, PC and instruction).
 `GPUMemory` adapts the mock's GPUAddressSpace to emu's AddressSpace.
@@ -14,7 +14,7 @@ only adds what registers imply: the decoded program of the BO the PC points into
 from __future__ import annotations
 import numpy as np
 from gputwin.emu import core
-from gputwin.emu.api import CODE, init_waves, raise_stop
+from gputwin.emu.api import CODE, raise_stop
 from gputwin.emu.program import Program
 from gputwin.errors import GPUPageFault
 from gputwin.isa.kd import KD_SIZE, KernelDescriptor
@@ -110,7 +110,7 @@ def run_dispatch(vm: GPUAddressSpace, arch: str, regs: dict[str, int], grid: tup
     g1 = min(nwg, g0 + per_batch)
     W = (g1 - g0) * nw
     eng = core.Engine(prog, mem, W, L, nv, nv if cdna else 1, lds, priv, np.repeat(np.arange(g1 - g0), nw), None, arch)
-    eng.user_sgprs = init_waves(eng, kd, grid, block, g0, nw, user[:kd.user_sgpr_count], pc)
+    eng.user_sgprs = prog.frontend.init_waves(eng, kd, grid, block, g0, nw, user[:kd.user_sgpr_count], pc)
     try:
       core.run(eng)
     except core.Stop as st:

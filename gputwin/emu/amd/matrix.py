@@ -83,7 +83,7 @@ def execute(eng, op, ix) -> None:
   f = op.inst.f
   if f.get("cbsz", 0) or f.get("abid", 0) or f.get("blgp", 0):
     raise GputwinError(f"{name}: cbsz/abid/blgp broadcast controls are not modelled")
-  n = eng._n(ix)
+  n = eng.nwaves(ix)
   # IU8: neg_lo bits 0/1 say A/B are signed (RDNA3 WMMA); I8 is signed
   sa, sb = (bool(f.get("neg", 0) & 1), bool(f.get("neg", 0) & 2)) if ins == "IU8" else (ins == "I8",) * 2
   regs = lambda s: (eng.V if s.file == "v" else eng.A)[ix, s.index:s.index + s.dwords]

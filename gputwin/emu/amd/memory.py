@@ -1,0 +1,71 @@
+"""AMD effective addresses (the ISA guides' "Memory" chapters): SMEM, DS, global/flat (with the shared and private
+apertures), scratch and buffer (V#) addresses from the encoding's base registers and offsets; the shared machine
+then runs the body on the space they land in (Engine.run_body, lds_address, run_scratch)."""
+from __future__ import annotations
+
+import numpy as np
+
+from gputwin.emu.amd.decode import PRIVATE_HI, SHARED_HI
+from gputwin.emu.program import Op
+
+U32, U64 = np.uint32, np.uint64
+M32, M64 = 0xffffffff, 0xffffffffffffffff
+
+
+def memop(eng, op: Op, ix, m, st) -> None:
+  """Effective addresses per the encoding (AMD ISA "Memory" chapters), then the pcode body reads/writes them."""
+  info, kind, n = op.info, op.mem, eng.nwaves(ix)
+  if kind == "smem":
+    a = eng.sreg(ix, info["sbase"], 2).astype(U64) + U64(info["offset"] & M64)
+    if info.get("soff_reg") is not None:
+      a = a + eng.sreg(ix, info["soff_reg"]).astype(U64)
+    return eng.run_body(op, ix, None, st, eng.mem, a & ~U64(3))
+  if kind == "ds":
+    base = eng.V[ix, info["vaddr"]] if info["vaddr"] is not None else np.zeros((n, eng.L), U32)
+    if not info["adds_offset"]:  # bodies (the DS atomics) that leave the instruction offset to the address
+      base = base + U32(info["offset"])  # computation: add it here, 32-bit wrapping
+    return eng.run_body(op, ix, m, st, eng.lds, eng.lds_address(op, ix, m, base))
+  if kind == "buffer":
+    return _buffer(eng, op, ix, m, st)
+  off = U64(info["offset"] & M64)
+  if kind == "scratch":
+    a = np.zeros((n, eng.L), U64)
+    if info["saddr"] is not None:
+      a = a + eng.S[ix, info["saddr"]].astype(U64)[:, None]
+    if info["sve"] and info["vaddr"] is not None:
+      a = a + eng.V[ix, info["vaddr"]].astype(U64)
+    return eng.run_scratch(op, ix, m, st, (a + off) & U64(M32))
+  if kind == "global" and info["saddr"] is not None:
+    a = eng.sreg(ix, info["saddr"], 2).astype(U64) + eng.V[ix, info["vaddr"]].astype(U64) + off
+  else:
+    a = eng.join(eng.V[ix, info["vaddr"]:info["vaddr"] + 2], axis=1) + off
+  if kind == "flat":  # the shared and private apertures route lanes to LDS and scratch
+    hi = (a >> U64(32)).astype(U32)
+    sh, pr = (hi == U32(SHARED_HI)) & m, (hi == U32(PRIVATE_HI)) & m
+    if sh.any():
+      eng.run_body(op, ix, sh, dict(st, OFFSET=U32(0)), eng.lds, eng.lds_address(op, ix, sh, (a & U64(M32)).astype(U32)))
+    if pr.any():
+      eng.run_scratch(op, ix, pr, dict(st), a & U64(M32))
+    m = m & ~sh & ~pr
+    if not m.any():
+      return
+  eng.run_body(op, ix, m, st, eng.mem, a)
+
+
+
+def _buffer(eng, op, ix, m, st):
+  """MUBUF: base/stride/num_records from the V# in 4 SGPRs; out-of-range lanes load 0 and store nothing."""
+  info = op.info
+  d = eng.S[ix, info["srsrc"]:info["srsrc"] + 4].astype(U64)
+  base = d[:, 0] | ((d[:, 1] & U64(0xffff)) << U64(32))
+  stride = (d[:, 1] >> U64(16)) & U64(0x3fff)
+  nrec = d[:, 2]
+  so = eng.S[ix, info["soffset"]].astype(U64) if info["soffset"] is not None else U64(info["soffset_k"])
+  v0 = eng.V[ix, info["vaddr"]].astype(U64) if info["vaddr"] is not None else 0
+  idx = v0 if info["idxen"] else U64(0)
+  voff = (eng.V[ix, info["vaddr"] + (1 if info["idxen"] else 0)].astype(U64) if info["offen"] else U64(0))
+  off = voff + U64(info["offset"])
+  inrange = np.where(stride[:, None] == 0, off < nrec[:, None], idx < nrec[:, None])
+  a = base[:, None] + (so if np.ndim(so) == 0 else so[:, None]) + off + idx * stride[:, None]
+  eng.run_body(op, ix, m & inrange, st, eng.mem, a)
+

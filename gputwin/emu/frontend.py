@@ -1,0 +1,69 @@
+"""The seam between the shared machine and an instruction set: what an ISA frontend gives the executor.
+
+The shared machine (core.Engine and its scheduler, both tiers, guest memory, LDS/scratch windows, checkers, traces,
+the launch API) runs `program.Op`s: an instruction bound once to its pcode semantics, with every pcode input and
+output name mapped to an operand (`program.Src`: a register file, index, width, modifiers) or to a special input
+the frontend's `special_inputs` table names. The frontend owns everything that depends on the encoding and the ABI.
+docs/ARCHITECTURE.md ("Adding an ISA") says what the PTX and ir3 frontends will add.
+"""
+from __future__ import annotations
+
+from typing import Protocol
+
+import numpy as np
+
+from gputwin.emu.program import Op, Src
+
+
+class Frontend(Protocol):
+  name: str  # "amd"
+  align: int  # instruction alignment in bytes (a PC off it is a decode error)
+  special_inputs: dict  # pcode input name -> ("scc",) | ("sgpr", key, dwords) | ("zero", code) | ("pc",) | ...
+
+  def decode(self, text: bytes, arch: str, offset: int, wave: int) -> object:
+    """The ISA layer's instruction at `offset` (raises gputwin.errors.DecodeError)."""
+
+  def bind(self, inst, pc: int, family: str, wave: int) -> Op:
+    """The instruction bound to its pcode semantics: kind, inputs/outputs, memory kind, per-op data in `info`."""
+
+  def special(self, family: str) -> dict[str, int]:
+    """Register codes of the wave's special registers: exec, vcc, m0, null."""
+
+  def sreg(self, eng, ix, code: int, dwords: int) -> np.ndarray:
+    """A scalar operand by register code, shaped (waves, 1) (plain registers, or values the code stands for)."""
+
+  def computed(self, code: int) -> bool:
+    """Whether scalar register `code` reads a computed value (an aperture, a zero flag, SCC), not a register row."""
+
+  def memop(self, eng, op: Op, ix, m, st: dict) -> None:
+    """Effective addresses of a memory instruction, then eng.run_body / lds_address / run_scratch on the space."""
+
+  def matrix(self, eng, op: Op, ix) -> None:
+    """A matrix instruction (its operand layouts): kind "matrix"."""
+
+  def source_lanes(self, v: np.ndarray, op: Op, lanes: int) -> np.ndarray:
+    """Cross-lane routing of an operand read (AMD: DPP)."""
+
+  def write_mask(self, op: Op, lanes: int) -> np.ndarray:
+    """Lanes an instruction may write besides the active mask (AMD: DPP row/bank masks)."""
+
+  def select_inputs(self, st: dict, op: Op) -> None:
+    """Sub-dword selection of inputs, in place (AMD: SDWA)."""
+
+  def select_output(self, new: np.ndarray, old: np.ndarray, op: Op) -> np.ndarray:
+    """Sub-dword placement of a result into the old register value (AMD: SDWA)."""
+
+  def output_modifier(self, v: np.ndarray, d: Src, op: Op) -> np.ndarray:
+    """Result modifiers (AMD: clamp, omod)."""
+
+  def init_waves(self, eng, kd, grid, block, g0: int, nw: int, user: list[int], pc: int) -> int:
+    """The ABI's initial wave state of a batch (ids, user registers, masks, mode); returns the scalar rows set."""
+
+
+def for_arch(arch: str) -> Frontend:
+  """The frontend of a target (gfx* -> AMD)."""
+  if arch.startswith("gfx"):
+    from gputwin.emu.amd import FRONTEND
+    return FRONTEND
+  from gputwin.errors import GputwinError
+  raise GputwinError(f"no emulator frontend for target {arch!r}")
