@@ -77,7 +77,7 @@ def _timed_launch(co, kernel, case, checks=True):
 
 
 # what a row measures: (checkers on?, GPUTWIN_JIT). The checkers observe every instruction, so they run on the
-# numpy interpreter; without them the native tier (emu/jit.py) runs what it can compile.
+# numpy interpreter; without them the native tier (emu/native/) runs what it can compile.
 MODES = {"checks": (True, "auto"), "native": (False, "force"), "interp": (False, "0")}
 
 
@@ -145,7 +145,7 @@ def main() -> int:
   if not (shutil.which("clang-22") and shutil.which("ld.lld-22")):
     print("bench: skipped: clang-22 and ld.lld-22 are needed (apt-get install -y clang-22 lld-22)", file=sys.stderr)
     return 0
-  from gputwin.emu import jit
+  from gputwin.emu.native import STATS
   from gputwin.emu.core import keep_heap
   keep_heap()  # the allocator setting gputwin's commands use (opt-in, process-wide; GPUTWIN_MALLOPT=0: off)
   from gputwin.isa import vendor
@@ -161,12 +161,12 @@ def main() -> int:
         for mode in modes:
           checks, tier = MODES[mode]
           os.environ["GPUTWIN_JIT"] = tier
-          c0 = jit.STATS["compile_seconds"]
+          c0 = STATS["compile_seconds"]
           first, _ = _timed_launch(co, kernel, CASES[kernel](np.random.default_rng(1), WAVE[arch]), checks)  # warm-up
-          compile_secs = jit.STATS["compile_seconds"] - c0
-          n0 = jit.STATS["wave_instructions"]
+          compile_secs = STATS["compile_seconds"] - c0
+          n0 = STATS["wave_instructions"]
           secs, st, case = _best(co, kernel, arch, checks)
-          native = (jit.STATS["wave_instructions"] - n0) / 5
+          native = (STATS["wave_instructions"] - n0) / 5
           np_secs = _numpy_seconds(case)
           ok = bool(np.allclose(case["args"][case["out"]], case["ref"](), rtol=case["tol"], atol=case["tol"]))
           rows.append(dict(kernel=kernel, target=arch, mode=mode, checks=checks, wave_instructions=st.instructions,

@@ -1,4 +1,4 @@
-"""What both execution tiers (the interpreter, core.py, and the native tier, jit.py) take from one place when they
+"""What both execution tiers (the interpreter, core.py, and the native tier, native/) take from one place when they
 run a decoded instruction (program.Op): the LDS address layout, which instructions branch or run once per wave, and
 how the executor stops a launch. Where pcode inputs that are no operand come from is the frontend's
 `special_inputs` table (gputwin/emu/amd/decode.py SPECIAL_INPUTS), read by both tiers.

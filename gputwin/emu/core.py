@@ -661,14 +661,14 @@ _STRAIGHT = ("alu", "mem", "vopd", "copy", "matrix", "clock", "nop")  # kinds af
 
 
 def _native_tier(eng: Engine):
-  """The compiled-block tier (emu/jit.py) for this engine, or None when it is off (GPUTWIN_JIT=0) or unusable."""
-  from gputwin.emu import jit
-  if jit.mode() in ("0", "off", "no"):
+  """The compiled-block tier (emu/native/) for this engine, or None when it is off (GPUTWIN_JIT=0) or unusable."""
+  from gputwin.emu import native
+  if native.mode() in ("0", "off", "no"):
     return None
   key = (eng.prog, eng.wg)  # a restarted engine keeps its tier while these stay (a new address space: rebound)
   t = getattr(eng, "_tier", None)
   if t is None or any(a is not b for a, b in zip(t[0], key)) or (t[1] is None and t[2] is not eng.mem):
-    t = eng._tier = (key, jit.Tier.make(eng), eng.mem)
+    t = eng._tier = (key, native.Tier.make(eng), eng.mem)
   elif t[1] is not None:
     if t[2] is not eng.mem:
       t[1].native.rebind()

@@ -38,7 +38,7 @@ class LaunchStats:
   workgroups: int = 0
   instructions: int = 0  # wave-instructions
   lane_instructions: int = 0  # sum over wave-instructions of the lanes EXEC enabled
-  native_instructions: int = 0  # wave-instructions the emulator's native tier (emu/jit.py) ran
+  native_instructions: int = 0  # wave-instructions the emulator's native tier (emu/native/) ran
   seconds: float = 0.0
   wave_size: int = 32
   trace: list = field(default_factory=list, repr=False)

@@ -4,7 +4,7 @@ x86's NaN rules as numpy follows them). What it cannot match bit for bit it decl
 
 The lowering knows nothing of an executor: a body's state names (S0, D0, VCC, SCC, ADDR ...) are allocas the caller
 fills before and reads after the body (`Lower.state`), `laneId` is the caller's `%lane32`, and memory and the
-effective-address built-ins come through a `Binding` the caller implements (gputwin.emu.jit does, for the native
+effective-address built-ins come through a `Binding` the caller implements (gputwin.emu.native does, for the native
 tier). `host(program, lanes)` compiles one body alone into a host function over arrays of lanes (tests compare it
 with the numpy backend: tests/pcode/test_backends.py).
 """

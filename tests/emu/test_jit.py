@@ -1,4 +1,4 @@
-"""The native tier (emu/jit.py) against the numpy interpreter: bit-identical architectural state.
+"""The native tier (emu/native/) against the numpy interpreter: bit-identical architectural state.
 
 1. Every opcode the tier accepts, as random valid encodings (gputwin.isa.strategies), on random register files
    seeded with IEEE special values: registers, SCC, PC, memory and faults must match the interpreter exactly.
@@ -11,7 +11,7 @@ import zlib
 import numpy as np
 import pytest
 
-from gputwin.emu import core, jit
+from gputwin.emu import core, native
 from gputwin.emu.memory import GuestMemory
 from gputwin.emu.frontend import for_arch
 from gputwin.emu.program import Program
@@ -98,7 +98,7 @@ def _only_nan_payloads(opcodes, a, b) -> bool:
 def test_each_opcode_native_equals_interpreter(arch):
   fam = target_info(arch).family
   L = 32 if arch.startswith("gfx1") else 64
-  tested, native, mismatches = 0, 0, []
+  tested, both, mismatches = 0, 0, []
   for seed in range(1):
     for s in strategies.batch(arch, seed=seed, wave=L, tame=80):
       if s.encoding.split("_")[0] in ("EXP", "VEXPORT", "MIMG", "VIMAGE", "VSAMPLE", "MTBUF"):
@@ -109,10 +109,10 @@ def test_each_opcode_native_equals_interpreter(arch):
       except Exception:  # encodings the interpreter cannot bind (not this tier's business)
         continue
       try:
-        jit.supported(op, fam)
-      except jit.Unsupported:
+        native.supported(op, fam)
+      except native.Unsupported:
         continue
-      blk = jit.compile_block(prog, 0x1000, L)
+      blk = native.compile_block(prog, 0x1000, L)
       if blk is None or blk.ops[0] is not op or op.kind == "nop" or blk.nv > 256 or blk.ns > 256:
         continue
       tested += 1
@@ -123,7 +123,7 @@ def test_each_opcode_native_equals_interpreter(arch):
           if mode == "interp":
             core.step(eng, op, slice(None))
           else:
-            jit.Native(eng).run(blk, slice(None))
+            native.Native(eng).run(blk, slice(None))
           results.append(("ok", _state(eng, buf)))
         except (GPUPageFault, core.Stop) as e:
           f = e if isinstance(e, GPUPageFault) else e.fault
@@ -133,7 +133,7 @@ def test_each_opcode_native_equals_interpreter(arch):
       (ka, a), (kb, b) = results
       if ka == "error":
         continue
-      native += 1
+      both += 1
       # a fault must happen at the same instruction; which lane's address is reported first may differ (the
       # interpreter checks every lane of the group before any access, the native tier goes lane by lane)
       same = ka == kb and (all(np.array_equal(x, y) for x, y in zip(a, b)) if ka == "ok" else True)
@@ -145,10 +145,10 @@ def test_each_opcode_native_equals_interpreter(arch):
           names = ("VGPR", "SGPR", "SCC", "PC", "memory", "LDS", "count", "lanes")
           what = ",".join(n for n, x, y in zip(names, a, b) if not np.array_equal(x, y))
         mismatches.append(f"{s.encoding} {'/'.join(s.opcodes)} {s.data.hex()}: {what}")
-  assert not jit.FAILED, jit.FAILED[:3]
-  print(f"{arch}: {native} encodings on both tiers ({tested} compiled)")
-  assert native > 800, f"only {native} of {tested} opcodes ran on both tiers"
-  assert not mismatches, f"{len(mismatches)} of {native} differ:\n" + "\n".join(mismatches[:60])
+  assert not native.FAILED, native.FAILED[:3]
+  print(f"{arch}: {both} encodings on both tiers ({tested} compiled)")
+  assert both > 800, f"only {both} of {tested} opcodes ran on both tiers"
+  assert not mismatches, f"{len(mismatches)} of {both} differ:\n" + "\n".join(mismatches[:60])
 
 
 def _run(co, name, c, monkeypatch, mode):
@@ -167,8 +167,8 @@ def test_kernels_native_equals_interpreter(clang_co, monkeypatch, arch, name):
   st_i, out_i = _run(co, name, c, monkeypatch, "0")
   c = {**CASES, **EXTRA}[name]()
   st_n, out_n = _run(co, name, c, monkeypatch, "force")
-  native = st_n.native_instructions
-  assert native > 0.3 * st_n.instructions, f"only {native} of {st_n.instructions} wave-instructions ran natively"
+  ran = st_n.native_instructions
+  assert ran > 0.3 * st_n.instructions, f"only {ran} of {st_n.instructions} wave-instructions ran natively"
   assert st_i.native_instructions == 0
   for a, b in zip(out_i, out_n):
     assert a.tobytes() == b.tobytes()
@@ -188,10 +188,10 @@ def test_native_faults_are_reported_like_the_interpreters(monkeypatch):
     msgs = []
     for mode in ("0", "force"):
       monkeypatch.setenv("GPUTWIN_JIT", mode)
-      before = jit.STATS["runs"]
+      before = native.STATS["runs"]
       with pytest.raises(EmuFault, match=r"gfx1100.*kernel k.*PC 0x.*" + what) as e:
         launch(kernel("gfx1100", body, lds=lds), "k", grid=1, block=32, args=[np.zeros(32, np.int32)], checks=False)
-      assert (jit.STATS["runs"] > before) == (mode == "force")
+      assert (native.STATS["runs"] > before) == (mode == "force")
       msgs.append(str(e.value))
     assert msgs[0] == msgs[1]
 
@@ -202,15 +202,15 @@ def test_tier_waits_until_a_block_is_hot(clang_co, monkeypatch):
   co = clang_co("gfx1100", "suite", "-O1")  # a program no other test ran (compiled blocks live with the program)
   monkeypatch.setenv("GPUTWIN_JIT", "auto")
   monkeypatch.setenv("GPUTWIN_JIT_AFTER", "1000000000")
-  before = dict(jit.STATS)
+  before = dict(native.STATS)
   c = CASES["saxpy"]()
   launch(co, "saxpy", grid=c["grid"], block=c["block"], args=c["args"], checks=False)
-  assert jit.STATS["blocks"] == before["blocks"] and jit.STATS["runs"] == before["runs"]
+  assert native.STATS["blocks"] == before["blocks"] and native.STATS["runs"] == before["runs"]
   _check(c)
   monkeypatch.setenv("GPUTWIN_JIT_AFTER", "1")
   c = CASES["saxpy"]()
   launch(co, "saxpy", grid=c["grid"], block=c["block"], args=c["args"], checks=False)
-  assert jit.STATS["runs"] > before["runs"]
+  assert native.STATS["runs"] > before["runs"]
   _check(c)
 
 
@@ -222,9 +222,9 @@ def _fuzz_native(monkeypatch, tmp_path, seed, count):
   from gputwin.verify import fuzz
   monkeypatch.setattr(fuzz, "CHECKS", False)  # checkers keep the interpreter; the tier runs without them
   monkeypatch.setenv("GPUTWIN_JIT", "force")
-  before = jit.STATS["wave_instructions"]
+  before = native.STATS["wave_instructions"]
   res = fuzz.fuzz(seed, count, fuzz.TARGETS, batch=count, jobs=1, reduce_mismatches=False, save_to=tmp_path)
-  assert jit.STATS["wave_instructions"] > before and not jit.FAILED
+  assert native.STATS["wave_instructions"] > before and not native.FAILED
   bad = [f"{o.target} #{o.index}: {o.status} {o.detail}" for o in res if o.status not in ("ok", "known-bug")]
   assert not bad, "\n".join(bad[:10])
 
@@ -285,7 +285,7 @@ def test_probed_accesses_equal_interpreter(monkeypatch, pattern, half, lds):
   results = []
   for mode in ("0", "force"):
     monkeypatch.setenv("GPUTWIN_JIT", mode)
-    before, outs = jit.STATS["runs"], []
+    before, outs = native.STATS["runs"], []
     try:
       for _ in range(2):  # the second launch finds its blocks compiled and its engine's register files reused
         dst = np.full(64, -9, np.int32)
@@ -294,7 +294,7 @@ def test_probed_accesses_equal_interpreter(monkeypatch, pattern, half, lds):
       results.append(("ok", outs))
     except EmuFault as e:
       results.append(("fault", str(e)))
-    assert (jit.STATS["runs"] > before) == (mode == "force")
+    assert (native.STATS["runs"] > before) == (mode == "force")
   assert results[0] == results[1]
   t = np.arange(64)
   off = PATTERNS[pattern][1](t)

@@ -21,7 +21,7 @@ APERTURE = {235: 0x1000, 236: 0x1000, 237: 0x2000, 238: 0x2000}  # SRC_{SHARED,P
 SHARED_HI, PRIVATE_HI = 0x1000, 0x2000
 VCCZ, EXECZ, SCC_CODE = 251, 252, 253
 
-# Pcode inputs that are no operand, and where both tiers (Engine.special, jit.Compiler.special) take them from:
+# Pcode inputs that are no operand, and where both tiers (Engine.special, native.Compiler.special) take them from:
 # ("scc",) the wave's SCC; ("sgpr", key, dwords) a special SGPR (key of SPECIAL; 0 dwords: a lane mask, 2
 # in wave64); ("zero", VCCZ/EXECZ) 1 when that mask is 0; ("pc",) this instruction's PC; ("ieee",) MODE.IEEE as the
 # kernel descriptor sets it (Engine.ieee); ("round",) MODE's FP round bits (HW_REG 1, bits 3:0); ("field", key)

@@ -1,81 +1,26 @@
-"""The native tier: straight-line runs of instructions compiled to host code through LLVM (llvmlite), from the same
-typed pcode IR the numpy interpreter compiles.
-
-A *block* is the longest run of consecutive instructions from a PC that this tier can express (VALU/SALU bodies,
-global/scalar/LDS memory, VOPD, waits), ending after a branch. Its native function takes the waves standing at the
-block's PC and runs them wave-major: each wave runs the whole block (its registers stay in cache), then the next
-one, as serial mode orders waves; inside a wave, instruction by instruction over its active lanes, as the
-interpreter does. Race-free kernels therefore give the interpreter's bits (tests/emu/test_jit.py); waves that race
-within one block see each other's writes in wave order. Anything else (DPP/SDWA, cross-lane and register-indexed
-bodies, MFMA/WMMA, barriers, checkers, hooks) stays interpreted: the block simply ends before it.
-
-Inside a wave:
-- consecutive lane-pure vector ops share one lane loop (each lane runs them in order; a lane mask one op writes and
-  a later one reads lane by lane, VCC carry-out then carry-in, is handed on in the loop); lane loops without
-  memory access are branch-free, so LLVM vectorises them;
-- every vector instruction (or group) is compiled twice: as is, and for a wave whose EXEC has every lane on, where
-  the lane masks fold away (plain vector loads, stores and arithmetic); the wave's EXEC picks one;
-- a plain global or LDS access (`ADDR + K` addresses, no loops) first probes the wave: every active lane in the
-  region the previous wave hit (LDS: within the allocation) and `stride` apart -> one loop without checks on
-  affine addresses (masked vector loads/stores); in one region but scattered -> a loop without checks; otherwise
-  the exact lane-by-lane path, which faults as the interpreter does. A full wave's probe compares each lane with
-  lane 0's base; a partial one reduces min/max over the active lanes. A later access from the same unchanged
-  address registers reuses the probe.
-
-Tiering (see `Tier`): a block compiles once `GPUTWIN_JIT_AFTER` lanes (default 1.5M, summed over launches of the
-program) have entered it interpreted, about what compiling it would cost, so a one-off dispatch never runs more than
-~2-3x slower than the interpreter alone and a repeated one runs natively. `GPUTWIN_JIT=0` turns the tier off,
-`GPUTWIN_JIT=force` compiles every block at first sight.
-
-Each body is lowered by the pcode LLVM backend (gputwin/pcode/llvm.py, checked against the numpy one opcode by opcode
-in tests/pcode/test_backends.py); this module binds it: operands, memory, addresses, lane loops. What cannot be
-matched exactly is declined (`Unsupported`), so the instruction is interpreted. A guest fault stops the block at
-the faulting lane and raises the interpreter's error for that instruction: the first faulting lane in (wave, lane)
-order; earlier waves finished the block, earlier lanes of the faulting instruction may already have written.
-"""
+"""LLVM IR for one native block (gputwin/emu/README.md, "Native tier"): a function per instruction, or lane-pure
+group, and wave, in the variants a probe picks between (`Mode`), and a driver running them wave by wave. Each pcode
+body is lowered by the pcode LLVM backend (gputwin/pcode/llvm.py); `Gen` and `Compiler` bind it to the register
+files, the ctx fields (runtime.py) and guest memory or LDS."""
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import enum
-import os
-import re
-import threading
-import time
-import weakref
-from pathlib import Path
 
-import numpy as np
-
-from gputwin.emu.amd.decode import APERTURE, EXECZ, SCC_CODE, SPECIAL, SPECIAL_INPUTS, VCCZ  # operand codegen: AMD's
-from gputwin.emu.binding import LDS_BITS, LDS_SHIFT, Stop, scalar_valu, sets_pc
+from gputwin.emu.amd.decode import EXECZ, SCC_CODE, SPECIAL, SPECIAL_INPUTS, VCCZ  # operand codegen: AMD's
+from gputwin.emu.binding import LDS_BITS, LDS_SHIFT, sets_pc
+from gputwin.emu.native import plan
+from gputwin.emu.native.runtime import (C_IEEE, C_INIT, C_LANES, C_LDS, C_LDSZ, C_PC, C_REGS, C_S, C_SCC, C_SSTR,
+                                        C_SSTW, C_V, C_VSTR, C_VSTW, C_WG, F_HIGH, F_LDSBASE, PRELUDE, TBAA_FIXED)
 from gputwin.emu.program import Op, Src
-from gputwin.errors import GPUPageFault
 from gputwin.pcode import analysis, llvm as backend
 from gputwin.pcode.ir import locals_of
-from gputwin.pcode.llvm import TBAA_BASE, Lower, Unsupported, default_bits, lty, native, zero
+from gputwin.pcode.llvm import TBAA_BASE, Lower, Unsupported, default_bits, lty, zero
 
 M32 = 0xffffffff
-BLOCK_KINDS = ("alu", "mem", "vopd", "nop")
-TBAA_FIXED = ("ctx", "tbl")  # tags the prelude uses: ctx fields the block writes, the region table
 PROBE_CONTIG, PROBE_EXACT, PROBE_FAST = 0, 1, 2  # what a probe answers
 # per instruction, in the block's %hints array: the region its last access hit, the probed contiguous base, and the
-# probe's answer (a later access from the same address registers reuses it: Compiler.owners)
+# probe's answer (a later access from the same address registers reuses it: plan.owners)
 HINT_REGION, HINT_BASE, HINT_PROBE, HINTS = 0, 1, 2, 3
-MEM_KINDS = ("global", "smem", "ds")
-
-# ctx: one int64 array shared by Python and the native code
-(C_V, C_S, C_SCC, C_PC, C_WG, C_VSTW, C_VSTR, C_SSTW, C_SSTR, C_LDS, C_LDSZ, C_NREG, C_REGS, C_FAULT, C_FADDR,
- C_FBYTES, C_FWRITE, C_FWAVE, C_LANES, C_INIT, C_IEEE, C_N) = range(22)
-F_GLOBAL, F_HIGH, F_LDSBASE, F_LDSOFF = 1, 2, 3, 4
-
-
-def mode() -> str:
-  return os.environ.get("GPUTWIN_JIT", "auto").lower()
-
-
-def threshold() -> int:
-  return 0 if mode() == "force" else int(float(os.environ.get("GPUTWIN_JIT_AFTER", 1_500_000)))
 
 
 class Mode(enum.Enum):
@@ -143,6 +88,7 @@ class Fn(backend.Fn):
     mine = self.op(f"and i1 {cond}, {self.on}")
     self.emit(f"store i1 {self.op(f'or i1 {self.ld_bad()}, {mine}')}, ptr {self.bad}")
 
+
 # ------------------------------------------------------------------------------------ one op: pcode -> LLVM IR
 class Gen(Lower):
   """The pcode body of one instruction for one wave (and, for vector ops, each active lane), lowered by the pcode
@@ -195,8 +141,8 @@ class Gen(Lower):
 
   def probe_range(self, body, emin: str, emax: str) -> str:
     """After a probe's lane loop: does some access of the wave leave the region (global) or the allocation (LDS)?
-    Every access is ADDR + K with K the same for all lanes (_plain_mem), and the lanes' effective addresses lie in
-    [emin, emax]; so the wave touches [emin + min K, emax + max(K + bytes)), a range the region must hold."""
+    Every access is ADDR + K with K the same for all lanes (analysis.plain_mem), and the lanes' effective addresses
+    lie in [emin, emax]; so the wave touches [emin + min K, emax + max(K + bytes)), a range the region must hold."""
     f = self.f
     ks, ends, avars = [], [], analysis.addr_vars(body)
     for idx, bits in analysis.mem_accesses(body):
@@ -233,65 +179,6 @@ class Gen(Lower):
     f.put(ok)
     return p
 
-# ------------------------------------------------------------------------------------------------ operands
-def _parts(op: Op) -> list[Op]:
-  return list(op.info["pair"]) if op.kind == "vopd" else [op]
-
-
-def supported(op: Op, fam: str) -> None:
-  """Raise Unsupported unless the native tier can run `op` exactly as the interpreter does."""
-  if op.kind not in BLOCK_KINDS:
-    raise Unsupported(op.kind)
-  if op.kind == "nop":
-    return
-  for o in _parts(op):
-    sem = o.sem
-    if sem is None or sem.regfiles:
-      raise Unsupported("register-file access")
-    if sem.cross_lane or sem.wave_level:
-      raise Unsupported("cross-lane")
-    if o.info.get("dpp") is not None or o.info.get("sdwa") is not None:
-      raise Unsupported("DPP/SDWA")
-    if o.info.get("clamp") or o.info.get("omod"):
-      raise Unsupported("clamp/omod")
-    if o.mem and o.mem not in MEM_KINDS:
-      raise Unsupported(o.mem)
-    if o.atomic:
-      raise Unsupported("atomic")
-    if "ROUND_MODE" in sem.inputs or "ROUND_MODE" in sem.outputs:
-      raise Unsupported("ROUND_MODE")
-    if o.kind == "alu" and scalar_valu(o):
-      raise Unsupported("scalar VALU")
-    for s in list(o.ins.values()) + list(o.outs.values()):
-      if isinstance(s, Src) and (s.pk or s.file == "a" or (s.file == "s" and s.index in APERTURE)):
-        raise Unsupported("operand")
-
-
-class Block:
-  """One compiled run of instructions: its native entry point and what the scheduler needs to account for it."""
-
-  def __init__(self, pc: int, ops: list[Op], fn, module, nv: int, ns: int, wrote: dict):
-    self.pc, self.ops, self.fn, self.module = pc, ops, fn, module  # the module keeps the machine code alive
-    self.n = len(ops)
-    self.nv, self.ns = nv, ns  # VGPRs / SGPRs the block touches
-    self.wrote = wrote  # {"v": rows, "s": rows} bit masks of the registers it writes
-
-
-def collect(prog, pc: int, fam: str, limit: int = 1 << 30) -> list[Op]:
-  """The longest run (at most `limit`) of supported ops from pc (a branch ends it)."""
-  ops = []
-  while len(ops) < limit:
-    try:
-      op = prog.op(pc)
-      supported(op, fam)
-    except Exception:
-      break
-    ops.append(op)
-    if sets_pc(op):
-      break
-    pc += op.size
-  return ops
-
 
 class Compiler:
   """LLVM IR for one block: a function per instruction (one wave), a driver looping instructions then waves."""
@@ -304,51 +191,6 @@ class Compiler:
     self.wrote = {"v": 0, "s": 0}  # register rows the block writes (Engine.mark)
     self.nv = self.ns = 0  # registers the block touches: an engine with fewer stays interpreted
 
-  def groups(self) -> list[tuple[int, list[Op]]]:
-    """The block as (first op index, ops) groups: consecutive lane-pure vector ops share one lane loop (each lane
-    runs them in order, its registers kept in host registers). Per-wave registers are written after the loop, so a
-    later op may touch one an earlier op writes only where both use it lane by lane as a mask (VCC carry-out, then
-    carry-in): the lane's bit is handed on inside the loop. Anything else starts a new group."""
-    out, wrote, masks = [], set(), set()  # per-wave registers the group wrote; (index, dwords) it wrote as masks
-    joins = lambda o: o.kind == "nop" or _lane_pure(o, self.sp)
-    span = lambda x: set(range(x[0], x[0] + x[1]))
-    for i, op in enumerate(self.ops):
-      reads, writes = _wave_regs(op, self.sp, self.L)
-      mine = _mask_regs(op)
-      clash = (reads | writes) & wrote
-      handed = {x for x in mine["bits"] if span(x) & clash}  # masks this op would take from the group, bit by bit
-      if out and joins(op) and all(joins(o) for o in out[-1][1]) and handed <= masks and \
-         clash <= set().union(*map(span, handed)):
-        out[-1][1].append(op)
-      else:
-        out.append((i, [op]))
-        wrote, masks = set(), set()
-      wrote |= writes
-      masks = {x for x in masks if not span(x) & writes} | mine["out"]
-    return out
-
-  def owners(self) -> dict[int, int]:
-    """Plain memory instruction i -> an earlier one j whose probe holds for i too: the same space, address
-    registers, offsets and access extents, and nothing in between (j included) writes those registers or EXEC."""
-    out, seen = {}, []  # seen: (index, address key) of probed instructions still valid
-    for i, op in enumerate(self.ops):
-      key = _probe_key(op)
-      if key is not None:
-        j = next((j for j, k in seen if k == key), None)
-        if j is not None:
-          out[i] = j
-        else:
-          seen.append((i, key))
-      vw = {s.index + d for o in _parts(op) for s in o.outs.values() if isinstance(s, Src) and s.file == "v"
-            for d in range(s.dwords)}
-      ww = _wave_regs(op, self.sp, self.L)[1] if op.sem is not None or op.kind == "vopd" else set()
-      if op.kind not in ("nop", "alu", "mem", "vopd") or "pc" in ww:
-        seen = []
-        continue
-      exe = set(range(self.sp["exec"], self.sp["exec"] + self.L // 32))
-      seen = [(j, k) for j, k in seen if not (set(k[1]) & vw or set(k[2]) & ww or exe & ww)]
-    return out
-
   def declined(self, i: int, ops: list[Op]) -> int:
     """Which op of a group the code generator declines (the group's second if only the group is declined)."""
     for k, op in enumerate(ops):
@@ -359,8 +201,8 @@ class Compiler:
     return 1
 
   def module(self, name: str) -> str:
-    self.owner = self.owners()
-    groups = self.groups()
+    self.owner = plan.owners(self.ops, self.sp, self.L)
+    groups = plan.groups(self.ops, self.sp, self.L)
     for i, ops in groups:
       try:
         self.funcs.append(self.inst_fns(i, ops))
@@ -404,7 +246,7 @@ done:
   ret i32 0
 }}
 """
-    return _PRELUDE + "\n".join(self.funcs) + drv + self.metadata()
+    return PRELUDE + "\n".join(self.funcs) + drv + self.metadata()
 
   def metadata(self) -> str:
     """!0 marks invariant loads (ctx fields); each TBAA tag is a scalar type of its own under one root."""
@@ -442,7 +284,7 @@ done:
       return f.op(f"phi i32 [{ra}, %{yes}], [{rb}, %{no}]")
 
     if not (len(ops) == 1 and op.mem in ("global", "ds") and
-            all(analysis.plain_mem(o.sem.program) for o in _parts(op))):
+            all(analysis.plain_mem(o.sem.program) for o in plan.parts(op))):
       f.emit(f"ret i32 {either('a', 'n')}")
       return "\n".join([self.inst_fn(i, ops, full=True), self.inst_fn(i, ops, suffix="n"), self.define(f, i, [])])
     j = self.owner.get(i, i)  # j != i: the same addresses as instruction j's, which probed them
@@ -484,7 +326,7 @@ done:
     # units: each instruction's parts (VOPD's two halves read their sources before either writes)
     units = []
     for o in ops:
-      parts = _parts(o)
+      parts = plan.parts(o)
       units.append([(Gen(f, p, info), p) for p in parts])
     # state variables: per wave (scalars, specials) or per lane (VGPRs, addresses)
     for g, o in (x for u in units for x in u):
@@ -552,7 +394,8 @@ done:
         if not probe:  # (a probe reads only the address registers)
           self.load_state(g, o, lane=True)
         handed = {nm: fwd[(r.index, r.dwords)] for nm in o.sem.program.inputs if pure
-                  for r in [_state_src(o, nm)] if isinstance(r, Src) and r.file == "s" and (r.index, r.dwords) in fwd}
+                  for r in [plan.state_src(o, nm)]
+                  if isinstance(r, Src) and r.file == "s" and (r.index, r.dwords) in fwd}
         for nm, (hb, _) in handed.items():  # a mask an earlier op of the group wrote: this lane's bit, now
           if nm not in g.masks:  # read (or written to a NULL destination): the body's X.u64[laneId] is this bit
             g.lanebit[nm] = (f.alloca("i1"), f.alloca("i1"))
@@ -772,9 +615,9 @@ done:
       if w > 1024:
         raise Unsupported("huge state")
       g.state[nm] = (g.f.alloca(f"i{w}"), w)
-      s = _state_src(o, nm)
+      s = plan.state_src(o, nm)
       per_lane = vector and (isinstance(s, Src) and s.file == "v" or nm == "ADDR" and o.mem in ("global", "ds")
-                             or nm in p.outputs and _discarded(o, nm, self.sp))
+                             or nm in p.outputs and plan.discarded(o, nm, self.sp))
       if vector and nm in p.outputs and not per_lane and not analysis.bit_written(p.body, nm):
         # a per-wave register written whole by every lane (V_MAD_U64_U32's D1): the interpreter keeps lane 0's value
         # (its initial value when lane 0 is inactive)
@@ -955,325 +798,3 @@ done:
         f.st("i32", part, ptr, ("v", d.index + k))
       else:
         raise Unsupported("store file")
-
-
-def _probe_key(op: Op):
-  """What a plain global/LDS access's probe depends on: (space and accesses, VGPRs, SGPRs of the address), or None
-  for an instruction that does not probe."""
-  if not (op.vector and op.mem in ("global", "ds") and op.sem is not None and analysis.plain_mem(op.sem.program)):
-    return None
-  info, p = op.info, op.sem.program
-  vaddr = info.get("vaddr")
-  vregs = () if vaddr is None else tuple(range(vaddr, vaddr + (2 if op.mem == "global" and info.get("saddr") is None
-                                                                 else 1)))
-  sregs = () if info.get("saddr") is None else (info["saddr"], info["saddr"] + 1)
-  fields = tuple(info.get(k) for k in ("offset", "offset0", "offset1", "adds_offset"))
-  accesses = tuple((repr(idx), bits) for idx, bits in analysis.mem_accesses(p.body))
-  return (op.mem, analysis.stride(p), fields, accesses), vregs, sregs
-
-
-def _state_src(o: Op, nm: str):
-  """The register a pcode state name of `o` is bound to (Compiler.declare's rule), or None."""
-  p = o.sem.program
-  s = o.ins.get(nm) if nm in p.inputs else None
-  return s if isinstance(s, Src) else o.old.get(nm) if nm in o.old else o.outs.get(nm) if nm in p.outputs else s
-
-
-def _discarded(o: Op, nm: str, sp: dict) -> bool:
-  """Is output `nm` written to RDNA's NULL SGPR (V_MAD_U64_U32's unused carry-out): nothing to keep."""
-  d = o.outs.get(nm)
-  return isinstance(d, Src) and d.file == "s" and d.index == sp["null"] and sp["null"] != sp["m0"]
-
-
-def _mask_regs(op: Op) -> dict:
-  """SGPR (index, dwords) a vector op writes as a lane mask (each lane its own bit: "out"), and those it touches
-  only lane by lane ("bits": read and/or written as X.u64[laneId]): a fused group hands such bits on in the loop."""
-  out, bits = set(), set()
-  for o in _parts(op):
-    if o.sem is None or not op.vector:
-      continue
-    p = o.sem.program
-    for nm in set(p.inputs) | set(p.outputs):
-      s = _state_src(o, nm) if nm in p.inputs else o.outs.get(nm)
-      if not (isinstance(s, Src) and s.file == "s") or max(p.inputs.get(nm, 0), p.outputs.get(nm, 0)) > 64:
-        continue
-      if analysis.lane_bit_only(p.body, nm, need_write=False):
-        bits.add((s.index, s.dwords))
-        if nm in p.outputs and analysis.lane_bit_only(p.body, nm):
-          out.add((o.outs[nm].index, o.outs[nm].dwords))
-  return {"out": out, "bits": bits}
-
-
-def _lane_pure(op: Op, sp: dict) -> bool:
-  """Can this vector instruction share a lane loop: no memory, loops, EXEC writes or per-wave results taken from
-  lane 0 (every per-wave output is a lane mask or written lane by lane)."""
-  if not op.vector or op.kind not in ("alu", "vopd") or op.mem:
-    return False
-  for o in _parts(op):
-    p = o.sem.program
-    if analysis.has_loop(p.body) or {"EXEC", "EXEC_LO"} & set(p.outputs):
-      return False
-    for nm in p.outputs:
-      s = _state_src(o, nm)
-      if isinstance(s, Src) and s.file == "s" and s.index <= sp["exec"] + 1 and s.index + s.dwords > sp["exec"]:
-        return False
-      if not (isinstance(s, Src) and s.file == "v" or _discarded(o, nm, sp) or analysis.bit_written(p.body, nm)):
-        return False
-  return True
-
-
-def _wave_regs(op: Op, sp: dict, lanes: int) -> tuple[set, set]:
-  """(read, written) per-wave registers of an instruction: SGPR numbers (VCC, EXEC, M0 by theirs), "scc", "pc"."""
-  n = 2 if lanes == 64 else 1
-  vcc, exe = set(range(sp["vcc"], sp["vcc"] + n)), set(range(sp["exec"], sp["exec"] + n))
-  named = {"SCC": {"scc"}, "PC": {"pc"}, "M0": {sp["m0"]}, "EXEC": exe, "EXEC_LO": {sp["exec"]}, "EXECZ": exe,
-           "VCCZ": vcc, "VCC": vcc}
-
-  def regs(s, nm):
-    if not isinstance(s, Src):
-      return named.get(nm, set())
-    if s.file != "s":
-      return set()
-    return {VCCZ: vcc, EXECZ: exe, SCC_CODE: {"scc"}}.get(s.index, set(range(s.index, s.index + s.dwords)))
-
-  reads, writes = set(), set()
-  for o in _parts(op):
-    if o.sem is None:
-      continue
-    p = o.sem.program
-    for nm in p.inputs:
-      reads |= regs(_state_src(o, nm), nm)
-    for nm in p.outputs:
-      if not _discarded(o, nm, sp):  # (a NULL destination: nothing is written)
-        writes |= regs(o.outs.get(nm), nm)
-  return reads, writes
-
-
-_PRELUDE = backend.INTRINSICS + (Path(__file__).parent / "prelude.ll").read_text()  # memory helpers, faults
-_CTX = dict(NREG=C_NREG, REGS=C_REGS, LDS=C_LDS, LDSZ=C_LDSZ, FAULT=C_FAULT, FADDR=C_FADDR, FBYTES=C_FBYTES,
-            FWRITE=C_FWRITE, FWAVE=C_FWAVE, INIT=C_INIT, V=C_V, VSTW=C_VSTW, VSTR=C_VSTR)
-_PRELUDE = re.sub(r"i64 C_(\w+)\n", lambda m: f"i64 {_CTX[m.group(1)]}\n", _PRELUDE)  # ctx slots by name
-for _k, _v in dict(LDS_MASK=(1 << LDS_BITS) - 1, LDS_SHIFT=LDS_SHIFT, F_GLOBAL=F_GLOBAL, F_LDSOFF=F_LDSOFF,
-                   TB_CTX=f"!{TBAA_BASE + 2 * TBAA_FIXED.index('ctx') + 1}",  # (Fn.tbaa's numbering)
-                   TB_TBL=f"!{TBAA_BASE + 2 * TBAA_FIXED.index('tbl') + 1}").items():
-  _PRELUDE = _PRELUDE.replace(_k, str(_v))
-
-
-# ------------------------------------------------------------------------------------------------ runtime side
-_SEQ = [0]
-_COMPILING = threading.RLock()
-STATS = {"blocks": 0, "runs": 0, "wave_instructions": 0, "compile_seconds": 0.0}  # this process's tier work
-FAILED: list = []  # (arch, ops, LLVM error) of blocks LLVM rejected; tests assert it stays empty
-
-
-def compile_block(prog, pc: int, lanes: int):
-  """The Block starting at pc, or None when its first instruction is not for this tier."""
-  with _COMPILING:  # one MCJIT engine per process; mock GPUs run their command processors on threads
-    t = time.perf_counter()
-    try:
-      return _compile_block(prog, pc, lanes)
-    finally:
-      STATS["compile_seconds"] += time.perf_counter() - t
-
-
-def _compile_block(prog, pc: int, lanes: int):
-  ops = collect(prog, pc, prog.family)
-  while ops:
-    try:
-      comp = Compiler(ops, lanes, prog.family)
-      _SEQ[0] += 1
-      name = f"blk{_SEQ[0]}"
-      text = comp.module(name)
-      break
-    except Unsupported as e:  # an op the filter let through but the code generator declined: keep the run before it
-      ops = ops[:e.at]
-  if not ops:
-    return None
-  llvm, tm, ee = native()
-  try:
-    mod = llvm.parse_assembly(text)
-    mod.verify()
-  except RuntimeError as e:  # a code generator bug: stay interpreted, and keep the evidence for the tests
-    FAILED.append((prog.arch, [o.inst.op for o in ops], str(e)))
-    return None
-  pto = llvm.create_pipeline_tuning_options(speed_level=2)
-  pto.loop_unrolling = pto.loop_interleaving = False  # halves compile time; the lane loops still vectorise
-  pb = llvm.create_pass_builder(tm, pto)
-  pb.getModulePassManager().run(mod, pb)
-  ee.add_module(mod)
-  ee.finalize_object()
-  addr = ee.get_function_address(name)
-  fn = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)(addr)
-  blk = Block(pc, ops, fn, mod, comp.nv, comp.ns, comp.wrote)
-  STATS["blocks"] += 1
-  return blk
-
-
-def _regions(mem):
-  """(change key, [[va, end, host address], ...]) of the guest memory the native code may touch directly, or None
-  for an address space it does not know (then the program stays interpreted). Two kinds: emu's GuestMemory
-  (numpy buffers) and the mock KFD's GPU VM (buffer objects in host memory; a freed BO is left out, so touching it
-  faults)."""
-  if hasattr(mem, "starts") and hasattr(mem, "bufs"):  # (keyed by host addresses: an id() can be reused)
-    rows = [(s, s + len(b), b.ctypes.data) for s, b in zip(mem.starts, mem.bufs)]
-    return tuple(rows), rows
-  table = getattr(getattr(mem, "vm", None), "table", None)
-  if table is None:
-    return None
-  starts, ends, maps = table()
-  rows = [[m.va, min(m.end, m.va + m.bo.size), m.bo.addr] for m in maps if m.bo.host is not None or m.bo.user_addr]
-  return (id(starts), len(rows), tuple(r[2] for r in rows)), rows
-
-
-class Native:
-  """Per-Engine native state: the ctx array the compiled blocks read and write, rebuilt when arrays change."""
-
-  def __init__(self, eng):
-    self.eng = eng
-    self.ctx = np.zeros(C_N, np.int64)
-    self.all = np.arange(eng.W, dtype=np.int64)
-    self.wg = np.ascontiguousarray(eng.wg, dtype=np.int64)
-    self.regions = np.zeros((0, 3), np.int64)
-    self.key = None
-    e, c = eng, self.ctx
-    c[C_V], c[C_S] = e.V.ctypes.data, e.S.ctypes.data
-    c[C_VSTW], c[C_VSTR] = e.V.strides[0], e.V.strides[1]
-    c[C_SSTW], c[C_SSTR] = e.S.strides[0], e.S.strides[1]
-    c[C_SCC], c[C_PC], c[C_WG] = e.scc.ctypes.data, e.pc.ctypes.data, self.wg.ctypes.data
-    c[C_LDS], c[C_LDSZ] = e.lds.buf.ctypes.data, e.lds.size
-    assert e.scc.dtype == np.uint32 and e.pc.dtype == np.int64 and e.V.strides[2] == 4
-    self.rebind()
-
-  def rebind(self) -> None:
-    """The engine's address space (a restarted engine may serve another dispatch's)."""
-    mem = self.eng.mem
-    self.ok, self.key = _regions(mem) is not None, None
-    # an address space shared with a CPU thread (the mock KFD's VM) is held still while native code runs on it
-    self.hold = getattr(getattr(mem, "vm", None), "held", None) or contextlib.nullcontext()
-
-  def refresh(self) -> None:
-    key, rows = _regions(self.eng.mem)
-    if key != self.key:
-      self.key = key
-      self.regions = np.array(rows or [[0, 0, 0]], np.int64)
-      self.ctx[C_NREG] = len(rows)
-      self.ctx[C_REGS] = self.regions.ctypes.data
-
-  def run(self, blk: Block, ix) -> None:
-    eng, c = self.eng, self.ctx
-    waves = self.all if isinstance(ix, slice) else np.ascontiguousarray(ix, dtype=np.int64)
-    c[C_FAULT] = 0
-    c[C_LANES] = 0
-    c[C_IEEE] = eng.ieee
-    for file, rows in blk.wrote.items():
-      eng.written[file] |= rows
-    init = None
-    if eng.pending is not None:  # the batch's first block (every wave): each wave's deferred setup goes first
-      rows, v0 = eng.pending
-      tpl = None if v0 is None else np.ascontiguousarray(v0[0], np.uint32)
-      init = np.array([len(rows), 1 if v0 is None else v0[1], 0 if tpl is None else tpl.ctypes.data, *rows], np.int64)
-      c[C_INIT] = init.ctypes.data
-    with self.hold:
-      self.refresh()
-      try:
-        r = blk.fn(c.ctypes.data, waves.ctypes.data, len(waves))
-      finally:
-        c[C_INIT] = 0
-    STATS["runs"] += 1
-    eng._exec = None
-    if r:  # waves before the faulting one ran the whole block, it ran r - 1 instructions, the rest none
-      done, w = r - 1, int(c[C_FWAVE])
-      k = int(np.flatnonzero(waves == w)[0])
-      if init is not None:
-        eng.settle(waves[k + 1:])  # (the waves the fault kept from starting)
-        eng.pending = None
-      op = blk.ops[done]
-      eng.count += k * blk.n + done
-      eng.native_count += k * blk.n + done
-      eng.lane_count += int(c[C_LANES])
-      eng.clock[waves[:k]] += blk.n
-      eng.clock[w] += done
-      e = self.fault(op)
-      raise Stop("fault", str(e), w, op, e)
-    eng.pending = None
-    n = len(waves)
-    STATS["wave_instructions"] += blk.n * n
-    eng.count += blk.n * n
-    eng.native_count += blk.n * n
-    eng.lane_count += int(c[C_LANES])
-    eng.clock[ix] += blk.n
-
-  def fault(self, op: Op) -> GPUPageFault:
-    c, eng = self.ctx, self.eng
-    kind, addr, nb = int(c[C_FAULT]), int(c[C_FADDR]) & 0xffffffffffffffff, int(c[C_FBYTES])
-    access = "write" if c[C_FWRITE] else "read"  # of the faulting access
-    whole = "read" if "r" in op.sem.mem else "write"  # of the instruction: the interpreter's checks before any access
-    if kind == F_LDSBASE:
-      return GPUPageFault(addr, 4, whole, eng.lds.device, f"LDS address past the {eng.lds.size}-byte allocation")
-    if kind == F_LDSOFF:
-      return GPUPageFault(addr, nb, access, eng.lds.device, f"LDS offset past its {eng.lds.size}-byte allocation")
-    return GPUPageFault(addr, 4 if kind == F_HIGH else nb, whole if kind == F_HIGH else access,
-                        getattr(eng.mem, "device", ""))
-
-
-class Tier:
-  """What core.run asks at every scheduling step: the compiled block at a PC, or None (interpret this step).
-
-  A block compiles once `GPUTWIN_JIT_AFTER` lanes have reached its first instruction interpreted (rent, then buy:
-  compiling costs ~15-25 ms of CPU per instruction, interpreting ~3-10 ns per lane-instruction, so by then the
-  interpreter has spent about what the compile costs, whatever the block's length). Only block leaders count: a PC
-  the interpreter reached by falling through a compilable, non-branch instruction is the middle of a block that
-  starts earlier, and compiling its tail would be wasted."""
-
-  # per program, shared by the engines that run it (launches reuse cached programs): compiled blocks by (PC, lanes),
-  # lanes that entered each leader interpreted, and whether a PC leads a block; kept while the program lives
-  programs: "weakref.WeakKeyDictionary[object, tuple[dict, dict, dict]]" = weakref.WeakKeyDictionary()
-
-  def __init__(self, eng, native: Native):
-    self.eng, self.native, self.prog = eng, native, eng.prog
-    self.after = threshold()
-    self.fallthrough = None  # PC right after the last interpreted instruction, if it could join a block
-    self.blocks, self.heat, self.leads = Tier.programs.setdefault(self.prog, ({}, {}, {}))
-
-  def fresh(self) -> None:
-    """Reused for the engine's next batch (Engine.restart): settings are read anew, as a new Tier would."""
-    self.after, self.fallthrough = threshold(), None
-
-  @staticmethod
-  def make(eng) -> "Tier | None":
-    try:
-      native = Native(eng)
-    except (AssertionError, AttributeError, ValueError):
-      return None
-    return Tier(eng, native) if native.ok else None
-
-  def block(self, pc: int, waves: int = 1):
-    key = (pc, self.eng.L)
-    blk = self.blocks.get(key, False)
-    if blk is False:
-      mid, self.fallthrough = pc == self.fallthrough, None
-      lead = self.leads.get(pc)
-      if lead is None:
-        lead = self.leads[pc] = bool(collect(self.prog, pc, self.prog.family, limit=1))
-      if not mid and lead:
-        h = self.heat[pc] = self.heat.get(pc, 0) + waves * self.eng.L
-        if h >= self.after:
-          try:
-            blk = self.blocks[key] = compile_block(self.prog, pc, self.eng.L)
-          except ImportError:  # llvmlite missing: stay interpreted
-            blk = self.blocks[key] = None
-          except Exception as e:  # a code generator bug must not stop the launch: interpret, keep the evidence
-            FAILED.append((self.prog.arch, pc, f"{type(e).__name__}: {e}"))
-            blk = self.blocks[key] = None
-      if blk is False:
-        if lead:  # interpreted now, but its successor may be mid-block
-          op = self.prog.op(pc)
-          if not sets_pc(op):
-            self.fallthrough = pc + op.size
-        return None
-    if blk is not None and (blk.nv > self.eng.V.shape[1] or blk.ns > self.eng.S.shape[1]):
-      return None  # registers past this dispatch's allocation: the interpreter reports it
-    return blk
-
-  def run(self, blk: Block, ix) -> None:
-    self.native.run(blk, ix)

@@ -1,4 +1,4 @@
-; The native tier's hand-written LLVM IR, prepended to every block's module; gputwin/emu/jit.py replaces the
+; The native tier's hand-written LLVM IR, prepended to every block's module; native/runtime.py replaces the
 ; upper-case placeholders with ctx slot numbers, the LDS address layout, fault kinds and access tags.
 ; Memory helpers: global memory through a region table [start, end, host pointer], LDS through one window.
 define internal ptr @gm_ptr(ptr %ctx, i64 %a, i64 %nb, i64 %wr, i64 %w, ptr %hint) alwaysinline {

@@ -1,0 +1,203 @@
+"""Which instructions a native block holds and how they are laid out (gputwin/emu/README.md, "Native tier"), read
+from the ops and their pcode before any code is written: what the tier can run exactly as the interpreter does
+(`supported`, `collect`), which vector ops share one lane loop (`groups`), and which plain memory accesses reuse an
+earlier one's probe (`owners`)."""
+from __future__ import annotations
+
+from gputwin.emu.amd.decode import APERTURE, EXECZ, SCC_CODE, VCCZ
+from gputwin.emu.binding import scalar_valu, sets_pc
+from gputwin.emu.program import Op, Src
+from gputwin.pcode import analysis
+from gputwin.pcode.llvm import Unsupported
+
+BLOCK_KINDS = ("alu", "mem", "vopd", "nop")
+MEM_KINDS = ("global", "smem", "ds")
+
+
+def parts(op: Op) -> list[Op]:
+  """The instructions `op` runs: VOPD's two halves, else `op` itself."""
+  return list(op.info["pair"]) if op.kind == "vopd" else [op]
+
+
+def supported(op: Op, fam: str) -> None:
+  """Raise Unsupported unless the native tier can run `op` exactly as the interpreter does."""
+  if op.kind not in BLOCK_KINDS:
+    raise Unsupported(op.kind)
+  if op.kind == "nop":
+    return
+  for o in parts(op):
+    sem = o.sem
+    if sem is None or sem.regfiles:
+      raise Unsupported("register-file access")
+    if sem.cross_lane or sem.wave_level:
+      raise Unsupported("cross-lane")
+    if o.info.get("dpp") is not None or o.info.get("sdwa") is not None:
+      raise Unsupported("DPP/SDWA")
+    if o.info.get("clamp") or o.info.get("omod"):
+      raise Unsupported("clamp/omod")
+    if o.mem and o.mem not in MEM_KINDS:
+      raise Unsupported(o.mem)
+    if o.atomic:
+      raise Unsupported("atomic")
+    if "ROUND_MODE" in sem.inputs or "ROUND_MODE" in sem.outputs:
+      raise Unsupported("ROUND_MODE")
+    if o.kind == "alu" and scalar_valu(o):
+      raise Unsupported("scalar VALU")
+    for s in list(o.ins.values()) + list(o.outs.values()):
+      if isinstance(s, Src) and (s.pk or s.file == "a" or (s.file == "s" and s.index in APERTURE)):
+        raise Unsupported("operand")
+
+
+def collect(prog, pc: int, fam: str, limit: int = 1 << 30) -> list[Op]:
+  """The longest run (at most `limit`) of supported ops from pc (a branch ends it)."""
+  ops = []
+  while len(ops) < limit:
+    try:
+      op = prog.op(pc)
+      supported(op, fam)
+    except Exception:
+      break
+    ops.append(op)
+    if sets_pc(op):
+      break
+    pc += op.size
+  return ops
+
+
+def groups(ops: list[Op], sp: dict, lanes: int) -> list[tuple[int, list[Op]]]:
+  """The block as (first op index, ops) groups: consecutive lane-pure vector ops share one lane loop (each lane
+  runs them in order, its registers kept in host registers). Per-wave registers are written after the loop, so a
+  later op may touch one an earlier op writes only where both use it lane by lane as a mask (VCC carry-out, then
+  carry-in): the lane's bit is handed on inside the loop. Anything else starts a new group."""
+  out, wrote, masks = [], set(), set()  # per-wave registers the group wrote; (index, dwords) it wrote as masks
+  joins = lambda o: o.kind == "nop" or _lane_pure(o, sp)
+  span = lambda x: set(range(x[0], x[0] + x[1]))
+  for i, op in enumerate(ops):
+    reads, writes = _wave_regs(op, sp, lanes)
+    mine = _mask_regs(op)
+    clash = (reads | writes) & wrote
+    handed = {x for x in mine["bits"] if span(x) & clash}  # masks this op would take from the group, bit by bit
+    if out and joins(op) and all(joins(o) for o in out[-1][1]) and handed <= masks and \
+       clash <= set().union(*map(span, handed)):
+      out[-1][1].append(op)
+    else:
+      out.append((i, [op]))
+      wrote, masks = set(), set()
+    wrote |= writes
+    masks = {x for x in masks if not span(x) & writes} | mine["out"]
+  return out
+
+
+def owners(ops: list[Op], sp: dict, lanes: int) -> dict[int, int]:
+  """Plain memory instruction i -> an earlier one j whose probe holds for i too: the same space, address
+  registers, offsets and access extents, and nothing in between (j included) writes those registers or EXEC."""
+  out, seen = {}, []  # seen: (index, address key) of probed instructions still valid
+  for i, op in enumerate(ops):
+    key = _probe_key(op)
+    if key is not None:
+      j = next((j for j, k in seen if k == key), None)
+      if j is not None:
+        out[i] = j
+      else:
+        seen.append((i, key))
+    vw = {s.index + d for o in parts(op) for s in o.outs.values() if isinstance(s, Src) and s.file == "v"
+          for d in range(s.dwords)}
+    ww = _wave_regs(op, sp, lanes)[1] if op.sem is not None or op.kind == "vopd" else set()
+    if op.kind not in ("nop", "alu", "mem", "vopd") or "pc" in ww:
+      seen = []
+      continue
+    exe = set(range(sp["exec"], sp["exec"] + lanes // 32))
+    seen = [(j, k) for j, k in seen if not (set(k[1]) & vw or set(k[2]) & ww or exe & ww)]
+  return out
+
+
+def _probe_key(op: Op):
+  """What a plain global/LDS access's probe depends on: (space and accesses, VGPRs, SGPRs of the address), or None
+  for an instruction that does not probe."""
+  if not (op.vector and op.mem in ("global", "ds") and op.sem is not None and analysis.plain_mem(op.sem.program)):
+    return None
+  info, p = op.info, op.sem.program
+  vaddr = info.get("vaddr")
+  vregs = () if vaddr is None else tuple(range(vaddr, vaddr + (2 if op.mem == "global" and info.get("saddr") is None
+                                                                 else 1)))
+  sregs = () if info.get("saddr") is None else (info["saddr"], info["saddr"] + 1)
+  fields = tuple(info.get(k) for k in ("offset", "offset0", "offset1", "adds_offset"))
+  accesses = tuple((repr(idx), bits) for idx, bits in analysis.mem_accesses(p.body))
+  return (op.mem, analysis.stride(p), fields, accesses), vregs, sregs
+
+
+def state_src(o: Op, nm: str):
+  """The register a pcode state name of `o` is bound to (codegen.Compiler.declare's rule), or None."""
+  p = o.sem.program
+  s = o.ins.get(nm) if nm in p.inputs else None
+  return s if isinstance(s, Src) else o.old.get(nm) if nm in o.old else o.outs.get(nm) if nm in p.outputs else s
+
+
+def discarded(o: Op, nm: str, sp: dict) -> bool:
+  """Is output `nm` written to RDNA's NULL SGPR (V_MAD_U64_U32's unused carry-out): nothing to keep."""
+  d = o.outs.get(nm)
+  return isinstance(d, Src) and d.file == "s" and d.index == sp["null"] and sp["null"] != sp["m0"]
+
+
+def _mask_regs(op: Op) -> dict:
+  """SGPR (index, dwords) a vector op writes as a lane mask (each lane its own bit: "out"), and those it touches
+  only lane by lane ("bits": read and/or written as X.u64[laneId]): a fused group hands such bits on in the loop."""
+  out, bits = set(), set()
+  for o in parts(op):
+    if o.sem is None or not op.vector:
+      continue
+    p = o.sem.program
+    for nm in set(p.inputs) | set(p.outputs):
+      s = state_src(o, nm) if nm in p.inputs else o.outs.get(nm)
+      if not (isinstance(s, Src) and s.file == "s") or max(p.inputs.get(nm, 0), p.outputs.get(nm, 0)) > 64:
+        continue
+      if analysis.lane_bit_only(p.body, nm, need_write=False):
+        bits.add((s.index, s.dwords))
+        if nm in p.outputs and analysis.lane_bit_only(p.body, nm):
+          out.add((o.outs[nm].index, o.outs[nm].dwords))
+  return {"out": out, "bits": bits}
+
+
+def _lane_pure(op: Op, sp: dict) -> bool:
+  """Can this vector instruction share a lane loop: no memory, loops, EXEC writes or per-wave results taken from
+  lane 0 (every per-wave output is a lane mask or written lane by lane)."""
+  if not op.vector or op.kind not in ("alu", "vopd") or op.mem:
+    return False
+  for o in parts(op):
+    p = o.sem.program
+    if analysis.has_loop(p.body) or {"EXEC", "EXEC_LO"} & set(p.outputs):
+      return False
+    for nm in p.outputs:
+      s = state_src(o, nm)
+      if isinstance(s, Src) and s.file == "s" and s.index <= sp["exec"] + 1 and s.index + s.dwords > sp["exec"]:
+        return False
+      if not (isinstance(s, Src) and s.file == "v" or discarded(o, nm, sp) or analysis.bit_written(p.body, nm)):
+        return False
+  return True
+
+
+def _wave_regs(op: Op, sp: dict, lanes: int) -> tuple[set, set]:
+  """(read, written) per-wave registers of an instruction: SGPR numbers (VCC, EXEC, M0 by theirs), "scc", "pc"."""
+  n = 2 if lanes == 64 else 1
+  vcc, exe = set(range(sp["vcc"], sp["vcc"] + n)), set(range(sp["exec"], sp["exec"] + n))
+  named = {"SCC": {"scc"}, "PC": {"pc"}, "M0": {sp["m0"]}, "EXEC": exe, "EXEC_LO": {sp["exec"]}, "EXECZ": exe,
+           "VCCZ": vcc, "VCC": vcc}
+
+  def regs(s, nm):
+    if not isinstance(s, Src):
+      return named.get(nm, set())
+    if s.file != "s":
+      return set()
+    return {VCCZ: vcc, EXECZ: exe, SCC_CODE: {"scc"}}.get(s.index, set(range(s.index, s.index + s.dwords)))
+
+  reads, writes = set(), set()
+  for o in parts(op):
+    if o.sem is None:
+      continue
+    p = o.sem.program
+    for nm in p.inputs:
+      reads |= regs(state_src(o, nm), nm)
+    for nm in p.outputs:
+      if not discarded(o, nm, sp):  # (a NULL destination: nothing is written)
+        writes |= regs(o.outs.get(nm), nm)
+  return reads, writes

@@ -1,0 +1,176 @@
+"""The native tier's runtime (gputwin/emu/README.md, "Native tier"): the ctx array compiled blocks and Python share
+(its `C_*` slots), the hand-written prelude (prelude.ll) with those slots filled in, loading a block's module into
+the process's MCJIT engine, the guest-region table, and `Native`, which runs a compiled block over waves and turns a
+fault it stopped at into the interpreter's error."""
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import re
+from pathlib import Path
+
+import numpy as np
+
+from gputwin.emu.binding import LDS_BITS, LDS_SHIFT, Stop
+from gputwin.emu.program import Op
+from gputwin.errors import GPUPageFault
+from gputwin.pcode import llvm as backend
+from gputwin.pcode.llvm import TBAA_BASE, native
+
+TBAA_FIXED = ("ctx", "tbl")  # tags the prelude uses: ctx fields the block writes, the region table
+
+# ctx: one int64 array shared by Python and the native code
+(C_V, C_S, C_SCC, C_PC, C_WG, C_VSTW, C_VSTR, C_SSTW, C_SSTR, C_LDS, C_LDSZ, C_NREG, C_REGS, C_FAULT, C_FADDR,
+ C_FBYTES, C_FWRITE, C_FWAVE, C_LANES, C_INIT, C_IEEE, C_N) = range(22)
+F_GLOBAL, F_HIGH, F_LDSBASE, F_LDSOFF = 1, 2, 3, 4  # what a fault in ctx[C_FAULT] was
+
+STATS = {"blocks": 0, "runs": 0, "wave_instructions": 0, "compile_seconds": 0.0}  # this process's tier work
+
+
+class Block:
+  """One compiled run of instructions: its native entry point and what the scheduler needs to account for it."""
+
+  def __init__(self, pc: int, ops: list[Op], fn, module, nv: int, ns: int, wrote: dict):
+    self.pc, self.ops, self.fn, self.module = pc, ops, fn, module  # the module keeps the machine code alive
+    self.n = len(ops)
+    self.nv, self.ns = nv, ns  # VGPRs / SGPRs the block touches
+    self.wrote = wrote  # {"v": rows, "s": rows} bit masks of the registers it writes
+
+
+PRELUDE = backend.INTRINSICS + (Path(__file__).parent / "prelude.ll").read_text()  # memory helpers, faults
+_CTX = dict(NREG=C_NREG, REGS=C_REGS, LDS=C_LDS, LDSZ=C_LDSZ, FAULT=C_FAULT, FADDR=C_FADDR, FBYTES=C_FBYTES,
+            FWRITE=C_FWRITE, FWAVE=C_FWAVE, INIT=C_INIT, V=C_V, VSTW=C_VSTW, VSTR=C_VSTR)
+PRELUDE = re.sub(r"i64 C_(\w+)\n", lambda m: f"i64 {_CTX[m.group(1)]}\n", PRELUDE)  # ctx slots by name
+for _k, _v in dict(LDS_MASK=(1 << LDS_BITS) - 1, LDS_SHIFT=LDS_SHIFT, F_GLOBAL=F_GLOBAL, F_LDSOFF=F_LDSOFF,
+                   TB_CTX=f"!{TBAA_BASE + 2 * TBAA_FIXED.index('ctx') + 1}",  # (Fn.tbaa's numbering)
+                   TB_TBL=f"!{TBAA_BASE + 2 * TBAA_FIXED.index('tbl') + 1}").items():
+  PRELUDE = PRELUDE.replace(_k, str(_v))
+
+
+def parse(text: str):
+  """The LLVM module of IR text, verified (RuntimeError: LLVM rejects it, a code generator bug)."""
+  llvm, _, _ = native()
+  mod = llvm.parse_assembly(text)
+  mod.verify()
+  return mod
+
+
+def load(mod, name: str):
+  """Optimise a parsed module, add it to the process's MCJIT engine and return its function `name` (ctx, waves,
+  wave count), which returns 0, or 1 + the index of the instruction a fault stopped at."""
+  llvm, tm, ee = native()
+  pto = llvm.create_pipeline_tuning_options(speed_level=2)
+  pto.loop_unrolling = pto.loop_interleaving = False  # halves compile time; the lane loops still vectorise
+  pb = llvm.create_pass_builder(tm, pto)
+  pb.getModulePassManager().run(mod, pb)
+  ee.add_module(mod)
+  ee.finalize_object()
+  addr = ee.get_function_address(name)
+  return ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)(addr)
+
+
+def _regions(mem):
+  """(change key, [[va, end, host address], ...]) of the guest memory the native code may touch directly, or None
+  for an address space it does not know (then the program stays interpreted). Two kinds: emu's GuestMemory
+  (numpy buffers) and the mock KFD's GPU VM (buffer objects in host memory; a freed BO is left out, so touching it
+  faults)."""
+  if hasattr(mem, "starts") and hasattr(mem, "bufs"):  # (keyed by host addresses: an id() can be reused)
+    rows = [(s, s + len(b), b.ctypes.data) for s, b in zip(mem.starts, mem.bufs)]
+    return tuple(rows), rows
+  table = getattr(getattr(mem, "vm", None), "table", None)
+  if table is None:
+    return None
+  starts, ends, maps = table()
+  rows = [[m.va, min(m.end, m.va + m.bo.size), m.bo.addr] for m in maps if m.bo.host is not None or m.bo.user_addr]
+  return (id(starts), len(rows), tuple(r[2] for r in rows)), rows
+
+
+class Native:
+  """Per-Engine native state: the ctx array the compiled blocks read and write, rebuilt when arrays change."""
+
+  def __init__(self, eng):
+    self.eng = eng
+    self.ctx = np.zeros(C_N, np.int64)
+    self.all = np.arange(eng.W, dtype=np.int64)
+    self.wg = np.ascontiguousarray(eng.wg, dtype=np.int64)
+    self.regions = np.zeros((0, 3), np.int64)
+    self.key = None
+    e, c = eng, self.ctx
+    c[C_V], c[C_S] = e.V.ctypes.data, e.S.ctypes.data
+    c[C_VSTW], c[C_VSTR] = e.V.strides[0], e.V.strides[1]
+    c[C_SSTW], c[C_SSTR] = e.S.strides[0], e.S.strides[1]
+    c[C_SCC], c[C_PC], c[C_WG] = e.scc.ctypes.data, e.pc.ctypes.data, self.wg.ctypes.data
+    c[C_LDS], c[C_LDSZ] = e.lds.buf.ctypes.data, e.lds.size
+    assert e.scc.dtype == np.uint32 and e.pc.dtype == np.int64 and e.V.strides[2] == 4
+    self.rebind()
+
+  def rebind(self) -> None:
+    """The engine's address space (a restarted engine may serve another dispatch's)."""
+    mem = self.eng.mem
+    self.ok, self.key = _regions(mem) is not None, None
+    # an address space shared with a CPU thread (the mock KFD's VM) is held still while native code runs on it
+    self.hold = getattr(getattr(mem, "vm", None), "held", None) or contextlib.nullcontext()
+
+  def refresh(self) -> None:
+    key, rows = _regions(self.eng.mem)
+    if key != self.key:
+      self.key = key
+      self.regions = np.array(rows or [[0, 0, 0]], np.int64)
+      self.ctx[C_NREG] = len(rows)
+      self.ctx[C_REGS] = self.regions.ctypes.data
+
+  def run(self, blk: Block, ix) -> None:
+    eng, c = self.eng, self.ctx
+    waves = self.all if isinstance(ix, slice) else np.ascontiguousarray(ix, dtype=np.int64)
+    c[C_FAULT] = 0
+    c[C_LANES] = 0
+    c[C_IEEE] = eng.ieee
+    for file, rows in blk.wrote.items():
+      eng.written[file] |= rows
+    init = None
+    if eng.pending is not None:  # the batch's first block (every wave): each wave's deferred setup goes first
+      rows, v0 = eng.pending
+      tpl = None if v0 is None else np.ascontiguousarray(v0[0], np.uint32)
+      init = np.array([len(rows), 1 if v0 is None else v0[1], 0 if tpl is None else tpl.ctypes.data, *rows], np.int64)
+      c[C_INIT] = init.ctypes.data
+    with self.hold:
+      self.refresh()
+      try:
+        r = blk.fn(c.ctypes.data, waves.ctypes.data, len(waves))
+      finally:
+        c[C_INIT] = 0
+    STATS["runs"] += 1
+    eng._exec = None
+    if r:  # waves before the faulting one ran the whole block, it ran r - 1 instructions, the rest none
+      done, w = r - 1, int(c[C_FWAVE])
+      k = int(np.flatnonzero(waves == w)[0])
+      if init is not None:
+        eng.settle(waves[k + 1:])  # (the waves the fault kept from starting)
+        eng.pending = None
+      op = blk.ops[done]
+      eng.count += k * blk.n + done
+      eng.native_count += k * blk.n + done
+      eng.lane_count += int(c[C_LANES])
+      eng.clock[waves[:k]] += blk.n
+      eng.clock[w] += done
+      e = self.fault(op)
+      raise Stop("fault", str(e), w, op, e)
+    eng.pending = None
+    n = len(waves)
+    STATS["wave_instructions"] += blk.n * n
+    eng.count += blk.n * n
+    eng.native_count += blk.n * n
+    eng.lane_count += int(c[C_LANES])
+    eng.clock[ix] += blk.n
+
+  def fault(self, op: Op) -> GPUPageFault:
+    c, eng = self.ctx, self.eng
+    kind, addr, nb = int(c[C_FAULT]), int(c[C_FADDR]) & 0xffffffffffffffff, int(c[C_FBYTES])
+    access = "write" if c[C_FWRITE] else "read"  # of the faulting access
+    whole = "read" if "r" in op.sem.mem else "write"  # of the instruction: the interpreter's checks before any access
+    if kind == F_LDSBASE:
+      return GPUPageFault(addr, 4, whole, eng.lds.device, f"LDS address past the {eng.lds.size}-byte allocation")
+    if kind == F_LDSOFF:
+      return GPUPageFault(addr, nb, access, eng.lds.device, f"LDS offset past its {eng.lds.size}-byte allocation")
+    return GPUPageFault(addr, 4 if kind == F_HIGH else nb, whole if kind == F_HIGH else access,
+                        getattr(eng.mem, "device", ""))
