@@ -12,7 +12,9 @@ from typing import Protocol
 
 import numpy as np
 
+from gputwin.emu import amd
 from gputwin.emu.program import Op, Src
+from gputwin.errors import GputwinError
 
 
 class Frontend(Protocol):
@@ -60,10 +62,12 @@ class Frontend(Protocol):
     """The ABI's initial wave state of a batch (ids, user registers, masks, mode); returns the scalar rows set."""
 
 
+FRONTENDS = {"gfx": amd.FRONTEND}  # target name prefix -> frontend
+
+
 def for_arch(arch: str) -> Frontend:
   """The frontend of a target (gfx* -> AMD)."""
-  if arch.startswith("gfx"):
-    from gputwin.emu.amd import FRONTEND
-    return FRONTEND
-  from gputwin.errors import GputwinError
-  raise GputwinError(f"no emulator frontend for target {arch!r}")
+  fe = next((f for prefix, f in FRONTENDS.items() if arch.startswith(prefix)), None)
+  if fe is None:
+    raise GputwinError(f"no emulator frontend for target {arch!r}")
+  return fe

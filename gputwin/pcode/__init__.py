@@ -61,11 +61,20 @@ class Semantics:
   mem: str  # "", "r", "w" or "rw": how MEM is used
   calls: frozenset[str]  # built-ins and hooks the body calls
   wave_level: bool  # indexes VGPR by lane without using laneId (permlane, readlane, ds_bpermute): runs per wave
-  _run: object = field(repr=False, default=None)
+  consts: dict = field(repr=False, default_factory=dict)  # constants the generated source refers to
 
   @property
   def cross_lane(self) -> bool:
     return "VGPR" in self.regfiles
+
+  @functools.cached_property
+  def _run(self):
+    """The generated function, compiled on first call: the executor never calls some bodies (program control, whose
+    events it implements), and a cold launch should not pay for compiling them."""
+    g = dict(_RT)
+    g.update(self.consts, ARCH=self.family, INST=self.name)
+    exec(builtins.compile(self.source, f"<pcode {self.family}:{self.name}>", "exec"), g)
+    return g["run"]
 
   @functools.cached_property
   def program(self) -> Program:
@@ -293,10 +302,7 @@ def _semantics(family: str, name: str) -> Semantics:
   vt = vendor_text(family, name)
   text, used = source_text(family, name)
   src, consts, ins, outs, regs, mem, calls, wave_level = compiled(family, name, text)
-  g = dict(_RT)
-  g.update(consts, ARCH=family, INST=name)
-  exec(builtins.compile(src, f"<pcode {family}:{name}>", "exec"), g)
-  return Semantics(family, name, vt, text, used, src, ins, outs, regs, mem, calls, wave_level, g["run"])
+  return Semantics(family, name, vt, text, used, src, ins, outs, regs, mem, calls, wave_level, consts)
 
 
 def unsupported_calls(sem: Semantics) -> set[str]:
