@@ -119,3 +119,27 @@ def test_an_assembly_file_through_both(tmp_path):
   (se, ae), (sr, ar) = both(str(src), "scale", 2, 32, lambda: [np.zeros(64, np.float32), x.copy(), 2.0])
   np.testing.assert_array_equal(ae[0][:32], 2 * x[:32])   # the kernel indexes by work-item id only
   assert ae[0].tobytes() == ar[0].tobytes() and se.instructions == sr.instructions > 0
+
+
+APERTURES = """
+  s_load_b64 s[4:5], s[0:1], 0x0
+  s_mov_b64 s[6:7], src_shared_base
+  s_mov_b64 s[8:9], src_private_base
+  v_mov_b32 v0, 0
+  v_mov_b32 v1, s6
+  v_mov_b32 v2, s7
+  v_mov_b32 v3, s8
+  v_mov_b32 v4, s9
+  s_waitcnt lgkmcnt(0)
+  global_store_b128 v0, v[1:4], s[4:5]"""
+
+
+def test_flat_apertures_agree_with_the_kfd():
+  """src_shared_base / src_private_base as a kernel reads them equal the LDS and scratch apertures the (mock) KFD
+  reports to the runtime (Linux's gfx9+ app bases), through both launchers."""
+  co = kernel(ARCH, APERTURES)
+  (_, (e,)), (_, (r,)) = both(co, "k", 1, 1, lambda: [np.zeros(4, np.uint32)])
+  with rt.open(f"mock:{ARCH}") as dev:
+    shared_hi, private_hi = dev.apertures
+  assert e.tolist() == r.tolist() == [0, shared_hi, 0, private_hi]
+  assert (shared_hi, private_hi) == (1 << 16, 2 << 16)  # kfd_flat_memory.c: LDS 1 << 48, scratch 2 << 48

@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import struct
 
+from gputwin.abi.kfd import LDS_APP_BASE_V9, SCRATCH_APP_BASE_V9
 from gputwin.emu.program import Op, Src
 from gputwin.errors import GputwinError, PcodeError
 from gputwin.isa import Inst
@@ -17,8 +18,10 @@ from gputwin.pcode.analysis import adds_offset as body_adds_offset, writes_memor
 
 # scalar operand codes (vendor "SSRC" enumeration): family kind -> name -> code
 SPECIAL = {"rdna": dict(vcc=106, null=124, m0=125, exec=126), "cdna": dict(vcc=106, null=125, m0=124, exec=126)}
-APERTURE = {235: 0x1000, 236: 0x1000, 237: 0x2000, 238: 0x2000}  # SRC_{SHARED,PRIVATE}_{BASE,LIMIT}: aperture hi32
-SHARED_HI, PRIVATE_HI = 0x1000, 0x2000
+# the flat apertures' high dwords: where Linux's KFD puts them on gfx9+ (kfd_flat_memory.c, the LDS and scratch app
+# bases the mock KFD reports too), so src_shared_base, the hidden aperture arguments and the driver agree
+SHARED_HI, PRIVATE_HI = LDS_APP_BASE_V9 >> 32, SCRATCH_APP_BASE_V9 >> 32
+APERTURE = {235: SHARED_HI, 236: SHARED_HI, 237: PRIVATE_HI, 238: PRIVATE_HI}  # SRC_{SHARED,PRIVATE}_{BASE,LIMIT}
 VCCZ, EXECZ, SCC_CODE = 251, 252, 253
 
 # Pcode inputs that are no operand, and where both tiers (Engine.special, native.Compiler.special) take them from:
