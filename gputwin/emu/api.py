@@ -313,7 +313,7 @@ class Dispatch:
   def _trace_hook(self, eng, op, ix):
     """(wave, PC, instruction, 'reg=lane values' of the destination it wrote) per wave-instruction."""
     d = op.outs.get("D0")
-    wrote = d is not None and d.file in "vas" and op.kind in ("alu", "mem", "copy", "matrix") and (
+    wrote = d is not None and d.file in "vas" and op.kind in ("alu", "mem", "matrix") and (
       op.sem is None or op.sem.outputs.keys() & {"D0", "D", "VDATA", "SDATA", "RETURN_DATA"})
     for w in np.arange(eng.W)[ix]:
       ch = ""

@@ -8,7 +8,7 @@ from __future__ import annotations
 from gputwin.emu.program import Op, Src
 from gputwin.errors import GPUPageFault
 
-LDS_SHIFT, LDS_BITS = 20, 19  # pcode's 32-bit DS ADDR: workgroup slot << 20 | LDS address mod 2**19 (see core.Engine.lds_address)
+LDS_SHIFT, LDS_BITS = 20, 19  # DS ADDR: workgroup slot << 20 | LDS address mod 2**19 (core.Engine.lds_address)
 
 class Stop(Exception):
   """Raised by the executor with (kind, message, wave, op); launch turns it into the public error classes."""

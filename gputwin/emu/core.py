@@ -542,14 +542,11 @@ def step(eng: Engine, op: Op, ix) -> None:
     eng.execute(op, ix)
     if not sets_pc(op):
       eng.pc[ix] += op.size
-  elif k in ("copy", "matrix"):  # V_ACCVGPR_READ/WRITE/MOV (a register copy under EXEC), WMMA/MFMA
+  elif k == "matrix":  # WMMA/MFMA: the frontend's operand layouts
     m = eng.exec_mask(ix)
     if eng.checks is not None:
       eng.checks.before(eng, op, ix, m)
-    if k == "matrix":
-      eng.fe.matrix(eng, op, ix)
-    else:
-      eng.store(op.outs["D0"], eng.fetch(op.ins["S0"], ix), ix, m)
+    eng.fe.matrix(eng, op, ix)
     if eng.checks is not None:
       eng.checks.after(eng, op, ix, m)
     eng.pc[ix] += op.size
@@ -657,7 +654,7 @@ def run(eng: Engine, serial: bool = False, max_instructions: int | None = None, 
       together = pc + op.size
 
 
-_STRAIGHT = ("alu", "mem", "vopd", "copy", "matrix", "clock", "nop")  # kinds after which every wave is at pc + size
+_STRAIGHT = ("alu", "mem", "vopd", "matrix", "clock", "nop")  # kinds after which every wave is at pc + size
 
 
 def _native_tier(eng: Engine):

@@ -30,7 +30,7 @@ class Op:
   inst: object  # the ISA layer's decoded instruction (gputwin.isa.Inst for AMD)
   pc: int
   size: int
-  kind: str  # alu | mem | vopd | matrix | copy | nop | end | barrier | trap | bad | unsupported
+  kind: str  # alu | mem | vopd | matrix | clock | nop | end | barrier | trap | bad | unsupported
   sem: object = None
   ins: dict = field(default_factory=dict)  # pcode input name -> Src | special name
   outs: dict = field(default_factory=dict)  # pcode output name -> Src | special name

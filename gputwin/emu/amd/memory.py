@@ -43,14 +43,14 @@ def memop(eng, op: Op, ix, m, st) -> None:
     hi = (a >> U64(32)).astype(U32)
     sh, pr = (hi == U32(SHARED_HI)) & m, (hi == U32(PRIVATE_HI)) & m
     if sh.any():
-      eng.run_body(op, ix, sh, dict(st, OFFSET=U32(0)), eng.lds, eng.lds_address(op, ix, sh, (a & U64(M32)).astype(U32)))
+      lds = eng.lds_address(op, ix, sh, (a & U64(M32)).astype(U32))
+      eng.run_body(op, ix, sh, dict(st, OFFSET=U32(0)), eng.lds, lds)
     if pr.any():
       eng.run_scratch(op, ix, pr, dict(st), a & U64(M32))
     m = m & ~sh & ~pr
     if not m.any():
       return
   eng.run_body(op, ix, m, st, eng.mem, a)
-
 
 
 def _buffer(eng, op, ix, m, st):
