@@ -25,6 +25,14 @@ def _package(mod: str) -> str:
   return mod if MODULES[mod].name == "__init__.py" else mod.rpartition(".")[0]
 
 
+def _base(mod: str, node: ast.ImportFrom) -> str:
+  """The module a `from X import ...` in `mod` names (relative imports resolved)."""
+  if not node.level:
+    return node.module or ""
+  pkg = _package(mod).split(".")
+  return ".".join(pkg[:len(pkg) - node.level + 1] + ([node.module] if node.module else []))
+
+
 def _imports(mod: str) -> list[tuple[str, list[str], int]]:
   """(imported module, names taken from it, line) for each import statement of `mod`; a `from P import m` of a
   submodule m counts as importing P.m. Imports inside functions count too: a lazy import is still a dependency."""
@@ -33,10 +41,7 @@ def _imports(mod: str) -> list[tuple[str, list[str], int]]:
     if isinstance(node, ast.Import):
       out += [(a.name, [], node.lineno) for a in node.names if a.name in MODULES]
     elif isinstance(node, ast.ImportFrom):
-      base = node.module or ""
-      if node.level:
-        pkg = _package(mod).split(".")
-        base = ".".join(pkg[:len(pkg) - node.level + 1] + ([node.module] if node.module else []))
+      base = _base(mod, node)
       for a in node.names:
         sub = f"{base}.{a.name}"
         if sub in MODULES:
@@ -87,13 +92,17 @@ def test_no_private_names_across_modules():
     for d, names, line in _imports(m):
       bad += [f"{MODULES[m].relative_to(ROOT.parent)}:{line}: {n} from {d}" for n in names
               if n.startswith("_") and not n.startswith("__")]
-    # `from . import core` then `core._x`: attribute access on an imported module
-    mods = {a.asname or a.name: f"{_package(m)}.{a.name}" if isinstance(node, ast.ImportFrom) and node.level else a.name
-            for node in ast.walk(ast.parse(MODULES[m].read_text())) if isinstance(node, (ast.Import, ast.ImportFrom))
-            for a in node.names}
-    for node in ast.walk(ast.parse(MODULES[m].read_text())):
+    # `from gputwin.emu import core` (or `from . import core`, `import gputwin.emu.core as core`) then `core._x`
+    tree, mods = ast.parse(MODULES[m].read_text()), {}
+    for node in ast.walk(tree):
+      if isinstance(node, ast.Import):
+        mods.update({a.asname: a.name for a in node.names if a.asname})
+      elif isinstance(node, ast.ImportFrom):
+        base = _base(m, node)
+        mods.update({a.asname or a.name: f"{base}.{a.name}" for a in node.names if f"{base}.{a.name}" in MODULES})
+    for node in ast.walk(tree):
       if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.attr.startswith("_")
-          and not node.attr.startswith("__") and mods.get(node.value.id) in MODULES and mods[node.value.id] != m):
+          and not node.attr.startswith("__") and mods.get(node.value.id, m) != m):
         bad.append(f"{MODULES[m].relative_to(ROOT.parent)}:{node.lineno}: {node.value.id}.{node.attr}")
   assert not bad, "private names used across modules:\n" + "\n".join(sorted(set(bad)))
 
