@@ -495,10 +495,10 @@ class Lower:
       a, b, c = (self.ex(x) for x in args)
       lt = lty(t)
       r = f.op(f"call {lt} @llvm.fma.f{t.bits}({lt} {a}, {lt} {b}, {lt} {c})")
-      if t.bits == 64:  # runtime._fma: exact only for finite inputs with a non-zero product, else x * y + z
+      if t.bits == 64:  # runtime._fma: exact for finite inputs with non-zero factors, else x * y + z (the same bits)
         fin = f.op(f"and i1 {f.op(f'and i1 {self.finite(a, t)}, {self.finite(b, t)}')}, {self.finite(c, t)}")
         p = self.nan_rule(t, [a, b], f.op(f"fmul double {a}, {b}"))
-        z = f.op(f"fcmp oeq double {p}, 0.0")
+        z = f.op(f"or i1 {f.op(f'fcmp oeq double {a}, 0.0')}, {f.op(f'fcmp oeq double {b}, 0.0')}")
         two = f.op(f"or i1 {f.op(f'xor i1 {fin}, true')}, {z}")
         return f.op(f"select i1 {two}, double {self.nan_rule(t, [p, c], f.op(f'fadd double {p}, {c}'))}, double {r}")
       # f32 goes through an f64 product and sum: NaNs follow those two x86 operations, a then b, then c

@@ -820,8 +820,8 @@ def _fma(ret, tys, a, b, c):
   if dt == np.float64:
     def one(x, y, z):
       x, y, z = float(x), float(y), float(z)
-      if not all(map(math.isfinite, (x, y, z))) or x * y == 0 or z == 0 and False:
-        return x * y + z
+      if not all(map(math.isfinite, (x, y, z))) or x == 0 or y == 0:  # exact zero products, infinities, NaNs: the
+        return x * y + z  # float ops give the IEEE result (a product that underflows to 0 is not exact: below)
       r = Fraction(x) * Fraction(y) + Fraction(z)
       if r == 0:
         return x * y + z  # keeps the sign rules for exact zero
