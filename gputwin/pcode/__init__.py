@@ -26,10 +26,12 @@ from gputwin.pcode.parser import parse
 __all__ = ["semantics", "Semantics", "FlatMemory", "family_of", "PcodeError", "source_text", "bodies"]
 
 def family_of(arch: str) -> str:
-  """'gfx1100' -> 'rdna3', 'gfx942'/'gfx950' -> 'cdna'; family names pass through."""
+  """'gfx1100' -> 'rdna3', 'gfx942'/'gfx950' -> 'cdna', 'sm_80'/'sm_90'... -> 'ptx'; family names pass through."""
   from gputwin.isa.targets import TARGETS, target
   from gputwin.isa.vendor import FAMILIES
   a = arch.lower()
+  if a == "ptx" or re.fullmatch(r"sm_\d+[af]?", a):  # NVIDIA: one family, the PTX semantics of ours (ptx.py)
+    return "ptx"
   if a in FAMILIES:
     return a
   if a in TARGETS:
@@ -238,6 +240,8 @@ class FlatMemory:
 def vendor_text(family: str, name: str) -> str:
   """The vendor's pseudocode for `name`, or "" when the vendor has none but errata.py adds a body of ours."""
   from gputwin.isa.vendor import tables
+  if family == "ptx":
+    return ""
   t = tables(family)
   if name not in t.pcode:
     if added(family, name) is not None:
@@ -248,6 +252,9 @@ def vendor_text(family: str, name: str) -> str:
 
 def source_text(family: str, name: str) -> tuple[str, list[Erratum]]:
   """The text we compile for `name` and the errata that made it: the vendor text corrected, or our added body."""
+  if family == "ptx":  # PTX has no vendor pcode: the body is ours (ptx.py), citing the manual's section
+    from gputwin.pcode import ptx
+    return ptx.text(name), []
   vt = vendor_text(family, name)
   if not vt:
     e = added(family, name)
@@ -258,6 +265,9 @@ def source_text(family: str, name: str) -> tuple[str, list[Erratum]]:
 def bodies(family: str) -> list[str]:
   """Every instruction name with a body: the vendor's pcode plus the ones errata.py adds (for coverage/tests)."""
   from gputwin.isa.vendor import tables
+  if family == "ptx":
+    from gputwin.pcode import ptx
+    return ptx.keys()
   t = tables(family)
   names = {n for e in t.enums.values() for n in e.values()} - set(t.pcode)
   return list(t.pcode) + sorted(n for n in names if added(family, n) is not None)
@@ -267,6 +277,8 @@ def operand_bits(family: str, name: str) -> dict[str, int]:
   """Operand widths from the vendor operand table (ADDR -> 64 for GLOBAL ops), by upper-case field name: the widest
   over the instruction's records (`Tables.widths`: one lookup per opcode enum, no index over the whole table)."""
   from gputwin.isa.vendor import tables
+  if family == "ptx":  # widths come from the bodies' typed accesses (ADDR is 64-bit through MEM[ADDR])
+    return {}
   return tables(family).widths(name)
 
 

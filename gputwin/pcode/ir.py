@@ -82,8 +82,10 @@ WAVE_NAMES = {"WAVE32": "wave32", "WAVE64": "wave64", "wave32": "wave32", "wave6
               "laneID": "laneId"}
 # Registers an instruction architecturally writes. Any other upper-case name whose first use assigns it whole
 # (`C = S2.i32`, `TTBL = {...}`, `ADDR = S0.u32` in DS_CONDXCHG32) is a temporary, not a state output.
-ARCH_OUT = {"D0", "D1", "SCC", "VCC", "EXEC", "PC", "M0", "RETURN_DATA", "VDATA", "SDATA", "ROUND_MODE", "VDST",
-            "SDST", "TRAPSTS", "WAVE_STATUS", "MODE", "WAVE_MODE", "NUM_VGPRS", "VSKIP", "HW_REGISTERS", "TTMP"}
+# D2/D3 (PTX vector loads) and CC (PTX's carry flag) are outputs of PTX bodies (pcode/ptx.py).
+ARCH_OUT = {"D0", "D1", "D2", "D3", "CC", "SCC", "VCC", "EXEC", "PC", "M0", "RETURN_DATA", "VDATA", "SDATA",
+            "ROUND_MODE", "VDST", "SDST", "TRAPSTS", "WAVE_STATUS", "MODE", "WAVE_MODE", "NUM_VGPRS", "VSKIP",
+            "HW_REGISTERS", "TTMP"}
 
 
 def first_uses(n, out: dict) -> dict:
@@ -226,6 +228,11 @@ def call_ty(name: str, args: list[E]) -> Ty:
   m = re.fullmatch(r"([a-z0-9]+)_to_([a-z0-9]+)(?:_sr)?(?:_scale)?(?:_SR)?", name)
   if m:
     return _conv_ty(m.group(2))
+  if re.fullmatch(r"(?:add|sub|mul|fma|div|sqrt|rcp|rint)_r[nzmp]|ftz|approx_[a-z0-9]+", name):  # PTX numerics
+    return a0 if a0.kind != "int" else F32
+  m = re.fullmatch(r"round_r(?:n|na|z|m|p)_([a-z0-9]+)", name)  # PTX cvt: one rounding into a format
+  if m:
+    return {"tf32": F32, "e4m3": Ty("b", 8), "e5m2": Ty("b", 8)}.get(m.group(1)) or _conv_ty(m.group(1))
   if name.startswith(("v_", "s_")):
     toks = re.findall(r"_((?:u|i|f|b|bf)\d+)", name)
     return _conv_ty(toks[0]) if toks else U32

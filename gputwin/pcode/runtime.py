@@ -1061,3 +1061,159 @@ def call(ctx: Ctx, name: str, ret, tys, *args):
     return hook(*args)
   raise PcodeError(f"built-in {name}() is not supported by gputwin.pcode (no implementation and no hook "
                    f"`{name}` on the memory object)")
+
+
+# ------------------------------------------------------------------------------- PTX numerics (pcode/ptx.py)
+# Built-ins the PTX bodies call (AMD bodies call none of them): IEEE directed roundings, one-rounding conversions into
+# f16/bf16/f32/f64/tf32/e4m3/e5m2, rounding to integral values, denormal flushing and the .approx functions.
+# Directed roundings are exact: the exact result as a Fraction (sqrt: an integer square root with a sticky bit),
+# rounded once (`round_exact`).
+_RFMT = {"f16": (11, -14, 65504.0), "bf16": (8, -126, float.fromhex("0x1.fep127")),
+         "f32": (24, -126, float.fromhex("0x1.fffffep127")), "f64": (53, -1022, float.fromhex("0x1.fffffffffffffp1023")),
+         "tf32": (11, -126, float.fromhex("0x1.ffcp127")), "e4m3": (4, -6, 448.0), "e5m2": (3, -14, 57344.0)}
+
+
+def round_exact(q: Fraction, fmt: str, mode: str) -> float:
+  """The exact value q rounded once into format fmt (significand bits, minimum exponent, largest finite value) with
+  mode rn (ties to even), rna (ties away), rz, rm or rp; overflow gives inf or the largest finite value per mode."""
+  p, emin, top = _RFMT[fmt]
+  if q == 0:
+    return 0.0
+  neg, a = q < 0, abs(q)
+  e = a.numerator.bit_length() - a.denominator.bit_length()
+  if Fraction(2) ** e > a:
+    e -= 1
+  ulp = Fraction(2) ** (max(e, emin) - p + 1)
+  n, rem = divmod(a, ulp)
+  half = Fraction(1, 2) * ulp
+  n += {"rn": rem > half or (rem == half and n % 2 == 1), "rna": rem >= half, "rz": False,
+        "rm": neg and rem > 0, "rp": not neg and rem > 0}[mode]
+  v = n * ulp
+  if v > Fraction(top):
+    big = mode in ("rn", "rna") or (mode == "rm" and neg) or (mode == "rp" and not neg)
+    v = math.inf if big else top
+  v = float(v)
+  return -v if neg else v
+
+
+def _ptx_fmt(kind: str, bits: int) -> str:
+  return "bf16" if kind == "bf" else f"f{bits}"
+
+
+def _ptx_out(vals: list, shape, kind: str, bits: int):
+  out = np.array(vals, dtype=np.float64).reshape(shape)
+  with np.errstate(over="ignore"):
+    return out.astype(np.float32) if kind == "bf" else out.astype(F[bits])
+
+
+def _exact_sqrt(q: Fraction) -> Fraction:
+  """sqrt(q) to far more bits than any format keeps, with a sticky half-unit when it is not exact."""
+  k = 1200
+  num = q.numerator * (1 << (2 * k)) // q.denominator
+  r = math.isqrt(num)
+  exact = r * r == num and q.numerator * (1 << (2 * k)) % q.denominator == 0
+  return (Fraction(r) + (0 if exact else Fraction(1, 2))) / (1 << k)
+
+
+def _ptx_arith(op: str, mode: str, ret, tys, *args):
+  kind, bits = ret
+  fmt = _ptx_fmt(kind, bits)
+  xs = [np.asarray(a, dtype=np.float64) for a in args]
+  shape = np.broadcast_shapes(*(x.shape for x in xs))
+  xs = [np.broadcast_to(x, shape).reshape(-1) for x in xs]
+  with np.errstate(all="ignore"):  # the IEEE result of the special cases (NaN, inf, x/0) is the same in every mode
+    a, b = xs[0], xs[1] if len(xs) > 1 else None
+    spec = {"add": lambda: a + b, "sub": lambda: a - b, "mul": lambda: a * b, "div": lambda: a / b,
+            "rcp": lambda: 1.0 / a, "sqrt": lambda: np.sqrt(a), "fma": lambda: a * b + xs[2]}[op]()
+  out = []
+  for i in range(len(xs[0])):
+    v = [float(x[i]) for x in xs]
+    if not all(map(math.isfinite, v)) or (op in ("div", "rcp") and v[-1] == 0) or (op == "sqrt" and v[0] <= 0) or \
+       (op == "fma" and not math.isfinite(v[0] * v[1]) and v[0] != 0 and v[1] != 0 and False):
+      out.append(float(spec[i]))
+      continue
+    f = [Fraction(x) for x in v]
+    if op in ("add", "sub", "fma"):
+      x, y = (f[0], f[1] if op == "add" else -f[1]) if op != "fma" else (f[0] * f[1], f[2])
+      sx = math.copysign(1, v[0]) < 0 if op != "fma" else (math.copysign(1, v[0]) < 0) != (math.copysign(1, v[1]) < 0)
+      sy = (math.copysign(1, v[1]) < 0) != (op == "sub") if op != "fma" else math.copysign(1, v[2]) < 0
+      q = x + y
+      if q == 0:  # an exact zero: -0 only for -0 + -0, or for any exact cancellation when rounding down
+        out.append(-0.0 if (x == 0 and y == 0 and sx and sy) or (mode == "rm" and not (x == 0 and y == 0 and
+                                                                                         not sx and not sy)) else 0.0)
+        continue
+    elif op == "mul":
+      q = f[0] * f[1]
+      if q == 0:
+        out.append(float(spec[i]))
+        continue
+    elif op in ("div", "rcp"):
+      q = (f[0] / f[1]) if op == "div" else 1 / f[0]
+      if q == 0:
+        out.append(float(spec[i]))
+        continue
+    else:  # sqrt of a positive number
+      q = _exact_sqrt(f[0])
+    out.append(round_exact(q, fmt, mode))
+  return _ptx_out(out, shape, kind, bits)
+
+
+for _op in ("add", "sub", "mul", "fma", "div", "sqrt", "rcp"):
+  for _m in ("rn", "rz", "rm", "rp"):
+    BUILTINS[f"{_op}_{_m}"] = (lambda o, m: lambda ret, tys, *a: _ptx_arith(o, m, ret, tys, *a))(_op, _m)
+
+
+def _encode8(v: float, fmt: str) -> int:
+  """An fp8 value (already rounded into the format, or +-inf / NaN) as its e4m3/e5m2 byte, saturated to the
+  largest finite value (.satfinite): NaN -> 0x7f."""
+  p, emin, top = _RFMT[fmt]
+  if math.isnan(v):
+    return 0x7f
+  s = 0x80 if math.copysign(1, v) < 0 else 0
+  a = min(abs(v), top)
+  m = p - 1
+  if a == 0:
+    return s
+  e = math.frexp(a)[1] - 1
+  if e < emin:
+    return s | int(a / 2.0 ** (emin - m))
+  return s | ((e - emin + 1) << m) | int((a / 2.0 ** e - 1) * (1 << m))
+
+
+def _ptx_round(mode: str, fmt: str, ret, tys, x):
+  k, b = tys[0]
+  x = np.asarray(x)
+  shape = x.shape
+  out = []
+  for v in x.reshape(-1):
+    if k in ("f", "bf"):
+      v = float(v)
+      r = v if not math.isfinite(v) or v == 0 else round_exact(Fraction(v), fmt, mode)
+    else:
+      r = round_exact(Fraction(int(v)), fmt, mode)
+    out.append(_encode8(r, fmt) if fmt in ("e4m3", "e5m2") else r)
+  if fmt in ("e4m3", "e5m2"):
+    return np.array(out, dtype=np.uint8).reshape(shape)
+  rk, rb = ret
+  return _ptx_out(out, shape, rk, rb)
+
+
+for _m in ("rn", "rna", "rz", "rm", "rp"):
+  for _f in _RFMT:
+    BUILTINS[f"round_{_m}_{_f}"] = (lambda m, f: lambda ret, tys, x: _ptx_round(m, f, ret, tys, x))(_m, _f)
+
+for _m, _fn in (("rn", np.rint), ("rz", np.trunc), ("rm", np.floor), ("rp", np.ceil)):
+  BUILTINS[f"rint_{_m}"] = (lambda fn: lambda ret, tys, x: fn(x))(_fn)
+
+
+@builtin("ftz")
+def _ftz(ret, tys, x):
+  """A denormal (of the value's own format; bf16 shares f32's exponent range) flushed to zero of the same sign."""
+  x = arr(x)
+  return np.where(_isdenorm(ret, tys, x), np.copysign(x.dtype.type(0), x), x).astype(x.dtype)
+
+
+_APPROX = {"sin": np.sin, "cos": np.cos, "lg2": np.log2, "ex2": np.exp2, "tanh": np.tanh, "sqrt": np.sqrt,
+           "rcp": lambda v: 1.0 / v, "rsqrt": lambda v: 1.0 / np.sqrt(v)}
+for _n, _fn in _APPROX.items():  # .approx: evaluated in f64, rounded once to the operand's format
+  BUILTINS[f"approx_{_n}"] = (lambda fn: lambda ret, tys, x: fn(arr(x).astype(np.float64)).astype(arr(x).dtype))(_fn)

@@ -91,10 +91,15 @@ def coverage_text(cov: dict | None = None) -> str:
 def show(name: str, family: str = "rdna3") -> str:
   """Vendor text, errata applied, typed IR and generated Python for one instruction."""
   fam = family_of(family)
-  from gputwin.isa.vendor import tables
-  name = name.upper()
+  if fam == "ptx":  # PTX: `add.rz.f32`, canonicalised like the frontend's key (modifiers that change nothing dropped)
+    from gputwin.pcode import ptx
+    op, *mods = name.lower().split(".")
+    name = ptx.key(op, mods)
+  else:
+    name = name.upper()
   text = vendor_text(fam, name)
-  out = [f"== {name} ({fam}) vendor pseudocode", text or "(none: the body below is ours, from errata.py)"]
+  out = [f"== {name} ({fam}) vendor pseudocode", text or
+         f"(none: the body below is ours, from {'ptx.py' if fam == 'ptx' else 'errata.py'})"]
   why = excluded(name)
   if why:
     return "\n".join(out + [f"== excluded: {why}"])

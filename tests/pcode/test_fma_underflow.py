@@ -24,7 +24,7 @@ def bits(x) -> np.ndarray:
   return np.array([[x]], np.float64).view(np.uint64)
 
 
-@pytest.mark.parametrize("family,name", [("rdna3", "V_FMA_F64"), ("cdna", "V_FMA_F64")])
+@pytest.mark.parametrize("family,name", [("rdna3", "V_FMA_F64"), ("cdna", "V_FMA_F64"), ("ptx", "fma.rn.f64")])
 def test_fma_f64_rounds_once_when_the_product_underflows(family, name):
   sem = semantics(family, name)
   for a, b, c in CASES:
