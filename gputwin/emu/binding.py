@@ -1,14 +1,31 @@
 """What both execution tiers (the interpreter, core.py, and the native tier, native/) take from one place when they
-run a decoded instruction (program.Op): the LDS address layout, which instructions branch or run once per wave, and
-how the executor stops a launch. Where pcode inputs that are no operand come from is the frontend's
+run a decoded instruction (program.Op): the LDS address layout, effective-address plans (`Address`), which
+instructions branch or run once per wave, and how the executor stops a launch. Where pcode inputs that are no operand come from is the frontend's
 `special_inputs` table (gputwin/emu/amd/decode.py SPECIAL_INPUTS), read by both tiers.
 """
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from gputwin.emu.program import Op, Src
 from gputwin.errors import GPUPageFault
 
 LDS_SHIFT, LDS_BITS = 20, 19  # DS ADDR: workgroup slot << 20 | LDS address mod 2**19 (core.Engine.lds_address)
+
+@dataclass(frozen=True)
+class Address:
+  """How a memory instruction's effective address is formed: the plan both tiers follow (the interpreter evaluates
+  it, core.Engine.address; the native tier emits it, native/codegen.Compiler.addresses). The sum of `terms` (register
+  operands, zero-extended: per lane for v, one per wave for s) and `offset`, wrapped to `width` bits, aligned down to
+  `align` bytes, in `space`: "mem" (guest memory), "lds", "scratch", or "split" (per-lane windows the frontend
+  routes: AMD's flat apertures, PTX's generic windows). A frontend that forms an address otherwise (AMD buffer V#s,
+  PTX frame- and launch-relative variables) leaves it None and computes it in its memop."""
+  terms: tuple[Src, ...]
+  offset: int = 0
+  width: int = 64
+  align: int = 1
+  space: str = "mem"
+
 
 class Stop(Exception):
   """Raised by the executor with (kind, message, wave, op); launch turns it into the public error classes."""

@@ -5,7 +5,13 @@
   uninit   an operand none of whose registers was ever written (by the ABI's initial state or an instruction);
            a partially written multi-dword operand is allowed (clang reads v[0:1] for a 32-bit addend)
   lds_race two waves of one workgroup touch the same LDS dword, at least one writing, with no s_barrier between
-           (atomics excluded)
+           (atomics excluded; PTX: warps of a CTA in shared memory, volatile/relaxed/acquire/release excluded)
+  divergence  per-thread PCs (PTX): threads of one warp released from different aligned barriers, or a `.uni`
+           branch whose guard differs between the threads running it
+  members  per-thread PCs (PTX): a `.sync` collective's thread outside its own member mask, or a mask naming
+           threads that exited
+  async    PTX: a shared-memory read of bytes a cp.async is still writing (its group not yet waited for)
+  scope    PTX: atomics of two CTAs on one global address where either is `.cta`-scoped (atomic only within its CTA)
   hazard   CDNA3/CDNA4: a VALU/VMEM/LDS instruction reads or overwrites an MFMA's destination before the MFMA's
            passes plus 2 wait states have elapsed (independent instructions or s_nop). Source: the AMD Instinct
            MI300 ISA reference, "Dependency Resolution: Required Independent Instructions" (MFMA -> VALU/VMEM rows).
@@ -23,7 +29,7 @@ import numpy as np
 from gputwin.emu.program import Op, Src
 from gputwin.isa import hwdata
 
-ALL = frozenset({"waitcnt", "uninit", "lds_race", "hazard"})
+ALL = frozenset({"waitcnt", "uninit", "lds_race", "hazard", "divergence", "members", "async", "scope"})
 
 
 class Checks:
@@ -45,7 +51,7 @@ class Checks:
   def attach(self, eng) -> None:
     W, nv = eng.W, eng.V.shape[1]
     self.fam, self.arch = eng.fam, eng.prog.arch
-    self.cnames = hwdata.counters(self.fam)  # wait counters, indexed as in issued/retired
+    self.cnames = () if eng.simt else hwdata.counters(self.fam)  # wait counters (none in PTX: loads block)
     # per wave and register, indexed [wave, reg], stored register-major: an instruction touches a few registers of
     # many waves, which then lie in a few pages (wave-major, each wave's row was a page of its own to fault in)
     per_reg = lambda n, *tail, dt=bool: np.zeros((n, W) + tail, dt).swapaxes(0, 1)
@@ -70,17 +76,18 @@ class Checks:
     self.first = None  # scratch table for the same-access write-write test
     self.cur = None
     self.ws, self.ps = {"v": self.vw, "a": self.aw, "s": self.sw}, {"v": self.vp, "a": self.ap, "s": self.sp}
-    self.uninit, self.waitcnt = "uninit" in self.on, "waitcnt" in self.on
+    self.uninit, self.waitcnt = "uninit" in self.on, "waitcnt" in self.on and bool(self.cnames)
     # (file, register) keys: every wave of the batch wrote it (uninit can skip it; a register never leaves), and
     # -> the wait counters (bit mask) of loads into it that may be outstanding (absent: its entries are all zero)
     self.full, self.pend = set(), {}
-    if "lds_race" in self.on:
+    self.narrow: dict[int, tuple[int, bool]] = {}  # global address -> (CTA, .cta-scoped) of atomics (scope checker)
+    if self.on & {"lds_race", "async"}:
       eng.lds.watch = lambda acc, wg, off, n: self._lds(eng, acc, wg, off, n)
 
-  def initial(self, eng, nsgpr: int) -> None:
-    """The ABI initialised SGPRs below `nsgpr` and v0 (work-item ids)."""
+  def initial(self, eng, nsgpr: int, vrows=(0,)) -> None:
+    """The ABI initialised SGPRs below `nsgpr` and the vector rows `vrows` (AMD: v0, the work-item ids)."""
     self.sw[:, :nsgpr] = True
-    self.vw[:, 0] = True
+    self.vw[:, list(vrows)] = True
 
   def poked(self, eng, w, f, i) -> None:
     {"v": self.vw, "a": self.aw, "s": self.sw}.get(f, np.zeros((eng.W, 256), bool))[w, i] = True
@@ -95,11 +102,15 @@ class Checks:
       s = op.ins.get(n)
       if isinstance(s, Src) and s.file in "vas":
         yield n, s
-    for key in ("vaddr", "saddr", "sbase", "srsrc"):
-      i = op.info.get(key)
-      if i is not None and op.mem:
-        d = {"vaddr": op.info.get("vdwords", 1), "saddr": 2 if op.mem == "global" else 1, "sbase": 2, "srsrc": 4}[key]
-        yield key, Src("v" if key == "vaddr" else "s", i, d)
+    a = op.info.get("address")
+    if a is not None and op.mem:  # the address plan's registers (binding.Address)
+      for t in a.terms:
+        yield "address", t
+    elif op.mem:  # addresses a frontend forms itself (AMD buffer: vaddr and the V#)
+      for key in ("vaddr", "srsrc"):
+        i = op.info.get(key)
+        if i is not None:
+          yield key, Src("v" if key == "vaddr" else "s", i, op.info.get("vdwords", 1) if key == "vaddr" else 4)
 
   def _plan(self, op: Op):
     """What before/after look at for `op`, worked out once per instruction: the registers it reads (name, operand,
@@ -115,8 +126,9 @@ class Checks:
                if not (s.file == "s" and s.index >= 106)]
       outs = set(op.sem.outputs) if op.sem is not None else {"D0"}
       dsts = {id(d): d for n, d in op.outs.items() if n in outs and isinstance(d, Src) and d.file in "vas"}.values()
-      reads_mem = bool(op.mem) and "r" in op.sem.mem  # its result waits on cnts[0] (atomics with return: loads)
-      cnts = hwdata.increments(self.fam, op.mem, not (reads_mem and op.sem.outputs)) if op.mem else ()
+      reads_mem = bool(op.mem) and "r" in op.sem.mem and bool(self.cnames)  # its result waits on cnts[0] (atomics
+      # with return: loads; without wait counters (PTX) a load's result is there when the next instruction reads)
+      cnts = hwdata.increments(self.fam, op.mem, not (reads_mem and op.sem.outputs)) if op.mem and self.cnames else ()
       writes = [(d.file, slice(d.index, min(d.index + d.dwords, width[d.file])), keys(d.file, d.index, d.index + d.dwords))
                 for d in dsts]
       vd = op.ins.get("VDST")
@@ -170,6 +182,25 @@ class Checks:
             pend.pop(k, None)
     if "hazard" in self.on and self.fam == "cdna" and self.mfma_regs and op.vector:
       self._hazard(eng, op, ix)
+    if "scope" in self.on and op.atomic and (op.info.get("scope") == "cta" or self.narrow):
+      self._scope(eng, op, ix, m)
+
+  def _scope(self, eng, op: Op, ix, m) -> None:
+    """Atomics on one global address from two CTAs, one of them `.cta`-scoped: that one is atomic only against its
+    own CTA's threads (PTX ISA 9.0 8.5 "Scope"), so the two may race. Tracked per address once a `.cta` atomic ran."""
+    a = op.info.get("address")
+    if a is None or a.space != "mem" or m is None or not m.any():
+      return
+    addr = np.broadcast_to(eng.address(a, ix), m.shape)[m]
+    cta = np.broadcast_to(eng.wg[np.arange(eng.W)[ix]][:, None], m.shape)[m]
+    narrow = op.info.get("scope") == "cta"
+    for va, c in zip(*np.unique(np.stack([addr, cta.astype(np.uint64)]), axis=1)):
+      prev = self.narrow.get(int(va))
+      if prev is not None and prev[0] != c and (narrow or prev[1]):
+        self._fail(eng, op, ix, f"atomic on global address {int(va):#x} by CTAs {prev[0]} and {int(c)}, with a .cta "
+                                "scope: it is atomic only within one CTA (use .gpu, the default)")
+      if narrow or prev is not None:
+        self.narrow[int(va)] = (int(c), narrow or (prev is not None and prev[1]))
 
   def after(self, eng, op: Op, ix, m) -> None:
     if op.kind == "vopd":
@@ -218,6 +249,74 @@ class Checks:
   def barrier(self, eng, g) -> None:
     self.epoch[g] += 1
 
+  def wrote(self, eng, ix, dsts) -> None:
+    """Registers a machine event wrote (PTX: vector moves, tensor fragments): no longer uninitialised."""
+    for d in dsts:
+      if isinstance(d, Src) and d.file in "vas":
+        self.ws[d.file][ix, d.index:d.index + d.dwords] = True
+
+  def _async(self, eng, op, wg, off, n) -> None:
+    """A shared-memory read of bytes an asynchronous copy (PTX cp.async) is still writing: the issuing thread has not
+    waited for its group (cp.async.wait_group/wait_all), so the data may not be there yet (PTX ISA 9.0 cp.async:
+    "the writes ... are not visible until" the wait)."""
+    from gputwin.emu.binding import LDS_SHIFT
+    r = eng.cp_async.rows
+    a = (np.asarray(wg, np.int64) << LDS_SHIFT) | np.asarray(off, np.int64)
+    hit = (a[:, None] + n > r[None, :, 3]) & (a[:, None] < r[None, :, 3] + r[None, :, 4])
+    if hit.any():
+      i, j = (int(x[0]) for x in np.nonzero(hit))
+      from gputwin.emu.core import Stop
+      raise Stop("check", f"reads shared memory at {int(off[i]):#x} that a cp.async of warp {int(r[j, 0])} thread "
+                          f"{int(r[j, 1])} is still writing: missing cp.async.wait_group/wait_all before the read",
+                 int(r[j, 0]), op)
+
+  # ---- per-thread PCs (PTX): what only a diverged warp can get wrong
+  def released(self, eng, rows: np.ndarray, lanes: np.ndarray) -> None:
+    """A barrier completed for `lanes` (bool (len(rows), lanes)) of warps `rows`: the threads of one warp must have
+    arrived at one aligned barrier instruction (PTX ISA 9.0 9.7.13.4: `bar.sync`/`barrier.sync.aligned` are executed
+    by all threads of the warp together; threads that exited do not take part)."""
+    if "divergence" not in self.on:
+      return
+    pcs = eng.lbarpc[rows]
+    for j in np.nonzero(lanes.any(axis=1))[0]:
+      at = np.unique(pcs[j][lanes[j]])
+      if len(at) > 1 and any(eng.prog.op(int(p)).info.get("aligned") for p in at):
+        op = eng.prog.op(int(at[0]))
+        from gputwin.emu.core import Stop
+        groups = {int(p): np.nonzero(lanes[j] & (pcs[j] == p))[0].tolist() for p in at}
+        raise Stop("check", f"aligned barrier in divergent code: threads of one warp arrived at different barrier "
+                            f"instructions {groups} (all threads of a warp must execute it together)",
+                   int(rows[j]), op)
+
+  def simt(self, eng, op: Op, ix, sel, m) -> None:
+    """Before `op` runs for threads `sel` (guard true: `m`) of warps `ix`: a `.uni` branch must have one guard value
+    among the threads executing it (PTX ISA 9.0 9.7.13.1); a `.sync` collective's thread must be in its own member
+    mask, and the mask must not name threads that exited. (Aligned barriers: `released`.)"""
+    alive = eng.lalive[ix]
+    if "divergence" in self.on and op.info.get("uniform"):
+      split = m.any(axis=1) & (sel & ~m).any(axis=1)
+      if split.any():
+        j = int(np.argmax(split))
+        self._fail(eng, op, ix, f".uni branch with a divergent guard: threads {np.nonzero(m[j])[0].tolist()} take "
+                                f"it, {np.nonzero(sel[j] & ~m[j])[0].tolist()} do not")
+    mm = op.info.get("members")
+    if "members" in self.on and mm is not None and m.any():
+      v = np.asarray(eng.fetch(mm, ix)).astype(np.uint64)
+      bits = np.broadcast_to(v if v.ndim == 2 else v.reshape(-1, 1) if v.ndim else v, m.shape)
+      lane = np.arange(eng.L, dtype=np.uint64)
+      own = ((bits >> lane) & np.uint64(1)).astype(bool)
+      if (m & ~own).any():
+        j, l = (int(x[0]) for x in np.nonzero(m & ~own))
+        self._fail(eng, op, ix, f"thread {l} of the warp is not in its own member mask {int(bits[j, l]):#x}")
+      gone = eng.launched[ix] & ~alive
+      if gone.any():
+        gb = (gone.astype(np.uint64) << lane).sum(axis=1, dtype=np.uint64)[:, None]
+        bad = m & ((bits & gb) != 0)
+        if bad.any():
+          j, l = (int(x[0]) for x in np.nonzero(bad))
+          self._fail(eng, op, ix, f"member mask {int(bits[j, l]):#x} names threads that exited "
+                                  f"{np.nonzero(gone[j])[0].tolist()}")
+
   # ---- LDS races: called by the LDS window with the workgroup and byte offset of every access
   def _lds(self, eng, acc, wg, off, n) -> None:
     """Per LDS dword: last writer and reader (wave, barrier epoch). The window passes the workgroup of each
@@ -227,7 +326,10 @@ class Checks:
     the reader table when the next write comes, and a queued read whose workgroups have all passed a barrier since
     is dropped unseen (its entries could never match a current epoch). A tiled kernel's reads then cost nothing."""
     op, slot = self.cur, getattr(eng.lds, "lane_waves", None)
-    if op is None or op.atomic or slot is None or len(slot) != len(wg):
+    if acc == "read" and "async" in self.on and len(getattr(getattr(eng, "cp_async", None), "rows", ())):
+      self._async(eng, op, wg, off, n)
+    if "lds_race" not in self.on or op is None or op.atomic or op.info.get("strong") or slot is None or \
+       len(slot) != len(wg):
       return
     if acc == "read":
       if (self.wep == self.epoch).any():  # some workgroup wrote since its barrier: check against the writers now

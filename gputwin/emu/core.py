@@ -18,7 +18,7 @@ import sys
 import numpy as np
 
 from gputwin.emu.memory import Window
-from gputwin.emu.binding import LDS_BITS, LDS_SHIFT, Stop, scalar_valu, sets_pc
+from gputwin.emu.binding import LDS_BITS, LDS_SHIFT, Address, Stop, scalar_valu, sets_pc
 from gputwin.emu.program import Op, Program, Src
 from gputwin.errors import GPUPageFault, GputwinError
 from gputwin.pcode.runtime import Wide
@@ -129,6 +129,19 @@ class Engine:
                       LDS_BITS)
     self.scratch = Window("scratch", waves * lanes, priv_size, scratch_stride(priv_size), device)
     self._lane_waves = self._wg_hi = None  # LDS: each lane's wave (race checker), workgroup slot << 20 per wave
+    # frontends with per-thread PCs (`simt`: PTX): each lane's PC, whether it lives, the barrier it waits at (id + 1),
+    # whether it waits for the rest of a collective's member mask, and whether it yielded (fair scheduling)
+    self.simt = bool(getattr(self.fe, "simt", False))
+    if self.simt:
+      self.lpc = np.zeros((waves, lanes), np.int64)
+      self.lalive = np.zeros((waves, lanes), bool)
+      self.launched = np.zeros((waves, lanes), bool)
+      self.lbar = np.zeros((waves, lanes), np.int16)
+      self.lbarpc = np.zeros((waves, lanes), np.int64)  # the barrier instruction each waiting lane arrived at
+      self.lwait = np.zeros((waves, lanes), bool)
+      self.lyield = np.zeros((waves, lanes), bool)
+      self.backedges = np.zeros(waves, np.int64)
+    self._cur = self._last_ix = None  # simt: the lanes the current instruction runs for (guard applied), its waves
     self._batch(checks)
 
   def _batch(self, checks) -> None:
@@ -208,7 +221,10 @@ class Engine:
 
   # ------------------------------------------------------------------ register access
   def exec_mask(self, ix) -> np.ndarray:
-    """EXEC as a (waves, lanes) bool mask; cached for the whole batch until an instruction writes EXEC."""
+    """EXEC as a (waves, lanes) bool mask; cached for the whole batch until an instruction writes EXEC. With per-thread
+    PCs: the lanes the scheduler picked for this instruction (run_simt)."""
+    if self.simt:
+      return self._cur
     whole = isinstance(ix, slice)
     if whole and self._exec is not None:
       return self._exec
@@ -335,13 +351,20 @@ class Engine:
     if self.checks is not None:
       self.checks.before(self, op, ix, m)
     fancy = not isinstance(ix, slice)
+    wfiles = _writes_files(op) if fancy else ()  # register files the body writes through (fancy: copies of them)
     if "VGPR" in sem.regfiles:
       st["VGPR"] = (self.V[ix] if fancy else self.V).transpose(0, 2, 1)
-      self.written["v"] = -1
+      if "VGPR" in wfiles or not fancy:
+        self.written["v"] = -1
+      if "VGPR" in wfiles:  # written back below where the body changed it (not over what retire stored)
+        v0 = st["VGPR"].copy()
     if "SGPR" in sem.regfiles:
       st["SGPR"] = self.S[ix] if fancy else self.S
-      self.written["s"] = -1
-      self._exec = None
+      if "SGPR" in wfiles or not fancy:
+        self.written["s"] = -1
+        self._exec = None
+      if "SGPR" in wfiles:
+        s0 = st["SGPR"].copy()
     if "HW_REGISTERS" in sem.regfiles:
       self.written["hw"] = True
       self.HW[ix, 29] = self.clock[ix] & 0xfffff  # HW_REG_SHADER_CYCLES (20 bits): this wave's instruction count
@@ -352,11 +375,13 @@ class Engine:
       pm = None if scalar_valu(op) else self._pexec(op, m)
       out = sem(st, exec=pm, mem=_NOMEM, lanes=self.L, wave64=self.L == 64)
       self.retire(op, ix, m, out)
-    if fancy:  # register files were passed as copies: write them back
-      if "VGPR" in sem.regfiles:
-        self.V[ix] = st["VGPR"].transpose(0, 2, 1)
-      if "SGPR" in sem.regfiles:
-        self.S[ix] = st["SGPR"]
+    if fancy:  # register files were passed as copies: write back what the body wrote through them
+      if "VGPR" in wfiles:
+        changed = st["VGPR"] != v0
+        if changed.any():
+          self.V[ix] = np.where(changed.transpose(0, 2, 1), st["VGPR"].transpose(0, 2, 1), self.V[ix])
+      if "SGPR" in wfiles:
+        self.S[ix] = np.where(st["SGPR"] != s0, st["SGPR"], self.S[ix])
       if "HW_REGISTERS" in sem.regfiles:
         self.HW[ix] = st["HW_REGISTERS"]
     self.count += n
@@ -409,13 +434,19 @@ class Engine:
       return (self.HW[ix, 1] & U32(0xf))[:, None]
     if kind == "field":
       return U32(op.info.get(arg[0], 0) & M32)
+    if kind == "mask":  # the lanes running this instruction together, as bits (per-thread PCs: vote, shfl ...)
+      return _bits(self.exec_mask(ix)).astype(U32 if self.L <= 32 else U64)
+    if kind == "clock":  # a time source: the wave's own instruction count (deterministic)
+      return self.clock[ix].astype(U64)[:, None]
     return U32(0)  # "none": inputs only hooks read (SBASE, v_addr, ...), WAVE_STATUS.PRIV, ...
 
   def retire(self, op: Op, ix, m, out: dict) -> None:
     if len(out) > 1:  # outputs may alias register views read as inputs: snapshot those before writing any
       out = {k: np.array(v) if self._aliases(v) else v for k, v in out.items()}
     for name, v in out.items():
-      if name == "PC":
+      if name == "PC" and self.simt:  # per-thread PCs: the lanes that ran it branch
+        self.lpc[ix] = np.where(m, np.broadcast_to(np.asarray(v).astype(np.int64), m.shape), self.lpc[ix])
+      elif name == "PC":
         self.pc[ix] = np.asarray(v).reshape(-1).astype(np.int64) if np.ndim(v) else int(v)
       elif name == "SCC":
         self.scc[ix] = np.broadcast_to(np.asarray(v).reshape(-1) if np.ndim(v) else v, (self.nwaves(ix),)).astype(U32)
@@ -439,6 +470,25 @@ class Engine:
       np.may_share_memory(v, f) for f in (self.V, self.S, self.A, self.scc, self.HW, self.pc))
 
   # ------------------------------------------------------------------ memory
+  def address(self, a: Address, ix) -> np.ndarray:
+    """An Address plan evaluated: (waves, lanes) addresses, or (waves, 1) when every term is per wave; uint64, or
+    uint32 for a 32-bit plan (its arithmetic wraps there, as the hardware's does)."""
+    t = U32 if a.width == 32 and all(x.dwords == 1 for x in a.terms) else U64
+    acc = None
+    for x in a.terms:
+      v = np.asarray(self.fetch(x, ix))
+      v = v if v.dtype == t else v.astype(t)
+      acc = v if acc is None else acc + v
+    if acc is None:
+      acc = np.zeros((self.nwaves(ix), 1), t)
+    if a.offset:
+      acc = acc + t(a.offset & (M32 if t is U32 else M64))
+    if a.width == 32 and t is U64:
+      acc = acc & U64(M32)
+    if a.align > 1:
+      acc = acc & ~t(a.align - 1)
+    return acc
+
   def _slots(self, ix) -> np.ndarray:
     return np.arange(self.W, dtype=U64)[ix]
 
@@ -502,6 +552,16 @@ class Engine:
     then touch every lane in lane order, as with the mask). Atomics keep the mask: pcode checks it for lanes that
     must run their read-modify-write one after another."""
     return None if m is self._exec and self._exec_all and not op.atomic else m
+
+
+def _writes_files(op: Op) -> tuple:
+  """The register files (VGPR, SGPR) `op`'s body stores through, worked out once."""
+  w = op.info.get("_wfiles")
+  if w is None:
+    from gputwin.pcode.analysis import writes_regfile
+    w = op.info["_wfiles"] = tuple(f for f in ("VGPR", "SGPR") if f in op.sem.regfiles and
+                                   writes_regfile(op.sem.program.body, f))
+  return w
 
 
 _FETCH, _OLD, _WIDE, _SPECIAL, _VGPR, _CONST = range(6)
@@ -599,6 +659,8 @@ def _release(eng: Engine, ix) -> None:
 
 def run(eng: Engine, serial: bool = False, max_instructions: int | None = None, steps: int | None = None) -> None:
   """Step until every wave has executed s_endpgm. Batched: the group at the lowest PC runs as one operation."""
+  if eng.simt:
+    return run_simt(eng, serial, max_instructions, steps)
   prog = eng.prog
   idx = np.arange(eng.W)
   start = eng.count
@@ -673,3 +735,249 @@ def _native_tier(eng: Engine):
     if t[1] is not None:
       t[1].fresh()
   return t[1]
+
+
+# ------------------------------------------------------------------------------- per-thread PCs (simt frontends)
+YIELD_AFTER = 64  # back-edges a warp takes before its lanes yield to threads standing elsewhere (fair scheduling)
+
+
+def run_simt(eng: Engine, serial: bool = False, max_instructions: int | None = None, steps: int | None = None) -> None:
+  """The scheduler for per-thread PCs (sm_70+ independent thread scheduling): the lowest PC any ready thread stands
+  at runs next, for every thread standing there (all warps together, one vectorised pcode call), so a diverged
+  warp reconverges where its paths meet. Threads that yielded (nanosleep, or YIELD_AFTER back-edges of their warp)
+  are picked only when no other thread is ready, so a spin-wait lets the thread it waits for run. `serial`: the
+  lowest warp with a ready thread runs alone (the oracle schedule)."""
+  prog, start, big = eng.prog, eng.count, np.iinfo(np.int64).max
+  # the native tier runs straight-line blocks for the threads standing at their first PC (as EXEC)
+  tier = None if serial or eng.checks is not None or steps is not None else _native_tier(eng)
+  together = None  # (pc, ix, sel) when every ready thread ran the last, straight-line, step: they all stand there
+  while steps is None or steps > 0:
+    if steps is not None:
+      steps -= 1
+    if together is not None:
+      (pc, ix, sel), together, covers = together, None, True
+    else:
+      ready = eng.lalive & (eng.lbar == 0) & ~eng.lwait
+      if not ready.any():
+        if not eng.lalive.any():
+          return
+        if eng.lwait.any():
+          w, lanes = _waiting(eng.lwait)
+          raise Stop("deadlock", f"lanes {lanes} wait at a .sync collective for member-mask lanes that never arrive "
+                     "(exited, or waiting at a barrier)", w, prog.op(int(eng.lpc[w][eng.lwait[w]][0])))
+        w, lanes = _waiting(eng.lalive)
+        raise Stop("deadlock", "every live thread waits at a barrier that can never complete", w,
+                   prog.op(int(eng.lpc[w][eng.lalive[w]][0])))
+      pick = ready & ~eng.lyield
+      if not pick.any():
+        eng.lyield[:] = False
+        pick = ready
+      if serial:
+        w = int(np.argmax(pick.any(axis=1)))
+        pc = int(eng.lpc[w][pick[w]].min())
+        ix, sel = np.array([w]), (ready[w] & (eng.lpc[w] == pc))[None]
+      else:
+        pc = int(np.where(pick, eng.lpc, big).min())
+        sel = ready & (eng.lpc == pc)
+        rows = sel.any(axis=1)
+        ix = slice(None) if rows.all() else np.nonzero(rows)[0]
+        if not isinstance(ix, slice):
+          sel = sel[ix]
+      covers = not serial and not eng.lwait.any() and int(sel.sum()) == int(ready.sum())
+    fast = covers and not eng.hooks and max_instructions is None
+    if tier is not None and not eng.hooks:
+      blk = tier.block(pc, eng.nwaves(ix))
+      if blk is not None:
+        eng.S[ix, eng.sp["exec"]] = _bits(sel)[:, 0].astype(U32)  # the threads standing here, as EXEC
+        eng._cur, eng._last_ix = sel, ix
+        tier.run(blk, ix)
+        eng.lpc[ix] += sel * blk.n
+        if max_instructions is not None and eng.count - start > max_instructions:
+          raise Stop("watchdog", f"more than {max_instructions} warp-instructions executed (--max-instructions)",
+                     _first(eng, ix), blk.ops[-1])
+        if fast:
+          together = (pc + blk.n, ix, sel)
+        continue
+    try:
+      op = prog.op(pc)
+    except GputwinError as e:
+      raise Stop("decode", str(e), _first(eng, ix)) from None
+    try:
+      straight = step_simt(eng, op, ix, sel)
+    except GPUPageFault as e:
+      raise Stop("fault", str(e), _first(eng, ix), op, e) from None
+    if max_instructions is not None and eng.count - start > max_instructions:
+      raise Stop("watchdog", f"more than {max_instructions} warp-instructions executed (--max-instructions)",
+                 _first(eng, ix), op)
+    if straight and fast:
+      together = (pc + op.size, ix, sel)
+
+
+def _waiting(mask):
+  w = int(np.argmax(mask.any(axis=1)))
+  return w, [int(x) for x in np.nonzero(mask[w])[0]]
+
+
+def _bits(m: np.ndarray) -> np.ndarray:
+  """(waves, lanes) bool -> (waves, 1) uint64 lane bits."""
+  return (m.astype(U64) << np.arange(m.shape[1], dtype=U64)).sum(axis=1, dtype=U64)[:, None]
+
+
+def step_simt(eng: Engine, op: Op, ix, sel) -> bool:
+  """Execute `op` for the threads `sel` (of waves `ix`) standing at op.pc, under its guard, and move their PCs.
+  Returns whether every thread of `sel` simply moved on to pc + size (nothing else about the threads changed)."""
+  k, n = op.kind, eng.nwaves(ix)
+  straight = k in ("alu", "mem", "pack", "tensor", "warpsync")
+  g = op.info.get("guard")
+  m = sel if g is None else sel & ((eng.V[ix, g[0]] != 0) != g[1])
+  eng.lwait[ix] = False  # the warp moves: lanes waiting for a collective's members look again
+  if eng.checks is not None:
+    eng.checks.simt(eng, op, ix, sel, m)
+  if op.info.get("members") is not None and m.any():
+    got = _rendezvous(eng, op, ix, sel, m)
+    if got is None:
+      return False
+    if got[1] is not sel:
+      straight = False
+    ix, sel, m = got
+    n = eng.nwaves(ix)
+  eng._cur, eng._last_ix = m, ix
+  adv = sel
+  if k in ("alu", "mem"):
+    if m.any():
+      eng.execute(op, ix)
+    if sets_pc(op):
+      adv = sel & ~m
+      straight = False
+  elif k == "end":
+    eng.lalive[ix] = eng.lalive[ix] & ~m
+    adv = sel & ~m
+    release_barriers(eng)
+  elif k == "barrier":
+    _arrive(eng, op, ix, m)
+  elif k == "sleep":
+    eng.lyield[ix] = eng.lyield[ix] | m
+  elif k == "warpsync":
+    pass
+  elif k == "trap":
+    if m.any():
+      raise Stop("trap", f"{op.text} executed", _first(eng, ix), op)
+  elif k in ("unsupported", "bad"):
+    raise Stop("unsupported", f"{op.text}: {op.info.get('why', 'no executable semantics')} on {eng.prog.arch}",
+               _first(eng, ix), op)
+  else:  # frontend events (PTX: call, ret, vector moves)
+    adv = eng.fe.event(eng, op, ix, sel, m)
+    straight = straight and adv is sel
+    if eng.checks is not None and m.any():
+      eng.checks.wrote(eng, ix, op.outs.values())
+  if straight:
+    if isinstance(ix, slice) and op.size == 1:
+      np.add(eng.lpc, sel, out=eng.lpc)
+    else:
+      eng.lpc[ix] += sel * op.size
+    back = None
+  else:
+    old = eng.lpc[ix]
+    new = old + np.where(adv, op.size, 0)
+    eng.lpc[ix] = new
+    back = sel & ~adv & (new <= op.pc)  # lanes that branched backwards (or called)
+  if back is not None and back.any():
+    rows = back.any(axis=1)
+    be = eng.backedges[ix] + rows
+    tired = be > YIELD_AFTER
+    eng.backedges[ix] = np.where(tired, 0, be)
+    if tired.any():
+      eng.lyield[ix] = eng.lyield[ix] | (back & tired[:, None])
+  eng.clock[ix] += 1
+  if not (k in ("alu", "mem") and m.any()):  # (Engine.execute counted the ones it ran)
+    eng.count += n
+    eng.lane_count += int(m.sum())
+  for h in eng.hooks:
+    h(eng, op, ix)
+  return straight
+
+
+def _rendezvous(eng: Engine, op: Op, ix, sel, m):
+  """A `.sync` collective runs for a thread once every live thread its member mask names stands at it too (PTX ISA
+  9.0 9.7.9.6: "executes ... after all threads in membermask have executed [it]"); the others wait (Engine.lwait)."""
+  mm = np.asarray(eng.fetch(op.info["members"], ix)).astype(U64)
+  mm = np.broadcast_to(mm if mm.ndim == 2 else mm.reshape(-1, 1) if mm.ndim else mm, m.shape)
+  here, alive = _bits(sel), _bits(eng.lalive[ix])
+  ok = (mm & ~here & alive) == 0
+  wait = m & ~ok
+  if not wait.any():
+    return ix, sel, m
+  eng.lwait[ix] = eng.lwait[ix] | wait
+  sel, m = sel & ~wait, m & ~wait
+  rows = sel.any(axis=1)
+  if not rows.any():
+    return None
+  if not rows.all():
+    keep = np.nonzero(rows)[0]
+    ix = (np.arange(eng.W)[ix])[keep]
+    sel, m = sel[keep], m[keep]
+  return ix, sel, m
+
+
+def _arrive(eng: Engine, op: Op, ix, m) -> None:
+  """Threads `m` arrive at barrier S0 (of 16 per CTA), expecting S1 threads (or every live thread of the CTA); they
+  wait there unless the instruction only arrives (`info["arrive"]`). Counted per thread; exit releases too."""
+  n = eng.nwaves(ix)
+  one = lambda s: np.broadcast_to(np.asarray(eng.fetch(s, ix)).reshape(n, -1)[:, 0] if np.ndim(eng.fetch(s, ix))
+                                  else eng.fetch(s, ix), (n,)).astype(np.int64)
+  ids, count, pred = op.info["bar"]
+  bid = one(ids) & 15
+  waves = np.arange(eng.W)[ix]
+  if not hasattr(eng, "barcount"):
+    ng = int(eng.wg.max()) + 1
+    eng.barcount, eng.barexp = np.zeros((ng, 16), np.int64), np.zeros((ng, 16), np.int64)
+    eng.barred = np.zeros((3, ng, 16), np.int64)  # bar.red: threads with the predicate, threads without, arrivals
+  c = eng.wg[waves]
+  np.add.at(eng.barcount, (c, bid), m.sum(axis=1))
+  if count is not None:
+    eng.barexp[c, bid] = one(count)
+  if pred is not None:  # bar.red: the predicate of every arriving thread (PTX ISA 9.0 9.7.13.4)
+    p = np.broadcast_to(np.asarray(eng.fetch(pred, ix)) != 0, m.shape)
+    np.add.at(eng.barred[0], (c, bid), (m & p).sum(axis=1))
+    np.add.at(eng.barred[1], (c, bid), (m & ~p).sum(axis=1))
+    np.add.at(eng.barred[2], (c, bid), m.sum(axis=1))  # (so a bar.red whose threads all lack the predicate counts)
+  if not op.info.get("arrive"):
+    eng.lbar[ix] = np.where(m, (bid + 1)[:, None], eng.lbar[ix])
+    eng.lbarpc[ix] = np.where(m, op.pc, eng.lbarpc[ix])
+  release_barriers(eng)
+
+
+def release_barriers(eng: Engine) -> None:
+  """Complete every barrier whose expected threads arrived (expected: its thread count, else the CTA's live
+  threads)."""
+  if not hasattr(eng, "barcount") or not eng.barcount.any():
+    return
+  live = np.bincount(eng.wg, weights=eng.lalive.sum(axis=1), minlength=len(eng.barcount)).astype(np.int64)
+  need = np.where(eng.barexp > 0, eng.barexp, live[:, None])
+  done = (eng.barcount > 0) & (eng.barcount >= need)
+  if not done.any():
+    return
+  bid = np.maximum(eng.lbar.astype(np.int64) - 1, 0)
+  go = (eng.lbar > 0) & done[eng.wg[:, None], bid]
+  if eng.checks is not None:
+    eng.checks.released(eng, np.arange(eng.W), go)
+  for pc in np.unique(eng.lbarpc[go]) if eng.barred.any() else ():  # bar.red: each released thread gets its CTA's
+    # reduction (threads with the predicate counted, and without: nothing to hand out when no bar.red arrived)
+    op = eng.prog.op(int(pc))
+    if op.info.get("red") and "D0" in op.outs:
+      at = go & (eng.lbarpc == pc)
+      w, l = np.nonzero(at)
+      c, b = eng.wg[w], bid[w, l]
+      yes, no = eng.barred[0][c, b], eng.barred[1][c, b]
+      v = {"popc": yes, "and": no == 0, "or": yes > 0}[op.info["red"]].astype(U32)
+      eng.V[w, op.outs["D0"].index, l] = v
+      if eng.checks is not None:
+        eng.checks.wrote(eng, np.unique(w), [op.outs["D0"]])
+  if hasattr(eng, "barred"):
+    eng.barred[:, done] = 0
+  eng.lbar[go] = 0
+  eng.barcount[done] = 0
+  eng.barexp[done] = 0
+  if eng.checks is not None:
+    for c in np.nonzero(done.any(axis=1))[0]:
+      eng.checks.barrier(eng, c)

@@ -44,6 +44,8 @@ class Op:
   @property
   def text(self) -> str:
     """The instruction as assembly, formatted on first use (traces, errors): a cold launch need not format any."""
+    if self._text is None and hasattr(self.inst, "text"):  # the ISA layer formats its own (PTX)
+      self._text = self.inst.text
     if self._text is None:
       try:
         from gputwin.isa import format_inst

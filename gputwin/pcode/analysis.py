@@ -71,6 +71,12 @@ def writes_memory(body) -> bool:
   return any(st.op == "assign" and root(st.args[0])[0] == "mem" for st, _ in statements(body))
 
 
+def writes_regfile(body, name: str) -> bool:
+  """Does some statement store through register file `name` (VGPR[lane][reg] = ..., SGPR[reg] = ...)?"""
+  return any(st.op == "assign" and root(st.args[0])[0] == "reg" and root(st.args[0])[1] == name
+             for st, _ in statements(body))
+
+
 def _names(e, out: set, avars=frozenset()) -> set:
   """State names an expression reads (None for locals other than the address ones, memory, calls and lane ids: not
   known before the body)."""

@@ -9,6 +9,7 @@ import functools
 import struct
 
 from gputwin.abi.kfd import LDS_APP_BASE_V9, SCRATCH_APP_BASE_V9
+from gputwin.emu.binding import Address
 from gputwin.emu.program import Op, Src
 from gputwin.errors import GputwinError, PcodeError
 from gputwin.isa import Inst
@@ -276,6 +277,7 @@ def _mem_info(inst: Inst, kind: str, opnds: dict, fam: str, k: dict) -> dict:
       info["soff_reg"] = so if use else None
   if kind == "ds":
     info["adds_offset"] = adds_offset
+  info["address"] = _address(kind, info)
   if kind == "buffer":
     info["vdwords"] = int(bool(info["offen"])) + int(bool(info["idxen"]))
     if not info["vdwords"]:
@@ -286,6 +288,26 @@ def _mem_info(inst: Inst, kind: str, opnds: dict, fam: str, k: dict) -> dict:
     const = so is not None and so.file == "inline" and so.value is not None and so.value <= 192
     info["soffset_k"] = so.value - 128 if const else 0
   return info
+
+
+def _address(kind: str, info: dict) -> Address | None:
+  """The effective-address plan (binding.Address) of an SMEM/DS/scratch/global/flat instruction (the ISA guides'
+  "Memory" chapters); buffer addresses (V#) stay with memory.py."""
+  v, s, off = info["vaddr"], info["saddr"], info["offset"]
+  if kind == "smem":
+    so = () if info.get("soff_reg") is None else (Src("s", info["soff_reg"]),)
+    return Address((Src("s", info["sbase"], 2),) + so, off, 64, 4, "mem")
+  if kind == "ds":  # 32-bit DS address arithmetic; bodies that add OFFSET themselves get none here
+    return Address(() if v is None else (Src("v", v),), 0 if info["adds_offset"] else off, 32, 1, "lds")
+  if kind == "scratch":
+    return Address((() if s is None else (Src("s", s),)) + ((Src("v", v),) if info["sve"] and v is not None else ()),
+                   off, 32, 1, "scratch")
+  if kind in ("global", "flat"):
+    if v is None:
+      return None
+    terms = (Src("s", s, 2), Src("v", v)) if kind == "global" and s is not None else (Src("v", v, 2),)
+    return Address(terms, off, 64, 1, "split" if kind == "flat" else "mem")
+  return None
 
 
 def _dpp(inst: Inst):

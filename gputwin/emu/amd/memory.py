@@ -13,33 +13,20 @@ M32, M64 = 0xffffffff, 0xffffffffffffffff
 
 
 def memop(eng, op: Op, ix, m, st) -> None:
-  """Effective addresses per the encoding (AMD ISA "Memory" chapters), then the pcode body reads/writes them."""
-  info, kind, n = op.info, op.mem, eng.nwaves(ix)
-  if kind == "smem":
-    a = eng.sreg(ix, info["sbase"], 2).astype(U64) + U64(info["offset"] & M64)
-    if info.get("soff_reg") is not None:
-      a = a + eng.sreg(ix, info["soff_reg"]).astype(U64)
-    return eng.run_body(op, ix, None, st, eng.mem, a & ~U64(3))
-  if kind == "ds":
-    base = eng.V[ix, info["vaddr"]] if info["vaddr"] is not None else np.zeros((n, eng.L), U32)
-    if not info["adds_offset"]:  # bodies (the DS atomics) that leave the instruction offset to the address
-      base = base + U32(info["offset"])  # computation: add it here, 32-bit wrapping
-    return eng.run_body(op, ix, m, st, eng.lds, eng.lds_address(op, ix, m, base))
-  if kind == "buffer":
+  """Effective addresses per the encoding (AMD ISA "Memory" chapters: the plan decode.py made, binding.Address), then
+  the pcode body reads/writes them."""
+  plan = op.info.get("address")
+  if plan is None:
     return _buffer(eng, op, ix, m, st)
-  off = U64(info["offset"] & M64)
-  if kind == "scratch":
-    a = np.zeros((n, eng.L), U64)
-    if info["saddr"] is not None:
-      a = a + eng.S[ix, info["saddr"]].astype(U64)[:, None]
-    if info["sve"] and info["vaddr"] is not None:
-      a = a + eng.V[ix, info["vaddr"]].astype(U64)
-    return eng.run_scratch(op, ix, m, st, (a + off) & U64(M32))
-  if kind == "global" and info["saddr"] is not None:
-    a = eng.sreg(ix, info["saddr"], 2).astype(U64) + eng.V[ix, info["vaddr"]].astype(U64) + off
-  else:
-    a = eng.join(eng.V[ix, info["vaddr"]:info["vaddr"] + 2], axis=1) + off
-  if kind == "flat":  # the shared and private apertures route lanes to LDS and scratch
+  a = eng.address(plan, ix)
+  if plan.space == "mem" and not op.vector:  # SMEM: one address per wave
+    return eng.run_body(op, ix, None, st, eng.mem, a)
+  if plan.space == "lds":
+    base = np.broadcast_to(a, (eng.nwaves(ix), eng.L)).astype(U32, copy=False)
+    return eng.run_body(op, ix, m, st, eng.lds, eng.lds_address(op, ix, m, base))
+  if plan.space == "scratch":
+    return eng.run_scratch(op, ix, m, st, np.broadcast_to(a, (eng.nwaves(ix), eng.L)))
+  if plan.space == "split":  # flat: the shared and private apertures route lanes to LDS and scratch
     hi = (a >> U64(32)).astype(U32)
     sh, pr = (hi == U32(SHARED_HI)) & m, (hi == U32(PRIVATE_HI)) & m
     if sh.any():

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import enum
 
-from gputwin.emu.amd.decode import EXECZ, SCC_CODE, SPECIAL, SPECIAL_INPUTS, VCCZ  # operand codegen: AMD's
+from gputwin.emu.amd.decode import EXECZ, SCC_CODE, VCCZ  # computed scalar operand codes: AMD's
 from gputwin.emu.binding import LDS_BITS, LDS_SHIFT, sets_pc
 from gputwin.emu.native import plan
 from gputwin.emu.native.runtime import (C_IEEE, C_INIT, C_LANES, C_LDS, C_LDSZ, C_PC, C_REGS, C_S, C_SCC, C_SSTR,
@@ -183,9 +183,10 @@ class Gen(Lower):
 class Compiler:
   """LLVM IR for one block: a function per instruction (one wave), a driver looping instructions then waves."""
 
-  def __init__(self, ops: list[Op], lanes: int, fam: str):
+  def __init__(self, ops: list[Op], lanes: int, fam: str, frontend):
     self.ops, self.L, self.fam = ops, lanes, fam
-    self.sp = SPECIAL["cdna" if fam == "cdna" else "rdna"]
+    self.sp = frontend.special(fam)  # register codes of EXEC, VCC, M0, NULL
+    self.special_inputs = frontend.special_inputs  # the table core.Engine.special reads too
     self.funcs: list[str] = []
     self.tags = {k: i for i, k in enumerate(TBAA_FIXED)}
     self.wrote = {"v": 0, "s": 0}  # register rows the block writes (Engine.mark)
@@ -651,7 +652,11 @@ done:
 
   def special(self, f: Fn, o: Op, nm: str) -> tuple[str, int]:
     """core.Engine.special: a pcode input that is no operand, from the same table (the frontend's special_inputs)."""
-    kind, *arg = SPECIAL_INPUTS.get(nm, ("none",))
+    kind, *arg = self.special_inputs.get(nm, ("none",))
+    if kind == "mask":  # the threads running together (per-thread PCs): Native runs a block with them as EXEC
+      kind, arg = "sgpr", ["exec", 0]
+    if kind == "clock":
+      raise Unsupported("time source")
     if kind == "scc":
       return self.scc_load(f), 32
     if kind == "sgpr":
@@ -678,41 +683,36 @@ done:
       f.pro += [f"  %cb.p = getelementptr i64, ptr %hints, i64 {HINT_BASE + HINTS * g.info['slot']}",
                 "  %cb = load i64, ptr %cb.p"]
       a = f.op(f"add nuw i64 %cb, {f.op(f'mul nuw i64 %lane, {analysis.stride(o.sem.program)}')}")
-    elif o.mem == "smem":
-      a = f.conv(self.sgpr(f, info["sbase"], 2), 64, 64)
-      a = f.op(f"add i64 {a}, {info['offset'] & 0xffffffffffffffff}")
-      if info.get("soff_reg") is not None:
-        so = self.sgpr(f, info["soff_reg"], 1)
-        a = f.op(f"add i64 {a}, {f.op(f'zext i32 {so} to i64')}")
-      a = f.op(f"and i64 {a}, -4")
-      self.high_check(f, a)
-    elif o.mem == "global":
-      if info["vaddr"] is None:
-        raise Unsupported("global access without vaddr")
-      if info["saddr"] is not None:
-        base = self.sgpr(f, info["saddr"], 2)
-        vp = self.vgpr_ptr(f, info["vaddr"])
-        v = f.op(f"zext i32 {f.ld('i32', vp, ('v', info['vaddr']))} to i64")
-        a = f.op(f"add i64 {base}, {v}")
-      else:
-        a = self.fetch(f, Src("v", info["vaddr"], 2))[0]
-      a = f.op(f"add i64 {a}, {info['offset'] & 0xffffffffffffffff}")
-      self.high_check(f, a)
-    else:  # ds
-      if info["vaddr"] is not None:
-        base = f.ld("i32", self.vgpr_ptr(f, info["vaddr"]), ("v", info["vaddr"]))
-      else:
-        base = "0"
-      if not info["adds_offset"]:
-        base = f.op(f"add i32 {base}, {info['offset'] & M32}")
-      reach = 1 << (LDS_BITS - 1)
-      near = f.op(f"add i32 {base}, {reach}")
-      bad = f.op(f"icmp uge i32 {near}, {2 * reach}")
-      self.fault_if(f, bad, F_LDSBASE, f.op(f"zext i32 {base} to i64"), 4, "r" not in o.sem.mem)
-      wgp = f.gep(f.ctxp(C_WG), f.op("mul i64 %w, 8"))
-      wg = f.ld("i64", wgp, "wg")
-      lo = f.op(f"zext i32 {f.op(f'and i32 {base}, {(1 << LDS_BITS) - 1}')} to i64")
-      a = f.op(f"or i64 {f.op(f'shl i64 {wg}, {LDS_SHIFT}')}, {lo}")
+    else:  # the instruction's Address plan (binding.Address), as core.Engine.address evaluates it
+      plan = info.get("address")
+      if plan is None or plan.space not in ("mem", "lds"):
+        raise Unsupported("address form")
+      w = plan.width
+      a = None
+      for t in plan.terms:
+        if t.file == "s":
+          v = f.conv(self.sgpr(f, t.index, t.dwords), 32 * t.dwords, w)
+        else:
+          v = f.conv(self.fetch(f, t)[0], 32 * t.dwords, w)
+        a = v if a is None else f.op(f"add i{w} {a}, {v}")
+      a = a or "0"
+      if plan.offset:
+        a = f.op(f"add i{w} {a}, {plan.offset & ((1 << w) - 1)}")
+      if plan.align > 1:
+        a = f.op(f"and i{w} {a}, {-plan.align}")
+      if plan.space == "mem":
+        a = f.conv(a, w, 64)
+        self.high_check(f, a)
+      else:  # LDS: a 32-bit base; the workgroup's slot on top (core.Engine.lds_address)
+        base = a
+        reach = 1 << (LDS_BITS - 1)
+        near = f.op(f"add i32 {base}, {reach}")
+        bad = f.op(f"icmp uge i32 {near}, {2 * reach}")
+        self.fault_if(f, bad, F_LDSBASE, f.op(f"zext i32 {base} to i64"), 4, "r" not in o.sem.mem)
+        wgp = f.gep(f.ctxp(C_WG), f.op("mul i64 %w, 8"))
+        wg = f.ld("i64", wgp, "wg")
+        lo = f.op(f"zext i32 {f.op(f'and i32 {base}, {(1 << LDS_BITS) - 1}')} to i64")
+        a = f.op(f"or i64 {f.op(f'shl i64 {wg}, {LDS_SHIFT}')}, {lo}")
     f.emit(f"store i64 {a}, ptr {g.ea}")  # what the Calc*Addr built-ins answer
     if "ADDR" in g.state:  # pcode's own ADDR input: the low 32 bits, in the width the body declares
       ptr, w = g.state["ADDR"]

@@ -25,6 +25,9 @@ def supported(op: Op, fam: str) -> None:
     raise Unsupported(op.kind)
   if op.kind == "nop":
     return
+  if op.info.get("guard") is not None:  # a predicated instruction (per-thread PCs: the guard picks threads)
+    raise Unsupported("guard")
+
   for o in parts(op):
     sem = o.sem
     if sem is None or sem.regfiles:
@@ -35,7 +38,7 @@ def supported(op: Op, fam: str) -> None:
       raise Unsupported("DPP/SDWA")
     if o.info.get("clamp") or o.info.get("omod"):
       raise Unsupported("clamp/omod")
-    if o.mem and o.mem not in MEM_KINDS:
+    if o.mem and (o.mem not in MEM_KINDS or o.info.get("address") is None):
       raise Unsupported(o.mem)
     if o.atomic:
       raise Unsupported("atomic")
@@ -50,12 +53,14 @@ def supported(op: Op, fam: str) -> None:
 
 def collect(prog, pc: int, fam: str, limit: int = 1 << 30) -> list[Op]:
   """The longest run (at most `limit`) of supported ops from pc (a branch ends it)."""
-  ops = []
+  ops, simt = [], getattr(prog.frontend, "simt", False)
   while len(ops) < limit:
     try:
       op = prog.op(pc)
       supported(op, fam)
     except Exception:
+      break
+    if simt and sets_pc(op):  # per-thread PCs: the scheduler moves the threads (blocks are straight-line)
       break
     ops.append(op)
     if sets_pc(op):
@@ -116,12 +121,12 @@ def _probe_key(op: Op):
   for an instruction that does not probe."""
   if not (op.vector and op.mem in ("global", "ds") and op.sem is not None and analysis.plain_mem(op.sem.program)):
     return None
-  info, p = op.info, op.sem.program
-  vaddr = info.get("vaddr")
-  vregs = () if vaddr is None else tuple(range(vaddr, vaddr + (2 if op.mem == "global" and info.get("saddr") is None
-                                                                 else 1)))
-  sregs = () if info.get("saddr") is None else (info["saddr"], info["saddr"] + 1)
-  fields = tuple(info.get(k) for k in ("offset", "offset0", "offset1", "adds_offset"))
+  a, p = op.info.get("address"), op.sem.program
+  if a is None:
+    return None
+  vregs = tuple(r for t in a.terms if t.file == "v" for r in range(t.index, t.index + t.dwords))
+  sregs = tuple(r for t in a.terms if t.file == "s" for r in range(t.index, t.index + t.dwords))
+  fields = (a.offset, a.width, a.align, a.space) + tuple(op.info.get(k) for k in ("offset", "offset0", "offset1"))
   accesses = tuple((repr(idx), bits) for idx, bits in analysis.mem_accesses(p.body))
   return (op.mem, analysis.stride(p), fields, accesses), vregs, sregs
 

@@ -41,7 +41,7 @@ def _compile_block(prog, pc: int, lanes: int):
   ops = collect(prog, pc, prog.family)
   while ops:
     try:
-      comp = Compiler(ops, lanes, prog.family)
+      comp = Compiler(ops, lanes, prog.family, prog.frontend)
       _SEQ[0] += 1
       name = f"blk{_SEQ[0]}"
       text = comp.module(name)
