@@ -26,6 +26,7 @@ from gputwin.emu.checks import Checks
 from gputwin.emu.memory import GuestMemory
 from gputwin.emu.frontend import for_arch
 from gputwin.emu.program import Program
+from gputwin.emu.trace import write_trace
 from gputwin.errors import CodeObjectError, EmuCheckError, EmuError, EmuFault, EmuTrap, LaunchError
 from gputwin.isa.codeobj import CodeObject, load_code_object
 from gputwin.isa.kernargs import LaunchStats, pack, read_code, segment_size, three
@@ -38,7 +39,7 @@ PACKET_SIZE, QUEUE_SIZE = 64, 256  # hsa_kernel_dispatch_packet_t; an (all-zero)
 
 
 def launch(code_object, kernel: str, *, grid, block, args, arch: str | None = None, serial: bool = False,
-           checks=True, trace=None, max_instructions: int | None = None) -> LaunchStats:
+           checks=True, trace=None, max_instructions: int | None = None, shared_bytes: int = 0) -> LaunchStats:
   """Run `kernel` of `code_object` (bytes, a path to .co/.o/.s, or a CodeObject) over `grid` workgroups (x, y, z)
   of `block` work-items. `args` follow gputwin.isa.kernargs: numpy arrays become guest buffers (mapped in place
   when writeable, C-contiguous and overlapping no other argument; else copied in before and back after), ints are
@@ -46,13 +47,36 @@ def launch(code_object, kernel: str, *, grid, block, args, arch: str | None = No
   `serial`: one wave at a time (the oracle schedule). `checks`: True, False or a set of checker names (checks.py).
   `trace`: a list to append (wave, pc, instruction, registers written) records to, or a path to write them to.
   `max_instructions`: a watchdog on wave-instructions. Returns LaunchStats. Runs on an Emulator of `CODE` (one
-  per code object, so a repeated launch reuses its register files)."""
+  per code object, so a repeated launch reuses its register files).
+  NVIDIA: `code_object` is a PTX module (a .ptx path, or its text), `arch` sm_80 or sm_90 (default sm_90), grid
+  counts CTAs, block threads, `shared_bytes` the dynamic shared memory (gputwin.emu.ptx.launch)."""
+  if (arch or "").startswith("sm_") or is_ptx(code_object):
+    from gputwin.emu.ptx.launch import launch as launch_ptx
+    return launch_ptx(code_object, kernel, grid=grid, block=block, args=args, arch=arch or "sm_90",
+                      shared_bytes=shared_bytes, serial=serial, checks=checks, trace=trace,
+                      max_instructions=max_instructions)
+  if shared_bytes:
+    raise LaunchError("shared_bytes is for PTX kernels; an AMD kernel sizes dynamic LDS with a __local argument")
   emu = CODE.take(code_object, arch)
   try:
     return emu.launch(kernel, grid=grid, block=block, args=args, serial=serial, checks=checks, trace=trace,
                       max_instructions=max_instructions)
   finally:
     CODE.give(emu)
+
+
+def is_ptx(code) -> bool:
+  """Whether `code` is a PTX module: a .ptx path, or text whose first directive (after comments) is `.version`."""
+  if isinstance(code, Path) or (isinstance(code, str) and "\n" not in code):
+    return str(code).endswith(".ptx")
+  if isinstance(code, (bytes, bytearray)):
+    if b"\0" in code[:4096]:  # an ELF code object
+      return False
+    code = bytes(code[:4096]).decode("latin-1")
+  if isinstance(code, str):
+    first = next((x.strip() for x in code[:4096].splitlines() if x.strip() and not x.strip().startswith("//")), "")
+    return first.startswith(".version")
+  return False
 
 
 class CodeCache:
@@ -426,13 +450,6 @@ def _wave_groups(groups: int, nw: int) -> np.ndarray:
   wg = np.repeat(np.arange(groups), nw)
   wg.flags.writeable = False
   return wg
-
-
-def write_trace(path, trace) -> None:
-  """One line per wave-instruction, grouped by wave: deterministic across batched and serial runs."""
-  with open(path, "w") as f:
-    for w, pc, text, ch in sorted(trace, key=lambda t: t[0]):
-      f.write(f"wave {w:5d} pc {pc:#08x}  {text:<56} {ch}\n")
 
 
 def _reg(name: str) -> tuple[str, int]:

@@ -12,14 +12,15 @@ from typing import Protocol
 
 import numpy as np
 
-from gputwin.emu import amd
+from gputwin.emu import amd, ptx
 from gputwin.emu.program import Op, Src
 from gputwin.errors import GputwinError
 
 
 class Frontend(Protocol):
-  name: str  # "amd"
+  name: str  # "amd" | "ptx"
   align: int  # instruction alignment in bytes (a PC off it is a decode error)
+  simt: bool  # one PC per thread (core.run_simt: Engine.lpc, guards, rendezvous) instead of one per wave + EXEC
   special_inputs: dict  # pcode input name -> ("scc",) | ("sgpr", key, dwords) | ("zero", code) | ("pc",) | ...
 
   def decode(self, text: bytes, arch: str, offset: int, wave: int) -> object:
@@ -61,12 +62,16 @@ class Frontend(Protocol):
   def init_waves(self, eng, kd, grid, block, g0: int, nw: int, user: list[int], pc: int) -> int:
     """The ABI's initial wave state of a batch (ids, user registers, masks, mode); returns the scalar rows set."""
 
+  def event(self, eng, op: Op, ix, sel: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """simt frontends: an op of a kind the machine does not know (PTX: call, ret, vector moves, tensor fragments)
+    for threads `sel` (guard true: `m`); returns the threads that move on to pc + size."""
 
-FRONTENDS = {"gfx": amd.FRONTEND}  # target name prefix -> frontend
+
+FRONTENDS = {"gfx": amd.FRONTEND, "sm_": ptx.FRONTEND}  # target name prefix -> frontend
 
 
 def for_arch(arch: str) -> Frontend:
-  """The frontend of a target (gfx* -> AMD)."""
+  """The frontend of a target (gfx* -> AMD, sm_* -> PTX)."""
   fe = next((f for prefix, f in FRONTENDS.items() if arch.startswith(prefix)), None)
   if fe is None:
     raise GputwinError(f"no emulator frontend for target {arch!r}")

@@ -1,7 +1,8 @@
-"""`gputwin run`: run one kernel of a .s/.co/.o on the emulator from the command line.
+"""`gputwin run`: run one kernel of a .s/.co/.o (AMD) or .ptx (NVIDIA) on the emulator from the command line.
 
     gputwin run K.co --arch gfx1100 --kernel saxpy --grid 4 --block 256 \\
         --arg out:f32:1024 --arg x:f32:x.npy --arg y:f32:=1.0 --arg a:f32=2.0 --arg n:i32=1024 --out DIR
+    gputwin run k.ptx --arch sm_90 --kernel saxpy --grid 4 --block 256 --arg out:f32:1024 ... [--shared-bytes N]
 
 --arg NAME:TYPE:N        a zero-filled buffer of N elements     NAME:TYPE:FILE.npy  a buffer loaded from FILE
 --arg NAME:TYPE=VALUE    a by-value number
@@ -54,24 +55,36 @@ def run_main(argv=None) -> int:
   p.add_argument("--max-instructions", type=int, default=None)
   p.add_argument("--serial", action="store_true", help="run one wave at a time (the oracle schedule)")
   p.add_argument("--no-checks", action="store_true")
+  p.add_argument("--shared-bytes", type=int, default=0, help="PTX: dynamic shared memory per CTA")
   a = p.parse_args(argv)
-  from gputwin.emu.api import Emulator, write_trace
+  from gputwin.emu.api import Emulator, is_ptx, launch, write_trace
   try:
     args = [parse_arg(s) for s in a.arg]
   except (ValueError, KeyError, OSError) as e:
     print(f"gputwin run: bad --arg: {e}", file=sys.stderr)
     return 2
   try:
-    emu = Emulator(a.code, arch=a.arch)
-    kernel = a.kernel or (next(iter(emu.co.kernels)) if len(emu.co.kernels) == 1 else None)
-    if kernel is None:
-      print(f"gputwin run: --kernel is required; kernels: {', '.join(emu.co.kernels)}", file=sys.stderr)
-      return 2
     trace = [] if (a.trace or a.perfetto) else None
-    st = emu.launch(kernel, grid=dims(a.grid), block=dims(a.block), args=[v for _, v in args], serial=a.serial,
-                    checks=not a.no_checks, trace=trace, max_instructions=a.max_instructions)
+    run = dict(grid=dims(a.grid), block=dims(a.block), args=[v for _, v in args], serial=a.serial,
+               checks=not a.no_checks, trace=trace, max_instructions=a.max_instructions)
+    ptx = is_ptx(a.code) or (a.arch or "").startswith("sm_")
+    if ptx:
+      from gputwin.isa.ptx import parse
+      names = list(parse(Path(a.code).read_text(), a.code).kernels)
+    else:
+      emu = Emulator(a.code, arch=a.arch)
+      names = list(emu.co.kernels)
+    kernel = a.kernel or (names[0] if len(names) == 1 else None)
+    if kernel is None:
+      print(f"gputwin run: --kernel is required; kernels: {', '.join(names)}", file=sys.stderr)
+      return 2
+    st = launch(a.code, kernel, arch=a.arch or "sm_90", shared_bytes=a.shared_bytes, **run) if ptx else \
+      emu.launch(kernel, **run)
   except GputwinError as e:
     print(f"gputwin run: {type(e).__name__}: {e}", file=sys.stderr)
+    return 1
+  except OSError as e:
+    print(f"gputwin run: cannot read {a.code}: {e.strerror}", file=sys.stderr)
     return 1
   if a.out:
     d = Path(a.out)

@@ -1,0 +1,308 @@
+"""Launching a PTX kernel on the shared machine: the module parsed and laid out once (`Loaded`, cached by text), its
+.global/.const variables placed in guest memory, the kernel's .param buffer packed from the arguments, and the grid
+run in batches of whole CTAs (warps of 32 threads, per-thread PCs: core.run_simt).
+
+    stats = launch(ptx, "saxpy", grid=(gx, gy, gz), block=(bx, by, bz), args=[out, x, np.float32(2), np.int32(n)],
+                   arch="sm_90", shared_bytes=0)
+
+Arguments (PTX ISA 9.0 5.1.6 "Kernel Function Parameters"): one per `.param` of the `.entry`, in order. A numpy
+array becomes a guest buffer (copied in before and back in place after) whose address fills a 64-bit param; a
+numpy scalar whose size matches the param is passed by its bits (nvcc declares `int` as `.u32`: np.int32(-3)
+arrives as 0xfffffffd); a Python int fills an integer param (two's complement, or a device address for a pointer),
+a Python float an `.f32`/`.f64` param; bytes fill a by-value struct (`.align 8 .b8 p[24]`).
+"""
+from __future__ import annotations
+
+import hashlib
+import struct
+import threading
+import time
+from collections import OrderedDict
+from pathlib import Path
+
+import numpy as np
+
+from gputwin.emu import core
+from gputwin.emu.checks import Checks
+from gputwin.emu.memory import GuestMemory
+from gputwin.emu.program import Program
+from gputwin.emu.trace import write_trace
+from gputwin.emu.ptx import FRONTEND
+from gputwin.emu.ptx.image import SPECIAL_ROW, Image
+from gputwin.errors import EmuCheckError, EmuError, EmuFault, EmuTrap, LaunchError
+from gputwin.isa.kernargs import LaunchStats, three
+
+WARP = 32
+# bytes of call stack per thread when the module calls functions: a call saves all of the callee's registers (ptxas
+# saves only the live ones), so more than CUDA's default cudaLimitStackSize of 1 KiB
+STACK = 16 << 10
+SHARED_LIMIT = {"sm_80": 163 << 10, "sm_90": 227 << 10}  # max shared memory per CTA (opt-in), per the CUDA guide
+ARCHES = ("sm_80", "sm_90")
+NSM = {"sm_80": 108, "sm_90": 132}  # %nsmid: A100 / H100 SXM
+
+
+class Loaded:
+  """A PTX module loaded into one guest memory: image, placed variables, the decoded program (bound lazily)."""
+
+  def __init__(self, text: str, path: str, arch: str, mem: GuestMemory | None = None):
+    from gputwin.isa.ptx import parse
+    if arch not in ARCHES:
+      raise LaunchError(f"unknown NVIDIA target {arch!r}; expected one of {', '.join(ARCHES)}", arch)
+    self.arch, self.mem = arch, mem or GuestMemory(arch)
+    self.module = parse(text, path)
+    self.image = Image(self.module)
+    self.image.place(self.mem)
+    self.prog = Program(self.image.code, 0, arch, "ptx", WARP, FRONTEND)
+
+
+class _Modules:
+  """Loaded modules by (text, target), least recently used out; a launch takes one out while it runs (a launch on
+  another thread loads its own)."""
+
+  def __init__(self, limit: int = 16):
+    self.limit, self.lock, self.idle = limit, threading.Lock(), OrderedDict()
+
+  def take(self, key) -> Loaded | None:
+    with self.lock:
+      return self.idle.pop(key, None)
+
+  def give(self, key, lm: Loaded) -> None:
+    with self.lock:
+      self.idle[key] = lm
+      while len(self.idle) > self.limit:
+        self.idle.popitem(last=False)
+
+
+def module_text(ptx) -> tuple[str, str]:
+  """(text, path for messages) of a PTX module given as a path, str or bytes."""
+  if isinstance(ptx, Path) or (isinstance(ptx, str) and "\n" not in ptx and ptx.endswith(".ptx")):
+    p = Path(ptx)
+    try:
+      return p.read_text(), str(p)
+    except OSError as e:
+      raise LaunchError(f"cannot read {p}: {e.strerror}") from None
+  if isinstance(ptx, (bytes, bytearray)):
+    return bytes(ptx).decode(), "<ptx>"
+  return str(ptx), "<ptx>"
+
+
+MODULES = _Modules()
+
+
+def launch(ptx, kernel: str, *, grid, block, args, arch: str = "sm_90", shared_bytes: int = 0, serial: bool = False,
+           checks=True, trace=None, max_instructions: int | None = None) -> LaunchStats:
+  """Run `kernel` of PTX module `ptx` (a path, or its text as str/bytes) over `grid` CTAs of `block` threads."""
+  text, path = module_text(ptx)
+  key = (hashlib.sha1(text.encode()).digest(), arch)
+  lm = MODULES.take(key) or Loaded(text, path, arch)
+  try:
+    return run(lm, kernel, grid=grid, block=block, args=args, shared_bytes=shared_bytes, serial=serial,
+               checks=checks, trace=trace, max_instructions=max_instructions)
+  finally:
+    MODULES.give(key, lm)
+
+
+def run(lm: Loaded, kernel: str, *, grid, block, args, shared_bytes: int = 0, serial: bool = False, checks=True,
+        trace=None, max_instructions: int | None = None) -> LaunchStats:
+  img, arch, mem = lm.image, lm.arch, lm.mem
+  fn = img.functions.get(kernel)
+  if fn is None or fn.kind != "entry":
+    raise LaunchError(f"[{arch}] no kernel {kernel!r} in the module; it has: "
+                      f"{', '.join(sorted(n for n, f in img.functions.items() if f.kind == 'entry')) or 'none'}",
+                      arch, kernel)
+  grid, block = three(grid, "grid"), three(block, "block")
+  threads = block[0] * block[1] * block[2]
+  where = f"[{arch}] kernel {kernel}"
+  if threads > 1024:
+    raise LaunchError(f"{where}: a CTA of {threads} threads exceeds 1024", arch, kernel)
+  shared = img.dynamic_offset + int(shared_bytes) if (img.dynamic_shared or shared_bytes) else img.shared_static
+  if shared > SHARED_LIMIT[arch]:
+    raise LaunchError(f"{where}: {shared} bytes of shared memory per CTA exceed {arch}'s {SHARED_LIMIT[arch]}",
+                      arch, kernel)
+  copies: list = []
+  stats = LaunchStats(kernel, arch, wave_size=WARP)
+  t0 = time.perf_counter()
+  try:
+    mem.write_bytes(img.param_va, _params(fn, list(args), mem, copies, where))  # the module's .param buffer
+    nw = -(-threads // WARP)
+    ncta = grid[0] * grid[1] * grid[2]
+    priv = img.frame_base + -(-fn.frame_size // 16) * 16 + (STACK if img.calls else 0)
+    stride = core.scratch_stride(max(priv, 16))
+    # CTAs per batch: shared-memory addresses carry a 12-bit CTA slot (core.MAX_WAVES warps); without shared memory
+    # and checkers, batches of up to 2**18 threads (fewer, larger steps); local memory bounded to 256 MiB a batch
+    warps = core.MAX_WAVES if shared or checks else max(core.MAX_WAVES, (1 << 18) // WARP)
+    per = max(1, min(warps // nw, (256 << 20) // max(1, nw * WARP * stride)))
+    tr = [] if trace is not None else None
+    c0 = 0
+    while c0 < ncta:
+      c1 = min(ncta, c0 + per)
+      W = (c1 - c0) * nw
+      wg = np.repeat(np.arange(c1 - c0), nw)
+      eng = core.Engine(lm.prog, mem, W, WARP, img.rows, 1, max(shared, 4), max(priv, 16), wg,
+                        Checks.make(checks), arch)
+      _init(eng, img, fn, grid, block, c0, nw, threads, shared, shared_bytes, arch)
+      if tr is not None:
+        eng.hooks.append(_tracer(tr, c0 * nw))
+      try:
+        left = None if max_instructions is None else max_instructions - stats.instructions
+        core.run(eng, serial, left)
+      except core.Stop as st:
+        _count(stats, eng, c1, nw)
+        _raise(st, eng, kernel, arch, c0, nw, grid, block)
+      _count(stats, eng, c1, nw)
+      c0 = c1
+    for a, va in copies:
+      if a.flags.writeable and a.nbytes:
+        a[...] = np.frombuffer(mem.read_bytes(va, a.nbytes), np.uint8).view(a.dtype).reshape(a.shape)
+  finally:
+    for _, va in copies:
+      mem.unmap(va)
+  stats.seconds = time.perf_counter() - t0
+  if tr is not None:
+    stats.trace = tr
+    if isinstance(trace, (str, Path)):
+      write_trace(trace, tr)
+    elif isinstance(trace, list):
+      trace.extend(tr)
+  return stats
+
+
+def _raise(st: core.Stop, eng, kernel: str, arch: str, c0: int, nw: int, grid, block):
+  """An executor stop as EmuFault / EmuTrap / EmuError naming CTA, warp, thread, PC and instruction (with the CUDA
+  source line when the PTX has `.loc`)."""
+  w = max(st.wave, 0)
+  lane = None
+  if st.fault is not None and getattr(st.fault, "thread", None) is not None:
+    w, lane = st.fault.thread
+  elif eng._cur is not None and st.op is not None and st.wave >= 0:
+    j = int(np.argmax(np.arange(eng.W)[eng._last_ix] == w)) if eng._last_ix is not None else 0
+    act = np.nonzero(eng._cur[min(j, len(eng._cur) - 1)])[0]
+    lane = int(act[0]) if len(act) else None
+  if lane is None:
+    live = np.nonzero(eng.lalive[w])[0]
+    lane = int(live[0]) if len(live) else 0
+  op = st.op if st.op is not None else eng.prog.op(int(eng.lpc[w, lane]))
+  c, t = c0 + w // nw, (w % nw) * WARP + lane
+  gx, gy, _ = grid
+  bx, by, _ = block
+  where = (f"CTA ({c % gx},{c // gx % gy},{c // (gx * gy)}), warp {w % nw}, thread ({t % bx},{t // bx % by},"
+           f"{t // (bx * by)})")
+  if st.kind == "fault":
+    f = st.fault
+    raise EmuFault(f.va, f.size, f.access, arch, kernel, op.pc, op.text, f"{where}: {f}", c0 * nw + w) from None
+  cls = {"trap": EmuTrap, "check": EmuCheckError}.get(st.kind, EmuError)
+  raise cls(f"[{arch}] kernel {kernel}, {where}, PC {op.pc}: {op.text}: {st.msg}", arch, kernel, op.pc, op.text,
+            c0 * nw + w) from None
+
+
+def _count(stats: LaunchStats, eng, c1: int, nw: int) -> None:
+  stats.instructions += eng.count
+  stats.lane_instructions += eng.lane_count
+  stats.native_instructions += eng.native_count
+  stats.workgroups, stats.waves = c1, c1 * nw
+
+
+def _param_size(fn) -> int:
+  return max((v.offset + v.size for v in fn.params), default=0)
+
+
+def _params(fn, args: list, mem, copies: list, where: str) -> bytes:
+  """The kernel's .param buffer from the arguments (see the module docstring)."""
+  if len(args) != len(fn.params):
+    raise LaunchError(f"{where} takes {len(fn.params)} arguments ({', '.join(v.decl.name for v in fn.params)}), "
+                      f"got {len(args)}")
+  buf = bytearray(_param_size(fn))
+  for i, (a, v) in enumerate(zip(args, fn.params)):
+    t, size = v.decl.type, v.size
+    what = f"{where}: argument {i} ({v.decl.name}, .{t}{'[%d]' % size if v.decl.dims else ''})"
+    if isinstance(a, np.ndarray):
+      if size != 8:
+        raise LaunchError(f"{what}: an array is passed by its 64-bit address, but the parameter has {size} bytes")
+      va = mem.alloc(max(a.nbytes, 1))
+      c = np.ascontiguousarray(a)
+      if c.nbytes:
+        mem.write_bytes(va, c.reshape(-1).view(np.uint8))
+      copies.append((a, va))
+      raw = va.to_bytes(8, "little")
+    elif isinstance(a, (bytes, bytearray)):
+      if len(a) != size:
+        raise LaunchError(f"{what}: {len(a)} bytes given for {size}")
+      raw = bytes(a)
+    elif isinstance(a, np.generic):
+      raw = a.tobytes()
+      if len(raw) != size:
+        if a.dtype.kind in "iub" and not v.decl.type.startswith("f") and \
+           -(1 << (8 * size - 1)) <= int(a) < (1 << (8 * size)):  # another width: by value, if it fits
+          raw = (int(a) & ((1 << (8 * size)) - 1)).to_bytes(size, "little")
+        elif a.dtype.kind == "f" and t in ("f32", "f64"):
+          raw = struct.pack("<f" if t == "f32" else "<d", float(a))
+        else:
+          raise LaunchError(f"{what}: a {a.dtype} ({len(raw)} bytes) does not fit {size} bytes")
+    elif isinstance(a, bool) or isinstance(a, int):
+      if t.startswith("f"):
+        raw = struct.pack("<f" if t == "f32" else "<d", float(a))
+      else:
+        if not -(1 << (8 * size - 1)) <= int(a) < (1 << (8 * size)):
+          raise LaunchError(f"{what}: {a} does not fit {size} bytes")
+        raw = (int(a) & ((1 << (8 * size)) - 1)).to_bytes(size, "little")
+    elif isinstance(a, float):
+      if t not in ("f32", "f64"):
+        raise LaunchError(f"{what}: a float for a non-float parameter (pass a numpy scalar to give its bits)")
+      raw = struct.pack("<f" if t == "f32" else "<d", a)
+    else:
+      raise LaunchError(f"{what}: cannot pass a {type(a).__name__}")
+    buf[v.offset:v.offset + size] = raw
+  return bytes(buf)
+
+
+def _init(eng, img: Image, fn, grid, block, c0: int, nw: int, threads: int, shared: int, dyn: int, arch: str) -> None:
+  """Each thread's initial state (PTX ISA 9.0 ch. 10 "Special Registers"): ids, sizes, lane masks, its PC, frame."""
+  W, L = eng.W, eng.L
+  warp = np.arange(W) % nw
+  cta = c0 + np.arange(W) // nw
+  lane = np.arange(L)
+  t = warp[:, None] * L + lane[None, :]
+  eng.lalive[:] = eng.launched[:] = t < threads
+  eng.lpc[:] = fn.entry
+  bx, by, _ = block
+  gx, gy, _ = grid
+  vals = {"%tid.x": t % bx, "%tid.y": (t // bx) % by, "%tid.z": t // (bx * by),
+          "%ntid.x": block[0], "%ntid.y": block[1], "%ntid.z": block[2],
+          "%ctaid.x": (cta % gx)[:, None], "%ctaid.y": ((cta // gx) % gy)[:, None], "%ctaid.z": (cta // (gx * gy))[:, None],
+          "%nctaid.x": grid[0], "%nctaid.y": grid[1], "%nctaid.z": grid[2], "%laneid": lane[None, :],
+          "%warpid": warp[:, None], "%nwarpid": nw, "%smid": (cta % NSM[arch])[:, None], "%nsmid": NSM[arch],
+          "%gridid": 0, "%lanemask_eq": (1 << lane)[None, :], "%lanemask_lt": ((1 << lane) - 1)[None, :],
+          "%lanemask_le": ((2 << lane) - 1)[None, :], "%lanemask_gt": (~((2 << lane) - 1) & 0xffffffff)[None, :],
+          "%lanemask_ge": (~((1 << lane) - 1) & 0xffffffff)[None, :], "%dynamic_smem_size": dyn,
+          "%total_smem_size": shared, "%cluster_ctaid.x": 0, "%nclusterid.x": grid[0], "%nclusterid.y": grid[1],
+          "%nclusterid.z": grid[2], "%clusterid.x": (cta % gx)[:, None], "%clusterid.y": ((cta // gx) % gy)[:, None],
+          "%clusterid.z": (cta // (gx * gy))[:, None], "%cluster_nctaid.x": 1, "%cluster_nctaid.y": 1,
+          "%cluster_nctaid.z": 1, "%cluster_nctarank": 1}
+  for name in img.specials:  # the ones the code reads (the others stay 0: nothing reads them)
+    np.copyto(eng.V[:, SPECIAL_ROW[name], :], np.asarray(vals.get(name, 0), np.int64) & 0xffffffff, casting="unsafe")
+  eng.V[:, fn.frame_row, :] = img.frame_base
+  eng.V[:, img.sp_row, :] = img.frame_base + -(-fn.frame_size // 16) * 16
+  eng.written["v"] = -1
+  if eng.checks is not None:  # what the launch wrote: special registers, frame, stack pointer, carry flag
+    eng.checks.initial(eng, 0, list(range(len(SPECIAL_ROW))) + [fn.frame_row, fn.frame_row + 1, img.sp_row,
+                                                                img.cc_row])
+
+
+def _tracer(out: list, first: int):
+  """(warp, PC, instruction, what it wrote) per warp-instruction: `%r5=2a` when every thread that ran it holds the
+  same value, else `%r5=lane:value,...` (threads of the warp that did not run it are left out)."""
+  def hook(eng, op, ix):
+    m = eng._cur
+    names = op.info.get("dnames", {})
+    for j, w in enumerate(np.arange(eng.W)[ix]):
+      parts = []
+      for k, d in op.outs.items():
+        if d.file != "v" or m is None or not m[j].any() or k not in names:
+          continue
+        lanes = np.nonzero(m[j])[0]
+        vals = eng.V[w, d.index][lanes] if d.dwords == 1 else eng.join(eng.V[w, d.index:d.index + 2], 0)[lanes]
+        one = (vals == vals[0]).all()
+        parts.append(f"{names[k]}=" + (f"{int(vals[0]):x}" if one else
+                                       ",".join(f"{l}:{int(v):x}" for l, v in zip(lanes, vals))))
+      out.append((first + int(w), op.pc, op.text, " ".join(parts)))
+  return hook
