@@ -3,6 +3,7 @@
   def test_fill(gpu):                                  # one test per device: mock:gfx1100 ... and amd:N when present
     gpu.launch(co_for(gpu.arch), "fill", grid=4, block=64, args=[out, 7])
   @pytest.mark.arch("gfx942", "gfx950")                # only these targets
+  @pytest.mark.arch("sm_80", "sm_90")                  # NVIDIA: gpu is an EmuDevice (PTX on the emulator)
   @pytest.mark.hw                                      # real hardware only (skipped without /dev/kfd)
   def test_x(gpu, same_on_device): same_on_device(co, "k", grid=.., block=.., args=[...])
 
@@ -19,6 +20,22 @@ import os
 import pytest
 
 MOCK_TARGETS = ("gfx1100", "gfx1200", "gfx942", "gfx950")
+EMU_TARGETS = ("sm_80", "sm_90")  # NVIDIA: the emulator directly (gputwin.runtime has no NVIDIA driver yet)
+
+
+class EmuDevice:
+  """An NVIDIA target the `gpu` fixture runs on the emulator itself: `.arch`, `.launch(ptx, kernel, grid=, block=,
+  args=, shared_bytes=)` (gputwin.emu.launch), `.close()`."""
+
+  def __init__(self, arch: str):
+    self.arch, self.name = arch, f"emu:{arch}"
+
+  def launch(self, code, kernel: str, **kw):
+    from gputwin.emu import launch
+    return launch(code, kernel, arch=self.arch, **kw)
+
+  def close(self) -> None:
+    pass
 
 
 @functools.lru_cache(maxsize=1)
@@ -36,7 +53,7 @@ def real_devices() -> tuple[tuple[str, str], ...]:
 
 def all_devices(config=None) -> list[tuple[str, str]]:
   want = (config.getoption("gputwin_devices") if config else None) or os.environ.get("GPUTWIN_TEST_DEVICES")
-  devs = [(f"mock:{t}", t) for t in MOCK_TARGETS] + list(real_devices())
+  devs = [(f"mock:{t}", t) for t in MOCK_TARGETS] + list(real_devices()) + [(f"emu:{t}", t) for t in EMU_TARGETS]
   if want:
     names = {w.strip() for w in want.split(",") if w.strip()}
     devs = [d for d in devs if d[0] in names or d[1] in names]
@@ -49,7 +66,8 @@ def pytest_addoption(parser):
 
 def pytest_configure(config):
   config.addinivalue_line("markers", "hw: needs a real AMD GPU (skipped on mock devices and without one)")
-  config.addinivalue_line("markers", "arch(*targets): run the `gpu` fixture only on these targets (gfx1100 ...)")
+  config.addinivalue_line("markers", "arch(*targets): run the `gpu` fixture only on these targets (gfx1100 ..., "
+                          "sm_80/sm_90 only when named)")
 
 
 def pytest_runtest_setup(item):
@@ -64,6 +82,8 @@ def pytest_generate_tests(metafunc):
   m = metafunc.definition.get_closest_marker("arch")
   if m:
     devs = [d for d in devs if d[1] in m.args]
+  else:  # NVIDIA targets run PTX, not AMD code objects: only for tests that ask for them (arch("sm_90"))
+    devs = [d for d in devs if d[1] not in EMU_TARGETS]
   if metafunc.definition.get_closest_marker("hw"):
     devs = [d for d in devs if not d[0].startswith("mock")] or [("no-hw", "")]
   metafunc.parametrize("gpu", [d[0] for d in devs] or ["no-device"], indirect=True)
@@ -75,6 +95,9 @@ def gpu(request):
   name = getattr(request, "param", None) or all_devices(request.config)[0][0]
   if name in ("no-hw", "no-device"):
     pytest.skip("no real AMD GPU here (/dev/kfd missing)" if name == "no-hw" else "no device matches arch(...)")
+  if name.startswith("emu:"):
+    yield EmuDevice(name[4:])
+    return
   from gputwin.runtime import open as open_device
   dev = open_device(name)
   yield dev

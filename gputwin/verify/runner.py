@@ -50,8 +50,25 @@ def clang_cl(source: str, arch: str, *, flags: tuple[str, ...] = ("-O2",), asm: 
     return co.read_bytes()
 
 
+def nvcc_ptx(source: str, arch: str, *, flags: tuple[str, ...] = ("-O3",), name: str = "k") -> str:
+  """CUDA C -> PTX text via nvcc (`nvcc -ptx -arch=sm_XX`)."""
+  if shutil.which("nvcc") is None:
+    raise ToolchainError("nvcc not found on PATH (CUDA 13)")
+  with tempfile.TemporaryDirectory(prefix="gputwin-cu-") as d:
+    src, out = Path(d, f"{name}.cu"), Path(d, f"{name}.ptx")
+    src.write_text(source)
+    r = subprocess.run(["nvcc", "-ptx", f"-arch={arch}", *flags, str(src), "-o", str(out)], capture_output=True,
+                       text=True)
+    if r.returncode:
+      raise ToolchainError(f"nvcc failed for {arch} ({r.returncode}):\n{r.stderr.strip()[-2000:]}")
+    return out.read_text()
+
+
 def load_code(spec, arch: str | None = None):
-  """A path (.co/.o/.s, or .cl compiled for `arch` by clang-22) or bytes -> what emu.launch accepts."""
+  """A path (.co/.o/.s, .cl compiled for `arch` by clang-22, .ptx, or .cu compiled for `arch` by nvcc) or bytes ->
+  what emu.launch accepts."""
+  if isinstance(spec, (str, Path)) and str(spec).endswith(".cu"):
+    return nvcc_ptx(Path(spec).read_text(), arch or "sm_90")
   if isinstance(spec, (str, Path)) and str(spec).endswith(".cl"):
     if not arch:
       raise GputwinError(f"{spec}: an OpenCL source needs --arch")
@@ -84,9 +101,12 @@ def run(code, kernel: str | None = None, *, grid, block, args, arch: str | None 
         trace: bool = True, label: str = "", checks=True, max_instructions: int | None = None) -> Run:
   """Launch on a copy of the named `args` [(name, value)] on the emulator, or through gputwin.runtime on `device`
   ("mock:gfx1100", "amd:0"; no trace there). Arguments that cannot be launched at all raise; faults do not."""
-  from gputwin.emu.api import Emulator
+  from gputwin.emu.api import Emulator, is_ptx
   from gputwin.isa.kernargs import three
   args = _copy(args)
+  if (arch or "").startswith("sm_") or is_ptx(code) or str(code).endswith(".cu"):
+    return _run_ptx(load_code(code, arch), kernel, grid, block, args, arch or "sm_90", device, trace, label, checks,
+                    max_instructions)
   emu = Emulator(load_code(code, arch), arch=arch)
   names = sorted(emu.co.kernels)
   if kernel is None:
@@ -125,6 +145,32 @@ def run(code, kernel: str | None = None, *, grid, block, args, arch: str | None 
   return r
 
 
+def _run_ptx(code, kernel, grid, block, args, arch, device, trace, label, checks, max_instructions) -> Run:
+  """`run` for a PTX module (a .ptx path or its text): warps of 32 threads, traced per warp."""
+  from gputwin.emu import launch
+  from gputwin.emu.ptx.launch import module_text
+  from gputwin.isa.kernargs import three
+  from gputwin.isa.ptx import parse
+  if device:
+    raise GputwinError(f"{device}: NVIDIA devices are not supported by gputwin.runtime yet")
+  text, path = module_text(code)
+  names = sorted(parse(text, path).kernels)
+  if kernel is None:
+    if len(names) != 1:
+      raise GputwinError(f"give a kernel name; the module has: {', '.join(names) or 'none'}")
+    kernel = names[0]
+  b = three(block, "block")
+  r = Run(label or arch, arch, kernel, [(n, v) for n, v in args if isinstance(v, np.ndarray)], [] if trace else None,
+          32, -(-(b[0] * b[1] * b[2]) // 32))
+  try:
+    st = launch(text, kernel, grid=grid, block=block, args=[v for _, v in args], arch=arch, checks=checks,
+                trace=r.trace, max_instructions=max_instructions)
+    r.instructions = st.instructions
+  except GputwinError as e:
+    r.error = e
+  return r
+
+
 # ------------------------------------------------------------------------------------------ trace files
 def read_jsonl(path, *, block: int = 64, label: str = "") -> Run:
   """A `gputwin trace --format jsonl` file as a Run without outputs (for diffing two saved traces). The wave size is
@@ -147,7 +193,7 @@ def write(trace: list, path, fmt: str = "text", waves_per_group: int = 1) -> Non
   ({"wave", "pc", "inst", "wrote"} in the same order) or Perfetto/Chrome trace JSON (one track per wave, named by
   workgroup and wave; time = the wave's instruction count)."""
   if fmt == "text":
-    from gputwin.emu.api import write_trace
+    from gputwin.emu.trace import write_trace
     write_trace(path, trace)
     return
   recs = sorted(trace, key=lambda t: t[0])
