@@ -1,23 +1,26 @@
-"""`gputwin fuzz`: differential fuzzing of clang-22 + the emulator against clang-22's host build.
+"""`gputwin fuzz`: differential fuzzing of clang-22 or nvcc + the emulator against clang-22's host build.
 
 Each program is a random, small, UB-free OpenCL C kernel (Csmith in spirit, written here): uint and float
 variables, arithmetic with guarded division/shift/conversion helpers, if/else, constant-trip loops, LDS exchanges
 between barriers, global and LDS atomics (add/xor/min/max, order-independent). One tree renders two ways:
 
-  device  an OpenCL kernel, clang-22 -> AMD code object per target -> gputwin.emu.launch
+  device  an OpenCL kernel, clang-22 -> AMD code object per target -> gputwin.emu.launch; or (NVIDIA targets sm_80,
+          sm_90) a CUDA kernel, nvcc -ptx -> PTX module per target -> gputwin.emu.launch
   host    C with an OpenCL-compat prelude; every variable an array over the workgroup's lanes, each barrier-separated
           phase a loop over lanes (so barriers, LDS and atomics have their sequential meaning), clang-22 native
 
-Programs are batched many per .cl / host binary (one clang run per target and batch). Outputs (every variable of
-every lane, the atomic accumulators) must be bit-identical; a mismatch is reduced by delta debugging on the
-program's statements and saved under tests/verify/regressions/. Floats: -ffp-contract=off on both sides, correctly
-rounded division, NaNs canonicalised before they are stored (their payloads are not specified by OpenCL)."""
+Programs are batched many per .cl or .cu / host binary (one clang-22 or nvcc run per target and batch). Outputs
+(every variable of every lane, the atomic accumulators) must be bit-identical; a mismatch is reduced by delta
+debugging on the program's statements and saved under tests/verify/regressions/. Floats: -ffp-contract=off on
+both sides (nvcc: -fmad=false), correctly rounded division, denormals kept, NaNs canonicalised before they are
+stored (their payloads are not specified by OpenCL or CUDA)."""
 from __future__ import annotations
 
 import argparse
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -33,11 +36,14 @@ from gputwin.verify.command import guarded
 B, G = 64, 2             # work-items per workgroup (two waves on wave32 targets, so barriers matter), workgroups
 N = B * G
 NU, NF = 5, 3            # uint and float variables per program
-TARGETS = ("gfx1100", "gfx1200", "gfx942", "gfx950")
+TARGETS = ("gfx1100", "gfx1200", "gfx942", "gfx950")   # the default; NVIDIA targets only when asked for
+NV_TARGETS = ("sm_80", "sm_90")                        # gputwin.emu.ptx (checked against its ARCHES in fuzz())
 ACC_INIT = (0, 0, 0xffffffff, 0)     # add, xor, min, max accumulators (global per workgroup, and in LDS)
 ATOMICS = ("add", "xor", "min", "max")
 DEVICE_FLAGS = ("-O2", "-ffp-contract=off", "-cl-fp32-correctly-rounded-divide-sqrt")
+NVCC, NVCC_FLAGS = "nvcc", ("-O3", "-fmad=false", "-prec-div=true", "-prec-sqrt=true", "-ftz=false")
 HOST_FLAGS = ("-O1", "-ffp-contract=off", "-fno-strict-aliasing", "-w")
+HOST_LIBS = ("-lm",)    # after the source: fmaf
 CHECKS = {"waitcnt", "lds_race"}  # not `uninit`: LLVM reads never-written SGPRs into dead phi lanes (FINDINGS.md)
 REGRESSIONS = Path(__file__).resolve().parents[2] / "tests" / "verify" / "regressions"
 
@@ -66,11 +72,81 @@ typedef unsigned long ulong;
 static inline uint as_uint(float f) { uint u; memcpy(&u, &f, 4); return u; }
 static inline void a_min(uint *p, uint v) { if (v < *p) *p = v; }
 static inline void a_max(uint *p, uint v) { if (v > *p) *p = v; }
+/* the CUDA intrinsics of INTRINSICS, as the CUDA Math API documents them */
+static inline uint __brev(uint a) { uint r = 0;
+  for (int i = 0; i < 32; i++) r |= (a >> i & 1u) << (31 - i);
+  return r; }
+static inline int __ffs(int a) { return a ? __builtin_ctz((uint)a) + 1 : 0; }
+static inline uint __byte_perm(uint x, uint y, uint s) { ulong v = (ulong)y << 32 | x; uint r = 0;
+  for (int n = 0; n < 4; n++) r |= (uint)(v >> 8 * (s >> 4 * n & 7u) & 0xffu) << 8 * n;
+  return r; }
+static inline ulong hilo(uint lo, uint hi) { return (ulong)hi << 32 | lo; }
+static inline uint __funnelshift_l(uint lo, uint hi, uint s) { return (uint)(hilo(lo, hi) << (s & 31u) >> 32); }
+static inline uint __funnelshift_lc(uint lo, uint hi, uint s) {
+  return (uint)(hilo(lo, hi) << (s < 32u ? s : 32u) >> 32); }
+static inline uint __funnelshift_r(uint lo, uint hi, uint s) { return (uint)(hilo(lo, hi) >> (s & 31u)); }
+static inline uint __funnelshift_rc(uint lo, uint hi, uint s) {
+  return (uint)(hilo(lo, hi) >> (s < 32u ? s : 32u)); }
+static inline uint __usad(uint x, uint y, uint z) { return (x > y ? x - y : y - x) + z; }
+static inline uint __umul24(uint x, uint y) { return (x & 0xffffffu) * (y & 0xffffffu); }
+static inline uint __uhadd(uint x, uint y) { return (uint)(((ulong)x + y) >> 1); }
+static inline uint __urhadd(uint x, uint y) { return (uint)(((ulong)x + y + 1u) >> 1); }
+static inline uint __umulhi(uint x, uint y) { return (uint)((ulong)x * y >> 32); }
+static inline float __fmaf_rn(float a, float b, float c) { return __builtin_fmaf(a, b, c); }  /* glibc: exact */
+static inline float __fsqrt_rn(float a) { return __builtin_sqrtf(a); }
 """
 DEVICE_PRELUDE = r"""
 #define BARRIER() do { __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup"); __builtin_amdgcn_s_barrier(); \
   __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup"); } while (0)
 """
+CUDA_PRELUDE = r"""
+typedef unsigned int uint;    /* what <sys/types.h> (included by nvcc) says too */
+typedef unsigned long ulong;
+#define as_uint __float_as_uint
+#define BARRIER() __syncthreads()
+"""
+
+
+@dataclass(frozen=True)
+class Dialect:
+  """How the device side of a program is spelled: OpenCL C for AMD targets, CUDA C for NVIDIA ones."""
+  prelude: str
+  kernel: str   # the signature; {i} the program's index
+  ids: str      # lid and gid, the work-item's index in its workgroup and the workgroup's
+  local: str    # the address space of the exchange array and the local accumulators
+  atomic: str   # an atomic read-modify-write whose result is unused: {op} add/xor/min/max, {Op} capitalised
+  helper: str   # what the helpers are declared as
+  suffix: str   # of a saved regression's device source
+  warp: str = ""  # a warp-wide statement (SHUFFLES, REDUCTIONS) from {dst} {name} {v} {a}
+
+
+OPENCL = Dialect(DEVICE_PRELUDE, "__kernel void fz{i}(__global uint *out, __global const uint *in, __global uint *acc)",
+                 "__builtin_amdgcn_workitem_id_x(), gid = __builtin_amdgcn_workgroup_id_x()", "__local",
+                 "__atomic_fetch_{op}(&{p}, {v}, __ATOMIC_RELAXED)", "static inline", ".cl")
+CUDA = Dialect(CUDA_PRELUDE, 'extern "C" __global__ void fz{i}(uint *out, const uint *in, uint *acc)',
+               "threadIdx.x, gid = blockIdx.x", "__shared__", "atomic{Op}(&{p}, {v})", "static __device__ inline",
+               ".cu", "u{dst} = __{name}_sync(0xffffffffu, {v}{a});")
+
+
+def dialect(arch: str) -> Dialect:
+  return CUDA if arch.startswith("sm_") else OPENCL
+
+
+# Warp-wide operations over full warps of 32 lanes (CUDA's __NAME_sync(0xffffffff, v[, a])), drawn only at the top
+# level where every lane takes part. The host knows every lane's v in the phase: a shuffle reads the lane given by
+# SHUFFLES, a reduction folds r with each w of the warp (REDUCTIONS: the value a lane gives, the fold).
+SHUFFLES = {"shfl_xor": "lid ^ {a}", "shfl_down": "(lid & 31u) + {a} < 32u ? lid + {a} : lid",
+            "shfl_up": "(lid & 31u) >= {a} ? lid - {a} : lid", "shfl": "(lid & ~31u) | (({a}) & 31u)"}
+REDUCTIONS = {"ballot": ("({v} ? 1u << (lid & 31u) : 0u)", "r | w"), "reduce_add": ("{v}", "r + w"),
+              "reduce_xor": ("{v}", "r ^ w"), "reduce_min": ("{v}", "w < r ? w : r"),
+              "reduce_max": ("{v}", "w > r ? w : r")}
+# CUDA intrinsics NVIDIA programs draw in expressions (uint, float); {2} & 0x7777u: prmt's sign-replicating selector
+# bit is left out, as __byte_perm's documentation leaves it out
+INTRINSICS = (("__brev({0})", "((uint)__ffs((int){0}))", "__byte_perm({0}, {1}, ({2}) & 0x7777u)",
+               "__funnelshift_l({0}, {1}, {2})", "__funnelshift_lc({0}, {1}, {2})", "__funnelshift_r({0}, {1}, {2})",
+               "__funnelshift_rc({0}, {1}, {2})", "__usad({0}, {1}, {2})", "__umul24({0}, {1})", "__uhadd({0}, {1})",
+               "__urhadd({0}, {1})", "__umulhi({0}, {1})"),
+              ("__fmaf_rn({0}, {1}, {2})", "__fsqrt_rn({0})"))
 
 
 # ------------------------------------------------------------------------------------------ programs
@@ -100,14 +176,16 @@ class Program:
 
 UCONST = (0, 1, 2, 3, 7, 31, 32, 255, 0x7fffffff, 0x80000000, 0xffffffff, 0xfffffffe, 0x9e3779b9)
 FCONST = ("0.5f", "-1.25f", "3.0f", "0.001f", "100.0f", "-0.0f", "65536.0f", "1e30f")
+# edge values only NVIDIA programs draw (denormals: nvcc -ftz=false; AMD programs stay as they were)
+FCONST_EDGE = ("1e-40f", "-1.4e-45f", "1.17549435e-38f", "-5.9e-39f", "3.4028235e38f", "1e-20f")
 
 
 class Gen:
   """Draws one program from a seeded random.Random; expressions are strings in a syntax both renderings share:
   a variable is written `$u3`/`$f1` and rendered as `u3` (device) or `u3[lid]` (host)."""
 
-  def __init__(self, rng: random.Random):
-    self.r, self.next_id, self.loops = rng, 0, []
+  def __init__(self, rng: random.Random, cuda: bool = False):
+    self.r, self.next_id, self.loops, self.cuda = rng, 0, [], cuda
 
   def stmt_id(self) -> int:
     self.next_id += 1
@@ -121,6 +199,7 @@ class Gen:
       if c < 0.75: return f"{r.choice(UCONST) if r.random() < 0.7 else r.getrandbits(32)}u"
       if c < 0.9: return r.choice(("lid", "gid", "tid"))
       return r.choice(self.loops) if self.loops else "lid"
+    if self.cuda and r.random() < 0.1: return self.intrinsic(INTRINSICS[0], self.uexpr, d)
     c = r.random()
     a, b = self.uexpr(d + 1), self.uexpr(d + 1)
     if c < 0.45: return f"({a} {r.choice('+-*&|^')} {b})"
@@ -136,8 +215,9 @@ class Gen:
     if d >= 3 or r.random() < 0.3:
       c = r.random()
       if c < 0.6: return f"$f{r.randrange(NF)}"
-      if c < 0.8: return r.choice(FCONST)
+      if c < 0.8: return r.choice(FCONST_EDGE if self.cuda and r.random() < 0.3 else FCONST)
       return f"(float)({self.uexpr(d + 1)})" if r.random() < 0.5 else f"(float)(int)({self.uexpr(d + 1)})"
+    if self.cuda and r.random() < 0.1: return self.intrinsic(INTRINSICS[1], self.fexpr, d)
     a, b = self.fexpr(d + 1), self.fexpr(d + 1)
     c = r.random()
     if c < 0.6: return f"({a} {r.choice('+-*')} {b})"
@@ -145,6 +225,10 @@ class Gen:
     if c < 0.85: return f"fmn({a}, {b})"
     if c < 0.92: return f"(-({a}))"
     return f"__builtin_fabsf({a})"
+
+  def intrinsic(self, forms, arg, d: int) -> str:
+    t = self.r.choice(forms)
+    return t.format(*(arg(d + 1) for _ in range(t.count("{"))))
 
   def cond(self, d: int = 0) -> str:
     r = self.r
@@ -157,6 +241,9 @@ class Gen:
   def stmts(self, n: int, depth: int, top: bool) -> list:
     out, r = [], self.r
     for _ in range(n):
+      if self.cuda and top and r.random() < 0.12:
+        out.append(self.warp_stmt())
+        continue
       c = r.random()
       if top and c < 0.1:
         out.append(Stmt(self.stmt_id(), "xchg", (r.randrange(NU), r.randrange(1, B))))
@@ -176,10 +263,19 @@ class Gen:
         out.append(Stmt(self.stmt_id(), "set", (f"f{r.randrange(NF)}", self.fexpr())))
     return out
 
+  def warp_stmt(self) -> Stmt:
+    r = self.r
+    name = r.choice((*SHUFFLES, *REDUCTIONS))
+    v = self.cond() if name == "ballot" else self.uexpr(1)
+    a = (self.uexpr(1) if name == "shfl" else f"{r.randrange(1, 32)}u") if name in SHUFFLES else ""
+    return Stmt(self.stmt_id(), "warp", (name, r.randrange(NU), v, a))
 
-def generate(seed: int, index: int) -> Program:
+
+def generate(seed: int, index: int, cuda: bool = False) -> Program:
+  """Program `index` of `seed`; `cuda`: also with CUDA-only warp-wide statements and intrinsics (NVIDIA targets;
+  without them the draws, and so the programs, are those of the AMD targets)."""
   rng = random.Random(f"gputwin-fuzz:{seed}:{index}")
-  g = Gen(rng)
+  g = Gen(rng, cuda)
   inits = [f"in[(tid * {rng.choice((1, 3, 5, 7))}u + {rng.randrange(N)}u) % {N}u]" for _ in range(NU)]
   inits += [f"(float)(in[(tid + {rng.randrange(N)}u) % {N}u] & 0xfffu) * 0.25f - {rng.randrange(1, 500)}.0f"
             for _ in range(NF)]
@@ -196,7 +292,7 @@ def _sub(e: str, host: bool) -> str:
   return re.sub(r"\$([uf]\d+)", r"\1[lid]" if host else r"\1", e)
 
 
-def _body(stmts, keep, host: bool, ind: str) -> list[str]:
+def _body(stmts, keep, host: bool, ind: str, d: Dialect = OPENCL) -> list[str]:
   out = []
   for s in stmts:
     if s.id not in keep:
@@ -206,12 +302,12 @@ def _body(stmts, keep, host: bool, ind: str) -> list[str]:
       out.append(f"{ind}{lhs} = {_sub(s.a[1], host)};")
     elif s.kind == "if":
       out.append(f"{ind}if {_sub(s.a[0], host)} {{")
-      out += _body(s.body, keep, host, ind + "  ")
-      els = _body(s.orelse, keep, host, ind + "  ")
+      out += _body(s.body, keep, host, ind + "  ", d)
+      els = _body(s.orelse, keep, host, ind + "  ", d)
       out += [f"{ind}}} else {{", *els, f"{ind}}}"] if els else [f"{ind}}}"]
     elif s.kind == "for":
       k, n = s.a
-      out += [f"{ind}for (uint {k} = 0u; {k} < {n}u; {k}++) {{", *_body(s.body, keep, host, ind + "  "), f"{ind}}}"]
+      out += [f"{ind}for (uint {k} = 0u; {k} < {n}u; {k}++) {{", *_body(s.body, keep, host, ind + "  ", d), f"{ind}}}"]
     elif s.kind == "atomic":
       buf, op, e = s.a
       slot = f"{buf}[gid * 4u + {op}u]" if buf == "acc" else f"{buf}[{op}u]"
@@ -219,17 +315,19 @@ def _body(stmts, keep, host: bool, ind: str) -> list[str]:
         fn = {"add": "{p} += {v}", "xor": "{p} ^= {v}", "min": "a_min(&{p}, {v})", "max": "a_max(&{p}, {v})"}
         out.append(f"{ind}{fn[ATOMICS[op]].format(p=slot, v=_sub(e, True))};")
       else:
-        out.append(f"{ind}__atomic_fetch_{ATOMICS[op]}(&{slot}, {_sub(e, False)}, __ATOMIC_RELAXED);")
+        op = ATOMICS[op]
+        out.append(f"{ind}{d.atomic.format(op=op, Op=op.capitalize(), p=slot, v=_sub(e, False))};")
   return out
 
 
 def _phases(p: Program, keep) -> list:
-  """Top-level statements split at exchanges: [stmts, xchg, stmts, xchg, ...] (barriers only in uniform flow)."""
+  """Top-level statements split at exchanges and warp-wide statements: [stmts, xchg, stmts, warp, ...] (barriers
+  and warp-wide operations only in uniform flow)."""
   out, cur = [], []
   for s in p.stmts:
     if s.id not in keep:
       continue
-    if s.kind == "xchg":
+    if s.kind in ("xchg", "warp"):
       out += [cur, s]
       cur = []
     else:
@@ -237,19 +335,23 @@ def _phases(p: Program, keep) -> list:
   return out + [cur]
 
 
-def render_device(p: Program, keep=None) -> str:
+def render_device(p: Program, keep=None, d: Dialect = OPENCL) -> str:
   keep = keep if keep is not None else {s.id for s in p.walk()}
-  L = [f"__kernel void fz{p.index}(__global uint *out, __global const uint *in, __global uint *acc) {{",
-       "  uint lid = __builtin_amdgcn_workitem_id_x(), gid = __builtin_amdgcn_workgroup_id_x(), tid = gid * "
-       f"{B}u + lid;", f"  __local uint lds[{B}], lacc[4];",
+  L = [d.kernel.format(i=p.index) + " {", f"  uint lid = {d.ids}, tid = gid * {B}u + lid;",
+       f"  {d.local} uint lds[{B}], lacc[4];",
        "  if (lid < 4u) lacc[lid] = lid == 2u ? 0xffffffffu : 0u;", "  BARRIER();"]
   L += [f"  uint {v} = {e};" if v[0] == "u" else f"  float {v} = {e};" for v, e in zip(_vars(), p.inits)]
   for ph in _phases(p, keep):
-    if isinstance(ph, Stmt):
+    if isinstance(ph, Stmt) and ph.kind == "warp":
+      if not d.warp:
+        raise GputwinError(f"program {p.index} has warp-wide statements, which only CUDA targets run")
+      name, dst, v, a = ph.a
+      L += ["  " + d.warp.format(dst=dst, name=name, v=_sub(v, False), a=a and ", " + _sub(a, False))]
+    elif isinstance(ph, Stmt):
       L += [f"  lds[lid] = u{ph.a[0]};", "  BARRIER();", f"  u{ph.a[0]} = lds[(lid + {ph.a[1]}u) % {B}u];",
             "  BARRIER();"]
     else:
-      L += _body(ph, keep, False, "  ")
+      L += _body(ph, keep, False, "  ", d)
   L += ["  BARRIER();"]
   L += [f"  out[tid * {NU + NF}u + {i}u] = {v if v[0] == 'u' else f'fb({v})'};" for i, v in enumerate(_vars())]
   L += [f"  if (lid < 4u) acc[{4 * G}u + gid * 4u + lid] = lacc[lid];", "}"]
@@ -263,10 +365,21 @@ def render_host(p: Program, keep=None) -> str:
        f"  for (uint gid = 0; gid < {G}u; gid++) {{",
        f"    uint lds[{B}], lacc[4] = {{0u, 0u, 0xffffffffu, 0u}}; (void)lds; (void)lacc;",
        f"    uint {', '.join(f'u{i}[{B}]' for i in range(NU))}; float {', '.join(f'f{i}[{B}]' for i in range(NF))};",
-       f"    {each}"]
+       *([f"    uint wv[{B}];  /* every lane's value of a warp-wide statement */"] * any(
+         s.kind == "warp" for s in p.stmts)), f"    {each}"]
   L += [f"      {v}[lid] = {e};" for v, e in zip(_vars(), p.inits)] + ["    }"]
   for ph in _phases(p, keep):
-    if isinstance(ph, Stmt):
+    if isinstance(ph, Stmt) and ph.kind == "warp":
+      name, dst, v, a = ph.a
+      v, a = _sub(v, True), _sub(a, True)
+      if name in SHUFFLES:
+        put, get = v, f"u{dst}[lid] = wv[{SHUFFLES[name].format(a=a)}];"
+      else:
+        put, fold = REDUCTIONS[name][0].format(v=v), REDUCTIONS[name][1]
+        get = (f"uint r = wv[lid & ~31u]; for (uint j = (lid & ~31u) + 1u; j <= (lid | 31u); j++) {{ uint w = wv[j]; "
+               f"r = {fold}; }} u{dst}[lid] = r;")
+      L += [f"    {each} wv[lid] = {put}; }}", f"    {each} {get} }}"]
+    elif isinstance(ph, Stmt):
       L += [f"    for (uint lid = 0; lid < {B}u; lid++) lds[lid] = u{ph.a[0]}[lid];",
             f"    for (uint lid = 0; lid < {B}u; lid++) u{ph.a[0]}[lid] = lds[(lid + {ph.a[1]}u) % {B}u];"]
     elif ph:
@@ -278,9 +391,10 @@ def render_host(p: Program, keep=None) -> str:
   return "\n".join(L)
 
 
-def device_source(progs, keeps=None) -> str:
+def device_source(progs, keeps=None, d: Dialect = OPENCL) -> str:
   keeps = keeps or [None] * len(progs)
-  return DEVICE_PRELUDE + HELPERS + "\n" + "\n\n".join(render_device(p, k) for p, k in zip(progs, keeps)) + "\n"
+  return (d.prelude + HELPERS.replace("static inline", d.helper) + "\n" +
+          "\n\n".join(render_device(p, k, d) for p, k in zip(progs, keeps)) + "\n")
 
 
 def host_source(progs, keeps=None) -> str:
@@ -307,7 +421,8 @@ class Outcome:
   target: str
   seed: int
   index: int
-  status: str   # "ok", "known-bug" (explained, see known.py), "mismatch", "emu-error", "clang-error", "host-error"
+  status: str   # "ok", "known-bug" (explained, see known.py), "mismatch", "emu-error", "clang-error" (AMD) or
+                # "compile-error" (nvcc), "host-error"
   detail: str = ""
 
 
@@ -317,7 +432,8 @@ def _host_outputs(progs, keeps, ins, workdir) -> list[np.ndarray]:
   need(CLANG)
   c, exe = Path(workdir, "host.c"), Path(workdir, "host")
   c.write_text(host_source(progs, keeps))
-  r = subprocess.run([CLANG, "-x", "c", *HOST_FLAGS, str(c), "-o", str(exe)], capture_output=True, text=True)
+  r = subprocess.run([CLANG, "-x", "c", *HOST_FLAGS, str(c), *HOST_LIBS, "-o", str(exe)], capture_output=True,
+                     text=True)
   if r.returncode:
     raise ToolchainError(f"{CLANG} (host) failed:\n{r.stderr[-2000:]}")
   r = subprocess.run([str(exe)], input=b"".join(x.tobytes() for x in ins), capture_output=True, timeout=120)
@@ -326,10 +442,45 @@ def _host_outputs(progs, keeps, ins, workdir) -> list[np.ndarray]:
   return list(np.frombuffer(r.stdout, np.uint32).reshape(len(progs), -1))
 
 
+@dataclass(frozen=True)
+class PtxModule:
+  """What nvcc wrote for one batch and target: launched through gputwin.emu.launch (which caches it by text)."""
+  text: str
+  arch: str
+
+
+def _need_nvcc() -> None:
+  from gputwin.verify.runner import ToolchainError
+  if shutil.which(NVCC) is None:
+    raise ToolchainError(f"{NVCC} not found on PATH (NVIDIA targets need the CUDA 13 toolkit's nvcc)")
+
+
+def nvcc_ptx(source: str, arch: str) -> PtxModule:
+  """CUDA C -> PTX with nvcc (NVCC_FLAGS: IEEE single precision, no contraction, denormals kept)."""
+  from gputwin.verify.runner import ToolchainError
+  _need_nvcc()
+  with tempfile.TemporaryDirectory(prefix="gputwin-nvcc-") as d:
+    cu, ptx = Path(d, "fuzz.cu"), Path(d, "fuzz.ptx")
+    cu.write_text(source)
+    r = subprocess.run([NVCC, "-ptx", f"-arch={arch}", *NVCC_FLAGS, str(cu), "-o", str(ptx)], capture_output=True,
+                       text=True)
+    if r.returncode:
+      raise ToolchainError(f"{NVCC} failed for {arch} ({r.returncode}):\n{r.stderr.strip()[-2000:]}")
+    return PtxModule(ptx.read_text(), arch)
+
+
 def _launch(emu, p: Program, x: np.ndarray, shims=()):
   """One program on the emulator (with `shims`: hooks from known.KNOWN correcting known emulator bugs): its
   outputs, or the error text when it stopped."""
   out, acc = np.zeros(N * (NU + NF), np.uint32), np.tile(np.array(ACC_INIT, np.uint32), 2 * G)
+  if isinstance(emu, PtxModule):
+    from gputwin.emu import launch
+    try:
+      launch(emu.text, f"fz{p.index}", grid=G, block=B, args=[out, x, acc], arch=emu.arch, max_instructions=2_000_000,
+             checks=CHECKS)
+    except GputwinError as e:
+      return f"{type(e).__name__}: {e}"
+    return np.concatenate([out, acc])
   d = None
   try:
     d = emu.prepare(f"fz{p.index}", grid=G, block=B, args=[out, x, acc], max_instructions=2_000_000, checks=CHECKS)
@@ -345,7 +496,9 @@ def _launch(emu, p: Program, x: np.ndarray, shims=()):
 
 
 def _device(progs, keeps, arch):
-  """One code object per target and batch (one clang-22 + ld.lld-22 run), loaded once."""
+  """One code object (clang-22 + ld.lld-22, loaded once) or PTX module (nvcc) per target and batch."""
+  if dialect(arch) is CUDA:
+    return nvcc_ptx(device_source(progs, keeps, CUDA), arch)
   from gputwin.emu.api import Emulator
   from gputwin.verify.runner import clang_cl
   return Emulator(clang_cl(device_source(progs, keeps), arch, flags=DEVICE_FLAGS, name="fuzz"))
@@ -354,6 +507,8 @@ def _device(progs, keeps, arch):
 def _explain(emu, p: Program, x: np.ndarray, host: np.ndarray) -> str | None:
   """The known emulator bug that explains a mismatch: with its shim on, the emulator agrees with the host."""
   from gputwin.verify.known import KNOWN
+  if isinstance(emu, PtxModule):
+    return None  # the shims are hooks on AMD instructions
   for name, (_, fn) in KNOWN.items():
     g = _launch(emu, p, x, [fn])
     if not isinstance(g, str) and np.array_equal(g, host):
@@ -373,10 +528,18 @@ def _describe(host: np.ndarray, dev: np.ndarray) -> str:
 
 
 def run_batch(job) -> list[Outcome]:
-  """(seed, start, count, targets) -> one Outcome per program and target. Runs in a worker process."""
+  """(seed, start, count, targets) -> one Outcome per program and target. Runs in a worker process. Targets whose
+  dialect is CUDA get programs with CUDA-only statements and intrinsics (one host build per kind of program)."""
   seed, start, count, targets = job
-  progs = [generate(seed, i) for i in range(start, start + count)]
-  ins = [inputs(seed, i) for i in range(start, start + count)]
+  out = []
+  for cuda in sorted({dialect(t) is CUDA for t in targets}):
+    out += _run_programs(seed, range(start, start + count), [t for t in targets if (dialect(t) is CUDA) == cuda], cuda)
+  return out
+
+
+def _run_programs(seed: int, indices, targets, cuda: bool) -> list[Outcome]:
+  progs = [generate(seed, i, cuda) for i in indices]
+  ins = [inputs(seed, i) for i in indices]
   out = []
   with tempfile.TemporaryDirectory(prefix="gputwin-fuzz-") as d:
     try:
@@ -386,7 +549,7 @@ def run_batch(job) -> list[Outcome]:
     for t in targets:
       try:
         emus = [_device(progs, None, t)] * len(progs)
-      except GputwinError:  # a clang-22 failure: find the program(s) it is about, run the others alone
+      except GputwinError:  # a clang-22 / nvcc failure: find the program(s) it is about, run the others alone
         emus = []
         for p in progs:
           try:
@@ -395,7 +558,7 @@ def run_batch(job) -> list[Outcome]:
             emus.append(str(e)[:500])
       for p, x, h, emu in zip(progs, ins, host, emus):
         if isinstance(emu, str):
-          out.append(Outcome(t, seed, p.index, "clang-error", emu))
+          out.append(Outcome(t, seed, p.index, "compile-error" if dialect(t) is CUDA else "clang-error", emu))
           continue
         g = _launch(emu, p, x)
         if isinstance(g, str):
@@ -449,9 +612,9 @@ def reduce(p: Program, arch: str, x: np.ndarray, log=None) -> set:
 
 def save_regression(p: Program, keep, arch: str, x: np.ndarray, why: str, where: Path = REGRESSIONS) -> Path:
   where.mkdir(parents=True, exist_ok=True)
-  stem = where / f"{arch}-s{p.seed}-p{p.index}"
-  stem.with_suffix(".cl").write_text(f"// gputwin fuzz: seed {p.seed} program {p.index} on {arch}: {why}\n"
-                                     + device_source([p], [keep]))
+  stem, d = where / f"{arch}-s{p.seed}-p{p.index}", dialect(arch)
+  stem.with_suffix(d.suffix).write_text(f"// gputwin fuzz: seed {p.seed} program {p.index} on {arch}: {why}\n"
+                                        + device_source([p], [keep], d))
   stem.with_suffix(".c").write_text(host_source([p], [keep]))
   stem.with_suffix(".json").write_text(json.dumps(dict(arch=arch, seed=p.seed, index=p.index, why=why,
                                                        keep=sorted(keep), input=x.tolist()), indent=0))
@@ -459,8 +622,9 @@ def save_regression(p: Program, keep, arch: str, x: np.ndarray, why: str, where:
 
 
 def replay(stem) -> tuple[np.ndarray, object, object]:
-  """Re-run a saved regression case (stem.cl, stem.c, stem.json) from its sources — independent of the generator:
-  (host outputs, emulator outputs or error text, the Emulator) on the case's target and input."""
+  """Re-run a saved regression case (stem.cl or stem.cu, stem.c, stem.json) from its sources — independent of the
+  generator: (host outputs, emulator outputs or error text, the Emulator or PtxModule) on the case's target and
+  input."""
   stem = Path(stem)
   meta = json.loads(stem.with_suffix(".json").read_text())
   from gputwin.emu.api import Emulator
@@ -469,12 +633,14 @@ def replay(stem) -> tuple[np.ndarray, object, object]:
   x = np.array(meta["input"], np.uint32)
   with tempfile.TemporaryDirectory(prefix="gputwin-replay-") as d:
     exe = Path(d, "host")
-    r = subprocess.run([CLANG, "-x", "c", *HOST_FLAGS, str(stem.with_suffix(".c")), "-o", str(exe)],
+    r = subprocess.run([CLANG, "-x", "c", *HOST_FLAGS, str(stem.with_suffix(".c")), *HOST_LIBS, "-o", str(exe)],
                        capture_output=True, text=True)
     if r.returncode:
       raise ToolchainError(f"{CLANG} (host) failed on {stem}.c:\n{r.stderr[-1000:]}")
     h = np.frombuffer(subprocess.run([str(exe)], input=x.tobytes(), capture_output=True, check=True).stdout, np.uint32)
-  emu = Emulator(clang_cl(stem.with_suffix(".cl").read_text(), meta["arch"], flags=DEVICE_FLAGS, name="case"))
+  arch = meta["arch"]
+  src = stem.with_suffix(dialect(arch).suffix).read_text()
+  emu = nvcc_ptx(src, arch) if dialect(arch) is CUDA else Emulator(clang_cl(src, arch, flags=DEVICE_FLAGS, name="case"))
   return h, _launch(emu, Program(meta["seed"], meta["index"], [], []), x), emu
 
 
@@ -483,8 +649,15 @@ def fuzz(seed: int, count: int, targets=TARGETS, *, batch: int = 25, jobs: int |
          max_reduce: int = 5) -> list[Outcome]:
   """`count` programs per target, batched `batch` per code object, over `jobs` worker processes. The first
   `max_reduce` unexplained mismatches are reduced (and saved to `save_to`); the rest are reported as found."""
+  from gputwin.emu.ptx.launch import ARCHES
   from gputwin.verify.runner import CLANG, LLD, need
-  need(CLANG), need(LLD)
+  nv = [t for t in targets if dialect(t) is CUDA]
+  if set(nv) - set(ARCHES):
+    raise GputwinError(f"unknown NVIDIA target(s) {', '.join(sorted(set(nv) - set(ARCHES)))}; the PTX emulator runs "
+                       f"{', '.join(ARCHES)}")
+  need(CLANG)
+  if nv: _need_nvcc()
+  if len(nv) < len(targets): need(LLD)
   work = [(seed, s, min(batch, count - s), tuple(targets)) for s in range(0, count, batch)]
   jobs = jobs or os.cpu_count() or 1
   results = []
@@ -500,7 +673,7 @@ def fuzz(seed: int, count: int, targets=TARGETS, *, batch: int = 25, jobs: int |
         if progress: progress(len(results))
   bad = [o for o in results if o.status in ("mismatch", "emu-error")]
   for o in bad[:max_reduce if reduce_mismatches else 0]:
-    p, x = generate(o.seed, o.index), inputs(o.seed, o.index)
+    p, x = generate(o.seed, o.index, dialect(o.target) is CUDA), inputs(o.seed, o.index)
     keep = reduce(p, o.target, x, log)
     o.detail += f" (reduced to {len(keep)} of {sum(1 for _ in p.walk())} statements)"
     if save_to is not None:
@@ -513,8 +686,9 @@ def main(argv=None) -> int:
   p = argparse.ArgumentParser(prog="gputwin fuzz", description=__doc__.split("\n\n")[0])
   p.add_argument("--seed", type=int, default=0)
   p.add_argument("--count", type=int, default=100, help="programs per target")
-  p.add_argument("--arch", action="append", default=None, help=f"target (repeatable; default {' '.join(TARGETS)})")
-  p.add_argument("--batch", type=int, default=25, help="programs per code object / host binary")
+  p.add_argument("--arch", "--target", dest="arch", action="append", default=None,
+                 help=f"target (repeatable; default {' '.join(TARGETS)}; NVIDIA: {' '.join(NV_TARGETS)})")
+  p.add_argument("--batch", type=int, default=25, help="programs per code object or PTX module / host binary")
   p.add_argument("-j", "--jobs", type=int, default=None, help="worker processes (default: all cores)")
   p.add_argument("--no-reduce", action="store_true", help="report mismatches without delta debugging them")
   p.add_argument("--save", default=str(REGRESSIONS), help="where reduced mismatches go ('' to not save)")
@@ -524,8 +698,9 @@ def main(argv=None) -> int:
   if a.show is not None and a.ir:
     return guarded("gputwin fuzz", lambda: print(ir_programs(a.seed, a.show + 1)[a.show]) or 0)
   if a.show is not None:
-    prog = generate(a.seed, a.show)
-    print(device_source([prog]), "\n// ---- host\n", host_source([prog]), sep="")
+    d = dialect((a.arch or TARGETS)[0])
+    prog = generate(a.seed, a.show, d is CUDA)
+    print(device_source([prog], d=d), "\n// ---- host\n", host_source([prog]), sep="")
     return 0
   return guarded("gputwin fuzz", lambda: _cli(a))
 
@@ -536,7 +711,7 @@ def _cli(a) -> int:
   from rich.table import Table
   targets = a.arch or list(TARGETS)
   con, t0 = Console(highlight=False, stderr=True), time.perf_counter()
-  what = "IR programs (reference vs direct and LLVM backends)" if a.ir else "OpenCL programs"
+  what = "IR programs (reference vs direct and LLVM backends)" if a.ir else "OpenCL C / CUDA C programs"
   with Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                 console=con, transient=not con.is_terminal) as pr:
     task = pr.add_task(f"fuzz seed {a.seed}", total=a.count * len(targets) * (2 if a.ir else 1))

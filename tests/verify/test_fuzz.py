@@ -86,7 +86,8 @@ def test_ir_programs_through_both_backends(capsys):
 def test_clang_failure_is_pinned_to_its_program(clang, monkeypatch):
   """One program of a batch that clang-22 rejects is reported alone; the rest of the batch still runs."""
   real = fuzz.render_device
-  monkeypatch.setattr(fuzz, "render_device", lambda p, keep=None: real(p, keep) + ("\n#error seeded" * (p.index == 1)))
+  monkeypatch.setattr(fuzz, "render_device",
+                      lambda p, keep=None, d=fuzz.OPENCL: real(p, keep, d) + ("\n#error seeded" * (p.index == 1)))
   res = fuzz.run_batch((3, 0, 3, ("gfx1100",)))
   assert [(o.index, o.status) for o in res] == [(0, "ok"), (1, "clang-error"), (2, "ok")]
   assert "seeded" in res[1].detail
