@@ -390,49 +390,52 @@ def _fexpr(op: str, rnd: str | None, t: str, args: list[str]) -> str:
   return f"{'fma' if op == 'mad' else op}_{rnd}({', '.join(args)})"
 
 
-def _farith(g: dict) -> str:
-  """add/sub/mul/fma/mad on f16/bf16/f32/f64 and the packed x2 forms, element by element."""
-  t, op = g["t"], g["op"]
-  n = 3 if op in ("fma", "mad") else 2
+def _elementwise(g: dict, compute) -> str:
+  """A float op on a scalar or, for the x2 types, on each 16-bit element (element 0 in bits 15:0): `compute(e, h)`
+  gives the lines that set `r` for element type e and half h (None: scalar); then .relu, the canonical NaN, and the
+  halves packed back into D0."""
+  t = g["t"]
   e, halves = (t[:-2], (1, 0)) if t.endswith("x2") else (t, (None,))
   lines, outs = [], []
   for h in halves:
     sfx = "" if h is None else ("_hi" if h else "_lo")
-    args = [_operand(e, f"S{i}", bool(g.get("ftz")), h) for i in range(n)]
-    lines.append(f"r = {_fexpr(op, g.get('rnd'), e, args)}")
-    if g.get("ftz"):
-      lines.append("r = ftz(r)")
-    if g.get("sat"):
-      lines.append(_sat(e))
+    lines += compute(e, h)
     if g.get("relu"):
-      lines.append(f"r = !isNAN(r) && r < {_W[e]}'{'BF' if e == 'bf16' else 'F'}(0.0) ? "
-                   f"{_W[e]}'{'BF' if e == 'bf16' else 'F'}(0.0) : r")
+      zero = f"{_W[e]}'{'BF' if e == 'bf16' else 'F'}(0.0)"
+      lines.append(f"r = !isNAN(r) && r < {zero} ? {zero} : r")
     lines.append(f"r{sfx} = {_canon(e)}" if h is not None else store(e, _canon(e)))
     outs.append(f"r{sfx}.b16")
   if halves != (None,):
     lines.append(f"D0.b32 = {{ {outs[0]}, {outs[1]} }}")
   return ";\n".join(lines)
+
+
+def _farith(g: dict) -> str:
+  """add/sub/mul/fma/mad on f16/bf16/f32/f64 and the packed x2 forms, element by element."""
+  op = g["op"]
+  n = 3 if op in ("fma", "mad") else 2
+
+  def compute(e, h):
+    args = [_operand(e, f"S{i}", bool(g.get("ftz")), h) for i in range(n)]
+    out = [f"r = {_fexpr(op, g.get('rnd'), e, args)}"]
+    if g.get("ftz"):
+      out.append("r = ftz(r)")
+    if g.get("sat"):
+      out.append(_sat(e))
+    return out
+  return _elementwise(g, compute)
 
 
 def _fminmax(g: dict) -> str:
   """min/max: a NaN operand is ignored (both NaN, or .NaN and either: canonical NaN); -0.0 < +0.0."""
-  t, op = g["t"], g["op"]
-  e, halves = (t[:-2], (1, 0)) if t.endswith("x2") else (t, (None,))
+  op = g["op"]
   c = "a < b || a == b && sign(a)" if op == "min" else "a > b || a == b && !sign(a)"
-  lines, outs = [], []
-  for h in halves:
-    sfx = "" if h is None else ("_hi" if h else "_lo")
-    lines += [f"a = {_operand(e, 'S0', bool(g.get('ftz')), h)}", f"b = {_operand(e, 'S1', bool(g.get('ftz')), h)}"]
+
+  def compute(e, h):
     nan = "isNAN(a) || isNAN(b) ? a + b : " if g.get("nan") else ""
-    lines.append(f"r = {nan}isNAN(a) ? b : isNAN(b) ? a : {c} ? a : b")
-    if g.get("relu"):
-      lines.append(f"r = !isNAN(r) && r < {_W[e]}'{'BF' if e == 'bf16' else 'F'}(0.0) ? "
-                   f"{_W[e]}'{'BF' if e == 'bf16' else 'F'}(0.0) : r")
-    lines.append(f"r{sfx} = {_canon(e)}" if h is not None else store(e, _canon(e)))
-    outs.append(f"r{sfx}.b16")
-  if halves != (None,):
-    lines.append(f"D0.b32 = {{ {outs[0]}, {outs[1]} }}")
-  return ";\n".join(lines)
+    return [f"a = {_operand(e, 'S0', bool(g.get('ftz')), h)}", f"b = {_operand(e, 'S1', bool(g.get('ftz')), h)}",
+            f"r = {nan}isNAN(a) ? b : isNAN(b) ? a : {c} ? a : b"]
+  return _elementwise(g, compute)
 
 
 def _fsign(g: dict) -> str:
