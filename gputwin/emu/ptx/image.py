@@ -246,6 +246,22 @@ class Image:
     if fn.end == first:
       raise LaunchError(f"function {f.name} has no instructions")
 
+  def shared_size(self, kernel: str) -> tuple[int, bool]:
+    """(bytes of static shared memory the kernel's code reaches: the end of the furthest `.shared` variable its or any
+    `.func`'s instructions name, whether they name an `.extern .shared` array)."""
+    end, dynamic = 0, False
+    for loc in self.code:
+      if loc.func != kernel and self.functions[loc.func].kind == "entry":
+        continue
+      for o in _names(loc.inst):
+        x = self.resolve(loc, o)
+        if x is not None and x[0] == "var" and x[1].space == "shared":
+          if x[1].offset < 0:
+            dynamic = True
+          else:
+            end = max(end, x[1].offset + x[1].size)
+    return end, dynamic
+
   # ---- lookups
   def resolve(self, loc: Located, name: str):
     """What a name stands for where `loc` stands: ("reg", row, dwords, type) | ("var", Var) | ("func", Function) |
@@ -296,3 +312,13 @@ def _regs(inst: M.Instruction):
     for x in (o.items if isinstance(o, (M.Vec, M.Args)) else (o.a, o.b) if isinstance(o, M.Pair) else (o,)):
       if isinstance(x, M.Reg):
         yield x
+
+
+def _names(inst: M.Instruction):
+  """Every register, symbol and address base an instruction names."""
+  for o in inst.operands:
+    for x in (o.items if isinstance(o, (M.Vec, M.Args)) else (o.a, o.b) if isinstance(o, M.Pair) else (o,)):
+      if isinstance(x, (M.Reg, M.Sym)):
+        yield x.name
+      elif isinstance(x, M.Addr) and x.base is not None:
+        yield x.base.name

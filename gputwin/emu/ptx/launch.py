@@ -115,7 +115,8 @@ def run(lm: Loaded, kernel: str, *, grid, block, args, shared_bytes: int = 0, se
   where = f"[{arch}] kernel {kernel}"
   if threads > 1024:
     raise LaunchError(f"{where}: a CTA of {threads} threads exceeds 1024", arch, kernel)
-  shared = img.dynamic_offset + int(shared_bytes) if (img.dynamic_shared or shared_bytes) else img.shared_static
+  static, dynamic = img.shared_size(kernel)  # (a module's other kernels' shared variables are not this CTA's)
+  shared = img.dynamic_offset + int(shared_bytes) if (dynamic or shared_bytes) else static
   if shared > SHARED_LIMIT[arch]:
     raise LaunchError(f"{where}: {shared} bytes of shared memory per CTA exceed {arch}'s {SHARED_LIMIT[arch]}",
                       arch, kernel)
@@ -266,20 +267,24 @@ def _init(eng, img: Image, fn, grid, block, c0: int, nw: int, threads: int, shar
   eng.lpc[:] = fn.entry
   bx, by, _ = block
   gx, gy, _ = grid
-  vals = {"%tid.x": t % bx, "%tid.y": (t // bx) % by, "%tid.z": t // (bx * by),
-          "%ntid.x": block[0], "%ntid.y": block[1], "%ntid.z": block[2],
-          "%ctaid.x": (cta % gx)[:, None], "%ctaid.y": ((cta // gx) % gy)[:, None], "%ctaid.z": (cta // (gx * gy))[:, None],
-          "%nctaid.x": grid[0], "%nctaid.y": grid[1], "%nctaid.z": grid[2], "%laneid": lane[None, :],
-          "%warpid": warp[:, None], "%nwarpid": nw, "%smid": (cta % NSM[arch])[:, None], "%nsmid": NSM[arch],
-          "%gridid": 0, "%lanemask_eq": (1 << lane)[None, :], "%lanemask_lt": ((1 << lane) - 1)[None, :],
-          "%lanemask_le": ((2 << lane) - 1)[None, :], "%lanemask_gt": (~((2 << lane) - 1) & 0xffffffff)[None, :],
-          "%lanemask_ge": (~((1 << lane) - 1) & 0xffffffff)[None, :], "%dynamic_smem_size": dyn,
-          "%total_smem_size": shared, "%cluster_ctaid.x": 0, "%nclusterid.x": grid[0], "%nclusterid.y": grid[1],
-          "%nclusterid.z": grid[2], "%clusterid.x": (cta % gx)[:, None], "%clusterid.y": ((cta // gx) % gy)[:, None],
-          "%clusterid.z": (cta // (gx * gy))[:, None], "%cluster_nctaid.x": 1, "%cluster_nctaid.y": 1,
-          "%cluster_nctaid.z": 1, "%cluster_nctarank": 1}
+  vals = {"%tid.x": lambda: t % bx, "%tid.y": lambda: (t // bx) % by, "%tid.z": lambda: t // (bx * by),
+          "%ntid.x": lambda: block[0], "%ntid.y": lambda: block[1], "%ntid.z": lambda: block[2],
+          "%ctaid.x": lambda: (cta % gx)[:, None], "%ctaid.y": lambda: ((cta // gx) % gy)[:, None],
+          "%ctaid.z": lambda: (cta // (gx * gy))[:, None], "%nctaid.x": lambda: grid[0],
+          "%nctaid.y": lambda: grid[1], "%nctaid.z": lambda: grid[2], "%laneid": lambda: lane[None, :],
+          "%warpid": lambda: warp[:, None], "%nwarpid": lambda: nw, "%smid": lambda: (cta % NSM[arch])[:, None],
+          "%nsmid": lambda: NSM[arch], "%lanemask_eq": lambda: (1 << lane)[None, :],
+          "%lanemask_lt": lambda: ((1 << lane) - 1)[None, :], "%lanemask_le": lambda: ((2 << lane) - 1)[None, :],
+          "%lanemask_gt": lambda: (~((2 << lane) - 1) & 0xffffffff)[None, :],
+          "%lanemask_ge": lambda: (~((1 << lane) - 1) & 0xffffffff)[None, :], "%dynamic_smem_size": lambda: dyn,
+          "%total_smem_size": lambda: shared, "%nclusterid.x": lambda: grid[0], "%nclusterid.y": lambda: grid[1],
+          "%nclusterid.z": lambda: grid[2], "%clusterid.x": lambda: (cta % gx)[:, None],
+          "%clusterid.y": lambda: ((cta // gx) % gy)[:, None], "%clusterid.z": lambda: (cta // (gx * gy))[:, None],
+          "%cluster_nctaid.x": lambda: 1, "%cluster_nctaid.y": lambda: 1, "%cluster_nctaid.z": lambda: 1,
+          "%cluster_nctarank": lambda: 1}  # (%gridid, %cluster_ctaid.*, %cluster_ctarank: 0)
   for name in img.specials:  # the ones the code reads (the others stay 0: nothing reads them)
-    np.copyto(eng.V[:, SPECIAL_ROW[name], :], np.asarray(vals.get(name, 0), np.int64) & 0xffffffff, casting="unsafe")
+    v = vals[name]() if name in vals else 0
+    np.copyto(eng.V[:, SPECIAL_ROW[name], :], np.asarray(v, np.int64) & 0xffffffff, casting="unsafe")
   eng.V[:, fn.frame_row, :] = img.frame_base
   eng.V[:, img.sp_row, :] = img.frame_base + -(-fn.frame_size // 16) * 16
   eng.written["v"] = -1
