@@ -31,9 +31,7 @@ SPACES = ("global", "shared", "local", "param", "const", "shared::cta", "shared:
 # generic-address windows (PTX ISA 9.0 5.1.7 "Generic addressing"): the machine's choice, invisible to a kernel that
 # converts with cvta; global addresses are guest VAs below 4 GiB and generic == global for them
 SHARED_BASE, LOCAL_BASE, WINDOW = 1 << 32, 2 << 32, 1 << 32
-# an instruction's state space as the machine names its windows (Op.mem): shared memory is the LDS window, local
-# memory the scratch window, const is guest memory like global
-MEMKIND = {"shared": "ds", "local": "scratch", "const": "global"}
+# the window an address plan lands in, as Op.mem names it (shared memory is the LDS window, local the scratch one)
 MEM = {"mem": "global", "lds": "ds", "scratch": "scratch", "split": "generic"}  # Address.space -> Op.mem
 
 
@@ -115,25 +113,20 @@ def build_op(loc: Located, pc: int, family: str, wave: int) -> Op:
   k = 0
   for o in srcs:
     if isinstance(o, M.Addr):
-      op.info["addr"] = address(loc, o)
-      op.info["address"] = plan(loc, op.info["addr"], _space(inst))  # what both tiers evaluate (binding.Address)
+      op.info["address"] = plan(loc, address(loc, o), state_space(inst.modifiers))  # both tiers evaluate it
       op.mem = MEM[op.info["address"].space]  # the window it lands in (a kernel parameter: guest memory)
       continue
     if isinstance(o, M.Label):
       op.ins["TARGET"] = Src("k", value=loc.labels[o.name])
       continue
-    name = f"S{k}"
+    s = op.ins[f"S{k}"] = operand(loc, o, sem.inputs.get(f"S{k}", 32))
+    if f"SRC{k}" in sem.inputs and isinstance(s, Src) and s.file == "v":  # its row, for cross-lane bodies
+      op.ins[f"SRC{k}"] = Src("k", value=s.index)  # (`VGPR[lane][SRC0]`)
     k += 1
-    op.ins[name] = operand(loc, o, sem.inputs.get(name, 32))
-    if isinstance(o, M.Reg) and isinstance(op.ins[name], Src) and op.ins[name].file == "v":
-      op.info[f"SRC{k - 1}"] = op.ins[name].index
-  for name in sem.inputs:  # register rows of sources, for cross-lane bodies (`VGPR[lane][SRC0]`)
-    if name.startswith("SRC") and name in op.info:
-      op.ins[name] = Src("k", value=op.info[name])
-  if "CC" in sem.inputs or "CC" in sem.outputs:
-    op.ins["CC"] = op.outs["CC"] = Src("v", img.cc_row)
-    if "CC" not in sem.outputs:
-      del op.outs["CC"]
+  if "CC" in sem.inputs:  # the carry flag: one row per thread
+    op.ins["CC"] = Src("v", img.cc_row)
+  if "CC" in sem.outputs:
+    op.outs["CC"] = Src("v", img.cc_row)
   mm = MEMBERMASK.get(inst.opcode, MEMBERMASK.get(".".join((inst.opcode,) + inst.modifiers[:1])))
   if mm is not None and srcs:
     s = [x for x in srcs if not isinstance(x, (M.Addr, M.Label))]
@@ -198,29 +191,24 @@ def operand(loc: Located, o, bits: int):
 
 
 def var_address(loc: Located, v, off: int, name: str):
-  """`mov` of a variable's name: its address in its own state space (global/const: the guest VA; shared: the CTA
-  window offset; local: the frame base plus its offset)."""
-  if v.space in ("global", "const"):
-    return Src("k", value=loc.image.va[v.decl.name] + off, dwords=2)
-  if v.space == "shared":
-    base = loc.image.dynamic_offset if v.offset < 0 else v.offset
-    return Src("k", value=base + off)
-  if v.space == "local" and v.frame and v.offset + off == 0:
-    return Src("v", loc.image.functions[loc.func].frame_row, 2)
-  if v.space == "local" and not v.frame:
-    return Src("k", value=v.offset + off, dwords=2)
-  if v.space == "param":
-    return Src("k", value=v.offset + off, dwords=2)
+  """`mov` of a variable's name: its address in its own state space, from the same plan a `[var+off]` access uses
+  (global/const: the guest VA; shared: the CTA window offset; local: the frame base plus its offset)."""
+  p = plan(loc, ("var", v, off), "") if v.space != "entry_param" else None
+  if p is not None and not p.terms:
+    return Src("k", value=p.offset, dwords=p.width // 32)
+  if p is not None and p.offset == 0 and len(p.terms) == 1:
+    return p.terms[0]
   raise PcodeError(f"the address of {name} ({v.space}) is not supported", "ptx", loc.inst.name)
 
 
-def _space(inst: M.Instruction) -> str:
-  s = next((m for m in inst.modifiers if m in SPACES), "")
+def state_space(mods) -> str:
+  """The state space an instruction's modifiers name (`.shared::cta` is shared), or generic."""
+  s = next((m for m in mods if m in SPACES), "")
   return "shared" if s.startswith("shared") else s or "generic"
 
 
 def address(loc: Located, a: M.Addr):
-  """How memory.py gets a `[base+offset]` address: ("reg", row, dwords, offset) | ("var", Var, offset) |
+  """What a `[base+offset]` operand names, for `plan`: ("reg", row, dwords, offset) | ("var", Var, offset) |
   ("abs", offset)."""
   if a.base is None:
     return ("abs", a.offset)
@@ -290,7 +278,7 @@ def _call(op: Op, loc: Located) -> Op:
 def _cvta(op: Op, loc: Located) -> Op:
   """cvta{.to}.space.size d, a (PTX ISA 9.0 9.7.9.19): the window base added or taken off (.global: identity)."""
   inst = loc.inst
-  space = _space(inst)
+  space = state_space(inst.modifiers)
   base = {"shared": SHARED_BASE, "local": LOCAL_BASE}.get(space, 0)
   to = "to" in inst.modifiers
   wide = "u64" in inst.modifiers

@@ -79,6 +79,11 @@ class Function:
   rets: list = field(default_factory=list)  # Vars of its return parameters, in order
   param_span: tuple = (0, 0)  # [lo, hi) of the param area its formals and returns occupy (saved across a call)
 
+  @property
+  def param_size(self) -> int:
+    """Bytes its formal parameters span (an entry's .param buffer)."""
+    return max((v.offset + v.size for v in self.params), default=0)
+
 
 @dataclass(frozen=True)
 class Located:
@@ -137,7 +142,7 @@ class Image:
     """Map the module's .global/.const variables into guest memory `mem` (initialisers written), and the kernels'
     .param buffer (one, as large as the largest kernel's parameters: a launch writes its arguments there); their
     VAs."""
-    size = max((v.offset + v.size for f in self.functions.values() if f.kind == "entry" for v in f.params), default=0)
+    size = max((f.param_size for f in self.functions.values() if f.kind == "entry"), default=0)
     self.param_va = mem.alloc(max(size, 1))
     out = [self.param_va]
     for name, v in self.globals.items():

@@ -203,16 +203,12 @@ def _count(stats: LaunchStats, eng, c1: int, nw: int) -> None:
   stats.workgroups, stats.waves = c1, c1 * nw
 
 
-def _param_size(fn) -> int:
-  return max((v.offset + v.size for v in fn.params), default=0)
-
-
 def _params(fn, args: list, mem, copies: list, where: str) -> bytes:
   """The kernel's .param buffer from the arguments (see the module docstring)."""
   if len(args) != len(fn.params):
     raise LaunchError(f"{where} takes {len(fn.params)} arguments ({', '.join(v.decl.name for v in fn.params)}), "
                       f"got {len(args)}")
-  buf = bytearray(_param_size(fn))
+  buf = bytearray(fn.param_size)
   for i, (a, v) in enumerate(zip(args, fn.params)):
     t, size = v.decl.type, v.size
     what = f"{where}: argument {i} ({v.decl.name}, .{t}{'[%d]' % size if v.decl.dims else ''})"

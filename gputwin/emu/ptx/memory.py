@@ -8,27 +8,25 @@ from __future__ import annotations
 import numpy as np
 
 from gputwin.emu.program import Op
-from gputwin.emu.ptx.decode import LOCAL_BASE, MEMKIND, SHARED_BASE, plan
-from gputwin.emu.ptx.decode import WINDOW as SIZE
+from gputwin.emu.ptx.decode import LOCAL_BASE, SHARED_BASE, WINDOW
 from gputwin.errors import GPUPageFault
 
 U32, U64 = np.uint32, np.uint64
-SPACE = {v: k for k, v in MEMKIND.items() if k != "const"}  # Op.mem -> the PTX state space
-WINDOW = {"mem": "global", "lds": "shared", "scratch": "local", "split": "generic"}  # Address.space -> state space
+SPACE = {"mem": "global", "lds": "shared", "scratch": "local", "split": "generic"}  # Address.space -> state space
 
 
 def base_address(eng, op: Op, ix) -> tuple[np.ndarray, str]:
-  """(addresses (waves, lanes) uint64, the space they are in) of a memory instruction's `[...]` operand: its plan
-  (decode.plan), evaluated by the machine."""
-  p = op.info.get("address") or plan(op.inst, op.info["addr"], SPACE.get(op.mem, op.mem))
-  return np.broadcast_to(eng.address(p, ix), (eng.nwaves(ix), eng.L)), WINDOW[p.space]
+  """(addresses (waves, lanes), the state space they are in) of a memory instruction's `[...]` operand: its plan
+  (op.info["address"], decode.plan), evaluated by the machine."""
+  p = op.info["address"]
+  return np.broadcast_to(eng.address(p, ix), (eng.nwaves(ix), eng.L)), SPACE[p.space]
 
 
 def windows(a: np.ndarray, m) -> tuple:
   """Generic addresses `a` of threads `m`, by window (PTX ISA 9.0 5.1.7): (threads, space, address in the space)
   for shared, local and global (everything outside the two windows)."""
-  sh = (a >= U64(SHARED_BASE)) & (a < U64(SHARED_BASE + SIZE))
-  lo = (a >= U64(LOCAL_BASE)) & (a < U64(LOCAL_BASE + SIZE))
+  sh = (a >= U64(SHARED_BASE)) & (a < U64(SHARED_BASE + WINDOW))
+  lo = (a >= U64(LOCAL_BASE)) & (a < U64(LOCAL_BASE + WINDOW))
   return ((m & sh, "shared", a - U64(SHARED_BASE)), (m & lo, "local", a - U64(LOCAL_BASE)),
           (m & ~sh & ~lo, "global", a))
 

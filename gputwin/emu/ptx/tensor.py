@@ -121,13 +121,8 @@ def _slots(regs: list[Src], t: str) -> int:
 
 
 def _at(loc, a: M.Addr, space: str):
-  """A stand-in op for memory.base_address: one `[...]` operand of the instruction and its state space."""
-  return SimpleNamespace(info={"addr": decode.address(loc, a)}, mem=space, inst=loc)
-
-
-def _space(mods, default: str = "generic") -> str:
-  s = next((m for m in mods if m.split("::")[0] in ("global", "shared", "local")), "")
-  return s.split("::")[0] or default
+  """A stand-in op for memory.base_address: one `[...]` operand of the instruction, planned in its state space."""
+  return SimpleNamespace(info={"address": decode.plan(loc, decode.address(loc, a), space)})
 
 
 def _fail(op: Op, why: str) -> Op:
@@ -177,7 +172,7 @@ def _bind_ldmatrix(info: dict, loc, mods, ops) -> str | None:
   ld = loc.inst.opcode == "ldmatrix"
   regs, addr = (ops[0], ops[1]) if ld else (ops[1], ops[0])
   info.update(do=loc.inst.opcode, num=num, trans="trans" in mods, regs=_regs(loc, regs), sm=80 if ld else 90,
-            at=_at(loc, addr, _space(mods)), members=FULL)
+            at=_at(loc, addr, decode.state_space(mods)), members=FULL)
   return None if len(info["regs"]) == num else f".x{num} takes {num} registers, {len(info['regs'])} given"
 
 
@@ -196,8 +191,8 @@ def _bind_wmma(info: dict, loc, mods, ops) -> str | None:
     regs, addr = (ops[0], ops[1]) if verb == "load" else (ops[1], ops[0])
     dims = {"a": (R, K), "b": (K, N), "c": (R, N), "d": (R, N)}[which]
     info.update(do="wmma_" + verb, dims=dims, type=ty[0], layout=layout, regs=_regs(loc, regs),
-              at=_at(loc, addr, _space(mods)), stride=decode.operand(loc, ops[2], 32) if len(ops) > 2 else None,
-                members=FULL)
+                at=_at(loc, addr, decode.state_space(mods)),
+                stride=decode.operand(loc, ops[2], 32) if len(ops) > 2 else None, members=FULL)
     n = _slots(info["regs"], ty[0])
     return None if n >= dims[0] * dims[1] // 32 else f"{n} .{ty[0]} elements cannot hold the fragment"
   if verb != "mma":
@@ -233,8 +228,8 @@ def _bind_cp(info: dict, loc, mods, ops) -> str | None:
     info.update(do="cp_wait_group", n=int(ops[0].value))
   elif mods[0] == "mbarrier":
     # without .noinc the pending count goes up by one and the copies' completion arrives: no net change
-    info.update(do="mbarrier", verb="arrive", at=_at(loc, ops[0], _space(mods)), count=None, tx=None, state=None,
-                drop=False, pend=1 if "noinc" in mods else 0, strong=True, retire=True)
+    info.update(do="mbarrier", verb="arrive", at=_at(loc, ops[0], decode.state_space(mods)), count=None, tx=None,
+                state=None, drop=False, pend=1 if "noinc" in mods else 0, strong=True, retire=True)
   elif mods[0] in ("ca", "cg") and "bulk" not in mods:
     size = int(ops[2].value)
     if size not in (4, 8, 16) or (mods[0] == "cg" and size != 16):
@@ -266,7 +261,7 @@ def _bind_mbarrier(info: dict, loc, mods, ops) -> str | None:
   verb = mods[0]
   if verb not in MBAR_VERBS:
     return "unknown mbarrier operation"
-  sp = _space(mods)
+  sp = decode.state_space(mods)
   info.update(do="mbarrier", verb=verb, parity="parity" in mods, count=None, tx=None, state=None, drop=False,
               pend=1, strong=True)  # strong: the LDS race checker leaves the object's own accesses alone
   src = lambda o, bits=32: decode.operand(loc, o, bits)
