@@ -102,8 +102,10 @@ def launch(ptx, kernel: str, *, grid, block, args, arch: str = "sm_90", shared_b
     MODULES.give(key, lm)
 
 
-def run(lm: Loaded, kernel: str, *, grid, block, args, shared_bytes: int = 0, serial: bool = False, checks=True,
-        trace=None, max_instructions: int | None = None) -> LaunchStats:
+def run(lm: Loaded, kernel: str, *, grid, block, args=(), shared_bytes: int = 0, serial: bool = False, checks=True,
+        trace=None, max_instructions: int | None = None, params: bytes | None = None) -> LaunchStats:
+  """Run `kernel` of a loaded module. `params`: the kernel's .param buffer as bytes, used instead of packing `args`
+  (a command processor passes what the launch put in constant bank 0)."""
   img, arch, mem = lm.image, lm.arch, lm.mem
   fn = img.functions.get(kernel)
   if fn is None or fn.kind != "entry":
@@ -124,7 +126,9 @@ def run(lm: Loaded, kernel: str, *, grid, block, args, shared_bytes: int = 0, se
   stats = LaunchStats(kernel, arch, wave_size=WARP)
   t0 = time.perf_counter()
   try:
-    mem.write_bytes(img.param_va, _params(fn, list(args), mem, copies, where))  # the module's .param buffer
+    if params is None:
+      params = _params(fn, list(args), mem, copies, where)
+    mem.write_bytes(img.param_va, bytes(params)[:fn.param_size])  # the module's .param buffer
     nw = -(-threads // WARP)
     ncta = grid[0] * grid[1] * grid[2]
     priv = img.frame_base + -(-fn.frame_size // 16) * 16 + (STACK if img.calls else 0)

@@ -19,7 +19,7 @@ from typing import Callable
 from gputwin.abi.hostmem import (PAGE_SIZE, HostBuffer, host_mmap, host_munmap, host_range_mapped, page_align)
 from gputwin.abi import kfd as abi
 from gputwin.mock.kfd.topology import GPUNode, Topology, CPU_MEM
-from gputwin.mock.kfd.vm import BufferObject, GPUAddressSpace
+from gputwin.mock.vm import BufferObject, GPUAddressSpace
 
 ENOTSUPP = 524                        # kernel-internal errno; userspace sees 524 ("Unknown error 524")
 TASK_SIZE_MAX = (1 << 47) - PAGE_SIZE  # x86-64 4-level paging: access_ok() limit

@@ -143,3 +143,48 @@ class GPUAddressSpace:
   def read_u64(self, va: int) -> int: return int.from_bytes(self.view(va, 8), "little")
   def write_u32(self, va: int, v: int): self.view(va, 4, "write")[:] = (v & 0xFFFFFFFF).to_bytes(4, "little")
   def write_u64(self, va: int, v: int): self.view(va, 8, "write")[:] = (v & (2**64 - 1)).to_bytes(8, "little")
+
+
+_U = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+class GPUMemory:
+  """emu's AddressSpace protocol (vectorised gather/scatter, read_bytes/write_bytes) over a GPUAddressSpace: the
+  emulated waves read and write the very pages the CPU mapped, and an unmapped address is a GPUPageFault."""
+
+  def __init__(self, vm: GPUAddressSpace):
+    self.vm, self.device = vm, vm.device
+
+  def _groups(self, addr: np.ndarray, nbytes: int, access: str):
+    """Yield (selection, byte array of the mapping, offsets) for the addresses, one mapping at a time."""
+    starts, ends, maps = self.vm.table()
+    if not len(addr): return
+    if not maps: raise GPUPageFault(int(addr[0]), nbytes, access, self.device, "no mapping")
+    r = np.searchsorted(starts, addr, side="right").astype(np.int64) - 1
+    bad = (r < 0) | (addr + np.uint64(nbytes) > ends[np.maximum(r, 0)])
+    if bad.any():
+      raise GPUPageFault(int(addr[np.argmax(bad)]), nbytes, access, self.device, "no mapping")
+    for i in np.unique(r):
+      m = maps[i]
+      if m.bo.host is None and not m.bo.user_addr:
+        raise GPUPageFault(m.va, nbytes, access, self.device, "BO freed")
+      sel = r == i
+      yield sel, np.frombuffer(m.bo.view, np.uint8), (addr[sel] - np.uint64(m.va)).astype(np.int64)
+
+  def gather(self, addr, nbytes: int) -> np.ndarray:
+    addr = np.asarray(addr, np.uint64).reshape(-1)
+    out = np.zeros(len(addr), _U[nbytes])
+    for sel, buf, off in self._groups(addr, nbytes, "read"):
+      out[sel] = np.ascontiguousarray(buf[off[:, None] + np.arange(nbytes)]).view(_U[nbytes])[:, 0]
+    return out
+
+  def scatter(self, addr, vals, nbytes: int) -> None:
+    addr = np.asarray(addr, np.uint64).reshape(-1)
+    vals = np.broadcast_to(np.asarray(vals).astype(_U[nbytes]), addr.shape)
+    for sel, buf, off in self._groups(addr, nbytes, "write"):
+      buf[off[:, None] + np.arange(nbytes)] = np.ascontiguousarray(vals[sel]).view(np.uint8).reshape(-1, nbytes)
+
+  def read_bytes(self, va: int, n: int) -> bytes: return self.vm.read(va, n)
+  def write_bytes(self, va: int, data: bytes) -> None: self.vm.write(va, data)
+
+
