@@ -6,10 +6,12 @@ answers the same calls with a modelled amdkfd. Nothing else differs between a re
 
 Device strings (argument of `kernel_for`, default $GPUTWIN_DEVICE, else "mock:gfx1100"):
   amd            the real /dev/kfd, first GPU            amd:N    the real /dev/kfd, GPU N
+  nv             the real /dev/nvidia0                   nv:N     the real /dev/nvidiaN
   mock:gfx1100   a mock machine with one gfx1100         mock:gfx1100,gfx942   a machine with two GPUs (nodes 1, 2)
-  mock:gfx1100,gfx942:1   the same machine, GPU 1
-Targets: gfx1100, gfx1200, gfx942, gfx950. One machine exists per distinct target list, so "mock:a,b:0" and
-"mock:a,b:1" are two GPUs of the same mock machine (like amd:0/amd:1 share one /dev/kfd).
+  mock:gfx1100,gfx942:1   the same machine, GPU 1        mock:sm_90, mock:sm_90,sm_80:1   NVIDIA machines
+Targets: gfx1100, gfx1200, gfx942, gfx950 (amdkfd: gputwin.mock.kfd) or sm_80, sm_90 (RM/UVM: gputwin.mock.nv), not
+both on one machine. One machine exists per distinct target list, so "mock:a,b:0" and "mock:a,b:1" are two GPUs of
+the same mock machine (like amd:0/amd:1 share one /dev/kfd, nv:0/nv:1 one /dev/nvidiactl).
 """
 from __future__ import annotations
 import dataclasses, fcntl, os, select, threading
@@ -72,10 +74,16 @@ class OSKernel:
 
 @dataclasses.dataclass(frozen=True)
 class DeviceSpec:
-  """A parsed device string: kind "amd" or "mock", the mock machine's targets, and the GPU index on the machine."""
+  """A parsed device string: kind "amd", "nv" or "mock", the mock machine's targets, and the GPU index on the
+  machine."""
   kind: str
   targets: tuple[str, ...] = ()
   index: int = 0
+
+  @property
+  def vendor(self) -> str:
+    """"nv" for NVIDIA devices (real or sm_* mocks), else "amd"."""
+    return "nv" if self.kind == "nv" or (self.targets and self.targets[0].startswith("sm_")) else "amd"
 
   def __str__(self) -> str:
     return f"{self.kind}" + (f":{','.join(self.targets)}" if self.targets else "") + f":{self.index}"
@@ -86,12 +94,15 @@ def parse_device(device: str | None = None) -> DeviceSpec:
   kind, *body = s.split(":")
   index = int(body.pop()) if body and body[-1].isdigit() else 0
   targets = tuple(t for t in body[0].split(",") if t) if len(body) == 1 else ()
-  if kind == "amd" and not body: return DeviceSpec("amd", (), index)
+  if kind in ("amd", "nv") and not body: return DeviceSpec(kind, (), index)
   if kind == "mock" and targets:
     if index >= len(targets):
       raise KernelDriverError(f"device {s!r}: machine has {len(targets)} GPU(s), no GPU {index}")
+    if len({t.startswith("sm_") for t in targets}) > 1:
+      raise KernelDriverError(f"device {s!r}: a mock machine's GPUs are all AMD (gfx*) or all NVIDIA (sm_*)")
     return DeviceSpec("mock", targets, index)
-  raise KernelDriverError(f"device {s!r}: expected 'amd', 'amd:N' or 'mock:<target>[,<target>...][:N]'")
+  raise KernelDriverError(f"device {s!r}: expected 'amd', 'amd:N', 'nv', 'nv:N' or "
+                          f"'mock:<target>[,<target>...][:N]'")
 
 
 _os_kernel = OSKernel()
@@ -100,13 +111,18 @@ _lock = threading.Lock()
 
 
 def kernel_for(device: str | None = None) -> Kernel:
-  """The kernel serving `device`: the real OS for amd[:N], the (shared, lazily created) mock machine for mock:..."""
+  """The kernel serving `device`: the real OS for amd[:N] and nv[:N], the (shared, lazily created) mock machine for
+  mock:... (amdkfd + virtual AMD GPUs, or RM/UVM + virtual NVIDIA GPUs)."""
   spec = parse_device(device)
-  if spec.kind == "amd": return _os_kernel
+  if spec.kind != "mock": return _os_kernel
   with _lock:
     if spec.targets not in _machines:
-      from gputwin.mock.kfd.driver import MockKernel   # lazy: real-hardware users never import the mock
-      from gputwin.mock.amdgpu.gpu import attach       # the virtual GPUs' command processors and SDMA engines
-      _machines[spec.targets] = MockKernel(list(spec.targets))
+      if spec.vendor == "nv":
+        from gputwin.mock.nv import MockNV as Machine     # lazy: real-hardware users never import the mock
+        from gputwin.mock.nvgpu import attach             # the virtual GPUs' PBDMA, compute and copy engines
+      else:
+        from gputwin.mock.kfd.driver import MockKernel as Machine
+        from gputwin.mock.amdgpu.gpu import attach        # the virtual GPUs' command processors and SDMA engines
+      _machines[spec.targets] = Machine(list(spec.targets))
       attach(_machines[spec.targets])
     return _machines[spec.targets]

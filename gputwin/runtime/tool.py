@@ -1,9 +1,10 @@
-"""`gputwin devices`: the GPUs the runtime can open, real (/dev/kfd) and mock, with their topology properties.
+"""`gputwin devices`: the GPUs the runtime can open, real (/dev/kfd, /dev/nvidiactl) and mock, with their properties.
 
-    gputwin devices [--mock gfx1100,gfx942] [--no-real] [--no-mock]
+    gputwin devices [--mock gfx1100,gfx942,sm_90] [--no-real] [--no-mock]
 
-Everything shown is read the way the runtime reads it: the sysfs topology through the kernel seam (real OS or a mock
-machine), so the table is also a check that discovery works on this machine.
+Everything shown is read the way the runtime reads it: AMD GPUs from the sysfs topology, NVIDIA GPUs from RM
+(CARD_INFO, GR info, the name string) through the kernel seam (real OS or a mock machine), so the table is also a
+check that discovery works on this machine.
 """
 from __future__ import annotations
 import argparse, os
@@ -11,7 +12,7 @@ from gputwin.errors import GputwinError
 from gputwin.runtime.hcq import TOPOLOGY, GPUInfo, devices, parse_properties
 from gputwin.runtime.kernel import OSKernel, kernel_for
 
-MOCK_TARGETS = ("gfx1100", "gfx1200", "gfx942", "gfx950")
+MOCK_TARGETS = ("gfx1100", "gfx1200", "gfx942", "gfx950", "sm_80", "sm_90")
 
 
 def _vram(k, g: GPUInfo) -> int:
@@ -26,8 +27,13 @@ def device_rows(real: bool = True, mock_targets=MOCK_TARGETS) -> list[dict]:
   rows, machines = [], []
   if real and os.path.exists("/dev/kfd") and os.path.isdir(TOPOLOGY):
     machines.append(("amd", OSKernel()))
+  if real and os.path.exists("/dev/nvidiactl"):
+    machines.append(("nv", OSKernel()))
   machines += [(f"mock:{t}", kernel_for(f"mock:{t}")) for t in dict.fromkeys(mock_targets)]
   for prefix, k in machines:
+    if prefix == "nv" or prefix.startswith("mock:sm_"):
+      rows += _nv_rows(prefix, k)
+      continue
     try: gpus = devices(k)
     except (OSError, ValueError, KeyError) as e:
       rows.append(dict(device=prefix, arch="?", name=f"topology unreadable: {e}"))
@@ -43,7 +49,17 @@ def device_rows(real: bool = True, mock_targets=MOCK_TARGETS) -> list[dict]:
   return rows
 
 
-COLUMNS = [("device", "device"), ("arch", "target"), ("name", "name"), ("gpu_id", "gpu_id"), ("cus", "CUs"),
+def _nv_rows(prefix: str, k) -> list[dict]:
+  """NVIDIA GPUs of a machine (gputwin.runtime.nvrm.devices: CARD_INFO, GR info, name string)."""
+  from gputwin.runtime.nvrm import devices as nv_devices
+  try: gpus = nv_devices(k)
+  except (OSError, GputwinError) as e: return [dict(device=prefix, arch="?", name=f"RM unreadable: {e}")]
+  return [dict(device=f"{prefix}:{g.index}" if prefix == "nv" or len(gpus) > 1 else prefix, arch=g.arch, name=g.name,
+               gpu_id=f"{g.gpu_id:#x}", cus=g.sms, wave=32, vram_gb=round(g.vram / 2**30, 1), node=g.minor,
+               kind="mock" if prefix.startswith("mock") else "real") for g in gpus]
+
+
+COLUMNS = [("device", "device"), ("arch", "target"), ("name", "name"), ("gpu_id", "gpu_id"), ("cus", "CUs/SMs"),
            ("simds", "SIMDs"), ("wave", "wave"), ("lds_kb", "LDS KiB"), ("vram_gb", "VRAM GiB"), ("xcc", "XCCs"),
            ("sdma", "SDMA"), ("clock", "MHz"), ("node", "node")]
 
@@ -63,10 +79,11 @@ def devices_main(argv=None) -> int:
     Console(stderr=True).print(f"gputwin devices: {e}")
     return 1
   t = Table(title="GPUs (open with gputwin.runtime.open(device))")
-  for _, head in COLUMNS: t.add_column(head, justify="right" if head in ("CUs", "SIMDs", "wave", "LDS KiB", "VRAM GiB",
+  for _, head in COLUMNS: t.add_column(head, justify="right" if head in ("CUs/SMs", "SIMDs", "wave", "LDS KiB", "VRAM GiB",
                                                                            "XCCs", "SDMA", "MHz", "node") else "left")
   for r in rows:
     t.add_row(*(str(r.get(key, "")) for key, _ in COLUMNS), style="dim" if r.get("kind") == "mock" else None)
   Console().print(t)
-  if not any(r.get("kind") == "real" for r in rows): Console().print("no real AMD GPU (/dev/kfd) on this machine")
+  if not any(r.get("kind") == "real" for r in rows):
+    Console().print("no real GPU on this machine (no /dev/kfd, no /dev/nvidiactl)")
   return 0

@@ -232,7 +232,7 @@ def test_devices_tool_lists_every_mock_target(capsys, monkeypatch):
   monkeypatch.setenv("COLUMNS", "200")
   from gputwin.runtime.tool import device_rows, devices_main
   rows = [r for r in device_rows(real=False) if r["kind"] == "mock"]
-  assert [r["arch"] for r in rows] == list(TARGETS) and rows[2]["xcc"] == 8 and rows[0]["wave"] == 32
+  assert [r["arch"] for r in rows] == list(TARGETS) + ["sm_80", "sm_90"] and rows[2]["xcc"] == 8 and rows[0]["wave"] == 32
   assert devices_main(["--no-real", "--mock", "gfx942"]) == 0 and "gfx942" in capsys.readouterr().out
 
 
