@@ -1,7 +1,9 @@
-"""gputwin.compiler: kernel IR, Python frontend, passes with opt-bisect, and AMD backends (direct assembly, LLVM).
+"""gputwin.compiler: kernel IR, Python frontend, passes with opt-bisect, and backends for AMD (direct assembly, LLVM)
+and NVIDIA PTX (direct PTX text, LLVM's NVPTX target).
 
   @gputwin.compiler.kernel def saxpy(a: f32, x: Ptr[f32], ...): ...
   c = gputwin.compiler.compile(saxpy, "gfx1100", backend="direct")   # -> Compiled(code_object=bytes, asm=...)
+  c = gputwin.compiler.compile(saxpy, "sm_90", backend="llvm")       # -> Compiled(code_object=PTX bytes, ptx=text)
   gputwin.compiler.reference.launch(saxpy.ir, grid=..., block=..., args=[...])   # the numpy oracle
 """
 from __future__ import annotations
@@ -15,13 +17,17 @@ from gputwin.compiler.frontend import (BUILTINS, KernelFunction, Ptr, bf16, bool
 from gputwin.errors import CompileError
 
 BACKENDS = ("direct", "llvm")
-TARGETS = ("gfx1100", "gfx1200", "gfx942", "gfx950")
+TARGETS = ("gfx1100", "gfx1200", "gfx942", "gfx950")      # AMD
+NV_TARGETS = ("sm_80", "sm_90")                            # NVIDIA (PTX)
+ALL_TARGETS = TARGETS + NV_TARGETS
 
 
 @dataclass
 class Compiled:
-  """A compiled kernel: `code_object` loads with gputwin.isa.codeobj.load_code_object and runs with
-  gputwin.emu.launch(code_object, name, ...)."""
+  """A compiled kernel, run with gputwin.emu.launch(c.code_object, c.name, ..., arch=c.arch).
+  AMD: `code_object` is an HSA code object (gputwin.isa.codeobj.load_code_object), `asm` its assembly.
+  NVIDIA (sm_*): `code_object` is the PTX module as ASCII bytes (what gputwin.emu.launch and the runtime take, and
+  what `ptxas -arch=sm_XX` assembles), `asm` and `ptx` the same text."""
   name: str
   arch: str
   backend: str
@@ -29,6 +35,11 @@ class Compiled:
   asm: str
   ir: ir.Kernel
   llvm_ir: str = ""
+
+  @property
+  def ptx(self) -> str:
+    """The PTX module text (NVIDIA targets; '' for AMD)."""
+    return self.asm if self.arch in NV_TARGETS else ""
 
 
 def to_ir(k) -> ir.Kernel:
@@ -47,18 +58,33 @@ def compile(k, arch: str, *, backend: str = "direct", optimize: bool = True, dis
   from gputwin.compiler import passes
   from gputwin.isa.targets import target
   if backend not in BACKENDS: raise CompileError(f"unknown backend {backend!r} (known: {', '.join(BACKENDS)})")
-  try: target(arch)
-  except Exception as e: raise CompileError(f"unknown target {arch!r}: {e}") from None
+  nv = arch in NV_TARGETS
+  if not nv:
+    try: target(arch)
+    except Exception: raise CompileError(f"unknown target {arch!r} (known: {', '.join(ALL_TARGETS)})") from None
   k0 = to_ir(k)
   kk = passes.optimize(k0, opt_bisect_limit=opt_bisect_limit, print_after_all=print_after_all, log=log,
                        disable=disable) if optimize else k0
   from gputwin.compiler import limits
-  limits.check(kk, arch)
+  if nv:
+    from gputwin.compiler.backend_ptx import check_limits
+    check_limits(kk, arch)
+  else: limits.check(kk, arch)
   # code generation is required (as LLVM's required passes, it is never skipped by opt-bisect) but still logged
-  stages = ("isel", "regalloc", "waitcnt") if backend == "direct" else ("llvm-codegen",)
+  stages = (("ptx-emit",) if backend == "direct" else ("nvptx-codegen",)) if nv else \
+    ("isel", "regalloc", "waitcnt") if backend == "direct" else ("llvm-codegen",)
   if opt_bisect_limit is not None and log:
     for st in stages: log(f"BISECT: running required pass {backend}-{st} on kernel @{kk.name} ({arch})")
-  if backend == "direct":
+  if nv and backend == "direct":
+    from gputwin.compiler.backend_ptx import compile_ptx
+    text = compile_ptx(kk, arch)
+    out = Compiled(kk.name, arch, backend, text.encode(), text, kk)
+  elif nv:
+    from gputwin.compiler.backend_nvptx import compile_nvptx
+    text, lir = compile_nvptx(kk, arch)
+    if print_after_all and log: log(f"; *** LLVM IR for @{kk.name} ({arch}) ***\n{lir}")
+    out = Compiled(kk.name, arch, backend, text.encode(), text, kk, lir)
+  elif backend == "direct":
     from gputwin.compiler.backend_direct import compile_direct
     co, asm = compile_direct(kk, arch, max_vgprs=max_vgprs)
     out = Compiled(kk.name, arch, backend, co, asm, kk)
@@ -71,6 +97,7 @@ def compile(k, arch: str, *, backend: str = "direct", optimize: bool = True, dis
   return out
 
 
-__all__ = ["kernel", "compile", "Compiled", "KernelFunction", "Ptr", "CompileError", "BACKENDS", "TARGETS", "ir",
+__all__ = ["kernel", "compile", "Compiled", "KernelFunction", "Ptr", "CompileError", "BACKENDS", "TARGETS",
+           "NV_TARGETS", "ALL_TARGETS", "ir",
            "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "bf16", "f32", "f64", "boolean", *BUILTINS]
 from gputwin.compiler.frontend import *  # noqa: E402,F401,F403  (the kernel built-ins: global_id, barrier, ...)

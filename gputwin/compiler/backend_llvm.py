@@ -5,8 +5,9 @@ the result matches the host reference: division by zero (-> 0) and INT_MIN / -1 
 (masked), float -> int casts (llvm.fpto[su]i.sat). Work-group sizes and counts come from the code object v5
 implicit kernel arguments (hidden_block_count_*, hidden_group_size_*), as clang's HIP does.
 
-The LLVM IR generator is parameterised by a small `Flavor` (triple, address spaces, how ids are read) so other
-LLVM targets (NVPTX, a host CPU) can reuse it.
+`Lowering` is target-neutral except for a few hooks a subclass (a target flavour) overrides: `module` (triple,
+calling convention, attributes), `ids`, `math`, `barrier`, `scope` (atomic syncscope) and `alloca`.
+backend_nvptx.py's NVPTX flavour reuses everything else (address spaces 1/3/5 are global/shared/local on both).
 """
 from __future__ import annotations
 
@@ -49,7 +50,7 @@ def _intr(name: str, t: Type) -> str:
 
 
 @dataclass
-class _Gen:
+class Lowering:
   k: Kernel
   arch: str
   wave: int
@@ -105,6 +106,11 @@ class _Gen:
     self.region(self.k.body)
     self.emit("ret void")
     self.lines[body_start:body_start] = ["  " + a for a in self.allocas]
+    return self.module(ps)
+
+  # -- target hooks (AMDGPU here; backend_nvptx.py overrides them) -------------------------------------------------
+  def module(self, ps: list[str]) -> str:
+    """The module text around the generated body: triple, globals, the kernel's signature, declarations."""
     feats = "+wavefrontsize32" if self.wave == 32 else "+wavefrontsize64"
     head = [f'target triple = "amdgcn-amd-amdhsa"', ""] + self.globals + [""]
     return "\n".join(head + [f"define amdgpu_kernel void @{self.k.name}({', '.join(ps)}) #0 {{"] + self.lines +
@@ -150,16 +156,7 @@ class _Gen:
       else:
         r = self.call(lty(t), _intr("fabs", t), [(lty(t), a[0])]) if t.scalar.is_float else \
           self.call(lty(t), _intr("abs", t), [(lty(t), a[0]), ("i1", "false")])
-    elif cls == "math":
-      if t.scalar.kind == "f" and t.scalar.bits == 64 and code in ("exp", "exp2", "log", "log2", "sin", "cos"):
-        # LLVM's AMDGPU target has no f64 transcendentals (ROCm-Device-Libs provides them) and aborts on them
-        raise CompileError(f"f64 {code} is not supported (no AMD instruction; compute in f32 and cast)", loc=op.loc)
-      if code == "rsqrt":
-        s = self.call(lty(t), _intr("sqrt", t), [(lty(t), a[0])])
-        r = self.tmp()
-        self.emit(f"{r} = fdiv {lty(t)} {self.splat(t, _flit(1.0, t.scalar))}, {s}")
-      else:
-        r = self.call(lty(t), _intr(code, t), [(lty(t), a[0])])
+    elif cls == "math": r = self.math(op, code, a[0], t)
     elif cls == "fma": r = self.call(lty(t), _intr("fma", t), [(lty(t), x) for x in a])
     elif cls == "select":
       r = self.tmp()
@@ -185,17 +182,38 @@ class _Gen:
         r = g
       else:
         r = f"%.priv.{op.result.name}"
-        self.allocas.append(f"{r} = alloca [{n} x {et}], align 16, addrspace(5)")
+        self.allocas += self.alloca(r, f"[{n} x {et}]")
     elif cls in ("load", "store", "atomic"): r = self.memory(op, a, ts, t)
-    elif cls == "barrier":
-      self.emit('fence syncscope("workgroup") release')
-      self.call("void", "llvm.amdgcn.s.barrier", [])
-      self.lines[-1] = "  call void @llvm.amdgcn.s.barrier()"
-      self.emit('fence syncscope("workgroup") acquire')
+    elif cls == "barrier": self.barrier()
     elif code == "if": self.if_(op, a)
     elif code == "for": self.for_(op, a)
     else: raise CompileError(f"LLVM backend: no lowering for {code}", loc=op.loc)
     if r is not None and op.results and code not in ("if", "for"): self.bind(op.result, r)
+
+  def math(self, op: Op, code: str, x: str, t: Type) -> str:
+    if t.scalar.kind == "f" and t.scalar.bits == 64 and code in ("exp", "exp2", "log", "log2", "sin", "cos"):
+      # LLVM's AMDGPU target has no f64 transcendentals (ROCm-Device-Libs provides them) and aborts on them
+      raise CompileError(f"f64 {code} is not supported (no AMD instruction; compute in f32 and cast)", loc=op.loc)
+    if code == "rsqrt":
+      s = self.call(lty(t), _intr("sqrt", t), [(lty(t), x)])
+      r = self.tmp()
+      self.emit(f"{r} = fdiv {lty(t)} {self.splat(t, _flit(1.0, t.scalar))}, {s}")
+      return r
+    return self.call(lty(t), _intr(code, t), [(lty(t), x)])
+
+  def alloca(self, r: str, ty: str) -> list[str]:
+    """Entry-block lines defining `r`, a `ptr addrspace(5)` to a private array of LLVM type `ty`."""
+    return [f"{r} = alloca {ty}, align 16, addrspace(5)"]
+
+  def barrier(self) -> None:
+    self.emit('fence syncscope("workgroup") release')
+    self.call("void", "llvm.amdgcn.s.barrier", [])
+    self.lines[-1] = "  call void @llvm.amdgcn.s.barrier()"
+    self.emit('fence syncscope("workgroup") acquire')
+
+  def scope(self, pt: Type) -> str:
+    """The syncscope of an atomic through a pointer of type pt."""
+    return "agent" if pt.space == "global" else "workgroup"
 
   def ids(self, code: str) -> str:
     kind, d = code.rsplit(".", 1)
@@ -309,7 +327,7 @@ class _Gen:
     kind = op.opcode.split(".")[1]
     rmw = {"add": "fadd" if vt.is_float else "add", "sub": "sub", "and": "and", "or": "or", "xor": "xor",
            "xchg": "xchg", "min": "min" if vt.is_signed else "umin", "max": "max" if vt.is_signed else "umax"}[kind]
-    scope = "agent" if pt.space == "global" else "workgroup"
+    scope = self.scope(pt)
     r = self.tmp()
     self.emit(f'{r} = atomicrmw {rmw} {lty(pt)} {g}, {lty(vt)} {a[2]} syncscope("{scope}") monotonic, '
               f'align {vt.nbytes}')
@@ -366,7 +384,7 @@ class _Gen:
 def llvm_ir(k: Kernel, arch: str, wave: int | None = None) -> str:
   """The LLVM IR text for kernel `k` on `arch`."""
   from gputwin.isa.targets import target
-  return _Gen(k, arch, wave or target(arch).wave).kernel()
+  return Lowering(k, arch, wave or target(arch).wave).kernel()
 
 
 _INIT = False

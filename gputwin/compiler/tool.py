@@ -1,5 +1,6 @@
-"""`gputwin compile FILE.py --arch gfx1100 [--backend direct|llvm] [-S] [--print-after-all] [--opt-bisect-limit N]
-[-o out.co]`: compile every @kernel in a Python file (or one kernel from a `.ir` text file).
+"""`gputwin compile FILE.py --arch gfx1100|sm_90 [--backend direct|llvm] [-S] [--print-after-all]
+[--opt-bisect-limit N] [-o out.co]`: compile every @kernel in a Python file (or one kernel from a `.ir` text file).
+AMD targets write a code object (.co); NVIDIA targets (sm_80, sm_90) write the PTX module (.ptx, also what -S prints).
 
 Entry point for cli.py: `compile_main(argv) -> exit status` (or `add_arguments(parser)` + `run(namespace)`).
 Diagnostics (BISECT lines, IR dumps) go to stderr like LLVM's; -S writes assembly instead of a code object.
@@ -15,10 +16,10 @@ from gputwin.errors import CompileError, GputwinError
 
 
 def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
-  from gputwin.compiler import BACKENDS, TARGETS
+  from gputwin.compiler import ALL_TARGETS, BACKENDS
   from gputwin.compiler.passes import PASSES
   p.add_argument("file", help="Python file with @kernel functions, or a .ir file (kernel IR text)")
-  p.add_argument("--arch", required=True, help=f"target ({', '.join(TARGETS)})")
+  p.add_argument("--arch", required=True, help=f"target ({', '.join(ALL_TARGETS)})")
   p.add_argument("--backend", choices=BACKENDS, default="direct")
   p.add_argument("--kernel", action="append", help="compile only this kernel (repeatable)")
   p.add_argument("-S", dest="asm", action="store_true", help="write assembly (.s) instead of a code object")
@@ -67,11 +68,12 @@ def run(ns: argparse.Namespace, out=None, err=None) -> int:
       if ns.backend != "llvm": raise GputwinError("--emit-llvm needs --backend llvm")
       data, sfx = c.llvm_ir.encode(), ".ll"
     elif ns.asm: data, sfx = c.asm.encode(), ".s"
+    elif c.ptx: data, sfx = c.code_object, ".ptx"
     else: data, sfx = c.code_object, ".co"
-    if ns.output == "-" or (ns.output is None and sfx != ".co"):
+    if ns.output == "-" or (ns.output is None and sfx not in (".co", ".ptx")):
       out.write(data.decode())
       continue
-    dst = Path(ns.output) if ns.output else path.with_name(f"{path.stem}.{ns.arch}.co")
+    dst = Path(ns.output) if ns.output else path.with_name(f"{path.stem}.{ns.arch}{sfx}")
     if len(ks) > 1: dst = dst.with_name(f"{dst.stem}.{c.name}{dst.suffix or sfx}")
     dst.write_bytes(data)
     log(f"{c.name}: {ns.backend} {ns.arch} -> {dst} ({len(data)} bytes)")
