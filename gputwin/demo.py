@@ -1,12 +1,14 @@
 """`gputwin demo`: the main job on an embedded default.
 
 1. Kernels: the compiler's embedded demo kernels (saxpy, reduction, tiled matmul, softmax) are compiled for
-   every AMD target with both backends (direct assembly and LLVM), launched through the HCQ runtime on a mock
-   KFD device (PM4 ring -> command processor -> emulator) and compared with numpy.
+   every AMD and NVIDIA target with both backends (direct assembly/PTX and LLVM), launched through the HCQ runtime
+   on a mock device (AMD: KFD, PM4 ring -> command processor -> emulator; NVIDIA: RM/UVM, GPFIFO -> QMD -> PTX
+   emulator) and compared with numpy.
 2. ISA: one hand-written saxpy per target is assembled, disassembled and re-assembled; where llvm-mc-22 is
    installed gputwin's bytes are also compared with its encoding.
 3. NVIDIA: an embedded CUDA file (saxpy, a warp-shuffle block reduction, a recursive call) compiled by nvcc for
-   sm_80 and sm_90 (skipped, not failed, without nvcc) runs on the PTX emulator and is compared with numpy.
+   sm_80 and sm_90 (skipped, not failed, without nvcc) runs through the runtime on a mock NVIDIA GPU and is
+   compared with numpy.
 Exits non-zero on any mismatch.
 """
 from __future__ import annotations
@@ -62,14 +64,14 @@ def run_kernels(console) -> int:
   from rich.table import Table
 
   from gputwin import runtime
-  from gputwin.compiler import BACKENDS, TARGETS as COMPILER_TARGETS
+  from gputwin.compiler import BACKENDS, NV_TARGETS, TARGETS as COMPILER_TARGETS
   from gputwin.compiler.examples import DEMO, check_example
-  table = Table(title="gputwin demo: compiled kernels on mock GPUs (runtime -> PM4 -> emulator) vs numpy",
+  table = Table(title="gputwin demo: compiled kernels on mock GPUs (runtime -> PM4 / GPFIFO -> emulator) vs numpy",
                 caption="ulp: largest distance from numpy's float64 result (sums in another order)")
   for col in ("target", "backend", *DEMO, "ms"):
     table.add_column(col, justify="right" if col == "ms" else "left")
   failures = 0
-  for name in COMPILER_TARGETS:
+  for name in (*COMPILER_TARGETS, *NV_TARGETS):
     dev = runtime.open(f"mock:{name}")
     try:
       for backend in BACKENDS:
@@ -109,16 +111,18 @@ extern "C" __global__ void fibs(int *out) { out[threadIdx.x] = fib(threadIdx.x %
 
 
 def run_ptx(console) -> int:
-  """The embedded CUDA kernels: nvcc -> PTX -> the emulator (sm_80, sm_90) vs numpy; returns failures."""
+  """The embedded CUDA kernels: nvcc -> PTX -> runtime -> mock NVIDIA GPU (sm_80, sm_90) vs numpy; returns
+  failures."""
   import numpy as np
   from rich.table import Table
 
-  from gputwin.emu import launch
-  table = Table(title="gputwin demo: CUDA kernels, nvcc -> PTX -> emulator (per-thread PCs) vs numpy")
-  for col in ("target", "saxpy", "block_sum", "fibs", "warp-inst", "ms"):
-    table.add_column(col, justify="right" if col in ("warp-inst", "ms") else "left")
+  from gputwin import runtime
+  table = Table(title="gputwin demo: CUDA kernels, nvcc -> PTX -> runtime -> mock RM/UVM -> GPFIFO/QMD -> emulator "
+                "vs numpy")
+  for col in ("target", "saxpy", "block_sum", "fibs", "ms"):
+    table.add_column(col, justify="right" if col == "ms" else "left")
   if shutil.which("nvcc") is None:
-    table.add_row("sm_80, sm_90", "[yellow]nvcc not installed: skipped", "", "", "", "")
+    table.add_row("sm_80, sm_90", "[yellow]nvcc not installed: skipped", "", "", "")
     console.print(table)
     return 0
   from gputwin.verify.runner import nvcc_ptx
@@ -129,24 +133,23 @@ def run_ptx(console) -> int:
   while len(fib) < 16:
     fib.append(fib[-1] + fib[-2])
   for arch in ("sm_80", "sm_90"):
-    t0, cells, n = time.perf_counter(), [], 0
+    t0, cells = time.perf_counter(), []
     try:
-      ptx = nvcc_ptx(CUDA, arch)
-      y1, sums, fibs = y.copy(), np.zeros(8, np.int32), np.zeros(64, np.int32)
-      runs = [(launch(ptx, "saxpy", grid=16, block=256, args=[np.float32(2), x, y1, np.int32(4096)], arch=arch),
-               np.array_equal(y1, np.float32(2) * x + y)),  # (nvcc fuses it: by 2 the product is exact either way)
-              (launch(ptx, "block_sum", grid=8, block=256, args=[ints, sums], arch=arch),
-               np.array_equal(sums, ints.reshape(8, 256).sum(axis=1))),
-              (launch(ptx, "fibs", grid=1, block=64, args=[fibs], arch=arch),
-               fibs.tolist() == [fib[t % 16] for t in range(64)])]
-      for st, ok in runs:
-        cells.append("[green]ok" if ok else "[red]WRONG")
-        failures += not ok
-        n += st.instructions
+      with runtime.open(f"mock:{arch}") as dev:
+        prg = dev.load(nvcc_ptx(CUDA, arch))
+        y1, sums, fibs = y.copy(), np.zeros(8, np.int32), np.zeros(64, np.int32)
+        for kernel, grid, block, args, ok in (
+            ("saxpy", 16, 256, [np.float32(2), x, y1, np.int32(4096)],
+             lambda: np.array_equal(y1, np.float32(2) * x + y)),  # (nvcc fuses it: by 2 the product is exact either way)
+            ("block_sum", 8, 256, [ints, sums], lambda: np.array_equal(sums, ints.reshape(8, 256).sum(axis=1))),
+            ("fibs", 1, 64, [fibs], lambda: fibs.tolist() == [fib[t % 16] for t in range(64)])):
+          dev.launch(prg, kernel, grid=grid, block=block, args=args)
+          cells.append("[green]ok" if ok() else "[red]WRONG")
+          failures += not ok()
     except Exception as e:  # report per target, keep going
       failures += 1
       cells = [f"[red]{type(e).__name__}: {str(e)[:60]}", "", ""]
-    table.add_row(arch, *cells, str(n), f"{(time.perf_counter() - t0) * 1e3:.0f}")
+    table.add_row(arch, *cells, f"{(time.perf_counter() - t0) * 1e3:.0f}")
   console.print(table)
   return failures
 

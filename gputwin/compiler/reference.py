@@ -57,8 +57,9 @@ def _cast(x, src: Type, dst: Type):
     x64 = np.trunc(np.clip(x64, float(info.min), float(info.max)))
     out = np.where(x64 >= float(info.max), info.max, np.where(x64 <= float(info.min), info.min, 0))
     mid = (x64 > float(info.min)) & (x64 < float(info.max))
-    return np.where(mid, x64.astype(np.float64).astype(dtype(d)) if d.bits < 64 else
-                    np.clip(x64, -2.0**63, 2.0**63 - 1024).astype(dtype(d)), out.astype(dtype(d))).astype(dtype(d))
+    top = np.nextafter(float(info.max) + 1.0, 0.0)  # the largest double the 64-bit types hold: 2**63-1024, 2**64-2048
+    return np.where(mid, x64.astype(dtype(d)) if d.bits < 64 else np.clip(x64, float(info.min), top).astype(dtype(d)),
+                    out.astype(dtype(d))).astype(dtype(d))
   if s.is_bool: return x.astype(dtype(d))
   if d.is_int: return x.astype(dtype(d))
   if s.is_int and d.kind == "bf": return ir.bf16_round(x.astype(np.float64).astype(np.float32))

@@ -580,7 +580,9 @@ class Device:
     return self.proc.ioctl("GET_CLOCK_COUNTERS", gpu_id=self.gpu_id).gpu_clock_counter
 
   def load(self, code_object) -> Program:
-    """Upload a code object (bytes, a path to .co/.o/.s, or a CodeObject) to VRAM; cached per content."""
+    """Upload a code object (bytes, a path to .co/.o/.s, or a CodeObject) to VRAM; cached per content. A Program
+    loaded earlier on this device is itself."""
+    if isinstance(code_object, Program) and code_object.dev is self: return code_object
     co = code_object if isinstance(code_object, CodeObject) else \
       (read_code(code_object, self.arch)[0] if isinstance(code_object, (str, Path)) else bytes(code_object))
     key = id(co) if isinstance(co, CodeObject) else co

@@ -531,7 +531,8 @@ class Device(hcq.Device):
 
   def load(self, code) -> Program:
     """A program for this GPU from PTX (text, bytes, .ptx path) or a program image (bytes, .cubin path,
-    cubin.Program); uploaded once per content."""
+    cubin.Program), or a Program loaded earlier on this device; uploaded once per content."""
+    if isinstance(code, Program) and code.dev is self: return code
     key = id(code) if isinstance(code, cubin.Program) else (bytes(code) if isinstance(code, (bytearray, memoryview))
                                                              else code)
     if key not in self._programs: self._programs[key] = Program(self, _image(code, self.arch, self.real))

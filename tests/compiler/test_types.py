@@ -302,3 +302,14 @@ def test_vector_ir_on_llvm_backend(arch):
   assert ulp_diff(emu[2], ref[2]).max() == 0
   with pytest.raises(CompileError, match="use --backend llvm"):
     compile(ir.parse(VECTOR_IR), arch, backend="direct")
+
+
+def test_reference_float_to_64bit_int_casts_saturate_like_c_sat():
+  """The reference's f64 -> u64/i64 casts: truncation toward zero, saturating at the type's range, NaN -> 0 (what
+  llvm.fpto[su]i.sat and PTX cvt.rzi give), checked against Python's exact integers over the whole range."""
+  from gputwin.compiler.ir import parse_type
+  from gputwin.compiler.reference import _cast
+  x = np.array([2.0**63, 1.5 * 2**63, 2.0**64 - 2048, 2.0**64, 1e30, -1.0, -2.0**63, -1e30, np.nan, 3.7, -3.7])
+  for t, lo, hi in (("u64", 0, 2**64 - 1), ("i64", -2**63, 2**63 - 1)):
+    want = [0 if v != v else min(max(int(v), lo), hi) for v in x]
+    assert [int(v) for v in _cast(x, parse_type("f64"), parse_type(t))] == want, t
