@@ -2,11 +2,11 @@
 warm in each mode and checked against numpy; then the same matmul algorithm on numba's CUDA simulator (installed with
 pip when missing), which runs one Python thread per CUDA thread.
 
-    python bench/ptx.py [--json] [--n 256] [--numba-n 64] [--no-numba]
+    python bench/ptx.py [--json] [--n 256] [--numba-n 64] [--no-numba] [--modes checks,native,interp]
 
-Rows: warp-instructions, best-of-3 warm seconds per mode (MODES), the share the native tier ran, numpy seconds, the
-first launch's seconds; and for numba: its seconds and ours (checkers on) for the same matmul, both checked against
-numpy.
+Rows: warp-instructions, best-of-3 warm seconds per mode (MODES), the share the native tier ran, numpy seconds (best
+of 5, in the same run), the first launch's seconds; and for numba: its seconds and ours (checkers on) for the same
+matmul, both checked against numpy.
 """
 from __future__ import annotations
 
@@ -97,6 +97,12 @@ def run_case(ptx: Path, kernel: str, case: dict, checks: bool, reps: int = 3):
   return dt, st, ok
 
 
+def _timed(fn) -> float:
+  t = time.perf_counter()
+  fn()
+  return time.perf_counter() - t
+
+
 def numba_matmul(n: int) -> dict | None:
   try:
     import numba  # noqa: F401
@@ -119,22 +125,22 @@ def main() -> int:
   ap.add_argument("--n", type=int, default=256)
   ap.add_argument("--numba-n", type=int, default=64)
   ap.add_argument("--no-numba", action="store_true")
+  ap.add_argument("--modes", default=",".join(MODES), help="comma-separated subset of " + ",".join(MODES))
   a = ap.parse_args()
+  modes = {m: MODES[m] for m in a.modes.split(",")}
   from gputwin.emu.core import keep_heap
   keep_heap()
   rows = []
   with tempfile.TemporaryDirectory() as d:
     ptx = compile_ptx(Path(d))
     for kernel, case in cases(a.n).items():
-      for mode, (checks, jit) in MODES.items():
+      for mode, (checks, jit) in modes.items():
         os.environ["GPUTWIN_JIT"] = jit
         t = time.perf_counter()
         run_case(ptx, kernel, case, checks, reps=1)  # warm: parse, bind, compile pcode bodies (and native blocks)
         warm = time.perf_counter() - t
         dt, st, ok = run_case(ptx, kernel, case, checks)
-        t = time.perf_counter()
-        case["ref"]()
-        npsec = time.perf_counter() - t
+        npsec = min(_timed(case["ref"]) for _ in range(5))
         rows.append(dict(kernel=kernel, mode=mode, warp_instructions=st.instructions, seconds=dt,
                          minst_per_s=st.instructions / dt / 1e6, native_share=st.native_instructions / st.instructions,
                          numpy_seconds=npsec, vs_numpy=dt / npsec, first_launch=warm, correct=bool(ok)))
@@ -142,7 +148,7 @@ def main() -> int:
       nb = numba_matmul(a.numba_n)
       if nb is not None:
         case = cases(a.numba_n)["matmul"]
-        for mode, (checks, jit) in MODES.items():
+        for mode, (checks, jit) in modes.items():
           os.environ["GPUTWIN_JIT"] = jit
           run_case(ptx, "matmul", case, checks, reps=1)
           dt, st, ok = run_case(ptx, "matmul", case, checks)

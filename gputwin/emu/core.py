@@ -12,6 +12,7 @@ of the workgroup arrived), so it is an independent schedule to compare against.
 from __future__ import annotations
 
 import ctypes
+import mmap
 import os
 import sys
 
@@ -90,6 +91,24 @@ def keep_heap(mmap_max: int = 32 << 20, trim: int = 1 << 30) -> None:
     pass
 
 
+HUGE = 8 << 20  # arrays from this size on are asked for transparent huge pages (zeros)
+
+
+def zeros(shape, dtype) -> np.ndarray:
+  """np.zeros, for a large array on transparent huge pages where the kernel offers them (madvise). The native tier
+  runs a wave at a time and a wave's registers lie one per row, rows (all waves' copies of a register) apart: with
+  4 KiB pages nearly every register a wave touches is a TLB miss of its own."""
+  n = int(np.prod(shape)) * np.dtype(dtype).itemsize
+  if n < HUGE or not hasattr(mmap, "MADV_HUGEPAGE"):
+    return np.zeros(shape, dtype)
+  m = mmap.mmap(-1, n)  # anonymous: zero-filled
+  try:
+    m.madvise(mmap.MADV_HUGEPAGE)
+  except OSError:  # not offered here: 4 KiB pages, as np.zeros
+    pass
+  return np.frombuffer(m, dtype).reshape(shape)
+
+
 def scratch_stride(priv_size: int) -> int:
   """Address stride of one lane's private segment in the scratch window (a power of two, >= 16)."""
   return 1 << max(4, int(max(priv_size, 1) - 1).bit_length())
@@ -108,8 +127,8 @@ class Engine:
     # an instruction reads or writes) is then one contiguous block, not a strided walk through all the files
     # (rows padded by one wave / 64 bytes: a power-of-two row stride would put all of one wave's registers in the
     # same cache set, which the native tier, running a wave at a time, would thrash)
-    self.files = {"v": np.zeros((nvgpr, waves + 1, lanes), U32), "a": np.zeros((max(nagpr, 1), waves + 1, lanes), U32),
-                  "s": np.zeros((256, waves + 16), U32)}  # [reg, wave(, lane)], padded
+    self.files = {"v": zeros((nvgpr, waves + 1, lanes), U32), "a": zeros((max(nagpr, 1), waves + 1, lanes), U32),
+                  "s": zeros((256, waves + 16), U32)}  # [reg, wave(, lane)], padded
     self.V = self.files["v"][:, :waves].swapaxes(0, 1)
     self.A = self.files["a"][:, :waves].swapaxes(0, 1)
     self.S = self.files["s"][:, :waves].T
@@ -128,6 +147,8 @@ class Engine:
     self.lds = Window("LDS", int(wg_of_wave.max()) + 1 if waves else 1, lds_size, 1 << LDS_SHIFT, device, None,
                       LDS_BITS)
     self.scratch = Window("scratch", waves * lanes, priv_size, scratch_stride(priv_size), device)
+    self.scratch_used = False  # whether anything may have written the scratch window (restart clears it then)
+    self.init_key = None  # the launcher's: what it wrote into the VGPR rows restart keeps (keep_v); None: rows gone
     self._lane_waves = self._wg_hi = None  # LDS: each lane's wave (race checker), workgroup slot << 20 per wave
     # frontends with per-thread PCs (`simt`: PTX): each lane's PC, whether it lives, the barrier it waits at (id + 1),
     # whether it waits for the rest of a collective's member mask, and whether it yielded (fair scheduling)
@@ -142,6 +163,9 @@ class Engine:
       self.lyield = np.zeros((waves, lanes), bool)
       self.backedges = np.zeros(waves, np.int64)
     self._cur = self._last_ix = None  # simt: the lanes the current instruction runs for (guard applied), its waves
+    self._exec_of = None  # simt: the selection of threads the EXEC row holds (run_simt)
+    self._pc_to = self._moved_to = None  # simt: a branch's one target; where step_simt moved all its threads
+    self.entry = None  # simt: the PC every live thread of a new batch stands at (the launcher's), none waiting yet
     self._batch(checks)
 
   def _batch(self, checks) -> None:
@@ -176,13 +200,13 @@ class Engine:
       self.written[file] |= ((1 << dwords) - 1) << index
 
   def restart(self, wg_of_wave: np.ndarray, prog: Program | None = None, mem=None, defer: bool = False,
-              keep_s: int = 0) -> None:
+              keep_s: int = 0, keep_v: int = 0) -> None:
     """Start the next batch of the same shape on these arrays (of this dispatch, or another one's: `prog`, `mem`):
     exactly the state a new Engine has, but only the register rows the last batch wrote are cleared (zeroing and
     first-touching whole files costs more than a native batch runs). `defer`: VGPR rows to clear (and v0, see
     init_waves) are left `pending`, done wave by wave by the native tier right before each wave's first
-    instruction (the rows are then in cache), or by `settle()` before anything else looks at them. `keep_s`: SGPR
-    rows (a bit mask) the caller rewrites for every wave right after (init_waves)."""
+    instruction (the rows are then in cache), or by `settle()` before anything else looks at them. `keep_s`, `keep_v`:
+    SGPR / VGPR rows (bit masks) the caller rewrites whole for every wave right after (init_waves, PTX's _init)."""
     if prog is not None:
       self.prog, self.fam = prog, prog.family
     if mem is not None:
@@ -196,9 +220,11 @@ class Engine:
       F = self.files[file]
       if file == "v":  # v0 (the work-item ids) is rewritten whole by init_waves: it only needs to know
         self.v0_stale = bool(rows & 1)
-        rows &= ~1
+        rows &= ~1 & ~keep_v
       if rows < 0 or rows >> len(F):  # everything (a whole-file write), or rows past the file
         F[:] = 0
+        if file == "v":
+          self.init_key = None
         continue
       if file == "v" and defer:
         self.pending = ([r for r in range(len(F)) if rows >> r & 1], None)
@@ -216,7 +242,16 @@ class Engine:
     if wg_of_wave is not self.wg and not np.array_equal(wg_of_wave, self.wg):
       self.wg, self._wg_hi = wg_of_wave, None
     self.lds.buf.fill(0)
-    self.scratch.buf.fill(0)
+    if self.scratch_used:
+      self.scratch.buf.fill(0)
+      self.scratch_used = False
+    if self.simt:  # every thread's liveness, barrier and collective state, as a new engine has them (its PC is the
+      # launcher's to set: it places every thread; lbarpc is read only where lbar says a thread waits)
+      for a in (self.lalive, self.launched, self.lbar, self.lwait, self.lyield, self.backedges):
+        a.fill(0)
+      for k in ("barcount", "barexp", "barred"):  # (sized by the batch's CTAs: made again at the first barrier)
+        self.__dict__.pop(k, None)
+      self._cur = self._last_ix = self._exec_of = self.entry = None
     self._batch(None)
 
   # ------------------------------------------------------------------ register access
@@ -446,6 +481,7 @@ class Engine:
     for name, v in out.items():
       if name == "PC" and self.simt:  # per-thread PCs: the lanes that ran it branch
         self.lpc[ix] = np.where(m, np.broadcast_to(np.asarray(v).astype(np.int64), m.shape), self.lpc[ix])
+        self._pc_to = int(v) if np.ndim(v) == 0 else None  # (one target for all: run_simt needs no scan)
       elif name == "PC":
         self.pc[ix] = np.asarray(v).reshape(-1).astype(np.int64) if np.ndim(v) else int(v)
       elif name == "SCC":
@@ -528,6 +564,7 @@ class Engine:
   def run_scratch(self, op, ix, m, st, a):
     """Private segment offsets -> one scratch slot per lane (the hardware's swizzle is invisible to a kernel)."""
     lane = self._slots(ix)[:, None] * U64(self.L) + self.lane.astype(U64)
+    self.scratch_used = True
     return self.run_body(op, ix, m, st, self.scratch, lane * U64(self.scratch.stride) + a)
 
   def run_body(self, op: Op, ix, m, st, space, a):
@@ -750,17 +787,22 @@ def run_simt(eng: Engine, serial: bool = False, max_instructions: int | None = N
   prog, start, big = eng.prog, eng.count, np.iinfo(np.int64).max
   # the native tier runs straight-line blocks for the threads standing at their first PC (as EXEC)
   tier = None if serial or eng.checks is not None or steps is not None else _native_tier(eng)
+  if tier is None:
+    eng.settle()
   together = None  # (pc, ix, sel) when every ready thread ran the last, straight-line, step: they all stand there
+  if eng.entry is not None and not serial and not eng.lwait.any() and eng.lalive.any(axis=1).all():
+    together = (eng.entry, slice(None), eng.lalive.copy())  # a new batch: every thread at the entry, none waiting
+  eng.entry = None
   while steps is None or steps > 0:
     if steps is not None:
       steps -= 1
     if together is not None:
       (pc, ix, sel), together, covers = together, None, True
     else:
+      if not eng.lalive.any():  # every thread exited
+        return
       ready = eng.lalive & (eng.lbar == 0) & ~eng.lwait
       if not ready.any():
-        if not eng.lalive.any():
-          return
         if eng.lwait.any():
           w, lanes = _waiting(eng.lwait)
           raise Stop("deadlock", f"lanes {lanes} wait at a .sync collective for member-mask lanes that never arrive "
@@ -788,10 +830,17 @@ def run_simt(eng: Engine, serial: bool = False, max_instructions: int | None = N
     if tier is not None and not eng.hooks:
       blk = tier.block(pc, eng.nwaves(ix))
       if blk is not None:
-        eng.S[ix, eng.sp["exec"]] = _bits(sel)[:, 0].astype(U32)  # the threads standing here, as EXEC
+        if eng._exec_of is not sel:  # the threads standing here, as EXEC (unchanged after a step that ran them all)
+          eng.S[ix, eng.sp["exec"]] = _bits(sel)[:, 0].astype(U32)
+          eng._exec_of = sel
         eng._cur, eng._last_ix = sel, ix
-        tier.run(blk, ix)
-        eng.lpc[ix] += sel * blk.n
+        if eng.pending is not None and not isinstance(ix, slice):
+          eng.settle()
+        tier.run(blk, ix)  # (a pending setup goes with the batch's first block, which every warp runs first)
+        if isinstance(ix, slice):  # (one pass, no temporary)
+          np.add(eng.lpc, blk.n, out=eng.lpc, where=sel)
+        else:
+          eng.lpc[ix] += sel * blk.n
         if max_instructions is not None and eng.count - start > max_instructions:
           raise Stop("watchdog", f"more than {max_instructions} warp-instructions executed (--max-instructions)",
                      _first(eng, ix), blk.ops[-1])
@@ -802,15 +851,16 @@ def run_simt(eng: Engine, serial: bool = False, max_instructions: int | None = N
       op = prog.op(pc)
     except GputwinError as e:
       raise Stop("decode", str(e), _first(eng, ix)) from None
+    eng.settle()
     try:
-      straight = step_simt(eng, op, ix, sel)
+      step_simt(eng, op, ix, sel)
     except GPUPageFault as e:
       raise Stop("fault", str(e), _first(eng, ix), op, e) from None
     if max_instructions is not None and eng.count - start > max_instructions:
       raise Stop("watchdog", f"more than {max_instructions} warp-instructions executed (--max-instructions)",
                  _first(eng, ix), op)
-    if straight and fast:
-      together = (pc + op.size, ix, sel)
+    if fast and eng._moved_to is not None:  # they all stand at one PC: no scan needed
+      together = (eng._moved_to, ix, sel)
 
 
 def _waiting(mask):
@@ -820,6 +870,8 @@ def _waiting(mask):
 
 def _bits(m: np.ndarray) -> np.ndarray:
   """(waves, lanes) bool -> (waves, 1) uint64 lane bits."""
+  if LITTLE and m.dtype == bool and m.ndim == 2 and m.shape[1] in (32, 64):  # the bytes of packbits are the words'
+    return np.packbits(m, axis=1, bitorder="little").view(U32 if m.shape[1] == 32 else U64).astype(U64)
   return (m.astype(U64) << np.arange(m.shape[1], dtype=U64)).sum(axis=1, dtype=U64)[:, None]
 
 
@@ -828,6 +880,7 @@ def step_simt(eng: Engine, op: Op, ix, sel) -> bool:
   Returns whether every thread of `sel` simply moved on to pc + size (nothing else about the threads changed)."""
   k, n = op.kind, eng.nwaves(ix)
   straight = k in ("alu", "mem", "pack", "tensor", "warpsync")
+  eng._moved_to = None
   g = op.info.get("guard")
   m = sel if g is None else sel & ((eng.V[ix, g[0]] != 0) != g[1])
   eng.lwait[ix] = False  # the warp moves: lanes waiting for a collective's members look again
@@ -842,19 +895,25 @@ def step_simt(eng: Engine, op: Op, ix, sel) -> bool:
     ix, sel, m = got
     n = eng.nwaves(ix)
   eng._cur, eng._last_ix = m, ix
-  adv = sel
+  adv, to = sel, None  # to: the one PC every thread of sel branched to, when known
   if k in ("alu", "mem"):
-    if m.any():
+    if m.any():  # (else nothing runs: the threads move on, branch or not)
+      eng._pc_to = None
       eng.execute(op, ix)
-    if sets_pc(op):
-      adv = sel & ~m
-      straight = False
+      if sets_pc(op):
+        adv = sel & ~m
+        straight = False
+        if eng._pc_to is not None and not adv.any():
+          to = eng._pc_to
   elif k == "end":
     eng.lalive[ix] = eng.lalive[ix] & ~m
     adv = sel & ~m
     release_barriers(eng)
   elif k == "barrier":
-    _arrive(eng, op, ix, m)
+    if _at_once(eng, op, ix, m):  # every live thread of every CTA arrived together: it completes now
+      straight = True
+    else:
+      _arrive(eng, op, ix, m)
   elif k == "sleep":
     eng.lyield[ix] = eng.lyield[ix] | m
   elif k == "warpsync":
@@ -871,8 +930,8 @@ def step_simt(eng: Engine, op: Op, ix, sel) -> bool:
     if eng.checks is not None and m.any():
       eng.checks.wrote(eng, ix, op.outs.values())
   if straight:
-    if isinstance(ix, slice) and op.size == 1:
-      np.add(eng.lpc, sel, out=eng.lpc)
+    if isinstance(ix, slice):
+      np.add(eng.lpc, op.size, out=eng.lpc, where=sel)
     else:
       eng.lpc[ix] += sel * op.size
     back = None
@@ -888,6 +947,8 @@ def step_simt(eng: Engine, op: Op, ix, sel) -> bool:
     eng.backedges[ix] = np.where(tired, 0, be)
     if tired.any():
       eng.lyield[ix] = eng.lyield[ix] | (back & tired[:, None])
+      to = None
+  eng._moved_to = op.pc + op.size if straight else to
   eng.clock[ix] += 1
   if not (k in ("alu", "mem") and m.any()):  # (Engine.execute counted the ones it ran)
     eng.count += n
@@ -917,6 +978,17 @@ def _rendezvous(eng: Engine, op: Op, ix, sel, m):
     ix = (np.arange(eng.W)[ix])[keep]
     sel, m = sel[keep], m[keep]
   return ix, sel, m
+
+
+def _at_once(eng: Engine, op: Op, ix, m) -> bool:
+  """Does barrier `op` complete as soon as threads `m` arrive, with nothing else to do: every live thread of the
+  batch arrives (a waiting thread would not stand here), none counted at any barrier before, a constant barrier id,
+  no thread count, reduction or arrive-only form, and no checker to tell. Then _arrive + release_barriers would
+  count them, release them all and reset the counts: the threads just move on."""
+  ids, count, pred = op.info["bar"]
+  return eng.checks is None and isinstance(ix, slice) and count is None and pred is None and ids.file == "k" and \
+      not op.info.get("arrive") and not (hasattr(eng, "barcount") and eng.barcount.any()) and \
+      bool((m == eng.lalive).all())
 
 
 def _arrive(eng: Engine, op: Op, ix, m) -> None:
@@ -971,6 +1043,7 @@ def release_barriers(eng: Engine) -> None:
       yes, no = eng.barred[0][c, b], eng.barred[1][c, b]
       v = {"popc": yes, "and": no == 0, "or": yes > 0}[op.info["red"]].astype(U32)
       eng.V[w, op.outs["D0"].index, l] = v
+      eng.mark("v", op.outs["D0"].index)
       if eng.checks is not None:
         eng.checks.wrote(eng, np.unique(w), [op.outs["D0"]])
   if hasattr(eng, "barred"):

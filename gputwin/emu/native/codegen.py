@@ -18,9 +18,10 @@ from gputwin.pcode.llvm import TBAA_BASE, Lower, Unsupported, default_bits, lty,
 
 M32 = 0xffffffff
 PROBE_CONTIG, PROBE_EXACT, PROBE_FAST = 0, 1, 2  # what a probe answers
-# per instruction, in the block's %hints array: the region its last access hit, the probed contiguous base, and the
-# probe's answer (a later access from the same address registers reuses it: plan.owners)
-HINT_REGION, HINT_BASE, HINT_PROBE, HINTS = 0, 1, 2, 3
+# per instruction, in the block's %hints array: the region its last access hit, the probed contiguous base, the
+# probe's answer and the lowest and highest effective address it found (a later access from the same address registers
+# reuses them, moved by its offset: plan.owners)
+HINT_REGION, HINT_BASE, HINT_PROBE, HINT_LO, HINT_HI, HINTS = 0, 1, 2, 3, 4, 5
 
 
 class Mode(enum.Enum):
@@ -32,6 +33,7 @@ class Mode(enum.Enum):
   FIRST = "q"   # lane 0's base, for a full wave's probe
   FAST = "f"    # accesses unchecked (probed: all in one region)
   CONTIG = "c"  # accesses unchecked at base + lane * stride (probed: contiguous)
+  SHIFT = "s"   # an owner's probed range moved by this access's offset: still in the region (FAST), else EXACT
 
   @property
   def probes(self) -> bool:
@@ -288,25 +290,34 @@ done:
             all(analysis.plain_mem(o.sem.program) for o in plan.parts(op))):
       f.emit(f"ret i32 {either('a', 'n')}")
       return "\n".join([self.inst_fn(i, ops, full=True), self.inst_fn(i, ops, suffix="n"), self.define(f, i, [])])
-    j = self.owner.get(i, i)  # j != i: the same addresses as instruction j's, which probed them
+    j, d = self.owner.get(i, (i, 0))  # j != i: instruction j's addresses moved by d bytes; j probed them
     pp = f.op(f"getelementptr i32, ptr %hints, i64 {2 * (HINT_PROBE + HINTS * j)}")
-    if j == i:
+    if j == i:  # the answer kept for later accesses: contiguous or scattered within the region, else exact
       probe = either("pa", "p")
       f.emit(f"store i32 {probe}, ptr {pp}")
     else:
       probe = f.op(f"load i32, ptr {pp}")
+      if d:  # the owner's range moved by d: still in the region?
+        moved = f.op(f"icmp eq i32 {call('s')}, {PROBE_FAST}")
+        probe = f.op(f"select i1 {moved}, i32 {probe}, i32 {PROBE_EXACT}")
     f.emit(f"switch i32 {probe}, label %exact [ i32 {PROBE_CONTIG}, label %contig  i32 {PROBE_FAST}, label %fast ]")
     f.put("contig")
     f.emit(f"ret i32 {either('ca', 'c')}")
     f.put("fast")
-    ok = f.op(f"icmp eq i32 {call('r')}, {PROBE_FAST}")
-    f.emit(f"br i1 {ok}, label %gather, label %exact")
+    if j == i:  # scattered: all of them in the region?
+      ok = f.op(f"icmp eq i32 {call('r')}, {PROBE_FAST}")
+      f.emit(f"store i32 {f.op(f'select i1 {ok}, i32 {PROBE_FAST}, i32 {PROBE_EXACT}')}, ptr {pp}")
+      f.emit(f"br i1 {ok}, label %gather, label %exact")
+    else:
+      f.emit("br label %gather")
     f.put("gather")
-    f.emit(f"ret i32 {call('f')}")
+    f.emit(f"ret i32 {either('fa', 'f')}")
     f.put("exact")
     f.emit(f"ret i32 {call('x')}")
-    modes = [Mode.PROBE] * (j == i) + [Mode.RANGE, Mode.CONTIG, Mode.FAST, Mode.EXACT]
-    fulls = [self.inst_fn(i, [op], m, full=True) for m in ([Mode.FIRST, Mode.PROBE] * (j == i) + [Mode.CONTIG])]
+    modes = [Mode.PROBE, Mode.RANGE] * (j == i) + [Mode.SHIFT] * (j != i and d != 0) + \
+        [Mode.CONTIG, Mode.FAST, Mode.EXACT]
+    fulls = [self.inst_fn(i, [op], m, full=True) for m in ([Mode.FIRST, Mode.PROBE] * (j == i) +
+                                                           [Mode.CONTIG, Mode.FAST])]
     return "\n".join([self.inst_fn(i, [op], m) for m in modes] + fulls + [self.define(f, i, [])])
 
   def inst_fn(self, i: int, ops: list[Op], mode: Mode = Mode.PLAIN, full: bool = False, suffix: str = "") -> str:
@@ -317,7 +328,7 @@ done:
     ops = [o for o in ops if o.kind != "nop"] or ops[-1:]  # s_nop, s_delay_alu... in a group: PC and counts only
     op = ops[0]
     info = {"lanes": self.L, "family": self.fam, "space": "lds" if op.mem == "ds" else "gm",
-            "slot": self.owner.get(i, i)}
+            "slot": self.owner.get(i, (i, 0))[0], "delta": self.owner.get(i, (i, 0))[1]}
     vector = op.vector and op.kind != "nop"
     if op.kind == "nop":
       self.bump_pc(f, op)
@@ -351,6 +362,10 @@ done:
         scattered = f.alloca("i1")
         f.pro += [f"  call i32 @inst{i}qa(ptr %ctx, i64 %w, ptr %hints)", f"  %ref = load i64, ptr {hint_base}",
                   f"  store i1 false, ptr {scattered}"]
+    if mode is Mode.SHIFT:  # no lane loop: the owner's probed [lo, hi] moved by this access's offset
+      (g, o), = gens
+      self.load_state(g, o, lane=False)
+      return self.shifted(f, g, o, i)
     for g, o in gens:  # per-wave state first (read once, before any lane)
       self.load_state(g, o, lane=False)
       for nm in o.sem.program.outputs if pure else ():
@@ -445,6 +460,7 @@ done:
         f.put("lend")
         if same:  # contiguous from lane 0's base, or scattered
           emax = f.op(f"add i64 %ref, {(self.L - 1) * stride}")
+          self.keep_range(f, i, "%ref", emax)
           bad = f.op(f"or i1 {f.ld_bad()}, {g.probe_range(o.sem.program.body, '%ref', emax)}")
           r = f.op(f"select i1 {bad}, i32 {PROBE_EXACT}, i32 {PROBE_CONTIG}")
           sc = f.op(f"load i1, ptr {scattered}")
@@ -452,6 +468,7 @@ done:
           return self.define(f, i, [])
         lo, hi = (f.op(f"load i64, ptr {acc}") for acc, _, _ in red)
         if mode is Mode.RANGE:  # the lanes are scattered: all of them in one region?
+          self.keep_range(f, i, lo, hi)
           bad = f.op(f"or i1 {f.ld_bad()}, {g.probe_range(o.sem.program.body, lo, hi)}")
           f.emit(f"ret i32 {f.op(f'select i1 {bad}, i32 {PROBE_EXACT}, i32 {PROBE_FAST}')}")
           return self.define(f, i, [])
@@ -461,6 +478,7 @@ done:
         last = f.op(f"sub i64 63, {f.op(f'call i64 @llvm.ctlz.i64(i64 {exec_v}, i1 false)')}")
         emin = f.op(f"add i64 {lo}, {f.op(f'mul i64 {first}, {stride}')}")
         emax = f.op(f"add i64 {lo}, {f.op(f'mul i64 {last}, {stride}')}")
+        self.keep_range(f, i, emin, emax)
         bad = f.op(f"or i1 {f.ld_bad()}, {g.probe_range(o.sem.program.body, emin, emax)}")
         none = f.op(f"icmp eq i64 {exec_v}, 0")
         contig = f.op(f"or i1 {none}, {f.op(f'icmp eq i64 {lo}, {hi}')}")
@@ -511,6 +529,31 @@ done:
     else:
       lane_count = "1"
     return self.finish(f, i, f.op(f"add i64 {lane_count}, {self.L * nops}") if nops else lane_count)
+
+  @staticmethod
+  def keep_range(f: Fn, i: int, lo: str, hi: str) -> None:
+    """Keep the probed lowest and highest effective address for later accesses moved from them (plan.owners)."""
+    for k, v in ((HINT_LO, lo), (HINT_HI, hi)):
+      f.emit(f"store i64 {v}, ptr {f.op(f'getelementptr i64, ptr %hints, i64 {k + HINTS * i}')}")
+
+  def shifted(self, f: Fn, g: Gen, o: Op, i: int) -> str:
+    """@inst{i}s: PROBE_FAST when the accesses of owner j's lanes, moved by d bytes, stay in the region (LDS: in
+    the allocation) without wrapping, else PROBE_EXACT. Every active lane's address is then j's plus d, exactly."""
+    j, d = g.info["slot"], g.info["delta"]
+    lo, hi = (f.op(f"load i64, ptr {f.op(f'getelementptr i64, ptr %hints, i64 {k + HINTS * j}')}")
+              for k in (HINT_LO, HINT_HI))
+    lo2, hi2 = f.op(f"add i64 {lo}, {d}"), f.op(f"add i64 {hi}, {d}")
+    if g.space == "lds":  # offsets in the workgroup's window, j's in [0, 2**(LDS_BITS - 1)) (no wrapped base)
+      reach = 1 << (LDS_BITS - 1)
+      olo, ohi = (f.op(f"and i64 {x}, {(1 << LDS_BITS) - 1}") for x in (lo, hi))
+      nlo, nhi = f.op(f"add i64 {olo}, {d}"), f.op(f"add i64 {ohi}, {d}")
+      bad = f.op(f"or i1 {f.op(f'icmp uge i64 {ohi}, {reach}')}, {f.op(f'icmp slt i64 {nlo}, 0')}")
+      bad = f.op(f"or i1 {bad}, {f.op(f'icmp sge i64 {nhi}, {reach}')}")
+    else:  # guest addresses below 4 GiB
+      bad = f.op(f"or i1 {f.op(f'icmp slt i64 {lo2}, 0')}, {f.op(f'icmp sgt i64 {hi2}, {M32}')}")
+    bad = f.op(f"or i1 {bad}, {g.probe_range(o.sem.program.body, lo2, hi2)}")
+    f.emit(f"ret i32 {f.op(f'select i1 {bad}, i32 {PROBE_EXACT}, i32 {PROBE_FAST}')}")
+    return self.define(f, i, [])
 
   @staticmethod
   def lane_w(f: Fn, w: int) -> str:
@@ -682,7 +725,8 @@ done:
     if f.mode is Mode.CONTIG:  # the probe found every active lane at base + lane * stride
       f.pro += [f"  %cb.p = getelementptr i64, ptr %hints, i64 {HINT_BASE + HINTS * g.info['slot']}",
                 "  %cb = load i64, ptr %cb.p"]
-      a = f.op(f"add nuw i64 %cb, {f.op(f'mul nuw i64 %lane, {analysis.stride(o.sem.program)}')}")
+      cb = f.op(f"add i64 %cb, {g.info['delta']}") if g.info["delta"] else "%cb"  # (moved from its owner's)
+      a = f.op(f"add nuw i64 {cb}, {f.op(f'mul nuw i64 %lane, {analysis.stride(o.sem.program)}')}")
     else:  # the instruction's Address plan (binding.Address), as core.Engine.address evaluates it
       plan = info.get("address")
       if plan is None or plan.space not in ("mem", "lds"):

@@ -93,18 +93,27 @@ def groups(ops: list[Op], sp: dict, lanes: int) -> list[tuple[int, list[Op]]]:
   return out
 
 
-def owners(ops: list[Op], sp: dict, lanes: int) -> dict[int, int]:
-  """Plain memory instruction i -> an earlier one j whose probe holds for i too: the same space, address
-  registers, offsets and access extents, and nothing in between (j included) writes those registers or EXEC."""
-  out, seen = {}, []  # seen: (index, address key) of probed instructions still valid
+def owners(ops: list[Op], sp: dict, lanes: int) -> dict[int, tuple[int, int]]:
+  """Plain memory instruction i -> (j, d): an earlier one j whose probe holds for i too, its addresses moved by d
+  bytes: the same space, address registers, access extents and fields but the plan's constant offset (d = the
+  difference, a multiple of its alignment), and nothing in between (j included) writes those registers or EXEC."""
+  out, seen = {}, []  # seen: (index, address key, plan offset, plan width) of probed instructions still valid
   for i, op in enumerate(ops):
     key = _probe_key(op)
     if key is not None:
-      j = next((j for j, k in seen if k == key), None)
-      if j is not None:
-        out[i] = j
+      a = op.info["address"]
+      hit = None
+      for j, k, off, w in seen:
+        if k == key:
+          d = (a.offset - off) & ((1 << w) - 1)
+          d -= (d >> (w - 1)) << w  # as a signed w-bit difference
+          if d % max(a.align, 1) == 0 and abs(d) < 1 << 31:
+            hit = (j, d)
+            break
+      if hit is not None:
+        out[i] = hit
       else:
-        seen.append((i, key))
+        seen.append((i, key, a.offset, a.width))
     vw = {s.index + d for o in parts(op) for s in o.outs.values() if isinstance(s, Src) and s.file == "v"
           for d in range(s.dwords)}
     ww = _wave_regs(op, sp, lanes)[1] if op.sem is not None or op.kind == "vopd" else set()
@@ -112,13 +121,13 @@ def owners(ops: list[Op], sp: dict, lanes: int) -> dict[int, int]:
       seen = []
       continue
     exe = set(range(sp["exec"], sp["exec"] + lanes // 32))
-    seen = [(j, k) for j, k in seen if not (set(k[1]) & vw or set(k[2]) & ww or exe & ww)]
+    seen = [(j, k, off, w) for j, k, off, w in seen if not (set(k[1]) & vw or set(k[2]) & ww or exe & ww)]
   return out
 
 
 def _probe_key(op: Op):
-  """What a plain global/LDS access's probe depends on: (space and accesses, VGPRs, SGPRs of the address), or None
-  for an instruction that does not probe."""
+  """What a plain global/LDS access's probe depends on, but the plan's constant offset: (space and accesses, VGPRs,
+  SGPRs of the address), or None for an instruction that does not probe."""
   if not (op.vector and op.mem in ("global", "ds") and op.sem is not None and analysis.plain_mem(op.sem.program)):
     return None
   a, p = op.info.get("address"), op.sem.program
@@ -126,7 +135,7 @@ def _probe_key(op: Op):
     return None
   vregs = tuple(r for t in a.terms if t.file == "v" for r in range(t.index, t.index + t.dwords))
   sregs = tuple(r for t in a.terms if t.file == "s" for r in range(t.index, t.index + t.dwords))
-  fields = (a.offset, a.width, a.align, a.space) + tuple(op.info.get(k) for k in ("offset", "offset0", "offset1"))
+  fields = (a.width, a.align, a.space) + tuple(op.info.get(k) for k in ("offset", "offset0", "offset1"))
   accesses = tuple((repr(idx), bits) for idx, bits in analysis.mem_accesses(p.body))
   return (op.mem, analysis.stride(p), fields, accesses), vregs, sregs
 

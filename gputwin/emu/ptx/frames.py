@@ -41,6 +41,7 @@ def call(eng, op: Op, ix, m) -> None:
   if not m.any():
     return
   w, l, slot = _lanes(eng, ix, m)
+  eng.scratch_used = True
   sp = eng.V[w, img.sp_row, l].astype(U64)
   words = save_words(fn)
   frame = (sp + U64(4 * words + 15)) & ~U64(15)
@@ -63,6 +64,8 @@ def call(eng, op: Op, ix, m) -> None:
   eng.V[w, fn.frame_row, l] = frame.astype(U32)
   eng.V[w, fn.frame_row + 1, l] = 0
   eng.V[w, img.sp_row, l] = top.astype(U32)
+  eng.mark("v", fn.frame_row, 2)
+  eng.mark("v", img.sp_row)
   eng.lpc[w, l] = fn.entry
 
 
@@ -96,7 +99,9 @@ def ret(eng, op: Op, ix, m) -> None:
     eng.scratch.scatter(slot + U64(lo + k), eng.scratch.gather(a + U64(off + k), 4), 4)
   for k, r in enumerate(fn.rows):
     eng.V[w, r, l] = eng.scratch.gather(a + U64(4 * k), 4)
+    eng.mark("v", r)
   eng.V[w, img.sp_row, l] = sp.astype(U32)
+  eng.mark("v", img.sp_row)
   eng.lpc[w, l] = back
 
 

@@ -13,8 +13,8 @@ a Python float an `.f32`/`.f64` param; bytes fill a by-value struct (`.align 8 .
 """
 from __future__ import annotations
 
+import functools
 import hashlib
-import struct
 import threading
 import time
 from collections import OrderedDict
@@ -39,6 +39,8 @@ STACK = 16 << 10
 SHARED_LIMIT = {"sm_80": 163 << 10, "sm_90": 227 << 10}  # max shared memory per CTA (opt-in), per the CUDA guide
 ARCHES = ("sm_80", "sm_90")
 NSM = {"sm_80": 108, "sm_90": 132}  # %nsmid: A100 / H100 SXM
+BATCH_THREADS = 1 << 18  # threads per batch without shared memory and checkers (fewer, larger steps)
+SPARE_BYTES = 256 << 20  # register files up to this size are kept for the next launch (Loaded.spare)
 
 
 class Loaded:
@@ -53,6 +55,7 @@ class Loaded:
     self.image = Image(self.module)
     self.image.place(self.mem)
     self.prog = Program(self.image.code, 0, arch, "ptx", WARP, FRONTEND)
+    self.spare = None  # the register files of the last launch (checkers off), restarted by the next of its shape
 
 
 class _Modules:
@@ -135,16 +138,23 @@ def run(lm: Loaded, kernel: str, *, grid, block, args=(), shared_bytes: int = 0,
     stride = core.scratch_stride(max(priv, 16))
     # CTAs per batch: shared-memory addresses carry a 12-bit CTA slot (core.MAX_WAVES warps); without shared memory
     # and checkers, batches of up to 2**18 threads (fewer, larger steps); local memory bounded to 256 MiB a batch
-    warps = core.MAX_WAVES if shared or checks else max(core.MAX_WAVES, (1 << 18) // WARP)
+    warps = core.MAX_WAVES if shared or checks else max(core.MAX_WAVES, BATCH_THREADS // WARP)
     per = max(1, min(warps // nw, (256 << 20) // max(1, nw * WARP * stride)))
     tr = [] if trace is not None else None
-    c0 = 0
+    c0, eng, lm.spare = 0, lm.spare, None
     while c0 < ncta:
       c1 = min(ncta, c0 + per)
       W = (c1 - c0) * nw
-      wg = np.repeat(np.arange(c1 - c0), nw)
-      eng = core.Engine(lm.prog, mem, W, WARP, img.rows, 1, max(shared, 4), max(priv, 16), wg,
-                        Checks.make(checks), arch)
+      wg = _cta_of_warp(c1 - c0, nw)
+      ck = Checks.make(checks)
+      shape = (W, WARP, img.rows, 1, max(shared, 4), max(priv, 16), arch)
+      if ck is None and eng is not None and eng.checks is None and eng.shape == shape and len(eng.wg) == W and \
+         (eng.wg is wg or np.array_equal(eng.wg, wg)):
+        # the previous batch's (or launch's) register files: only the rows it wrote are cleared, those _init writes
+        # not at all, and the rest per warp right before its first instruction when the native tier runs it
+        eng.restart(wg, lm.prog, mem, defer=tr is None and not serial, keep_v=_init_rows(img, fn))
+      else:
+        eng = core.Engine(lm.prog, mem, W, WARP, img.rows, 1, max(shared, 4), max(priv, 16), wg, ck, arch)
       _init(eng, img, fn, grid, block, c0, nw, threads, shared, shared_bytes, arch)
       if tr is not None:
         eng.hooks.append(_tracer(tr, c0 * nw))
@@ -156,9 +166,14 @@ def run(lm: Loaded, kernel: str, *, grid, block, args=(), shared_bytes: int = 0,
         _raise(st, eng, kernel, arch, c0, nw, grid, block)
       _count(stats, eng, c1, nw)
       c0 = c1
+    if eng is not None and eng.checks is None and sum(a.nbytes for a in eng.files.values()) <= SPARE_BYTES:
+      eng.hooks = []
+      lm.spare = eng  # the next launch of this shape starts on these register files
     for a, va in copies:
       if a.flags.writeable and a.nbytes:
-        a[...] = np.frombuffer(mem.read_bytes(va, a.nbytes), np.uint8).view(a.dtype).reshape(a.shape)
+        v = mem.view(va, a.nbytes) if hasattr(mem, "view") else None  # (copied straight from guest memory)
+        v = np.frombuffer(mem.read_bytes(va, a.nbytes), np.uint8) if v is None else v
+        a[...] = v.view(a.dtype).reshape(a.shape)
   finally:
     for _, va in copies:
       mem.unmap(va)
@@ -208,86 +223,83 @@ def _count(stats: LaunchStats, eng, c1: int, nw: int) -> None:
 
 
 def _params(fn, args: list, mem, copies: list, where: str) -> bytes:
-  """The kernel's .param buffer from the arguments (see the module docstring)."""
-  if len(args) != len(fn.params):
-    raise LaunchError(f"{where} takes {len(fn.params)} arguments ({', '.join(v.decl.name for v in fn.params)}), "
-                      f"got {len(args)}")
-  buf = bytearray(fn.param_size)
-  for i, (a, v) in enumerate(zip(args, fn.params)):
-    t, size = v.decl.type, v.size
-    what = f"{where}: argument {i} ({v.decl.name}, .{t}{'[%d]' % size if v.decl.dims else ''})"
-    if isinstance(a, np.ndarray):
-      if size != 8:
-        raise LaunchError(f"{what}: an array is passed by its 64-bit address, but the parameter has {size} bytes")
-      va = mem.alloc(max(a.nbytes, 1))
-      c = np.ascontiguousarray(a)
-      if c.nbytes:
-        mem.write_bytes(va, c.reshape(-1).view(np.uint8))
-      copies.append((a, va))
-      raw = va.to_bytes(8, "little")
-    elif isinstance(a, (bytes, bytearray)):
-      if len(a) != size:
-        raise LaunchError(f"{what}: {len(a)} bytes given for {size}")
-      raw = bytes(a)
-    elif isinstance(a, np.generic):
-      raw = a.tobytes()
-      if len(raw) != size:
-        if a.dtype.kind in "iub" and not v.decl.type.startswith("f") and \
-           -(1 << (8 * size - 1)) <= int(a) < (1 << (8 * size)):  # another width: by value, if it fits
-          raw = (int(a) & ((1 << (8 * size)) - 1)).to_bytes(size, "little")
-        elif a.dtype.kind == "f" and t in ("f32", "f64"):
-          raw = struct.pack("<f" if t == "f32" else "<d", float(a))
-        else:
-          raise LaunchError(f"{what}: a {a.dtype} ({len(raw)} bytes) does not fit {size} bytes")
-    elif isinstance(a, bool) or isinstance(a, int):
-      if t.startswith("f"):
-        raw = struct.pack("<f" if t == "f32" else "<d", float(a))
-      else:
-        if not -(1 << (8 * size - 1)) <= int(a) < (1 << (8 * size)):
-          raise LaunchError(f"{what}: {a} does not fit {size} bytes")
-        raw = (int(a) & ((1 << (8 * size)) - 1)).to_bytes(size, "little")
-    elif isinstance(a, float):
-      if t not in ("f32", "f64"):
-        raise LaunchError(f"{what}: a float for a non-float parameter (pass a numpy scalar to give its bits)")
-      raw = struct.pack("<f" if t == "f32" else "<d", a)
-    else:
-      raise LaunchError(f"{what}: cannot pass a {type(a).__name__}")
-    buf[v.offset:v.offset + size] = raw
-  return bytes(buf)
+  """The kernel's .param buffer from the arguments (gputwin.isa.ptx.params: arrays become guest buffers)."""
+  from gputwin.isa.ptx.params import Param, pack
+
+  def address(a):
+    if not isinstance(a, np.ndarray):
+      return None
+    va = mem.alloc(max(a.nbytes, 1))
+    c = np.ascontiguousarray(a)
+    if c.nbytes:
+      mem.write_bytes(va, c.reshape(-1).view(np.uint8))
+    copies.append((a, va))
+    return va
+  return pack([Param(v.decl.name, v.decl.type, v.offset, v.size, bool(v.decl.dims)) for v in fn.params], args,
+              address, where, fn.param_size)
+
+
+@functools.lru_cache(maxsize=64)
+def _cta_of_warp(ctas: int, nw: int) -> np.ndarray:
+  """Each warp's CTA slot in a batch (one shared read-only array: a restarted engine keeps its native tier)."""
+  wg = np.repeat(np.arange(ctas), nw)
+  wg.flags.writeable = False
+  return wg
+
+
+def _init_rows(img: Image, fn) -> int:
+  """The register rows (a bit mask) _init writes whole for every warp."""
+  rows = 1 << fn.frame_row | 1 << img.sp_row
+  for name in img.specials:
+    rows |= 1 << SPECIAL_ROW[name]
+  return rows
+
+
+PER_CTA = {"%ctaid.x", "%ctaid.y", "%ctaid.z", "%smid", "%clusterid.x", "%clusterid.y", "%clusterid.z"}  # by batch
 
 
 def _init(eng, img: Image, fn, grid, block, c0: int, nw: int, threads: int, shared: int, dyn: int, arch: str) -> None:
-  """Each thread's initial state (PTX ISA 9.0 ch. 10 "Special Registers"): ids, sizes, lane masks, its PC, frame."""
+  """Each thread's initial state (PTX ISA 9.0 ch. 10 "Special Registers"): ids, sizes, lane masks, its PC, frame.
+  Values per thread of a CTA are computed for one CTA (nw warps) and repeated over the batch's CTAs."""
   W, L = eng.W, eng.L
-  warp = np.arange(W) % nw
-  cta = c0 + np.arange(W) // nw
+  warp = np.arange(nw)
+  cta = c0 + np.arange(W)[::nw] // nw  # per CTA of the batch
   lane = np.arange(L)
-  t = warp[:, None] * L + lane[None, :]
-  eng.lalive[:] = eng.launched[:] = t < threads
-  eng.lpc[:] = fn.entry
+  t = warp[:, None] * L + lane[None, :]  # (nw, L): thread index in the CTA
+  eng.lalive.reshape(-1, nw, L)[:] = t < threads
+  eng.launched[:] = eng.lalive
+  eng.lpc[:] = eng.entry = fn.entry  # (entry: core.run_simt starts there without looking)
   bx, by, _ = block
   gx, gy, _ = grid
   vals = {"%tid.x": lambda: t % bx, "%tid.y": lambda: (t // bx) % by, "%tid.z": lambda: t // (bx * by),
           "%ntid.x": lambda: block[0], "%ntid.y": lambda: block[1], "%ntid.z": lambda: block[2],
-          "%ctaid.x": lambda: (cta % gx)[:, None], "%ctaid.y": lambda: ((cta // gx) % gy)[:, None],
-          "%ctaid.z": lambda: (cta // (gx * gy))[:, None], "%nctaid.x": lambda: grid[0],
+          "%ctaid.x": lambda: (cta % gx)[:, None, None], "%ctaid.y": lambda: ((cta // gx) % gy)[:, None, None],
+          "%ctaid.z": lambda: (cta // (gx * gy))[:, None, None], "%nctaid.x": lambda: grid[0],
           "%nctaid.y": lambda: grid[1], "%nctaid.z": lambda: grid[2], "%laneid": lambda: lane[None, :],
-          "%warpid": lambda: warp[:, None], "%nwarpid": lambda: nw, "%smid": lambda: (cta % NSM[arch])[:, None],
+          "%warpid": lambda: warp[:, None], "%nwarpid": lambda: nw, "%smid": lambda: (cta % NSM[arch])[:, None, None],
           "%nsmid": lambda: NSM[arch], "%lanemask_eq": lambda: (1 << lane)[None, :],
           "%lanemask_lt": lambda: ((1 << lane) - 1)[None, :], "%lanemask_le": lambda: ((2 << lane) - 1)[None, :],
           "%lanemask_gt": lambda: (~((2 << lane) - 1) & 0xffffffff)[None, :],
           "%lanemask_ge": lambda: (~((1 << lane) - 1) & 0xffffffff)[None, :], "%dynamic_smem_size": lambda: dyn,
           "%total_smem_size": lambda: shared, "%nclusterid.x": lambda: grid[0], "%nclusterid.y": lambda: grid[1],
-          "%nclusterid.z": lambda: grid[2], "%clusterid.x": lambda: (cta % gx)[:, None],
-          "%clusterid.y": lambda: ((cta // gx) % gy)[:, None], "%clusterid.z": lambda: (cta // (gx * gy))[:, None],
+          "%nclusterid.z": lambda: grid[2], "%clusterid.x": lambda: (cta % gx)[:, None, None],
+          "%clusterid.y": lambda: ((cta // gx) % gy)[:, None, None],
+          "%clusterid.z": lambda: (cta // (gx * gy))[:, None, None],
           "%cluster_nctaid.x": lambda: 1, "%cluster_nctaid.y": lambda: 1, "%cluster_nctaid.z": lambda: 1,
           "%cluster_nctarank": lambda: 1}  # (%gridid, %cluster_ctaid.*, %cluster_ctarank: 0)
+  key = (id(img), fn.entry, tuple(grid), tuple(block), shared, dyn, nw, arch)
+  same = eng.init_key == key  # a restarted engine keeps these rows (restart's keep_v)
+  eng.init_key = key
   for name in img.specials:  # the ones the code reads (the others stay 0: nothing reads them)
-    v = vals[name]() if name in vals else 0
-    np.copyto(eng.V[:, SPECIAL_ROW[name], :], np.asarray(v, np.int64) & 0xffffffff, casting="unsafe")
+    if same and name not in PER_CTA:  # (a kernel cannot write special registers)
+      continue
+    v = vals[name]() if name in vals else 0  # per thread of a CTA (nw, L), per CTA (CTAs, 1, 1), or one value
+    np.copyto(eng.V[:, SPECIAL_ROW[name], :].reshape(-1, nw, L), np.asarray(v, np.int64) & 0xffffffff,
+              casting="unsafe")
   eng.V[:, fn.frame_row, :] = img.frame_base
   eng.V[:, img.sp_row, :] = img.frame_base + -(-fn.frame_size // 16) * 16
-  eng.written["v"] = -1
+  rows = _init_rows(img, fn)
+  eng.written["v"] = eng.written["v"] | rows if eng.written["v"] >= 0 else -1
   if eng.checks is not None:  # what the launch wrote: special registers, frame, stack pointer, carry flag
     eng.checks.initial(eng, 0, list(range(len(SPECIAL_ROW))) + [fn.frame_row, fn.frame_row + 1, img.sp_row,
                                                                 img.cc_row])

@@ -475,6 +475,7 @@ def _mem(eng, space: str, addr, wave, lane, nbytes: int, vals=None, what: str = 
     win, a = eng.lds, off | (eng.wg[wave].astype(U64) << U64(LDS_SHIFT))
     win.lane_waves = np.asarray(wave)  # who accesses each address, for the LDS race checker
   elif space == "local":
+    eng.scratch_used = True
     win, a = eng.scratch, (wave.astype(U64) * U64(eng.L) + lane.astype(U64)) * U64(eng.scratch.stride) + addr
   else:
     win, a = eng.mem, addr
