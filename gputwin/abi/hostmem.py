@@ -79,3 +79,15 @@ class HostBuffer:
     host_munmap(self.addr, self.size)
     os.close(self.fd)
     self.fd, self.addr = -1, 0
+
+
+def user_buffer(arg, size: int) -> tuple[int, int]:
+  """(address, bytes available) of an ioctl argument as a driver sees it: a ctypes object or writable buffer, or a raw
+  address (available only where `size` bytes there are mapped)."""
+  if arg is None or isinstance(arg, int):
+    return (arg or 0), (size if size == 0 or host_range_mapped(arg or 0, size) else 0)
+  if isinstance(arg, ctypes._SimpleCData | ctypes.Structure | ctypes.Union | ctypes.Array):
+    return ctypes.addressof(arg), ctypes.sizeof(arg)
+  mv = memoryview(arg)
+  if mv.readonly: return 0, 0
+  return ctypes.addressof(ctypes.c_char.from_buffer(mv)), mv.nbytes

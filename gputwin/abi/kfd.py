@@ -7,45 +7,18 @@ Both the real driver seam (gputwin.runtime.kernel.OSKernel) and the mock (driver
 """
 from __future__ import annotations
 import ctypes
+from gputwin.abi.ioc import (IOC_DIR, IOC_NONE, IOC_NR, IOC_READ, IOC_SIZE, IOC_TYPE, IOC_WRITE,  # noqa: F401
+                             declarer, ioc)
 
-# ---- asm-generic/ioctl.h encoding: dir[31:30] size[29:16] type[15:8] nr[7:0]
-IOC_NONE, IOC_WRITE, IOC_READ = 0, 1, 2
-def _IOC(d: int, t: int, nr: int, size: int) -> int: return (d << 30) | (size << 16) | (t << 8) | nr
-def IOC_DIR(cmd: int) -> int: return (cmd >> 30) & 3
-def IOC_SIZE(cmd: int) -> int: return (cmd >> 16) & 0x3FFF
-def IOC_TYPE(cmd: int) -> int: return (cmd >> 8) & 0xFF
-def IOC_NR(cmd: int) -> int: return cmd & 0xFF
-def _IOR(t, nr, T): return _IOC(IOC_READ, t, nr, ctypes.sizeof(T))
-def _IOW(t, nr, T): return _IOC(IOC_WRITE, t, nr, ctypes.sizeof(T))
-def _IOWR(t, nr, T): return _IOC(IOC_READ | IOC_WRITE, t, nr, ctypes.sizeof(T))
+def _IOR(t, nr, T): return ioc(IOC_READ, t, nr, ctypes.sizeof(T))
+def _IOW(t, nr, T): return ioc(IOC_WRITE, t, nr, ctypes.sizeof(T))
+def _IOWR(t, nr, T): return ioc(IOC_READ | IOC_WRITE, t, nr, ctypes.sizeof(T))
 
 KFD_IOCTL_MAJOR_VERSION, KFD_IOCTL_MINOR_VERSION = 1, 17
 AMDKFD_IOCTL_BASE = ord("K")
 
-# ---- struct declarations
-_C = {"u8": ctypes.c_uint8, "u16": ctypes.c_uint16, "u32": ctypes.c_uint32, "u64": ctypes.c_uint64,
-      "s32": ctypes.c_int32}
-
-
-def _fields(spec: str) -> list[tuple[str, type]]:
-  """'u64 a b; u32 c[4]' -> ctypes _fields_. A type is a scalar name or an already declared struct/union."""
-  out = []
-  for group in filter(None, (g.strip() for g in spec.split(";"))):
-    tname, *names = group.split()
-    t = _C.get(tname) or globals()[tname]
-    for n in names:
-      n, _, cnt = n.partition("[")
-      out.append((n, t * int(cnt[:-1]) if cnt else t))
-  return out
-
-
-def struct(name: str, spec: str, anon: tuple[str, ...] = (), union: bool = False) -> type:
-  cls = type(name, (ctypes.Union if union else ctypes.Structure,), {"_fields_": _fields(spec), "_anonymous_": anon})
-  cls.__repr__ = lambda s: f"{name}({', '.join(f'{f}={getattr(s, f)!r}' for f, _ in s._fields_ if f not in anon)})"
-  globals()[name] = cls
-  return cls
-
-
+# ---- struct declarations (gputwin.abi.ioc specs)
+struct = declarer(globals())
 S = struct
 S("kfd_ioctl_get_version_args", "u32 major_version minor_version")
 S("kfd_ioctl_create_queue_args", "u64 ring_base_address write_pointer_address read_pointer_address doorbell_offset;"

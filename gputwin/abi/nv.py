@@ -14,13 +14,8 @@ with a fixed struct per command.
 from __future__ import annotations
 import ctypes
 
-# ---- asm-generic/ioctl.h encoding: dir[31:30] size[29:16] type[15:8] nr[7:0]
-IOC_NONE, IOC_WRITE, IOC_READ = 0, 1, 2
-def _IOC(d: int, t: int, nr: int, size: int) -> int: return (d << 30) | (size << 16) | (t << 8) | nr
-def IOC_DIR(cmd: int) -> int: return (cmd >> 30) & 3
-def IOC_SIZE(cmd: int) -> int: return (cmd >> 16) & 0x3FFF
-def IOC_TYPE(cmd: int) -> int: return (cmd >> 8) & 0xFF
-def IOC_NR(cmd: int) -> int: return cmd & 0xFF
+from gputwin.abi.ioc import (IOC_DIR, IOC_NONE, IOC_NR, IOC_READ, IOC_SIZE, IOC_TYPE, IOC_WRITE,  # noqa: F401
+                             declarer, ioc)
 
 NV_IOCTL_MAGIC, NV_IOCTL_BASE = ord("F"), 200
 
@@ -28,7 +23,7 @@ NV_IOCTL_MAGIC, NV_IOCTL_BASE = ord("F"), 200
 def nv_iowr(esc: int, arg) -> int:
   """The ioctl request for escape `esc` with an argument of `arg` bytes (an int, a ctypes type or instance)."""
   size = arg if isinstance(arg, int) else ctypes.sizeof(arg)
-  return _IOC(IOC_READ | IOC_WRITE, NV_IOCTL_MAGIC, esc, size)
+  return ioc(IOC_READ | IOC_WRITE, NV_IOCTL_MAGIC, esc, size)
 
 
 # ---- escapes: nv-ioctl-numbers.h (frontend, NV_IOCTL_BASE + n) and nv_escape.h (RM)
@@ -47,30 +42,8 @@ NV_ESC_RM_MAP_MEMORY_DMA, NV_ESC_RM_UNMAP_MEMORY_DMA, NV_ESC_RM_BIND_CONTEXT_DMA
 NV_ESC_RM_EXPORT_OBJECT_TO_FD, NV_ESC_RM_IMPORT_OBJECT_FROM_FD = 0x5C, 0x5D
 NV_ESC_RM_UPDATE_DEVICE_MAPPING_INFO, NV_ESC_RM_LOCKLESS_DIAGNOSTIC = 0x5E, 0x5F
 
-# ---- struct declarations: "u32 a b; u64 c[4]; OtherStruct d"
-_C = {"u8": ctypes.c_uint8, "u16": ctypes.c_uint16, "u32": ctypes.c_uint32, "u64": ctypes.c_uint64,
-      "s32": ctypes.c_int32, "bool": ctypes.c_uint8, "handle": ctypes.c_uint32, "ptr": ctypes.c_uint64,
-      "char": ctypes.c_char, "int": ctypes.c_int32}
-
-
-def _fields(spec: str) -> list[tuple[str, type]]:
-  out = []
-  for group in filter(None, (g.strip() for g in spec.split(";"))):
-    tname, *names = group.split()
-    t = _C.get(tname) or globals()[tname]
-    for n in names:
-      n, _, cnt = n.partition("[")
-      out.append((n, t * int(cnt[:-1], 0) if cnt else t))
-  return out
-
-
-def struct(name: str, spec: str) -> type:
-  cls = type(name, (ctypes.Structure,), {"_fields_": _fields(spec)})
-  cls.__repr__ = lambda s: f"{name}({', '.join(f'{f}={getattr(s, f)!r}' for f, _ in s._fields_)})"
-  globals()[name] = cls
-  return cls
-
-
+# ---- struct declarations (gputwin.abi.ioc specs: "u32 a b; u64 c[4]; OtherStruct d")
+struct = declarer(globals())
 S = struct
 NV_MAX_DEVICES, NV_MAX_SUBDEVICES, NV_PROC_NAME_MAX_LENGTH = 32, 8, 100
 # nvos.h: the RM API calls

@@ -22,7 +22,7 @@ from gputwin.abi import pm4 as P
 from gputwin.errors import GPUFault, GputwinError, KernelDriverError, LaunchError
 from gputwin.isa.codeobj import CodeObject, load_code_object
 from gputwin.isa.kernargs import LaunchStats, pack, read_code, segment_size, three
-from gputwin.runtime.kernel import Kernel, kernel_for, parse_device
+from gputwin.runtime.kernel import Kernel, Shared, kernel_for, parse_device
 
 TOPOLOGY = "/sys/devices/virtual/kfd/kfd/topology"
 PROT_RW, MAP_SHARED = 0x3, 0x01
@@ -79,22 +79,13 @@ def _args(name: str, **fields):
   return abi.IOCTL_BY_NR[abi.IOC_NR(abi.IOCTL_NUMBERS[name])][3](**fields)
 
 
-class _Process:
+class _Process(Shared):
   """The kfd_process of this process on one machine: the /dev/kfd fd, our GPU VA allocator, the signal-event page
   (mapped on every GPU that joins) and the MEMORY event that reports GPU faults."""
-  _all: dict[int, "_Process"] = {}
-  _lock = threading.Lock()
-
-  @classmethod
-  def get(cls, k: Kernel) -> "_Process":
-    with cls._lock:
-      p = cls._all.get(id(k))
-      if p is None or p.kfd is None: p = cls._all[id(k)] = _Process(k)
-      p.refs += 1
-      return p
 
   def __init__(self, k: Kernel):
-    self.k, self.refs, self.lock = k, 0, threading.RLock()
+    super().__init__(k)
+    self.lock = threading.RLock()
     self.kfd = k.open("/dev/kfd")
     v = self.ioctl("GET_VERSION")
     if (v.major_version, v.minor_version) < (1, 14):
@@ -152,11 +143,7 @@ class _Process:
                                     event_type=abi.KFD_IOC_EVENT_MEMORY, auto_reset=1).event_id
       else: self.event_page.map_to(dev)
 
-  def release(self):
-    with _Process._lock:
-      self.refs -= 1
-      if self.refs: return
-      _Process._all.pop(id(self.k), None)
+  def close(self):
     self.ioctl("DESTROY_EVENT", event_id=self.mem_event)
     self.k.munmap(self.event_page.cpu, self.event_page.size)   # the kernel frees the event page (EPERM before) at close
     self.k.close(self.kfd)

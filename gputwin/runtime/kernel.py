@@ -72,6 +72,34 @@ class OSKernel:
   def gpu_error(self, gpu_id: int, va: int) -> Exception | None: return None   # amdgpu reports it in the kernel log
 
 
+
+class Shared:
+  """What a userspace driver keeps once per process and kernel (the kfd process, the RM client), shared by every
+  Device opened on that kernel: `get(k)` takes a reference, creating it on first use; `release()` drops one and calls
+  `close()` with the last."""
+  _live: dict[tuple[type, int], "Shared"] = {}
+  _lock = threading.Lock()
+
+  def __init__(self, k: Kernel):
+    self.k, self.refs = k, 0
+
+  @classmethod
+  def get(cls, k: Kernel):
+    with Shared._lock:
+      o = Shared._live.get((cls, id(k)))
+      if o is None: o = Shared._live[(cls, id(k))] = cls(k)
+      o.refs += 1
+      return o
+
+  def release(self) -> None:
+    with Shared._lock:
+      self.refs -= 1
+      if self.refs: return
+      Shared._live.pop((type(self), id(self.k)), None)
+    self.close()
+
+  def close(self) -> None: ...
+
 @dataclasses.dataclass(frozen=True)
 class DeviceSpec:
   """A parsed device string: kind "amd", "nv" or "mock", the mock machine's targets, and the GPU index on the

@@ -15,7 +15,7 @@ import ctypes, dataclasses, threading
 import numpy as np
 from gputwin.abi import nv as R
 from gputwin.errors import GputwinError, KernelDriverError
-from gputwin.runtime.kernel import Kernel
+from gputwin.runtime.kernel import Kernel, Shared
 
 PROT_RW, MAP_SHARED = 0x3, 0x01
 VA_BASE, VA_END = 0x1000_0000, 0xE000_0000   # our GPU VA window (the emulator addresses global memory below 4 GiB)
@@ -45,22 +45,13 @@ class GPUInfo:
   vram: int = 0
 
 
-class Client:
+class Client(Shared):
   """This process's RM client on one kernel: /dev/nvidiactl, the root client, /dev/nvidia-uvm (two fds: the VA space
   and the mm), our GPU VA allocator and object handles; shared by every Device on the machine."""
-  _all: dict[int, "Client"] = {}
-  _lock = threading.Lock()
-
-  @classmethod
-  def get(cls, k: Kernel) -> "Client":
-    with cls._lock:
-      c = cls._all.get(id(k))
-      if c is None or c.ctl is None: c = cls._all[id(k)] = Client(k)
-      c.refs += 1
-      return c
 
   def __init__(self, k: Kernel):
-    self.k, self.refs, self.lock = k, 0, threading.RLock()
+    super().__init__(k)
+    self.lock = threading.RLock()
     self.ctl, self.uvm, self.uvm_mm = k.open("/dev/nvidiactl"), -1, -1
     self.next_handle, self.next_va, self.free_vas = 0xCF000000, VA_BASE, {}
     self.peers: set[tuple[int, int]] = set()
@@ -193,11 +184,7 @@ class Client:
       if fd is not None and fd >= 0: self.k.close(fd)
     self.ctl = None
 
-  def release(self):
-    with Client._lock:
-      self.refs -= 1
-      if self.refs: return
-      Client._all.pop(id(self.k), None)
+  def close(self):
     try: self.free(self.root)
     finally: self._close_fds()
 

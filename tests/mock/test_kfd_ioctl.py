@@ -59,15 +59,15 @@ def test_dispatch_errors(c):
   with pytest.raises(OSError) as e: k.ioctl(12345, abi.AMDKFD_IOC_GET_VERSION, abi.kfd_ioctl_get_version_args())
   assert e.value.errno == errno.EBADF                                  # no such fd (VFS)
   for nr in (0x00, 0x27, 0x80):                                        # outside [COMMAND_START, COMMAND_END) -> ENOTTY
-    with pytest.raises(OSError) as e: k.ioctl(c.kfd, abi._IOC(abi.IOC_READ, ord("K"), nr, 8), ctypes.c_uint64())
+    with pytest.raises(OSError) as e: k.ioctl(c.kfd, abi.ioc(abi.IOC_READ, ord("K"), nr, 8), ctypes.c_uint64())
     assert e.value.errno == errno.ENOTTY
   # a caller struct smaller than the kernel's: zero-extended (usize < asize), so the missing gpu_id reads 0 -> EINVAL
-  short = abi._IOC(abi.IOC_WRITE, ord("K"), 0x15, 4)
+  short = abi.ioc(abi.IOC_WRITE, ord("K"), 0x15, 4)
   with pytest.raises(OSError) as e: k.ioctl(c.kfd, short, ctypes.c_uint32(k.open("/dev/dri/renderD128")))
   assert e.value.errno == EINVAL
   # a caller struct larger than the kernel's (a newer ABI): accepted, the tail comes back zeroed
   big = (ctypes.c_uint32 * 4)(0, 0, 0xAA, 0xBB)
-  k.ioctl(c.kfd, abi._IOC(abi.IOC_READ, ord("K"), 0x01, 16), big)
+  k.ioctl(c.kfd, abi.ioc(abi.IOC_READ, ord("K"), 0x01, 16), big)
   assert list(big) == [1, 17, 0, 0]
   # an argument buffer shorter than _IOC_SIZE: copy_from_user runs off the caller's object -> EFAULT
   with pytest.raises(OSError) as e: k.ioctl(c.kfd, abi.AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, ctypes.c_uint64())

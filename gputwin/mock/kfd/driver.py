@@ -16,7 +16,8 @@ interrupt that signals events the way kfd_signal_event_interrupt does) and `memo
 from __future__ import annotations
 import ctypes, dataclasses, errno, os, select, threading, time
 from typing import Callable
-from gputwin.abi.hostmem import (PAGE_SIZE, HostBuffer, host_mmap, host_munmap, host_range_mapped, page_align)
+from gputwin.abi.hostmem import (PAGE_SIZE, HostBuffer, host_mmap, host_munmap, host_range_mapped, page_align,
+                                  user_buffer)
 from gputwin.abi import kfd as abi
 from gputwin.mock.kfd.topology import GPUNode, Topology, CPU_MEM
 from gputwin.mock.vm import BufferObject, GPUAddressSpace
@@ -198,7 +199,7 @@ class MockKernel:
     if row is None: raise OSError(errno.ENOTTY, os.strerror(errno.ENOTTY))
     name, _, kdir, T = row
     if f.pid != os.getpid(): raise OSError(errno.EBADF, "Using KFD FD in wrong process")
-    addr, avail = self._user_buffer(arg, usize)
+    addr, avail = user_buffer(arg, usize)
     if avail < usize: raise OSError(errno.EFAULT, f"AMDKFD_IOC_{name}: argument buffer shorter than _IOC_SIZE")
     kdata = ctypes.create_string_buffer(max(usize, ctypes.sizeof(T)))
     if kdir & abi.IOC_WRITE: ctypes.memmove(kdata, addr, usize)
@@ -352,17 +353,6 @@ class MockKernel:
       self._mmio = dict.fromkeys(self._mmio)
 
   # ================================================================ helpers
-  @staticmethod
-  def _user_buffer(arg, usize: int) -> tuple[int, int]:
-    """(address, bytes available) of an ioctl argument: a ctypes object / writable buffer, or a raw address."""
-    if arg is None or isinstance(arg, int):
-      return (arg or 0), (usize if usize == 0 or host_range_mapped(arg or 0, usize) else 0)
-    if isinstance(arg, ctypes._SimpleCData | ctypes.Structure | ctypes.Union | ctypes.Array):
-      return ctypes.addressof(arg), ctypes.sizeof(arg)
-    mv = memoryview(arg)
-    if mv.readonly: return 0, 0
-    return ctypes.addressof(ctypes.c_char.from_buffer(mv)), mv.nbytes
-
   def _pdd(self, gpu_id: int) -> _Pdd | None: return self.proc.pdds.get(gpu_id)
 
   @staticmethod

@@ -18,7 +18,7 @@ import ctypes, dataclasses, errno, os, select, struct, threading, time
 from typing import Callable
 from gputwin.errors import EmuError, GPUPageFault, KernelDriverError
 from gputwin.abi import nv
-from gputwin.abi.hostmem import host_mmap, host_munmap, host_range_mapped
+from gputwin.abi.hostmem import host_mmap, host_munmap, host_range_mapped, user_buffer
 from gputwin.mock.nv.machine import ARCHS, NVChannel, NVGpu
 from gputwin.mock.nv.rm import RM
 from gputwin.mock.nv.ctrl import Controls
@@ -100,7 +100,7 @@ class MockNV(RM, Controls, UVM):
     if f is None: raise OSError(errno.EBADF, os.strerror(errno.EBADF))
     if f.kind == "uvm": return self._uvm_ioctl(f, request, arg)
     nr, size = nv.IOC_NR(request), nv.IOC_SIZE(request)
-    addr, avail = self._user_buffer(arg, size)
+    addr, avail = user_buffer(arg, size)
     if nr == nv.NV_ESC_IOCTL_XFER_CMD:             # an argument too big for _IOC_SIZE comes through a pointer
       if size != ctypes.sizeof(nv.nv_ioctl_xfer_t): raise OSError(errno.EINVAL, "NV_ESC_IOCTL_XFER_CMD: bad size")
       if avail < size: raise OSError(errno.EFAULT, os.strerror(errno.EFAULT))
@@ -223,17 +223,6 @@ class MockNV(RM, Controls, UVM):
     p.Status = nv.NV_OK if key in f.os_events else nv.NV_ERR_INVALID_EVENT
     f.os_events.discard(key)
     return True
-
-  @staticmethod
-  def _user_buffer(arg, size: int) -> tuple[int, int]:
-    """(address, bytes available) of an ioctl argument: a ctypes object / writable buffer, or a raw address."""
-    if arg is None or isinstance(arg, int):
-      return (arg or 0), (size if size == 0 or host_range_mapped(arg or 0, size) else 0)
-    if isinstance(arg, ctypes._SimpleCData | ctypes.Structure | ctypes.Union | ctypes.Array):
-      return ctypes.addressof(arg), ctypes.sizeof(arg)
-    mv = memoryview(arg)
-    if mv.readonly: return 0, 0
-    return ctypes.addressof(ctypes.c_char.from_buffer(mv)), mv.nbytes
 
   # ================================================================ kernel seam: memory, /proc, poll
   def mmap(self, fd: int, offset: int, length: int, prot: int, flags: int, addr: int = 0) -> int:

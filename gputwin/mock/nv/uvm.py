@@ -9,6 +9,7 @@ kernel-open/nvidia-uvm/uvm.c, uvm_va_space.c, uvm_map_external.c (595.45); "mock
 from __future__ import annotations
 import ctypes, dataclasses, errno
 from gputwin.abi import nv
+from gputwin.abi.hostmem import user_buffer
 from gputwin.mock.vm import BufferObject
 from gputwin.mock.nv.machine import NVGpu, RMObject
 
@@ -49,7 +50,7 @@ class UVM:
     row = nv.UVM_IOCTLS.get(request)
     if row is None: raise OSError(errno.EINVAL, f"nvidia-uvm: unknown ioctl {request:#x}")
     name, T = row
-    addr, avail = self._user_buffer(arg, ctypes.sizeof(T))
+    addr, avail = user_buffer(arg, ctypes.sizeof(T))
     if avail < ctypes.sizeof(T): raise OSError(errno.EFAULT, f"UVM_{name}: argument shorter than its struct")
     p = T.from_buffer_copy(ctypes.string_at(addr, ctypes.sizeof(T)))
     with self._lock:

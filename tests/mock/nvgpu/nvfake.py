@@ -12,6 +12,7 @@ import numpy as np
 
 from gputwin.abi import nvpush as NP
 from gputwin.abi.hostmem import HostBuffer
+from gputwin.mock.nv.machine import NVChannel  # the driver -> GPU contract itself
 from gputwin.mock.vm import BufferObject, GPUAddressSpace
 
 
@@ -22,22 +23,6 @@ class NVGpu:
   name: str
   gpu_id: int
 
-
-@dataclasses.dataclass(eq=False)
-class NVChannel:
-  gpu: NVGpu
-  handle: int
-  class_id: int
-  token: int
-  vm: GPUAddressSpace
-  gpfifo_va: int
-  gpfifo_entries: int
-  userd: memoryview
-  engines: dict
-  error: str | None = None
-  state: dict = dataclasses.field(default_factory=dict)
-  id: int = 0
-  scheduled: bool = True     # GPFIFO_SCHEDULE done (the driver's flag; an unscheduled channel is not run)
 
 
 class FakeNV:
@@ -90,7 +75,7 @@ class Chan:
     self.put = 0
     engines = {c: 0x5000 + i for i, c in enumerate(x for x in (compute, copy) if x)}
     self.ch = NVChannel(self.g, 0xC0DE0000 + k.next_id, host, k.next_id, self.vm, base, entries,
-                        self.vm.view(self.userd_va, NP.USERD_SIZE, "write"), engines, id=k.next_id)
+                        self.vm.view(self.userd_va, NP.USERD_SIZE, "write"), engines, id=k.next_id, scheduled=True)
     k.next_id += 1
     k.add(self.ch)
 
