@@ -3,15 +3,16 @@
   def test_fill(gpu):                                  # one test per device: mock:gfx1100 ... and amd:N when present
     gpu.launch(co_for(gpu.arch), "fill", grid=4, block=64, args=[out, 7])
   @pytest.mark.arch("gfx942", "gfx950")                # only these targets
-  @pytest.mark.arch("sm_80", "sm_90")                  # NVIDIA: gpu is an EmuDevice (PTX on the emulator)
-  @pytest.mark.hw                                      # real hardware only (skipped without /dev/kfd)
+  @pytest.mark.arch("sm_80", "sm_90")                  # NVIDIA (PTX): mock:sm_80, mock:sm_90 and nv:N when present
+  @pytest.mark.hw                                      # real hardware only (skipped without /dev/kfd, /dev/nvidiactl)
   def test_x(gpu, same_on_device): same_on_device(co, "k", grid=.., block=.., args=[...])
 
-`same_on_device` (also `assert_same_on_device`) runs a launch on the emulator and on the real device of the same
-target and fails naming the first differing output element; it skips when no such device exists. Hypothesis
+`gpu` is a gputwin.runtime Device (AMD code objects on gfx targets, PTX on sm_ targets; NVIDIA targets only for
+tests that name them). `same_on_device` (also `assert_same_on_device`) runs a launch on the emulator and on the real
+device of the same target and fails naming the first differing output element; it skips when no such device exists. Hypothesis
 strategies for instructions and kernel inputs live in gputwin.verify.strategies.
 
-Devices: `--gputwin-devices mock:gfx1100,amd:0` or $GPUTWIN_TEST_DEVICES narrows the list."""
+Devices: `--gputwin-devices mock:gfx1100,amd:0,nv:0` or $GPUTWIN_TEST_DEVICES narrows the list."""
 from __future__ import annotations
 
 import functools
@@ -20,40 +21,30 @@ import os
 import pytest
 
 MOCK_TARGETS = ("gfx1100", "gfx1200", "gfx942", "gfx950")
-EMU_TARGETS = ("sm_80", "sm_90")  # NVIDIA: the emulator directly (gputwin.runtime has no NVIDIA driver yet)
+NV_TARGETS = ("sm_80", "sm_90")  # NVIDIA targets run PTX, so only tests that name them (arch("sm_90")) get them
 
 
-class EmuDevice:
-  """An NVIDIA target the `gpu` fixture runs on the emulator itself: `.arch`, `.launch(ptx, kernel, grid=, block=,
-  args=, shared_bytes=)` (gputwin.emu.launch), `.close()`."""
-
-  def __init__(self, arch: str):
-    self.arch, self.name = arch, f"emu:{arch}"
-
-  def launch(self, code, kernel: str, **kw):
-    from gputwin.emu import launch
-    return launch(code, kernel, arch=self.arch, **kw)
-
-  def close(self) -> None:
-    pass
+def _real(kind: str, path: str, module: str) -> tuple[tuple[str, str], ...]:
+  if not os.path.exists(path):
+    return ()
+  try:
+    import importlib
+    from gputwin.runtime.kernel import kernel_for
+    return tuple((f"{kind}:{i}", g.arch) for i, g in
+                 enumerate(importlib.import_module(module).devices(kernel_for(kind))))
+  except Exception:  # noqa: BLE001 - an unreadable topology or a driver that refuses us means: no usable device
+    return ()
 
 
 @functools.lru_cache(maxsize=1)
 def real_devices() -> tuple[tuple[str, str], ...]:
-  """(device string, arch) of each real AMD GPU; none without /dev/kfd (or when its topology cannot be read)."""
-  if not os.path.exists("/dev/kfd"):
-    return ()
-  try:
-    from gputwin.runtime.hcq import devices
-    from gputwin.runtime.kernel import kernel_for
-    return tuple((f"amd:{i}", g.arch) for i, g in enumerate(devices(kernel_for("amd"))))
-  except Exception:  # noqa: BLE001 - an unreadable topology means: no usable real device
-    return ()
+  """(device string, arch) of each real GPU: AMD through /dev/kfd's topology, NVIDIA through /dev/nvidiactl."""
+  return _real("amd", "/dev/kfd", "gputwin.runtime.hcq") + _real("nv", "/dev/nvidiactl", "gputwin.runtime.nvrm")
 
 
 def all_devices(config=None) -> list[tuple[str, str]]:
   want = (config.getoption("gputwin_devices") if config else None) or os.environ.get("GPUTWIN_TEST_DEVICES")
-  devs = [(f"mock:{t}", t) for t in MOCK_TARGETS] + list(real_devices()) + [(f"emu:{t}", t) for t in EMU_TARGETS]
+  devs = [(f"mock:{t}", t) for t in MOCK_TARGETS + NV_TARGETS] + list(real_devices())
   if want:
     names = {w.strip() for w in want.split(",") if w.strip()}
     devs = [d for d in devs if d[0] in names or d[1] in names]
@@ -65,14 +56,14 @@ def pytest_addoption(parser):
 
 
 def pytest_configure(config):
-  config.addinivalue_line("markers", "hw: needs a real AMD GPU (skipped on mock devices and without one)")
+  config.addinivalue_line("markers", "hw: needs a real GPU (skipped on mock devices and without one)")
   config.addinivalue_line("markers", "arch(*targets): run the `gpu` fixture only on these targets (gfx1100 ..., "
                           "sm_80/sm_90 only when named)")
 
 
 def pytest_runtest_setup(item):
   if item.get_closest_marker("hw") and not real_devices():
-    pytest.skip("needs a real AMD GPU (/dev/kfd missing or no GPU node)")
+    pytest.skip("needs a real GPU (no /dev/kfd GPU node, no /dev/nvidiactl GPU)")
 
 
 def pytest_generate_tests(metafunc):
@@ -83,7 +74,7 @@ def pytest_generate_tests(metafunc):
   if m:
     devs = [d for d in devs if d[1] in m.args]
   else:  # NVIDIA targets run PTX, not AMD code objects: only for tests that ask for them (arch("sm_90"))
-    devs = [d for d in devs if d[1] not in EMU_TARGETS]
+    devs = [d for d in devs if d[1] not in NV_TARGETS]
   if metafunc.definition.get_closest_marker("hw"):
     devs = [d for d in devs if not d[0].startswith("mock")] or [("no-hw", "")]
   metafunc.parametrize("gpu", [d[0] for d in devs] or ["no-device"], indirect=True)
@@ -94,10 +85,7 @@ def gpu(request):
   """A gputwin.runtime Device: one test per mock target and real GPU (see the module docstring)."""
   name = getattr(request, "param", None) or all_devices(request.config)[0][0]
   if name in ("no-hw", "no-device"):
-    pytest.skip("no real AMD GPU here (/dev/kfd missing)" if name == "no-hw" else "no device matches arch(...)")
-  if name.startswith("emu:"):
-    yield EmuDevice(name[4:])
-    return
+    pytest.skip("no real GPU here" if name == "no-hw" else "no device matches arch(...)")
   from gputwin.runtime import open as open_device
   dev = open_device(name)
   yield dev

@@ -100,7 +100,7 @@ def _copy(args):
 def run(code, kernel: str | None = None, *, grid, block, args, arch: str | None = None, device: str | None = None,
         trace: bool = True, label: str = "", checks=True, max_instructions: int | None = None) -> Run:
   """Launch on a copy of the named `args` [(name, value)] on the emulator, or through gputwin.runtime on `device`
-  ("mock:gfx1100", "amd:0"; no trace there). Arguments that cannot be launched at all raise; faults do not."""
+  ("mock:gfx1100", "amd:0", "mock:sm_90", "nv:0"; no trace there). Arguments that cannot be launched at all raise; faults do not."""
   from gputwin.emu.api import Emulator, is_ptx
   from gputwin.isa.kernargs import three
   args = _copy(args)
@@ -122,17 +122,7 @@ def run(code, kernel: str | None = None, *, grid, block, args, arch: str | None 
           [] if trace and not device else None, L, -(-(b[0] * b[1] * b[2]) // L), where=device or "emu")
   values = [v for _, v in args]
   if device:
-    from gputwin.runtime import open as open_device
-    dev = None
-    try:
-      dev = open_device(device)
-      r.instructions = dev.launch(emu.co, kernel, grid=grid, block=block, args=values).instructions
-    except (GputwinError, OSError) as e:
-      r.error = e if isinstance(e, GputwinError) else GputwinError(f"{device}: {e}")
-    finally:
-      if dev is not None:
-        dev.close()
-    return r
+    return _on_device(r, device, emu.co, kernel, grid, block, values)
   d = emu.prepare(kernel, grid=grid, block=block, args=values, checks=checks, trace=r.trace,
                   max_instructions=max_instructions)
   try:
@@ -151,8 +141,6 @@ def _run_ptx(code, kernel, grid, block, args, arch, device, trace, label, checks
   from gputwin.emu.ptx.launch import module_text
   from gputwin.isa.kernargs import three
   from gputwin.isa.ptx import parse
-  if device:
-    raise GputwinError(f"{device}: NVIDIA devices are not supported by gputwin.runtime yet")
   text, path = module_text(code)
   names = sorted(parse(text, path).kernels)
   if kernel is None:
@@ -160,14 +148,32 @@ def _run_ptx(code, kernel, grid, block, args, arch, device, trace, label, checks
       raise GputwinError(f"give a kernel name; the module has: {', '.join(names) or 'none'}")
     kernel = names[0]
   b = three(block, "block")
-  r = Run(label or arch, arch, kernel, [(n, v) for n, v in args if isinstance(v, np.ndarray)], [] if trace else None,
-          32, -(-(b[0] * b[1] * b[2]) // 32))
+  r = Run(label or arch, arch, kernel, [(n, v) for n, v in args if isinstance(v, np.ndarray)],
+          [] if trace and not device else None, 32, -(-(b[0] * b[1] * b[2]) // 32), where=device or "emu")
+  values = [v for _, v in args]
+  if device:
+    return _on_device(r, device, text, kernel, grid, block, values)
   try:
-    st = launch(text, kernel, grid=grid, block=block, args=[v for _, v in args], arch=arch, checks=checks,
-                trace=r.trace, max_instructions=max_instructions)
+    st = launch(text, kernel, grid=grid, block=block, args=values, arch=arch, checks=checks, trace=r.trace,
+                max_instructions=max_instructions)
     r.instructions = st.instructions
   except GputwinError as e:
     r.error = e
+  return r
+
+
+def _on_device(r: Run, device: str, code, kernel: str, grid, block, values: list) -> Run:
+  """The launch through gputwin.runtime on `device` (no trace there); a fault is the Run's error."""
+  from gputwin.runtime import open as open_device
+  dev = None
+  try:
+    dev = open_device(device)
+    r.instructions = dev.launch(code, kernel, grid=grid, block=block, args=values).instructions
+  except (GputwinError, OSError) as e:
+    r.error = e if isinstance(e, GputwinError) else GputwinError(f"{device}: {e}")
+  finally:
+    if dev is not None:
+      dev.close()
   return r
 
 

@@ -7,7 +7,8 @@ from importlib.metadata import entry_points
 # imported here, before pytester's in-process runs: it drops modules first imported inside a run, and numpy's C
 # extension cannot be imported twice in one process
 for _m in ("numpy", "hypothesis.extra.numpy", "gputwin.compiler.examples", "gputwin.runtime",
-           "gputwin.verify.strategies"):
+           "gputwin.verify.strategies", "gputwin.runtime.nv", "gputwin.mock.nv", "gputwin.mock.nvgpu",
+           "gputwin.compiler.backend_ptx", "gputwin.isa.ptx"):
   importlib.import_module(_m)
 
 # once pyproject's pytest11 entry point is installed pytest loads the plugin itself; -p again would register it twice
@@ -35,6 +36,12 @@ def test_every_mock_target(gpu):
 def test_only_some(gpu):
   assert gpu.arch in ("gfx942", "gfx1200")
 
+@pytest.mark.arch("sm_90")
+def test_nvidia_targets_when_named(gpu):
+  c, x, y = _run(gpu)
+  assert gpu.name.startswith("NVIDIA") or gpu.arch == "sm_90"
+  np.testing.assert_array_equal(y, 2 * x + 1)
+
 @pytest.mark.hw
 def test_needs_hardware(gpu):
   raise AssertionError("must not run without a real GPU")
@@ -49,10 +56,11 @@ def test_emulator_vs_device(same_on_device):
 def test_gpu_fixture_markers_and_skips(pytester):
   pytester.makepyfile(test_k=TESTS)
   r = pytester.runpytest(*PLUGIN, "-v", "-rs")
-  r.assert_outcomes(passed=6, skipped=2)
+  r.assert_outcomes(passed=7, skipped=2)
   r.stdout.fnmatch_lines(["*test_every_mock_target?mock:gfx1100? PASSED*",
                           "*test_every_mock_target?mock:gfx950? PASSED*",
-                          "*test_only_some?mock:gfx942? PASSED*", "*needs a real AMD GPU*",
+                          "*test_only_some?mock:gfx942? PASSED*", "*test_nvidia_targets_when_named?mock:sm_90? PASSED*",
+                          "*needs a real GPU*",
                           "*no real gfx1100 GPU here to compare the emulator with*"])
 
 
@@ -96,3 +104,18 @@ def test_same_on_device_through_the_mock_kfd():
   assert_same_on_device(c.code_object, "saxpy", grid=1, block=64, args=args, device="mock:gfx942")
   with pytest.raises(pytest.skip.Exception, match="no real gfx942 GPU"):
     assert_same_on_device(c.code_object, "saxpy", grid=1, block=64, args=args)
+
+
+def test_same_on_device_through_the_mock_nvidia_driver():
+  """The same helper for PTX: the emulator against the runtime on the mock RM/UVM driver (the GPFIFO/QMD path a real
+  NVIDIA GPU takes), element for element; skips with no real sm_90 GPU."""
+  import numpy as np
+  import pytest
+  from gputwin.compiler import compile
+  from gputwin.compiler.examples import saxpy
+  from gputwin.verify.plugin import assert_same_on_device
+  c = compile(saxpy, "sm_90")
+  args = [np.float32(3.0), np.arange(64, dtype=np.float32), np.ones(64, np.float32), 64]
+  assert_same_on_device(c.code_object, "saxpy", grid=1, block=64, args=args, device="mock:sm_90", arch="sm_90")
+  with pytest.raises(pytest.skip.Exception, match="no real sm_90 GPU"):
+    assert_same_on_device(c.code_object, "saxpy", grid=1, block=64, args=args, arch="sm_90")

@@ -46,7 +46,7 @@ def test_diff_the_same_source_on_two_targets(capsys):
 
 
 @pytest.mark.arch("sm_80", "sm_90")
-def test_the_gpu_fixture_runs_nvidia_targets_on_the_emulator(gpu, tmp_path):
+def test_the_gpu_fixture_runs_nvidia_targets_through_the_mock_driver(gpu, tmp_path):
   ptx = tmp_path / "m.ptx"
   subprocess.run(["nvcc", "-ptx", f"-arch={gpu.arch}", "-O3", str(HERE / "machine.cu"), "-o", str(ptx)], check=True)
   out = np.zeros(64, np.int32)
