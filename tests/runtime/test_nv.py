@@ -142,6 +142,19 @@ def test_timelines_are_monotonic(devs):
   d.free(buf)
 
 
+def test_gpu_time_advances_and_brackets_a_launch(devs):
+  """Device.timestamp reads the usermode page's PTIMER; a profiled launch's semaphore timestamps lie between two reads
+  taken before and after it (all in the GPU's ns clock)."""
+  d = devs["sm_90"]
+  t0 = d.timestamp()
+  out = np.zeros(64, np.int32)
+  r = d.launch(STORE, "store", grid=1, block=64, args=[out, np.uint32(1)])
+  t1 = d.timestamp()
+  a, b = d.load(STORE).timestamps()
+  assert 0 < t0 <= a <= b <= t1 and r.gpu_seconds == pytest.approx((b - a) / 1e9)
+  assert out.tolist() == list(range(1, 65))
+
+
 def test_a_wild_kernel_faults_its_channel_and_a_new_device_still_runs():
   dev = rt.open("mock:sm_90")
   prg = dev.load(STORE.replace("sm_80", "sm_90"))

@@ -25,6 +25,7 @@ import threading
 import numpy as np
 
 from gputwin.abi import nvpush as NP
+from gputwin.abi.nv import NVC361_TIME_0
 from gputwin.errors import GPUPageFault, GputwinError
 from gputwin.mock.nvgpu.compute import Compute, Programs
 from gputwin.mock.nvgpu.copy import Copy
@@ -101,7 +102,13 @@ class VirtualNVGPU:
       if idle: self.k.work.wait(idle)
 
   def poll(self) -> bool:
-    """One pass over every live channel (run until each is idle, blocked or faulted); True if anything retired."""
+    """One pass over every live channel (run until each is idle, blocked or faulted); True if anything retired. The
+    usermode pages' PTIMER (TIME_1:TIME_0) is set to the GPU time first (mock: it advances while this thread runs,
+    at least every 2 ms, not continuously)."""
+    now = self.k.timestamp()
+    for g in self.k.gpus:
+      page = self.k.doorbell(g)
+      if page is not None: page[NVC361_TIME_0:NVC361_TIME_0 + 8] = now.to_bytes(8, "little")
     did = False
     with self._lock: chans = list(self._chans)
     for ch in chans: did |= self.process(ch)
