@@ -6,6 +6,9 @@ Every GPU is one row of TARGETS: the values a real kernel reports for that ASIC.
 Navi 44) and gfx950 (MI355X) are derived from public specs the same way (CU/SE layout, memory) and are marked
 illustrative where no dump backs them. Machine-specific values (location_id, unique_id, simd_id_base, firmware
 versions) are examples. cwsr_size/ctl_stack_size follow kfd_queue_ctx_save_restore_size() from the table's inputs.
+Each GPU also gets amdgpu's IP discovery tree (/sys/class/drm/renderD<minor>/device/ip_discovery) for GC, SDMA0 and
+NBIF: the versions amdgpu_discovery.c dispatches on for that ASIC (Navi31 GC 11.0.0/SDMA 6.0.0/NBIO 4.3.0, Navi44
+12.0.0/7.0.0/NBIF 6.3.1, MI300X 9.4.3/4.4.2/7.9.0, MI355X 9.5.0/4.4.5/7.9.1).
 """
 from __future__ import annotations
 import dataclasses, zlib
@@ -13,6 +16,10 @@ from gputwin.errors import KernelDriverError
 
 TOPOLOGY = "/sys/devices/virtual/kfd/kfd/topology"
 ALIASES = ("/sys/class/kfd/kfd/topology",)   # /sys/class/kfd/kfd is a symlink to the virtual device
+DRM_CLASS = "/sys/class/drm"                  # renderD<minor>/device/ip_discovery: amdgpu's IP discovery table
+# Hardware ids of the IP blocks clients look up in ip_discovery/die/0 (soc15_hw_ip.h: GC_HWID 11, SDMA0_HWID 42,
+# NBIF_HWID 108; amdgpu names the NBIF block's version "NBIO" before GFX12).
+IP_HWIDS = dict(GC=11, SDMA0=42, NBIF=108)
 
 # node_show() order; the GPU_ONLY block is printed only for GPU nodes, max_engine_clk_ccompute always last.
 NODE_PROPS = ("cpu_cores_count simd_count mem_banks_count caches_count io_links_count p2p_links_count cpu_core_id_base "
@@ -49,6 +56,7 @@ class Target:
   caches: tuple
   cwsr: tuple
   xgmi: bool = False    # boards sit in an XGMI hive (p2p links are XGMI, hive_id non-zero)
+  ips: tuple = ()       # (IP_HWIDS name, (major, minor, revision)) as amdgpu's IP discovery reports them
 
   @property
   def cu_count(self) -> int: return self.props["simd_count"] // self.props["simd_per_cu"]
@@ -80,7 +88,7 @@ TARGETS: dict[str, Target] = {t.name: t for t in [
     vram=25753026560, mem_width=384, mem_clk_max=1249,
     caches=((1, 32, 128, D | CU, 1), (1, 32, 64, I | CU, 2), (1, 16, 64, D | CU, 2), (2, 256, 128, D | CU, 8),
             (2, 6144, 128, D | CU, 96), (3, 98304, 64, D | CU, 96)),
-    cwsr=(0x60000, 0x10000, 96 * 32, 12)),
+    cwsr=(0x60000, 0x10000, 96 * 32, 12), ips=(("GC", (11, 0, 0)), ("SDMA0", (6, 0, 0)), ("NBIF", (4, 3, 0)))),
   Target("gfx1200", "AMD Radeon RX 9060 XT (illustrative)", dict(_GFX_COMMON,
     simd_count=64, max_waves_per_simd=16, lds_size_in_kb=64, wave_front_size=32, array_count=4,
     simd_arrays_per_engine=2, cu_per_simd_array=8, simd_per_cu=2, gfx_target_version=120000, device_id=0x7590,
@@ -90,7 +98,7 @@ TARGETS: dict[str, Target] = {t.name: t for t in [
     vram=17095983104, mem_width=128, mem_clk_max=2518,
     caches=((1, 32, 128, D | CU, 1), (1, 32, 64, I | CU, 2), (1, 16, 64, D | CU, 2), (2, 4096, 128, D | CU, 32),
             (3, 32768, 64, D | CU, 32)),
-    cwsr=(0x60000, 0x10000, 32 * 32, 12)),
+    cwsr=(0x60000, 0x10000, 32 * 32, 12), ips=(("GC", (12, 0, 0)), ("SDMA0", (7, 0, 0)), ("NBIF", (6, 3, 1)))),
   Target("gfx942", "AMD Instinct MI300X", dict(_GFX_COMMON,
     simd_count=1216, max_waves_per_simd=8, lds_size_in_kb=64, wave_front_size=64, array_count=32,
     simd_arrays_per_engine=1, cu_per_simd_array=10, simd_per_cu=4, gfx_target_version=90402, device_id=0x74A1,
@@ -100,7 +108,8 @@ TARGETS: dict[str, Target] = {t.name: t for t in [
     vram=206141652992, mem_width=8192, mem_clk_max=1300,
     caches=((1, 32, 128, D | CU, 1), (1, 64, 64, I | CU, 2), (1, 16, 64, D | CU, 2), (2, 4096, 128, D | CU, 38),
             (3, 262144, 64, D | CU, 304)),
-    cwsr=(0x80000, 0x10000, min(38 * 40, 4 * 512), 8), xgmi=True),
+    cwsr=(0x80000, 0x10000, min(38 * 40, 4 * 512), 8), xgmi=True,
+    ips=(("GC", (9, 4, 3)), ("SDMA0", (4, 4, 2)), ("NBIF", (7, 9, 0)))),
   Target("gfx950", "AMD Instinct MI355X (illustrative)", dict(_GFX_COMMON,
     simd_count=1024, max_waves_per_simd=8, lds_size_in_kb=160, wave_front_size=64, array_count=32,
     simd_arrays_per_engine=1, cu_per_simd_array=8, simd_per_cu=4, gfx_target_version=90500, device_id=0x75A3,
@@ -110,7 +119,8 @@ TARGETS: dict[str, Target] = {t.name: t for t in [
     vram=309237645312, mem_width=8192, mem_clk_max=2000,
     caches=((1, 32, 128, D | CU, 1), (1, 64, 64, I | CU, 2), (1, 16, 64, D | CU, 2), (2, 4096, 128, D | CU, 32),
             (3, 262144, 64, D | CU, 256)),
-    cwsr=(0x80000, 0x28000, min(32 * 40, 4 * 512), 8), xgmi=True),
+    cwsr=(0x80000, 0x28000, min(32 * 40, 4 * 512), 8), xgmi=True,
+    ips=(("GC", (9, 5, 0)), ("SDMA0", (4, 4, 5)), ("NBIF", (7, 9, 1)))),
 ]}
 
 CPU_NODE = dict(cpu_cores_count=16, max_engine_clk_ccompute=2400)
@@ -205,6 +215,16 @@ class Topology:
                  mem_clk_max=g.target.mem_clk_max)
       self._node(g.node, g.gpu_id, g.name, g.props, [mem], caches, [self._link(g.node, 0, HSA_IOLINK_TYPE_PCIEXPRESS)],
                  peers)
+      self._ip_discovery(g)
+
+  def _ip_discovery(self, g: GPUNode):
+    """renderD<minor>/device/ip_discovery/die/0/<hw id>/<instance>/{major,minor,revision,hw_id,num_instance} as
+    amdgpu_discovery_sysfs_ips() lays them out (one instance per listed IP; the other IPs are not modelled)."""
+    for ip, (major, minor, rev) in g.target.ips:
+      hwid = IP_HWIDS[ip]
+      base = f"{DRM_CLASS}/renderD{g.render_minor}/device/ip_discovery/die/0/{hwid}"
+      for name, v in dict(major=major, minor=minor, revision=rev, hw_id=hwid, num_instance=1).items():
+        self._add(f"{base}/0/{name}", f"{v}\n")
 
   def _node(self, n: int, gpu_id: int, name: str, props: dict, mems, caches, links, p2p):
     base = f"{TOPOLOGY}/nodes/{n}"
