@@ -55,10 +55,10 @@ def cmd_asm(ns: argparse.Namespace) -> int:
     Path(ns.output).write_bytes(code)
   con = _console()
   if ns.show_encoding or not ns.output:
-    from gputwin.isa import decode
+    from gputwin.isa import ADRENO, decode
     off = 0
     for line in disassemble(code, ns.arch, wave=ns.wave):
-      n = decode(code, ns.arch, offset=off, wave=ns.wave).size
+      n = 8 if ns.arch in ADRENO else decode(code, ns.arch, offset=off, wave=ns.wave).size   # ir3: 64-bit words
       enc = ",".join(f"0x{b:02x}" for b in code[off:off + n])
       con.print(f"  {_highlight(line):<60} [dim]; encoding: [{enc}][/]" if ns.show_encoding else f"  {_highlight(line)}")
       off += n
@@ -118,14 +118,15 @@ def build_parser() -> argparse.ArgumentParser:
   p = argparse.ArgumentParser(prog="gputwin", description="Emulator-first GPU simulation and verification suite.")
   sub = p.add_subparsers(dest="cmd", required=True)
   sub.add_parser("demo", help="run the main job on an embedded default").set_defaults(fn=cmd_demo)
-  a = sub.add_parser("asm", help="assemble AMD GPU assembly")
+  a = sub.add_parser("asm", help="assemble AMD (llvm-mc-22 syntax) or Adreno ir3 (Mesa syntax) assembly")
   a.add_argument("file", help="assembly file (- for stdin)")
-  a.add_argument("--arch", required=True, help="target: gfx1100, gfx1200, gfx1201, gfx942, gfx950")
+  a.add_argument("--arch", required=True, help="target: gfx1100, gfx1200, gfx1201, gfx942, gfx950; a540, a630, a660, "
+                 "a730, a740")
   a.add_argument("--wave", type=int, choices=(32, 64), default=None)
   a.add_argument("-o", "--output", help="write raw instruction bytes here")
   a.add_argument("--show-encoding", action="store_true", help="print each instruction with its bytes")
   a.set_defaults(fn=cmd_asm)
-  d = sub.add_parser("disasm", help="disassemble AMD GPU machine code")
+  d = sub.add_parser("disasm", help="disassemble AMD or Adreno ir3 GPU machine code")
   d.add_argument("file", nargs="?", help="raw instruction bytes")
   d.add_argument("--hex", help='bytes as hex, e.g. "0x01 0x05 0x0a 0x06" or "01050a06"')
   d.add_argument("--arch", required=True)

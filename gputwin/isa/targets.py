@@ -57,6 +57,8 @@ _TARGETS = {
 }
 TARGETS = tuple(_TARGETS)
 MACH = {v[5]: k for k, v in _TARGETS.items()}
+# Adreno GPUs (gputwin.isa.ir3): name -> the isaspec gen id Mesa decodes it with (isa_decode_options.gpu_id = gen * 100)
+ADRENO = {"a420": 400, "a540": 500, "a630": 600, "a660": 600, "a730": 700, "a740": 700}
 
 
 @functools.cache
