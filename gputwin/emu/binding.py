@@ -49,6 +49,17 @@ def scalar_valu(op: Op) -> bool:
   return f
 
 
+def va_bits(op: Op, frontend) -> int:
+  """How many bits of a guest-memory address `op` reaches: the frontend's virtual-address width (`va_bits`: AMD 32,
+  guest VAs handed out below 4 GiB; PTX 64, as NVIDIA's UVM VAs), and no more than the ADDR its body declares. Both
+  tiers fault an access at or above 2**bits and hand the body its address in those bits."""
+  b = op.info.get("va_bits")
+  if b is None:
+    b = op.info["va_bits"] = min(getattr(frontend, "va_bits", 32),
+                                 op.sem.inputs.get("ADDR", 64) if op.sem is not None else 64)
+  return b
+
+
 def sets_pc(op: Op) -> bool:
   """A branch: its body writes PC (every other instruction leaves each wave at pc + size)."""
   return op.kind in ("alu", "mem") and op.sem is not None and "PC" in op.sem.outputs

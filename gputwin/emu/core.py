@@ -19,7 +19,7 @@ import sys
 import numpy as np
 
 from gputwin.emu.memory import Window
-from gputwin.emu.binding import LDS_BITS, LDS_SHIFT, Address, Stop, scalar_valu, sets_pc
+from gputwin.emu.binding import LDS_BITS, LDS_SHIFT, Address, Stop, scalar_valu, sets_pc, va_bits
 from gputwin.emu.program import Op, Program, Src
 from gputwin.errors import GPUPageFault, GputwinError
 from gputwin.pcode.runtime import Wide
@@ -569,17 +569,18 @@ class Engine:
 
   def run_body(self, op: Op, ix, m, st, space, a):
     """Run a memory instruction's body on `space` at the addresses `a` the frontend computed (Frontend.memop)."""
-    if space is self.mem:  # RDNA3 pcode takes a 32-bit ADDR: guest VAs live below 4 GiB, anything above faults
+    bits = va_bits(op, self.fe) if space is self.mem else 32  # (windows: addresses below 4 GiB)
+    if space is self.mem and bits < 64:  # guest VAs are `bits` wide (AMD: below 4 GiB): anything above faults
       act = a if m is None or (m is self._exec and self._exec_all) else np.where(m, a, U64(0))
-      if int(act.max()) >> 32:
+      if int(act.max()) >> bits:
         bad = np.asarray(act).reshape(-1)
-        raise GPUPageFault(int(bad[bad >> U64(32) > 0][0]), 4, "read" if "r" in op.sem.mem else "write",
+        raise GPUPageFault(int(bad[bad >> U64(bits) > 0][0]), 4, "read" if "r" in op.sem.mem else "write",
                            getattr(self.mem, "device", ""))
     if "ADDR" in op.sem.inputs:  # given in the width the body declares (LDS addresses are below 2**32 already)
       if space is self.lds and op.sem.inputs["ADDR"] <= 32 and self._lds32[0] is a:
         st["ADDR"] = self._lds32[1]
       else:
-        a32 = a if space is self.lds else a & U64(M32)
+        a32 = a if space is self.lds or bits == 64 else a & U64((1 << bits) - 1)
         st["ADDR"] = a32 if op.sem.inputs["ADDR"] > 32 else a32.astype(U32)
     out = op.sem(st, exec=self._pexec(op, m), mem=_Mem(space, a), lanes=self.L, wave64=self.L == 64)
     self.retire(op, ix, m, out)
@@ -785,7 +786,8 @@ def run_simt(eng: Engine, serial: bool = False, max_instructions: int | None = N
   are picked only when no other thread is ready, so a spin-wait lets the thread it waits for run. `serial`: the
   lowest warp with a ready thread runs alone (the oracle schedule)."""
   prog, start, big = eng.prog, eng.count, np.iinfo(np.int64).max
-  # the native tier runs straight-line blocks for the threads standing at their first PC (as EXEC)
+  # the native tier runs straight-line blocks for the threads standing at their first PC (as EXEC); a block may end
+  # with a branch, exit or barrier whose lanes _tail then moves
   tier = None if serial or eng.checks is not None or steps is not None else _native_tier(eng)
   if tier is None:
     eng.settle()
@@ -836,16 +838,21 @@ def run_simt(eng: Engine, serial: bool = False, max_instructions: int | None = N
         eng._cur, eng._last_ix = sel, ix
         if eng.pending is not None and not isinstance(ix, slice):
           eng.settle()
-        tier.run(blk, ix)  # (a pending setup goes with the batch's first block, which every warp runs first)
-        if isinstance(ix, slice):  # (one pass, no temporary)
-          np.add(eng.lpc, blk.n, out=eng.lpc, where=sel)
+        taken = tier.run(blk, ix)[ix]  # (a pending setup goes with the batch's first block, which every warp runs
+        # first); the lanes its last instruction took when it branches or exits (native.plan.tail)
+        if blk.tail and taken.any():
+          to = _tail(eng, blk, ix, sel, taken)
         else:
-          eng.lpc[ix] += sel * blk.n
+          if isinstance(ix, slice):  # (one pass, no temporary)
+            np.add(eng.lpc, blk.n, out=eng.lpc, where=sel)
+          else:
+            eng.lpc[ix] += sel * blk.n
+          to = pc + blk.n
         if max_instructions is not None and eng.count - start > max_instructions:
           raise Stop("watchdog", f"more than {max_instructions} warp-instructions executed (--max-instructions)",
                      _first(eng, ix), blk.ops[-1])
-        if fast:
-          together = (pc + blk.n, ix, sel)
+        if fast and to is not None:
+          together = (to, ix, sel)
         continue
     try:
       op = prog.op(pc)
@@ -861,6 +868,54 @@ def run_simt(eng: Engine, serial: bool = False, max_instructions: int | None = N
                  _first(eng, ix), op)
     if fast and eng._moved_to is not None:  # they all stand at one PC: no scan needed
       together = (eng._moved_to, ix, sel)
+
+
+def _tail(eng: Engine, blk, ix, sel, taken: np.ndarray):
+  """After a native block whose last instruction branches, exits or arrives at a barrier (native.plan.tail) and took
+  lanes `taken` (bits per warp): move the threads as step_simt does for it (the ones it took to its target, out, or
+  into the barrier; the rest on), with the back-edge count of fair scheduling. Returns the PC every thread of `sel`
+  now stands at, or None."""
+  last, n = blk.ops[-1], blk.n
+  every = int(np.bitwise_count(taken).sum()) == int(np.count_nonzero(sel))  # (taken lanes are threads of sel)
+  m = sel if every else np.unpackbits(taken.astype(U32).view(np.uint8).reshape(-1, 4), axis=1,
+                                      bitorder="little").view(bool)
+  if blk.tail == "barrier":  # they arrive (and wait), or it completes at once (step_simt); they move past it
+    done = _at_once(eng, last, ix, m)
+    if not done:
+      _arrive(eng, last, ix, m)
+    if isinstance(ix, slice):
+      np.add(eng.lpc, n, out=eng.lpc, where=sel)
+    else:
+      eng.lpc[ix] += sel * n
+    return blk.pc + n if done else None
+  if blk.tail == "end":
+    if isinstance(ix, slice):
+      np.greater(eng.lalive, m, out=eng.lalive)  # (alive and not exiting)
+    else:
+      eng.lalive[ix] = eng.lalive[ix] > m
+    if not every:  # (an exited thread's PC stays at its exit)
+      eng.lpc[ix] += sel * n - m
+    elif isinstance(ix, slice):
+      np.add(eng.lpc, n - 1, out=eng.lpc, where=sel)
+    else:
+      eng.lpc[ix] += sel * (n - 1)
+    release_barriers(eng)
+    return None
+  to = int(last.ins["TARGET"].value)
+  if not every:
+    eng.lpc[ix] = np.where(m, to, eng.lpc[ix] + sel * n)
+  elif isinstance(ix, slice):
+    np.copyto(eng.lpc, to, where=sel)
+  else:
+    eng.lpc[ix] = np.where(sel, to, eng.lpc[ix])
+  if to <= last.pc:  # a back-edge: the warps that took it count towards yielding (step_simt)
+    be = eng.backedges[ix] + (taken != 0)
+    tired = be > YIELD_AFTER
+    eng.backedges[ix] = np.where(tired, 0, be)
+    if tired.any():
+      eng.lyield[ix] = eng.lyield[ix] | (m & tired[:, None])
+      return None
+  return to if every else None
 
 
 def _waiting(mask):
@@ -940,6 +995,8 @@ def step_simt(eng: Engine, op: Op, ix, sel) -> bool:
     new = old + np.where(adv, op.size, 0)
     eng.lpc[ix] = new
     back = sel & ~adv & (new <= op.pc)  # lanes that branched backwards (or called)
+    if k in ("end", "ret"):  # (threads that exited did not)
+      back &= eng.lalive[ix]
   if back is not None and back.any():
     rows = back.any(axis=1)
     be = eng.backedges[ix] + rows

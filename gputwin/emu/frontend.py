@@ -21,6 +21,7 @@ class Frontend(Protocol):
   name: str  # "amd" | "ptx"
   align: int  # instruction alignment in bytes (a PC off it is a decode error)
   simt: bool  # one PC per thread (core.run_simt: Engine.lpc, guards, rendezvous) instead of one per wave + EXEC
+  va_bits: int  # how many bits of a global address reach guest memory (binding.va_bits; 32 when absent)
   special_inputs: dict  # pcode input name -> ("scc",) | ("sgpr", key, dwords) | ("zero", code) | ("pc",) | ...
 
   def decode(self, text: bytes, arch: str, offset: int, wave: int) -> object:

@@ -55,6 +55,7 @@ class GuestMemory:
     self.device, self._next = device, base
     self.starts: list[int] = []
     self.bufs: list[np.ndarray] = []
+    self.version = 0  # bumped by every map/unmap (the native tier's region table follows it)
 
   def map(self, va: int, buf: np.ndarray) -> np.ndarray:
     buf = buf.view(np.uint8).reshape(-1)
@@ -64,6 +65,7 @@ class GuestMemory:
       raise GPUPageFault(va, len(buf), "map", self.device, "overlaps an existing mapping")
     self.starts.insert(i, va)
     self.bufs.insert(i, buf)
+    self.version += 1
     return buf
 
   def alloc(self, size: int, align: int = 4096, guard: int = 4096, buf: np.ndarray | None = None) -> int:
@@ -82,6 +84,7 @@ class GuestMemory:
   def unmap(self, va: int) -> None:
     i = self.starts.index(va)
     del self.starts[i], self.bufs[i]
+    self.version += 1
 
   def _regions(self, addr: np.ndarray, nbytes: int, access: str):
     """Region index per address; raises the page fault of the first address not inside one mapping."""

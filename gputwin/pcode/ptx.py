@@ -67,13 +67,13 @@ def store(t: str, e: str, d: str = "D0") -> str:
 # ---------------------------------------------------------------------------------------------- the table
 @dataclass(frozen=True)
 class Row:
-  pattern: str  # opcode and modifier slots, e.g. "add [rnd=rn|rz|rm|rp] [ftz] t=f32|f64" (see _expand)
+  pattern: str  # opcode and modifier slots, e.g. "add [rnd=rn|rz|rm|rp] [ftz] t=f32|f64" (see expand)
   build: Callable[[dict], str]  # groups -> pcode text
   cite: str  # the PTX ISA 9.0 section (vendor/ptx/isa-9.0/<opcode>.md)
   note: str = ""
 
 
-def _expand(pattern: str):
+def expand(pattern: str):
   """'add [rnd=rn|rz] t=f32|f64' -> (('add', ...), groups) for every combination. `x=a|b` is a required choice named
   x, `[x=a|b]` an optional one, `[ftz]` an optional flag (group ftz = 'ftz' or None), a bare word is fixed."""
   slots = []
@@ -631,8 +631,8 @@ def _atom(g: dict) -> str:
   else:
     new = _ATOM[op].replace("b", f"S{s}.{p}").replace("0U", _lit(0, p)).replace("1U", _lit(1, p)) \
       if t[0] != "f" else None
-    if t[0] == "f":
-      new = "ftz(ftz(old) + ftz(S0.f32))" if t == "f32" else f"old + S0.{p}"
+    if t[0] == "f":  # .add.f32 flushes subnormals on global memory only (the row's `space`)
+      new = "ftz(ftz(old) + ftz(S0.f32))" if g.get("space") == "global" else f"old + S0.{p}"
       body = [f"old = MEM[ADDR].{p}", f"r = {new}", f"MEM[ADDR].{p} = {_canon(t)}"]
     else:
       body = [f"old = MEM[ADDR].{p}", f"MEM[ADDR].{p} = {new}"]
@@ -809,6 +809,10 @@ ROWS: tuple[Row, ...] = (
   Row(f"mov t={ALL}", _mov, "mov.md (§9.7.9.1 mov: a copy; special registers are bound by the frontend)"),
   Row("cvta [to=to] t=u32|u64", lambda g: f"D0.b{_W[g['t']]} = S0.b{_W[g['t']]}", "cvta.md (§9.7.9.18 cvta)",
       "the frontend resolves state-space windows into addresses; in its flat address space the conversion is a copy"),
+  Row("isspacep space=shared|local", lambda g: "D0.u32 = 32'U(S0.u64 - S1.u64 < S2.u64)",
+      "isspacep.md (§9.7.9.23 isspacep)", "S1, S2: the space's generic window (base and size, the frontend's)"),
+  Row("isspacep space=global", lambda g: "D0.u32 = 32'U(!(S0.u64 - S1.u64 < S2.u64) && !(S0.u64 - S3.u64 < S4.u64))",
+      "isspacep.md (§9.7.9.23 isspacep)", "global: outside the shared (S1, S2) and local (S3, S4) generic windows"),
   # floating point
   Row(f"add [rnd={RND}] [ftz] [sat] t=f32", _farith, "add.md (§9.7.3.1 add: .rnd, .ftz, .sat)"),
   Row(f"add [rnd={RND}] t=f64", _farith, "add.md (§9.7.3.1 add.f64)"),
@@ -883,13 +887,17 @@ ROWS: tuple[Row, ...] = (
   Row("atom aop=add|min|max t=u32|s32|u64|s64", _atom, "atom.md (§9.7.13.5 atom)"),
   Row("atom aop=inc|dec t=u32", _atom, "atom.md (§9.7.13.5 atom: inc/dec in [0..b])"),
   Row("atom aop=and|or|xor|exch|cas t=b32|b64", _atom, "atom.md (§9.7.13.5 atom)"),
-  Row("atom aop=add t=f32|f64", _atom,
-      "atom.md (§9.7.13.5 atom.add.f32 rounds to nearest even and, on global memory, flushes subnormals)"),
+  Row("atom aop=add t=f64", _atom, "atom.md (§9.7.13.5 atom.add.f64 rounds to nearest even)"),
+  Row("atom space=global|shared aop=add t=f32", _atom,
+      "atom.md (§9.7.13.5 atom.add.f32 rounds to nearest even; on global memory it flushes subnormal inputs and "
+      "results to sign-preserving zero, on shared memory it does not)"),
   Row("atom aop=add noftz=noftz t=f16x2|bf16x2", _atom, "atom.md (§9.7.13.5 atom.add.noftz on packed halves)"),
   Row("red aop=add|min|max t=u32|s32|u64|s64", _atom, "red.md (§9.7.13.6 red)"),
   Row("red aop=inc|dec t=u32", _atom, "red.md (§9.7.13.6 red)"),
   Row("red aop=and|or|xor t=b32|b64", _atom, "red.md (§9.7.13.6 red)"),
-  Row("red aop=add t=f32|f64", _atom, "red.md (§9.7.13.6 red.add.f32)"),
+  Row("red aop=add t=f64", _atom, "red.md (§9.7.13.6 red.add.f64)"),
+  Row("red space=global|shared aop=add t=f32", _atom,
+      "red.md (§9.7.13.6 red.add.f32: flushes subnormals on global memory, not on shared memory)"),
   Row("red aop=add noftz=noftz t=f16x2|bf16x2", _atom, "red.md (§9.7.13.6 red.add.noftz)"),
   # cross-lane
   Row("shfl mode=up|down|bfly|idx t=b32", _shfl, "shfl.md (§9.7.9.6 shfl.sync: the manual's Semantics; d|p)"),
@@ -922,7 +930,7 @@ ROWS: tuple[Row, ...] = (
 def _index() -> dict[str, tuple[Row, dict]]:
   out: dict[str, tuple[Row, dict]] = {}
   for row in ROWS:
-    for mods, groups in _expand(row.pattern):
+    for mods, groups in expand(row.pattern):
       k = ".".join((groups["op"],) + mods)
       out.setdefault(k, (row, groups))
   return out
@@ -941,24 +949,52 @@ def keys() -> list[str]:
   return sorted(_INDEX)
 
 
-def key(opcode: str, modifiers=()) -> str:
-  """Canonical semantics key of a PTX instruction: 'opcode.mod.mod...' without the modifiers that do not change the
-  bits (state spaces, cache operators, memory order/scope, .uni, .aligned, the collective `.sync`). Modifiers may
-  come in any order the parser gives them; raises PcodeError when the table has no semantics for it."""
-  mods = [m.lstrip(".") for m in modifiers]
+def _norm(opcode: str, kept) -> tuple:
+  return opcode, tuple(sorted(m for m in kept if not _TYPE.fullmatch(m))), tuple(m for m in kept if _TYPE.fullmatch(m))
+
+
+def _kept(opcode: str, mods: list[str]) -> list[str]:
   kept = [m for m in mods if not _DROP.fullmatch(m) and not (m == "sync" and opcode in _SYNC_MARK)
           and not (m == "uni" and opcode != "vote")]  # `.uni`: a uniformity hint, except vote.uni's own test
   if opcode == "membar":  # every level is the same note (memory is coherent)
     kept = []
   if opcode in ("bar", "barrier") and kept[:1] == ["warp"]:
     kept = ["warp", "sync"]
+  return kept
+
+
+_SPACE = re.compile(r"(global|shared|local|param|const)(::\w+)?")
+SPACES = ("global", "shared", "local", "param", "const")
+
+
+def key(opcode: str, modifiers=()) -> str:
+  """Canonical semantics key of a PTX instruction: 'opcode.mod.mod...' without the modifiers that do not change the
+  bits (cache operators, memory order/scope, .uni, .aligned, the collective `.sync`, and state spaces, except for
+  the rows whose meaning depends on the space: their keys carry it, `atom.global.add.f32`; see `spaces`). Modifiers
+  may come in any order the parser gives them; raises PcodeError when the table has no semantics for it."""
+  mods = [m.lstrip(".") for m in modifiers]
+  kept = _kept(opcode, mods)
+  sp = next((_SPACE.fullmatch(m).group(1) for m in mods if _SPACE.fullmatch(m)), None)
+  if sp is not None and _norm(opcode, kept + [sp]) in _BY_NORM:
+    return _BY_NORM[_norm(opcode, kept + [sp])]
   k = ".".join([opcode] + kept)
   if k in _INDEX:
     return k
-  norm = (opcode, tuple(sorted(m for m in kept if not _TYPE.fullmatch(m))), tuple(m for m in kept if _TYPE.fullmatch(m)))
-  if norm in _BY_NORM:
-    return _BY_NORM[norm]
+  if _norm(opcode, kept) in _BY_NORM:
+    return _BY_NORM[_norm(opcode, kept)]
+  per = spaces(opcode, modifiers) if sp is None else ()
+  if per:
+    raise PcodeError(f"{'.'.join([opcode] + mods)} means something else in each state space ({', '.join(per)}): "
+                     "its key names the space the address resolves to", "ptx", k)
   raise PcodeError(f"no PTX semantics for {'.'.join([opcode] + mods)} (key {k})", "ptx", k)
+
+
+def spaces(opcode: str, modifiers=()) -> tuple[str, ...]:
+  """The state spaces in which a generic (space-less) instruction has semantics of its own, its keys carrying the
+  space (atom.add.f32 flushes subnormals on global memory, not on shared); () when the space changes nothing. A
+  generic address resolves per thread, so a frontend binds one body per space."""
+  kept = _kept(opcode, [m.lstrip(".") for m in modifiers])
+  return tuple(s for s in SPACES if _norm(opcode, kept + [s]) in _BY_NORM)
 
 
 def row(k: str) -> tuple[Row, dict]:

@@ -38,7 +38,9 @@ from gputwin.runtime.kernel import OSKernel, kernel_for, parse_device
 from gputwin.runtime.nvrm import BIG_PAGE, Client, devices  # noqa: F401 - devices: the GPUs of a machine
 
 PAGE = 4096
-SHARED_WINDOW, LOCAL_WINDOW = 1 << 32, 2 << 32   # generic-address windows (SET_SHADER_*_MEMORY_WINDOW, cbuf0)
+# generic-address windows (SET_SHADER_*_MEMORY_WINDOW, cbuf0): where NVIDIA's userspace drivers put them on desktop
+# GPUs, and where gputwin.emu.ptx routes generic addresses (decode.GENERIC)
+SHARED_WINDOW, LOCAL_WINDOW = 0x7294_0000_0000, 0x7293_0000_0000
 STACK_TOP = 0xFFFDC0                # per-thread local-memory stack start the driver puts at cbuf0 0x28
 # constant bank 0 below the parameters, as the CUDA driver fills it (byte offsets; sm_80 and sm_90)
 CB0_BLOCK, CB0_GRID, CB0_SHARED_WINDOW, CB0_LOCAL_WINDOW, CB0_STACK, CB0_DYNAMIC_SHARED = 0x0, 0xC, 0x18, 0x20, 0x28, 0x2C
@@ -125,8 +127,8 @@ class Queue:
     if self.kind == "copy": return N.pb_method(SUBC_COPY, "SET_OBJECT", self.engine_class, cls=self.engine_class)
     cls = self.engine_class
     m = lambda name, *d: N.pb_method(SUBC_COMPUTE, name, *d, cls=cls)
-    return m("SET_OBJECT", cls) + m("SET_SHADER_SHARED_MEMORY_WINDOW_A", SHARED_WINDOW >> 32, SHARED_WINDOW) + \
-      m("SET_SHADER_LOCAL_MEMORY_WINDOW_A", LOCAL_WINDOW >> 32, LOCAL_WINDOW)
+    return m("SET_OBJECT", cls) + m("SET_SHADER_SHARED_MEMORY_WINDOW_A", SHARED_WINDOW >> 32, SHARED_WINDOW & 0xFFFFFFFF) + \
+      m("SET_SHADER_LOCAL_MEMORY_WINDOW_A", LOCAL_WINDOW >> 32, LOCAL_WINDOW & 0xFFFFFFFF)
 
   # ---- submission
   def _host(self, name: str, *data: int) -> list[int]:

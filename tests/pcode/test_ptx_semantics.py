@@ -455,6 +455,36 @@ def test_loads_stores_and_atomics():
   assert old == list(range(N))
 
 
+def _ieee_f32_add(x: np.ndarray, y: np.ndarray, flush: bool) -> np.ndarray:
+  """x + y in IEEE binary32 (numpy, round to nearest even); `flush`: subnormal inputs and result -> zero of their
+  sign (PTX ISA 9.0 atom.md: atom.add.f32 on global memory)."""
+  def ftz(v):
+    return np.where((v != 0) & (np.abs(v) < np.float32(2.0 ** -126)), np.copysign(np.float32(0), v), v)
+  r = (ftz(x) + ftz(y)) if flush else x + y
+  return (ftz(r) if flush else r).astype(np.float32)
+
+
+@pytest.mark.parametrize("op", ["atom", "red"])
+def test_float_atomic_add_flushes_subnormals_on_global_memory_only(op):
+  """The key names the space (atom.add.f32 means something else on global and shared memory); a generic one has none
+  of its own."""
+  tiny = np.float32(2.0 ** -140)
+  x = np.array([tiny, -tiny, 1.5e-38, 3.0, -1e-45, 2.0 ** -126] * (N // 6), np.float32)
+  y = np.array([tiny, -tiny, -1.2e-38, 1e-45, 0.0, -(2.0 ** -127)] * (N // 6), np.float32)
+  assert ptx.spaces(op, ("add", "f32")) == ("global", "shared") and ptx.spaces(op, ("add", "u32")) == ()
+  with pytest.raises(PcodeError, match="state space"):
+    ptx.key(op, ("add", "f32"))
+  for space, flush in (("global", True), ("shared::cta", False)):
+    k = ptx.key(op, (space, "add", "f32"))
+    mem = FlatMemory(4 * N)
+    mem.data[:] = x.view(np.uint8)
+    out = run(k, mem=mem, ADDR=list(range(0, 4 * N, 4)), S0=[int(v) for v in y.view(np.uint32)])
+    want = _ieee_f32_add(x, y, flush)
+    assert mem.data.view(np.uint32).tolist() == want.view(np.uint32).tolist(), (k, space)
+    if op == "atom":  # the old value, as memory held it
+      assert out["D0"] == x.view(np.uint32).tolist()
+
+
 def _vgpr(rows: dict) -> np.ndarray:
   v = np.zeros((1, 32, 8), np.uint32)
   for r, vals in rows.items():

@@ -7,10 +7,11 @@ from __future__ import annotations
 import enum
 
 from gputwin.emu.amd.decode import EXECZ, SCC_CODE, VCCZ  # computed scalar operand codes: AMD's
-from gputwin.emu.binding import LDS_BITS, LDS_SHIFT, sets_pc
+from gputwin.emu.binding import LDS_BITS, LDS_SHIFT, sets_pc, va_bits
 from gputwin.emu.native import plan
 from gputwin.emu.native.runtime import (C_IEEE, C_INIT, C_LANES, C_LDS, C_LDSZ, C_PC, C_REGS, C_S, C_SCC, C_SSTR,
-                                        C_SSTW, C_V, C_VSTR, C_VSTW, C_WG, F_HIGH, F_LDSBASE, PRELUDE, TBAA_FIXED)
+                                        C_SSTW, C_TAKEN, C_V, C_VSTR, C_VSTW, C_WG, F_HIGH, F_LDSBASE, PRELUDE,
+                                        TBAA_FIXED)
 from gputwin.emu.program import Op, Src
 from gputwin.pcode import analysis, llvm as backend
 from gputwin.pcode.ir import locals_of
@@ -189,6 +190,9 @@ class Compiler:
     self.ops, self.L, self.fam = ops, lanes, fam
     self.sp = frontend.special(fam)  # register codes of EXEC, VCC, M0, NULL
     self.special_inputs = frontend.special_inputs  # the table core.Engine.special reads too
+    self.fe = frontend
+    # per-thread PCs: a last instruction that branches or exits (plan.tail) only reports its lanes (tail_fn)
+    self.tail = bool(getattr(frontend, "simt", False)) and plan.tail(ops[-1]) is not None
     self.funcs: list[str] = []
     self.tags = {k: i for i, k in enumerate(TBAA_FIXED)}
     self.wrote = {"v": 0, "s": 0}  # register rows the block writes (Engine.mark)
@@ -208,6 +212,9 @@ class Compiler:
     groups = plan.groups(self.ops, self.sp, self.L)
     for i, ops in groups:
       try:
+        if self.tail and i == len(self.ops) - 1:
+          self.funcs.append(self.tail_fn(i, ops[0]))
+          continue
         self.funcs.append(self.inst_fns(i, ops))
       except Unsupported as e:
         e.at = i + self.declined(i, ops)  # which op of the run: the block ends before it
@@ -271,7 +278,7 @@ done:
     if not any(o.vector and o.kind != "nop" for o in ops):
       return self.inst_fn(i, ops)
     f = Fn(self.tags)
-    full = f.op(f"icmp eq i64 {self.exec_value(f)}, {(1 << self.L) - 1}")
+    full = f.op(f"icmp eq i64 {self.lanes_on(f, op)}, {(1 << self.L) - 1}")
     call = lambda fn: f.op(f"call i32 @inst{i}{fn}(ptr %ctx, i64 %w, ptr %hints)")
 
     def either(a: str, b: str) -> str:  # @inst{i}{a} for a full EXEC, else @inst{i}{b}
@@ -334,7 +341,7 @@ done:
       self.bump_pc(f, op)
       return self.finish(f, i, str(self.L * nops))
     nops -= len(ops)
-    exec_v = self.exec_value(f)
+    exec_v = self.lanes_on(f, op)  # (a guarded op is a group of its own)
     # units: each instruction's parts (VOPD's two halves read their sources before either writes)
     units = []
     for o in ops:
@@ -549,8 +556,10 @@ done:
       nlo, nhi = f.op(f"add i64 {olo}, {d}"), f.op(f"add i64 {ohi}, {d}")
       bad = f.op(f"or i1 {f.op(f'icmp uge i64 {ohi}, {reach}')}, {f.op(f'icmp slt i64 {nlo}, 0')}")
       bad = f.op(f"or i1 {bad}, {f.op(f'icmp sge i64 {nhi}, {reach}')}")
-    else:  # guest addresses below 4 GiB
+    elif va_bits(o, self.fe) < 64:  # guest addresses below 4 GiB
       bad = f.op(f"or i1 {f.op(f'icmp slt i64 {lo2}, 0')}, {f.op(f'icmp sgt i64 {hi2}, {M32}')}")
+    else:  # 64-bit addresses: lo and hi moved alike, unless exactly one of them wrapped
+      bad = f.op(f"icmp ugt i64 {lo2}, {hi2}")
     bad = f.op(f"or i1 {bad}, {g.probe_range(o.sem.program.body, lo2, hi2)}")
     f.emit(f"ret i32 {f.op(f'select i1 {bad}, i32 {PROBE_EXACT}, i32 {PROBE_FAST}')}")
     return self.define(f, i, [])
@@ -604,6 +613,30 @@ done:
     if k:
       z = f.op(f"shl i{32 * n} {z}, {32 * k}")
     return z if acc is None else f.op(f"or i{32 * n} {acc}, {z}")
+
+  def lanes_on(self, f: Fn, op: Op) -> str:
+    """The lanes `op` runs for, as i64 bits: EXEC, and for a guarded instruction (per-thread PCs) only those whose
+    guard predicate holds (core.step_simt's m)."""
+    e = self.exec_value(f)
+    g = op.info.get("guard")
+    if g is None:
+      return e
+    row, neg = g
+    self.nv = max(self.nv, row + 1)
+    off = f.op(f"add i64 {f.op(f'mul i64 %w, {f.ctx(C_VSTW)}')}, {f.op(f'mul i64 {row}, {f.ctx(C_VSTR)}')}")
+    vec = f.ld(f"<{self.L} x i32>", f.gep(f.ctxp(C_V), off), ("v", row), ", align 4")
+    bits = f.op(f"bitcast <{self.L} x i1> {f.op(f'icmp ne <{self.L} x i32> {vec}, zeroinitializer')} to i{self.L}")
+    if neg:
+      bits = f.op(f"xor i{self.L} {bits}, -1")
+    return f.op(f"and i64 {e}, {f.conv(bits, self.L, 64)}")
+
+  def tail_fn(self, i: int, op: Op) -> str:
+    """@inst{i} for a block's last instruction when it branches or exits (plan.tail): it only reports the lanes it
+    takes (guarded: those whose predicate holds) in Native.taken[w]; the scheduler moves or ends those threads."""
+    f = Fn(self.tags)
+    m = self.lanes_on(f, op)
+    f.st("i64", m, f.gep(f.ctxp(C_TAKEN), f.op("mul i64 %w, 8")), "taken")
+    return self.finish(f, i, f.op(f"call i64 @llvm.ctpop.i64(i64 {m})"))
 
   def exec_value(self, f: Fn) -> str:
     e = self.sgpr(f, self.sp["exec"], 2 if self.L == 64 else 1)
@@ -746,9 +779,10 @@ done:
         a = f.op(f"and i{w} {a}, {-plan.align}")
       if plan.space == "mem":
         a = f.conv(a, w, 64)
-        self.high_check(f, a)
-      else:  # LDS: a 32-bit base; the workgroup's slot on top (core.Engine.lds_address)
-        base = a
+        if va_bits(o, self.fe) < 64:
+          self.high_check(f, a, va_bits(o, self.fe))
+      else:  # LDS: a 32-bit base (a 64-bit plan's low half, as the interpreter takes it); the slot on top
+        base = f.conv(a, w, 32) if w != 32 else a
         reach = 1 << (LDS_BITS - 1)
         near = f.op(f"add i32 {base}, {reach}")
         bad = f.op(f"icmp uge i32 {near}, {2 * reach}")
@@ -760,11 +794,12 @@ done:
     f.emit(f"store i64 {a}, ptr {g.ea}")  # what the Calc*Addr built-ins answer
     if "ADDR" in g.state:  # pcode's own ADDR input: the low 32 bits, in the width the body declares
       ptr, w = g.state["ADDR"]
-      a32 = a if f.mode is Mode.CONTIG else f.op(f"and i64 {a}, {M32}")  # (contig: probed below 4 GiB)
+      bits = va_bits(o, self.fe) if o.mem != "ds" else 32  # (contig: probed below 2**bits)
+      a32 = a if f.mode is Mode.CONTIG or bits == 64 else f.op(f"and i64 {a}, {(1 << bits) - 1}")
       f.emit(f"store i{w} {f.conv(a32, 64, w)}, ptr {ptr}")
 
-  def high_check(self, f: Fn, a: str) -> None:
-    hi = f.op(f"icmp ugt i64 {a}, {M32}")
+  def high_check(self, f: Fn, a: str, bits: int) -> None:
+    hi = f.op(f"icmp ugt i64 {a}, {(1 << bits) - 1}")
     self.fault_if(f, hi, F_HIGH, a, 4, False)
 
   def fault_if(self, f: Fn, cond: str, kind: int, addr: str, nbytes: int, write: bool) -> None:

@@ -19,13 +19,30 @@ def parts(op: Op) -> list[Op]:
   return list(op.info["pair"]) if op.kind == "vopd" else [op]
 
 
-def supported(op: Op, fam: str) -> None:
-  """Raise Unsupported unless the native tier can run `op` exactly as the interpreter does."""
+def tail(op: Op) -> str | None:
+  """How a block of per-thread PCs may end (the scheduler then moves its threads by the lanes the block says this
+  last instruction took, Native.taken): "branch" (a body that only sets PC to a constant TARGET, guarded or not),
+  "end" (the threads exit), "barrier" (they arrive at a barrier), else None."""
+  if op.kind in ("end", "barrier"):
+    return op.kind
+  t = op.ins.get("TARGET")
+  if op.kind == "alu" and sets_pc(op) and set(op.sem.outputs) == {"PC"} and set(op.sem.inputs) <= {"TARGET"} and \
+     isinstance(t, Src) and t.file == "k":
+    return "branch"
+  return None
+
+
+def supported(op: Op, fam: str, simt: bool = False) -> None:
+  """Raise Unsupported unless the native tier can run `op` exactly as the interpreter does (`simt`: per-thread PCs,
+  where a guard picks the threads an instruction runs for: arithmetic may be guarded, and a block may end with a
+  `tail`)."""
+  if simt and tail(op) is not None:
+    return
   if op.kind not in BLOCK_KINDS:
     raise Unsupported(op.kind)
   if op.kind == "nop":
     return
-  if op.info.get("guard") is not None:  # a predicated instruction (per-thread PCs: the guard picks threads)
+  if op.info.get("guard") is not None and not (simt and op.kind == "alu" and not op.mem):
     raise Unsupported("guard")
 
   for o in parts(op):
@@ -57,10 +74,13 @@ def collect(prog, pc: int, fam: str, limit: int = 1 << 30) -> list[Op]:
   while len(ops) < limit:
     try:
       op = prog.op(pc)
-      supported(op, fam)
+      supported(op, fam, simt)
     except Exception:
       break
-    if simt and sets_pc(op):  # per-thread PCs: the scheduler moves the threads (blocks are straight-line)
+    if simt and tail(op) is not None:  # per-thread PCs: blocks are straight-line, then the scheduler moves threads
+      ops.append(op)
+      break
+    if simt and sets_pc(op):
       break
     ops.append(op)
     if sets_pc(op):
@@ -75,7 +95,7 @@ def groups(ops: list[Op], sp: dict, lanes: int) -> list[tuple[int, list[Op]]]:
   later op may touch one an earlier op writes only where both use it lane by lane as a mask (VCC carry-out, then
   carry-in): the lane's bit is handed on inside the loop. Anything else starts a new group."""
   out, wrote, masks = [], set(), set()  # per-wave registers the group wrote; (index, dwords) it wrote as masks
-  joins = lambda o: o.kind == "nop" or _lane_pure(o, sp)
+  joins = lambda o: o.kind == "nop" or _lane_pure(o, sp) and o.info.get("guard") is None
   span = lambda x: set(range(x[0], x[0] + x[1]))
   for i, op in enumerate(ops):
     reads, writes = _wave_regs(op, sp, lanes)

@@ -21,7 +21,7 @@ TBAA_FIXED = ("ctx", "tbl")  # tags the prelude uses: ctx fields the block write
 
 # ctx: one int64 array shared by Python and the native code
 (C_V, C_S, C_SCC, C_PC, C_WG, C_VSTW, C_VSTR, C_SSTW, C_SSTR, C_LDS, C_LDSZ, C_NREG, C_REGS, C_FAULT, C_FADDR,
- C_FBYTES, C_FWRITE, C_FWAVE, C_LANES, C_INIT, C_IEEE, C_N) = range(22)
+ C_FBYTES, C_FWRITE, C_FWAVE, C_LANES, C_INIT, C_IEEE, C_TAKEN, C_N) = range(23)
 F_GLOBAL, F_HIGH, F_LDSBASE, F_LDSOFF = 1, 2, 3, 4  # what a fault in ctx[C_FAULT] was
 
 STATS = {"blocks": 0, "runs": 0, "wave_instructions": 0, "compile_seconds": 0.0}  # this process's tier work
@@ -30,9 +30,10 @@ STATS = {"blocks": 0, "runs": 0, "wave_instructions": 0, "compile_seconds": 0.0}
 class Block:
   """One compiled run of instructions: its native entry point and what the scheduler needs to account for it."""
 
-  def __init__(self, pc: int, ops: list[Op], fn, module, nv: int, ns: int, wrote: dict):
+  def __init__(self, pc: int, ops: list[Op], fn, module, nv: int, ns: int, wrote: dict, tail: str | None = None):
     self.pc, self.ops, self.fn, self.module = pc, ops, fn, module  # the module keeps the machine code alive
     self.n = len(ops)
+    self.tail = tail  # per-thread PCs: how the last instruction moves threads (plan.tail), its lanes in Native.taken
     self.nv, self.ns = nv, ns  # VGPRs / SGPRs the block touches
     self.wrote = wrote  # {"v": rows, "s": rows} bit masks of the registers it writes
 
@@ -95,7 +96,9 @@ class Native:
     self.wg = np.ascontiguousarray(eng.wg, dtype=np.int64)
     self.regions = np.zeros((0, 3), np.int64)
     self.key = None
+    self.taken = np.zeros(eng.W, np.uint64)  # per warp: the lanes a block's tail took (branched, exited)
     e, c = eng, self.ctx
+    c[C_TAKEN] = self.taken.ctypes.data
     c[C_V], c[C_S] = e.V.ctypes.data, e.S.ctypes.data
     c[C_VSTW], c[C_VSTR] = e.V.strides[0], e.V.strides[1]
     c[C_SSTW], c[C_SSTR] = e.S.strides[0], e.S.strides[1]
@@ -107,11 +110,15 @@ class Native:
   def rebind(self) -> None:
     """The engine's address space (a restarted engine may serve another dispatch's)."""
     mem = self.eng.mem
-    self.ok, self.key = _regions(mem) is not None, None
+    self.ok, self.key, self.version = _regions(mem) is not None, None, None
     # an address space shared with a CPU thread (the mock KFD's VM) is held still while native code runs on it
     self.hold = getattr(getattr(mem, "vm", None), "held", None) or contextlib.nullcontext()
 
   def refresh(self) -> None:
+    v = getattr(self.eng.mem, "version", None)  # (GuestMemory: unchanged since the last look, no table to build)
+    if v is not None and v == self.version:
+      return
+    self.version = v
     key, rows = _regions(self.eng.mem)
     if key != self.key:
       self.key = key

@@ -9,7 +9,7 @@ import weakref
 
 from gputwin.emu.binding import sets_pc
 from gputwin.emu.native.codegen import Compiler
-from gputwin.emu.native.plan import collect
+from gputwin.emu.native.plan import collect, tail
 from gputwin.emu.native.runtime import STATS, Block, Native, load, parse
 from gputwin.pcode.llvm import Unsupported
 
@@ -53,9 +53,9 @@ def _compile_block(prog, pc: int, lanes: int):
   try:
     mod = parse(text)
   except RuntimeError as e:  # a code generator bug: stay interpreted, and keep the evidence for the tests
-    FAILED.append((prog.arch, [o.inst.op for o in ops], str(e)))
+    FAILED.append((prog.arch, [o.text for o in ops], str(e)))
     return None
-  blk = Block(pc, ops, load(mod, name), mod, comp.nv, comp.ns, comp.wrote)
+  blk = Block(pc, ops, load(mod, name), mod, comp.nv, comp.ns, comp.wrote, comp.tail and tail(ops[-1]))
   STATS["blocks"] += 1
   return blk
 
@@ -119,5 +119,7 @@ class Tier:
       return None  # registers past this dispatch's allocation: the interpreter reports it
     return blk
 
-  def run(self, blk: Block, ix) -> None:
+  def run(self, blk: Block, ix):
+    """Run `blk` for waves `ix`; returns the per-wave lanes its tail took (Native.taken, read where blk.tail)."""
     self.native.run(blk, ix)
+    return self.native.taken

@@ -15,6 +15,7 @@ U32, U64 = np.uint32, np.uint64
 
 class Ptx:
   name, align, simt = "ptx", 1, True
+  va_bits = 64  # global addresses: all 64 bits (UVM VAs such as 0x7fxx_xxxx_xxxx), binding.va_bits
   apertures = (decode.SHARED_BASE >> 32, decode.LOCAL_BASE >> 32)
   special_inputs = {"EXEC": ("mask",), "EXEC_LO": ("mask",), "%clock": ("clock",), "%clock_hi": ("clock",),
                     "%clock64": ("clock",), "%globaltimer": ("clock",), "%globaltimer_lo": ("clock",),

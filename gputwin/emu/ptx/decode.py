@@ -6,6 +6,7 @@ operand shape; nothing here knows arithmetic.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import struct
 
@@ -28,9 +29,12 @@ CONTROL = {"EXIT": "end", "RET": "ret", "TRAP": "trap", "BRKPT": "trap", "NANOSL
 # 9.7.13.7 match.sync, 9.7.13.8 redux.sync, 9.7.13.5 bar.warp.sync, elect.sync): -1 the last, 0 the first
 MEMBERMASK = {"shfl": -1, "vote": -1, "match": -1, "redux": -1, "elect": -1, "bar.warp": 0}
 SPACES = ("global", "shared", "local", "param", "const", "shared::cta", "shared::cluster")
-# generic-address windows (PTX ISA 9.0 5.1.7 "Generic addressing"): the machine's choice, invisible to a kernel that
-# converts with cvta; global addresses are guest VAs below 4 GiB and generic == global for them
-SHARED_BASE, LOCAL_BASE, WINDOW = 1 << 32, 2 << 32, 1 << 32
+# generic-address windows (PTX ISA 9.0 5.1.7 "Generic addressing"): 4 GiB each, where NVIDIA userspace drivers put
+# them on desktop GPUs (SET_SHADER_{SHARED,LOCAL}_MEMORY_WINDOW: shared 0x7294_0000_0000, local 0x7293_0000_0000, e.g.
+# tinygrad's NV backend), in a range no global allocation uses; every other 64-bit address is global (generic ==
+# global there). A kernel that converts with cvta never sees the choice.
+SHARED_BASE, LOCAL_BASE, WINDOW = 0x7294_0000_0000, 0x7293_0000_0000, 1 << 32
+GENERIC = {"shared": SHARED_BASE, "local": LOCAL_BASE}  # the windows, in the order isspacep.global's body takes them
 # the window an address plan lands in, as Op.mem names it (shared memory is the LDS window, local the scratch one)
 MEM = {"mem": "global", "lds": "ds", "scratch": "scratch", "split": "generic"}  # Address.space -> Op.mem
 
@@ -79,6 +83,10 @@ def build_op(loc: Located, pc: int, family: str, wave: int) -> Op:
     return op
   if inst.opcode == "cvta":  # generic <-> state-space windows: an add of the window base
     return _cvta(op, loc)
+  if inst.opcode == "isspacep":  # is a generic address in a space's window (global: in neither)
+    return _isspacep(op, loc)
+  if inst.opcode == "mov" and len(ops) == 2 and _var_sum(loc, ops[1]) is not None:  # a register plus a constant
+    return _add(op, loc, ops[0], *_var_sum(loc, ops[1]))
   if inst.opcode == "brx":  # brx.idx index, table (PTX ISA 9.0 9.7.13.3): an indexed branch, the table's PCs
     x = img.resolve(loc, ops[1].name) if len(ops) == 2 and hasattr(ops[1], "name") else None
     if x is None or x[0] != "targets":
@@ -87,8 +95,13 @@ def build_op(loc: Located, pc: int, family: str, wave: int) -> Op:
     op.kind, op.ins["S0"] = "brx", operand(loc, ops[0], 32)
     op.info["table"] = np.array([loc.labels[t] for t in x[1]], np.int64)
     return op
+  from gputwin.pcode import ptx
+  # a generic access to an instruction whose meaning depends on the state space: one body per space its threads'
+  # addresses may resolve to (memory.memop picks per window), op.sem the first's (inputs and outputs are the same)
+  per = ptx.spaces(inst.opcode, inst.modifiers) if state_space(inst.modifiers) == "generic" else ()
   try:
-    sem = _sem(_key(inst))
+    bodies = {s: _sem(ptx.key(inst.opcode, inst.modifiers + (s,))) for s in per}
+    sem = bodies[per[0]] if per else _sem(_key(inst))
   except PcodeError as e:
     op.kind, op.info["why"] = "unsupported", str(e)
     return op
@@ -103,6 +116,8 @@ def build_op(loc: Located, pc: int, family: str, wave: int) -> Op:
   ev = [CONTROL[c] for c in sem.calls if c in CONTROL]
   if ev:
     op.kind = ev[0]
+  if op.kind == "ret" and img.functions[loc.func].kind == "entry":  # a kernel's return: the thread exits (9.7.13.9)
+    op.kind = "end"
   op.atomic = "r" in sem.mem and writes_memory(sem.program.body)
   dests = _flat(ops[0]) if ops and isinstance(ops[0], (M.Reg, M.Vec, M.Pair)) and "D0" in sem.outputs else []
   srcs = [x for o in ops[len(dests and [0]):] for x in _flat(o)]
@@ -138,6 +153,8 @@ def build_op(loc: Located, pc: int, family: str, wave: int) -> Op:
     op.info["bar"] = (vals[0] if vals else Src("k", value=0), vals[1] if len(vals) > (2 if red else 1) else None,
                       vals[-1] if red else None)
     op.info["red"] = red
+  if per:
+    op.info["by_space"] = {s: dataclasses.replace(op, sem=b, info=dict(op.info)) for s, b in bodies.items()}
   return op
 
 
@@ -199,6 +216,25 @@ def var_address(loc: Located, v, off: int, name: str):
   if p is not None and p.offset == 0 and len(p.terms) == 1:
     return p.terms[0]
   raise PcodeError(f"the address of {name} ({v.space}) is not supported", "ptx", loc.inst.name)
+
+
+def _var_sum(loc: Located, o):
+  """(register, offset) when operand `o` names a variable whose address is a register plus a constant (a function's
+  .local past the start of its frame: the frame row plus its offset), else None."""
+  x = loc.image.resolve(loc, o.name) if isinstance(o, (M.Reg, M.Sym)) else None
+  if x is None or x[0] != "var" or x[1].space == "entry_param":
+    return None
+  p = plan(loc, ("var", x[1], getattr(o, "offset", 0)), "")
+  return (p.terms[0], p.offset) if len(p.terms) == 1 and p.offset else None
+
+
+def _add(op: Op, loc: Located, d, s0: Src, k: int) -> Op:
+  """`d = s0 + k` (64-bit), bound to add.u64's semantics: an address a register and a constant make."""
+  op.sem = _sem(_key(M.Instruction("add", ("u64",), ())))
+  op.outs["D0"] = reg_src(loc, d)
+  op.info["dnames"] = {"D0": d.name}
+  op.ins["S0"], op.ins["S1"] = s0, Src("k", value=k & ((1 << 64) - 1), dwords=2)
+  return op
 
 
 def state_space(mods) -> str:
@@ -275,18 +311,37 @@ def _call(op: Op, loc: Located) -> Op:
   return op
 
 
+def _isspacep(op: Op, loc: Located) -> Op:
+  """isspacep.space p, a (PTX ISA 9.0 9.7.9.23): the body compares a with the generic windows (S1.. base, size)."""
+  inst = loc.inst
+  space = state_space(inst.modifiers)
+  try:
+    op.sem = _sem(_key(inst))
+  except PcodeError as e:  # .const/.param: no window of their own here (they live in global memory)
+    op.kind, op.info["why"] = "unsupported", str(e)
+    return op
+  op.outs["D0"] = reg_src(loc, inst.operands[0])
+  op.info["dnames"] = {"D0": inst.operands[0].name}
+  op.ins["S0"] = operand(loc, inst.operands[1], 64)
+  wins = [w for sp, w in GENERIC.items() if space in (sp, "global")]
+  for i, v in enumerate(x for w in wins for x in (w, WINDOW)):
+    op.ins[f"S{i + 1}"] = Src("k", value=v, dwords=2)
+  return op
+
+
 def _cvta(op: Op, loc: Located) -> Op:
   """cvta{.to}.space.size d, a (PTX ISA 9.0 9.7.9.19): the window base added or taken off (.global: identity)."""
   inst = loc.inst
   space = state_space(inst.modifiers)
-  base = {"shared": SHARED_BASE, "local": LOCAL_BASE}.get(space, 0)
+  base = GENERIC.get(space, 0)
   to = "to" in inst.modifiers
   wide = "u64" in inst.modifiers
   op.sem = _sem(_key(M.Instruction("add", ("u64" if wide else "u32",), ())))
   op.outs["D0"] = reg_src(loc, inst.operands[0])
   op.info["dnames"] = {"D0": inst.operands[0].name}
-  op.ins["S0"] = operand(loc, inst.operands[1], 64 if wide else 32)
-  k = (-base if to else base) & ((1 << 64) - 1)
+  vs = _var_sum(loc, inst.operands[1])  # `cvta.local.u64 %rd, b`: b's frame row, its offset folded into the add
+  op.ins["S0"] = vs[0] if vs else operand(loc, inst.operands[1], 64 if wide else 32)
+  k = ((-base if to else base) + (vs[1] if vs else 0)) & ((1 << 64) - 1)
   op.ins["S1"] = Src("k", value=k if wide else k & 0xffffffff, dwords=2 if wide else 1)
   return op
 

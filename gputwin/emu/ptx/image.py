@@ -253,7 +253,13 @@ class Image:
 
   def shared_size(self, kernel: str) -> tuple[int, bool]:
     """(bytes of static shared memory the kernel's code reaches: the end of the furthest `.shared` variable its or any
-    `.func`'s instructions name, whether they name an `.extern .shared` array)."""
+    `.func`'s instructions name, whether they name an `.extern .shared` array). Worked out once per kernel."""
+    got = self.__dict__.setdefault("_shared", {}).get(kernel)
+    if got is None:
+      got = self._shared[kernel] = self._reach(kernel)
+    return got
+
+  def _reach(self, kernel: str) -> tuple[int, bool]:
     end, dynamic = 0, False
     for loc in self.code:
       if loc.func != kernel and self.functions[loc.func].kind == "entry":

@@ -6,7 +6,8 @@ run in batches of whole CTAs (warps of 32 threads, per-thread PCs: core.run_simt
                    arch="sm_90", shared_bytes=0)
 
 Arguments (PTX ISA 9.0 5.1.6 "Kernel Function Parameters"): one per `.param` of the `.entry`, in order. A numpy
-array becomes a guest buffer (copied in before and back in place after) whose address fills a 64-bit param; a
+array becomes a guest buffer whose address fills a 64-bit param (a writeable C-contiguous array that overlaps no
+other argument is mapped in place, as emu/api.py does; others are copied in before and back in place after); a
 numpy scalar whose size matches the param is passed by its bits (nvcc declares `int` as `.u32`: np.int32(-3)
 arrives as 0xfffffffd); a Python int fills an integer param (two's complement, or a device address for a pointer),
 a Python float an `.f32`/`.f64` param; bytes fill a by-value struct (`.align 8 .b8 p[24]`).
@@ -25,7 +26,7 @@ import numpy as np
 from gputwin.emu import core
 from gputwin.emu.checks import Checks
 from gputwin.emu.memory import GuestMemory
-from gputwin.emu.program import Program
+from gputwin.emu.program import Program, Src
 from gputwin.emu.trace import write_trace
 from gputwin.emu.ptx import FRONTEND
 from gputwin.emu.ptx.image import SPECIAL_ROW, Image
@@ -152,7 +153,8 @@ def run(lm: Loaded, kernel: str, *, grid, block, args=(), shared_bytes: int = 0,
          (eng.wg is wg or np.array_equal(eng.wg, wg)):
         # the previous batch's (or launch's) register files: only the rows it wrote are cleared, those _init writes
         # not at all, and the rest per warp right before its first instruction when the native tier runs it
-        eng.restart(wg, lm.prog, mem, defer=tr is None and not serial, keep_v=_init_rows(img, fn))
+        eng.restart(wg, lm.prog, mem, defer=tr is None and not serial,
+                    keep_v=_init_rows(img, fn) | _written_first(lm, fn))
       else:
         eng = core.Engine(lm.prog, mem, W, WARP, img.rows, 1, max(shared, 4), max(priv, 16), wg, ck, arch)
       _init(eng, img, fn, grid, block, c0, nw, threads, shared, shared_bytes, arch)
@@ -169,13 +171,13 @@ def run(lm: Loaded, kernel: str, *, grid, block, args=(), shared_bytes: int = 0,
     if eng is not None and eng.checks is None and sum(a.nbytes for a in eng.files.values()) <= SPARE_BYTES:
       eng.hooks = []
       lm.spare = eng  # the next launch of this shape starts on these register files
-    for a, va in copies:
-      if a.flags.writeable and a.nbytes:
+    for a, va, copied in copies:
+      if copied and a.flags.writeable and a.nbytes:
         v = mem.view(va, a.nbytes) if hasattr(mem, "view") else None  # (copied straight from guest memory)
         v = np.frombuffer(mem.read_bytes(va, a.nbytes), np.uint8) if v is None else v
         a[...] = v.view(a.dtype).reshape(a.shape)
   finally:
-    for _, va in copies:
+    for _, va, _ in copies:
       mem.unmap(va)
   stats.seconds = time.perf_counter() - t0
   if tr is not None:
@@ -229,11 +231,16 @@ def _params(fn, args: list, mem, copies: list, where: str) -> bytes:
   def address(a):
     if not isinstance(a, np.ndarray):
       return None
+    if isinstance(mem, GuestMemory) and a.flags.c_contiguous and a.flags.writeable and a.nbytes and \
+       not any(np.may_share_memory(a, b) for b, _, _ in copies):  # mapped in place (emu/api.py's rule): no copies
+      va = mem.alloc(a.nbytes, buf=a.reshape(-1).view(np.uint8))
+      copies.append((a, va, False))
+      return va
     va = mem.alloc(max(a.nbytes, 1))
     c = np.ascontiguousarray(a)
     if c.nbytes:
       mem.write_bytes(va, c.reshape(-1).view(np.uint8))
-    copies.append((a, va))
+    copies.append((a, va, True))
     return va
   return pack([Param(v.decl.name, v.decl.type, v.offset, v.size, bool(v.decl.dims)) for v in fn.params], args,
               address, where, fn.param_size)
@@ -253,6 +260,61 @@ def _init_rows(img: Image, fn) -> int:
   for name in img.specials:
     rows |= 1 << SPECIAL_ROW[name]
   return rows
+
+
+def _rows(srcs) -> int:
+  """The register rows (a bit mask) of the operands among `srcs`."""
+  out = 0
+  for x in srcs:
+    if isinstance(x, Src) and x.file == "v":
+      out |= ((1 << x.dwords) - 1) << x.index
+  return out
+
+
+def _written_first(lm: Loaded, fn) -> int:
+  """Register rows (a bit mask) that every path of the kernel writes before it reads them: nothing can see what the
+  previous batch left there, so a restarted engine need not clear them. Backward liveness over the kernel's
+  instructions (a thread writes each output of an instruction it runs, where the guard lets it run); rows read by a
+  cross-lane body (another lane may not have written them) stay cleared; 0 for a module with calls or tensor
+  operations (operands the analysis does not see). Worked out once per kernel."""
+  got = lm.__dict__.setdefault("_first", {}).get(fn.entry)
+  if got is not None:
+    return got
+  img, ops, crossed = lm.image, {}, 0
+  for pc in range(fn.entry, fn.end):
+    op = lm.prog.op(pc)
+    if img.calls or op.kind in ("tensor", "call", "ret"):
+      lm._first[fn.entry] = 0
+      return 0
+    g = op.info.get("guard")
+    a = op.info.get("address")
+    reads = _rows(list(op.ins.values()) + list(op.old.values()) + list(a.terms if a is not None else ()) +
+                  [op.info.get("members")] + list(op.info.get("bar") or ()) + list(op.info.get("src") or ()))
+    reads |= 0 if g is None else 1 << g[0]
+    writes = _rows(op.info["dst"]) if op.kind == "pack" else _rows(op.outs.values()) if op.kind in ("alu", "mem") \
+        else 0
+    if op.sem is not None and op.sem.cross_lane:
+      crossed |= reads
+    t = op.ins.get("TARGET")
+    jump = op.kind in ("alu", "mem") and "PC" in (op.sem.outputs if op.sem is not None else ())
+    succ = [] if op.kind in ("end", "unsupported", "bad") and g is None else \
+        list(op.info["table"]) if op.kind == "brx" else [t.value] if jump and g is None else \
+        [t.value, pc + 1] if jump else [pc + 1]
+    ops[pc] = (reads, 0 if g is not None else writes, [s for s in succ if fn.entry <= s < fn.end])
+  live = dict.fromkeys(ops, 0)
+  changed = True
+  while changed:  # to a fixed point: live-in = reads | (live-out & ~writes)
+    changed = False
+    for pc in reversed(ops):
+      reads, kills, succ = ops[pc]
+      out = 0
+      for s in succ:
+        out |= live[s]
+      v = reads | (out & ~kills)
+      if v != live[pc]:
+        live[pc], changed = v, True
+  got = lm._first[fn.entry] = ((1 << img.rows) - 1) & ~live[fn.entry] & ~crossed
+  return got
 
 
 PER_CTA = {"%ctaid.x", "%ctaid.y", "%ctaid.z", "%smid", "%clusterid.x", "%clusterid.y", "%clusterid.z"}  # by batch
@@ -296,8 +358,9 @@ def _init(eng, img: Image, fn, grid, block, c0: int, nw: int, threads: int, shar
     v = vals[name]() if name in vals else 0  # per thread of a CTA (nw, L), per CTA (CTAs, 1, 1), or one value
     np.copyto(eng.V[:, SPECIAL_ROW[name], :].reshape(-1, nw, L), np.asarray(v, np.int64) & 0xffffffff,
               casting="unsafe")
-  eng.V[:, fn.frame_row, :] = img.frame_base
-  eng.V[:, img.sp_row, :] = img.frame_base + -(-fn.frame_size // 16) * 16
+  if not same or img.calls:  # (only calls move a thread's frame and stack pointer: kept by a restarted engine)
+    eng.V[:, fn.frame_row, :] = img.frame_base
+    eng.V[:, img.sp_row, :] = img.frame_base + -(-fn.frame_size // 16) * 16
   rows = _init_rows(img, fn)
   eng.written["v"] = eng.written["v"] | rows if eng.written["v"] >= 0 else -1
   if eng.checks is not None:  # what the launch wrote: special registers, frame, stack pointer, carry flag

@@ -40,6 +40,7 @@ def memop(eng, op: Op, ix, m, st) -> None:
 
 def _run(eng, op, ix, m, st, a, space) -> None:
   st = dict(st)
+  op = op.info.get("by_space", {}).get(space, op)  # (the body for this space, where the meaning depends on it)
   try:
     if space == "shared":
       return eng.run_body(op, ix, m, st, eng.lds, eng.lds_address(op, ix, m, (a & U64(0xffffffff)).astype(U32)))

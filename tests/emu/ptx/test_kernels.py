@@ -83,7 +83,7 @@ def test_serial_matches_default(name, ptx):
 
 
 TIERS = ["ew_f32", "int_bits", "matmul_tiled", "warp_shfl_xor", "divergent_loops", "math_exact", "wmma_gemm",
-         "recursion"]
+         "recursion", "block_votes", "spin_flag", "lookback_scan"]  # (blocks ending in branches, exits, barriers)
 
 
 @needs_cuda
