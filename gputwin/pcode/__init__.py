@@ -26,12 +26,15 @@ from gputwin.pcode.parser import parse
 __all__ = ["semantics", "Semantics", "FlatMemory", "family_of", "PcodeError", "source_text", "bodies"]
 
 def family_of(arch: str) -> str:
-  """'gfx1100' -> 'rdna3', 'gfx942'/'gfx950' -> 'cdna', 'sm_80'/'sm_90'... -> 'ptx'; family names pass through."""
+  """'gfx1100' -> 'rdna3', 'gfx942'/'gfx950' -> 'cdna', 'sm_80'/'sm_90'... -> 'ptx', 'a630'/'a740'... -> 'ir3'; family
+  names pass through."""
   from gputwin.isa.targets import TARGETS, target
   from gputwin.isa.vendor import FAMILIES
   a = arch.lower()
   if a == "ptx" or re.fullmatch(r"sm_\d+[af]?", a):  # NVIDIA: one family, the PTX semantics of ours (ptx.py)
     return "ptx"
+  if a == "ir3" or re.fullmatch(r"a[4-7]\d\d", a):  # Adreno: one family, the ir3 semantics of ours (ir3.py)
+    return "ir3"
   if a in FAMILIES:
     return a
   if a in TARGETS:
@@ -240,7 +243,7 @@ class FlatMemory:
 def vendor_text(family: str, name: str) -> str:
   """The vendor's pseudocode for `name`, or "" when the vendor has none but errata.py adds a body of ours."""
   from gputwin.isa.vendor import tables
-  if family == "ptx":
+  if family in ("ptx", "ir3"):
     return ""
   t = tables(family)
   if name not in t.pcode:
@@ -255,6 +258,9 @@ def source_text(family: str, name: str) -> tuple[str, list[Erratum]]:
   if family == "ptx":  # PTX has no vendor pcode: the body is ours (ptx.py), citing the manual's section
     from gputwin.pcode import ptx
     return ptx.text(name), []
+  if family == "ir3":  # likewise Adreno (ir3.py), citing the isaspec bitset
+    from gputwin.pcode import ir3
+    return ir3.text(name), []
   vt = vendor_text(family, name)
   if not vt:
     e = added(family, name)
@@ -268,6 +274,9 @@ def bodies(family: str) -> list[str]:
   if family == "ptx":
     from gputwin.pcode import ptx
     return ptx.keys()
+  if family == "ir3":
+    from gputwin.pcode import ir3
+    return ir3.keys()
   t = tables(family)
   names = {n for e in t.enums.values() for n in e.values()} - set(t.pcode)
   return list(t.pcode) + sorted(n for n in names if added(family, n) is not None)
@@ -277,7 +286,7 @@ def operand_bits(family: str, name: str) -> dict[str, int]:
   """Operand widths from the vendor operand table (ADDR -> 64 for GLOBAL ops), by upper-case field name: the widest
   over the instruction's records (`Tables.widths`: one lookup per opcode enum, no index over the whole table)."""
   from gputwin.isa.vendor import tables
-  if family == "ptx":  # widths come from the bodies' typed accesses (ADDR is 64-bit through MEM[ADDR])
+  if family in ("ptx", "ir3"):  # widths come from the bodies' typed accesses (ADDR is 64-bit through MEM[ADDR])
     return {}
   return tables(family).widths(name)
 

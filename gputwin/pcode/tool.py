@@ -95,11 +95,11 @@ def show(name: str, family: str = "rdna3") -> str:
     from gputwin.pcode import ptx
     op, *mods = name.lower().split(".")
     name = ptx.key(op, mods)
-  else:
+  elif fam != "ir3":  # ir3 keys are Mesa's lower-case leaf names (`add.f`, `cmps.f.lt.h`): see pcode/ir3.py
     name = name.upper()
   text = vendor_text(fam, name)
-  out = [f"== {name} ({fam}) vendor pseudocode", text or
-         f"(none: the body below is ours, from {'ptx.py' if fam == 'ptx' else 'errata.py'})"]
+  ours = {"ptx": "ptx.py", "ir3": "ir3.py"}.get(fam, "errata.py")
+  out = [f"== {name} ({fam}) vendor pseudocode", text or f"(none: the body below is ours, from {ours})"]
   why = excluded(name)
   if why:
     return "\n".join(out + [f"== excluded: {why}"])
