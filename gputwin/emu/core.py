@@ -462,7 +462,7 @@ class Engine:
     if kind == "zero":
       return self.sreg(ix, arg[0])
     if kind == "pc":
-      return self.pc[ix].astype(U32)[:, None]
+      return self.pc[ix].astype(U64)[:, None]  # a 64-bit VA (code may live anywhere a client's mmap put it)
     if kind == "ieee":
       return U32(self.ieee)
     if kind == "round":  # set by the KD and s_setreg/s_round_mode

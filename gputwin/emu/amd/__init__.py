@@ -15,6 +15,7 @@ U32, U64 = np.uint32, np.uint64
 
 class Amd:
   name, align = "amd", 4
+  va_bits = 64  # global/flat/scratch/SMEM bodies take a 64-bit ADDR: a buffer anywhere in the 48-bit space works
   special_inputs = decode.SPECIAL_INPUTS
   apertures = abi.APERTURES
   bind = staticmethod(decode.build_op)

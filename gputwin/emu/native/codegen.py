@@ -741,7 +741,7 @@ done:
     if kind == "zero":
       return self.fetch(f, Src("s", arg[0]))
     if kind == "pc":
-      return str(o.pc & M32), 64  # a block is straight-line: each instruction's PC is known
+      return str(o.pc), 64  # a block is straight-line: each instruction's PC is known
     if kind == "ieee":  # the launch's (Native.run copies Engine.ieee)
       return f.conv(f.ctx(C_IEEE), 64, 32), 32
     if kind == "field":
