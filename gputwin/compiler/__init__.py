@@ -66,10 +66,7 @@ def compile(k, arch: str, *, backend: str = "direct", optimize: bool = True, dis
   kk = passes.optimize(k0, opt_bisect_limit=opt_bisect_limit, print_after_all=print_after_all, log=log,
                        disable=disable) if optimize else k0
   from gputwin.compiler import limits
-  if nv:
-    from gputwin.compiler.backend_ptx import check_limits
-    check_limits(kk, arch)
-  else: limits.check(kk, arch)
+  limits.check(kk, arch)
   # code generation is required (as LLVM's required passes, it is never skipped by opt-bisect) but still logged
   stages = (("ptx-emit",) if backend == "direct" else ("nvptx-codegen",)) if nv else \
     ("isel", "regalloc", "waitcnt") if backend == "direct" else ("llvm-codegen",)

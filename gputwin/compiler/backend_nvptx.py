@@ -18,7 +18,8 @@ from __future__ import annotations
 
 from gputwin.compiler import ir
 from gputwin.compiler.backend_llvm import Lowering, lty
-from gputwin.compiler.backend_ptx import PTX_VERSION, has_barrier, check_arch, check_limits, lower, varying
+from gputwin.compiler import limits
+from gputwin.compiler.backend_ptx import PTX_VERSION, has_barrier, check_arch, lower, varying
 from gputwin.compiler.ir import Kernel, Op, Type
 from gputwin.errors import CompileError
 
@@ -179,7 +180,7 @@ def compile_nvptx(k: Kernel, arch: str) -> tuple[str, str]:
   """Kernel IR (optimised, target-neutral) -> (PTX text, LLVM IR text)."""
   import llvmlite.binding as llvm
   check_arch(arch)
-  check_limits(k, arch)
+  limits.check(k, arch)
   text = llvm_ir(lower(k), arch)
   try:
     mod = llvm.parse_assembly(text)

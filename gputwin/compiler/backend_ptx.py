@@ -32,40 +32,16 @@ import struct
 
 import numpy as np
 
-from gputwin.compiler import ir
+from gputwin.compiler import ir, limits
 from gputwin.compiler.ir import Block, Kernel, Op, Type, Value
 from gputwin.errors import CompileError
 
 ARCHES = ("sm_80", "sm_90")
 PTX_VERSION = "8.0"             # sm_90 needs PTX ISA 7.8+; ptxas 13 reads up to 9.0
-SHARED_BYTES = 48 * 1024        # static .shared per CTA (larger needs dynamic shared memory and an opt-in)
-LOCAL_BYTES = 128 * 1024        # .local per thread we accept (as limits.SCRATCH_BYTES)
 
 
 def check_arch(arch: str) -> None:
   if arch not in ARCHES: raise CompileError(f"unknown NVIDIA target {arch!r} (known: {', '.join(ARCHES)})")
-
-
-def check_limits(k: Kernel, arch: str) -> None:
-  """CompileError at the `shared`/`alloca` that takes the kernel past the static shared or local size, or at an
-  8/16-bit atomic (PTX has 32/64-bit ones; a CAS loop on the enclosing word would touch bytes outside the buffer)."""
-  sh = loc = 0
-  for op in k.walk():
-    if ir.op_class(op) == "atomic" and op.result.type.bits < 32:
-      raise CompileError(f"{op.opcode} on {op.result.type} is not supported on PTX (32/64-bit atomics only)",
-                         loc=op.loc, arch=arch, kernel=k.name)
-    if op.opcode not in ("shared", "alloca"): continue
-    size = -(-op.attrs["count"] * op.result.type.elem.nbytes // 16) * 16
-    if op.opcode == "shared":
-      sh += size
-      if sh > SHARED_BYTES:
-        raise CompileError(f"shared memory of kernel @{k.name} reaches {sh} bytes here; {arch} allows "
-                           f"{SHARED_BYTES} bytes of static shared memory per CTA", loc=op.loc, arch=arch)
-    else:
-      loc += size
-      if loc > LOCAL_BYTES:
-        raise CompileError(f"private memory of kernel @{k.name} reaches {loc} bytes per thread here (limit "
-                           f"{LOCAL_BYTES})", loc=op.loc, arch=arch)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -850,9 +826,8 @@ class _Emit:
 def compile_ptx(k: Kernel, arch: str) -> str:
   """Kernel IR (optimised, target-neutral) -> PTX module text for `arch` (sm_80, sm_90)."""
   check_arch(arch)
-  check_limits(k, arch)
+  limits.check(k, arch)
   return _Emit(lower(k), arch).kernel()
 
 
-__all__ = ["compile_ptx", "lower", "varying", "has_barrier", "ptype", "ARCHES", "PTX_VERSION", "SHARED_BYTES", "check_arch",
-           "check_limits"]
+__all__ = ["compile_ptx", "lower", "varying", "has_barrier", "ptype", "ARCHES", "PTX_VERSION", "check_arch"]
