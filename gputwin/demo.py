@@ -92,24 +92,6 @@ def run_kernels(console) -> int:
   return failures
 
 
-CUDA = r"""
-extern "C" __global__ void saxpy(float a, const float *x, float *y, int n) {
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) y[i] = a * x[i] + y[i];
-}
-extern "C" __global__ void block_sum(const int *x, int *out) {
-  __shared__ int part[32];
-  int v = x[blockIdx.x * blockDim.x + threadIdx.x];
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  if ((threadIdx.x & 31) == 0) part[threadIdx.x / 32] = v;
-  __syncthreads();
-  if (threadIdx.x == 0) { int s = 0; for (int w = 0; w < blockDim.x / 32; w++) s += part[w]; out[blockIdx.x] = s; }
-}
-__device__ __noinline__ int fib(int n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }
-extern "C" __global__ void fibs(int *out) { out[threadIdx.x] = fib(threadIdx.x % 16); }
-"""
-
-
 def run_ptx(console) -> int:
   """The embedded CUDA kernels: nvcc -> PTX -> runtime -> mock NVIDIA GPU (sm_80, sm_90) vs numpy; returns
   failures."""
@@ -117,6 +99,7 @@ def run_ptx(console) -> int:
   from rich.table import Table
 
   from gputwin import runtime
+  from gputwin.verify.hw import DEMO_CUDA
   table = Table(title="gputwin demo: CUDA kernels, nvcc -> PTX -> runtime -> mock RM/UVM -> GPFIFO/QMD -> emulator "
                 "vs numpy")
   for col in ("target", "saxpy", "block_sum", "fibs", "ms"):
@@ -136,7 +119,7 @@ def run_ptx(console) -> int:
     t0, cells = time.perf_counter(), []
     try:
       with runtime.open(f"mock:{arch}") as dev:
-        prg = dev.load(nvcc_ptx(CUDA, arch))
+        prg = dev.load(nvcc_ptx(DEMO_CUDA, arch))
         y1, sums, fibs = y.copy(), np.zeros(8, np.int32), np.zeros(64, np.int32)
         for kernel, grid, block, args, ok in (
             ("saxpy", 16, 256, [np.float32(2), x, y1, np.int32(4096)],
