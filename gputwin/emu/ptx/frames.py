@@ -70,15 +70,10 @@ def call(eng, op: Op, ix, m) -> None:
 
 
 def ret(eng, op: Op, ix, m) -> None:
-  """Return from the function `op` is in: to the call site, or, from the kernel itself, the thread exits."""
+  """Return from the `.func` `op` is in to the call site (a kernel's own `ret` binds as exit: decode.build_op)."""
   img: Image = op.inst.image
   fn = img.functions[op.inst.func]
   if not m.any():
-    return
-  if fn.kind == "entry":
-    eng.lalive[ix] = eng.lalive[ix] & ~m
-    from gputwin.emu.core import release_barriers
-    release_barriers(eng)
     return
   w, l, slot = _lanes(eng, ix, m)
   frame = eng.V[w, fn.frame_row, l].astype(U64)
