@@ -35,7 +35,7 @@ from gputwin.isa.ptx import cubin, params as P
 from gputwin.runtime import hcq
 from gputwin.runtime.hcq import LaunchResult, QueueFault
 from gputwin.runtime.kernel import OSKernel, kernel_for, parse_device
-from gputwin.runtime.nvrm import BIG_PAGE, Client, devices  # noqa: F401 - devices: the GPUs of a machine
+from gputwin.runtime.nvrm import BIG_PAGE, Client
 
 PAGE = 4096
 # generic-address windows (SET_SHADER_*_MEMORY_WINDOW, cbuf0): where NVIDIA's userspace drivers put them on desktop
