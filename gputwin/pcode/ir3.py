@@ -197,7 +197,7 @@ def _sel(g: dict) -> str:
 
 def _sad(g: dict) -> str:
   w = int(g["op"][-2:])
-  return f"D0.i{w} = (S0.i{w} < S1.i{w} ? S1.i{w} - S0.i{w} : S0.i{w} - S1.i{w}) + S2.i{w}"
+  return f"D0.u{w} = S0.u{w} + S1.u{w} + S2.u{w}"
 
 
 _ALT = {"shrm": "(b >> a) & c", "shlm": "(b << a) & c", "shrg": "(b >> a) | c", "shlg": "(b << a) | c",
@@ -258,11 +258,83 @@ def _cov(g: dict) -> str:
   return f"D0.b{wd} = {wd}'B({wd}'{'I' if st[0] == 's' else 'U'}({x}))"  # widening extends by the source's sign
 
 
+# ------------------------------------------------------------------------------------------------ cat6 memory
+BYTES = {"u8": 1, "s8": 1, "f16": 2, "u16": 2, "s16": 2, "f32": 4, "u32": 4, "s32": 4}
+MEM_TYPES = "f16|f32|u16|u32|s16|s32|u8|s8"  # #type 0..7 of cat6 (u8/s8 load zero/sign-extended)
+
+
+def _load(g: dict) -> str:
+  """N consecutive components of the access type from ADDR into D0..D(N-1) (consecutive registers of the
+  destination); 8-bit loads extend to 32 bits, 16-bit ones fill the (half) register."""
+  t, n = g["t"], int(g["n"])
+  b = BYTES[t]
+  out = []
+  for i in range(n):
+    a = "MEM[ADDR]" if i == 0 else f"MEM[ADDR + {i * b}ULL]"
+    out.append(f"D{i}.b32 = 32'{'I' if t[0] == 's' else 'U'}({a}.{'i8' if t == 's8' else 'u8'})" if b == 1 else
+               f"D{i}.b{8 * b} = {a}.b{8 * b}")
+  return ";\n".join(out)
+
+
+def _store(g: dict) -> str:
+  t, n = g["t"], int(g["n"])
+  b = BYTES[t]
+  return ";\n".join(f"{'MEM[ADDR]' if i == 0 else f'MEM[ADDR + {i * b}ULL]'}.b{8 * b} = S{i}.b{8 * b}"
+                     for i in range(n))
+
+
+_AOP = {"add": "old + b", "sub": "old - b", "xchg": "b", "and": "old & b", "or": "old | b", "xor": "old ^ b",
+        "inc": "old >= b ? 0U : old + 1U", "dec": "old == 0U || old > b ? b : old - 1U",
+        "min": "old < b ? old : b", "max": "old > b ? old : b"}
+
+
+def _atomic(g: dict) -> str:
+  """Read-modify-write of the 32-bit word at ADDR: D0 gets the old value; S0 is the data (cmpxchg: S0 the compare
+  value, S1 the new one)."""
+  a, t = g["op"].rsplit(".", 1)[1], {"u32": "u32", "s32": "i32"}[g["t"]]
+  new = "old == S0.b32 ? S1.b32 : old" if a == "cmpxchg" else \
+      _AOP[a].replace("b", f"S0.{t}").replace("0U", "32'0U" if t == "u32" else "32'0").replace(
+          "1U", "32'1U" if t == "u32" else "32'1")
+  return f"old = MEM[ADDR].{t};\nMEM[ADDR].{t} = {new};\nD0.{t} = old"
+
+
+# ------------------------------------------------------------------------------------------------ control
+# The executor implements these calls (emu/ir3/events.py); each names what the hardware does, per the isaspec <doc>s
+# and ir3-notes.rst. Fibers are the threads of a wave; "active" fibers are the ones executing the instruction.
+EVENTS: dict[str, str] = {
+  "END": "END(): the fiber ends (end)",
+  "BARRIER": "BARRIER(): wait until every live fiber of the workgroup arrives (bar)",
+  "GETONE": "GETONE(TARGET): one active fiber (the lowest) falls through, the others jump to TARGET (getone)",
+  "GETLAST": "GETLAST(TARGET, CLUSTER): the active fibers of the first cluster with any, except its last active one, "
+             "jump; fibers of later clusters fall through; clusters behave as 8 fibers wide (getlast <doc>)",
+  "SHPS": "SHPS(TARGET): shader prologue start: jump to TARGET when the prologue already ran for this dispatch "
+          "(each wave runs its own copy here, so no fiber jumps)",
+  "SHPE": "SHPE(): shader prologue end",
+  "PREDT": "PREDT(): predicated execution: fibers whose p0.x is 0 become disabled until prede (predt <doc>)",
+  "PREDF": "PREDF(): predicated execution: fibers whose p0.x is set become disabled until prede (predt <doc>)",
+  "PREDE": "PREDE(): end of predicated execution: every fiber enabled again",
+  "BRANY": "BRANY(TARGET, p): every active fiber jumps when p is set in any of them (bany)",
+  "BRALL": "BRALL(TARGET, p): every active fiber jumps when p is set in all of them (ball)",
+  "MOVMSK": "MOVMSK(W): D0.. = the mask of active fibers, W bits (movmsk.wW)",
+  "BRCST": "BRCST(CLUSTER): in each cluster, the upper half gets S0 of the highest active fiber of the lower half; "
+           "D0 unchanged where none is active (brcst.active <doc>)",
+  "STC": "STC(N): N consecutive registers from S0 into the const file at DST (stc)",
+  "LDCK": "LDCK(N): N vec4 of UBO S1 at byte offset S0 into the const file at a1.x (ldc.k)",
+  "NOP": "NOP(): no architectural effect (nop, (nopN)/(rptN) timing, fence/lock/unlock/cache maintenance, sleep)",
+}
+
+
+def _event(call: str) -> Callable[[dict], str]:
+  return lambda g: call
+
+
 # ------------------------------------------------------------------------------------------------ the table
-C2, C3, C4, C1 = (f"{ISA}/ir3-cat{n}.xml" for n in (2, 3, 4, 1))
+C0, C1, C2, C3, C4, C6, C7 = (f"{ISA}/ir3-cat{n}.xml" for n in (0, 1, 2, 3, 4, 6, 7))
 _PREC = "[prec=h]"
 _CONDS = "cond=lt|le|gt|ge|eq|ne"
 _NAN = "default NaN out"
+_SAD = ("src1 + src2 + src3, wrapping: the XML documents no meaning, and Mesa's compiler emits nir_op_iadd3 (a 3-way "
+        "add) as sad.s32/sad.s16 (ir3_compiler_nir.c emit_alu); the Mesa divergence/intmix kernels agree only so")
 _COV = "|".join(f"{s}{d}" for s in TYPES for d in TYPES if s != d)
 _MOV = "|".join(f"{s}{s}" for s in TYPES)
 
@@ -329,8 +401,8 @@ ROWS: tuple[Row, ...] = (
   Row("sel.s32", _sel, f"{C3} sel.s32", "src2 >= 0 ? src1 : src3 (signed)"),
   Row("sel.f16", _sel, f"{C3} sel.f16", "src2 >= 0.0 ? src1 : src3 (NaN picks src3; -0.0 picks src1)"),
   Row("sel.f32", _sel, f"{C3} sel.f32", "src2 >= 0.0 ? src1 : src3 (NaN picks src3; -0.0 picks src1)"),
-  Row("sad.s16", _sad, f"{C3} sad.s16", "|src1 - src2| + src3, wrapping"),
-  Row("sad.s32", _sad, f"{C3} sad.s32", "|src1 - src2| + src3, wrapping"),
+  Row("sad.s16", _sad, f"{C3} sad.s16", _SAD),
+  Row("sad.s32", _sad, f"{C3} sad.s32", _SAD),
   Row(f"shrm {_PREC}", _alt, f"{C3} shrm <doc>: (src2 >> src1) & src3", "shift count modulo the width"),
   Row(f"shlm {_PREC}", _alt, f"{C3} shlm <doc>: (src2 << src1) & src3", "shift count modulo the width"),
   Row(f"shrg {_PREC}", _alt, f"{C3} shrg <doc>: (src2 >> src1) | src3", "shift count modulo the width"),
@@ -350,6 +422,48 @@ ROWS: tuple[Row, ...] = (
       f"{C1} cov (SRC_TYPE != DST_TYPE; #type, #round)",
       "ROUND 0 rounds toward zero (Mesa's ROUND_ZERO); float -> int saturates, NaN -> 0; int narrowing keeps the "
       "low bits, widening extends by the source's sign; " + _NAN),
+  # cat0: flow control (the branch's condition, p0.c with INV, is the binding's guard; see emu/ir3/decode.py)
+  Row("br", lambda g: "PC.b64 = TARGET.b64", f"{C0} br (#instruction-cat0-branch-1src: INV1, COMP1: the p0 source)"),
+  Row("jump", lambda g: "PC.b64 = TARGET.b64", f"{C0} jump (#instruction-cat0-immed)"),
+  Row("brao", lambda g: "PC.b64 = S0.u32 != 0U || S1.u32 != 0U ? TARGET.b64 : NEXT.b64",
+      f"{C0} brao (#instruction-cat0-branch-2src: either source condition)", "INV1/INV2 invert the p0 sources"),
+  Row("braa", lambda g: "PC.b64 = S0.u32 != 0U && S1.u32 != 0U ? TARGET.b64 : NEXT.b64",
+      f"{C0} braa (#instruction-cat0-branch-2src: both source conditions)", "INV1/INV2 invert the p0 sources"),
+  Row("bany", _event("BRANY(TARGET, S0)"), f"{C0} bany (#instruction-cat0-branch-1src)"),
+  Row("ball", _event("BRALL(TARGET, S0)"), f"{C0} ball (#instruction-cat0-branch-1src)"),
+  Row("end", _event("END()"), f"{C0} end"),
+  Row("getone", _event("GETONE(TARGET)"), f"{C0} getone (#instruction-cat0-immed)",
+      "the fiber kept is the lowest active one (the docs do not say which)"),
+  Row("getlast", _event("GETLAST(TARGET, CLUSTER)"), f"{C0} getlast <doc>"),
+  Row("shps", _event("SHPS(TARGET)"), f"{C0} shps <doc>: SHader Prologue Start"),
+  Row("shpe", _event("SHPE()"), f"{C0} shpe <doc>: SHader Prologue End"),
+  Row("predt", _event("PREDT()"), f"{C0} predt <doc>"),
+  Row("predf", _event("PREDF()"), f"{C0} predf (predt <doc>)"),
+  Row("prede", _event("PREDE()"), f"{C0} prede (predt <doc>)"),
+  Row("nop", _event("NOP()"), f"{C0} nop"),
+  # cat1/cat5 cross-fiber moves
+  Row("movmsk", _event("MOVMSK(W)"), f"{C1} movmsk (W: the mask width; (rptN) = W / 32 - 1 registers)"),
+  Row("brcst.active", _event("BRCST(CLUSTER)"), f"{ISA}/ir3-cat5.xml brcst.active <doc>"),
+  # cat6: memory (ADDR is the byte address the binding forms: global VA, IBO base + coord * size, shared or private
+  # offset; consecutive components at consecutive addresses, consecutive registers)
+  *(Row(f"{op} t={MEM_TYPES} n=1|2|3|4", _load, f"{C6} {op} ({doc})") for op, doc in (
+      ("ldg", "g[SRC1+OFF]: global"), ("ldg.a", "g[SRC1+SRC2<<shift+OFF<<2]: global"),
+      ("ldl", "l[SRC+OFF]: shared (local) memory, bytes"), ("ldlw", "l[SRC+OFF]: shared memory"),
+      ("ldp", "p[SRC+OFF]: private memory"), ("ldib.b", "bindless IBO: coord counts elements of TYPE"),
+      ("ldc", "UBO load into registers"))),
+  *(Row(f"{op} t={MEM_TYPES} n=1|2|3|4", _store, f"{C6} {op} ({doc})") for op, doc in (
+      ("stg", "g[SRC1+OFF] = SRC3"), ("stg.a", "g[SRC1+SRC2<<shift+OFF<<2] = SRC3"), ("stl", "l[DST+OFF] = SRC"),
+      ("stlw", "l[DST+OFF] = SRC"), ("stp", "p[DST+OFF] = SRC"), ("stib.b", "bindless IBO store"))),
+  *(Row(f"{sp}{a} t=u32|s32", _atomic, f"{C6} {sp}{a} ({where})", "32-bit; fibers on one address serialised in "
+        "fiber order") for sp, where in (("atomic.", "l[SRC1]: shared memory"), ("atomic.g.", "global, a 64-bit "
+        "address"), ("atomic.b.", "bindless IBO; the data registers follow the destination"))
+    for a in ("add", "sub", "xchg", "inc", "dec", "cmpxchg", "min", "max", "and", "or", "xor")
+    if not (sp == "atomic.b." and a in ("inc", "dec"))),
+  Row("stc", _event("STC(N)"), f"{C6} stc: registers to the const file"),
+  Row("ldc.k", _event("LDCK(N)"), f"{C6} ldc.k <doc>: UBO to the const file"),
+  Row("bar", _event("BARRIER()"), f"{C7} bar"),
+  *(Row(op, _event("NOP()"), f"{C7} {op}", "memory ordering and caches: gputwin's memory is coherent")
+    for op in ("fence", "lock", "unlock", "sleep", "icinv", "dccln", "dcinv", "dcflu", "ccinv")),
 )
 
 # cat1-4 leaves of the isaspec without a key of their own (a test checks this list against the decoder's tables)
@@ -358,7 +472,6 @@ MISSING = {  # leaf -> why it has no body
   "bary.f": "fragment varying interpolation (graphics only)", "flat.b": "fragment varying fetch (graphics only)",
   "mgen.b": "no meaning documented (XML has no <doc>; not in ir3-notes.rst)", "shb": "no meaning documented",
   "msad": "no meaning documented", "setrm": "sets the float rounding mode state: not modelled (round to nearest even)",
-  "movmsk": "the active-fiber mask: the executor's (it knows EXEC and the wave size)",
   "wmm": "matrix multiply (wmm/wmm.accu): not modelled", "wmm.accu": "matrix multiply: not modelled",
 }
 

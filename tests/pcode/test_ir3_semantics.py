@@ -83,6 +83,8 @@ def test_every_key_compiles_and_runs():
   rng = np.random.default_rng(0)
   for k in ir3.keys():
     sem = semantics("ir3", k)
+    if sem.mem or sem.calls or "PC" in sem.outputs:  # memory, branches, events: tests/emu/ir3 runs those
+      continue
     st = {nm: rng.integers(0, 2**32, (1, 32), dtype=np.uint64).astype(np.uint32) for nm in sem.inputs}
     out = sem(st, exec=rng.random((1, 32)) < 0.7)
     assert set(out) == {"D0"}, k
@@ -229,8 +231,10 @@ def test_24_and_16_bit_multiplies():
             "madsh.m16": lambda x, y, z: ((x & 0xffff) * (y >> 16) << 16) + z,
             "mad.u16": lambda x, y, z: (x & 0xffff) * (y & 0xffff) + (z & 0xffff),
             "mad.s16": lambda x, y, z: sx(x, 16) * sx(y, 16) + sx(z, 16),
-            "sad.s32": lambda x, y, z: abs(sx(x, 32) - sx(y, 32)) + sx(z, 32),
-            "sad.s16": lambda x, y, z: abs(sx(x, 16) - sx(y, 16)) + sx(z, 16)}
+            # Mesa emits nir_op_iadd3 (x + y + z) as sad.s32/sad.s16, and its compiled kernels only compute right
+            # so (tests/emu/ir3/test_ir3_mesa_run.py: divergence, intmix on a660/a730)
+            "sad.s32": lambda x, y, z: x + y + z,
+            "sad.s16": lambda x, y, z: x + y + z}
   for k, fn in checks.items():
     out = run(k, S0=a, S1=b, S2=c)
     w = 16 if k.endswith("16") and not k.startswith("madsh") else 32
@@ -397,6 +401,7 @@ def test_llvm_backend_agrees_with_numpy():
   """Every ir3 key the LLVM backend compiles gives the numpy backend's bits on edge operands."""
   from tests.pcode.test_backends import is_nan, operands
   sems = {k: semantics("ir3", k) for k in ir3.keys()}
+  sems = {k: s for k, s in sems.items() if not (s.mem or s.calls or "PC" in s.outputs)}  # (the ALU rows)
   fns, declined = llvm.compile_host({k: s.program for k, s in sems.items()}, 32, speed=1)
   assert all(declined.values())
   for k, fn in fns.items():
@@ -474,7 +479,7 @@ def test_every_alu_instruction_of_real_mesa_kernels_has_a_key():
       continue
     k = ir3.inst_key(i)
     seen.add(k)
-    assert semantics("ir3", k).outputs == {"D0": 32}, (i.text, k)
+    assert semantics("ir3", k).outputs == {"D0": 32} or semantics("ir3", k).calls, (i.text, k)
   if VENDOR.exists():
     assert len(alu) > 1000 and len(seen) > 50
 
