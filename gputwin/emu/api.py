@@ -38,8 +38,9 @@ PACKET_SIZE, QUEUE_SIZE = 64, 256  # hsa_kernel_dispatch_packet_t; an (all-zero)
 
 
 
-def launch(code_object, kernel: str, *, grid, block, args, arch: str | None = None, serial: bool = False,
-           checks=True, trace=None, max_instructions: int | None = None, shared_bytes: int = 0) -> LaunchStats:
+def launch(code_object, kernel: str, *, grid, block=None, args, arch: str | None = None, serial: bool = False,
+           checks=True, trace=None, max_instructions: int | None = None, shared_bytes: int = 0,
+           shader=None) -> LaunchStats:
   """Run `kernel` of `code_object` (bytes, a path to .co/.o/.s, or a CodeObject) over `grid` workgroups (x, y, z)
   of `block` work-items. `args` follow gputwin.isa.kernargs: numpy arrays become guest buffers (mapped in place
   when writeable, C-contiguous and overlapping no other argument; else copied in before and back after), ints are
@@ -49,7 +50,18 @@ def launch(code_object, kernel: str, *, grid, block, args, arch: str | None = No
   `max_instructions`: a watchdog on wave-instructions. Returns LaunchStats. Runs on an Emulator of `CODE` (one
   per code object, so a repeated launch reuses its register files).
   NVIDIA: `code_object` is a PTX module (a .ptx path, or its text), `arch` sm_80 or sm_90 (default sm_90), grid
-  counts CTAs, block threads, `shared_bytes` the dynamic shared memory (gputwin.emu.ptx.launch)."""
+  counts CTAs, block threads, `shared_bytes` the dynamic shared memory (gputwin.emu.ptx.launch).
+  Adreno: `code_object` is Mesa ir3 output (a `.bin` path, its `.txt` listing beside it) or our assembler's (bytes or
+  text, with `shader`: a gputwin.isa.ir3.listing.Shader), `arch` a630/a660/a730/a740, grid counts workgroups, `block`
+  (optional) must be the shader's local size, `args` maps GLSL bindings to arrays (gputwin.emu.ir3.launch)."""
+  if family_of(arch or "gfx1100") == "ir3" or str(code_object).endswith(".bin") and not isinstance(code_object, bytes):
+    from gputwin.emu.ir3.launch import launch as launch_ir3
+    if shared_bytes:
+      raise LaunchError("shared_bytes is for PTX kernels; an ir3 shader's shared size is compiled in")
+    return launch_ir3(code_object, kernel, grid=grid, block=block, args=args, arch=arch, shader=shader,
+                      serial=serial, checks=checks, trace=trace, max_instructions=max_instructions)
+  if block is None:
+    raise LaunchError("block (work-items per workgroup) is required")
   if (arch or "").startswith("sm_") or is_ptx(code_object):
     from gputwin.emu.ptx.launch import launch as launch_ptx
     return launch_ptx(code_object, kernel, grid=grid, block=block, args=args, arch=arch or "sm_90",

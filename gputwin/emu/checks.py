@@ -12,6 +12,9 @@
            threads that exited
   async    PTX: a shared-memory read of bytes a cp.async is still writing (its group not yet waited for)
   scope    PTX: atomics of two CTAs on one global address where either is `.cta`-scoped (atomic only within its CTA)
+  sync     ir3: a register written by an instruction the hardware completes asynchronously is read before the sync
+           flag that waits for it: SFU (cat4) and shared-memory loads are waited for by (ss), memory loads, atomics,
+           resinfo and cat5 by (sy) (op.info["sync"], set by the binding; Mesa's legalize pass places the flags)
   hazard   CDNA3/CDNA4: a VALU/VMEM/LDS instruction reads or overwrites an MFMA's destination before the MFMA's
            passes plus 2 wait states have elapsed (independent instructions or s_nop). Source: the AMD Instinct
            MI300 ISA reference, "Dependency Resolution: Required Independent Instructions" (MFMA -> VALU/VMEM rows).
@@ -29,7 +32,7 @@ import numpy as np
 from gputwin.emu.program import Op, Src
 from gputwin.isa import hwdata
 
-ALL = frozenset({"waitcnt", "uninit", "lds_race", "hazard", "divergence", "members", "async", "scope"})
+ALL = frozenset({"waitcnt", "uninit", "lds_race", "hazard", "divergence", "members", "async", "scope", "sync"})
 
 
 class Checks:
@@ -55,7 +58,7 @@ class Checks:
     # per wave and register, indexed [wave, reg], stored register-major: an instruction touches a few registers of
     # many waves, which then lie in a few pages (wave-major, each wave's row was a page of its own to fault in)
     per_reg = lambda n, *tail, dt=bool: np.zeros((n, W) + tail, dt).swapaxes(0, 1)
-    self.vw, self.aw, self.sw = per_reg(nv), per_reg(eng.A.shape[1]), per_reg(256)
+    self.vw, self.aw, self.sw = per_reg(nv), per_reg(eng.A.shape[1]), per_reg(eng.S.shape[1])
     self.sw[:, 106:] = True  # specials (VCC, M0, EXEC, constants) are not tracked
     # (counter + 1, sequence number) of the outstanding load, int32 (a wave issues far fewer than 2**31 loads);
     # SGPRs from 106 up are specials, never tracked: no pending entries for them (slices past the end are empty)
@@ -75,6 +78,7 @@ class Checks:
     self.reads = []  # LDS reads not yet entered in lr: (workgroup, offset, wave, bytes, epochs at the read)
     self.first = None  # scratch table for the same-access write-write test
     self.cur = None
+    self.sync_pc = None  # ir3 (ss)/(sy): made on first use (_sync)
     self.ws, self.ps = {"v": self.vw, "a": self.aw, "s": self.sw}, {"v": self.vp, "a": self.ap, "s": self.sp}
     self.uninit, self.waitcnt = "uninit" in self.on, "waitcnt" in self.on and bool(self.cnames)
     # (file, register) keys: every wave of the batch wrote it (uninit can skip it; a register never leaves), and
@@ -84,13 +88,15 @@ class Checks:
     if self.on & {"lds_race", "async"}:
       eng.lds.watch = lambda acc, wg, off, n: self._lds(eng, acc, wg, off, n)
 
-  def initial(self, eng, nsgpr: int, vrows=(0,)) -> None:
-    """The ABI initialised SGPRs below `nsgpr` and the vector rows `vrows` (AMD: v0, the work-item ids)."""
+  def initial(self, eng, nsgpr: int, vrows=(0,), srows=()) -> None:
+    """The ABI initialised SGPRs below `nsgpr`, the scalar rows `srows` and the vector rows `vrows` (AMD: v0, the
+    work-item ids; ir3: the inputs, the const file)."""
     self.sw[:, :nsgpr] = True
+    self.sw[:, list(srows)] = True
     self.vw[:, list(vrows)] = True
 
   def poked(self, eng, w, f, i) -> None:
-    {"v": self.vw, "a": self.aw, "s": self.sw}.get(f, np.zeros((eng.W, 256), bool))[w, i] = True
+    {"v": self.vw, "a": self.aw, "s": self.sw}.get(f, np.zeros((eng.W, eng.S.shape[1]), bool))[w, i] = True
 
   def _fail(self, eng, op, ix, msg):
     from gputwin.emu.core import Stop
@@ -293,6 +299,8 @@ class Checks:
     among the threads executing it (PTX ISA 9.0 9.7.13.1); a `.sync` collective's thread must be in its own member
     mask, and the mask must not name threads that exited. (Aligned barriers: `released`.)"""
     alive = eng.lalive[ix]
+    if "sync" in self.on and "ss" in op.info and m.any():
+      self._sync(eng, op, ix)
     if "divergence" in self.on and op.info.get("uniform"):
       split = m.any(axis=1) & (sel & ~m).any(axis=1)
       if split.any():
@@ -316,6 +324,41 @@ class Checks:
           j, l = (int(x[0]) for x in np.nonzero(bad))
           self._fail(eng, op, ix, f"member mask {int(bits[j, l]):#x} names threads that exited "
                                   f"{np.nonzero(gone[j])[0].tolist()}")
+
+  def _sync(self, eng, op: Op, ix) -> None:
+    """ir3 (ss)/(sy): the flags clear the wave's pending registers of their class, then every register the
+    instruction reads must not be pending; an asynchronous producer's destinations become pending. Tracked per wave
+    and 16-bit half of each register row (half registers alias full ones)."""
+    if self.sync_pc is None:  # per wave and register half: the PC of its pending producer, and which flag waits
+      self.sync_pc = {f: np.zeros((eng.W, 2 * n), np.int64) for f, n in (("v", eng.V.shape[1]), ("s", eng.S.shape[1]))}
+      self.sync_kind = {f: np.zeros((eng.W, 2 * n), np.int8) for f, n in (("v", eng.V.shape[1]), ("s", eng.S.shape[1]))}
+    w = np.arange(eng.W)[ix]
+    for flag, k in (("ss", 1), ("sy", 2)):
+      if op.info.get(flag):
+        for f in ("v", "s"):
+          hit = (self.sync_kind[f][w] == k) | (self.sync_kind[f][w] == 3)
+          self.sync_kind[f][w] = np.where(hit, 0, self.sync_kind[f][w])
+    parts = op.info.get("parts", [op])
+    reads = [x for o in parts for x in o.ins.values()] + [op.info.get(k) for k in ("base", "coord", "index", "ibo",
+                                                                                  "ubo", "pred")]
+    for r in reads:
+      if not isinstance(r, Src) or r.file not in ("v", "s"):
+        continue
+      for h in _halves(r):
+        pend = self.sync_kind[r.file][w, h]
+        if pend.any():
+          j = int(np.argmax(pend != 0))
+          flag = {1: "(ss)", 2: "(sy)", 3: "(ss) or (sy)"}[int(pend[j])]
+          at = int(self.sync_pc[r.file][w[j], h])
+          self._fail(eng, op, ix, f"reads {eng.fe.regname(r)}, which the instruction at PC {at:#x} writes "
+                                  f"asynchronously, without the {flag} that waits for it")
+    cls = {"ss": 1, "sy": 2, "either": 3}.get(op.info.get("sync"), 0)
+    for o in parts:
+      for d in o.outs.values():
+        if isinstance(d, Src) and d.file in ("v", "s"):
+          for h in _halves(d):
+            self.sync_kind[d.file][w, h] = cls
+            self.sync_pc[d.file][w, h] = op.pc
 
   # ---- LDS races: called by the LDS window with the workgroup and byte offset of every access
   def _lds(self, eng, acc, wg, off, n) -> None:
@@ -429,3 +472,11 @@ class Checks:
 
 def _name(s: Src) -> str:
   return f"{s.file}{s.index}" if s.dwords == 1 else f"{s.file}[{s.index}:{s.index + s.dwords - 1}]"
+
+
+def _halves(r: Src) -> list[int]:
+  """The 16-bit halves (row * 2 + high) an operand covers."""
+  if r.bits == 16 and r.dwords == 1:
+    return [2 * r.index + int(r.hi)]
+  return [2 * r.index + k for k in range(2 * r.dwords)]
+

@@ -128,7 +128,7 @@ class Engine:
     # (rows padded by one wave / 64 bytes: a power-of-two row stride would put all of one wave's registers in the
     # same cache set, which the native tier, running a wave at a time, would thrash)
     self.files = {"v": zeros((nvgpr, waves + 1, lanes), U32), "a": zeros((max(nagpr, 1), waves + 1, lanes), U32),
-                  "s": zeros((256, waves + 16), U32)}  # [reg, wave(, lane)], padded
+                  "s": zeros((getattr(self.fe, "sgprs", 256), waves + 16), U32)}  # [reg, wave(, lane)], padded
     self.V = self.files["v"][:, :waves].swapaxes(0, 1)
     self.A = self.files["a"][:, :waves].swapaxes(0, 1)
     self.S = self.files["s"][:, :waves].T
@@ -153,6 +153,9 @@ class Engine:
     # frontends with per-thread PCs (`simt`: PTX): each lane's PC, whether it lives, the barrier it waits at (id + 1),
     # whether it waits for the rest of a collective's member mask, and whether it yielded (fair scheduling)
     self.simt = bool(getattr(self.fe, "simt", False))
+    # independent thread scheduling (PTX sm_70+): a thread looping YIELD_AFTER times lets threads elsewhere in its warp
+    # run; without it (ir3: one PC per wave, paths reconverge first) a wave's threads never run ahead of each other
+    self.its = bool(getattr(self.fe, "its", True))
     if self.simt:
       self.lpc = np.zeros((waves, lanes), np.int64)
       self.lalive = np.zeros((waves, lanes), bool)
@@ -345,8 +348,16 @@ class Engine:
         self._exec = None
       n = self.nwaves(ix)
       for k, p in enumerate(parts):
-        p = np.broadcast_to(p, (n,) + np.shape(p)[1:]).reshape(n, -1)[:, 0]  # per-lane data: lane 0 (readfirstlane)
-        self.S[ix, d.index + k] = p.astype(U64).astype(U32) if p.dtype == object else p.astype(U32)
+        p = np.broadcast_to(p, (n,) + np.shape(p)[1:]).reshape(n, -1)
+        if p.shape[1] > 1 and m is not None and not isinstance(m, bool):  # per-lane data: the first active lane's
+          p = p[np.arange(n), np.argmax(np.broadcast_to(m, p.shape), axis=1)]  # (lane 0 when none is active)
+        else:
+          p = p[:, 0]
+        p = p.astype(U64).astype(U32) if p.dtype == object else p.astype(U32)
+        if d.fmt == "half":  # a half register (ir3's shared hr48.x..): its half of the row, the other kept
+          old = self.S[ix, d.index]
+          p = (old & U32(0xffff)) | (p << U32(16)) if d.hi else (old & U32(0xffff0000)) | (p & U32(0xffff))
+        self.S[ix, d.index + k] = p
       if d.index <= self.sp["null"] < d.index + d.dwords and self.sp["null"] != self.sp["m0"]:
         self.S[:, self.sp["null"]] = 0
       return
@@ -438,7 +449,7 @@ class Engine:
       else:
         st[name] = self.special(name, ix, op)
     if op.info.get("sdwa"):
-      self.fe.select_inputs(st, op)
+      self.fe.select_inputs(self, st, op)
     return st
 
   def _wide(self, s: Src, ix):
@@ -496,7 +507,7 @@ class Engine:
           continue
         if name == "D0" and (op.info.get("clamp") or op.info.get("omod")) and "F" in d.fmt:
           v = self.fe.output_modifier(np.asarray(v), d, op)
-        self.store(d, v, ix, m if d.file in ("v", "a") else None, op)
+        self.store(d, v, ix, m if d.file in ("v", "a") or op.vector else None, op)
     if self.checks is not None:
       self.checks.after(self, op, ix, m)
 
@@ -760,7 +771,7 @@ _STRAIGHT = ("alu", "mem", "vopd", "matrix", "clock", "nop")  # kinds after whic
 def _native_tier(eng: Engine):
   """The compiled-block tier (emu/native/) for this engine, or None when it is off (GPUTWIN_JIT=0) or unusable."""
   from gputwin.emu import native
-  if native.mode() in ("0", "off", "no"):
+  if native.mode() in ("0", "off", "no") or eng.L > 64:  # (EXEC masks are at most 64 lanes there)
     return None
   key = (eng.prog, eng.wg)  # a restarted engine keeps its tier while these stay (a new address space: rebound)
   t = getattr(eng, "_tier", None)
@@ -833,7 +844,10 @@ def run_simt(eng: Engine, serial: bool = False, max_instructions: int | None = N
       blk = tier.block(pc, eng.nwaves(ix))
       if blk is not None:
         if eng._exec_of is not sel:  # the threads standing here, as EXEC (unchanged after a step that ran them all)
-          eng.S[ix, eng.sp["exec"]] = _bits(sel)[:, 0].astype(U32)
+          b = _bits(sel)[:, 0]
+          eng.S[ix, eng.sp["exec"]] = b.astype(U32)
+          if eng.L == 64:
+            eng.S[ix, eng.sp["exec"] + 1] = (b >> U64(32)).astype(U32)
           eng._exec_of = sel
         eng._cur, eng._last_ix = sel, ix
         if eng.pending is not None and not isinstance(ix, slice):
@@ -844,10 +858,10 @@ def run_simt(eng: Engine, serial: bool = False, max_instructions: int | None = N
           to = _tail(eng, blk, ix, sel, taken)
         else:
           if isinstance(ix, slice):  # (one pass, no temporary)
-            np.add(eng.lpc, blk.n, out=eng.lpc, where=sel)
+            np.add(eng.lpc, blk.span, out=eng.lpc, where=sel)
           else:
-            eng.lpc[ix] += sel * blk.n
-          to = pc + blk.n
+            eng.lpc[ix] += sel * blk.span
+          to = pc + blk.span
         if max_instructions is not None and eng.count - start > max_instructions:
           raise Stop("watchdog", f"more than {max_instructions} warp-instructions executed (--max-instructions)",
                      _first(eng, ix), blk.ops[-1])
@@ -875,10 +889,10 @@ def _tail(eng: Engine, blk, ix, sel, taken: np.ndarray):
   lanes `taken` (bits per warp): move the threads as step_simt does for it (the ones it took to its target, out, or
   into the barrier; the rest on), with the back-edge count of fair scheduling. Returns the PC every thread of `sel`
   now stands at, or None."""
-  last, n = blk.ops[-1], blk.n
+  last, n = blk.ops[-1], blk.span
   every = int(np.bitwise_count(taken).sum()) == int(np.count_nonzero(sel))  # (taken lanes are threads of sel)
-  m = sel if every else np.unpackbits(taken.astype(U32).view(np.uint8).reshape(-1, 4), axis=1,
-                                      bitorder="little").view(bool)
+  m = sel if every else np.unpackbits(taken.astype(U64).view(np.uint8).reshape(-1, 8), axis=1,
+                                      bitorder="little")[:, :eng.L].view(bool)
   if blk.tail == "barrier":  # they arrive (and wait), or it completes at once (step_simt); they move past it
     done = _at_once(eng, last, ix, m)
     if not done:
@@ -894,11 +908,11 @@ def _tail(eng: Engine, blk, ix, sel, taken: np.ndarray):
     else:
       eng.lalive[ix] = eng.lalive[ix] > m
     if not every:  # (an exited thread's PC stays at its exit)
-      eng.lpc[ix] += sel * n - m
+      eng.lpc[ix] += sel * n - m * last.size
     elif isinstance(ix, slice):
-      np.add(eng.lpc, n - 1, out=eng.lpc, where=sel)
+      np.add(eng.lpc, n - last.size, out=eng.lpc, where=sel)
     else:
-      eng.lpc[ix] += sel * (n - 1)
+      eng.lpc[ix] += sel * (n - last.size)
     release_barriers(eng)
     return None
   to = int(last.ins["TARGET"].value)
@@ -912,7 +926,7 @@ def _tail(eng: Engine, blk, ix, sel, taken: np.ndarray):
     be = eng.backedges[ix] + (taken != 0)
     tired = be > YIELD_AFTER
     eng.backedges[ix] = np.where(tired, 0, be)
-    if tired.any():
+    if tired.any() and eng.its:
       eng.lyield[ix] = eng.lyield[ix] | (m & tired[:, None])
       return None
   return to if every else None
@@ -934,7 +948,7 @@ def step_simt(eng: Engine, op: Op, ix, sel) -> bool:
   """Execute `op` for the threads `sel` (of waves `ix`) standing at op.pc, under its guard, and move their PCs.
   Returns whether every thread of `sel` simply moved on to pc + size (nothing else about the threads changed)."""
   k, n = op.kind, eng.nwaves(ix)
-  straight = k in ("alu", "mem", "pack", "tensor", "warpsync")
+  straight = k in ("alu", "mem", "pack", "tensor", "warpsync", "nop")
   eng._moved_to = None
   g = op.info.get("guard")
   m = sel if g is None else sel & ((eng.V[ix, g[0]] != 0) != g[1])
@@ -971,7 +985,7 @@ def step_simt(eng: Engine, op: Op, ix, sel) -> bool:
       _arrive(eng, op, ix, m)
   elif k == "sleep":
     eng.lyield[ix] = eng.lyield[ix] | m
-  elif k == "warpsync":
+  elif k in ("warpsync", "nop"):
     pass
   elif k == "trap":
     if m.any():
@@ -1002,7 +1016,7 @@ def step_simt(eng: Engine, op: Op, ix, sel) -> bool:
     be = eng.backedges[ix] + rows
     tired = be > YIELD_AFTER
     eng.backedges[ix] = np.where(tired, 0, be)
-    if tired.any():
+    if tired.any() and eng.its:
       eng.lyield[ix] = eng.lyield[ix] | (back & tired[:, None])
       to = None
   eng._moved_to = op.pc + op.size if straight else to

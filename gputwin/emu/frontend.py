@@ -12,15 +12,16 @@ from typing import Protocol
 
 import numpy as np
 
-from gputwin.emu import amd, ptx
+from gputwin.emu import amd, ir3, ptx
 from gputwin.emu.program import Op, Src
 from gputwin.errors import GputwinError
 
 
 class Frontend(Protocol):
-  name: str  # "amd" | "ptx"
+  name: str  # "amd" | "ptx" | "ir3"
   align: int  # instruction alignment in bytes (a PC off it is a decode error)
   simt: bool  # one PC per thread (core.run_simt: Engine.lpc, guards, rendezvous) instead of one per wave + EXEC
+  its: bool  # simt: independent thread scheduling (PTX; looping threads yield to the rest of their warp); absent = True
   va_bits: int  # how many bits of a global address reach guest memory (binding.va_bits; 32 when absent)
   special_inputs: dict  # pcode input name -> ("scc",) | ("sgpr", key, dwords) | ("zero", code) | ("pc",) | ...
 
@@ -51,8 +52,9 @@ class Frontend(Protocol):
   def write_mask(self, op: Op, lanes: int) -> np.ndarray:
     """Lanes an instruction may write besides the active mask (AMD: DPP row/bank masks)."""
 
-  def select_inputs(self, st: dict, op: Op) -> None:
-    """Sub-dword selection of inputs, in place (AMD: SDWA)."""
+  def select_inputs(self, eng, st: dict, op: Op) -> None:
+    """Sources the operand fetch does not form, in place (AMD: SDWA sub-dword selection; ir3: relative registers,
+    half consts of float ops, integer (neg)/(abs))."""
 
   def select_output(self, new: np.ndarray, old: np.ndarray, op: Op) -> np.ndarray:
     """Sub-dword placement of a result into the old register value (AMD: SDWA)."""
@@ -68,11 +70,11 @@ class Frontend(Protocol):
     for threads `sel` (guard true: `m`); returns the threads that move on to pc + size."""
 
 
-FRONTENDS = {"gfx": amd.FRONTEND, "sm_": ptx.FRONTEND}  # target name prefix -> frontend
+FRONTENDS = {"gfx": amd.FRONTEND, "sm_": ptx.FRONTEND, "a": ir3.FRONTEND}  # target name prefix -> frontend
 
 
 def for_arch(arch: str) -> Frontend:
-  """The frontend of a target (gfx* -> AMD, sm_* -> PTX)."""
+  """The frontend of a target (gfx* -> AMD, sm_* -> PTX, a630/a730... -> ir3)."""
   fe = next((f for prefix, f in FRONTENDS.items() if arch.startswith(prefix)), None)
   if fe is None:
     raise GputwinError(f"no emulator frontend for target {arch!r}")

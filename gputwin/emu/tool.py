@@ -3,6 +3,9 @@
     gputwin run K.co --arch gfx1100 --kernel saxpy --grid 4 --block 256 \\
         --arg out:f32:1024 --arg x:f32:x.npy --arg y:f32:=1.0 --arg a:f32=2.0 --arg n:i32=1024 --out DIR
     gputwin run k.ptx --arch sm_90 --kernel saxpy --grid 4 --block 256 --arg out:f32:1024 ... [--shared-bytes N]
+    gputwin run saxpy.bin --arch a630 --grid 4 --arg 0:f32:x.npy --arg 1:f32:y.npy --arg 4:u32:ubo.npy
+
+Adreno (a Mesa ir3 `.bin` with its `.txt` listing beside it): NAME is the GLSL binding; the block is the shader's.
 
 --arg NAME:TYPE:N        a zero-filled buffer of N elements     NAME:TYPE:FILE.npy  a buffer loaded from FILE
 --arg NAME:TYPE=VALUE    a by-value number
@@ -43,7 +46,7 @@ def parse_arg(spec: str):
 
 def run_main(argv=None) -> int:
   p = argparse.ArgumentParser(prog="gputwin run", description=__doc__.split("\n")[0])
-  p.add_argument("code", help="kernel source .s or code object .co/.o")
+  p.add_argument("code", help="kernel source .s, code object .co/.o, PTX .ptx or Adreno ir3 .bin")
   p.add_argument("--arch", default=None)
   p.add_argument("--kernel", default=None, help="kernel name (default: the only kernel)")
   p.add_argument("--grid", default="1", help="workgroups per dimension: 64 or 8,8")
@@ -58,6 +61,7 @@ def run_main(argv=None) -> int:
   p.add_argument("--shared-bytes", type=int, default=0, help="PTX: dynamic shared memory per CTA")
   a = p.parse_args(argv)
   from gputwin.emu.api import Emulator, is_ptx, launch, write_trace
+  from gputwin.pcode import family_of
   try:
     args = [parse_arg(s) for s in a.arg]
   except (ValueError, KeyError, OSError) as e:
@@ -68,18 +72,23 @@ def run_main(argv=None) -> int:
     run = dict(grid=dims(a.grid), block=dims(a.block), args=[v for _, v in args], serial=a.serial,
                checks=not a.no_checks, trace=trace, max_instructions=a.max_instructions)
     ptx = is_ptx(a.code) or (a.arch or "").startswith("sm_")
-    if ptx:
+    if family_of(a.arch or "gfx1100") == "ir3" or a.code.endswith(".bin"):
+      kernel = a.kernel or "main"
+      st = launch(a.code, kernel, arch=a.arch, **dict(run, block=None, args={int(n, 0): v for n, v in args}))
+      names = None
+    elif ptx:
       from gputwin.isa.ptx import parse
       names = list(parse(Path(a.code).read_text(), a.code).kernels)
     else:
       emu = Emulator(a.code, arch=a.arch)
       names = list(emu.co.kernels)
-    kernel = a.kernel or (names[0] if len(names) == 1 else None)
-    if kernel is None:
-      print(f"gputwin run: --kernel is required; kernels: {', '.join(names)}", file=sys.stderr)
-      return 2
-    st = launch(a.code, kernel, arch=a.arch or "sm_90", shared_bytes=a.shared_bytes, **run) if ptx else \
-      emu.launch(kernel, **run)
+    if names is not None:
+      kernel = a.kernel or (names[0] if len(names) == 1 else None)
+      if kernel is None:
+        print(f"gputwin run: --kernel is required; kernels: {', '.join(names)}", file=sys.stderr)
+        return 2
+      st = launch(a.code, kernel, arch=a.arch or "sm_90", shared_bytes=a.shared_bytes, **run) if ptx else \
+        emu.launch(kernel, **run)
   except GputwinError as e:
     print(f"gputwin run: {type(e).__name__}: {e}", file=sys.stderr)
     return 1

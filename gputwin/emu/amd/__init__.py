@@ -62,7 +62,7 @@ class Amd:
     return lanes.dpp_write_mask(op.info["dpp"], L)
 
   @staticmethod
-  def select_inputs(st: dict, op: Op) -> None:
+  def select_inputs(eng, st: dict, op: Op) -> None:
     sd = op.info["sdwa"]
     for i in range(2):
       if f"S{i}" in st:

@@ -33,6 +33,7 @@ class Block:
   def __init__(self, pc: int, ops: list[Op], fn, module, nv: int, ns: int, wrote: dict, tail: str | None = None):
     self.pc, self.ops, self.fn, self.module = pc, ops, fn, module  # the module keeps the machine code alive
     self.n = len(ops)
+    self.span = ops[-1].pc + ops[-1].size - pc if ops else 0  # PC units from its first instruction past its last
     self.tail = tail  # per-thread PCs: how the last instruction moves threads (plan.tail), its lanes in Native.taken
     self.nv, self.ns = nv, ns  # VGPRs / SGPRs the block touches
     self.wrote = wrote  # {"v": rows, "s": rows} bit masks of the registers it writes

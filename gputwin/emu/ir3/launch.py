@@ -1,0 +1,264 @@
+"""Launching an ir3 compute shader on the shared machine: Mesa ir3 compiler output (`name.bin` with its listing
+`name.txt` beside it, read by gputwin.isa.ir3.listing) or our own assembler's output with its metadata given as a
+`Shader`, run over a grid of workgroups in waves of 64 or 128 fibers (per-fiber PCs: core.run_simt).
+
+    stats = launch("kernels/a630/saxpy.bin", "main", grid=(n // 64, 1, 1), args={0: x, 1: y, 4: ubo}, arch="a630")
+
+`args` maps a GLSL binding (set 0) to a numpy array: SSBOs are bound as IBOs of that index (the `.base0` bindless
+descriptor index; a writeable C-contiguous array is mapped in place, others copied in and back), UBOs (the blocks the
+listing's ubo_state names) are read-only: the driver's push of their ranges to the const file (a6xx) or the
+preamble's `ldc.k` (a7xx) reads them. What a driver uploads before the launch is written here: the `@const`
+immediates, the pushed UBO ranges, `struct ir3_driver_params_cs` at its offset, the local invocation id (per fiber)
+and the workgroup id (shared registers) where the listing's inputs say. Every wave runs the preamble itself (its
+results are the same for all).
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+
+from gputwin.emu import core
+from gputwin.emu.checks import Checks
+from gputwin.emu.ir3 import FRONTEND
+from gputwin.emu.ir3.decode import CONST, CONST_DWORDS, EN, ROWS, reg, regname
+from gputwin.emu.memory import GuestMemory
+from gputwin.emu.program import Program
+from gputwin.emu.trace import write_trace
+from gputwin.errors import EmuCheckError, EmuError, EmuFault, EmuTrap, LaunchError
+from gputwin.isa.ir3 import listing
+from gputwin.isa.kernargs import LaunchStats, three
+
+ARCHES = ("a630", "a660", "a730", "a740")  # a6xx/a7xx: merged registers, bindless IBOs
+SHARED_LIMIT = 32 << 10  # bytes of shared memory per workgroup (Mesa's a6xx compute limit)
+
+
+def load(code, arch: str | None, shader: listing.Shader | None) -> tuple[bytes, listing.Shader]:
+  """(machine code, metadata): a `.bin` path (its `.txt` listing beside it, unless `shader` is given), or bytes /
+  assembly text of our own with `shader` (default: Shader.explicit's conventions)."""
+  if isinstance(code, (str, Path)) and "\n" not in str(code) and str(code).endswith((".bin", ".txt")):
+    p = Path(code).with_suffix(".bin")
+    try:
+      data = p.read_bytes()
+    except OSError as e:
+      raise LaunchError(f"cannot read {p}: {e.strerror}") from None
+    shader = shader or listing.read(p)
+  elif isinstance(code, (bytes, bytearray)):
+    data = bytes(code)
+  else:
+    from gputwin.isa.ir3 import assemble
+    data = assemble(str(code), arch or (shader.gpu if shader else "a630"))
+  if shader is None:
+    shader = listing.Shader.explicit(arch or "a630", data)
+  if len(data) % 8:
+    raise LaunchError(f"ir3 code is {len(data)} bytes, not a whole number of 64-bit instructions")
+  return data, shader
+
+
+def launch(code, kernel: str = "main", *, grid, block=None, args: dict | None = None, arch: str | None = None,
+           shader: listing.Shader | None = None, serial: bool = False, checks=True, trace=None,
+           max_instructions: int | None = None) -> LaunchStats:
+  """Run the shader over `grid` workgroups of its local size (`block`, when given, must equal it)."""
+  data, sh = load(code, arch, shader)
+  arch = arch or sh.gpu
+  if arch not in ARCHES:
+    raise LaunchError(f"unknown Adreno target {arch!r} for the emulator; expected one of {', '.join(ARCHES)}", arch)
+  where = f"[{arch}] kernel {kernel}"
+  if block is not None and three(block, "block") != tuple(sh.local_size):
+    raise LaunchError(f"{where}: block {three(block, 'block')} differs from the shader's local size "
+                      f"{tuple(sh.local_size)} (compiled in)", arch, kernel)
+  if sh.shared_size > SHARED_LIMIT:
+    raise LaunchError(f"{where}: {sh.shared_size} bytes of shared memory exceed {SHARED_LIMIT}", arch, kernel)
+  grid, block = three(grid, "grid"), tuple(sh.local_size)
+  L = sh.wave_size
+  threads = block[0] * block[1] * block[2]
+  nw = -(-threads // L)
+  mem = GuestMemory(arch)
+  prog = Program(data, 0, arch, "ir3", L, FRONTEND)
+  stats = LaunchStats(kernel, arch, wave_size=L)
+  t0 = time.perf_counter()
+  ubo_blocks = {r.block for r in sh.ubo_ranges}
+  res, copies = {"ibo": {}, "ubo": {}}, []
+  try:
+    for b, a in sorted((args or {}).items()):
+      if not isinstance(a, np.ndarray):
+        raise LaunchError(f"{where}: binding {b} must be a numpy array, got {type(a).__name__}", arch, kernel)
+      va = _place(mem, a, copies, read_only=b in ubo_blocks)
+      res["ubo" if b in ubo_blocks else "ibo"][int(b)] = (va, a.nbytes)
+      if b in ubo_blocks:
+        res["ibo"][int(b)] = (va, a.nbytes)
+      else:
+        res["ubo"][int(b)] = (va, a.nbytes)
+    consts = _const_file(sh, grid, block, args or {}, where)
+    ncta = grid[0] * grid[1] * grid[2]
+    per = max(1, core.MAX_WAVES // nw)
+    priv = max(sh.pvtmem_size, 16)
+    tr = [] if trace is not None else None
+    c0 = 0
+    while c0 < ncta:
+      c1 = min(ncta, c0 + per)
+      W = (c1 - c0) * nw
+      wg = np.repeat(np.arange(c1 - c0), nw)
+      eng = core.Engine(prog, mem, W, L, ROWS, 1, max(sh.shared_size, 4), priv, wg, Checks.make(checks), arch)
+      eng.res = res
+      _init(eng, sh, grid, block, c0, nw, threads, consts)
+      if tr is not None:
+        eng.hooks.append(_tracer(tr, c0 * nw))
+      try:
+        left = None if max_instructions is None else max_instructions - stats.instructions
+        core.run(eng, serial, left)
+      except core.Stop as st:
+        _count(stats, eng, c1, nw)
+        _raise(st, eng, kernel, arch, c0, nw, grid, block)
+      _count(stats, eng, c1, nw)
+      c0 = c1
+    for a, va, copied in copies:
+      if copied and a.flags.writeable and a.nbytes:
+        a[...] = np.frombuffer(mem.read_bytes(va, a.nbytes), np.uint8).view(a.dtype).reshape(a.shape)
+  finally:
+    for _, va, _ in copies:
+      mem.unmap(va)
+  stats.seconds = time.perf_counter() - t0
+  if tr is not None:
+    stats.trace = tr
+    if isinstance(trace, (str, Path)):
+      write_trace(trace, tr)
+    elif isinstance(trace, list):
+      trace.extend(tr)
+  return stats
+
+
+def _place(mem, a: np.ndarray, copies: list, read_only: bool) -> int:
+  """A guest buffer for array `a`: mapped in place when it is writeable, C-contiguous and overlaps no other argument,
+  else a copy (copied back after the launch unless read-only)."""
+  if not read_only and a.flags.c_contiguous and a.flags.writeable and a.nbytes and \
+     not any(np.may_share_memory(a, b) for b, _, _ in copies):
+    va = mem.alloc(a.nbytes, buf=a.reshape(-1).view(np.uint8))
+    copies.append((a, va, False))
+    return va
+  va = mem.alloc(max(a.nbytes, 1))
+  c = np.ascontiguousarray(a)
+  if c.nbytes:
+    mem.write_bytes(va, c.reshape(-1).view(np.uint8))
+  copies.append((a, va, not read_only))
+  return va
+
+
+def _const_file(sh: listing.Shader, grid, block, args: dict, where: str) -> np.ndarray:
+  """The const file the driver uploads: immediates, pushed UBO ranges, driver params (ir3_driver_params_cs)."""
+  c = np.zeros(CONST_DWORDS, np.uint32)
+  for off, words in sh.consts:
+    c[off:off + len(words)] = words
+  for r in sh.ubo_ranges:
+    if r.block not in args:
+      raise LaunchError(f"{where}: the shader reads UBO {r.block} (bytes [{r.start}, {r.end})); pass it in args")
+    b = np.ascontiguousarray(args[r.block]).reshape(-1).view(np.uint8)
+    if b.nbytes < r.end:
+      raise LaunchError(f"{where}: UBO {r.block} has {b.nbytes} bytes; the shader's pushed range is "
+                        f"[{r.start}, {r.end})")
+    c[r.offset:r.offset + (r.end - r.start) // 4] = b[r.start:r.end].view(np.uint32)
+  dp = sh.driver_params
+  if dp is not None:
+    sg = sh.subgroup_size
+    c[dp:dp + 16] = [*grid, 3, 0, 0, 0, sg, *block, sg.bit_length() - 1, 0, 0, 0, 0]
+  return c
+
+
+def _init(eng, sh: listing.Shader, grid, block, c0: int, nw: int, threads: int, consts: np.ndarray) -> None:
+  """Each fiber's initial state: alive, PC 0, enabled; the inputs (local id per fiber, workgroup id per wave); the
+  const file."""
+  W, L = eng.W, eng.L
+  t = np.arange(nw)[:, None] * L + np.arange(L)[None, :]
+  eng.lalive.reshape(-1, nw, L)[:] = t < threads
+  eng.launched[:] = eng.lalive
+  eng.lpc[:] = eng.entry = 0
+  eng.V[:, EN, :] = 1
+  eng.S[:, CONST:CONST + CONST_DWORDS] = consts
+  cta = c0 + np.arange(W) // nw
+  bx, by, _ = block
+  gx, gy, _ = grid
+  vals = {listing.LOCAL_ID: lambda k: ((t % bx, t // bx % by, t // (bx * by))[k]),
+          listing.WORKGROUP_ID: lambda k: (cta % gx, cta // gx % gy, cta // (gx * gy))[k]}
+  for inp in sh.inputs:
+    if inp.sysval not in vals:
+      raise LaunchError(f"[{eng.prog.arch}] system value {inp.sysval} in {inp.name} is not supported")
+    for k in range(3):
+      if inp.compmask >> k & 1:
+        v, s = np.asarray(vals[inp.sysval](k)), reg(inp.reg + k)
+        if s.file == "s":  # a per-wave value (a local id there would be meaningless)
+          eng.S[:, s.index] = v if v.ndim == 1 else 0
+        elif v.ndim == 2:  # per fiber of a workgroup, the same in every workgroup
+          eng.V[:, s.index, :].reshape(-1, nw, L)[:] = v
+        else:
+          eng.V[:, s.index, :] = v[:, None]
+        eng.mark(s.file, s.index)
+  eng.mark("v", EN)
+  if eng.checks is not None:  # the inputs and the whole const file (the driver uploads it) count as written
+    regs = [reg(i.reg + k) for i in sh.inputs for k in range(3) if i.compmask >> k & 1]
+    eng.checks.initial(eng, 0, [EN] + [r.index for r in regs if r.file == "v"],
+                       [r.index for r in regs if r.file == "s"] + list(range(CONST, CONST + CONST_DWORDS)))
+
+
+def _count(stats: LaunchStats, eng, c1: int, nw: int) -> None:
+  stats.instructions += eng.count
+  stats.lane_instructions += eng.lane_count
+  stats.native_instructions += eng.native_count
+  stats.workgroups, stats.waves = c1, c1 * nw
+
+
+def _raise(st: core.Stop, eng, kernel: str, arch: str, c0: int, nw: int, grid, block):
+  """An executor stop as EmuFault / EmuTrap / EmuError naming workgroup, wave, fiber, PC and instruction."""
+  w, lane = max(st.wave, 0), None
+  if st.fault is not None and getattr(st.fault, "thread", None) is not None:
+    w, lane = st.fault.thread
+  elif eng._cur is not None and st.op is not None and st.wave >= 0:
+    j = int(np.argmax(np.arange(eng.W)[eng._last_ix] == w)) if eng._last_ix is not None else 0
+    act = np.nonzero(eng._cur[min(j, len(eng._cur) - 1)])[0]
+    lane = int(act[0]) if len(act) else None
+  if lane is None:
+    live = np.nonzero(eng.lalive[w])[0]
+    lane = int(live[0]) if len(live) else 0
+  op = st.op
+  c = c0 + w // nw
+  gx, gy, _ = grid
+  where = f"workgroup ({c % gx},{c // gx % gy},{c // (gx * gy)}), wave {w % nw}, fiber {lane}"
+  pc = op.pc if op is not None else int(eng.lpc[w, lane])
+  text = op.text if op is not None else _word_text(eng.prog, pc, arch)
+  if st.kind == "fault":
+    f = st.fault
+    raise EmuFault(f.va, f.size, f.access, arch, kernel, pc, text, f"{where}: {f}", c0 * nw + w) from None
+  cls = {"trap": EmuTrap, "check": EmuCheckError}.get(st.kind, EmuError)
+  raise cls(f"[{arch}] kernel {kernel}, {where}, PC {pc:#x}: {text}: {st.msg}", arch, kernel, pc, text,
+            c0 * nw + w) from None
+
+
+def _word_text(prog, pc: int, arch: str) -> str:
+  """The instruction word at `pc` as Mesa prints it (`raw 0x...` when nothing matches), or '?' outside the code."""
+  from gputwin.isa.ir3 import disasm_word
+  if not 0 <= pc <= len(prog.text) - 8:
+    return "?"
+  return disasm_word(int.from_bytes(prog.text[pc:pc + 8], "little"), arch)[0]
+
+
+def _tracer(out: list, first: int):
+  """(wave, PC, instruction, what it wrote): `r1.x=2a` when every fiber that ran it holds the same value, else
+  `r1.x=fiber:value,...`."""
+  def hook(eng, op, ix):
+    m = eng._cur
+    for j, w in enumerate(np.arange(eng.W)[ix]):
+      parts = []
+      for o in op.info.get("parts", [op]):
+        for d in o.outs.values():
+          if m is None or not m[j].any() or d.file == "k":
+            continue
+          lanes = np.nonzero(m[j])[0]
+          vals = eng.V[w, d.index][lanes] if d.file == "v" else np.full(len(lanes), eng.S[w, d.index])
+          if d.bits == 16:
+            vals = (vals >> 16) if d.hi else vals & 0xffff
+          one = (vals == vals[0]).all()
+          parts.append(f"{regname(d)}=" + (f"{int(vals[0]):x}" if one else
+                                        ",".join(f"{l}:{int(v):x}" for l, v in zip(lanes, vals))))
+      out.append((first + int(w), op.pc, op.text, " ".join(parts)))
+  return hook
+

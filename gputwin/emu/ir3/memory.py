@@ -1,0 +1,98 @@
+"""ir3 effective addresses (isaspec ir3-cat6.xml): global `g[base+off]` (64-bit register pair or const),
+`g[base+index<<shift+off]` (ldg.a/stg.a), shared `l[reg+off]` and private `p[reg+off]` byte offsets, bindless IBOs
+(SSBOs: the descriptor index of `.base0` is the buffer's binding, the coordinate counts elements of the access type)
+and UBOs (ldc: vec4 offset + component). The launch binds IBOs and UBOs (`Engine.res`: kind -> [(va, bytes)]); an
+access outside its buffer faults there, naming the buffer, like an access outside guest memory.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from gputwin.emu.ir3.decode import A0, CONST, CONST_DWORDS
+from gputwin.emu.program import Op
+from gputwin.errors import GPUPageFault
+
+U32, U64 = np.uint32, np.uint64
+
+
+def _lanes(eng, v, ix) -> np.ndarray:
+  return np.broadcast_to(np.asarray(v), (eng.nwaves(ix), eng.L))
+
+
+def buffer(eng, op: Op, kind: str, idx, ix, m, nbytes: int, offset: np.ndarray) -> np.ndarray:
+  """Addresses of `nbytes` at byte `offset` (per fiber) of the bound buffer `idx` (per fiber) of `kind`; faults for
+  an unbound index or an access past the buffer's end."""
+  table = eng.res.get(kind, {})
+  idx = _lanes(eng, idx, ix).astype(np.int64)
+  base, size = np.zeros(idx.shape, U64), np.zeros(idx.shape, np.int64)
+  for i in np.unique(idx[m]):
+    if int(i) not in table:
+      w, lane = (int(x[0]) for x in np.nonzero(m & (idx == i)))
+      e = GPUPageFault(0, nbytes, "write" if "w" in op.sem.mem and "r" not in op.sem.mem else "read",
+                       detail=f"{kind.upper()} {int(i)} is not bound")
+      e.thread = (int(np.arange(eng.W)[ix][w]), lane)
+      raise e
+    va, n = table[int(i)]
+    base[idx == i], size[idx == i] = va, n
+  off = _lanes(eng, offset, ix).astype(np.int64)
+  bad = m & ((off < 0) | (off + nbytes > size))
+  if bad.any():
+    w, lane = (int(x[0]) for x in np.nonzero(bad))
+    e = GPUPageFault(int(base[w, lane]) + int(off[w, lane]), nbytes, "write" if "w" in op.sem.mem and "r" not in
+                     op.sem.mem else "read", detail=f"{kind.upper()} {int(idx[w, lane])} byte offset "
+                     f"{int(off[w, lane])} is past its {int(size[w, lane])} bytes")
+    e.thread = (int(np.arange(eng.W)[ix][w]), lane)
+    raise e
+  return base + np.where(m, off, 0).astype(U64)
+
+
+def memop(eng, op: Op, ix, m, st) -> None:
+  i, space = op.info, op.info["space"]
+  n = i["n"] * i.get("esize", 4)
+  if space == "ibo":
+    coord = _lanes(eng, eng.fetch(i["coord"], ix), ix).astype(np.int64)
+    a = buffer(eng, op, "ibo", eng.fetch(i["ibo"], ix), ix, m, n, coord * i["esize"])
+    return eng.run_body(op, ix, m, st, eng.mem, a)
+  if space == "ubo":
+    off = _lanes(eng, eng.fetch(i["coord"], ix), ix).astype(np.int64) * 16 + i["off"]
+    a = buffer(eng, op, "ubo", eng.fetch(i["ubo"], ix), ix, m, n, off)
+    return eng.run_body(op, ix, m, st, eng.mem, a)
+  base = _lanes(eng, eng.fetch(i["base"], ix), ix)
+  if space == "global":
+    a = base.astype(U64) + U64(i["off"] & 0xffffffffffffffff)
+    if "index" in i:
+      a = a + (_lanes(eng, eng.fetch(i["index"], ix), ix).astype(U64) << U64(i["shift"]))
+    try:
+      return eng.run_body(op, ix, m, st, eng.mem, a)
+    except GPUPageFault as e:
+      bad = m & (a <= U64(e.va)) & (U64(e.va) < a + U64(max(e.size, 1)))
+      w, lane = (int(x[0]) for x in np.nonzero(bad if bad.any() else m))
+      e.thread = (int(np.arange(eng.W)[ix][w]), lane)
+      raise
+  off = (base.astype(np.int64) + i["off"]) & 0xffffffff
+  if space == "shared":
+    return eng.run_body(op, ix, m, st, eng.lds, eng.lds_address(op, ix, m, off.astype(U32)))
+  return eng.run_scratch(op, ix, m, st, off.astype(U64))
+
+
+def relative(eng, op: Op, file: str, off: int, half: bool) -> np.ndarray:
+  """r<a0.x + off> / c<a0.x + off> per fiber: a0.x (signed 16 bits) plus the offset names a register (or half
+  register) or const dword; outside the file is an error."""
+  ix, m = eng._last_ix, eng.exec_mask(eng._last_ix)
+  a0 = eng.V[ix, A0].astype(np.int64) & 0xffff
+  n = np.where(a0 >= 0x8000, a0 - 0x10000, a0) + off
+  if file == "s":
+    if (m & ((n < 0) | (n >= CONST_DWORDS))).any():
+      raise GPUPageFault(0, 4, "read", detail=f"c<a0.x + {off}> is outside the const file")
+    v = eng.S[ix][np.arange(eng.nwaves(ix))[:, None], CONST + np.clip(n, 0, CONST_DWORDS - 1)]
+    return v & U32(0xffff) if half else v
+  limit = 2 * A0 if half else A0
+  if (m & ((n < 0) | (n >= limit))).any():
+    raise GPUPageFault(0, 4, "read", detail=f"r<a0.x + {off}> is outside the register file")
+  n = np.clip(n, 0, limit - 1)
+  rows = n // 2 if half else n
+  V = eng.V[ix]
+  v = V[np.arange(V.shape[0])[:, None], rows, np.arange(eng.L)[None, :]]
+  if half:
+    v = np.where(n & 1, v >> U32(16), v & U32(0xffff))
+  return v
