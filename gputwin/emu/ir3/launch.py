@@ -70,55 +70,66 @@ def launch(code, kernel: str = "main", *, grid, block=None, args: dict | None = 
                       f"{tuple(sh.local_size)} (compiled in)", arch, kernel)
   if sh.shared_size > SHARED_LIMIT:
     raise LaunchError(f"{where}: {sh.shared_size} bytes of shared memory exceed {SHARED_LIMIT}", arch, kernel)
-  grid, block = three(grid, "grid"), tuple(sh.local_size)
-  L = sh.wave_size
-  threads = block[0] * block[1] * block[2]
-  nw = -(-threads // L)
+  grid = three(grid, "grid")
   mem = GuestMemory(arch)
-  prog = Program(data, 0, arch, "ir3", L, FRONTEND)
-  stats = LaunchStats(kernel, arch, wave_size=L)
-  t0 = time.perf_counter()
   ubo_blocks = {r.block for r in sh.ubo_ranges}
   res, copies = {"ibo": {}, "ubo": {}}, []
+  t0 = time.perf_counter()
   try:
-    for b, a in sorted((args or {}).items()):
+    for b, a in sorted((args or {}).items()):  # every binding is addressable as IBO and UBO b; UBOs are read-only
       if not isinstance(a, np.ndarray):
         raise LaunchError(f"{where}: binding {b} must be a numpy array, got {type(a).__name__}", arch, kernel)
-      va = _place(mem, a, copies, read_only=b in ubo_blocks)
-      res["ubo" if b in ubo_blocks else "ibo"][int(b)] = (va, a.nbytes)
-      if b in ubo_blocks:
-        res["ibo"][int(b)] = (va, a.nbytes)
-      else:
-        res["ubo"][int(b)] = (va, a.nbytes)
-    consts = _const_file(sh, grid, block, args or {}, where)
-    ncta = grid[0] * grid[1] * grid[2]
-    per = max(1, core.MAX_WAVES // nw)
-    priv = max(sh.pvtmem_size, 16)
-    tr = [] if trace is not None else None
-    c0 = 0
-    while c0 < ncta:
-      c1 = min(ncta, c0 + per)
-      W = (c1 - c0) * nw
-      wg = np.repeat(np.arange(c1 - c0), nw)
-      eng = core.Engine(prog, mem, W, L, ROWS, 1, max(sh.shared_size, 4), priv, wg, Checks.make(checks), arch)
-      eng.res = res
-      _init(eng, sh, grid, block, c0, nw, threads, consts)
-      if tr is not None:
-        eng.hooks.append(_tracer(tr, c0 * nw))
-      try:
-        left = None if max_instructions is None else max_instructions - stats.instructions
-        core.run(eng, serial, left)
-      except core.Stop as st:
-        _count(stats, eng, c1, nw)
-        _raise(st, eng, kernel, arch, c0, nw, grid, block)
-      _count(stats, eng, c1, nw)
-      c0 = c1
+      res["ibo"][int(b)] = res["ubo"][int(b)] = (_place(mem, a, copies, read_only=b in ubo_blocks), a.nbytes)
+    consts = const_file(sh, grid, {b: a for b, a in (args or {}).items() if b in ubo_blocks}, where)
+    stats = run(data, sh, grid, mem, res, consts, kernel=kernel, arch=arch, serial=serial, checks=checks,
+                trace=trace, max_instructions=max_instructions)
     for a, va, copied in copies:
       if copied and a.flags.writeable and a.nbytes:
         a[...] = np.frombuffer(mem.read_bytes(va, a.nbytes), np.uint8).view(a.dtype).reshape(a.shape)
   finally:
     for _, va, _ in copies:
       mem.unmap(va)
+  stats.seconds = time.perf_counter() - t0
+  return stats
+
+
+def run(code: bytes, sh: listing.Shader, grid, mem, res: dict, consts: np.ndarray, *, kernel: str = "main",
+        arch: str | None = None, serial: bool = False, checks=True, trace=None,
+        max_instructions: int | None = None) -> LaunchStats:
+  """Run machine code whose buffers already live in guest memory `mem` (a GuestMemory, or a mock GPU's address
+  space): `res` binds IBOs and UBOs by index (`{"ibo": {i: (va, bytes)}, "ubo": {...}}`), `consts` is the whole
+  const file (CONST_DWORDS words: what a driver or command processor uploaded). The launch's inputs (local and
+  workgroup ids) go where the shader's `inputs` say. A command processor calls this with the state it was given."""
+  arch = arch or sh.gpu
+  grid, block = three(grid, "grid"), tuple(sh.local_size)
+  L = sh.wave_size
+  threads = block[0] * block[1] * block[2]
+  nw = -(-threads // L)
+  prog = Program(bytes(code), 0, arch, "ir3", L, FRONTEND)
+  stats = LaunchStats(kernel, arch, wave_size=L)
+  t0 = time.perf_counter()
+  ncta = grid[0] * grid[1] * grid[2]
+  per = max(1, core.MAX_WAVES // nw)
+  priv = max(sh.pvtmem_size, 16)
+  tr = [] if trace is not None else None
+  c0 = 0
+  while c0 < ncta:
+    c1 = min(ncta, c0 + per)
+    W = (c1 - c0) * nw
+    wg = np.repeat(np.arange(c1 - c0), nw)
+    eng = core.Engine(prog, mem, W, L, ROWS, 1, max(sh.shared_size, 4), priv, wg, Checks.make(checks), arch)
+    eng.res = res
+    _init(eng, sh, grid, block, c0, nw, threads, consts)
+    if tr is not None:
+      eng.hooks.append(_tracer(tr, c0 * nw))
+    try:
+      left = None if max_instructions is None else max_instructions - stats.instructions
+      core.run(eng, serial, left)
+    except core.Stop as st:
+      _count(stats, eng, c1, nw)
+      _raise(st, eng, kernel, arch, c0, nw, grid, block)
+    _count(stats, eng, c1, nw)
+    c0 = c1
   stats.seconds = time.perf_counter() - t0
   if tr is not None:
     stats.trace = tr
@@ -145,15 +156,17 @@ def _place(mem, a: np.ndarray, copies: list, read_only: bool) -> int:
   return va
 
 
-def _const_file(sh: listing.Shader, grid, block, args: dict, where: str) -> np.ndarray:
-  """The const file the driver uploads: immediates, pushed UBO ranges, driver params (ir3_driver_params_cs)."""
+def const_file(sh: listing.Shader, grid, ubos: dict, where: str = "") -> np.ndarray:
+  """The const file a driver uploads for a launch: the `@const` immediates, the UBO ranges the shader's ubo_state
+  pushes (from `ubos`: binding -> array), `struct ir3_driver_params_cs` at its offset."""
+  grid, block = three(grid, "grid"), tuple(sh.local_size)
   c = np.zeros(CONST_DWORDS, np.uint32)
   for off, words in sh.consts:
     c[off:off + len(words)] = words
   for r in sh.ubo_ranges:
-    if r.block not in args:
+    if r.block not in ubos:
       raise LaunchError(f"{where}: the shader reads UBO {r.block} (bytes [{r.start}, {r.end})); pass it in args")
-    b = np.ascontiguousarray(args[r.block]).reshape(-1).view(np.uint8)
+    b = np.ascontiguousarray(ubos[r.block]).reshape(-1).view(np.uint8)
     if b.nbytes < r.end:
       raise LaunchError(f"{where}: UBO {r.block} has {b.nbytes} bytes; the shader's pushed range is "
                         f"[{r.start}, {r.end})")
