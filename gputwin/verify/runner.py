@@ -100,10 +100,14 @@ def _copy(args):
 def run(code, kernel: str | None = None, *, grid, block, args, arch: str | None = None, device: str | None = None,
         trace: bool = True, label: str = "", checks=True, max_instructions: int | None = None) -> Run:
   """Launch on a copy of the named `args` [(name, value)] on the emulator, or through gputwin.runtime on `device`
-  ("mock:gfx1100", "amd:0", "mock:sm_90", "nv:0"; no trace there). Arguments that cannot be launched at all raise; faults do not."""
+  ("mock:gfx1100", "amd:0", "mock:sm_90", "nv:0", "mock:a630"; no trace there). Adreno ir3 (`.bin`, a6xx/a7xx
+  targets): names are GLSL bindings. Arguments that cannot be launched at all raise; faults do not."""
   from gputwin.emu.api import Emulator, is_ptx
   from gputwin.isa.kernargs import three
+  from gputwin.pcode import family_of
   args = _copy(args)
+  if str(code).endswith(".bin") or family_of(arch or "gfx1100") == "ir3":
+    return _run_ir3(code, kernel, grid, args, arch, device, trace, label, checks, max_instructions)
   if (arch or "").startswith("sm_") or is_ptx(code) or str(code).endswith(".cu"):
     return _run_ptx(load_code(code, arch), kernel, grid, block, args, arch or "sm_90", device, trace, label, checks,
                     max_instructions)
@@ -162,7 +166,29 @@ def _run_ptx(code, kernel, grid, block, args, arch, device, trace, label, checks
   return r
 
 
-def _on_device(r: Run, device: str, code, kernel: str, grid, block, values: list) -> Run:
+def _run_ir3(code, kernel, grid, args, arch, device, trace, label, checks, max_instructions) -> Run:
+  """`run` for Adreno ir3 code (a Mesa `.bin` with its listing, or bytes/assembly with the default Shader): the
+  argument names are GLSL bindings; waves of the shader's size, traced per wave."""
+  from gputwin.emu.ir3.launch import launch, load
+  data, sh = load(code, arch, None)
+  arch = arch or sh.gpu
+  b = sh.local_size
+  r = Run(label or arch, arch, kernel or "main", [(n, v) for n, v in args if isinstance(v, np.ndarray)],
+          [] if trace and not device else None, sh.wave_size, -(-(b[0] * b[1] * b[2]) // sh.wave_size),
+          where=device or "emu")
+  values = {int(n, 0) if isinstance(n, str) else int(n): v for n, v in args}
+  if device:
+    return _on_device(r, device, code, r.kernel, grid, None, values)
+  try:
+    st = launch(data, r.kernel, grid=grid, args=values, arch=arch, shader=sh, checks=checks, trace=r.trace,
+                max_instructions=max_instructions)
+    r.instructions = st.instructions
+  except GputwinError as e:
+    r.error = e
+  return r
+
+
+def _on_device(r: Run, device: str, code, kernel: str, grid, block, values) -> Run:
   """The launch through gputwin.runtime on `device` (no trace there); a fault is the Run's error."""
   from gputwin.runtime import open as open_device
   dev = None
