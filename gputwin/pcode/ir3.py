@@ -319,6 +319,7 @@ EVENTS: dict[str, str] = {
   "BRCST": "BRCST(CLUSTER): in each cluster, the upper half gets S0 of the highest active fiber of the lower half; "
            "D0 unchanged where none is active (brcst.active <doc>)",
   "STC": "STC(N): N consecutive registers from S0 into the const file at DST (stc)",
+  "SHFL": "SHFL(MODE): D0 = S0 of fiber lane^S1 / lane-S1 / lane+S1 / (lane+S1) mod W / (lane-S1) mod W (shfl)",
   "LDCK": "LDCK(N): N vec4 of UBO S1 at byte offset S0 into the const file at a1.x (ldc.k)",
   "NOP": "NOP(): no architectural effect (nop, (nopN)/(rptN) timing, fence/lock/unlock/cache maintenance, sleep)",
 }
@@ -460,6 +461,8 @@ ROWS: tuple[Row, ...] = (
     for a in ("add", "sub", "xchg", "inc", "dec", "cmpxchg", "min", "max", "and", "or", "xor")
     if not (sp == "atomic.b." and a in ("inc", "dec"))),
   Row("stc", _event("STC(N)"), f"{C6} stc: registers to the const file"),
+  Row("shfl", _event("SHFL(MODE)"), f"{C6} shfl <doc>: xor/up/down/rup/rdown across the wave",
+      "a source fiber outside the wave gives the fiber its own value (undefined in the docs)"),
   Row("ldc.k", _event("LDCK(N)"), f"{C6} ldc.k <doc>: UBO to the const file"),
   Row("bar", _event("BARRIER()"), f"{C7} bar"),
   *(Row(op, _event("NOP()"), f"{C7} {op}", "memory ordering and caches: gputwin's memory is coherent")

@@ -33,6 +33,7 @@ FLUT = (0.0, 0.5, 1.0, 2.0, math.e, math.pi, 1 / math.pi, 1 / math.log2(math.e),
         1 / math.log2(10), math.log2(10), 4.0)  # #mulitsrc-immed-flut <doc>: the float immediates by index
 # the events a body calls -> the machine's kind for it (end/barrier/nop the machine knows; the rest emu/ir3/events.py)
 CONTROL = {"END": "end", "BARRIER": "barrier", "NOP": "nop", "SHPE": "nop", "SHPS": "nop", "GETONE": "getone",
+           "SHFL": "shfl",
            "GETLAST": "getlast", "PREDT": "pred", "PREDF": "pred", "PREDE": "pred", "BRANY": "bany", "BRALL": "bany",
            "MOVMSK": "movmsk", "BRCST": "brcst", "STC": "stc", "LDCK": "ldck"}
 _BY_LEAF = {"ldib.b": "ldib.b", "stib.b": "stib.b"}  # leaves whose key is not `<leaf>.<type>.<n>` by default
@@ -194,6 +195,8 @@ def bind(loc: Located, pc: int, family: str, wave: int) -> Op:
     return op
   if cat == 4 or op.mem == "ds" and not op.sem.mem == "w":  # what (ss) waits for: SFU results, shared-memory loads
     op.info["sync"] = "either" if op.atomic else "ss"  # (shared atomics: either flag, the docs do not say which)
+  elif op.kind == "shfl":
+    op.info["sync"] = "either"  # (a cross-fiber read through the memory pipe: the docs do not say which flag)
   elif cat == 5 or op.kind == "resinfo" or op.mem and op.sem is not None and "r" in op.sem.mem:
     op.info["sync"] = "sy"  # what (sy) waits for: memory loads, atomics, resinfo, cat5
   if loc.predicated and op.kind not in ("nop", "pred"):
@@ -249,12 +252,13 @@ def _alu(op: Op, inst: Inst) -> None:
   rep = f.get("REPEAT", 0)
   if inst.cat == 1:
     half_s, half_d = bool(f.get("HALF")), bool(f.get("DST_HALF"))
+    if n in ("swz", "gat", "sct"):
+      _parallel(op, inst, half_s, half_d)
+      return
     names, srcs, rflags = ["SRC"], [f["SRC"]], [f.get("SRC_R", 0)]
     d = f["DST"]
     if f.get("DST_REL"):
       op.info["dst_rel"] = d.fields.get("OFFSET", 0)
-    if n in ("swz", "gat", "sct"):
-      raise PcodeError(f"{n}: parallel moves not modelled yet", "ir3", n)
     dst = reg(_num(d.fields["DST"]), half_d) if not f.get("DST_REL") else Src("v", TMP)
     immed_bits = sem.inputs.get("S0", 32)
     if n == "mov-immed":  # the immediate is the source's raw bits (#cat1-immed-src)
@@ -311,6 +315,22 @@ def _alu(op: Op, inst: Inst) -> None:
   op.kind, op.info["parts"] = "rpt", parts
 
 
+def _parallel(op: Op, inst: Inst, half_s: bool, half_d: bool) -> None:
+  """swz/gat/sct (ir3-cat1.xml <doc>: a series of moves whose sources are all read before any destination is
+  written): (source, destination) pairs, each converted by the instruction's mov/cov key (the event runs them)."""
+  f, n = inst.fields, inst.name
+  src = lambda k: reg(_num(f[k].fields["REG"]), half_s)
+  dst = lambda k: reg(_num(f[k].fields["REG"]), half_d)
+  if n == "swz":
+    pairs = [(src("SRC0"), dst("DST0")), (src("SRC1"), dst("DST1"))]
+  elif n == "gat":
+    pairs = [(src(f"SRC{i}"), step(dst("DST0"), i, half_d)) for i in range(4)]
+  else:
+    pairs = [(step(src("SRC0"), i, half_s), dst(f"DST{i}")) for i in range(4)]
+  op.kind, op.info["moves"] = "par", pairs
+  op.ins, op.outs = {f"S{i}": a for i, (a, _) in enumerate(pairs)}, {f"D{i}": b for i, (_, b) in enumerate(pairs)}
+
+
 def _cat5(op: Op, inst: Inst) -> None:
   f, n = inst.fields, inst.name
   if n != "brcst.active":
@@ -357,8 +377,12 @@ def _cat6(op: Op, inst: Inst) -> None:
     op.info.update(ibo=_cat6_src(f, "SSBO", "SSBO_IM"), t=t)
     op.outs["D0"] = reg(_num(f["DST"]))
     return
-  if n == "shfl":
-    raise PcodeError("shfl: not modelled yet", "ir3", n)
+  if n == "shfl":  # subgroup shuffle/rotate (ir3-cat6.xml shfl <doc>): the event reads the source fiber's register
+    _control(op, "shfl")
+    op.info["mode"] = spec().enums["#cat6-shfl-mode"][f["MODE"]]
+    op.ins["S0"], op.ins["S1"] = reg(_num(f["SRC1"]), half), _cat6_src(f, "SRC2", "SRC2_IM")
+    op.outs["D0"] = reg(_num(f["DST"]), half)
+    return
   atomic = n.startswith("atomic.")
   if atomic:
     parts = n.split(".")

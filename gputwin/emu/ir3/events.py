@@ -41,6 +41,14 @@ def run(eng, op: Op, ix, sel, m) -> np.ndarray:
       if "dst_rel" in part.info:
         _store_relative(eng, part, ix, m)
     return sel
+  if k == "par":  # swz/gat/sct: every source read first, then each converted and written
+    vals = [np.array(np.broadcast_to(eng.fetch(a, ix), m.shape)) for a, _ in op.info["moves"]]  # (copies, not views)
+    for v, (_, d) in zip(vals, op.info["moves"]):
+      eng.store(d, np.asarray(op.sem({"S0": v}, exec=m, lanes=eng.L)["D0"]), ix, m)
+    return sel
+  if k == "shfl":
+    _shfl(eng, op, ix, m)
+    return sel
   t = int(op.ins["TARGET"].value) if "TARGET" in op.ins else None
   if k == "getone":  # one fiber (the lowest active) falls through; the others jump
     go = m & ~_first(m)
@@ -133,6 +141,21 @@ def _next(s, r: int):
 def _const_range(d: int, n: int, op: Op) -> None:
   if d < 0 or d + n > CONST_DWORDS:
     raise GPUPageFault(0, 4 * n, "write", detail=f"{op.text}: const dwords [{d}, {d + n}) are outside the const file")
+
+
+def _shfl(eng, op: Op, ix, m) -> None:
+  """shfl.MODE (ir3-cat6.xml <doc>): xor/up/down as Vulkan's subgroupShuffleXor/Up/Down, rdown as subgroupRotate,
+  rup as a rotate by -delta, over the wave; the delta (S1) is the first active fiber's (it must be dynamically
+  uniform). A source fiber outside the wave (up/down past its ends) gives the fiber its own value (our choice: the
+  docs leave it undefined, as Vulkan does)."""
+  W, L = m.shape
+  v = np.broadcast_to(np.asarray(eng.fetch(op.ins["S0"], ix)), m.shape)
+  d = _uniform(eng, op.ins["S1"], ix, m).astype(np.int64)[:, None]
+  lane = np.arange(L)[None, :]
+  j = {"xor": lane ^ d, "up": lane - d, "down": lane + d, "rdown": (lane + d) % L, "rup": (lane - d) % L}[
+    op.info["mode"]]
+  j = np.where((j >= 0) & (j < L), j, lane)
+  eng.store(op.outs["D0"], np.take_along_axis(v, j, axis=1), ix, m)
 
 
 def _brcst(eng, op: Op, ix, m) -> None:
