@@ -244,6 +244,26 @@ ERRATA += (
           "chunks of 2/pi."),
 )
 
+ERRATA += (
+  Erratum(_ALL, r"^declare S : 32'B\[3\];$", "sub",
+          "declare S : 32'B[3];\nS[0] = S0.b32;\nS[1] = S1.b32;\nS[2] = S2.b32;",
+          "V_FMA_MIX*/V_MAD_MIX*: the text declares a local array S and reads S[i] as source i, but never fills it "
+          "from the operands; run as written every source is 0 (fma(0, 0, 0) for any input). S[i] is the "
+          "instruction's source i (S0, S1, S2), each taken as f32 or as the f16 half OPSEL picks.",
+          "AMD RDNA3 / RDNA4 ISA guides, VOP3P V_FMA_MIX_F32/MIXLO/MIXHI (an fma of the three sources, each f32 or "
+          "an f16 half as OPSEL_HI/OPSEL say; the CDNA4 guide's V_MAD_MIX_* have the same text); llvm-mc-22 encodes "
+          "the three register/constant sources in src0..src2. "
+          "tinygrad 0.14 `Tensor([1.0], dtype=half).sin()` (LLVM-22, gfx1100 true16) reduces its argument with "
+          "`v_fma_mix_f32 v5, v3, s6, v1 op_sel_hi:[0,0,1]` (0 * -pi + f16 1.0 = 1.0) and printed -0.0 before "
+          "this fix (tests/emu/test_tinygrad_repro.py)."),
+  Erratum(("cdna",), r"in\[0\] \* in\[1\] \+ in\[2\]", "sub", "fma(in[0], in[1], in[2])",
+          "CDNA V_MAD_MIX*: the CDNA4 text multiplies and adds with two roundings, but on gfx942/gfx950 the opcode "
+          "is the fused V_FMA_MIX (one rounding), as on RDNA.",
+          "llvm-mc-22 (gfx942, gfx950) names VOP3P opcodes 0x20-0x22 v_fma_mix_f32/v_fma_mixlo_f16/v_fma_mixhi_f16 "
+          "(D3A0..D3A2); clang-22 selects v_fma_mix_f32 for OpenCL fma((float)h, f, -(float)h), which must round "
+          "once (tests/emu/test_tinygrad_repro.py::test_clang_fma_mix, exact against numpy in f64)."),
+)
+
 _SCHED = "changes no architectural register or memory state in gputwin's model"
 _NOTE = '"{}: ' + _SCHED + '"'
 

@@ -6,6 +6,7 @@ DATA, ...) and a few vendor tables (scalar operand codes, inline constants). Not
 from __future__ import annotations
 
 import functools
+import re
 import struct
 
 from gputwin.abi.kfd import LDS_APP_BASE_V9, SCRATCH_APP_BASE_V9
@@ -13,6 +14,7 @@ from gputwin.emu.binding import Address
 from gputwin.emu.program import Op, Src
 from gputwin.errors import GputwinError, PcodeError
 from gputwin.isa import Inst
+from gputwin.isa.model import FMT
 from gputwin.isa.operands import operands, returns, signature, vopd_halves
 from gputwin.pcode import semantics
 from gputwin.pcode.analysis import adds_offset as body_adds_offset, writes_memory
@@ -92,7 +94,7 @@ def _src(o, slot, neg=0, abs_=0, hi=False, pk=()) -> Src:
 def _sign(fmt: str, bits: int, bitwise: bool = False) -> int:
   """The sign bit that abs/neg act on. Untyped (B16/B32/B64) sources of VOP1/2/3 and DPP/SDWA forms, e.g.
   V_CNDMASK_B32 (LLVM selects fneg through it), take the float modifiers bitwise on their width; VOP3P's untyped
-  sources (FMA_MIX, IU8 WMMA signedness) give the bits other meanings and are left alone."""
+  sources (IU8 WMMA signedness) give the bits other meanings and are left alone (FMA_MIX: see `_sources`)."""
   if bitwise and "NUM_B" in fmt and bits in (16, 32, 64):
     return 1 << (bits - 1)
   if "F16" in fmt or ("F" in fmt and bits == 16):
@@ -181,6 +183,10 @@ def _sources(op: Op, inst: Inst, opnds: dict, slots: dict, modifiers: bool) -> N
   neg, abs_, opsel = (f.get("neg", 0), f.get("abs", 0), f.get("opsel", 0)) if modifiers else (0, 0, 0)
   packed = inst.format == "VOP3P" and any("PK" in s.fmt for s in slots.values() if s.field.startswith("src"))
   opsel_hi = f.get("opsel_hi", 3) | f.get("opsel_hi2", 1) << 2
+  mix = inst.format == "VOP3P" and bool(re.search(FMT["mix_abs_in_neg_hi"], inst.op))
+  if mix:  # FMA_MIX: the body picks each source's type (OPSEL_HI) and half (OPSEL) from the raw dwords
+    opsel_hi = f.get("opsel_hi", 0) | f.get("opsel_hi2", 0) << 2
+    op.ins["OPSEL"], op.ins["OPSEL_HI"] = Src("k", value=opsel), Src("k", value=opsel_hi)
   srcs = [next(opnds[n] for n in names if n in opnds) for names in SRC_FIELDS if any(n in opnds for n in names)]
   for i, o in enumerate(srcs):
     sl = slots.get(o.field) or slots.get("vsrc0" if o.field == "src0" else o.field)
@@ -189,6 +195,9 @@ def _sources(op: Op, inst: Inst, opnds: dict, slots: dict, modifiers: bool) -> N
       w = 32 if o.dwords == 2 else 16
       nm = ((neg >> i & 1) << (w - 1) | (f.get("neg_hi", 0) >> i & 1) << (2 * w - 1)) if "F" in sfmt else 0
       op.ins[f"S{i}"] = _src(o, sl, neg=nm, pk=(opsel >> i & 1, opsel_hi >> i & 1, w))
+    elif mix:  # neg_lo negates, neg_hi takes |x| of the element the body reads: an f32, or an f16 half
+      sgn = 0x8000 << 16 * (opsel >> i & 1) if opsel_hi >> i & 1 else 1 << 31
+      op.ins[f"S{i}"] = _src(o, sl, neg=sgn * (neg >> i & 1), abs_=sgn * (f.get("neg_hi", 0) >> i & 1))
     else:
       sgn = _sign(sfmt, bits, bitwise=inst.format != "VOP3P")
       n_ = sgn if (neg >> i & 1 or f.get(f"src{i}_neg", 0)) else 0
@@ -210,6 +219,8 @@ def _destination(op: Op, inst: Inst, opnds: dict, slots: dict, sem) -> None:
   sl = slots.get(dst.field)
   hi = bool(sl and sl.bits == 16 and inst.format == "VOP3" and f.get("opsel", 0) >> 3 & 1)
   d = Src(dst.file, dst.index, dst.dwords, hi=hi or dst.hi, bits=sl.bits if sl else 32, fmt=sl.fmt if sl else "")
+  if inst.format == "VOP3P" and re.search(FMT["mix_abs_in_neg_hi"], inst.op):  # FMA_MIXLO/HI write one f16 half
+    d = op.old["D0"] = Src(dst.file, dst.index, 1, bits=32)  # of the dword (D0[15:0] / D0[31:16]), keeping the other
   for n in ("D0", "D", "SDATA", "VDATA", "RETURN_DATA"):
     op.outs[n] = d
   if sem is None:
