@@ -19,6 +19,7 @@ from gputwin.emu.program import Program
 from gputwin.errors import GPUPageFault
 from gputwin.isa.kd import KD_SIZE, KernelDescriptor
 from gputwin.isa.targets import target
+from gputwin.mock.amdgpu import record
 from gputwin.mock.vm import GPUAddressSpace, GPUMemory
 
 LDS_GRANULE = {9: 512, 10: 512, 11: 512, 12: 512}   # RSRC2.LDS_SIZE unit in bytes (128 dwords)
@@ -62,6 +63,7 @@ def run_dispatch(vm: GPUAddressSpace, arch: str, regs: dict[str, int], grid: tup
   nwg = grid[0] * grid[1] * grid[2]
   per_batch = max(1, core.MAX_WAVES // nw)
   user = [g(f"COMPUTE_USER_DATA_{i}") for i in range(16)]
+  rec = record.before(vm, arch, regs, grid, block, pc, user)  # `gputwin exec --trace DIR` (record.py)
   cdna = t.major == 9
   nv = min(512, (kd.granulated_workitem_vgpr_count + 1) * 8 + 8)
   count = 0
@@ -75,4 +77,5 @@ def run_dispatch(vm: GPUAddressSpace, arch: str, regs: dict[str, int], grid: tup
     except core.Stop as st:
       raise_stop(st, eng, name, arch, g0 * nw)
     count += eng.count
+  if rec is not None: rec.after(vm)
   return count

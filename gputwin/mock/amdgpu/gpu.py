@@ -243,7 +243,9 @@ class VirtualGPU:
     if op == P.SDMA_OP_COPY:
       if sub != P.SDMA_SUBOP_COPY_LINEAR: raise QueueError(f"SDMA COPY sub-op {sub} is not modelled", at)
       count = (b[0] & (P.sdma_copy_max(q.gpu.name) - 1)) + 1
-      vm.write((b[5] << 32) | b[4], vm.read((b[3] << 32) | b[2], count))
+      dst, src = (b[5] << 32) | b[4], (b[3] << 32) | b[2]
+      try: vm.view(dst, count, "write")[:] = vm.view(src, count)  # both inside one mapping: one memcpy
+      except GPUPageFault: vm.write(dst, vm.read(src, count))      # spans mappings, or faults where it would
     elif op == P.SDMA_OP_FENCE: vm.write_u32((b[1] << 32) | b[0], b[2])
     elif op == P.SDMA_OP_TRAP: self.k.interrupt(q.gpu.gpu_id, b[0] & 0x0FFFFFFF)
     elif op == P.SDMA_OP_TIMESTAMP: vm.write_u64((b[1] << 32) | b[0], gpu_clock())
