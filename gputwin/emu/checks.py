@@ -78,7 +78,7 @@ class Checks:
     self.reads = []  # LDS reads not yet entered in lr: (workgroup, offset, wave, bytes, epochs at the read)
     self.first = None  # scratch table for the same-access write-write test
     self.cur = None
-    self.sync_pc = None  # ir3 (ss)/(sy): made on first use (_sync)
+    self.sync_pc = None  # ir3 (ss)/(sy) pending registers: made on first use (_sync)
     self.ws, self.ps = {"v": self.vw, "a": self.aw, "s": self.sw}, {"v": self.vp, "a": self.ap, "s": self.sp}
     self.uninit, self.waitcnt = "uninit" in self.on, "waitcnt" in self.on and bool(self.cnames)
     # (file, register) keys: every wave of the batch wrote it (uninit can skip it; a register never leaves), and
@@ -328,16 +328,15 @@ class Checks:
   def _sync(self, eng, op: Op, ix) -> None:
     """ir3 (ss)/(sy): the flags clear the wave's pending registers of their class, then every register the
     instruction reads must not be pending; an asynchronous producer's destinations become pending. Tracked per wave
-    and 16-bit half of each register row (half registers alias full ones)."""
-    if self.sync_pc is None:  # per wave and register half: the PC of its pending producer, and which flag waits
-      self.sync_pc = {f: np.zeros((eng.W, 2 * n), np.int64) for f, n in (("v", eng.V.shape[1]), ("s", eng.S.shape[1]))}
-      self.sync_kind = {f: np.zeros((eng.W, 2 * n), np.int8) for f, n in (("v", eng.V.shape[1]), ("s", eng.S.shape[1]))}
-    w = np.arange(eng.W)[ix]
+    and 16-bit half of each register row (half registers alias full ones), only for rows that were ever pending."""
+    if self.sync_pc is None:  # (file, half row) -> (per wave: the flag that waits for it (0: none), the producer's PC)
+      self.sync_pc = {}
+    w, pend = np.arange(eng.W)[ix], self.sync_pc
     for flag, k in (("ss", 1), ("sy", 2)):
       if op.info.get(flag):
-        for f in ("v", "s"):
-          hit = (self.sync_kind[f][w] == k) | (self.sync_kind[f][w] == 3)
-          self.sync_kind[f][w] = np.where(hit, 0, self.sync_kind[f][w])
+        for kind, _ in pend.values():
+          kw = kind[w]
+          kind[w] = np.where((kw == k) | (kw == 3), 0, kw)
     parts = op.info.get("parts", [op])
     reads = [x for o in parts for x in o.ins.values()] + [op.info.get(k) for k in ("base", "coord", "index", "ibo",
                                                                                   "ubo", "pred")]
@@ -345,20 +344,22 @@ class Checks:
       if not isinstance(r, Src) or r.file not in ("v", "s"):
         continue
       for h in _halves(r):
-        pend = self.sync_kind[r.file][w, h]
-        if pend.any():
-          j = int(np.argmax(pend != 0))
-          flag = {1: "(ss)", 2: "(sy)", 3: "(ss) or (sy)"}[int(pend[j])]
-          at = int(self.sync_pc[r.file][w[j], h])
-          self._fail(eng, op, ix, f"reads {eng.fe.regname(r)}, which the instruction at PC {at:#x} writes "
-                                  f"asynchronously, without the {flag} that waits for it")
+        got = pend.get((r.file, h))
+        if got is not None and got[0][w].any():
+          j = int(np.argmax(got[0][w] != 0))
+          flag = {1: "(ss)", 2: "(sy)", 3: "(ss) or (sy)"}[int(got[0][w[j]])]
+          self._fail(eng, op, ix, f"reads {eng.fe.regname(r)}, which the instruction at PC {int(got[1][w[j]]):#x} "
+                                  f"writes asynchronously, without the {flag} that waits for it")
     cls = {"ss": 1, "sy": 2, "either": 3}.get(op.info.get("sync"), 0)
     for o in parts:
       for d in o.outs.values():
         if isinstance(d, Src) and d.file in ("v", "s"):
           for h in _halves(d):
-            self.sync_kind[d.file][w, h] = cls
-            self.sync_pc[d.file][w, h] = op.pc
+            got = pend.get((d.file, h))
+            if got is None and cls:
+              got = pend[(d.file, h)] = (np.zeros(eng.W, np.int8), np.zeros(eng.W, np.int64))
+            if got is not None:
+              got[0][w], got[1][w] = cls, op.pc
 
   # ---- LDS races: called by the LDS window with the workgroup and byte offset of every access
   def _lds(self, eng, acc, wg, off, n) -> None:

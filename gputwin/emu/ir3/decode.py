@@ -2,12 +2,13 @@
 (gputwin.pcode.ir3): sources S0.. in encoding order, destination D0.. (consecutive registers for vector loads),
 branch targets, the predicate guard, memory spaces, (rptN) repetition, and the control events the body calls.
 
-Register rows (the machine's per-fiber file "v", 32-bit rows): a full register number n = gpr * 4 + component is row
-n (r0.x = 0 ... r63.w = 255; a0.x = 244 and a1.x = 245 hold 16 bits; p0.x..p0.w = 248..251); with merged registers
-(a6xx+) half register n is the low (n even) or high half of full register n // 2 (hr0.y = r0.x[31:16]). Row EN
-(256) is the fiber's predication enable (predt/predf/prede). The shared registers r48.x..r55.w (192..223, one value
-per wave; their halves pair the same way from hr48.x) and the const file (c0.x = dword 0) live in the per-wave
-scalar file "s": rows 0..31 and CONST + n.
+Register rows (the machine's per-fiber file "v", 32-bit rows): the fiber's predication enable (predt/predf/prede,
+row EN = 0), a0.x and a1.x (16 bits), the row a move to r<a0.x + n> goes through (TMP), p0.x..p0.w, then full
+register n = gpr * 4 + component at row G0 + n (r0.x first). With merged registers (a6xx+) half register n is the low
+(n even) or high half of full register n // 2 (hr0.y = r0.x[31:16]). The launcher sizes the file to the highest row
+a program uses (launch.rows). The shared registers r48.x..r55.w (192..223, one value per wave; their halves pair the
+same way from hr48.x) and the const file (c0.x = dword 0) live in the per-wave scalar file "s": rows 0..31 and
+CONST + n.
 """
 from __future__ import annotations
 
@@ -23,9 +24,9 @@ from gputwin.isa.ir3.spec import gen_of, spec
 from gputwin.pcode import ir3 as P
 from gputwin.pcode import semantics
 
-SHARED, A0, A1, P0, EN, TMP = 192, 244, 245, 248, 256, 257  # rows: r48.x, a0.x, a1.x, p0.x, the enable row, and
-# where a move to r<a0.x + n> puts its value before the event stores it per fiber
-ROWS = 258  # per-fiber rows
+SHARED, NUM_A0, NUM_A1, NUM_P0 = 192, 244, 245, 248  # register numbers: r48.x, a0.x (r61.x), a1.x, p0.x (r62.x)
+EN, A0, A1, TMP, P0, G0 = 0, 1, 2, 3, 4, 8  # per-fiber rows: the enable, a0.x, a1.x, TMP, p0.x..w, then r0.x
+GPR_ROWS = G0 + SHARED  # every row a program may use: r<a0.x + n> can name any of r0.x..r47.w
 EXEC, M0, NULL, CONST = 32, 34, 35, 64  # scalar rows: the machine's EXEC (2), M0, NULL; c0.x
 CONST_DWORDS = 2048  # the const file: 512 vec4
 SROWS = CONST + CONST_DWORDS
@@ -81,24 +82,25 @@ def _sem(key: str):
 # ------------------------------------------------------------------------------------------------ operands
 def reg(num: int, half: bool = False) -> Src:
   """A register by number (gpr * 4 + component): a row of the fiber file, or of the scalar file for shared ones."""
-  if num >= A0:  # a0.x/a1.x (16 bits) and p0.c: their own rows whatever the precision
-    return Src("v", num, bits=16 if num in (A0, A1) else 32)
+  if num >= NUM_A0:  # a0.x/a1.x (16 bits) and p0.c: their own rows whatever the precision
+    return Src("v", {NUM_A0: A0, NUM_A1: A1}.get(num, P0 + num % 4), bits=16 if num in (NUM_A0, NUM_A1) else 32)
   hi = False
   if half:
     base = SHARED if num >= SHARED else 0
     num, hi = base + (num - base) // 2, bool((num - base) & 1)
   if SHARED <= num < SHARED + 32:  # (fmt "half": a store keeps the row's other half, core.Engine.store)
     return Src("s", num - SHARED, bits=16 if half else 32, hi=hi, fmt="half" if half else "")
-  return Src("v", num, bits=16 if half else 32, hi=hi)
+  return Src("v", G0 + num, bits=16 if half else 32, hi=hi)
 
 
 def regname(d: Src) -> str:
   """An operand's register as Mesa prints it (r1.x, hr2.y, r48.w, c4.x, a0.x, p0.y)."""
   if d.file == "s" and d.index >= CONST:
     return f"c{(d.index - CONST) // 4}.{'xyzw'[(d.index - CONST) % 4]}"
-  n = d.index + (SHARED if d.file == "s" else 0)
-  if n >= A0:
-    return {A0: "a0.x", A1: "a1.x", EN: "(predication)", TMP: "(relative move)"}.get(n, f"p0.{'xyzw'[n % 4]}")
+  if d.file == "v" and d.index < G0:
+    return {A0: "a0.x", A1: "a1.x", EN: "(predication)", TMP: "(relative move)"}.get(d.index,
+                                                                                     f"p0.{'xyzw'[d.index % 4]}")
+  n = d.index + (SHARED if d.file == "s" else -G0)
   if d.bits == 16:
     base = SHARED if n >= SHARED else 0
     h = base + 2 * (n - base) + int(d.hi)
@@ -112,8 +114,10 @@ def step(s: Src, k: int, half: bool) -> Src:
     return s
   if s.file == "s" and s.index >= CONST:
     return dataclasses.replace(s, index=s.index + k)
-  num = s.index + (SHARED if s.file == "s" else 0)
-  if half and num < A0:
+  if s.file == "v" and s.index < G0:  # a0/a1/p0: no register after them
+    return s
+  num = s.index + (SHARED if s.file == "s" else -G0)
+  if half:
     base = SHARED if num >= SHARED else 0
     return reg(base + 2 * (num - base) + int(s.hi) + k, True)
   return reg(num + k, False)

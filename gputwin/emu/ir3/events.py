@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gputwin.emu.ir3.decode import CONST, CONST_DWORDS, EN, P0, TMP, A1
+from gputwin.emu.ir3.decode import A0, A1, CONST, CONST_DWORDS, EN, G0, P0, SHARED, TMP
 from gputwin.emu.program import Op
 from gputwin.errors import GPUPageFault
 
@@ -96,21 +96,19 @@ def run(eng, op: Op, ix, sel, m) -> np.ndarray:
     for r in range(op.info["n"]):
       eng.S[W, CONST + dst + r] = _uniform(eng, _next(op.ins["S0"], r), ix, m)
     return sel
-  if k == "ldck":  # N vec4 of a UBO -> const components a1.x.. (ldc.k <doc>)
+  if k == "ldck":  # N vec4 of a UBO -> const components a1.x.. (ldc.k <doc>), once per distinct (source, target)
     from gputwin.emu.ir3 import memory
     n = op.info["n"] * 4
-    W = np.arange(eng.W)[ix]
     one = _first(m)
     off = _uniform(eng, op.ins["S0"], ix, m).astype(np.int64) * 16
     a = memory.buffer(eng, op, "ubo", _uniform(eng, op.ins["S1"], ix, m)[:, None], ix, one, 4 * n, off[:, None])
     dst = _uniform(eng, _a1(), ix, m).astype(np.int64) & 0xffff
-    for j, w in enumerate(W):
-      if not one[j].any():
-        continue
-      d = int(dst[j])
+    rows = one.any(axis=1)
+    W, va = np.arange(eng.W)[ix][rows], a[one]  # (one address per wave that runs it)
+    for v, d in set(zip(va.tolist(), dst[rows].tolist())):
       _const_range(d, n, op)
-      va = int(a[j][one[j]][0])
-      eng.S[w, CONST + d:CONST + d + n] = np.frombuffer(eng.mem.read_bytes(va, 4 * n), U32)
+      eng.S[W[(va == v) & (dst[rows] == d)], CONST + d:CONST + d + n] = np.frombuffer(eng.mem.read_bytes(v, 4 * n),
+                                                                                       U32)
     return sel
   if k == "id":  # getfiberid / getwid / getspid
     v = {"fiberid": lambda: np.broadcast_to(np.arange(eng.L, dtype=U32)[None], m.shape),
@@ -121,7 +119,9 @@ def run(eng, op: Op, ix, sel, m) -> np.ndarray:
     return sel
   if k == "resinfo":  # the bound IBO's size in elements of the access type (1d)
     idx = np.broadcast_to(np.asarray(eng.fetch(op.info["ibo"], ix)), m.shape).astype(np.int64)
-    size = np.vectorize(lambda i: eng.res.get("ibo", {}).get(int(i), (0, 0))[1], otypes=[np.int64])(idx)
+    size = np.zeros(m.shape, np.int64)
+    for i in np.unique(idx[m]).tolist():
+      size[idx == i] = eng.res.get("ibo", {}).get(i, (0, 0))[1]
     es = {"u8": 1, "s8": 1, "f16": 2, "u16": 2, "s16": 2}.get(op.info["t"], 4)
     eng.store(op.outs["D0"], (size // es).astype(U32), ix, m)
     return sel
@@ -177,16 +177,15 @@ def _brcst(eng, op: Op, ix, m) -> None:
 
 def _store_relative(eng, part: Op, ix, m) -> None:
   """A move to r<a0.x + n>: the value the move left in row TMP, stored per fiber at its register."""
-  from gputwin.emu.ir3.decode import A0
   off, half = part.info["dst_rel"]
   a0 = eng.V[ix, A0].astype(np.int64) & 0xffff
   n = np.where(a0 >= 0x8000, a0 - 0x10000, a0) + off
-  limit = 2 * A0 if half else A0
+  limit = 2 * SHARED if half else SHARED
   if (m & ((n < 0) | (n >= limit))).any():
     raise GPUPageFault(0, 4, "write", detail=f"r<a0.x + {off}> is outside the register file")
   v = eng.V[ix, TMP]
   w, lane = np.nonzero(m)
-  rows = n[w, lane] // 2 if half else n[w, lane]
+  rows = G0 + (n[w, lane] // 2 if half else n[w, lane])
   W = np.arange(eng.W)[ix][w]
   old = eng.V[W, rows, lane]
   if half:

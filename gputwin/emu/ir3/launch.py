@@ -14,7 +14,10 @@ results are the same for all).
 """
 from __future__ import annotations
 
+import hashlib
+import threading
 import time
+from collections import OrderedDict
 from pathlib import Path
 
 import numpy as np
@@ -22,11 +25,11 @@ import numpy as np
 from gputwin.emu import core
 from gputwin.emu.checks import Checks
 from gputwin.emu.ir3 import FRONTEND
-from gputwin.emu.ir3.decode import CONST, CONST_DWORDS, EN, ROWS, reg, regname
+from gputwin.emu.ir3.decode import CONST, CONST_DWORDS, EN, G0, GPR_ROWS, reg, regname
 from gputwin.emu.memory import GuestMemory
-from gputwin.emu.program import Program
+from gputwin.emu.program import Program, Src
 from gputwin.emu.trace import write_trace
-from gputwin.errors import EmuCheckError, EmuError, EmuFault, EmuTrap, LaunchError
+from gputwin.errors import EmuCheckError, EmuError, EmuFault, EmuTrap, GputwinError, LaunchError
 from gputwin.isa.ir3 import listing
 from gputwin.isa.kernargs import LaunchStats, three
 
@@ -105,19 +108,24 @@ def run(code: bytes, sh: listing.Shader, grid, mem, res: dict, consts: np.ndarra
   L = sh.wave_size
   threads = block[0] * block[1] * block[2]
   nw = -(-threads // L)
-  prog = Program(bytes(code), 0, arch, "ir3", L, FRONTEND)
+  prog, nrows = program(bytes(code), arch, L)
   stats = LaunchStats(kernel, arch, wave_size=L)
   t0 = time.perf_counter()
   ncta = grid[0] * grid[1] * grid[2]
   per = max(1, core.MAX_WAVES // nw)
   priv = max(sh.pvtmem_size, 16)
   tr = [] if trace is not None else None
-  c0 = 0
+  c0, eng = 0, None
   while c0 < ncta:
     c1 = min(ncta, c0 + per)
     W = (c1 - c0) * nw
     wg = np.repeat(np.arange(c1 - c0), nw)
-    eng = core.Engine(prog, mem, W, L, ROWS, 1, max(sh.shared_size, 4), priv, wg, Checks.make(checks), arch)
+    ck = Checks.make(checks)
+    shape = (W, L, nrows, 1, max(sh.shared_size, 4), priv, arch)
+    if ck is None and eng is not None and eng.checks is None and eng.shape == shape:
+      eng.restart(wg, prog, mem)  # the previous batch's files: only the rows it wrote are cleared
+    else:
+      eng = core.Engine(prog, mem, W, L, nrows, 1, max(sh.shared_size, 4), priv, wg, ck, arch)
     eng.res = res
     _init(eng, sh, grid, block, c0, nw, threads, consts)
     if tr is not None:
@@ -138,6 +146,43 @@ def run(code: bytes, sh: listing.Shader, grid, mem, res: dict, consts: np.ndarra
     elif isinstance(trace, list):
       trace.extend(tr)
   return stats
+
+
+_PROGRAMS: OrderedDict = OrderedDict()  # (code digest, arch, wave size) -> (Program, rows), least recently used out
+_LOCK = threading.Lock()
+
+
+def program(code: bytes, arch: str, wave: int) -> tuple[Program, int]:
+  """The decoded program of `code` (bound lazily, kept across launches so its ops and native blocks are reused) and
+  the per-fiber rows its instructions name (the file the launch allocates: G0 + the highest full register row any
+  operand reaches, plus vector/(rptN)/movmsk/stc reach; all of r0-r47 when it addresses registers relatively)."""
+  key = (hashlib.sha1(code).digest(), arch, wave)
+  with _LOCK:
+    got = _PROGRAMS.pop(key, None)
+    if got is None:
+      prog = Program(code, 0, arch, "ir3", wave, FRONTEND)
+      got = (prog, rows(prog))
+    _PROGRAMS[key] = got
+    while len(_PROGRAMS) > 16:
+      _PROGRAMS.popitem(last=False)
+  return got
+
+
+def rows(prog: Program) -> int:
+  top = G0
+  for pc in range(0, len(prog.text) - len(prog.text) % 8, 8):
+    try:
+      op = prog.op(pc)
+    except GputwinError:  # (an undecodable word stops the launch if it runs)
+      continue
+    parts = op.info.get("parts", [op])
+    if any("rel" in o.info or "dst_rel" in o.info for o in parts):
+      return GPR_ROWS
+    for o in parts:
+      for x in [*o.ins.values(), *o.outs.values(), *(o.info.get(k) for k in ("base", "coord", "index", "ibo"))]:
+        if isinstance(x, Src) and x.file == "v":
+          top = max(top, x.index + x.dwords + 8)  # (+8: movmsk.w128's 4 registers, stc's N registers after S0)
+  return min(top, GPR_ROWS)
 
 
 def _place(mem, a: np.ndarray, copies: list, read_only: bool) -> int:

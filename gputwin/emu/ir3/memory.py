@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gputwin.emu.ir3.decode import A0, CONST, CONST_DWORDS
+from gputwin.emu.ir3.decode import A0, CONST, CONST_DWORDS, G0, SHARED
 from gputwin.emu.program import Op
 from gputwin.errors import GPUPageFault
 
@@ -20,30 +20,35 @@ def _lanes(eng, v, ix) -> np.ndarray:
 
 
 def buffer(eng, op: Op, kind: str, idx, ix, m, nbytes: int, offset: np.ndarray) -> np.ndarray:
-  """Addresses of `nbytes` at byte `offset` (per fiber) of the bound buffer `idx` (per fiber) of `kind`; faults for
-  an unbound index or an access past the buffer's end."""
+  """Addresses of `nbytes` at byte `offset` (per fiber) of the bound buffer `idx` (one index, or one per fiber) of
+  `kind`; faults for an unbound index or an access past the buffer's end."""
   table = eng.res.get(kind, {})
-  idx = _lanes(eng, idx, ix).astype(np.int64)
-  base, size = np.zeros(idx.shape, U64), np.zeros(idx.shape, np.int64)
-  for i in np.unique(idx[m]):
-    if int(i) not in table:
-      w, lane = (int(x[0]) for x in np.nonzero(m & (idx == i)))
-      e = GPUPageFault(0, nbytes, "write" if "w" in op.sem.mem and "r" not in op.sem.mem else "read",
-                       detail=f"{kind.upper()} {int(i)} is not bound")
-      e.thread = (int(np.arange(eng.W)[ix][w]), lane)
-      raise e
-    va, n = table[int(i)]
-    base[idx == i], size[idx == i] = va, n
-  off = _lanes(eng, offset, ix).astype(np.int64)
-  bad = m & ((off < 0) | (off + nbytes > size))
-  if bad.any():
+  access = "write" if "w" in op.sem.mem and "r" not in op.sem.mem else "read"
+
+  def fault(bad, va, detail):
     w, lane = (int(x[0]) for x in np.nonzero(bad))
-    e = GPUPageFault(int(base[w, lane]) + int(off[w, lane]), nbytes, "write" if "w" in op.sem.mem and "r" not in
-                     op.sem.mem else "read", detail=f"{kind.upper()} {int(idx[w, lane])} byte offset "
-                     f"{int(off[w, lane])} is past its {int(size[w, lane])} bytes")
+    e = GPUPageFault(int(np.broadcast_to(va, bad.shape)[w, lane]), nbytes, access, detail=detail(w, lane))
     e.thread = (int(np.arange(eng.W)[ix][w]), lane)
     raise e
-  return base + np.where(m, off, 0).astype(U64)
+  off = np.asarray(offset).astype(np.int64)
+  if np.ndim(idx) == 0 or np.size(idx) == 1:  # one buffer (an immediate or uniform index): scalars
+    i = int(np.asarray(idx).reshape(-1)[0])
+    if i not in table:
+      fault(m, 0, lambda w, lane: f"{kind.upper()} {i} is not bound")
+    base, size = table[i]
+  else:
+    idx = _lanes(eng, idx, ix).astype(np.int64)
+    base, size = np.zeros(idx.shape, U64), np.zeros(idx.shape, np.int64)
+    for i in np.unique(idx[m]).tolist():
+      if i not in table:
+        fault(m & (idx == i), 0, lambda w, lane, i=i: f"{kind.upper()} {i} is not bound")
+      base[idx == i], size[idx == i] = table[i]
+  bad = m & ((off < 0) | (off + nbytes > size))
+  if bad.any():
+    at = lambda v, w, lane: int(np.broadcast_to(v, m.shape)[w, lane])
+    fault(bad, np.asarray(base, U64) + off.astype(U64), lambda w, lane: (
+      f"{kind.upper()} {at(idx, w, lane)} byte offset {at(off, w, lane)} is past its {at(size, w, lane)} bytes"))
+  return np.asarray(base, U64) + np.where(m, off, 0).astype(U64)
 
 
 def memop(eng, op: Op, ix, m, st) -> None:
@@ -86,11 +91,11 @@ def relative(eng, op: Op, file: str, off: int, half: bool) -> np.ndarray:
       raise GPUPageFault(0, 4, "read", detail=f"c<a0.x + {off}> is outside the const file")
     v = eng.S[ix][np.arange(eng.nwaves(ix))[:, None], CONST + np.clip(n, 0, CONST_DWORDS - 1)]
     return v & U32(0xffff) if half else v
-  limit = 2 * A0 if half else A0
+  limit = 2 * SHARED if half else SHARED
   if (m & ((n < 0) | (n >= limit))).any():
     raise GPUPageFault(0, 4, "read", detail=f"r<a0.x + {off}> is outside the register file")
   n = np.clip(n, 0, limit - 1)
-  rows = n // 2 if half else n
+  rows = G0 + (n // 2 if half else n)
   V = eng.V[ix]
   v = V[np.arange(V.shape[0])[:, None], rows, np.arange(eng.L)[None, :]]
   if half:
