@@ -260,7 +260,7 @@ def _cov(g: dict) -> str:
 
 # ------------------------------------------------------------------------------------------------ cat6 memory
 BYTES = {"u8": 1, "s8": 1, "f16": 2, "u16": 2, "s16": 2, "f32": 4, "u32": 4, "s32": 4}
-MEM_TYPES = "f16|f32|u16|u32|s16|s32|u8|s8"  # #type 0..7 of cat6 (u8/s8 load zero/sign-extended)
+MEM_TYPES = "f16|f32|u16|u32|s16|s32|u8"  # #type of cat6 (u8 and u8_32: a byte, zero-extended)
 
 
 def _load(g: dict) -> str:

@@ -17,9 +17,11 @@ import functools
 import math
 import struct
 
+from gputwin.emu.binding import Address
 from gputwin.emu.program import Op, Src
 from gputwin.errors import DecodeError, PcodeError
 from gputwin.isa.ir3 import Inst, Operand, decode
+from gputwin.isa.ir3.listing import CONST_DWORDS
 from gputwin.isa.ir3.spec import gen_of, spec
 from gputwin.pcode import ir3 as P
 from gputwin.pcode import semantics
@@ -28,7 +30,6 @@ SHARED, NUM_A0, NUM_A1, NUM_P0 = 192, 244, 245, 248  # register numbers: r48.x, 
 EN, A0, A1, TMP, P0, G0 = 0, 1, 2, 3, 4, 8  # per-fiber rows: the enable, a0.x, a1.x, TMP, p0.x..w, then r0.x
 GPR_ROWS = G0 + SHARED  # every row a program may use: r<a0.x + n> can name any of r0.x..r47.w
 EXEC, M0, NULL, CONST = 32, 34, 35, 64  # scalar rows: the machine's EXEC (2), M0, NULL; c0.x
-CONST_DWORDS = 2048  # the const file: 512 vec4
 SROWS = CONST + CONST_DWORDS
 FLUT = (0.0, 0.5, 1.0, 2.0, math.e, math.pi, 1 / math.pi, 1 / math.log2(math.e), math.log2(math.e),
         1 / math.log2(10), math.log2(10), 4.0)  # #mulitsrc-immed-flut <doc>: the float immediates by index
@@ -154,6 +155,9 @@ def source(o, half: bool, bits: int = 32, immed: bool = False):
     inner = f["SRC"].fields if isinstance(f.get("SRC"), Operand) else f
     return ("rel", "s" if "const" in b else "v", inner.get("OFFSET", 0), half), mods
   if "flut" in b:
+    if f["IMMED"] >= len(FLUT):
+      raise PcodeError(f"float immediate table index {f['IMMED']} is past the {len(FLUT)}-entry table "
+                       "(#mulitsrc-immed-flut <doc>)", "ir3", "immediate")
     return Src("k", value=_f(FLUT[f["IMMED"]], 16 if half else 32)), mods
   if "IMMED" in f and (b != "#cat3-src-const-or-immed" or immed) and "GPR" not in f:
     w = 16 if half else bits
@@ -361,7 +365,7 @@ def _cat6(op: Op, inst: Inst) -> None:
   base register or constant, the index/offset operands memory.py combines), components, data registers."""
   f, n = inst.fields, inst.name
   t = _type(f)
-  half = t in ("f16", "u16", "s16") or bool(f.get("TYPE_HALF")) and t not in ("u8", "s8")
+  half = bool(f["TYPE_HALF"]) if "TYPE_HALF" in f else t in ("f16", "u16", "s16")  # (8-bit loads: as printed)
   if n in ("stc",):
     _control(op, "stc")
     op.info.update(n=f["SIZE"], dst=f["DST"].fields.get("OFFSET", 0), rel=f["DST"].bitset == "#const-dst-a1")
@@ -455,6 +459,10 @@ def _cat6(op: Op, inst: Inst) -> None:
       s = reg(_num(f["SRC"]), half)
       for i in range(cnt):
         op.ins[f"S{i}"] = step(s, i, half)
+  if space == "shared" or space == "global" and "index" not in info:  # the plan both tiers evaluate (binding.Address)
+    b = info["base"]
+    info["address"] = Address((b,), info["off"], 64 if space == "global" else 32, 1, "mem" if space == "global" else
+                              "lds")
   op.info.update(info)
 
 

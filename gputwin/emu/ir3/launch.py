@@ -83,7 +83,7 @@ def launch(code, kernel: str = "main", *, grid, block=None, args: dict | None = 
       if not isinstance(a, np.ndarray):
         raise LaunchError(f"{where}: binding {b} must be a numpy array, got {type(a).__name__}", arch, kernel)
       res["ibo"][int(b)] = res["ubo"][int(b)] = (_place(mem, a, copies, read_only=b in ubo_blocks), a.nbytes)
-    consts = const_file(sh, grid, {b: a for b, a in (args or {}).items() if b in ubo_blocks}, where)
+    consts = sh.const_file(grid, {b: a for b, a in (args or {}).items() if b in ubo_blocks}, where)
     stats = run(data, sh, grid, mem, res, consts, kernel=kernel, arch=arch, serial=serial, checks=checks,
                 trace=trace, max_instructions=max_instructions)
     for a, va, copied in copies:
@@ -109,6 +109,9 @@ def run(code: bytes, sh: listing.Shader, grid, mem, res: dict, consts: np.ndarra
   threads = block[0] * block[1] * block[2]
   nw = -(-threads // L)
   prog, nrows = program(bytes(code), arch, L)
+  nrows = max([nrows] + [reg(i.reg + 2).index + 1 for i in sh.inputs if reg(i.reg).file == "v"])  # (+ the inputs)
+  if nrows > GPR_ROWS:
+    raise LaunchError(f"[{arch}] kernel {kernel}: an input register is outside r0.x-r47.w", arch, kernel)
   stats = LaunchStats(kernel, arch, wave_size=L)
   t0 = time.perf_counter()
   ncta = grid[0] * grid[1] * grid[2]
@@ -199,28 +202,6 @@ def _place(mem, a: np.ndarray, copies: list, read_only: bool) -> int:
     mem.write_bytes(va, c.reshape(-1).view(np.uint8))
   copies.append((a, va, not read_only))
   return va
-
-
-def const_file(sh: listing.Shader, grid, ubos: dict, where: str = "") -> np.ndarray:
-  """The const file a driver uploads for a launch: the `@const` immediates, the UBO ranges the shader's ubo_state
-  pushes (from `ubos`: binding -> array), `struct ir3_driver_params_cs` at its offset."""
-  grid, block = three(grid, "grid"), tuple(sh.local_size)
-  c = np.zeros(CONST_DWORDS, np.uint32)
-  for off, words in sh.consts:
-    c[off:off + len(words)] = words
-  for r in sh.ubo_ranges:
-    if r.block not in ubos:
-      raise LaunchError(f"{where}: the shader reads UBO {r.block} (bytes [{r.start}, {r.end})); pass it in args")
-    b = np.ascontiguousarray(ubos[r.block]).reshape(-1).view(np.uint8)
-    if b.nbytes < r.end:
-      raise LaunchError(f"{where}: UBO {r.block} has {b.nbytes} bytes; the shader's pushed range is "
-                        f"[{r.start}, {r.end})")
-    c[r.offset:r.offset + (r.end - r.start) // 4] = b[r.start:r.end].view(np.uint32)
-  dp = sh.driver_params
-  if dp is not None:
-    sg = sh.subgroup_size
-    c[dp:dp + 16] = [*grid, 3, 0, 0, 0, sg, *block, sg.bit_length() - 1, 0, 0, 0, 0]
-  return c
 
 
 def _init(eng, sh: listing.Shader, grid, block, c0: int, nw: int, threads: int, consts: np.ndarray) -> None:

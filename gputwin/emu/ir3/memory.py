@@ -62,9 +62,10 @@ def memop(eng, op: Op, ix, m, st) -> None:
     off = _lanes(eng, eng.fetch(i["coord"], ix), ix).astype(np.int64) * 16 + i["off"]
     a = buffer(eng, op, "ubo", eng.fetch(i["ubo"], ix), ix, m, n, off)
     return eng.run_body(op, ix, m, st, eng.mem, a)
-  base = _lanes(eng, eng.fetch(i["base"], ix), ix)
+  plan = i.get("address")
+  base = _lanes(eng, eng.address(plan, ix) if plan is not None else eng.fetch(i["base"], ix), ix)
   if space == "global":
-    a = base.astype(U64) + U64(i["off"] & 0xffffffffffffffff)
+    a = base.astype(U64) + (U64(0) if plan is not None else U64(i["off"] & 0xffffffffffffffff))
     if "index" in i:
       a = a + (_lanes(eng, eng.fetch(i["index"], ix), ix).astype(U64) << U64(i["shift"]))
     try:
@@ -74,7 +75,7 @@ def memop(eng, op: Op, ix, m, st) -> None:
       w, lane = (int(x[0]) for x in np.nonzero(bad if bad.any() else m))
       e.thread = (int(np.arange(eng.W)[ix][w]), lane)
       raise
-  off = (base.astype(np.int64) + i["off"]) & 0xffffffff
+  off = (base.astype(np.int64) + (0 if plan is not None else i["off"])) & 0xffffffff
   if space == "shared":
     return eng.run_body(op, ix, m, st, eng.lds, eng.lds_address(op, ix, m, off.astype(U32)))
   return eng.run_scratch(op, ix, m, st, off.astype(U64))

@@ -57,6 +57,7 @@ class _Env:
   labels: dict  # label name -> instruction index
   n: int  # this instruction's index
   num: int  # instructions in the program
+  raw_enums: bool = False  # an enum field may be a bare number outside its table (tried only when nothing else fits)
 
 
 def _resolve(ctx: _Ctx, name: str, assume: str | None = None) -> tuple[Field | None, _Ctx | None]:
@@ -124,8 +125,9 @@ def _taken(b: Bitset, hyp: dict):
       if c.display is not None: return
 
 
-def _scalar_alts(f: Field, text: str, pos: int):
-  """(value, new pos) alternatives for a scalar field printed at text[pos:]."""
+def _scalar_alts(f: Field, text: str, pos: int, raw_enums: bool = True):
+  """(value, new pos) alternatives for a scalar field printed at text[pos:]; `raw_enums`: also an enum field's bare
+  number outside its table (Mesa prints such a value as the number)."""
   k = f.kind
   if k in ("bool", "bool_inv") and f.display is not None:
     on = 1 if k == "bool" else 0
@@ -137,7 +139,7 @@ def _scalar_alts(f: Field, text: str, pos: int):
     alts = sorted(((v, d) for v, d in f.enum.items()), key=lambda x: -len(x[1]))
     for v, d in alts:
       if text.startswith(d, pos): yield v, pos + len(d)
-    m = _NUM["uint"].match(text, pos)
+    m = _NUM["uint"].match(text, pos) if raw_enums else None
     if m and int(m[0]) not in f.enum: yield int(m[0]), m.end()
     return
   if k in ("bool", "bool_inv"):
@@ -218,7 +220,7 @@ def _match(items: tuple, i: int, text: str, pos: int, ctx: _Ctx, st: _St, env: _
         for p2, st3 in _match(case.items, 0, text, pos, sub, st2, env):
           yield from _match(items, i + 1, text, p2, ctx, st3, env)
     return
-  for v, p2 in _scalar_alts(f, text, pos):
+  for v, p2 in _scalar_alts(f, text, pos, env.raw_enums):
     if v is None:
       yield from _match(items, i + 1, text, p2, ctx, st, env)
       continue
@@ -391,8 +393,19 @@ def assemble_line(text: str, gpu: str, *, labels: dict | None = None, n: int = 0
   s = " ".join(text.split())
   r = _raw(s)
   if r is not None: return r
-  env = _Env(gen, labels or {}, n, max(num, n + 1))
-  tried, best = 0, None   # of all words that print as the text, the one with the fewest set bits
+  tried = 0
+  for raw_enums in (False, True):  # an enum's out-of-table number (e.g. a float-table index past the table) only
+    # when no other encoding prints the same text: `absneg.s hr1.y, 20` is the integer immediate 20, never index 20
+    best, t = _search(s, gpu, gen, _Env(gen, labels or {}, n, max(num, n + 1), raw_enums), n)
+    tried += t
+    if best is not None: return best
+  raise AsmError("no ir3 encoding prints as this text" + (f" ({tried} candidates tried)" if tried else ""), text=text,
+                 arch=gpu)
+
+
+def _search(s: str, gpu: str, gen: int, env: _Env, n: int) -> tuple[int | None, int]:
+  """(the word with the fewest set bits of all that print exactly as `s`, or None; candidates tried)."""
+  tried, best = 0, None
   for b in spec().roots["#instruction"]:
     if not b.gen[0] <= gen <= b.gen[1]: continue
     for hyp, case in _hyps(b):
@@ -413,9 +426,7 @@ def assemble_line(text: str, gpu: str, *, labels: dict | None = None, n: int = 0
           if t == want and not errs:
             best = w
             break
-  if best is not None: return best
-  raise AsmError("no ir3 encoding prints as this text" + (f" ({tried} candidates tried)" if tried else ""), text=text,
-                 arch=gpu)
+  return best, tried
 
 
 _LABEL_DEF = re.compile(r"\s*([A-Za-z_.$][\w.$]*)\s*:(?!\S)")

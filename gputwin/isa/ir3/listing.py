@@ -12,9 +12,12 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from gputwin.errors import CodeObjectError
 
 SHARED_REG_START = 48 * 4   # r48.x: the first register of the shared (wave-uniform) file, as a regid
+CONST_DWORDS = 2048          # the const file a launch uploads: 512 vec4 (c0.x .. c511.w)
 
 
 @dataclass(frozen=True)
@@ -89,6 +92,30 @@ class Shader:
     return self.const_offset("driver_params")
   @property
   def preamble(self) -> int | None: return self.const_offset("preamble")
+
+  def const_file(self, grid, ubos: dict, where: str = "") -> np.ndarray:
+    """The const file a driver uploads for a launch of `grid` workgroups: the `@const` immediates, the UBO ranges
+    ubo_state pushes (from `ubos`: binding -> array), `struct ir3_driver_params_cs` at its offset (num_work_groups,
+    work_dim 3, base_group 0, subgroup_size, local_group_size, subgroup_id_shift). CONST_DWORDS uint32 words."""
+    from gputwin.errors import LaunchError
+    from gputwin.isa.kernargs import three
+    grid, block = three(grid, "grid"), tuple(self.local_size)
+    c = np.zeros(CONST_DWORDS, np.uint32)
+    for off, words in self.consts:
+      c[off:off + len(words)] = words
+    for r in self.ubo_ranges:
+      if r.block not in ubos:
+        raise LaunchError(f"{where}: the shader reads UBO {r.block} (bytes [{r.start}, {r.end})); pass it in args")
+      b = np.ascontiguousarray(ubos[r.block]).reshape(-1).view(np.uint8)
+      if b.nbytes < r.end:
+        raise LaunchError(f"{where}: UBO {r.block} has {b.nbytes} bytes; the shader's pushed range is "
+                          f"[{r.start}, {r.end})")
+      c[r.offset:r.offset + (r.end - r.start) // 4] = b[r.start:r.end].view(np.uint32)
+    dp = self.driver_params
+    if dp is not None:
+      sg = self.subgroup_size
+      c[dp:dp + 16] = [*grid, 3, 0, 0, 0, sg, *block, sg.bit_length() - 1, 0, 0, 0, 0]
+    return c
 
   @classmethod
   def explicit(cls, gpu: str, code: bytes, **facts) -> Shader:
