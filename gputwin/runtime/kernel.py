@@ -9,12 +9,13 @@ Device strings (argument of `kernel_for`, default $GPUTWIN_DEVICE, else "mock:gf
   nv             the real /dev/nvidia0                   nv:N     the real /dev/nvidiaN
   mock:gfx1100   a mock machine with one gfx1100         mock:gfx1100,gfx942   a machine with two GPUs (nodes 1, 2)
   mock:gfx1100,gfx942:1   the same machine, GPU 1        mock:sm_90, mock:sm_90,sm_80:1   NVIDIA machines
-Targets: gfx1100, gfx1200, gfx942, gfx950 (amdkfd: gputwin.mock.kfd) or sm_80, sm_90 (RM/UVM: gputwin.mock.nv), not
-both on one machine. One machine exists per distinct target list, so "mock:a,b:0" and "mock:a,b:1" are two GPUs of
-the same mock machine (like amd:0/amd:1 share one /dev/kfd, nv:0/nv:1 one /dev/nvidiactl).
+Targets: gfx1100, gfx1200, gfx942, gfx950 (amdkfd: gputwin.mock.kfd), sm_80, sm_90 (RM/UVM: gputwin.mock.nv) or
+a630, a660, a730, a740 (kgsl: gputwin.mock.kgsl with a gputwin.mock.adreno GPU, one per machine), one vendor per
+machine; `qcom` is the real /dev/kgsl-3d0. One machine exists per distinct target list, so "mock:a,b:0" and
+"mock:a,b:1" are two GPUs of the same mock machine (like amd:0/amd:1 share one /dev/kfd, nv:0/nv:1 one /dev/nvidiactl).
 """
 from __future__ import annotations
-import dataclasses, fcntl, os, select, threading
+import dataclasses, fcntl, os, re, select, threading
 from typing import Protocol, runtime_checkable
 from gputwin.errors import KernelDriverError
 from gputwin.abi.hostmem import host_mmap, host_munmap
@@ -110,11 +111,16 @@ class DeviceSpec:
 
   @property
   def vendor(self) -> str:
-    """"nv" for NVIDIA devices (real or sm_* mocks), else "amd"."""
-    return "nv" if self.kind == "nv" or (self.targets and self.targets[0].startswith("sm_")) else "amd"
+    """"nv" for NVIDIA devices (real or sm_* mocks), "qcom" for Adreno (real or a6xx/a7xx mocks), else "amd"."""
+    if self.kind in ("nv", "qcom"): return self.kind
+    return _target_vendor(self.targets[0]) if self.targets else "amd"
 
   def __str__(self) -> str:
     return f"{self.kind}" + (f":{','.join(self.targets)}" if self.targets else "") + f":{self.index}"
+
+
+def _target_vendor(t: str) -> str:
+  return "nv" if t.startswith("sm_") else "qcom" if re.fullmatch(r"a[67]\d\d", t) else "amd"
 
 
 def parse_device(device: str | None = None) -> DeviceSpec:
@@ -123,13 +129,17 @@ def parse_device(device: str | None = None) -> DeviceSpec:
   index = int(body.pop()) if body and body[-1].isdigit() else 0
   targets = tuple(t for t in body[0].split(",") if t) if len(body) == 1 else ()
   if kind in ("amd", "nv") and not body: return DeviceSpec(kind, (), index)
+  if kind == "qcom" and not body: return DeviceSpec(kind, (), 0)
   if kind == "mock" and targets:
     if index >= len(targets):
       raise KernelDriverError(f"device {s!r}: machine has {len(targets)} GPU(s), no GPU {index}")
-    if len({t.startswith("sm_") for t in targets}) > 1:
-      raise KernelDriverError(f"device {s!r}: a mock machine's GPUs are all AMD (gfx*) or all NVIDIA (sm_*)")
+    if len({_target_vendor(t) for t in targets}) > 1:
+      raise KernelDriverError(f"device {s!r}: a mock machine's GPUs are all AMD (gfx*), all NVIDIA (sm_*) or one "
+                              f"Adreno (a6xx/a7xx)")
+    if _target_vendor(targets[0]) == "qcom" and len(targets) > 1:
+      raise KernelDriverError(f"device {s!r}: a kgsl machine has one Adreno")
     return DeviceSpec("mock", targets, index)
-  raise KernelDriverError(f"device {s!r}: expected 'amd', 'amd:N', 'nv', 'nv:N' or "
+  raise KernelDriverError(f"device {s!r}: expected 'amd', 'amd:N', 'nv', 'nv:N', 'qcom' or "
                           f"'mock:<target>[,<target>...][:N]'")
 
 
@@ -139,12 +149,16 @@ _lock = threading.Lock()
 
 
 def kernel_for(device: str | None = None) -> Kernel:
-  """The kernel serving `device`: the real OS for amd[:N] and nv[:N], the (shared, lazily created) mock machine for
-  mock:... (amdkfd + virtual AMD GPUs, or RM/UVM + virtual NVIDIA GPUs)."""
+  """The kernel serving `device`: the real OS for amd[:N], nv[:N] and qcom, the (shared, lazily created) mock machine
+  for mock:... (amdkfd + virtual AMD GPUs, RM/UVM + virtual NVIDIA GPUs, or kgsl + a virtual Adreno)."""
   spec = parse_device(device)
   if spec.kind != "mock": return _os_kernel
   with _lock:
     if spec.targets not in _machines:
+      if spec.vendor == "qcom":                           # kgsl + the virtual Adreno as its command processor
+        from gputwin.mock.adreno import machine
+        _machines[spec.targets] = machine(spec.targets[0])
+        return _machines[spec.targets]
       if spec.vendor == "nv":
         from gputwin.mock.nv import MockNV as Machine     # lazy: real-hardware users never import the mock
         from gputwin.mock.nvgpu import attach             # the virtual GPUs' PBDMA, compute and copy engines

@@ -1,6 +1,7 @@
-"""`gputwin devices`: the GPUs the runtime can open, real (/dev/kfd, /dev/nvidiactl) and mock, with their properties.
+"""`gputwin devices`: the GPUs the runtime can open, real (/dev/kfd, /dev/nvidiactl, /dev/kgsl-3d0) and mock, with
+their properties.
 
-    gputwin devices [--mock gfx1100,gfx942,sm_90] [--no-real] [--no-mock]
+    gputwin devices [--mock gfx1100,gfx942,sm_90,a630] [--no-real] [--no-mock]
 
 Everything shown is read the way the runtime reads it: AMD GPUs from the sysfs topology, NVIDIA GPUs from RM
 (CARD_INFO, GR info, the name string) through the kernel seam (real OS or a mock machine), so the table is also a
@@ -10,9 +11,10 @@ from __future__ import annotations
 import argparse, os
 from gputwin.errors import GputwinError
 from gputwin.runtime.hcq import TOPOLOGY, GPUInfo, devices, parse_properties
-from gputwin.runtime.kernel import OSKernel, kernel_for
+from gputwin.runtime.kernel import OSKernel, kernel_for, parse_device
 
 MOCK_TARGETS = ("gfx1100", "gfx1200", "gfx942", "gfx950", "sm_80", "sm_90")
+ADRENO_TARGETS = ("a630", "a660", "a730", "a740")     # `gputwin devices` lists them too (kgsl machines)
 
 
 def _vram(k, g: GPUInfo) -> int:
@@ -29,10 +31,15 @@ def device_rows(real: bool = True, mock_targets=MOCK_TARGETS) -> list[dict]:
     machines.append(("amd", OSKernel()))
   if real and os.path.exists("/dev/nvidiactl"):
     machines.append(("nv", OSKernel()))
+  if real and os.path.exists("/dev/kgsl-3d0"):
+    machines.append(("qcom", OSKernel()))
   machines += [(f"mock:{t}", kernel_for(f"mock:{t}")) for t in dict.fromkeys(mock_targets)]
   for prefix, k in machines:
     if prefix == "nv" or prefix.startswith("mock:sm_"):
       rows += _nv_rows(prefix, k)
+      continue
+    if prefix == "qcom" or parse_device(prefix).vendor == "qcom":
+      rows += _qcom_rows(prefix, k)
       continue
     try: gpus = devices(k)
     except (OSError, ValueError, KeyError) as e:
@@ -59,6 +66,24 @@ def _nv_rows(prefix: str, k) -> list[dict]:
                kind="mock" if prefix.startswith("mock") else "real") for g in gpus]
 
 
+def _qcom_rows(prefix: str, k) -> list[dict]:
+  """The Adreno of a kgsl machine: KGSL_PROP_DEVICE_INFO (gpu id, chip id, GMEM) through /dev/kgsl-3d0."""
+  import ctypes
+  from gputwin.abi import kgsl as K
+  try:
+    fd = k.open("/dev/kgsl-3d0")
+    try:
+      info = K.kgsl_devinfo()
+      k.ioctl(fd, K.IOCTL_KGSL_DEVICE_GETPROPERTY, K.kgsl_device_getproperty(
+        type=K.KGSL_PROP_DEVICE_INFO, value=ctypes.addressof(info), sizebytes=ctypes.sizeof(info)))
+    finally: k.close(fd)
+  except OSError as e: return [dict(device=prefix, arch="?", name=f"kgsl unreadable: {e}")]
+  c = info.chip_id
+  arch = f"a{info.gpu_id}" if info.gpu_id else f"a{c >> 24 & 0xFF}{c >> 16 & 0xFF}{c >> 8 & 0xFF}"
+  return [dict(device=prefix, arch=arch, name=f"Adreno {arch[1:]} (GMEM {info.gmem_sizebytes >> 10} KiB)",
+               gpu_id=f"{c:#010x}", wave=64, kind="mock" if prefix.startswith("mock") else "real")]
+
+
 COLUMNS = [("device", "device"), ("arch", "target"), ("name", "name"), ("gpu_id", "gpu_id"), ("cus", "CUs/SMs"),
            ("simds", "SIMDs"), ("wave", "wave"), ("lds_kb", "LDS KiB"), ("vram_gb", "VRAM GiB"), ("xcc", "XCCs"),
            ("sdma", "SDMA"), ("clock", "MHz"), ("node", "node")]
@@ -67,7 +92,8 @@ COLUMNS = [("device", "device"), ("arch", "target"), ("name", "name"), ("gpu_id"
 def devices_main(argv=None) -> int:
   """Entry point of `gputwin devices`: prints the rich table; returns the exit status."""
   p = argparse.ArgumentParser(prog="gputwin devices", description=__doc__.split("\n")[0])
-  p.add_argument("--mock", default=",".join(MOCK_TARGETS), help="mock targets to list (comma separated)")
+  p.add_argument("--mock", default=",".join(MOCK_TARGETS + ADRENO_TARGETS), help="mock targets to list (comma "
+                 "separated)")
   p.add_argument("--no-real", action="store_true", help="do not look at /dev/kfd")
   p.add_argument("--no-mock", action="store_true", help="list real GPUs only")
   a = p.parse_args(argv)
@@ -85,5 +111,5 @@ def devices_main(argv=None) -> int:
     t.add_row(*(str(r.get(key, "")) for key, _ in COLUMNS), style="dim" if r.get("kind") == "mock" else None)
   Console().print(t)
   if not any(r.get("kind") == "real" for r in rows):
-    Console().print("no real GPU on this machine (no /dev/kfd, no /dev/nvidiactl)")
+    Console().print("no real GPU on this machine (no /dev/kfd, no /dev/nvidiactl, no /dev/kgsl-3d0)")
   return 0
