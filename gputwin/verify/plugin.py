@@ -4,11 +4,12 @@
     gpu.launch(co_for(gpu.arch), "fill", grid=4, block=64, args=[out, 7])
   @pytest.mark.arch("gfx942", "gfx950")                # only these targets
   @pytest.mark.arch("sm_80", "sm_90")                  # NVIDIA (PTX): mock:sm_80, mock:sm_90 and nv:N when present
+  @pytest.mark.arch("a630", "a730")                    # Adreno (ir3): mock:a630, mock:a730 and qcom when present
   @pytest.mark.hw                                      # real hardware only (skipped without /dev/kfd, /dev/nvidiactl)
   def test_x(gpu, same_on_device): same_on_device(co, "k", grid=.., block=.., args=[...])
 
-`gpu` is a gputwin.runtime Device (AMD code objects on gfx targets, PTX on sm_ targets; NVIDIA targets only for
-tests that name them). `same_on_device` (also `assert_same_on_device`) runs a launch on the emulator and on the real
+`gpu` is a gputwin.runtime Device (AMD code objects on gfx targets, PTX on sm_ targets, ir3 on Adreno targets;
+NVIDIA and Adreno targets only for tests that name them). `same_on_device` (also `assert_same_on_device`) runs a launch on the emulator and on the real
 device of the same target and fails naming the first differing output element; it skips when no such device exists. Hypothesis
 strategies for instructions and kernel inputs live in gputwin.verify.strategies.
 
@@ -22,6 +23,7 @@ import pytest
 
 MOCK_TARGETS = ("gfx1100", "gfx1200", "gfx942", "gfx950")
 NV_TARGETS = ("sm_80", "sm_90")  # NVIDIA targets run PTX, so only tests that name them (arch("sm_90")) get them
+ADRENO_TARGETS = ("a630", "a660", "a730", "a740")  # likewise ir3: only for tests that name them (arch("a630"))
 
 
 def _real(kind: str, path: str, module: str) -> tuple[tuple[str, str], ...]:
@@ -38,13 +40,30 @@ def _real(kind: str, path: str, module: str) -> tuple[tuple[str, str], ...]:
 
 @functools.lru_cache(maxsize=1)
 def real_devices() -> tuple[tuple[str, str], ...]:
-  """(device string, arch) of each real GPU: AMD through /dev/kfd's topology, NVIDIA through /dev/nvidiactl."""
-  return _real("amd", "/dev/kfd", "gputwin.runtime.hcq") + _real("nv", "/dev/nvidiactl", "gputwin.runtime.nvrm")
+  """(device string, arch) of each real GPU: AMD through /dev/kfd's topology, NVIDIA through /dev/nvidiactl, an
+  Adreno through /dev/kgsl-3d0."""
+  return _real("amd", "/dev/kfd", "gputwin.runtime.hcq") + _real("nv", "/dev/nvidiactl", "gputwin.runtime.nvrm") + \
+      _adreno()
+
+
+def _adreno() -> tuple[tuple[str, str], ...]:
+  """("qcom", arch) when /dev/kgsl-3d0 opens (one Adreno per machine), else nothing."""
+  if not os.path.exists("/dev/kgsl-3d0"):
+    return ()
+  try:
+    from gputwin.runtime import open as open_device
+    dev = open_device("qcom")
+    try:
+      return (("qcom", dev.arch),)
+    finally:
+      dev.close()
+  except Exception:  # noqa: BLE001 - a driver that refuses us means: no usable device
+    return ()
 
 
 def all_devices(config=None) -> list[tuple[str, str]]:
   want = (config.getoption("gputwin_devices") if config else None) or os.environ.get("GPUTWIN_TEST_DEVICES")
-  devs = [(f"mock:{t}", t) for t in MOCK_TARGETS + NV_TARGETS] + list(real_devices())
+  devs = [(f"mock:{t}", t) for t in MOCK_TARGETS + NV_TARGETS + ADRENO_TARGETS] + list(real_devices())
   if want:
     names = {w.strip() for w in want.split(",") if w.strip()}
     devs = [d for d in devs if d[0] in names or d[1] in names]
@@ -63,7 +82,7 @@ def pytest_configure(config):
 
 def pytest_runtest_setup(item):
   if item.get_closest_marker("hw") and not real_devices():
-    pytest.skip("needs a real GPU (no /dev/kfd GPU node, no /dev/nvidiactl GPU)")
+    pytest.skip("needs a real GPU (no /dev/kfd GPU node, no /dev/nvidiactl GPU, no /dev/kgsl-3d0)")
 
 
 def pytest_generate_tests(metafunc):
@@ -73,8 +92,8 @@ def pytest_generate_tests(metafunc):
   m = metafunc.definition.get_closest_marker("arch")
   if m:
     devs = [d for d in devs if d[1] in m.args]
-  else:  # NVIDIA targets run PTX, not AMD code objects: only for tests that ask for them (arch("sm_90"))
-    devs = [d for d in devs if d[1] not in NV_TARGETS]
+  else:  # NVIDIA and Adreno targets run PTX / ir3, not AMD code objects: only for tests that ask (arch("sm_90"))
+    devs = [d for d in devs if d[1] not in NV_TARGETS + ADRENO_TARGETS]
   if metafunc.definition.get_closest_marker("hw"):
     devs = [d for d in devs if not d[0].startswith("mock")] or [("no-hw", "")]
   metafunc.parametrize("gpu", [d[0] for d in devs] or ["no-device"], indirect=True)

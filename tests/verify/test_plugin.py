@@ -8,7 +8,8 @@ from importlib.metadata import entry_points
 # extension cannot be imported twice in one process
 for _m in ("numpy", "hypothesis.extra.numpy", "gputwin.compiler.examples", "gputwin.runtime",
            "gputwin.verify.strategies", "gputwin.runtime.nv", "gputwin.mock.nv", "gputwin.mock.nvgpu",
-           "gputwin.compiler.backend_ptx", "gputwin.isa.ptx"):
+           "gputwin.compiler.backend_ptx", "gputwin.isa.ptx", "gputwin.runtime.qcom", "gputwin.mock.adreno",
+           "gputwin.mock.kgsl", "gputwin.emu.ir3.launch", "gputwin.isa.ir3"):
   importlib.import_module(_m)
 
 # once pyproject's pytest11 entry point is installed pytest loads the plugin itself; -p again would register it twice
@@ -42,6 +43,15 @@ def test_nvidia_targets_when_named(gpu):
   assert gpu.name.startswith("NVIDIA") or gpu.arch == "sm_90"
   np.testing.assert_array_equal(y, 2 * x + 1)
 
+@pytest.mark.arch("a630", "a730")
+def test_adreno_targets_when_named(gpu):
+  from gputwin.isa.ir3 import assemble, listing
+  code = assemble("shl.b r0.w, r48.x, 6\\nadd.u r0.w, r0.w, r0.x\\nldib.b.untyped.1d.u32.1.imm.base0 r1.x, r0.w, 0\\n"
+                  "(sy)add.u r1.x, r1.x, 1\\nstib.b.untyped.1d.u32.1.imm.base0 r1.x, r0.w, 1\\nend\\n", gpu.arch)
+  x, y = np.arange(128, dtype=np.uint32), np.zeros(128, np.uint32)
+  gpu.launch(code, "main", grid=2, args={0: x, 1: y}, shader=listing.Shader.explicit(gpu.arch, code))
+  np.testing.assert_array_equal(y, x + 1)
+
 @pytest.mark.hw
 def test_needs_hardware(gpu):
   raise AssertionError("must not run without a real GPU")
@@ -56,10 +66,11 @@ def test_emulator_vs_device(same_on_device):
 def test_gpu_fixture_markers_and_skips(pytester):
   pytester.makepyfile(test_k=TESTS)
   r = pytester.runpytest(*PLUGIN, "-v", "-rs")
-  r.assert_outcomes(passed=7, skipped=2)
+  r.assert_outcomes(passed=9, skipped=2)
   r.stdout.fnmatch_lines(["*test_every_mock_target?mock:gfx1100? PASSED*",
                           "*test_every_mock_target?mock:gfx950? PASSED*",
                           "*test_only_some?mock:gfx942? PASSED*", "*test_nvidia_targets_when_named?mock:sm_90? PASSED*",
+                          "*test_adreno_targets_when_named?mock:a730? PASSED*",
                           "*needs a real GPU*",
                           "*no real gfx1100 GPU here to compare the emulator with*"])
 
