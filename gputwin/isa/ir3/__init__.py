@@ -6,9 +6,9 @@ Entry points: `disassemble(data, gpu) -> list[str]`, `assemble(text, gpu) -> byt
 `listing.read(path) -> Shader` (a Mesa compiler listing's launch metadata).
 """
 from gputwin.isa.ir3.asm import assemble, assemble_line
-from gputwin.isa.ir3.decode import Inst, Operand, decode, decode_all, disasm_word, disassemble, raw_text
+from gputwin.isa.ir3.decode import Inst, Operand, decode, decode_all, disasm_word, disassemble, problems, raw_text
 from gputwin.isa.ir3.listing import Input, Shader, UboRange
 from gputwin.isa.ir3.spec import GPUS, gen_of, spec
 
 __all__ = ["assemble", "assemble_line", "disassemble", "decode", "decode_all", "disasm_word", "raw_text", "Inst",
-           "Operand", "GPUS", "gen_of", "spec", "listing", "Shader", "Input", "UboRange"]
+           "Operand", "GPUS", "gen_of", "spec", "problems", "listing", "Shader", "Input", "UboRange"]

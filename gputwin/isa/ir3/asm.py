@@ -20,7 +20,7 @@ import struct
 from dataclasses import dataclass
 
 from gputwin.errors import AsmError
-from gputwin.isa.ir3.decode import State, disasm_word
+from gputwin.isa.ir3.decode import problems, State, disasm_word
 from gputwin.isa.ir3.spec import M64, Bitset, Field, evaluate, expr_names, gen_of, spec
 
 _NUM = {"uint": re.compile(r"\d+"), "int": re.compile(r"-?\d+"), "branch": re.compile(r"-?\d+"),
@@ -198,7 +198,9 @@ def _match(items: tuple, i: int, text: str, pos: int, ctx: _Ctx, st: _St, env: _
       yield from _match(items, i + 1, text, pos + len(ctx.bitset.name), ctx, st, env)
     return
   f, owner = _resolve(ctx, name)
-  if f is None: return
+  if f is None:  # a template naming no field prints nothing there (Mesa notes "no field 'X'": decode.problems)
+    yield from _match(items, i + 1, text, pos, ctx, st, env)
+    return
   if f.kind in ("branch", "absbranch") and f.expr is None:   # a label name for the target
     m = _LABEL.match(text, pos)
     if m and m[0] in env.labels:
@@ -423,7 +425,7 @@ def _search(s: str, gpu: str, gen: int, env: _Env, n: int) -> tuple[int | None, 
           tried += 1
           if best is not None and w.bit_count() >= best.bit_count(): continue
           t, errs, _ = disasm_word(w, gpu, st=dst and State(gen, True, n, env.num))
-          if t == want and not errs:
+          if t == want and not problems(errs):
             best = w
             break
   return best, tried
