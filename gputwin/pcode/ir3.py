@@ -552,6 +552,8 @@ def inst_key(inst) -> str:
   if n in ("dp2acc", "dp4acc"):
     mods = [e["#signedness"][f["SRC_SIGN"]]] + ([e["#8bitvec2pack"][f["SRC_PACK"]]] if n == "dp2acc" else [])
     return key(n + "".join(mods), sat=bool(f.get("SAT")))
+  if n.startswith(("cmps.", "cmpv.")) and f["COND"] not in e["#cond"]:
+    raise PcodeError(f"{n}: condition {f['COND']} is not one of #cond's", "ir3", n)
   cond = e["#cond"][f["COND"]] if n.startswith(("cmps.", "cmpv.")) else None
   half = not f.get("FULL", 1) and not re.search(r"\d$", n)  # cat3 names carry their precision (mad.f16, sel.b32)
   dst = f.get("DST")

@@ -27,7 +27,8 @@ from gputwin.pcode import ir3 as P
 from gputwin.pcode import semantics
 
 SHARED, NUM_A0, NUM_A1, NUM_P0 = 192, 244, 245, 248  # register numbers: r48.x, a0.x (r61.x), a1.x, p0.x (r62.x)
-EN, A0, A1, TMP, P0, G0 = 0, 1, 2, 3, 4, 8  # per-fiber rows: the enable, a0.x, a1.x, TMP, p0.x..w, then r0.x
+EN, A0, A1, TMP, P0, R63, G0 = 0, 1, 2, 3, 4, 8, 12  # per-fiber rows: the enable, a0.x, a1.x, TMP, p0.x..w, r63.x..w
+# (the discard destination Mesa's descriptor prefetches write), then r0.x
 GPR_ROWS = G0 + SHARED  # every row a program may use: r<a0.x + n> can name any of r0.x..r47.w
 EXEC, M0, NULL, CONST = 32, 34, 35, 64  # scalar rows: the machine's EXEC (2), M0, NULL; c0.x
 SROWS = CONST + CONST_DWORDS
@@ -83,12 +84,18 @@ def _sem(key: str):
 # ------------------------------------------------------------------------------------------------ operands
 def reg(num: int, half: bool = False) -> Src:
   """A register by number (gpr * 4 + component): a row of the fiber file, or of the scalar file for shared ones."""
-  if num >= NUM_A0:  # a0.x/a1.x (16 bits) and p0.c: their own rows whatever the precision
-    return Src("v", {NUM_A0: A0, NUM_A1: A1}.get(num, P0 + num % 4), bits=16 if num in (NUM_A0, NUM_A1) else 32)
+  if num >= NUM_A0:  # a0.x/a1.x (16 bits), p0.c, r63.c: their own rows whatever the precision
+    if num in (NUM_A0 + 2, NUM_A0 + 3):
+      raise PcodeError(f"register r61.{'xyzw'[num % 4]} does not exist (r61 is a0.x/a1.x)", "ir3", "register")
+    return Src("v", {NUM_A0: A0, NUM_A1: A1}.get(num, (P0 if num < NUM_P0 + 4 else R63) + num % 4),
+               bits=16 if num in (NUM_A0, NUM_A1) else 32)
   hi = False
   if half:
     base = SHARED if num >= SHARED else 0
     num, hi = base + (num - base) // 2, bool((num - base) & 1)
+  if SHARED + 32 <= num < NUM_A0:
+    raise PcodeError(f"register r{num // 4}.{'xyzw'[num % 4]} does not exist (r0-r47, shared r48-r55, a0/a1, p0, "
+                     "r63)", "ir3", "register")
   if SHARED <= num < SHARED + 32:  # (fmt "half": a store keeps the row's other half, core.Engine.store)
     return Src("s", num - SHARED, bits=16 if half else 32, hi=hi, fmt="half" if half else "")
   return Src("v", G0 + num, bits=16 if half else 32, hi=hi)
@@ -99,8 +106,8 @@ def regname(d: Src) -> str:
   if d.file == "s" and d.index >= CONST:
     return f"c{(d.index - CONST) // 4}.{'xyzw'[(d.index - CONST) % 4]}"
   if d.file == "v" and d.index < G0:
-    return {A0: "a0.x", A1: "a1.x", EN: "(predication)", TMP: "(relative move)"}.get(d.index,
-                                                                                     f"p0.{'xyzw'[d.index % 4]}")
+    return {A0: "a0.x", A1: "a1.x", EN: "(predication)", TMP: "(relative move)"}.get(
+      d.index, f"{'p0' if d.index < R63 else 'r63'}.{'xyzw'[d.index % 4]}")
   n = d.index + (SHARED if d.file == "s" else -G0)
   if d.bits == 16:
     base = SHARED if n >= SHARED else 0
@@ -114,7 +121,7 @@ def step(s: Src, k: int, half: bool) -> Src:
   if s.file == "k":
     return s
   if s.file == "s" and s.index >= CONST:
-    return dataclasses.replace(s, index=s.index + k)
+    return const(s.index - CONST + k, s.bits == 16)
   if s.file == "v" and s.index < G0:  # a0/a1/p0: no register after them
     return s
   num = s.index + (SHARED if s.file == "s" else -G0)
@@ -126,6 +133,8 @@ def step(s: Src, k: int, half: bool) -> Src:
 
 def const(num: int, half: bool = False) -> Src:
   """c<num / 4>.<num % 4>; a half const reads the same dword (Mesa's ir3_cp.c: half consts hold 32-bit values)."""
+  if not 0 <= num < CONST_DWORDS:
+    raise PcodeError(f"c{num // 4}.{'xyzw'[num % 4]} is past the {CONST_DWORDS // 4}-vec4 const file", "ir3", "const")
   return Src("s", CONST + num, bits=16 if half else 32)
 
 
