@@ -302,7 +302,9 @@ def _atomic(g: dict) -> str:
 # The executor implements these calls (emu/ir3/events.py); each names what the hardware does, per the isaspec <doc>s
 # and ir3-notes.rst. Fibers are the threads of a wave; "active" fibers are the ones executing the instruction.
 EVENTS: dict[str, str] = {
-  "END": "END(): the fiber ends (end)",
+  "END": "END(): the fiber ends (end; kill for the fibers its predicate selects)",
+  "CALL": "CALL(TARGET): push the fiber's next PC on its return stack and jump to TARGET (call)",
+  "RET": "RET(): pop the fiber's return stack into its PC (ret)",
   "BARRIER": "BARRIER(): wait until every live fiber of the workgroup arrives (bar)",
   "GETONE": "GETONE(TARGET): one active fiber (the lowest) falls through, the others jump to TARGET (getone)",
   "GETLAST": "GETLAST(TARGET, CLUSTER): the active fibers of the first cluster with any, except its last active one, "
@@ -433,6 +435,11 @@ ROWS: tuple[Row, ...] = (
   Row("bany", _event("BRANY(TARGET, S0)"), f"{C0} bany (#instruction-cat0-branch-1src)"),
   Row("ball", _event("BRALL(TARGET, S0)"), f"{C0} ball (#instruction-cat0-branch-1src)"),
   Row("end", _event("END()"), f"{C0} end"),
+  Row("kill", _event("END()"), f"{C0} kill (#instruction-cat0-1src: INV1, COMP1: the p0 source)",
+      "in a compute shader the fibers whose predicate holds end (the binding's guard), as `end` does"),
+  Row("call", _event("CALL(TARGET)"), f"{C0} call (#instruction-cat0-immed; Mesa names its targets fxnN)",
+      "a return stack per fiber, 16 deep (the docs are silent)"),
+  Row("ret", _event("RET()"), f"{C0} ret", "returns to the address its fiber's matching call pushed"),
   Row("getone", _event("GETONE(TARGET)"), f"{C0} getone (#instruction-cat0-immed)",
       "the fiber kept is the lowest active one (the docs do not say which)"),
   Row("getlast", _event("GETLAST(TARGET, CLUSTER)"), f"{C0} getlast <doc>"),

@@ -36,7 +36,7 @@ FLUT = (0.0, 0.5, 1.0, 2.0, math.e, math.pi, 1 / math.pi, 1 / math.log2(math.e),
         1 / math.log2(10), math.log2(10), 4.0)  # #mulitsrc-immed-flut <doc>: the float immediates by index
 # the events a body calls -> the machine's kind for it (end/barrier/nop the machine knows; the rest emu/ir3/events.py)
 CONTROL = {"END": "end", "BARRIER": "barrier", "NOP": "nop", "SHPE": "nop", "SHPS": "nop", "GETONE": "getone",
-           "SHFL": "shfl",
+           "SHFL": "shfl", "CALL": "call", "RET": "ret",
            "GETLAST": "getlast", "PREDT": "pred", "PREDF": "pred", "PREDE": "pred", "BRANY": "bany", "BRALL": "bany",
            "MOVMSK": "movmsk", "BRCST": "brcst", "STC": "stc", "LDCK": "ldck"}
 _BY_LEAF = {"ldib.b": "ldib.b", "stib.b": "stib.b"}  # leaves whose key is not `<leaf>.<type>.<n>` by default
@@ -232,15 +232,15 @@ def _control(op: Op, key: str) -> None:
 
 def _cat0(op: Op, inst: Inst, pc: int, size: int) -> None:
   f, n = inst.fields, inst.name
-  if n in ("kill", "emit", "cut", "chmask", "chsh", "flow_rev", "call", "ret", "bkt", "brac", "brax"):
-    raise PcodeError(f"{n}: not modelled (graphics, calls or indexed branches)", "ir3", n)
+  if n in ("emit", "cut", "chmask", "chsh", "flow_rev", "bkt", "brac", "brax"):
+    raise PcodeError(f"{n}: not modelled (graphics, or a branch form the docs do not define)", "ir3", n)
   _control(op, n)
   if "IMMED" in f and n != "nop":
     t = pc + 8 * f["IMMED"]
     if not 0 <= t < size:
       raise PcodeError(f"branch target {t:#x} is outside the shader [0x0, {size:#x})", "ir3", n)
     op.ins["TARGET"] = Src("k", value=t, dwords=2)
-  if n == "br":
+  if n in ("br", "kill"):
     op.info["guard"] = (P0 + f["COMP1"], bool(f["INV1"]))
   elif n in ("brao", "braa"):
     for i in (1, 2):

@@ -50,6 +50,8 @@ def run(eng, op: Op, ix, sel, m) -> np.ndarray:
     _shfl(eng, op, ix, m)
     return sel
   t = int(op.ins["TARGET"].value) if "TARGET" in op.ins else None
+  if k in ("call", "ret"):
+    return _call_ret(eng, op, ix, sel, m, t)
   if k == "getone":  # one fiber (the lowest active) falls through; the others jump
     go = m & ~_first(m)
     _jump(eng, ix, go, t)
@@ -141,6 +143,32 @@ def _next(s, r: int):
 def _const_range(d: int, n: int, op: Op) -> None:
   if d < 0 or d + n > CONST_DWORDS:
     raise GPUPageFault(0, 4 * n, "write", detail=f"{op.text}: const dwords [{d}, {d + n}) are outside the const file")
+
+
+STACK = 16  # call depth per fiber
+
+
+def _call_ret(eng, op: Op, ix, sel, m, target):
+  """call pushes each fiber's next PC on its own return stack (STACK deep) and jumps; ret pops it. The stacks live on
+  the engine, made at the first call of a batch."""
+  from gputwin.emu.binding import Stop
+  if not hasattr(eng, "ir3_stack"):
+    eng.ir3_stack, eng.ir3_depth = np.zeros((eng.W, eng.L, STACK), np.int64), np.zeros((eng.W, eng.L), np.int64)
+  W = np.arange(eng.W)[ix]
+  d = eng.ir3_depth[W]
+  w, lane = np.nonzero(m)
+  if op.kind == "call":
+    if (m & (d >= STACK)).any():
+      raise Stop("unsupported", f"call stack deeper than {STACK}", int(W[0]), op)
+    eng.ir3_stack[W[w], lane, d[w, lane]] = op.pc + op.size
+    eng.ir3_depth[W] = d + m
+    _jump(eng, ix, m, target)
+  else:
+    if (m & (d == 0)).any():
+      raise Stop("unsupported", "ret with no call to return to", int(W[0]), op)
+    eng.ir3_depth[W] = d - m
+    eng.lpc[W[w], lane] = eng.ir3_stack[W[w], lane, d[w, lane] - 1]
+  return sel & ~m
 
 
 def _shfl(eng, op: Op, ix, m) -> None:

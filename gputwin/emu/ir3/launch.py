@@ -62,15 +62,18 @@ def load(code, arch: str | None, shader: listing.Shader | None) -> tuple[bytes, 
 def launch(code, kernel: str = "main", *, grid, block=None, args: dict | None = None, arch: str | None = None,
            shader: listing.Shader | None = None, serial: bool = False, checks=True, trace=None,
            max_instructions: int | None = None) -> LaunchStats:
-  """Run the shader over `grid` workgroups of its local size (`block`, when given, must equal it)."""
+  """Run the shader over `grid` workgroups of its local size (`block`, when given, must equal it; a shader compiled
+  with a variable local size (`local_size=None`) takes it). `args`: {binding: ndarray}, or for a shader with
+  `params` (gputwin.compiler's) the kernel's positional argument list."""
   data, sh = load(code, arch, shader)
   arch = arch or sh.gpu
   if arch not in ARCHES:
     raise LaunchError(f"unknown Adreno target {arch!r} for the emulator; expected one of {', '.join(ARCHES)}", arch)
   where = f"[{arch}] kernel {kernel}"
-  if block is not None and three(block, "block") != tuple(sh.local_size):
-    raise LaunchError(f"{where}: block {three(block, 'block')} differs from the shader's local size "
-                      f"{tuple(sh.local_size)} (compiled in)", arch, kernel)
+  try:  # (a variable local size takes `block`; a positional args list binds by the shader's params)
+    sh, args = sh.bind(args, block, where)
+  except LaunchError as e:
+    raise LaunchError(str(e), arch, kernel) from None
   if sh.shared_size > SHARED_LIMIT:
     raise LaunchError(f"{where}: {sh.shared_size} bytes of shared memory exceed {SHARED_LIMIT}", arch, kernel)
   grid = three(grid, "grid")
@@ -127,6 +130,7 @@ def run(code: bytes, sh: listing.Shader, grid, mem, res: dict, consts: np.ndarra
     shape = (W, L, nrows, 1, max(sh.shared_size, 4), priv, arch)
     if ck is None and eng is not None and eng.checks is None and eng.shape == shape:
       eng.restart(wg, prog, mem)  # the previous batch's files: only the rows it wrote are cleared
+      eng.__dict__.pop("ir3_stack", None)  # (the call stacks: events.py makes them again)
     else:
       eng = core.Engine(prog, mem, W, L, nrows, 1, max(sh.shared_size, 4), priv, wg, ck, arch)
     eng.res = res
