@@ -22,14 +22,13 @@ from pathlib import Path
 
 import numpy as np
 
-from gputwin.emu import core
+from gputwin.emu import batches, core
 from gputwin.emu.checks import Checks
 from gputwin.emu.ir3 import FRONTEND
 from gputwin.emu.ir3.decode import CONST, CONST_DWORDS, EN, G0, GPR_ROWS, reg, regname
 from gputwin.emu.memory import GuestMemory
 from gputwin.emu.program import Program, Src
-from gputwin.emu.trace import write_trace
-from gputwin.errors import EmuCheckError, EmuError, EmuFault, EmuTrap, GputwinError, LaunchError
+from gputwin.errors import GputwinError, LaunchError
 from gputwin.isa.ir3 import listing
 from gputwin.isa.kernargs import LaunchStats, three
 
@@ -137,21 +136,12 @@ def run(code: bytes, sh: listing.Shader, grid, mem, res: dict, consts: np.ndarra
     _init(eng, sh, grid, block, c0, nw, threads, consts)
     if tr is not None:
       eng.hooks.append(_tracer(tr, c0 * nw))
-    try:
-      left = None if max_instructions is None else max_instructions - stats.instructions
-      core.run(eng, serial, left)
-    except core.Stop as st:
-      _count(stats, eng, c1, nw)
-      _raise(st, eng, kernel, arch, c0, nw, grid, block)
-    _count(stats, eng, c1, nw)
+    st = batches.run(eng, stats, serial, max_instructions, c1, nw)
+    if st is not None:
+      _raise(st, eng, kernel, arch, c0, nw, grid)
     c0 = c1
   stats.seconds = time.perf_counter() - t0
-  if tr is not None:
-    stats.trace = tr
-    if isinstance(trace, (str, Path)):
-      write_trace(trace, tr)
-    elif isinstance(trace, list):
-      trace.extend(tr)
+  batches.hand_back(stats, tr, trace)
   return stats
 
 
@@ -243,37 +233,15 @@ def _init(eng, sh: listing.Shader, grid, block, c0: int, nw: int, threads: int, 
                        [r.index for r in regs if r.file == "s"] + list(range(CONST, CONST + CONST_DWORDS)))
 
 
-def _count(stats: LaunchStats, eng, c1: int, nw: int) -> None:
-  stats.instructions += eng.count
-  stats.lane_instructions += eng.lane_count
-  stats.native_instructions += eng.native_count
-  stats.workgroups, stats.waves = c1, c1 * nw
-
-
-def _raise(st: core.Stop, eng, kernel: str, arch: str, c0: int, nw: int, grid, block):
-  """An executor stop as EmuFault / EmuTrap / EmuError naming workgroup, wave, fiber, PC and instruction."""
-  w, lane = max(st.wave, 0), None
-  if st.fault is not None and getattr(st.fault, "thread", None) is not None:
-    w, lane = st.fault.thread
-  elif eng._cur is not None and st.op is not None and st.wave >= 0:
-    j = int(np.argmax(np.arange(eng.W)[eng._last_ix] == w)) if eng._last_ix is not None else 0
-    act = np.nonzero(eng._cur[min(j, len(eng._cur) - 1)])[0]
-    lane = int(act[0]) if len(act) else None
-  if lane is None:
-    live = np.nonzero(eng.lalive[w])[0]
-    lane = int(live[0]) if len(live) else 0
-  op = st.op
+def _raise(st: core.Stop, eng, kernel: str, arch: str, c0: int, nw: int, grid):
+  """An executor stop as the public error naming workgroup, wave, fiber, PC and instruction."""
+  w, lane = batches.stopped_at(st, eng)
   c = c0 + w // nw
   gx, gy, _ = grid
   where = f"workgroup ({c % gx},{c // gx % gy},{c // (gx * gy)}), wave {w % nw}, fiber {lane}"
-  pc = op.pc if op is not None else int(eng.lpc[w, lane])
-  text = op.text if op is not None else _word_text(eng.prog, pc, arch)
-  if st.kind == "fault":
-    f = st.fault
-    raise EmuFault(f.va, f.size, f.access, arch, kernel, pc, text, f"{where}: {f}", c0 * nw + w) from None
-  cls = {"trap": EmuTrap, "check": EmuCheckError}.get(st.kind, EmuError)
-  raise cls(f"[{arch}] kernel {kernel}, {where}, PC {pc:#x}: {text}: {st.msg}", arch, kernel, pc, text,
-            c0 * nw + w) from None
+  pc = st.op.pc if st.op is not None else int(eng.lpc[w, lane])
+  text = st.op.text if st.op is not None else _word_text(eng.prog, pc, arch)
+  batches.fail(st, arch, kernel, pc, text, where, c0 * nw + w, f"{pc:#x}")
 
 
 def _word_text(prog, pc: int, arch: str) -> str:

@@ -23,14 +23,13 @@ from pathlib import Path
 
 import numpy as np
 
-from gputwin.emu import core
+from gputwin.emu import batches, core
 from gputwin.emu.checks import Checks
 from gputwin.emu.memory import GuestMemory
 from gputwin.emu.program import Program, Src
-from gputwin.emu.trace import write_trace
 from gputwin.emu.ptx import FRONTEND
 from gputwin.emu.ptx.image import SPECIAL_ROW, Image
-from gputwin.errors import EmuCheckError, EmuError, EmuFault, EmuTrap, LaunchError
+from gputwin.errors import LaunchError
 from gputwin.isa.kernargs import LaunchStats, three
 
 WARP = 32
@@ -160,13 +159,9 @@ def run(lm: Loaded, kernel: str, *, grid, block, args=(), shared_bytes: int = 0,
       _init(eng, img, fn, grid, block, c0, nw, threads, shared, shared_bytes, arch)
       if tr is not None:
         eng.hooks.append(_tracer(tr, c0 * nw))
-      try:
-        left = None if max_instructions is None else max_instructions - stats.instructions
-        core.run(eng, serial, left)
-      except core.Stop as st:
-        _count(stats, eng, c1, nw)
+      st = batches.run(eng, stats, serial, max_instructions, c1, nw)
+      if st is not None:
         _raise(st, eng, kernel, arch, c0, nw, grid, block)
-      _count(stats, eng, c1, nw)
       c0 = c1
     if eng is not None and eng.checks is None and sum(a.nbytes for a in eng.files.values()) <= SPARE_BYTES:
       eng.hooks = []
@@ -180,48 +175,21 @@ def run(lm: Loaded, kernel: str, *, grid, block, args=(), shared_bytes: int = 0,
     for _, va, _ in copies:
       mem.unmap(va)
   stats.seconds = time.perf_counter() - t0
-  if tr is not None:
-    stats.trace = tr
-    if isinstance(trace, (str, Path)):
-      write_trace(trace, tr)
-    elif isinstance(trace, list):
-      trace.extend(tr)
+  batches.hand_back(stats, tr, trace)
   return stats
 
 
 def _raise(st: core.Stop, eng, kernel: str, arch: str, c0: int, nw: int, grid, block):
-  """An executor stop as EmuFault / EmuTrap / EmuError naming CTA, warp, thread, PC and instruction (with the CUDA
-  source line when the PTX has `.loc`)."""
-  w = max(st.wave, 0)
-  lane = None
-  if st.fault is not None and getattr(st.fault, "thread", None) is not None:
-    w, lane = st.fault.thread
-  elif eng._cur is not None and st.op is not None and st.wave >= 0:
-    j = int(np.argmax(np.arange(eng.W)[eng._last_ix] == w)) if eng._last_ix is not None else 0
-    act = np.nonzero(eng._cur[min(j, len(eng._cur) - 1)])[0]
-    lane = int(act[0]) if len(act) else None
-  if lane is None:
-    live = np.nonzero(eng.lalive[w])[0]
-    lane = int(live[0]) if len(live) else 0
+  """An executor stop as the public error naming CTA, warp, thread, PC and instruction (with the CUDA source line
+  when the PTX has `.loc`)."""
+  w, lane = batches.stopped_at(st, eng)
   op = st.op if st.op is not None else eng.prog.op(int(eng.lpc[w, lane]))
   c, t = c0 + w // nw, (w % nw) * WARP + lane
   gx, gy, _ = grid
   bx, by, _ = block
   where = (f"CTA ({c % gx},{c // gx % gy},{c // (gx * gy)}), warp {w % nw}, thread ({t % bx},{t // bx % by},"
            f"{t // (bx * by)})")
-  if st.kind == "fault":
-    f = st.fault
-    raise EmuFault(f.va, f.size, f.access, arch, kernel, op.pc, op.text, f"{where}: {f}", c0 * nw + w) from None
-  cls = {"trap": EmuTrap, "check": EmuCheckError}.get(st.kind, EmuError)
-  raise cls(f"[{arch}] kernel {kernel}, {where}, PC {op.pc}: {op.text}: {st.msg}", arch, kernel, op.pc, op.text,
-            c0 * nw + w) from None
-
-
-def _count(stats: LaunchStats, eng, c1: int, nw: int) -> None:
-  stats.instructions += eng.count
-  stats.lane_instructions += eng.lane_count
-  stats.native_instructions += eng.native_count
-  stats.workgroups, stats.waves = c1, c1 * nw
+  batches.fail(st, arch, kernel, op.pc, op.text, where, c0 * nw + w, str(op.pc))
 
 
 def _params(fn, args: list, mem, copies: list, where: str) -> bytes:

@@ -1,0 +1,67 @@
+"""What the launchers with per-thread PCs (emu/ptx/launch.py, emu/ir3/launch.py) share around core.run: one batch
+run under the launch's instruction budget and counted into LaunchStats, the thread an executor Stop names, the public
+error it becomes, and the trace handed back."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from gputwin.emu import core
+from gputwin.emu.trace import write_trace
+from gputwin.errors import EmuCheckError, EmuError, EmuFault, EmuTrap
+from gputwin.isa.kernargs import LaunchStats
+
+
+def run(eng, stats: LaunchStats, serial: bool, max_instructions: int | None, groups_done: int, per_group: int):
+  """core.run for one batch; its counts go into `stats` (`groups_done` workgroups/CTAs of `per_group` waves are
+  finished after it) whether it stops or not. Returns the Stop, or None."""
+  try:
+    left = None if max_instructions is None else max_instructions - stats.instructions
+    core.run(eng, serial, left)
+    st = None
+  except core.Stop as e:
+    st = e
+  stats.instructions += eng.count
+  stats.lane_instructions += eng.lane_count
+  stats.native_instructions += eng.native_count
+  stats.workgroups, stats.waves = groups_done, groups_done * per_group
+  return st
+
+
+def stopped_at(st: core.Stop, eng) -> tuple[int, int]:
+  """(wave, lane) a Stop names: the faulting thread, else the first thread running the instruction, else the wave's
+  first live thread."""
+  w, lane = max(st.wave, 0), None
+  if st.fault is not None and getattr(st.fault, "thread", None) is not None:
+    w, lane = st.fault.thread
+  elif eng._cur is not None and st.op is not None and st.wave >= 0:
+    j = int(np.argmax(np.arange(eng.W)[eng._last_ix] == w)) if eng._last_ix is not None else 0
+    act = np.nonzero(eng._cur[min(j, len(eng._cur) - 1)])[0]
+    lane = int(act[0]) if len(act) else None
+  if lane is None:
+    live = np.nonzero(eng.lalive[w])[0]
+    lane = int(live[0]) if len(live) else 0
+  return w, lane
+
+
+def fail(st: core.Stop, arch: str, kernel: str, pc: int, text: str, where: str, wave: int, pc_text: str):
+  """Raise the Stop as EmuFault (a page fault: address, size, access), EmuTrap, EmuCheckError or EmuError, each
+  naming target, kernel, `where` (the launcher's group/wave/thread words), PC and instruction."""
+  if st.kind == "fault":
+    f = st.fault
+    raise EmuFault(f.va, f.size, f.access, arch, kernel, pc, text, f"{where}: {f}", wave) from None
+  cls = {"trap": EmuTrap, "check": EmuCheckError}.get(st.kind, EmuError)
+  raise cls(f"[{arch}] kernel {kernel}, {where}, PC {pc_text}: {text}: {st.msg}", arch, kernel, pc, text,
+            wave) from None
+
+
+def hand_back(stats: LaunchStats, tr: list | None, trace) -> None:
+  """The launch's trace records into `stats.trace`, and into `trace` as asked: a path to write, or a list to extend."""
+  if tr is None:
+    return
+  stats.trace = tr
+  if isinstance(trace, (str, Path)):
+    write_trace(trace, tr)
+  elif isinstance(trace, list):
+    trace.extend(tr)
