@@ -1,6 +1,6 @@
-"""What the launchers with per-thread PCs (emu/ptx/launch.py, emu/ir3/launch.py) share around core.run: one batch
-run under the launch's instruction budget and counted into LaunchStats, the thread an executor Stop names, the public
-error it becomes, and the trace handed back."""
+"""What the launchers with per-thread PCs (emu/ptx/launch.py, emu/ir3/launch.py) share around core.run: a numpy
+argument placed in guest memory, one batch run under the launch's instruction budget and counted into LaunchStats,
+the thread an executor Stop names, the public error it becomes, and the trace handed back."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -11,6 +11,24 @@ from gputwin.emu import core
 from gputwin.emu.trace import write_trace
 from gputwin.errors import EmuCheckError, EmuError, EmuFault, EmuTrap
 from gputwin.isa.kernargs import LaunchStats
+
+
+def place(mem, a: np.ndarray, copies: list, read_only: bool = False) -> int:
+  """A guest buffer for array `a` (emu/api.py's rule): mapped in place when `mem` is a GuestMemory and `a` is
+  writeable, C-contiguous and overlaps no argument placed before, else a copy, copied back after the launch unless
+  read-only. `copies` collects (array, VA, copied back?) for the launcher to finish and unmap."""
+  from gputwin.emu.memory import GuestMemory
+  if not read_only and isinstance(mem, GuestMemory) and a.flags.c_contiguous and a.flags.writeable and a.nbytes and \
+     not any(np.may_share_memory(a, b) for b, _, _ in copies):
+    va = mem.alloc(a.nbytes, buf=a.reshape(-1).view(np.uint8))
+    copies.append((a, va, False))
+    return va
+  va = mem.alloc(max(a.nbytes, 1))
+  c = np.ascontiguousarray(a)
+  if c.nbytes:
+    mem.write_bytes(va, c.reshape(-1).view(np.uint8))
+  copies.append((a, va, not read_only))
+  return va
 
 
 def run(eng, stats: LaunchStats, serial: bool, max_instructions: int | None, groups_done: int, per_group: int):

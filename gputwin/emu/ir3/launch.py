@@ -84,7 +84,7 @@ def launch(code, kernel: str = "main", *, grid, block=None, args: dict | None = 
     for b, a in sorted((args or {}).items()):  # every binding is addressable as IBO and UBO b; UBOs are read-only
       if not isinstance(a, np.ndarray):
         raise LaunchError(f"{where}: binding {b} must be a numpy array, got {type(a).__name__}", arch, kernel)
-      res["ibo"][int(b)] = res["ubo"][int(b)] = (_place(mem, a, copies, read_only=b in ubo_blocks), a.nbytes)
+      res["ibo"][int(b)] = res["ubo"][int(b)] = (batches.place(mem, a, copies, read_only=b in ubo_blocks), a.nbytes)
     consts = sh.const_file(grid, {b: a for b, a in (args or {}).items() if b in ubo_blocks}, where)
     stats = run(data, sh, grid, mem, res, consts, kernel=kernel, arch=arch, serial=serial, checks=checks,
                 trace=trace, max_instructions=max_instructions)
@@ -180,22 +180,6 @@ def rows(prog: Program) -> int:
         if isinstance(x, Src) and x.file == "v":
           top = max(top, x.index + x.dwords + 8)  # (+8: movmsk.w128's 4 registers, stc's N registers after S0)
   return min(top, GPR_ROWS)
-
-
-def _place(mem, a: np.ndarray, copies: list, read_only: bool) -> int:
-  """A guest buffer for array `a`: mapped in place when it is writeable, C-contiguous and overlaps no other argument,
-  else a copy (copied back after the launch unless read-only)."""
-  if not read_only and a.flags.c_contiguous and a.flags.writeable and a.nbytes and \
-     not any(np.may_share_memory(a, b) for b, _, _ in copies):
-    va = mem.alloc(a.nbytes, buf=a.reshape(-1).view(np.uint8))
-    copies.append((a, va, False))
-    return va
-  va = mem.alloc(max(a.nbytes, 1))
-  c = np.ascontiguousarray(a)
-  if c.nbytes:
-    mem.write_bytes(va, c.reshape(-1).view(np.uint8))
-  copies.append((a, va, not read_only))
-  return va
 
 
 def _init(eng, sh: listing.Shader, grid, block, c0: int, nw: int, threads: int, consts: np.ndarray) -> None:

@@ -197,19 +197,7 @@ def _params(fn, args: list, mem, copies: list, where: str) -> bytes:
   from gputwin.isa.ptx.params import Param, pack
 
   def address(a):
-    if not isinstance(a, np.ndarray):
-      return None
-    if isinstance(mem, GuestMemory) and a.flags.c_contiguous and a.flags.writeable and a.nbytes and \
-       not any(np.may_share_memory(a, b) for b, _, _ in copies):  # mapped in place (emu/api.py's rule): no copies
-      va = mem.alloc(a.nbytes, buf=a.reshape(-1).view(np.uint8))
-      copies.append((a, va, False))
-      return va
-    va = mem.alloc(max(a.nbytes, 1))
-    c = np.ascontiguousarray(a)
-    if c.nbytes:
-      mem.write_bytes(va, c.reshape(-1).view(np.uint8))
-    copies.append((a, va, True))
-    return va
+    return batches.place(mem, a, copies) if isinstance(a, np.ndarray) else None
   return pack([Param(v.decl.name, v.decl.type, v.offset, v.size, bool(v.decl.dims)) for v in fn.params], args,
               address, where, fn.param_size)
 
