@@ -1,6 +1,6 @@
 """Host memory primitives shared by the mock driver and the real-OS kernel seam: libc mmap/munmap with a fixed address,
-memfd-backed buffers, and a check that a host range is mapped (for the EFAULT cases a real kernel gets from
-copy_from_user / get_user_pages)."""
+memfd-backed buffers, and checks that a host range is mapped or accessible (for the EFAULT cases a real kernel gets
+from copy_from_user / copy_to_user / get_user_pages)."""
 from __future__ import annotations
 import ctypes, ctypes.util, errno, mmap as _mmap, os
 
@@ -15,6 +15,8 @@ libc.mmap.restype, libc.mmap.argtypes = ctypes.c_void_p, [ctypes.c_void_p, ctype
                                                          ctypes.c_int, ctypes.c_long]
 libc.munmap.restype, libc.munmap.argtypes = ctypes.c_int, [ctypes.c_void_p, ctypes.c_size_t]
 libc.mincore.restype, libc.mincore.argtypes = ctypes.c_int, [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+libc.madvise.restype, libc.madvise.argtypes = ctypes.c_int, [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+MADV_POPULATE_READ, MADV_POPULATE_WRITE = 22, 23   # Linux 5.14: prefault as a read / write access would
 
 
 def page_align(n: int) -> int: return (n + PAGE_SIZE - 1) & ~(PAGE_SIZE - 1)
@@ -46,6 +48,32 @@ def host_range_mapped(addr: int, length: int) -> bool:
   if libc.mincore(start, span, vec) == 0: return True
   if ctypes.get_errno() in (errno.ENOMEM, errno.EINVAL): return False
   raise OSError(ctypes.get_errno(), "mincore")
+
+
+_POPULATE: bool | None = None   # whether the kernel knows MADV_POPULATE_* (probed once)
+
+
+def _populate_works() -> bool:
+  global _POPULATE
+  if _POPULATE is None:
+    probe = HostBuffer(PAGE_SIZE, "gputwin-probe")
+    _POPULATE = libc.madvise(probe.addr, PAGE_SIZE, MADV_POPULATE_WRITE) == 0
+    probe.close()
+  return _POPULATE
+
+
+def host_range_accessible(addr: int, length: int, write: bool = False) -> bool:
+  """True when every page of [addr, addr+length) can be read (and, with `write`, written) by this process: what
+  copy_from_user / copy_to_user and get_user_pages(FOLL_WRITE) need, so a False is the kernel's EFAULT. The pages are
+  faulted in as an access would (madvise MADV_POPULATE_READ/WRITE), which fails instead of raising SIGSEGV/SIGBUS on
+  unmapped, PROT_NONE, read-only (write) or truncated-file pages; no byte is read or written. Kernels before 5.14
+  (no MADV_POPULATE_*): only "mapped" is checked (host_range_mapped). length 0 is always accessible."""
+  if length == 0: return True
+  if addr <= 0 or length < 0 or addr + length > 1 << 64: return False
+  if not _populate_works(): return host_range_mapped(addr, length)
+  start = addr & ~(PAGE_SIZE - 1)
+  advice = MADV_POPULATE_WRITE if write else MADV_POPULATE_READ
+  return libc.madvise(start, page_align(addr + length - start), advice) == 0
 
 
 def host_view(addr: int, length: int) -> memoryview:

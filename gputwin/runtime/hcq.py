@@ -11,7 +11,9 @@ and an SDMA queue. Memory is ALLOC_MEMORY_OF_GPU at a VA we choose, MAP_MEMORY_T
 Work is PM4/SDMA packets written into the ring, wptr stored, doorbell rung. Each queue owns a timeline: a 64-bit
 value in memory written by RELEASE_MEM (SDMA: FENCE) after the work, then an event mailbox write + interrupt that
 KFD turns into the queue's event, which WAIT_EVENTS sleeps on. A GPU fault arrives as the process's MEMORY event;
-the queue that stopped making progress raises `QueueFault` naming device, queue, ring offset and the submission.
+the queue it belongs to raises `QueueFault` naming device, queue, ring offset and the submission: the queue the
+fault report names (the mock's, like the interrupt's doorbell id), else (a kernel that does not say) the waited-on
+queue that stopped making progress. A wait that runs out of time raises `QueueTimeout` (a QueueFault).
 """
 from __future__ import annotations
 import ctypes, dataclasses, threading, time
@@ -46,6 +48,11 @@ class QueueFault(GPUFault):
     self.pc, self.inst, self.wave = (getattr(error, k, d) for k, d in (("pc", -1), ("inst", ""), ("wave", -1)))
     self.access, self.size = getattr(error, "access", ""), getattr(error, "size", 0)
     self.arch = getattr(error, "arch", "")
+
+
+class QueueTimeout(QueueFault, TimeoutError):
+  """A wait on a queue's timeline that ran out of time: names device, queue and the timeline values. The queue is not
+  marked dead (the GPU may still be working on it). Also a TimeoutError."""
 
 
 def parse_properties(text: str) -> dict[str, int]:
@@ -243,6 +250,7 @@ class Queue:
     self.queue_id = q.queue_id
     self.doorbell = dev._doorbells(q.doorbell_offset).view(np.uint64, 1, q.doorbell_offset & (DOORBELL_SLICE - 1))
     self.signal = Signal(dev, self.ptrs, 64)
+    with dev.proc.lock: self.first_fault = len(dev.proc.faults)   # faults reported before it was created are not its
     self.timeline = 0
     self.submissions: dict[int, tuple] = {}    # ring dword position -> (what was submitted there, kernel)
     self.error: QueueFault | None = None
@@ -291,17 +299,28 @@ class Queue:
       if self.error is not None: raise self.error
       left = deadline - time.monotonic()
       if left <= 0:
-        raise TimeoutError(f"{self}: timeline at {s.value}, waited {timeout:g} s for {value}")
+        raise QueueTimeout(f"{self.dev}: {self.kind} queue {self.queue_id}: timeline at {s.value}, waited "
+                           f"{timeout:g} s for {value}", str(self.dev), self.queue_id)
       proc.wait([s.event_id, proc.mem_event], int(min(left, 0.05) * 1000) + 1)
       if s.value >= value: break
       r = int(self.rptr[0])
       still = still + 1 if r == last and r != int(self.wptr[0]) else 0
       last = r
-      if still >= 2:   # no progress for ~100 ms while a fault of this GPU is unclaimed: it is ours
-        with proc.lock:
-          f = next((f for f in reversed(proc.faults) if f[0] == self.dev.gpu_id and f[2] is None), None)
-          if f is not None: f[2] = self
-        if f is not None: self._stopped(r, f[1])
+      f = self._claim(still >= 2)
+      if f is not None: self._stopped(r, f[1])
+
+  def _claim(self, stuck: bool):
+    """The unclaimed fault of this GPU that is this queue's, marked as claimed: one whose report names this queue, or,
+    when the kernel's report names none, any once the queue has made no progress for ~100 ms (`stuck`)."""
+    proc = self.dev.proc
+    with proc.lock:
+      for f in reversed(proc.faults[self.first_fault:]):
+        if f[0] != self.dev.gpu_id or f[2] is not None: continue
+        owner = getattr(self.dev.k.gpu_error(f[0], f[1]), "queue_id", None)
+        if owner == self.queue_id or (owner is None and stuck):
+          f[2] = self
+          return f
+    return None
 
   def _stopped(self, rptr: int, va: int):
     unit = 1 if self.sdma else 4

@@ -12,11 +12,12 @@ only adds what registers imply: the decoded program of the BO the PC points into
 `GPUMemory` (gputwin/mock/vm.py) adapts the mock's GPUAddressSpace to emu's AddressSpace.
 """
 from __future__ import annotations
+import time
 import numpy as np
 from gputwin.emu import core
 from gputwin.emu.api import CODE, raise_stop
 from gputwin.emu.program import Program
-from gputwin.errors import GPUPageFault
+from gputwin.errors import EmuError, GPUPageFault, LaunchError
 from gputwin.isa.kd import KD_SIZE, KernelDescriptor
 from gputwin.isa.targets import target
 from gputwin.mock.amdgpu import record
@@ -24,6 +25,12 @@ from gputwin.mock.vm import GPUAddressSpace, GPUMemory
 
 LDS_GRANULE = {9: 512, 10: 512, 11: 512, 12: 512}   # RSRC2.LDS_SIZE unit in bytes (128 dwords)
 SCRATCH_GRANULE = 1024                              # TMPRING_SIZE.WAVESIZE unit in bytes per wave (256 dwords)
+MAX_WORKGROUP = 1024                                # work-items per workgroup on every AMD GPU
+WAVE_BUDGET = 1 << 20         # watchdog: wave-instructions per wave launched (gputwin.emu.launch's default too)
+LOCKUP_TIMEOUT = 60.0         # watchdog: wall seconds a dispatch may run (amdgpu's default compute lockup_timeout)
+CHUNK = 1 << 16               # wave-instructions between two looks at the watchdog
+WG_STATE_LIMIT = 4 << 30      # mock: the emulator's state for one workgroup (registers, scratch, LDS) at most
+BATCH_STATE = 1 << 30         # mock: workgroups run together while their state fits this
 
 
 def _program(vm: GPUAddressSpace, pc: int, arch: str, wave: int) -> Program:
@@ -31,6 +38,9 @@ def _program(vm: GPUAddressSpace, pc: int, arch: str, wave: int) -> Program:
   keyed by its bytes so a re-upload is decoded afresh."""
   m = vm.find(pc)
   if m is None: raise GPUPageFault(pc, 4, "execute", vm.device, "COMPUTE_PGM_LO/HI points at no mapping")
+  if m.bo.host is None and not m.bo.user_addr:
+    raise GPUPageFault(pc, 4, "execute", vm.device, "the program's BO has no backing pages (freed, or an invalidated "
+                       "userptr BO)")
   return CODE.program(bytes(m.bo.view[:m.size]), m.va, arch, wave)
 
 
@@ -43,8 +53,12 @@ def descriptor(arch: str, rsrc1: int, rsrc2: int, rsrc3: int, lds: int, scratch:
 
 
 def run_dispatch(vm: GPUAddressSpace, arch: str, regs: dict[str, int], grid: tuple[int, int, int],
-                 name: str = "dispatch") -> int:
-  """Run one DISPATCH_DIRECT; returns wave-instructions executed. Raises the emulator's errors (EmuFault ...)."""
+                 name: str = "dispatch", wave_budget: int | None = WAVE_BUDGET,
+                 lockup_timeout: float | None = LOCKUP_TIMEOUT) -> int:
+  """Run one DISPATCH_DIRECT; returns wave-instructions executed. Raises the emulator's errors (EmuFault ...),
+  LaunchError for register values no workgroup can be launched with, and EmuError "watchdog" when the dispatch runs
+  more than `wave_budget` wave-instructions per wave it launches (a runaway kernel) or longer than `lockup_timeout`
+  seconds (a grid too large to finish); None turns either off."""
   t = target(arch)
   g = lambda r: regs.get(r, 0)
   w32 = bool(g("COMPUTE_DISPATCH_INITIATOR") & (1 << 15))
@@ -54,28 +68,60 @@ def run_dispatch(vm: GPUAddressSpace, arch: str, regs: dict[str, int], grid: tup
   lds = ((rsrc2 >> 15) & 0x1FF) * LDS_GRANULE[t.major]
   priv = ((g("COMPUTE_TMPRING_SIZE") >> 12) & 0x3FFFF) * SCRATCH_GRANULE // L
   kd = descriptor(arch, g("COMPUTE_PGM_RSRC1"), rsrc2, g("COMPUTE_PGM_RSRC3"), lds, priv, w32)
-  block = tuple(max(1, g(f"COMPUTE_NUM_THREAD_{d}") & 0x3FF) for d in "XYZ")
+  block = tuple(max(1, g(f"COMPUTE_NUM_THREAD_{d}") & 0xFFFF) for d in "XYZ")   # NUM_THREAD_FULL: bits 15:0
+  threads = block[0] * block[1] * block[2]
+  if threads > MAX_WORKGROUP:
+    raise LaunchError(f"[{arch}] {name}: COMPUTE_NUM_THREAD_X/Y/Z ask for {block[0]}x{block[1]}x{block[2]} = "
+                      f"{threads} work-items per workgroup, more than the {MAX_WORKGROUP} a workgroup can have", arch)
+  nw = -(-threads // L)
+  cdna = t.major == 9
+  nv = min(512, (kd.granulated_workitem_vgpr_count + 1) * 8 + 8)
+  wg_bytes = nw * L * (4 * (nv + (nv if cdna else 1)) + priv) + lds   # VGPRs, AGPRs, scratch, LDS of a workgroup
+  if wg_bytes > WG_STATE_LIMIT:
+    raise LaunchError(f"[{arch}] {name}: a workgroup of {threads} work-items with {priv} bytes of scratch per lane "
+                      f"(COMPUTE_TMPRING_SIZE {g('COMPUTE_TMPRING_SIZE'):#x}), {lds} bytes of LDS and {nv} VGPRs "
+                      f"needs {wg_bytes / 2**30:.1f} GiB of wave state (the mock runs at most "
+                      f"{WG_STATE_LIMIT >> 30} GiB)", arch)
   pc = ((g("COMPUTE_PGM_HI") << 32) | g("COMPUTE_PGM_LO")) << 8
   prog = _program(vm, pc, arch, L)
   mem = GPUMemory(vm)
-  threads = block[0] * block[1] * block[2]
-  nw = -(-threads // L)
   nwg = grid[0] * grid[1] * grid[2]
-  per_batch = max(1, core.MAX_WAVES // nw)
+  per_batch = max(1, min(core.MAX_WAVES // nw, BATCH_STATE // max(wg_bytes, 1)))
   user = [g(f"COMPUTE_USER_DATA_{i}") for i in range(16)]
   rec = record.before(vm, arch, regs, grid, block, pc, user)  # `gputwin exec --trace DIR` (record.py)
-  cdna = t.major == 9
-  nv = min(512, (kd.granulated_workitem_vgpr_count + 1) * 8 + 8)
+  budget = None if wave_budget is None else wave_budget * nw * nwg
+  deadline = None if lockup_timeout is None else time.monotonic() + lockup_timeout
   count = 0
   for g0 in range(0, nwg, per_batch):
     g1 = min(nwg, g0 + per_batch)
     W = (g1 - g0) * nw
-    eng = core.Engine(prog, mem, W, L, nv, nv if cdna else 1, lds, priv, np.repeat(np.arange(g1 - g0), nw), None, arch)
-    eng.user_sgprs = prog.frontend.init_waves(eng, kd, grid, block, g0, nw, user[:kd.user_sgpr_count], pc)
+    if deadline is not None and time.monotonic() > deadline:
+      raise EmuError(f"[{arch}] kernel {name}: watchdog: the dispatch ran longer than {lockup_timeout:g} s (lockup "
+                     f"timeout) with {g0} of {nwg} workgroups finished", arch, name)
     try:
-      core.run(eng)
-    except core.Stop as st:
-      raise_stop(st, eng, name, arch, g0 * nw)
+      eng = core.Engine(prog, mem, W, L, nv, nv if cdna else 1, lds, priv, np.repeat(np.arange(g1 - g0), nw), None,
+                        arch)
+    except MemoryError:
+      raise LaunchError(f"[{arch}] {name}: no host memory for {g1 - g0} workgroups of wave state "
+                        f"({(g1 - g0) * wg_bytes / 2**30:.1f} GiB)", arch) from None
+    try: eng.user_sgprs = prog.frontend.init_waves(eng, kd, grid, block, g0, nw, user[:kd.user_sgpr_count], pc)
+    except OverflowError:   # emu/amd/abi.py derives workgroup ids in 32-bit arithmetic
+      raise LaunchError(f"[{arch}] {name}: a grid of {grid[0]}x{grid[1]}x{grid[2]} workgroups is not supported by the "
+                        f"emulator (its workgroup-id arithmetic is 32-bit: X*Y must stay below 2^32 when Z > 1)",
+                        arch) from None
+    while True:   # the batch runs in chunks of CHUNK wave-instructions; between them the watchdog looks
+      left = None if budget is None else budget - count - eng.count
+      try:
+        core.run(eng, max_instructions=CHUNK if left is None else max(0, min(CHUNK, left)))
+        break
+      except core.Stop as st:
+        if st.kind == "watchdog":
+          late = deadline is not None and time.monotonic() > deadline
+          if not late and (budget is None or count + eng.count < budget): continue
+          st.msg = (f"watchdog: the dispatch ran longer than {lockup_timeout:g} s (lockup timeout)" if late else
+                    f"watchdog: the dispatch ran more than {budget} wave-instructions ({wave_budget} per wave of "
+                    f"its {nw * nwg} waves): a runaway kernel")
+        raise_stop(st, eng, name, arch, g0 * nw)
     count += eng.count
   if rec is not None: rec.after(vm)
   return count

@@ -13,12 +13,19 @@ Errors are the GPU's, never the host's: an unknown or malformed packet, a wild w
 engine or a shader puts the queue in the error state (`MockKernel.fault_queue`: the queue is no longer processed,
 MEMORY events carry the faulting address; mock: a bad packet reports the packet's own address). rptr stays at the
 packet that failed (for a packet inside an indirect buffer: at the INDIRECT_BUFFER packet), as the CP's would.
+
+A per-queue watchdog stops a dispatch that runs more than `wave_budget` wave-instructions per wave it launched (a
+runaway kernel) or longer than `lockup_timeout` seconds (a grid too large to finish): that queue faults with the
+emulator's watchdog error and the other queues go on. USERPTR pages are checked before the GPU touches them (the
+CP and SDMA: the bytes they access, `UserPages`; a dispatch: every USERPTR BO first): pages the user unmapped or
+write-protected make the BO invalid and the access faults, as on the kernel's invalidated userptr BO.
 """
 from __future__ import annotations
 import dataclasses, threading, time
 import numpy as np
-from gputwin.errors import GPUPageFault, GputwinError
+from gputwin.errors import GPUPageFault, GputwinError, LaunchError
 from gputwin.abi import pm4 as P
+from gputwin.mock.amdgpu import dispatch
 from gputwin.mock.amdgpu.dispatch import run_dispatch
 
 
@@ -46,6 +53,33 @@ class _State:
   instructions: int = 0
 
 
+class UserPages:
+  """The GPU VM as the command processor and SDMA engines touch it (the GPUAddressSpace calls they make): bytes that
+  lie in a USERPTR BO are checked first (`UserptrBO.check`), so pages the user unmapped or write-protected since the
+  BO was made invalidate it and the access is a GPU page fault, not a host access through a dead pointer."""
+
+  def __init__(self, vm):
+    self.vm, self.device = vm, vm.device
+
+  def _check(self, va: int, n: int):
+    pos, end = va, va + max(n, 1)
+    while pos < end:
+      m = self.vm.find(pos)
+      if m is None: return                        # the access itself faults
+      check = getattr(m.bo, "check", None)
+      if check is not None: check(pos - m.va, min(end, m.end) - pos)
+      pos = m.end
+
+  def find(self, va: int): return self.vm.find(va)
+  def read_u32(self, va: int) -> int: return self._check(va, 4) or self.vm.read_u32(va)
+  def read_u64(self, va: int) -> int: return self._check(va, 8) or self.vm.read_u64(va)
+  def write_u32(self, va: int, v: int): return self._check(va, 4) or self.vm.write_u32(va, v)
+  def write_u64(self, va: int, v: int): return self._check(va, 8) or self.vm.write_u64(va, v)
+  def read(self, va: int, n: int) -> bytes: return self._check(va, n) or self.vm.read(va, n)
+  def write(self, va: int, data): return self._check(va, len(data)) or self.vm.write(va, data)
+  def view(self, va: int, n: int, access: str = "read"): return self._check(va, n) or self.vm.view(va, n, access)
+
+
 class VirtualGPU:
   """The GPU engines of every GPU of one MockKernel (one command-processor thread for the machine)."""
 
@@ -57,6 +91,8 @@ class VirtualGPU:
     self._run = threading.RLock()        # one engine step at a time
     self._thread: threading.Thread | None = None
     self.perf: dict[int, dict[int, int]] = {}   # gpu_id -> performance counter register -> value (SQ_INSTS in 0)
+    self.wave_budget: int | None = dispatch.WAVE_BUDGET        # watchdog (dispatch.run_dispatch); None: off
+    self.lockup_timeout: float | None = dispatch.LOCKUP_TIMEOUT
     self.k.on_doorbell.append(self._bell)
     self.k.on_queue.append(self._queue_event)
 
@@ -105,7 +141,7 @@ class VirtualGPU:
       st = self.state.setdefault(q, _State())
       retired, st.blocked = False, False
       try:
-        vm = self.k.address_space(q.gpu.gpu_id)
+        vm = UserPages(self.k.address_space(q.gpu.gpu_id))
         unit = 1 if q.is_sdma else 4                 # SDMA pointers count bytes, PM4 pointers dwords
         ring_dw = q.ring_size // 4
         while True:
@@ -134,9 +170,13 @@ class VirtualGPU:
 
   def _fault(self, q, st, msg: str, va: int | None, error: Exception | None = None):
     if q not in self._queues: return   # destroyed while we looked at it: nothing to report
-    try: rptr = self.k.address_space(q.gpu.gpu_id).read_u64(q.rptr_va)
+    try: rptr = UserPages(self.k.address_space(q.gpu.gpu_id)).read_u64(q.rptr_va)
     except (GPUPageFault, LookupError): rptr = -1
     kind = "SDMA" if q.is_sdma else "compute"
+    finder = getattr(self.k, "userptr_at", None)
+    bo = finder(q.gpu.gpu_id, va) if finder is not None and va is not None else None
+    if bo is not None and not bo.user_addr:
+      msg += f" (an invalidated userptr BO: its user pages at {bo.pages:#x} are not mapped readable and writable)"
     where = f"ring offset {(rptr * (1 if q.is_sdma else 4)) % q.ring_size:#x}" if rptr >= 0 else "ring"
     if st.ib: where += f", indirect buffer {st.ib[0]:#x} offset {4 * st.ib[2]:#x}"
     self.k.fault_queue(q, f"[{q.gpu.name}] {kind} queue {q.queue_id}, {where}: {msg}",
@@ -181,6 +221,12 @@ class VirtualGPU:
     return ringlen
 
   def _pm4_exec(self, q, st, vm, op: int, b: list[int], at: int):
+    try: self._pm4_op(q, st, vm, op, b, at)
+    except (QueueError, Blocked, GPUPageFault, GputwinError): raise
+    except Exception as e:   # a bug of the model: still this packet's error
+      raise QueueError(f"{P.PM4_NAMES.get(op, hex(op))} packet: internal error {type(e).__name__}: {e}", at) from None
+
+  def _pm4_op(self, q, st, vm, op: int, b: list[int], at: int):
     gpu = q.gpu
     need = {P.SET_SH_REG: 1, P.DISPATCH_DIRECT: 4, P.WRITE_DATA: 3, P.WAIT_REG_MEM: 6, P.RELEASE_MEM: 7,
             P.COPY_DATA: 5}.get(op, 0)
@@ -194,8 +240,13 @@ class VirtualGPU:
     elif op == P.DISPATCH_DIRECT:
       st.regs["COMPUTE_DISPATCH_INITIATOR"] = b[3]
       st.dispatches += 1
-      n = run_dispatch(vm, gpu.name, st.regs, (max(b[0], 1), max(b[1], 1), max(b[2], 1)),
-                       f"dispatch {st.dispatches} (PGM {st.regs.get('COMPUTE_PGM_LO', 0) << 8:#x})")
+      revalidate = getattr(self.k, "revalidate_userptrs", None)
+      if revalidate is not None: revalidate(gpu.gpu_id)   # the shader may touch any of them
+      try:
+        n = run_dispatch(vm.vm, gpu.name, st.regs, (max(b[0], 1), max(b[1], 1), max(b[2], 1)),
+                         f"dispatch {st.dispatches} (PGM {st.regs.get('COMPUTE_PGM_LO', 0) << 8:#x})",
+                         self.wave_budget, self.lockup_timeout)
+      except LaunchError as e: raise QueueError(f"DISPATCH_DIRECT: {e}", at) from None
       st.instructions += n
       perf = self.perf.setdefault(gpu.gpu_id, {})
       perf[P.SQ_PERFCOUNTER0_LO] = perf.get(P.SQ_PERFCOUNTER0_LO, 0) + n
@@ -218,8 +269,9 @@ class VirtualGPU:
       else: vm.write(va, np.array(b[3:], "<u4").tobytes())
     elif op == P.WAIT_REG_MEM:
       if not (b[0] >> 4) & 3: return                           # register space: no registers to poll here
-      va = (b[2] << 32) | (b[1] & ~3)
-      if not P.COMPARE[b[0] & 7](vm.read_u32(va) & b[4], b[3] & b[4]): raise Blocked()
+      va, fn = (b[2] << 32) | (b[1] & ~3), b[0] & 7
+      if fn not in P.COMPARE: raise QueueError(f"WAIT_REG_MEM compare function {fn} is reserved", at)
+      if not P.COMPARE[fn](vm.read_u32(va) & b[4], b[3] & b[4]): raise Blocked()
     elif op == P.RELEASE_MEM:
       data_sel, int_sel = (b[1] >> 29) & 7, (b[1] >> 24) & 7
       va, data = (b[3] << 32) | b[2], (b[5] << 32) | b[4]
@@ -235,6 +287,12 @@ class VirtualGPU:
   def _sdma(self, q, st, vm, fetch, pos, end) -> int:
     at = q.ring_base + 4 * (pos % (q.ring_size // 4))
     h = fetch(pos, 1)[0]
+    try: return self._sdma_op(q, vm, fetch, pos, end, at, h)
+    except (QueueError, Blocked, GPUPageFault, GputwinError): raise
+    except Exception as e:   # a bug of the model: still this packet's error
+      raise QueueError(f"SDMA packet {h:#010x}: internal error {type(e).__name__}: {e}", at) from None
+
+  def _sdma_op(self, q, vm, fetch, pos, end, at, h) -> int:
     op, sub = h & 0xFF, (h >> 8) & 0xFF
     n = ((h >> 16) & 0x3FFF) if op == P.SDMA_OP_NOP else P.SDMA_SIZE.get(op)
     if n is None: raise QueueError(f"unknown SDMA opcode {op} (header {h:#010x})", at)
@@ -251,10 +309,14 @@ class VirtualGPU:
     elif op == P.SDMA_OP_TIMESTAMP: vm.write_u64((b[1] << 32) | b[0], gpu_clock())
     elif op == P.SDMA_OP_CONST_FILL:
       count, size = (b[3] & (P.sdma_copy_max(q.gpu.name) - 1)) + 1, 1 << ((h >> 30) & 3)
-      vm.write((b[1] << 32) | b[0], (b[2] & ((1 << 8 * size) - 1)).to_bytes(size, "little") * (count // size))
+      dst, pat = (b[1] << 32) | b[0], (b[2] & ((1 << 8 * size) - 1)).to_bytes(size, "little")
+      try: dv = vm.view(dst, count // size * size, "write")       # inside one mapping: filled in place
+      except GPUPageFault: vm.write(dst, pat * (count // size))   # spans mappings, or faults where it would
+      else: np.frombuffer(dv, f"<u{size}" if size > 1 else np.uint8)[:] = int.from_bytes(pat, "little")
     elif op == P.SDMA_OP_POLL_REGMEM:
-      if h >> 31 and not P.COMPARE[(h >> 28) & 7](vm.read_u32((b[1] << 32) | b[0]) & b[3], b[2] & b[3]):
-        raise Blocked()
+      fn = (h >> 28) & 7
+      if fn not in P.COMPARE: raise QueueError(f"SDMA POLL_REGMEM compare function {fn} is reserved", at)
+      if h >> 31 and not P.COMPARE[fn](vm.read_u32((b[1] << 32) | b[0]) & b[3], b[2] & b[3]): raise Blocked()
     return 1 + n
 
 

@@ -16,10 +16,11 @@ interrupt that signals events the way kfd_signal_event_interrupt does) and `memo
 from __future__ import annotations
 import ctypes, dataclasses, errno, os, select, threading, time
 from typing import Callable
-from gputwin.abi.hostmem import (PAGE_SIZE, HostBuffer, host_mmap, host_munmap, host_range_mapped, page_align,
+from gputwin.abi.hostmem import (PAGE_SIZE, HostBuffer, host_mmap, host_munmap, host_range_accessible, page_align,
                                   user_buffer)
 from gputwin.abi import kfd as abi
 from gputwin.mock.kfd.topology import GPUNode, Topology, CPU_MEM
+from gputwin.errors import GPUFault
 from gputwin.mock.vm import BufferObject, GPUAddressSpace
 
 ENOTSUPP = 524                        # kernel-internal errno; userspace sees 524 ("Unknown error 524")
@@ -32,6 +33,30 @@ DEV_KFD, RENDER = "/dev/kfd", "/dev/dri/renderD"
 
 
 def _access_ok(addr: int, size: int) -> bool: return size <= TASK_SIZE_MAX and addr <= TASK_SIZE_MAX - size
+
+
+@dataclasses.dataclass(eq=False)
+class UserptrBO(BufferObject):
+  """A USERPTR allocation: the user's own pages at `pages`. KFD pins them for writing (amdgpu userptr BOs made by
+  KFD are never read-only) and an MMU notifier invalidates the BO when they go away or change protection; the restore
+  worker revalidates it. The mock has no notifier: `revalidate()` (the GPU calls it before each dispatch) checks that
+  the pages are still mapped readable and writable; while they are not, `user_addr` is 0, so every GPU access
+  to the BO is a GPU page fault (vm.py: no backing), never a host access through a dead pointer. The command
+  processor and SDMA engines `check()` the bytes they touch first."""
+  pages: int = 0
+
+  def revalidate(self) -> bool:
+    ok = host_range_accessible(self.pages, self.size, write=True)
+    self.user_addr = self.pages if ok else 0
+    return ok
+
+  def check(self, offset: int, n: int) -> bool:
+    """Before an access of n bytes at offset: a valid BO whose pages there are gone becomes invalid; an invalid one
+    is revalidated whole. True when the BO is valid."""
+    if not self.user_addr: return self.revalidate()
+    if host_range_accessible(self.pages + offset, n, write=True): return True
+    self.user_addr = 0
+    return False
 
 
 @dataclasses.dataclass
@@ -199,15 +224,20 @@ class MockKernel:
     if row is None: raise OSError(errno.ENOTTY, os.strerror(errno.ENOTTY))
     name, _, kdir, T = row
     if f.pid != os.getpid(): raise OSError(errno.EBADF, "Using KFD FD in wrong process")
-    addr, avail = user_buffer(arg, usize)
+    try: addr, avail = user_buffer(arg, usize)
+    except (TypeError, ValueError, OverflowError, ctypes.ArgumentError): addr, avail = 0, 0   # no buffer, or empty
     if avail < usize: raise OSError(errno.EFAULT, f"AMDKFD_IOC_{name}: argument buffer shorter than _IOC_SIZE")
     kdata = ctypes.create_string_buffer(max(usize, ctypes.sizeof(T)))
-    if kdir & abi.IOC_WRITE: ctypes.memmove(kdata, addr, usize)
+    if kdir & abi.IOC_WRITE:                 # copy_from_user: unreadable (PROT_NONE, unmapped) -> EFAULT
+      raw = self._read_user(addr, usize)
+      if raw is None: raise OSError(errno.EFAULT, f"AMDKFD_IOC_{name}: argument not readable at {addr:#x}")
+      ctypes.memmove(kdata, raw, usize)
     args = T.from_buffer(kdata)
     handler = self._handlers[nr]
     with self._cv:
       ret = handler(args) if handler else -errno.EOPNOTSUPP   # mock: ioctls not modelled
-    if kdir & abi.IOC_READ: ctypes.memmove(addr, kdata, usize)
+    # copy_to_user after the handler ran (its effects stay): an unwritable argument (read-only pages) -> EFAULT
+    if kdir & abi.IOC_READ and not self._write_user(addr, kdata.raw[:usize]): ret = -errno.EFAULT
     if ret < 0: raise OSError(-ret, f"AMDKFD_IOC_{name}: {os.strerror(-ret)}")
     return ret
 
@@ -287,10 +317,14 @@ class MockKernel:
     emulator's exception), kept for `gpu_error` as the real kernel's log would keep amdgpu's fault report."""
     queue.error = reason
     if va is not None:
-      if error is not None:
-        with self._cv:
-          self._gpu_errors[queue.gpu.gpu_id, va] = error
-          while len(self._gpu_errors) > 64: self._gpu_errors.pop(next(iter(self._gpu_errors)))
+      # the report names the queue (`queue_id`, `doorbell_offset`), as the SQ/CP interrupt that reports it carries the
+      # queue's doorbell id, so a fault is told to its own queue only; a bad packet is reported as a GPUFault
+      err = error if error is not None else GPUFault(reason)
+      try: err.queue_id, err.doorbell_offset = queue.queue_id, queue.doorbell_offset
+      except AttributeError: pass
+      with self._cv:
+        self._gpu_errors[queue.gpu.gpu_id, va] = err
+        while len(self._gpu_errors) > 64: self._gpu_errors.pop(next(iter(self._gpu_errors)))
       self.memory_exception(queue.gpu.gpu_id, va)
 
   def gpu_error(self, gpu_id: int, va: int) -> Exception | None:
@@ -369,15 +403,36 @@ class MockKernel:
     if self._mmio[gpu.gpu_id] is None: self._mmio[gpu.gpu_id] = HostBuffer(PAGE_SIZE, f"amdgpu-mmio-{gpu.gpu_id:x}")
     return self._mmio[gpu.gpu_id]
 
+  # Every user pointer the mock dereferences goes through these two (ioctl arguments, arrays and structs they point
+  # at): the range is first faulted in as the access would (hostmem.host_range_accessible), so unmapped, PROT_NONE
+  # or (for writes) read-only pages are the kernel's EFAULT, never a SIGSEGV of the host process.
   def _read_user(self, addr: int, n: int) -> bytes | None:
-    """copy_from_user: None (-> EFAULT) when the range is not mapped."""
+    """copy_from_user: None (-> EFAULT) when the range cannot be read."""
     if n == 0: return b""
-    return ctypes.string_at(addr, n) if host_range_mapped(addr, n) else None
+    return ctypes.string_at(addr, n) if host_range_accessible(addr, n) else None
 
   def _write_user(self, addr: int, data: bytes) -> bool:
-    if data and not host_range_mapped(addr, len(data)): return False
+    """copy_to_user: False (-> EFAULT) when the range cannot be written."""
+    if not data: return True
+    if not host_range_accessible(addr, len(data), write=True): return False
     ctypes.memmove(addr, data, len(data))
     return True
+
+  def revalidate_userptrs(self, gpu_id: int) -> int:
+    """Revalidate the USERPTR BOs mapped on gpu_id (what the kernel's MMU notifier + restore worker keep true): the
+    ones whose pages are no longer readable and writable become invalid, so the GPU faults on them. Returns how many
+    are invalid. The virtual GPU calls this before each dispatch."""
+    p, bad = self.proc, 0
+    if p is None: return 0
+    for pdd in list(p.pdds.values()):
+      for bo in list(pdd.bos.values()):
+        if isinstance(bo, UserptrBO) and gpu_id in bo.mapped: bad += not bo.revalidate()
+    return bad
+
+  def userptr_at(self, gpu_id: int, va: int) -> UserptrBO | None:
+    """The USERPTR BO mapped at va on gpu_id, if any (for fault reports)."""
+    m = self.proc.pdds[gpu_id].vm.find(va) if self.proc and gpu_id in self.proc.pdds else None
+    return m.bo if m is not None and isinstance(m.bo, UserptrBO) else None
 
   def _teardown(self):
     p, self.proc = self.proc, None
@@ -486,7 +541,7 @@ class MockKernel:
       if not gtt and not user: return -errno.EINVAL
       if user & (PAGE_SIZE - 1): return -errno.EINVAL                       # mock: page-aligned user memory only
       if self._sysmem_used + size > CPU_MEM["size_in_bytes"]: return -errno.ENOMEM
-      if user and not host_range_mapped(user, size): return -errno.EFAULT  # amdgpu_ttm_tt_get_user_pages: no VMA
+      if user and not host_range_accessible(user, size): return -errno.EFAULT   # get_user_pages: no VMA, no access
     else: return -errno.EINVAL                                              # no memory domain flag
     if host is None and not user:
       try: host = HostBuffer(size, f"kfd-bo-{gpu.name}")
@@ -495,7 +550,10 @@ class MockKernel:
     if flags & F.KFD_IOC_ALLOC_MEM_FLAGS_MMIO_REMAP: offset = F.KFD_MMAP_TYPE_MMIO | F.KFD_MMAP_GPU_ID(a.gpu_id)
     elif user: offset = user
     else: offset, self._next_gem = self._next_gem, self._next_gem + size
-    bo = BufferObject(F.MAKE_HANDLE(a.gpu_id, idr), a.gpu_id, a.va_addr, size, flags, offset, host, user, shared)
+    if user:   # mock: accepted over read-only pages too; such a BO is invalid from the start (UserptrBO)
+      bo = UserptrBO(F.MAKE_HANDLE(a.gpu_id, idr), a.gpu_id, a.va_addr, size, flags, offset, None, user, pages=user)
+      bo.revalidate()
+    else: bo = BufferObject(F.MAKE_HANDLE(a.gpu_id, idr), a.gpu_id, a.va_addr, size, flags, offset, host, user, shared)
     pdd.bos[idr] = bo
     if not user and not flags & F.KFD_IOC_ALLOC_MEM_FLAGS_MMIO_REMAP: self._gem[gpu.gpu_id][offset] = bo
     self._account(bo, +1)
@@ -646,7 +704,10 @@ class MockKernel:
       used = {q.doorbell_index // 8 for q in self.proc.queues.values() if q.gpu is gpu}
       bell = next((i for i in range(SDMA_DOORBELL_BASE) if i not in used), None)
       if bell is None: return -errno.ENOMEM
-    self._doorbells(pdd)
+    # mock: the doorbell page is memory, so the GPU sees a doorbell write as a change of the slot's value; a new queue's
+    # slot starts at 0, so its first write is seen even when it repeats what the slot's previous queue left there
+    # (hardware reacts to every write, whatever the value)
+    self._doorbells(pdd).view[bell * 8:bell * 8 + 8] = bytes(8)
     a.queue_id = qid
     a.doorbell_offset = abi.KFD_MMAP_TYPE_DOORBELL | abi.KFD_MMAP_GPU_ID(a.gpu_id) | (bell * 8)
     q = self.proc.queues[qid] = MockQueue(
