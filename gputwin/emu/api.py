@@ -35,6 +35,23 @@ from gputwin.pcode import family_of
 
 BATCH_LANES = core.MAX_WAVES * 64
 PACKET_SIZE, QUEUE_SIZE = 64, 256  # hsa_kernel_dispatch_packet_t; an (all-zero) amd_queue_t stand-in
+# The default watchdog (max_instructions=None): wave-instructions per wave of a batch. 1M per wave is far past any
+# kernel the emulator runs in reasonable time (a wave interprets ~0.1-1M instructions per second) and stops a
+# runaway loop of one wave within seconds to a minute, deterministically on both tiers. Pass max_instructions= to
+# choose another budget for the whole dispatch.
+WATCHDOG_PER_WAVE = 1 << 20
+# The dispatch packet's grid_size_x/y/z are u32 work-item counts (hsa_kernel_dispatch_packet_t).
+MAX_GRID_ITEMS = (1 << 32) - 1
+# Scratch per wave: COMPUTE_TMPRING_SIZE.WAVESIZE, 13 bits of 1 KiB on gfx9 (CDNA), 15 bits of 256 bytes on gfx11/12
+# (LLVM's AMDGPU tests encode it as alignto(size * wave, 1024) / 1024 & 8191 and alignto(..., 256) / 256 & 32767).
+
+
+def max_wave_scratch(arch: str) -> int:
+  return 8191 * 1024 if target(arch).major < 10 else 32767 * 256
+
+
+# LDS per workgroup, as clang-22 enforces it ("local memory (N) exceeds limit (65536)"; gfx950: 163840).
+MAX_LDS = {"gfx950": 163840}
 
 
 
@@ -47,7 +64,9 @@ def launch(code_object, kernel: str, *, grid, block=None, args, arch: str | None
   device addresses for pointers, numbers are packed by the metadata, an int byte count sizes a `__local` pointer.
   `serial`: one wave at a time (the oracle schedule). `checks`: True, False or a set of checker names (checks.py).
   `trace`: a list to append (wave, pc, instruction, registers written) records to, or a path to write them to.
-  `max_instructions`: a watchdog on wave-instructions. Returns LaunchStats. Runs on an Emulator of `CODE` (one
+  `max_instructions`: a watchdog on wave-instructions for the whole dispatch; None (default) gives each batch
+  WATCHDOG_PER_WAVE wave-instructions per wave, so a runaway kernel stops with a located EmuError.
+  Returns LaunchStats. Runs on an Emulator of `CODE` (one
   per code object, so a repeated launch reuses its register files).
   NVIDIA: `code_object` is a PTX module (a .ptx path, or its text), `arch` sm_80 or sm_90 (default sm_90), grid
   counts CTAs, block threads, `shared_bytes` the dynamic shared memory (gputwin.emu.ptx.launch).
@@ -250,12 +269,24 @@ class Dispatch:
     threads = block[0] * block[1] * block[2]
     if threads > 1024:
       raise LaunchError(f"{where}: a workgroup of {threads} work-items exceeds 1024", self.arch, self.name)
+    for i in range(3):
+      if grid[i] * block[i] > MAX_GRID_ITEMS:
+        raise LaunchError(f"{where}: grid x block = {grid[i] * block[i]} work-items in dimension {'xyz'[i]} exceeds "
+                          f"{MAX_GRID_ITEMS} (the dispatch packet's grid_size is a u32)", self.arch, self.name)
+    wave_scratch = kd.private_segment_fixed_size * self.L
+    if wave_scratch > max_wave_scratch(self.arch):
+      raise LaunchError(f"{where}: a private segment of {kd.private_segment_fixed_size} bytes per work-item is "
+                        f"{wave_scratch} bytes per wave{self.L}, past the {max_wave_scratch(self.arch)} bytes a wave's "
+                        "scratch can hold (COMPUTE_TMPRING_SIZE.WAVESIZE)", self.arch, self.name)
     mem = emu.mem
     self.copies: list[tuple[np.ndarray, int]] = []
     self.lds_size = -(-kd.group_segment_fixed_size // 16) * 16  # + dynamic LDS (`__local T *` arguments)
     self.queue_va, self.packet_va = mem.alloc(QUEUE_SIZE), mem.alloc(PACKET_SIZE)
     try:
       self.kernarg_va = self._kernargs(args, kernarg)
+      if self.lds_size > MAX_LDS.get(self.arch, 65536):
+        raise LaunchError(f"{where}: {self.lds_size} bytes of LDS (static + dynamic) exceed the "
+                          f"{MAX_LDS.get(self.arch, 65536)} a workgroup can have on {self.arch}", self.arch, self.name)
     except BaseException:  # the Emulator lives on (launch() reuses it): give back what this dispatch mapped
       for va in [va for _, va, _ in self.copies] + [self.queue_va, self.packet_va]:
         mem.unmap(va)
@@ -413,10 +444,17 @@ class Dispatch:
     while self.eng is not None:
       eng = self.eng
       try:
-        left = None if self.max_instructions is None else self.max_instructions - self.stats.instructions
+        left = self.max_instructions - self.stats.instructions if self.max_instructions is not None else \
+          eng.W * WATCHDOG_PER_WAVE - eng.count  # the default watchdog: this batch's budget, less what it ran
         core.run(eng, self.serial, left, steps)
       except core.Stop as st:
         self._account(eng)
+        if st.kind == "watchdog":
+          st.msg = (f"more than {self.max_instructions} wave-instructions executed "
+                    "(max_instructions, --max-instructions)"
+                    if self.max_instructions is not None else
+                    f"more than {eng.W * WATCHDOG_PER_WAVE} wave-instructions executed by a batch of {eng.W} waves "
+                    f"(the default watchdog: {WATCHDOG_PER_WAVE} per wave; pass max_instructions= to run longer)")
         raise_stop(st, eng, self.name, self.arch, self.base_wave)
       self._account(eng)
       if steps is not None and eng.live.any():
@@ -479,5 +517,5 @@ def raise_stop(st: core.Stop, eng, kernel: str, arch: str, first_wave: int = 0):
   if st.kind == "fault":
     f = st.fault
     raise EmuFault(f.va, f.size, f.access, arch, kernel, pc, inst, str(f), wave) from None
-  cls = {"trap": EmuTrap, "check": EmuCheckError}.get(st.kind, EmuError)
+  cls = {"trap": EmuTrap, "check": EmuCheckError, "registers": LaunchError}.get(st.kind, EmuError)
   raise cls(f"{loc}: {st.msg}", arch, kernel, pc, inst, wave) from None

@@ -49,6 +49,8 @@ class _Mem:
     raise AttributeError(name)
 
   def read(self, addr, bits):
+    if self.space is None:
+      raise GputwinError("the body accesses memory, but the executor binds no memory space to this instruction")
     a = np.asarray(addr, U64).reshape(-1)
     if bits <= 64:
       return self.space.gather(a, max(bits // 8, 1))
@@ -58,6 +60,8 @@ class _Mem:
     return out
 
   def write(self, addr, vals, bits):
+    if self.space is None:
+      raise GputwinError("the body accesses memory, but the executor binds no memory space to this instruction")
     a = np.asarray(addr, U64).reshape(-1)
     if bits <= 64:
       return self.space.scatter(a, vals, max(bits // 8, 1))
@@ -677,7 +681,8 @@ def step(eng: Engine, op: Op, ix) -> None:
   elif k == "trap":
     raise Stop("trap", f"s_trap {op.inst.get('simm16', 0):#x}", _first(eng, ix), op)
   else:
-    why = " (s_code_end padding: the PC ran off the end of the kernel)" if k == "bad" else ""
+    why = " (s_code_end padding: the PC ran off the end of the kernel)" if k == "bad" else \
+      f" ({op.info['why']})" if op.info.get("why") else ""
     raise Stop("unsupported", f"{op.inst.op} has no executable semantics on {eng.prog.arch}{why}", _first(eng, ix), op)
   eng.clock[ix] += 1
   if k not in ("alu", "mem", "vopd"):
@@ -742,7 +747,7 @@ def run(eng: Engine, serial: bool = False, max_instructions: int | None = None, 
         if eng.pending is not None and not isinstance(ix, slice):
           eng.settle()
         tier.run(blk, ix)  # (a pending setup goes with the batch's first block, which every wave runs first)
-        if max_instructions is not None and eng.count - start > max_instructions:
+        if max_instructions is not None and eng.count - start > max_instructions and sets_pc(blk.ops[-1]):
           raise Stop("watchdog", f"more than {max_instructions} wave-instructions executed (--max-instructions)",
                      _first(eng, ix), blk.ops[-1])
         last = blk.ops[-1]
@@ -754,11 +759,15 @@ def run(eng: Engine, serial: bool = False, max_instructions: int | None = None, 
       op = prog.op(pc)
     except GputwinError as e:
       raise Stop("decode", str(e), int(np.arange(eng.W)[ix][0])) from None
+    _check_extent(eng, op, ix)
     try:
       step(eng, op, ix)
     except GPUPageFault as e:
       raise Stop("fault", str(e), _first(eng, ix), op, e) from None
-    if max_instructions is not None and eng.count - start > max_instructions:
+    except GputwinError as e:  # a body or layout the model lacks, a register index past the file: name the place
+      raise Stop("error", getattr(e, "msg", None) or str(e), _first(eng, ix), op) from None
+    if max_instructions is not None and eng.count - start > max_instructions and sets_pc(op):
+      # checked after branches only, as the native tier checks after its blocks: both stop at the same branch
       raise Stop("watchdog", f"more than {max_instructions} wave-instructions executed (--max-instructions)",
                  _first(eng, ix), op)
     if isinstance(ix, slice) and not eng.hooks and op.kind in _STRAIGHT and not sets_pc(op):
@@ -766,6 +775,17 @@ def run(eng: Engine, serial: bool = False, max_instructions: int | None = None, 
 
 
 _STRAIGHT = ("alu", "mem", "vopd", "matrix", "clock", "nop")  # kinds after which every wave is at pc + size
+
+
+def _check_extent(eng: Engine, op: Op, ix) -> None:
+  """Stop before an instruction whose register operands reach past this dispatch's allocation (the frontend's
+  op.info["extent"]: VGPRs, AccVGPRs); the native tier declines such blocks, so this covers both tiers."""
+  ext = op.info.get("extent")
+  if ext is not None and (ext[0] > eng.V.shape[1] or ext[1] > eng.A.shape[1]):
+    f, n = ("v", eng.V.shape[1]) if ext[0] > eng.V.shape[1] else ("a", eng.A.shape[1])
+    raise Stop("registers", f"operands up to {f}{ext[0 if f == 'v' else 1] - 1} are past the kernel's allocation of "
+               f"{n} {'VGPRs' if f == 'v' else 'AccVGPRs'} (its kernel descriptor's register count)",
+               _first(eng, ix), op)
 
 
 def _native_tier(eng: Engine):

@@ -39,7 +39,13 @@ class _NoFit(Exception):
 
 
 def _strip_comment(line: str) -> str:
-  line = re.sub(r"/\*.*?\*/", lambda m: " " * len(m[0]), line)  # C comments, e.g. llvm-mc's register notes
+  """The line without comments: /* C comments */ (llvm-mc's register notes) become blanks, so columns stay; then
+  `;` or `//` ends it. One pass over the line (a regex retried at every unclosed `/*` was quadratic)."""
+  parts, i = [], 0
+  while (j := line.find("/*", i)) >= 0 and (k := line.find("*/", j + 2)) >= 0:
+    parts += [line[i:j], " " * (k + 2 - j)]
+    i = k + 2
+  line = "".join(parts) + line[i:]
   for mark in (";", "//"):
     i = line.find(mark)
     if i >= 0:
@@ -56,12 +62,16 @@ def _split_top(s: str, seps: str) -> list[tuple[str, int]]:
     elif ch in "])":
       depth -= 1
     elif ch == "|" and depth == 0 and not s.startswith("instskip", i + 2):
-      bar = not bar if not re.match(r"\s*\|\s*inst", s[i:]) else bar
+      bar = not bar if not _INST_BAR.match(s, i) else bar
     elif ch in seps and depth == 0 and not bar:
       out.append((s[start:i], start))
       start = i + 1
   out.append((s[start:], start))
   return [(p.strip(), c + len(p) - len(p.lstrip())) for p, c in out if p.strip()]
+
+
+_INST_BAR = re.compile(r"\|\s*inst")
+_MAX_DIGITS = 40  # longer numbers fit no field; Python's int() refuses > 4300 digits with a ValueError of its own
 
 
 def _is_mod(tok: str) -> bool:
@@ -101,8 +111,15 @@ def _num(t: str) -> int:
   neg = t.startswith("-")
   if neg:
     t = t[1:].strip()
+  if len(t) > _MAX_DIGITS:  # no field holds it; int() would take quadratic time (or refuse > 4300 digits)
+    raise ValueError(f"number too long: {t[:20]}...")
   v = int(t, 0)
   return -v if neg else v
+
+
+def _index(d: str) -> int:
+  """A register index's digits (any length) -> int; indices too long to mean a register are out of range."""
+  return int(d) if len(d) <= _MAX_DIGITS else 1 << 64
 
 
 # ------------------------------------------------------------------------------------------ operands
@@ -112,10 +129,10 @@ def _reg_range(t: str) -> tuple[str, int, int, str] | None:
   """'v5' / 'v[5:6]' / 's[0:1]' / 'ttmp[2:3]' / 'a3' / 'v5.h' -> (file, first, count, half)."""
   m = re.fullmatch(r"(v|s|a|ttmp)(\d+)(?:\.(l|h))?", t)
   if m:
-    return m[1], int(m[2]), 1, m[3] or ""
+    return m[1], _index(m[2]), 1, m[3] or ""
   m = re.fullmatch(r"(v|s|a|ttmp)\[(\d+)(?::(\d+))?\](?:\.(l|h))?", t)
   if m:
-    lo, hi = int(m[2]), int(m[3] or m[2])
+    lo, hi = _index(m[2]), _index(m[3] or m[2])
     if hi < lo:
       return None
     return m[1], lo, hi - lo + 1, m[4] or ""
@@ -164,7 +181,7 @@ def _scalar_code(I, t: str, dwords: int) -> int | None:
 
 _RELOC = re.compile(r"([A-Za-z_.$][\w.$]*)@(rel32|abs32|gotpcrel32|gotpcrel|rel64|abs64)@(lo|hi)"
                     r"\s*([+-]\s*(?:0x[0-9a-fA-F]+|\d+))?")
-_FLOAT_RE = re.compile(r"^-?(\d+\.\d*|\.\d+|\d+\.?\d*[eE][-+]?\d+)$")
+_FLOAT_RE = re.compile(r"^-?(\d+\.\d*|\.\d+|\d+(?:\.\d*)?[eE][-+]?\d+)$")  # unambiguous: linear time
 
 
 def _literal_value(t: str, s: Slot) -> tuple[int | None, int | None]:
@@ -177,9 +194,10 @@ def _literal_value(t: str, s: Slot) -> tuple[int | None, int | None]:
       return code, None
     if bits == 64 and "F64" in fmt:
       return None, f64_bits(x) >> 32
-    if "F16" in fmt and "PK" not in fmt or bits == 16:
-      return None, f16_bits(x)
-    return None, f32_bits(x)
+    try:  # a finite double beyond the operand's float range: llvm-mc-22 "invalid operand" (1e400 is inf, kept)
+      return None, f16_bits(x) if "F16" in fmt and "PK" not in fmt or bits == 16 else f32_bits(x)
+    except OverflowError:
+      raise _NoFit("invalid operand for instruction") from None
   try:
     v = _num(t)
   except ValueError:
@@ -207,16 +225,30 @@ class _Ctx:
     self.literal: int | None = None
     self.lit_sizes: set[int] = set()  # operand dwords the literal is read at (llvm-mc counts each size once)
     self.label: str | None = None
+    self.at: tuple[int, str] = (0, "")  # column and text of the operand or modifier being read
+    self.where: dict[str, tuple[int, str]] = {}  # field -> the operand that set it (errors point there)
 
   def set(self, f: str, v: int):
     if f not in self.names:
       raise _NoFit("invalid operand for instruction")
     self.fields[f] = v
+    self.where[f] = self.at
 
   def orbit(self, f: str, bit: int):
     if f not in self.names:
       raise _NoFit("not a valid operand.")
     self.fields[f] = self.fields.get(f, 0) | (1 << bit)
+    self.where[f] = self.at
+
+  def check_widths(self) -> None:
+    """Every field value fits its bits, or the operand that set it is wrong (v256 in an 8-bit VGPR field,
+    op_sel bits past the operands): llvm-mc-22's error at that operand, never an encoder error later."""
+    for fd in self.I.fields[self.enc]:
+      v = self.fields.get(fd.name)
+      if fd.kind != "fixed" and isinstance(v, int) and not 0 <= v <= fd.mask:
+        col, tok = self.where.get(fd.name, (0, ""))
+        reg = _reg_range(re.sub(r"^[-|]*(?:neg|abs|sext)?\(?|[|)]*$", "", tok))
+        raise _NoFit("register index is out of range" if reg else "invalid operand for instruction", col)
 
   def lit(self, v: int, dwords: int = 1):
     if "literal" not in self.names:
@@ -534,7 +566,7 @@ def _fill(c: _Ctx, s: Slot, t: str, col: int):
     c.set(s.field, v & fd.mask)
   except _NoFit as e:
     raise _NoFit(e.msg, e.col or col) from None
-  except ValueError:
+  except (ValueError, OverflowError):
     raise _NoFit("invalid operand for instruction", col) from None
 
 
@@ -639,7 +671,7 @@ def _waitcnt(c: _Ctx, t: str) -> int:
     return _num(t) & 0xffff
   width = {name: sum(w for _, w in chunks) for name, chunks in layout.items()}
   vals = {name: (1 << w) - 1 for name, w in width.items()}
-  for m in re.finditer(r"(\w+)\s*\(\s*(\w+)\s*\)", t):
+  for m in re.finditer(r"(?<!\w)(\w+)\s*\(\s*(\w+)\s*\)", t):
     name = m[1][:-4] if m[1].endswith("_sat") else m[1]
     if name not in vals:
       raise _NoFit(f"invalid counter name {m[1]}")
@@ -664,7 +696,7 @@ def _depctr(c: _Ctx, t: str) -> int:
     return _num(t) & 0xffff
   d = FMT["depctr"][c.I.target.family]
   v = 0xffff & ~d["zero"]
-  for m in re.finditer(r"(\w+)\s*\(\s*(\w+)\s*\)", t):
+  for m in re.finditer(r"(?<!\w)(\w+)\s*\(\s*(\w+)\s*\)", t):
     fld = next((f for f in d["fields"] if f[0] == m[1]), None)
     if fld is None:
       raise _NoFit("invalid counter name " + m[1])
@@ -684,7 +716,7 @@ def _delay(t: str) -> int:
   v = 0
   if re.search(r"\(\s*\)", t):  # llvm-mc-22 prints an invalid id as 'instid1(/* invalid instid value */)'
     raise _NoFit("expected a value name")
-  for m in re.finditer(r"(\w+)\s*\(\s*(\w+)\s*\)", t):
+  for m in re.finditer(r"(?<!\w)(\w+)\s*\(\s*(\w+)\s*\)", t):
     fld = next((f for f in d["fields"] if f[0] == m[1]), None)
     if fld is None:
       raise _NoFit("invalid field name " + m[1])
@@ -756,6 +788,12 @@ def _mod(c: _Ctx, sig, tok: str):
     return c.set("omod", om)
   if key in ("op_sel", "op_sel_hi") and re.search(FMT["opsel_not_accepted"].get(c.I.target.family, "^$"), c.op):
     raise _NoFit("invalid op_sel operand")
+  nsrc = sum(1 for x in sig.slots if x.field in ("src0", "src1", "src2", "vsrc0"))
+  if base == "VOP3P" and key in ("op_sel", "op_sel_hi", "neg_lo", "neg_hi"):
+    bits = _bits_list(val)  # llvm-mc-22 takes up to 4 elements and drops those past the instruction's sources
+    if len(bits) > 4:
+      raise _NoFit("expected a closing square bracket")
+    val = "[" + ",".join(map(str, bits[:nsrc])) + "]" if nsrc < len(bits) else val
   if key == "op_sel":
     bits = _bits_list(val)
     if base == "VOP3P" or "opsel" in names and base not in ("VOP3", "VOP3SD", "VINTERP"):
@@ -763,7 +801,6 @@ def _mod(c: _Ctx, sig, tok: str):
         if b:
           c.orbit("opsel", i)
       return
-    nsrc = sum(1 for x in sig.slots if x.field in ("src0", "src1", "src2", "vsrc0"))
     has_dst = any(x.field == "vdst" and x.kind in ("v", "av") for x in sig.slots)
     if c.I.target.family == "cdna":  # gfx9: the list's last element is dst (op_sel bit 3)
       nsrc, has_dst = len(bits) - 1, True
@@ -815,7 +852,7 @@ def _mod(c: _Ctx, sig, tok: str):
       if _num(val):
         c.fields["_fi8"] = 1
       return
-    return c.set("fi", _num(val))
+    return c.set("fi", _num(val) & 1)  # llvm-mc-22 keeps bit 0 on DPP16 (fi:2 -> 0, fi:-1 -> 1); DPP8: non-zero
   if key == "dpp8":
     m = re.fullmatch(r"\[\s*([0-7](\s*,\s*[0-7]){7})\s*\]", val)
     if not m or "lane_sel_0" not in names:
@@ -918,6 +955,11 @@ def _promoted(I, op: str) -> bool:
   return any(op in I.tables.values.get(x, {}) for x in ("VOP1Op", "VOP2Op", "VOPCOp"))
 
 
+def _constant_code(code: int) -> bool:
+  """A scalar operand code that is a value, not a register: inline integers/floats, the literal marker."""
+  return 128 <= code <= 208 or 240 <= code <= 248 or code == 255
+
+
 def _encode_one(I, enc: str, op: str, wave: int, ops, mods, rest=("", 0)) -> tuple[Inst, str | None]:
   sig = signature(I.target.name, enc, op, wave)
   slots = list(sig.slots)
@@ -942,8 +984,16 @@ def _encode_one(I, enc: str, op: str, wave: int, ops, mods, rest=("", 0)) -> tup
       why = "invalid operand for instruction" if len(ops) > len(slots) else "too few operands for instruction"
       raise _NoFit(why, col)
   for s, (t, col) in zip(slots, ops):
-    _fill(c, s, t, col)
+    c.at = (col, t)
+    dst = s.field in ("vdst", "sdst") and s.kind in ("s", "ssrc", "src")
+    try:
+      _fill(c, s, t, col)
+    except _NoFit as e:
+      raise _NoFit("invalid operand for instruction", col) if dst and "literal" in e.msg else e
+    if dst and _constant_code(c.fields.get(s.field, 0)):
+      raise _NoFit("invalid operand for instruction", col)  # a constant or literal as destination (llvm-mc-22)
   for tok, col in mods:
+    c.at = (col, tok)
     try:
       _mod(c, sig, tok)
     except _NoFit as e:
@@ -1033,6 +1083,7 @@ def _encode_one(I, enc: str, op: str, wave: int, ops, mods, rest=("", 0)) -> tup
       f.setdefault("nfmt", d >> 4)
     elif "format" in c.names:
       f.setdefault("format", d)
+  c.check_widths()
   inst = make(I.target.name, enc, op, 0, **f)
   return inst, c.label
 
@@ -1119,7 +1170,10 @@ def assemble_line(I, text: str, line: int, col0: int, wave: int) -> tuple[Inst, 
   mnem = m[1].lower()
   mcol = col0 + m.start(1)
   if "::" in text:
-    return _vopd(I, text, line, col0, wave)
+    r = _vopd(I, text, line, col0, wave)
+    if isinstance(r, AsmError):
+      raise r
+    return r
   op, encs = _candidates(I, mnem)
   if not op:
     base = mnem
@@ -1157,50 +1211,87 @@ def assemble_line(I, text: str, line: int, col0: int, wave: int) -> tuple[Inst, 
 
 
 def _vopd(I, text: str, line: int, col0: int, wave: int):
-  x, y = text.split("::")
+  """`X :: Y` (gfx11+ VOPD): each half an opcode of VOPDOp with vdst, src0 (any source) and a VGPR vsrc1 where the
+  opcode has one; FMAMK/FMAAK carry the literal, CNDMASK may name its VCC. Errors point at the token."""
+  def err(msg: str, col: int):
+    return AsmError(msg, line, col, text.strip(), I.target.name)
+  tab = I.tables.values.get("VOPDOp")
+  cut = text.index("::")
+  if tab is None:
+    return err("unknown token in expression", col0 + cut)
+  halves = [(text[:cut], col0), (text[cut + 2:], col0 + cut + 2)]
+  if "::" in halves[1][0]:
+    return err("invalid operand for instruction", col0 + cut + 2 + halves[1][0].index("::"))
   vals, lit = {}, None
-  for part, side in ((x, "x"), (y, "y")):
+  for (part, pcol), side in zip(halves, "xy"):
     m = re.match(r"\s*(\S+)", part)
+    if m is None:
+      return err(f"expected a VOPD{side.upper()} instruction after ::" if side == "y" else "unexpected token at start "
+                 "of statement", pcol + len(part) if side == "y" else pcol)
     name = m[1].upper()
-    tab = I.tables.values["VOPDOp"]
     if name not in tab:
-      raise AsmError("invalid instruction", line, col0 + m.start(1), text.strip(), I.target.name)
+      return err("invalid instruction" if side == "x" else "invalid VOPDY instruction", pcol + m.start(1))
     vals["op" + side] = tab[name]
-    ops, _ = _operands(part[m.end(1):], 0)
-    toks = [t for t, _ in ops]
-    if re.search("CNDMASK", name) and len(toks) == 4:  # llvm-mc-22 prints no VCC; accept it when written
-      toks = toks[:-1]
-    if re.search("FMAMK", name):
-      lit = _num(toks.pop(2)) & 0xffffffff
-    elif re.search("FMAAK", name):
-      lit = _num(toks.pop()) & 0xffffffff
-    r = _reg_range(toks[0])
-    vals["vdst" + side] = r[1]
-    c = _Ctx(I, "VOPD", "", wave)
+    try:
+      ops, mods = _operands(part[m.end(1):], pcol + m.end(1))
+    except _NoFit as e:
+      return err(e.msg, e.col)
+    if mods:
+      return err("invalid operand for instruction", mods[0][1])
     vo = I.tables.operands.get(("VOPDOp", name), {})
+    nregs = 2 + any(k.startswith("vsrc") for k in vo)
+    if re.search("CNDMASK", name) and len(ops) == nregs + 1 and ops[-1][0] in ("vcc", "vcc_lo"):
+      ops = ops[:-1]  # llvm-mc-22 prints no VCC; accept it when written
+    k_at = 2 if re.search("FMAMK", name) else nregs if re.search("FMAAK", name) else None
+    want = nregs + (k_at is not None)
+    if len(ops) != want:
+      return err("invalid operand for instruction" if len(ops) > want else "too few operands for instruction",
+                 ops[want][1] if len(ops) > want else pcol + m.start(1))
+    if k_at is not None:
+      t, col = ops.pop(k_at)
+      try:
+        k = _num(t) & 0xffffffff
+      except (_NoFit, ValueError):
+        return err("not a valid operand.", col)
+      if lit is not None and lit != k:
+        return err("only one unique literal operand is allowed", col)
+      lit = k
+    for (t, col), fld in ((ops[0], "vdst"), (ops[2] if len(ops) > 2 else (None, 0), "vsrc")):
+      if t is None:
+        continue
+      r = _reg_range(t)
+      if r is None or r[0] != "v" or r[2] != 1 or r[3]:
+        return err("invalid operand for instruction", col)
+      if r[1] > 255:
+        return err("register index is out of range", col)
+      vals[fld + side + ("1" if fld == "vsrc" else "")] = r[1]
+    c = _Ctx(I, "VOPD", "", wave)
     so = next((o for k, o in vo.items() if k.startswith("src")), None)
-    s = Slot("src" + side + "0", "src", 1, so.fmt if so else "FMT_NUM_F32", 32)
+    sl = Slot("src" + side + "0", "src", 1, so.fmt if so else "FMT_NUM_F32", 32)
     c.names.add("literal")
     try:
-      _fill(c, s, toks[1], 0)
+      _fill(c, sl, ops[1][0], ops[1][1])
+      c.check_widths()
     except _NoFit as e:
-      raise AsmError(e.msg, line, col0, text.strip(), I.target.name) from None
-    vals["src" + side + "0"] = c.fields[s.field]
+      return err(e.msg, e.col or ops[1][1])
+    vals["src" + side + "0"] = c.fields[sl.field]
     if c.literal is not None:
       if lit is not None and lit != c.literal:
-        raise AsmError("only one unique literal operand is allowed", line, col0, text.strip(), I.target.name)
+        return err("only one unique literal operand is allowed", ops[1][1])
       lit = c.literal
-    if len(toks) > 2:
-      vals["vsrc" + side + "1"] = _reg_range(toks[2])[1]
   why = _vopd_rules(I, vals, lit)
   if why:
-    raise AsmError(why, line, col0, text.strip(), I.target.name)
+    return err(why, col0)
   vals["vdsty"] = vals["vdsty"] >> 1
   enc = "VOPD_LIT" if lit is not None else "VOPD"
   if lit is not None:
     vals["literal"] = lit
-  inst = make(I.target.name, enc, I.tables.enums["VOPDOp"][vals["opx"]], 0, **vals)
-  inst = inst.replace(opx=vals["opx"], opy=vals["opy"])
+  try:
+    inst = make(I.target.name, enc, I.tables.enums["VOPDOp"][vals["opx"]], 0, **vals)
+    inst = inst.replace(opx=vals["opx"], opy=vals["opy"])
+    encode(inst)
+  except GputwinError as e:  # an opcode the X slot cannot hold (Y-only opcodes)
+    return err(str(e) if isinstance(e, AsmError) else "invalid instruction", col0)
   return inst, None
 
 

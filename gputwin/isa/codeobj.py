@@ -564,7 +564,8 @@ def _eval(expr: str, symbols: dict[str, int], where: str) -> int:
     return str(symbols[name])
   py = re.sub(r"(?<![\w.$])(?!0[xXbBoO]|\d)[A-Za-z_.$][\w.$]*", sub, expr.strip())
   try: tree = ast.parse(py, mode="eval")
-  except SyntaxError: raise CodeObjectError(f"{where}: cannot parse expression {expr!r}") from None
+  except (SyntaxError, ValueError, RecursionError, MemoryError):  # ValueError: a null byte; the rest: deep nesting
+    raise CodeObjectError(f"{where}: cannot parse expression {expr[:80]!r}") from None
   ops = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
          ast.Div: lambda a, b: int(a / b), ast.FloorDiv: lambda a, b: a // b, ast.Mod: lambda a, b: a % b,
          ast.LShift: lambda a, b: a << b, ast.RShift: lambda a, b: a >> b, ast.BitAnd: lambda a, b: a & b,
@@ -583,7 +584,8 @@ def _eval(expr: str, symbols: dict[str, int], where: str) -> int:
       return (max if n.func.id == "max" else min)(ev(a) for a in n.args)
     raise ValueError(f"unsupported {type(n).__name__}")
   try: return ev(tree)
-  except (ValueError, ZeroDivisionError) as e: raise CodeObjectError(f"{where}: bad expression {expr!r}: {e}") from None
+  except (ValueError, ZeroDivisionError, RecursionError, MemoryError) as e:  # ValueError: also > 4300 digits
+    raise CodeObjectError(f"{where}: bad expression {expr[:80]!r}: {str(e)[:80]}") from None
 
 
 def parse_asm(text: str, arch: str, path: str = "<asm>") -> AsmSource:
@@ -639,6 +641,8 @@ def parse_asm(text: str, arch: str, path: str = "<asm>") -> AsmSource:
       section = arg.split(",")[0].strip().strip('"') if word in (".section", ".pushsection") else word
     elif word in (".p2align", ".align", ".balign", ".p2alignl"):
       args = [_eval(a, src.symbols, where) for a in arg.split(",")]
+      if not 0 <= args[0] <= (16 if word.startswith(".p2align") else 1 << 16):  # before 1 << n: no huge shifts
+        raise CodeObjectError(f"{where}: bad alignment {arg!r}")
       size = 1 << args[0] if word.startswith(".p2align") else args[0]
       if size <= 0 or size & (size - 1) or size > 1 << 16: raise CodeObjectError(f"{where}: bad alignment {arg!r}")
       if section == "text":   # code pads with s_nop 0; .p2alignl pads with the given 32-bit word

@@ -164,7 +164,8 @@ def iter_opcodes(arch: str) -> Iterable[tuple[str, str]]:
     for op in sorted(I.allowed[n]):
       if opf is not None and I.opval(e, op) > opf.mask:
         continue  # e.g. VOPD opcodes only the 5-bit Y slot can hold
-      if e.variant.endswith("LIT") and not I.lit_only(e, op) and not any(uses_field(I, e, op, s) for s in srcs):
+      if e.variant.endswith("LIT") and not I.lit_only(e, op) and not any(uses_field(I, e, op, s, source=True)
+                                                                         for s in srcs):
         continue  # a literal variant of an instruction that reads no source operand
       yield n, op
 

@@ -178,9 +178,10 @@ def vendor_ops(I, enum: str, op: str) -> dict[str, Operand]:
 
 def uses_field(I, e: Encoding, op: str, fname: str, source: bool = False) -> bool:
   """Does `op` use field `fname`? With source=True: as a source operand (one that can hold a literal marker), not an
-  immediate such as s_set_gpr_idx_on's mode."""
+  immediate such as s_set_gpr_idx_on's mode or s_sendmsg_rtn's message id (llvm-mc-22: sendmsg(255) is 0xff in
+  SSRC0 of a 4-byte word, no literal follows)."""
   ops = vendor_ops(I, e.opcode_enum, op)
-  if source and fname in ops and ops[fname].type in FMT["gpr_idx"]["types"]:
+  if source and fname in ops and (ops[fname].type in FMT["gpr_idx"]["types"] or ops[fname].type in FMT["imm_kinds"]):
     return False
   return fname in ops or fname in ("srcx0", "srcy0")
 

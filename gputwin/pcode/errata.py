@@ -264,6 +264,18 @@ ERRATA += (
           "once (tests/emu/test_tinygrad_repro.py::test_clang_fma_mix, exact against numpy in f64)."),
 )
 
+ERRATA += (
+  Erratum(_ALL, r"signext\(SIMM16\.i16 \* 16'4\)", "sub", "signext(SIMM16.i16) * 4LL",
+          "S_BRANCH / S_CBRANCH_* / S_CALL_B64: the text scales the word offset in 16 bits (SIMM16.i16 * 16'4) "
+          "before sign-extending, so offsets of 0x2000 words or more wrap: `s_branch 0x7fff` jumped to itself "
+          "(0x7fff * 4 = -4 in 16 bits), `s_branch 0x8000` fell through. SIMM16 is a signed word offset: "
+          "PC = PC + 4 + signext(SIMM16) * 4 in 64 bits.",
+          f"{_MANUALS}, SOPP chapter (S_BRANCH: 'SIMM16 is a signed DWORD offset', range -32768..32767 words); "
+          "llvm-mc-22 encodes a backward branch over 0x2000 s_nop words as simm16 0xdffe (-8194) and "
+          "llvm-objdump-22 resolves that word back to the label 0x8008 bytes earlier; "
+          "tests/isa/test_isa_reliability.py::test_far_branches runs such branches on both tiers."),
+)
+
 _SCHED = "changes no architectural register or memory state in gputwin's model"
 _NOTE = '"{}: ' + _SCHED + '"'
 

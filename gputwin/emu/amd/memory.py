@@ -7,6 +7,7 @@ import numpy as np
 
 from gputwin.emu.amd.decode import PRIVATE_HI, SHARED_HI
 from gputwin.emu.program import Op
+from gputwin.errors import GputwinError
 
 U32, U64 = np.uint32, np.uint64
 M32, M64 = 0xffffffff, 0xffffffffffffffff
@@ -16,6 +17,8 @@ def memop(eng, op: Op, ix, m, st) -> None:
   """Effective addresses per the encoding (AMD ISA "Memory" chapters: the plan decode.py made, binding.Address), then
   the pcode body reads/writes them."""
   plan = op.info.get("address")
+  if plan is None and op.mem != "buffer":
+    raise GputwinError(f"no address plan for this {op.mem} access")
   if plan is None:
     return _buffer(eng, op, ix, m, st)
   a = eng.address(plan, ix)
