@@ -693,7 +693,7 @@ def _layout(src: AsmSource, wave: int, want: set[str], path: str) -> tuple[bytes
       if val in want: offsets[val] = size()
       lines.append(f"{val}:"); where.append(ln); defined.add(val)
     elif kind == "align":
-      (align, word), pad = val, -size() % val[0]
+      (_, word), pad = val, -size() % val[0]
       if pad % 4: raise CodeObjectError(f"{path}:{ln}: code is not 4-byte aligned before an alignment directive")
       if word is None: lines.extend([_NOP] * (pad // 4)); where.extend([ln] * (pad // 4))
       else: flush(word.to_bytes(4, "little") * (pad // 4))
