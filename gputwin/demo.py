@@ -60,25 +60,30 @@ def llvm_mc_bytes(text: str, arch: str) -> bytes | None:
 
 
 def run_kernels(console) -> int:
-  """Compile -> runtime -> mock KFD -> emulator for every demo kernel x target x backend; returns failures."""
+  """Compile -> runtime -> mock KFD / RM / kgsl -> emulator for every demo kernel x target x backend (Adreno: the ir3
+  backend, direct only); returns failures."""
   from rich.table import Table
 
   from gputwin import runtime
   from gputwin.compiler import BACKENDS, NV_TARGETS, TARGETS as COMPILER_TARGETS
+  IR3_DEMO = ("a630", "a730")     # Adreno: the ir3 backend (direct only) -> runtime/qcom -> mock kgsl -> emulator
   from gputwin.compiler.examples import DEMO, check_example
   table = Table(title="gputwin demo: compiled kernels on mock GPUs (runtime -> PM4 / GPFIFO -> emulator) vs numpy",
                 caption="ulp: largest distance from numpy's float64 result (sums in another order)")
   for col in ("target", "backend", *DEMO, "ms"):
     table.add_column(col, justify="right" if col == "ms" else "left")
   failures = 0
-  for name in (*COMPILER_TARGETS, *NV_TARGETS):
+  from gputwin.compiler.backend_ir3 import shader_for
+  for name in (*COMPILER_TARGETS, *NV_TARGETS, *IR3_DEMO):
     dev = runtime.open(f"mock:{name}")
+    ir3 = name in IR3_DEMO
+    launch = (lambda co, k, dev=dev, **kw: dev.launch(co, k, shader=shader_for(co), **kw)) if ir3 else dev.launch
     try:
-      for backend in BACKENDS:
+      for backend in ("direct",) if ir3 else BACKENDS:
         cells, t0 = [], time.perf_counter()
         for k in DEMO:
           try:
-            r = check_example(k, name, backend, dev.launch)
+            r = check_example(k, name, backend, launch)
             what = f"{r['max_ulp']} ulp" if "max_ulp" in r else "exact"
             cells.append(f"[green]ok[/] {what}" if r["ok"] else f"[red]WRONG[/] {what}")
             failures += not r["ok"]

@@ -19,7 +19,8 @@ from gputwin.errors import CompileError
 BACKENDS = ("direct", "llvm")
 TARGETS = ("gfx1100", "gfx1200", "gfx942", "gfx950")      # AMD
 NV_TARGETS = ("sm_80", "sm_90")                            # NVIDIA (PTX)
-ALL_TARGETS = TARGETS + NV_TARGETS
+IR3_TARGETS = ("a630", "a660", "a730", "a740")             # Qualcomm Adreno (ir3; direct backend only)
+ALL_TARGETS = TARGETS + NV_TARGETS + IR3_TARGETS
 
 
 @dataclass
@@ -27,7 +28,9 @@ class Compiled:
   """A compiled kernel, run with gputwin.emu.launch(c.code_object, c.name, ..., arch=c.arch).
   AMD: `code_object` is an HSA code object (gputwin.isa.codeobj.load_code_object), `asm` its assembly.
   NVIDIA (sm_*): `code_object` is the PTX module as ASCII bytes (what gputwin.emu.launch and the runtime take, and
-  what `ptxas -arch=sm_XX` assembles), `asm` and `ptx` the same text."""
+  what `ptxas -arch=sm_XX` assembles), `asm` and `ptx` the same text.
+  Adreno (a630 a660 a730 a740): `code_object` is ir3 machine code, `asm` its text, `shader` the launch metadata
+  (gputwin.isa.ir3.listing.Shader; pass it as gputwin.emu.launch(..., shader=c.shader))."""
   name: str
   arch: str
   backend: str
@@ -35,6 +38,7 @@ class Compiled:
   asm: str
   ir: ir.Kernel
   llvm_ir: str = ""
+  shader: object = None
 
   @property
   def ptx(self) -> str:
@@ -59,7 +63,10 @@ def compile(k, arch: str, *, backend: str = "direct", optimize: bool = True, dis
   from gputwin.isa.targets import target
   if backend not in BACKENDS: raise CompileError(f"unknown backend {backend!r} (known: {', '.join(BACKENDS)})")
   nv = arch in NV_TARGETS
-  if not nv:
+  if arch in IR3_TARGETS:
+    if backend != "direct": raise CompileError(f"{arch}: only backend='direct' targets ir3 (no LLVM backend)")
+    disable = tuple(disable) + ("vectorize",)   # (32-bit scalars only: ldib/stib one element at a time)
+  elif not nv:
     try: target(arch)
     except Exception: raise CompileError(f"unknown target {arch!r} (known: {', '.join(ALL_TARGETS)})") from None
   k0 = to_ir(k)
@@ -68,11 +75,16 @@ def compile(k, arch: str, *, backend: str = "direct", optimize: bool = True, dis
   from gputwin.compiler import limits
   limits.check(kk, arch)
   # code generation is required (as LLVM's required passes, it is never skipped by opt-bisect) but still logged
-  stages = (("ptx-emit",) if backend == "direct" else ("nvptx-codegen",)) if nv else \
+  stages = ("ir3-isel", "ir3-regalloc", "ir3-legalize") if arch in IR3_TARGETS else \
+    (("ptx-emit",) if backend == "direct" else ("nvptx-codegen",)) if nv else \
     ("isel", "regalloc", "waitcnt") if backend == "direct" else ("llvm-codegen",)
   if opt_bisect_limit is not None and log:
     for st in stages: log(f"BISECT: running required pass {backend}-{st} on kernel @{kk.name} ({arch})")
-  if nv and backend == "direct":
+  if arch in IR3_TARGETS:
+    from gputwin.compiler.backend_ir3 import compile_ir3
+    mc, asm, sh = compile_ir3(kk, arch)
+    out = Compiled(kk.name, arch, backend, mc, asm, kk, shader=sh)
+  elif nv and backend == "direct":
     from gputwin.compiler.backend_ptx import compile_ptx
     text = compile_ptx(kk, arch)
     out = Compiled(kk.name, arch, backend, text.encode(), text, kk)
@@ -95,6 +107,6 @@ def compile(k, arch: str, *, backend: str = "direct", optimize: bool = True, dis
 
 
 __all__ = ["kernel", "compile", "Compiled", "KernelFunction", "Ptr", "CompileError", "BACKENDS", "TARGETS",
-           "NV_TARGETS", "ALL_TARGETS", "ir",
+           "NV_TARGETS", "IR3_TARGETS", "ALL_TARGETS", "ir",
            "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "bf16", "f32", "f64", "boolean", *BUILTINS]
 from gputwin.compiler.frontend import *  # noqa: E402,F401,F403  (the kernel built-ins: global_id, barrier, ...)

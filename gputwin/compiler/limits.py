@@ -12,7 +12,11 @@ SCRATCH_BYTES = 128 * 1024      # private memory per work-item we accept (LLVM's
 SHARED_BYTES = 48 * 1024        # NVIDIA: static .shared per CTA (larger needs dynamic shared memory and an opt-in)
 
 
-def lds_bytes(arch: str) -> int: return LDS_BYTES.get(arch, 64 * 1024)
+IR3_SHARED_BYTES = 32 * 1024    # Adreno a6xx/a7xx: shared memory per workgroup (Mesa's compute limit)
+
+
+def lds_bytes(arch: str) -> int:
+  return IR3_SHARED_BYTES if arch.startswith("a") and arch[1:].isdigit() else LDS_BYTES.get(arch, 64 * 1024)
 
 
 def check(k: Kernel, arch: str) -> None:
@@ -33,6 +37,7 @@ def check(k: Kernel, arch: str) -> None:
       if sh > shared:
         raise CompileError(f"shared memory of kernel @{k.name} reaches {sh} bytes here; {arch} " +
                            (f"allows {shared} bytes of static shared memory per CTA" if nv else
+                            f"has {shared} bytes of shared memory per workgroup" if arch.startswith("a") else
                             f"has {shared} bytes of LDS per workgroup"), loc=op.loc, arch=arch)
     else:
       priv += -(-size // 16) * 16 if nv else size
@@ -41,4 +46,4 @@ def check(k: Kernel, arch: str) -> None:
                            f"{'thread' if nv else 'work-item'} here (limit {SCRATCH_BYTES})", loc=op.loc, arch=arch)
 
 
-__all__ = ["check", "lds_bytes", "LDS_BYTES", "SCRATCH_BYTES", "SHARED_BYTES"]
+__all__ = ["check", "lds_bytes", "LDS_BYTES", "SCRATCH_BYTES", "SHARED_BYTES", "IR3_SHARED_BYTES"]

@@ -69,8 +69,9 @@ def run(ns: argparse.Namespace, out=None, err=None) -> int:
       data, sfx = c.llvm_ir.encode(), ".ll"
     elif ns.asm: data, sfx = c.asm.encode(), ".s"
     elif c.ptx: data, sfx = c.code_object, ".ptx"
+    elif c.shader is not None: data, sfx = c.code_object, ".bin"    # ir3 machine code (launch with c.shader)
     else: data, sfx = c.code_object, ".co"
-    if ns.output == "-" or (ns.output is None and sfx not in (".co", ".ptx")):
+    if ns.output == "-" or (ns.output is None and sfx not in (".co", ".ptx", ".bin")):
       out.write(data.decode())
       continue
     dst = Path(ns.output) if ns.output else path.with_name(f"{path.stem}.{ns.arch}{sfx}")

@@ -387,11 +387,12 @@ class Device:
     """gputwin.emu.launch's contract: `args` {binding: ndarray} copied into fresh GPU objects (SSBOs as IBOs, the
     listing's UBO blocks as UBOs) and back (writeable, non-UBO ones) after the launch, which is waited for."""
     prg = self.load(code, shader)
-    sh = prg.shader
     where = f"[{self.arch}] kernel {kernel}"
-    if block is not None and three(block, "block") != tuple(sh.local_size):
-      raise LaunchError(f"{where}: block {three(block, 'block')} differs from the shader's local size "
-                        f"{tuple(sh.local_size)} (compiled in)", self.arch, kernel)
+    try:  # (a variable local size takes `block`; a positional args list binds by the shader's params)
+      sh, args = prg.shader.bind(args, block, where)
+    except LaunchError as e:
+      raise LaunchError(str(e), self.arch, kernel) from None
+    if sh is not prg.shader: prg = self.load(prg.code, sh)
     g, t0, bufs = three(grid, "grid"), time.perf_counter(), {}
     ubo_blocks = {r.block for r in sh.ubo_ranges}
     try:

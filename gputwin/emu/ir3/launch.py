@@ -81,6 +81,9 @@ def launch(code, kernel: str = "main", *, grid, block=None, args: dict | None = 
   res, copies = {"ibo": {}, "ubo": {}}, []
   t0 = time.perf_counter()
   try:
+    if not isinstance(args or {}, dict) or not all(isinstance(b, (int, np.integer)) and 0 <= b < 1 << 16
+                                                   for b in (args or {})):
+      raise LaunchError(f"{where}: args maps GLSL bindings (ints >= 0) to arrays, got {args!r:.80}", arch, kernel)
     for b, a in sorted((args or {}).items()):  # every binding is addressable as IBO and UBO b; UBOs are read-only
       if not isinstance(a, np.ndarray):
         raise LaunchError(f"{where}: binding {b} must be a numpy array, got {type(a).__name__}", arch, kernel)

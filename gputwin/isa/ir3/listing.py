@@ -9,7 +9,7 @@ form `disassemble(..., branch_labels=True)` prints and `assemble` reads); `instr
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -49,11 +49,21 @@ DEFAULT_INPUTS = (Input(0, 0x7, LOCAL_ID), Input(SHARED_REG_START, 0x7, WORKGROU
 
 
 @dataclass(frozen=True)
+class Param:
+  """One positional launch argument of a compiled shader: a buffer bound as SSBO `binding`, or a scalar of numpy
+  type `dtype` ('bool' packs as a uint32 0/1) at byte `offset` of UBO `binding` (pushed to the const file)."""
+  kind: str                        # "ssbo" | "ubo"
+  binding: int
+  offset: int = 0
+  dtype: str = ""
+
+
+@dataclass(frozen=True)
 class Shader:
   """Everything a launch needs besides the machine code: the `; kernel-info:` facts of the variant, its inputs, the
   const-file layout (`; offsets:`, `ubo_state`) and the immediates the driver uploads (`@const`)."""
   gpu: str                                        # a630, a660, a730, ... (from `; gpu: FD630 ...`)
-  local_size: tuple[int, int, int] = (64, 1, 1)
+  local_size: tuple[int, int, int] | None = (64, 1, 1)   # None: the launch's block (the shader reads driver params)
   wave_size: int = 64                             # threadsize_base, doubled when double_threadsize=1
   shared_size: int = 0                            # bytes of shared memory (l[...])
   constlen: int = 0                               # vec4
@@ -77,6 +87,7 @@ class Shader:
   instrlen: int = 0
   sizedwords: int = 0                             # code size in dwords, trailing nops included
   text: tuple[str, ...] = field(default=(), repr=False)
+  params: tuple[Param, ...] = ()                  # how a positional argument list binds (our compiler's shaders)
 
   @property
   def instrs(self) -> tuple[str, ...]: return tuple(t for t in self.text if not _LABEL.fullmatch(t))
@@ -116,6 +127,41 @@ class Shader:
       sg = self.subgroup_size
       c[dp:dp + 16] = [*grid, 3, 0, 0, 0, sg, *block, sg.bit_length() - 1, 0, 0, 0, 0]
     return c
+
+  def bind(self, args, block=None, where: str = "") -> tuple[Shader, dict]:
+    """(the shader with its local size fixed, {binding: ndarray}) for a launch: `block` fills a variable local size
+    (`local_size=None`; a fixed one it must equal when given); a positional `args` list is bound by `params`
+    (pointer arrays -> their SSBO bindings, scalars packed into the parameter UBO). A dict passes through."""
+    from gputwin.errors import LaunchError
+    from gputwin.isa.kernargs import three
+    sh = self
+    if self.local_size is None:
+      if block is None: raise LaunchError(f"{where}: the shader's local size is the launch's: pass block")
+      sh = replace(self, local_size=three(block, "block"))
+    elif block is not None and three(block, "block") != tuple(self.local_size):
+      raise LaunchError(f"{where}: block {three(block, 'block')} differs from the shader's local size "
+                        f"{tuple(self.local_size)} (compiled in)")
+    if not isinstance(args, (list, tuple)): return sh, dict(args or {})
+    if not self.params:
+      raise LaunchError(f"{where}: positional args need a shader with params (use {{binding: array}})")
+    if len(args) != len(self.params):
+      raise LaunchError(f"{where}: {len(args)} arguments for {len(self.params)} parameters")
+    out, ubos = {}, {}
+    for i, (p, a) in enumerate(zip(self.params, args)):
+      if p.kind == "ssbo":
+        if not isinstance(a, np.ndarray):
+          raise LaunchError(f"{where}: argument {i} is a buffer (binding {p.binding}): pass a numpy array")
+        out[p.binding] = a
+        continue
+      if isinstance(a, np.ndarray) and a.size != 1 or not isinstance(a, (int, float, bool, np.generic, np.ndarray)):
+        raise LaunchError(f"{where}: argument {i} is a {p.dtype} scalar, got {type(a).__name__}")
+      u = ubos.setdefault(p.binding, bytearray(max(q.offset + 4 for q in self.params if q.binding == p.binding)))
+      try: v = np.array(a).reshape(()).astype(np.uint32 if p.dtype == "bool" else np.dtype(p.dtype), casting="unsafe")
+      except (TypeError, ValueError) as e: raise LaunchError(f"{where}: argument {i}: {e}") from None
+      b = v.tobytes()
+      u[p.offset:p.offset + len(b)] = b
+    for b, u in ubos.items(): out[b] = np.frombuffer(bytes(u.ljust(-(-len(u) // 16) * 16, b"\0")), np.uint32)
+    return sh, out
 
   @classmethod
   def explicit(cls, gpu: str, code: bytes, **facts) -> Shader:
