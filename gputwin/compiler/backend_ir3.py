@@ -33,7 +33,7 @@ Steps:
 
 Supported: i32, u32, f32, bool scalars; global/shared 32-bit elements. Rejected with a CompileError naming op and
 target: other types (f16, bf16, f64, 8/16/64-bit integers, vectors), fma (ir3's mad.f32 rounds twice), private
-memory (alloca), float atomics, float rem, a barrier under thread-dependent control flow.
+memory (alloca), float atomics, a barrier under thread-dependent control flow. f32 `%` is backend_ptx's exact fmod.
 """
 from __future__ import annotations
 
@@ -88,6 +88,10 @@ def _rewrite(b: ir.Builder, op: Op) -> bool:
   e = b.emit
   if code in ("div", "rem") and t.is_int and t.bits == 32:
     _define(b, op, "select", _divrem(b, *op.operands, t, code == "rem"))
+    return True
+  if code == "rem" and str(t) == "f32":  # exact fmod by binary long division (backend_ptx's sequence)
+    from gputwin.compiler.backend_ptx import fmod
+    _define(b, op, "select", fmod(b, *op.operands, t))
     return True
   if str(t) != "f32" or code not in ("exp", "log"): return False
   x = op.operands[0]
@@ -343,7 +347,6 @@ class _Emit:
         rc = self.v()
         self.i("sfu", "rcp {0}, {1}", [rc], [y])
         self.i("alu", "mul.f {0}, {1}, {2}", [d], [x, rc])
-      elif code == "rem": raise self.err(f"f32 rem is not supported on {self.arch} (no exact fmod sequence yet)", op)
       else: raise self.err(f"f32 {code} reached code generation", op)
       return
     s = "s" if t.is_signed else "u"

@@ -100,7 +100,7 @@ def _rewrite(b: ir.Builder, op: Op) -> bool:
     _define(b, op, "cast", [r])
     return True
   if code == "rem":
-    _define(b, op, "select", _fmod(b, *op.operands, t))
+    _define(b, op, "select", fmod(b, *op.operands, t))
     return True
   if s == "f32" and code in ("exp", "log", "sin", "cos") and not op.attrs.get("reduced"):
     x = op.operands[0]
@@ -126,7 +126,7 @@ def _rewrite(b: ir.Builder, op: Op) -> bool:
   return False
 
 
-def _fmod(b: ir.Builder, x: Value, y: Value, t: Type) -> list[Value]:
+def fmod(b: ir.Builder, x: Value, y: Value, t: Type) -> list[Value]:
   """Exact float remainder (C fmod, the reference's np.fmod) by binary long division; returns the operands of the
   final `select`. s = |y| * 2^k is the largest such multiple <= r = |x| (k from the exponent bits, |y|'s scaled into
   the normal range first); then k+1 steps of `if r >= s: r -= s` (exact: s <= r < 2s) and s /= 2 (exact down to

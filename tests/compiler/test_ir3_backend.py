@@ -371,13 +371,26 @@ def divergent_barrier_k(x: Ptr[f32]):
 
 
 @kernel
-def fmod_k(x: Ptr[f32]):
+def fmod_k(x: Ptr[f32], y: Ptr[f32]):
   i = global_id(0)
-  x[i] = x[i] % 3.0
+  x[i] = x[i] % y[i]
+
+
+@pytest.mark.parametrize("arch", ["a630", "a730"])
+def test_float_rem_is_exact_fmod(arch):
+  """f32 `%` by backend_ptx's exact long division: C fmod bit for bit (NaN for y = 0 or x = inf, x's sign)."""
+  c = compile(fmod_k, arch)
+  rng = np.random.default_rng(3)
+  x, y = (rng.standard_normal(128) * 100).astype(np.float32), (rng.standard_normal(128) * 3).astype(np.float32)
+  x[:5], y[:5] = [np.inf, 5.0, -7.5, 0.0, 1e30], [2.0, 0.0, 2.0, -0.0, 3e-30]
+  ref = np.fmod(x, y)
+  emu_launch(c, [x, y], 2, 64)
+  nan = np.isnan(ref)
+  assert (np.isnan(x) == nan).all() and np.array_equal(x[~nan].view(np.uint32), ref[~nan].view(np.uint32))
 
 
 @pytest.mark.parametrize("k, why", [(fma_k, "fma"), (half_k, "f16"), (private_k, "private memory"),
-                                    (divergent_barrier_k, "barrier under thread-dependent"), (fmod_k, "f32 rem")])
+                                    (divergent_barrier_k, "barrier under thread-dependent")])
 def test_rejections_are_compile_errors(k, why):
   with pytest.raises(CompileError, match=why):
     compile(k, "a630")
