@@ -62,23 +62,7 @@ def check_arch(arch: str) -> None:
 
 def lower(k: Kernel) -> Kernel:
   """A copy of `k` with integer div/rem, exp and log rewritten (module docstring)."""
-  k = ir.clone(k)
-  b = ir.Builder(k)
-
-  def expand(op: Op) -> list[Op]:
-    for r in op.regions: r.ops = [o for x in r.ops for o in expand(x)]
-    b.block, b.loc = Block(), op.loc
-    if not _rewrite(b, op): return [op]
-    return [o for x in b.block.ops for o in expand(x)]
-  k.body.ops = [o for x in k.body.ops for o in expand(x)]
-  ir.verify(k)
-  return k
-
-
-def _define(b: ir.Builder, op: Op, opcode: str, operands: list[Value], attrs: dict | None = None) -> None:
-  new = Op(opcode, list(operands), [op.result], dict(attrs or {}), [], op.loc)
-  op.result.owner = new
-  b.block.ops.append(new)
+  return ir.rewrite(k, _rewrite)
 
 
 def _rewrite(b: ir.Builder, op: Op) -> bool:
@@ -87,17 +71,17 @@ def _rewrite(b: ir.Builder, op: Op) -> bool:
   t = op.result.type
   e = b.emit
   if code in ("div", "rem") and t.is_int and t.bits == 32:
-    _define(b, op, "select", _divrem(b, *op.operands, t, code == "rem"))
+    ir.redefine(b, op, "select", _divrem(b, *op.operands, t, code == "rem"))
     return True
   if code == "rem" and str(t) == "f32":  # exact fmod by binary long division (backend_ptx's sequence)
     from gputwin.compiler.backend_ptx import fmod
-    _define(b, op, "select", fmod(b, *op.operands, t))
+    ir.redefine(b, op, "select", fmod(b, *op.operands, t))
     return True
   if str(t) != "f32" or code not in ("exp", "log"): return False
   x = op.operands[0]
   c = lambda v: b.const(v, ir.f32)
   if code == "log":
-    _define(b, op, "mul", [e("log2", [x], ir.f32), c(_F32(math.log(2)))])
+    ir.redefine(b, op, "mul", [e("log2", [x], ir.f32), c(_F32(math.log(2)))])
     return True
   # exp(x) = 2^n * exp2(r * log2 e), n = round(x log2 e), r = x - n ln2 with ln2 = C1 + C2 (C1 has 9 significant
   # bits, so n * C1 is exact for |n| < 2^15 and x - n*C1 is exact); the 2^n split in two halves never overflows
@@ -109,7 +93,7 @@ def _rewrite(b: ir.Builder, op: Op) -> bool:
   nh = e("floor", [e("mul", [n, c(0.5)], ir.f32)], ir.f32)
   v = e("mul", [e("mul", [v, e("exp2", [nh], ir.f32)], ir.f32), e("exp2", [e("sub", [n, nh], ir.f32)], ir.f32)],
         ir.f32)
-  _define(b, op, "select", [e("ne", [x, x], ir.boolean), x, v])
+  ir.redefine(b, op, "select", [e("ne", [x, x], ir.boolean), x, v])
   return True
 
 

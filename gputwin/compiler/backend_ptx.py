@@ -59,24 +59,7 @@ _NARROW = ("f16", "bf16")
 def lower(k: Kernel) -> Kernel:
   """A copy of `k` with the rewrites described in the module docstring; the reference gives it the same meaning
   (up to the accuracy of exp2/log2/sin/cos)."""
-  k = ir.clone(k)
-  b = ir.Builder(k)
-
-  def expand(op: Op) -> list[Op]:     # an op's replacement, itself expanded (an f16 exp: f32 exp: exp2 ...)
-    for r in op.regions: r.ops = [o for x in r.ops for o in expand(x)]
-    b.block, b.loc = Block(), op.loc
-    if not _rewrite(b, op): return [op]
-    return [o for x in b.block.ops for o in expand(x)]
-  k.body.ops = [o for x in k.body.ops for o in expand(x)]
-  ir.verify(k)
-  return k
-
-
-def _define(b: ir.Builder, op: Op, opcode: str, operands: list[Value], attrs: dict | None = None) -> None:
-  """The last op of a rewrite: it defines the original result value."""
-  new = Op(opcode, list(operands), [op.result], dict(attrs or {}), [], op.loc)
-  op.result.owner = new
-  b.block.ops.append(new)
+  return ir.rewrite(k, _rewrite)
 
 
 def _rewrite(b: ir.Builder, op: Op) -> bool:
@@ -89,7 +72,7 @@ def _rewrite(b: ir.Builder, op: Op) -> bool:
     for j in range(t.lanes):
       xs = [b.emit("extract", [v], v.type.scalar, {"lane": j}) for v in op.operands]
       lanes.append(b.emit(code, xs, t.scalar, dict(op.attrs)))
-    _define(b, op, "vector", lanes)
+    ir.redefine(b, op, "vector", lanes)
     return True
   s = str(t)
   if s in _NARROW:
@@ -97,16 +80,16 @@ def _rewrite(b: ir.Builder, op: Op) -> bool:
     xs = [b.emit("cast", [v], wide) for v in op.operands]
     r = b.emit(code, xs, wide, dict(op.attrs))
     if cls == "fma" and s == "bf16": r = b.emit("cast", [r], ir.f32)   # the reference: f64 -> f32 -> bf16
-    _define(b, op, "cast", [r])
+    ir.redefine(b, op, "cast", [r])
     return True
   if code == "rem":
-    _define(b, op, "select", fmod(b, *op.operands, t))
+    ir.redefine(b, op, "select", fmod(b, *op.operands, t))
     return True
   if s == "f32" and code in ("exp", "log", "sin", "cos") and not op.attrs.get("reduced"):
     x = op.operands[0]
     c = lambda v: b.const(v, ir.f32)
     if code == "log":
-      _define(b, op, "mul", [b.emit("log2", [x], ir.f32), c(_F32(math.log(2)))])
+      ir.redefine(b, op, "mul", [b.emit("log2", [x], ir.f32), c(_F32(math.log(2)))])
     elif code == "exp":
       xc = b.emit("min", [b.emit("max", [x, c(-104.0)], ir.f32), c(89.0)], ir.f32)
       n = b.emit("floor", [b.emit("add", [b.emit("mul", [xc, c(_LOG2E_HI)], ir.f32), c(0.5)], ir.f32)], ir.f32)
@@ -115,13 +98,13 @@ def _rewrite(b: ir.Builder, op: Op) -> bool:
       nh = b.emit("floor", [b.emit("mul", [n, c(0.5)], ir.f32)], ir.f32)
       e = b.emit("mul", [b.emit("exp2", [f], ir.f32), b.emit("exp2", [nh], ir.f32)], ir.f32)
       e = b.emit("mul", [e, b.emit("exp2", [b.emit("sub", [n, nh], ir.f32)], ir.f32)], ir.f32)
-      _define(b, op, "select", [b.emit("ne", [x, x], ir.boolean), x, e])
+      ir.redefine(b, op, "select", [b.emit("ne", [x, x], ir.boolean), x, e])
     else:
       kk = b.emit("floor", [b.emit("fma", [x, c(_F32(1 / (2 * math.pi))), c(0.5)], ir.f32)], ir.f32)
       nk = b.emit("neg", [kk], ir.f32)
       r = x
       for part in _2PI: r = b.emit("fma", [nk, c(part), r], ir.f32)
-      _define(b, op, code, [r], {"reduced": True})
+      ir.redefine(b, op, code, [r], {"reduced": True})
     return True
   return False
 

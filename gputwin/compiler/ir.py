@@ -564,3 +564,27 @@ def clone(k: Kernel) -> Kernel:
     return nb
   params = [cp(p) for p in k.params]
   return Kernel(k.name, params, blk(k.body), k.loc)
+
+
+def rewrite(k: Kernel, rule) -> Kernel:
+  """A copy of `k` in which every op `rule(builder, op)` rewrites (it emits replacement ops into the builder's block,
+  the last defining the op's result with `redefine`, and returns True) is replaced by those ops, themselves rewritten
+  again (an f16 exp becomes an f32 exp becomes exp2 ...); verified."""
+  k = clone(k)
+  b = Builder(k)
+
+  def expand(op: Op) -> list[Op]:
+    for r in op.regions: r.ops = [o for x in r.ops for o in expand(x)]
+    b.block, b.loc = Block(), op.loc
+    if not rule(b, op): return [op]
+    return [o for x in b.block.ops for o in expand(x)]
+  k.body.ops = [o for x in k.body.ops for o in expand(x)]
+  verify(k)
+  return k
+
+
+def redefine(b: Builder, op: Op, opcode: str, operands: list[Value], attrs: dict | None = None) -> None:
+  """The last op of a rewrite: it defines the original op's result value."""
+  new = Op(opcode, list(operands), [op.result], dict(attrs or {}), [], op.loc)
+  op.result.owner = new
+  b.block.ops.append(new)
