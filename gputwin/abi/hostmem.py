@@ -111,9 +111,9 @@ class HostBuffer:
 
 def user_buffer(arg, size: int) -> tuple[int, int]:
   """(address, bytes available) of an ioctl argument as a driver sees it: a ctypes object or writable buffer, or a raw
-  address (available only where `size` bytes there are mapped)."""
+  address (available only where `size` bytes there can be read: host_range_accessible)."""
   if arg is None or isinstance(arg, int):
-    return (arg or 0), (size if size == 0 or host_range_mapped(arg or 0, size) else 0)
+    return (arg or 0), (size if size == 0 or host_range_accessible(arg or 0, size) else 0)
   if isinstance(arg, ctypes._SimpleCData | ctypes.Structure | ctypes.Union | ctypes.Array):
     return ctypes.addressof(arg), ctypes.sizeof(arg)
   mv = memoryview(arg)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import collections, ctypes, dataclasses, errno, os, select, threading, time
 from typing import Callable, Protocol
 from gputwin.abi import ioc, kgsl as abi
-from gputwin.abi.hostmem import (PAGE_SIZE, PROT_WRITE, HostBuffer, host_mmap, host_munmap, host_range_mapped,
+from gputwin.abi.hostmem import (PAGE_SIZE, PROT_WRITE, HostBuffer, host_mmap, host_munmap, host_range_accessible,
                                   page_align, user_buffer)
 from gputwin.errors import KernelDriverError
 from gputwin.mock.vm import BufferObject, GPUAddressSpace
@@ -267,7 +267,8 @@ class MockKGSL:
     self._kick()
     if ret < 0: raise OSError(-ret, f"IOCTL_KGSL_{name}: {os.strerror(-ret)}")
     if kdir & udir & ioc.IOC_READ and n:
-      if avail < n: raise OSError(errno.EFAULT, f"IOCTL_KGSL_{name}: argument unwritable")
+      if avail < n or not host_range_accessible(addr, n, write=True):   # copy_to_user fails: the effects stay
+        raise OSError(errno.EFAULT, f"IOCTL_KGSL_{name}: argument unwritable")
       ctypes.memmove(addr, kdata, n)
     return ret
 
@@ -461,10 +462,10 @@ class MockKGSL:
 
   def _read_user(self, addr: int, n: int) -> bytes | None:
     if n == 0: return b""
-    return ctypes.string_at(addr, n) if host_range_mapped(addr, n) else None
+    return ctypes.string_at(addr, n) if host_range_accessible(addr, n) else None
 
   def _write_user(self, addr: int, data: bytes) -> bool:
-    if data and not host_range_mapped(addr, len(data)): return False
+    if data and not host_range_accessible(addr, len(data), write=True): return False
     ctypes.memmove(addr, data, len(data))
     return True
 
@@ -766,7 +767,7 @@ class MockKGSL:
     -> EFAULT. mock: the address must be page aligned too (EINVAL)."""
     if size == 0 or offset != 0 or size & (PAGE_SIZE - 1) or hostptr & (PAGE_SIZE - 1): return -errno.EINVAL
     if size > 0xFFFFFFFF: return -errno.EINVAL
-    if not host_range_mapped(hostptr, size): return -errno.EFAULT
+    if not host_range_accessible(hostptr, size): return -errno.EFAULT
     return self._new_entry(size, flags | abi.KGSL_MEMFLAGS_USERMEM_ADDR, user=hostptr)
 
   def _dmabuf(self, fd: int) -> int:

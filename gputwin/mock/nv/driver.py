@@ -18,7 +18,7 @@ import ctypes, dataclasses, errno, os, select, struct, threading, time
 from typing import Callable
 from gputwin.errors import EmuError, GPUPageFault, KernelDriverError
 from gputwin.abi import nv
-from gputwin.abi.hostmem import host_mmap, host_munmap, host_range_mapped, user_buffer
+from gputwin.abi.hostmem import host_mmap, host_munmap, host_range_accessible, user_buffer
 from gputwin.mock.nv.machine import ARCHS, NVChannel, NVGpu
 from gputwin.mock.nv.rm import RM
 from gputwin.mock.nv.ctrl import Controls
@@ -107,13 +107,15 @@ class MockNV(RM, Controls, UVM):
       x = nv.nv_ioctl_xfer_t.from_buffer_copy(ctypes.string_at(addr, size))
       if x.size > NV_ABSOLUTE_MAX_IOCTL_SIZE: raise OSError(errno.EINVAL, "NV_ESC_IOCTL_XFER_CMD: size too large")
       nr, size, addr = x.cmd, x.size, x.ptr
-      avail = size if host_range_mapped(addr, size) else 0
+      avail = size if host_range_accessible(addr, size) else 0
     if avail < size: raise OSError(errno.EFAULT, "nvidia: argument buffer shorter than the ioctl size")
     kdata = ctypes.create_string_buffer(ctypes.string_at(addr, size), size) if size else ctypes.create_string_buffer(0)
     with self._lock:
       ok = self._escape(f, nr, kdata, size)
       self._reap()
     self._announce()
+    if size and not host_range_accessible(addr, size, write=True):   # copy_to_user fails (read-only memory)
+      raise OSError(errno.EFAULT, "nvidia: argument buffer not writable")
     if size: ctypes.memmove(addr, kdata, size)
     if not ok: raise OSError(errno.EINVAL, f"nvidia: escape {nr:#x} failed")
     return 0

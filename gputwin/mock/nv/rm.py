@@ -9,7 +9,7 @@ open-gpu-kernel-modules); where the mock has to choose, the comment says "mock:"
 from __future__ import annotations
 import ctypes, itertools, time
 from gputwin.abi import nv
-from gputwin.abi.hostmem import PAGE_SIZE, HostBuffer, host_range_mapped, page_align
+from gputwin.abi.hostmem import PAGE_SIZE, HostBuffer, host_range_accessible, page_align
 from gputwin.mock.vm import BufferObject, GPUAddressSpace
 from gputwin.mock.nv.machine import NVChannel, RMClient, RMObject
 
@@ -48,14 +48,14 @@ _GPU_CLASSES = {c for c, (k, *_) in CLASS_RULES.items() if k in ("usermode", "ch
 
 
 def read_user(addr: int, T: type):
-  """copy_from_user of a struct: None when the user range is not mapped."""
+  """copy_from_user of a struct: None when the user range cannot be read (unmapped, PROT_NONE: EFAULT)."""
   n = ctypes.sizeof(T)
-  return T.from_buffer_copy(ctypes.string_at(addr, n)) if addr and host_range_mapped(addr, n) else None
+  return T.from_buffer_copy(ctypes.string_at(addr, n)) if addr and host_range_accessible(addr, n) else None
 
 
 def write_user(addr: int, obj) -> bool:
   n = ctypes.sizeof(obj)
-  if not (addr and host_range_mapped(addr, n)): return False
+  if not (addr and host_range_accessible(addr, n, write=True)): return False
   ctypes.memmove(addr, ctypes.addressof(obj), n)
   return True
 
@@ -451,7 +451,7 @@ class RM:
       if p.pMemory % PAGE_SIZE: return nv.NV_ERR_NOT_SUPPORTED
       if p.limit + 1 >= 1 << 64: return nv.NV_ERR_INVALID_LIMIT
       size = page_align(p.limit + 1)
-      if not host_range_mapped(p.pMemory, size): return nv.NV_ERR_INVALID_ADDRESS   # os_lock_user_pages failed
+      if not host_range_accessible(p.pMemory, size): return nv.NV_ERR_INVALID_ADDRESS   # os_lock_user_pages failed
       obj.bo = BufferObject(h, parent.gpu.index, 0, size, p.hClass, 0, None, user_addr=p.pMemory)
     else:
       st = self._make_memory(obj, p.limit + 1, PAGE_SIZE, False)

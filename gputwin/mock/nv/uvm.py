@@ -9,7 +9,7 @@ kernel-open/nvidia-uvm/uvm.c, uvm_va_space.c, uvm_map_external.c (595.45); "mock
 from __future__ import annotations
 import ctypes, dataclasses, errno
 from gputwin.abi import nv
-from gputwin.abi.hostmem import user_buffer
+from gputwin.abi.hostmem import host_range_accessible, user_buffer
 from gputwin.mock.vm import BufferObject
 from gputwin.mock.nv.machine import NVGpu, RMObject
 
@@ -57,6 +57,8 @@ class UVM:
       if name in ("INITIALIZE", "MM_INITIALIZE"): p.rmStatus = getattr(self, "_uvm_" + name.lower())(f, p)
       elif not isinstance(f.uvm, UvmVaSpace): p.rmStatus = nv.NV_ERR_ILLEGAL_ACTION
       else: p.rmStatus = getattr(self, "_uvm_" + name.lower())(f.uvm, p)
+    if not host_range_accessible(addr, ctypes.sizeof(T), write=True):   # copy_to_user fails (read-only memory)
+      raise OSError(errno.EFAULT, f"UVM_{name}: argument not writable")
     ctypes.memmove(addr, ctypes.addressof(p), ctypes.sizeof(T))
     self._announce()
     return 0
