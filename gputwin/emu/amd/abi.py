@@ -38,9 +38,10 @@ def init_waves(eng, kd, grid, block, g0: int, nw: int, user: list[int], pc: int)
     eng.files["s"][:len(user), :eng.W] = np.array([u & 0xffffffff for u in user], np.uint32)[:, None]
   s = max(kd.user_sgpr_count, len(user))
   ng = eng.W // nw
-  wgid = np.arange(g0, g0 + ng, dtype=np.uint32)  # per workgroup; each of its waves gets the same ids
+  wgid = np.arange(g0, g0 + ng, dtype=np.uint64)  # per workgroup (64-bit: X*Y*Z may pass 2^32; each id fits 32)
   none = np.zeros_like(wgid)
-  ids = (wgid % gx, (wgid // gx) % gy if gy > 1 else none, wgid // (gx * gy) if grid[2] > 1 else none)
+  ids = tuple(i.astype(np.uint32) for i in (wgid % np.uint64(gx), (wgid // np.uint64(gx)) % np.uint64(gy) if gy > 1
+                                            else none, wgid // np.uint64(gx * gy) if grid[2] > 1 else none))
   per_wave = lambda row: S[:, row].reshape(ng, nw)  # (a contiguous row of the register-major file)
   whole = (1 << len(user)) - 1  # SGPR rows written here for every wave (restart(keep_s=...) need not clear them)
   for d in range(3):

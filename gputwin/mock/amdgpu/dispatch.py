@@ -104,11 +104,7 @@ def run_dispatch(vm: GPUAddressSpace, arch: str, regs: dict[str, int], grid: tup
     except MemoryError:
       raise LaunchError(f"[{arch}] {name}: no host memory for {g1 - g0} workgroups of wave state "
                         f"({(g1 - g0) * wg_bytes / 2**30:.1f} GiB)", arch) from None
-    try: eng.user_sgprs = prog.frontend.init_waves(eng, kd, grid, block, g0, nw, user[:kd.user_sgpr_count], pc)
-    except OverflowError:   # emu/amd/abi.py derives workgroup ids in 32-bit arithmetic
-      raise LaunchError(f"[{arch}] {name}: a grid of {grid[0]}x{grid[1]}x{grid[2]} workgroups is not supported by the "
-                        f"emulator (its workgroup-id arithmetic is 32-bit: X*Y must stay below 2^32 when Z > 1)",
-                        arch) from None
+    eng.user_sgprs = prog.frontend.init_waves(eng, kd, grid, block, g0, nw, user[:kd.user_sgpr_count], pc)
     while True:   # the batch runs in chunks of CHUNK wave-instructions; between them the watchdog looks
       left = None if budget is None else budget - count - eng.count
       try:
