@@ -1,7 +1,7 @@
 """gputwin.runtime: the HCQ runtimes over the kernel seam (kernel.py): AMD (hcq.py, /dev/kfd) and NVIDIA (nv.py,
 RM/UVM) and Qualcomm Adreno (qcom.py, kgsl). `open("mock:gfx1100")`, `open("mock:sm_90")`, `open("mock:a630")`,
 `open("amd:1")`, `open("nv")`, `open("qcom")` -> the vendor's Device."""
-from gputwin.runtime.hcq import Buffer, Device, LaunchResult, Program, Queue, QueueFault, devices
+from gputwin.runtime.hcq import Buffer, Device, LaunchResult, Program, Queue, QueueFault, QueueTimeout, devices
 from gputwin.runtime.kernel import parse_device
 
 
@@ -19,4 +19,4 @@ def open(device: str | None = None):   # noqa: A001 - the runtime's entry point,
   return Device(device)
 
 
-__all__ = ["open", "Device", "Buffer", "Program", "Queue", "QueueFault", "LaunchResult", "devices"]
+__all__ = ["open", "Device", "Buffer", "Program", "Queue", "QueueFault", "QueueTimeout", "LaunchResult", "devices"]
