@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from gputwin.emu.ir3 import decode, memory
-from gputwin.emu.program import Op, Src
+from gputwin.emu.ir3 import decode, events, memory
+from gputwin.emu.program import Op
 
-U32, U64 = np.uint32, np.uint64
+U32 = np.uint32
 
 
 class Ir3:
@@ -62,7 +62,6 @@ class Ir3:
   @staticmethod
   def event(eng, op: Op, ix, sel, m) -> np.ndarray:
     """The fiber-level events (pcode/ir3.py EVENTS). Returns the fibers that move on to the next instruction."""
-    from gputwin.emu.ir3 import events
     return events.run(eng, op, ix, sel, m)
 
 
@@ -81,4 +80,4 @@ def _modify(v: np.ndarray, kind: str, mods: int, bits: int) -> np.ndarray:
 
 
 FRONTEND = Ir3()
-__all__ = ["FRONTEND", "Ir3", "Src"]
+__all__ = ["FRONTEND", "Ir3"]

@@ -39,7 +39,6 @@ CONTROL = {"END": "end", "BARRIER": "barrier", "NOP": "nop", "SHPE": "nop", "SHP
            "SHFL": "shfl", "CALL": "call", "RET": "ret",
            "GETLAST": "getlast", "PREDT": "pred", "PREDF": "pred", "PREDE": "pred", "BRANY": "bany", "BRALL": "bany",
            "MOVMSK": "movmsk", "BRCST": "brcst", "STC": "stc", "LDCK": "ldck"}
-_BY_LEAF = {"ldib.b": "ldib.b", "stib.b": "stib.b"}  # leaves whose key is not `<leaf>.<type>.<n>` by default
 
 
 class Located:
@@ -364,9 +363,7 @@ _TYPES = spec().enums["#type"]
 
 def _type(f: dict) -> str:
   t = _TYPES[f.get("TYPE", 3)]
-  if t in ("u8_32",):
-    t = "u8"
-  return t
+  return "u8" if t == "u8_32" else t
 
 
 def _cat6(op: Op, inst: Inst) -> None:
@@ -428,15 +425,14 @@ def _cat6(op: Op, inst: Inst) -> None:
             "stib.b": "ibo"}
   if n not in loads and n not in stores:
     raise PcodeError(f"{n}: not modelled", "ir3", n)
-  cnt = f.get("TYPE_SIZE", f.get("SIZE", 1)) if n in ("ldib.b", "stib.b", "ldc") else f.get("SIZE", 1)
   if n == "ldc":
-    cnt = f.get("TYPE_SIZE", 1)
-    t = "u32"
+    cnt, t = f.get("TYPE_SIZE", 1), "u32"
+  else:
+    cnt = f.get("TYPE_SIZE", f.get("SIZE", 1)) if n in ("ldib.b", "stib.b") else f.get("SIZE", 1)
   op.sem = _sem(f"{n}.{t}.{cnt}")
   space = loads.get(n) or stores[n]
   op.mem = {"shared": "ds", "private": "scratch"}.get(space, "global")
-  esize = {1: 1, 2: 2, 4: 4}[P.BYTES[t]]
-  info = dict(space=space, n=cnt, esize=esize, off=f.get("OFF", 0))
+  info = dict(space=space, n=cnt, esize=P.BYTES[t], off=f.get("OFF", 0))
   if n in loads:
     d = reg(_num(f["SRC1" if n == "ldib.b" else "DST"]), half)  # (ldib.b's destination is its SRC1 field)
     for i in range(cnt):
