@@ -6,11 +6,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from gputwin.emu.ir3.decode import A0, A1, CONST, CONST_DWORDS, EN, G0, P0, SHARED, TMP
+from gputwin.emu.binding import Stop
+from gputwin.emu.ir3 import memory
+from gputwin.emu.ir3.decode import CONST, CONST_DWORDS, EN, G0, NUM_A1, P0, TMP, reg, step
 from gputwin.emu.program import Op
 from gputwin.errors import GPUPageFault
+from gputwin.pcode.ir3 import BYTES
 
 U32 = np.uint32
+_A1 = reg(NUM_A1)
 
 
 def _first(m: np.ndarray) -> np.ndarray:
@@ -86,25 +90,24 @@ def run(eng, op: Op, ix, sel, m) -> np.ndarray:
       part = m[:, 32 * r:32 * (r + 1)]
       bits = (part.astype(np.uint64) << np.arange(part.shape[1], dtype=np.uint64)).sum(axis=1) if part.size else \
           np.zeros(m.shape[0], np.uint64)
-      eng.store(_next(op.outs["D0"], r), np.broadcast_to(bits.astype(U32)[:, None], m.shape), ix, m)
+      eng.store(step(op.outs["D0"], r, False), np.broadcast_to(bits.astype(U32)[:, None], m.shape), ix, m)
     return sel
   if k == "brcst":
     _brcst(eng, op, ix, m)
     return sel
   if k == "stc":  # N registers of one fiber -> const dwords DST.. (a1.x-relative form: + a1.x components)
-    dst = op.info["dst"] + (int(_uniform(eng, _a1(), ix, m)[0]) if op.info["rel"] else 0)
+    dst = op.info["dst"] + (int(_uniform(eng, _A1, ix, m)[0]) if op.info["rel"] else 0)
     _const_range(dst, op.info["n"], op)
     W = np.arange(eng.W)[ix]
     for r in range(op.info["n"]):
-      eng.S[W, CONST + dst + r] = _uniform(eng, _next(op.ins["S0"], r), ix, m)
+      eng.S[W, CONST + dst + r] = _uniform(eng, step(op.ins["S0"], r, False), ix, m)
     return sel
   if k == "ldck":  # N vec4 of a UBO -> const components a1.x.. (ldc.k <doc>), once per distinct (source, target)
-    from gputwin.emu.ir3 import memory
     n = op.info["n"] * 4
     one = _first(m)
     off = _uniform(eng, op.ins["S0"], ix, m).astype(np.int64) * 16
     a = memory.buffer(eng, op, "ubo", _uniform(eng, op.ins["S1"], ix, m)[:, None], ix, one, 4 * n, off[:, None])
-    dst = _uniform(eng, _a1(), ix, m).astype(np.int64) & 0xffff
+    dst = _uniform(eng, _A1, ix, m).astype(np.int64) & 0xffff
     rows = one.any(axis=1)
     W, va = np.arange(eng.W)[ix][rows], a[one]  # (one address per wave that runs it)
     for v, d in set(zip(va.tolist(), dst[rows].tolist())):
@@ -124,20 +127,9 @@ def run(eng, op: Op, ix, sel, m) -> np.ndarray:
     size = np.zeros(m.shape, np.int64)
     for i in np.unique(idx[m]).tolist():
       size[idx == i] = eng.res.get("ibo", {}).get(i, (0, 0))[1]
-    es = {"u8": 1, "s8": 1, "f16": 2, "u16": 2, "s16": 2}.get(op.info["t"], 4)
-    eng.store(op.outs["D0"], (size // es).astype(U32), ix, m)
+    eng.store(op.outs["D0"], (size // BYTES.get(op.info["t"], 4)).astype(U32), ix, m)
     return sel
   raise AssertionError(k)
-
-
-def _a1():
-  from gputwin.emu.program import Src
-  return Src("v", A1, bits=16)
-
-
-def _next(s, r: int):
-  import dataclasses
-  return dataclasses.replace(s, index=s.index + r)
 
 
 def _const_range(d: int, n: int, op: Op) -> None:
@@ -151,7 +143,6 @@ STACK = 16  # call depth per fiber
 def _call_ret(eng, op: Op, ix, sel, m, target):
   """call pushes each fiber's next PC on its own return stack (STACK deep) and jumps; ret pops it. The stacks live on
   the engine, made at the first call of a batch."""
-  from gputwin.emu.binding import Stop
   if not hasattr(eng, "ir3_stack"):
     eng.ir3_stack, eng.ir3_depth = np.zeros((eng.W, eng.L, STACK), np.int64), np.zeros((eng.W, eng.L), np.int64)
   W = np.arange(eng.W)[ix]
@@ -206,11 +197,7 @@ def _brcst(eng, op: Op, ix, m) -> None:
 def _store_relative(eng, part: Op, ix, m) -> None:
   """A move to r<a0.x + n>: the value the move left in row TMP, stored per fiber at its register."""
   off, half = part.info["dst_rel"]
-  a0 = eng.V[ix, A0].astype(np.int64) & 0xffff
-  n = np.where(a0 >= 0x8000, a0 - 0x10000, a0) + off
-  limit = 2 * SHARED if half else SHARED
-  if (m & ((n < 0) | (n >= limit))).any():
-    raise GPUPageFault(0, 4, "write", detail=f"r<a0.x + {off}> is outside the register file")
+  n = memory.register_index(eng, ix, m, off, half, "write")
   v = eng.V[ix, TMP]
   w, lane = np.nonzero(m)
   rows = G0 + (n[w, lane] // 2 if half else n[w, lane])

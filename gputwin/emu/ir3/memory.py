@@ -81,21 +81,31 @@ def memop(eng, op: Op, ix, m, st) -> None:
   return eng.run_scratch(op, ix, m, st, off.astype(U64))
 
 
+def _a0(eng, ix) -> np.ndarray:
+  """a0.x per fiber, as the signed 16-bit index it is."""
+  a0 = eng.V[ix, A0].astype(np.int64) & 0xffff
+  return np.where(a0 >= 0x8000, a0 - 0x10000, a0)
+
+
+def register_index(eng, ix, m: np.ndarray, off: int, half: bool, access: str) -> np.ndarray:
+  """r<a0.x + off> per fiber: the (half) register number, an error for an active fiber outside the register file."""
+  n = _a0(eng, ix) + off
+  if (m & ((n < 0) | (n >= (2 * SHARED if half else SHARED)))).any():
+    raise GPUPageFault(0, 4, access, detail=f"r<a0.x + {off}> is outside the register file")
+  return n
+
+
 def relative(eng, op: Op, file: str, off: int, half: bool) -> np.ndarray:
   """r<a0.x + off> / c<a0.x + off> per fiber: a0.x (signed 16 bits) plus the offset names a register (or half
   register) or const dword; outside the file is an error."""
   ix, m = eng._last_ix, eng.exec_mask(eng._last_ix)
-  a0 = eng.V[ix, A0].astype(np.int64) & 0xffff
-  n = np.where(a0 >= 0x8000, a0 - 0x10000, a0) + off
   if file == "s":
+    n = _a0(eng, ix) + off
     if (m & ((n < 0) | (n >= CONST_DWORDS))).any():
       raise GPUPageFault(0, 4, "read", detail=f"c<a0.x + {off}> is outside the const file")
     v = eng.S[ix][np.arange(eng.nwaves(ix))[:, None], CONST + np.clip(n, 0, CONST_DWORDS - 1)]
     return v & U32(0xffff) if half else v
-  limit = 2 * SHARED if half else SHARED
-  if (m & ((n < 0) | (n >= limit))).any():
-    raise GPUPageFault(0, 4, "read", detail=f"r<a0.x + {off}> is outside the register file")
-  n = np.clip(n, 0, limit - 1)
+  n = np.clip(register_index(eng, ix, m, off, half, "read"), 0, (2 * SHARED if half else SHARED) - 1)
   rows = G0 + (n // 2 if half else n)
   V = eng.V[ix]
   v = V[np.arange(V.shape[0])[:, None], rows, np.arange(eng.L)[None, :]]
