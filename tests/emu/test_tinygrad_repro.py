@@ -12,29 +12,9 @@ import numpy as np
 import pytest
 
 from gputwin.emu import launch
-from gputwin.isa.codeobj import assemble_code_object
+from tests.emu.test_asm import kernel
 
 N = 32
-
-
-def _kernel(arch: str, body: str):
-  return assemble_code_object(f""".amdgcn_target "amdgcn-amd-amdhsa--{arch}"
-.text
-.globl k
-.p2align 8
-.type k,@function
-k:
-{body}
-  s_endpgm
-.rodata
-.p2align 6
-.amdhsa_kernel k
-  .amdhsa_user_sgpr_kernarg_segment_ptr 1
-  .amdhsa_next_free_vgpr 16
-  .amdhsa_next_free_sgpr 16
-  .amdhsa_wavefront_size32 1
-.end_amdhsa_kernel
-""", arch)
 
 
 # out[lane] = 4 dwords: the tinygrad reduction step, its negated/abs/high-half twin, and the two f16 halves written
@@ -83,7 +63,7 @@ def test_fma_mix_reduced_from_tinygrad_half_sin(arch, jit, monkeypatch):
   out = np.zeros((N, 4), np.uint32)
   waits = dict(wait_k="s_waitcnt lgkmcnt(0)", wait_v="s_waitcnt vmcnt(0)") if arch == "gfx1100" else \
     dict(wait_k="s_wait_kmcnt 0", wait_v="s_wait_loadcnt 0")
-  launch(_kernel(arch, REDUCED.format(**waits)), "k", grid=1, block=N, args=[out, x], checks=jit == "off")
+  launch(kernel(arch, REDUCED.format(**waits)), "k", grid=1, block=N, args=[out, x], checks=jit == "off")
   ref = _reduced_reference(x)
   assert (native.STATS["wave_instructions"] > before) == (jit == "force")
   assert out[0, 0] == np.float32(1.0).view(np.uint32)
