@@ -83,3 +83,10 @@ def hand_back(stats: LaunchStats, tr: list | None, trace) -> None:
     write_trace(trace, tr)
   elif isinstance(trace, list):
     trace.extend(tr)
+
+
+def written(name: str, lanes: np.ndarray, vals: np.ndarray) -> str:
+  """A trace entry's write: `name=2a` when every lane that ran it holds the same value, else `name=lane:value,...`."""
+  if (vals == vals[0]).all():
+    return f"{name}={int(vals[0]):x}"
+  return f"{name}=" + ",".join(f"{l}:{int(v):x}" for l, v in zip(lanes, vals))

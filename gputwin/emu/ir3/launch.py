@@ -254,9 +254,7 @@ def _tracer(out: list, first: int):
           vals = eng.V[w, d.index][lanes] if d.file == "v" else np.full(len(lanes), eng.S[w, d.index])
           if d.bits == 16:
             vals = (vals >> 16) if d.hi else vals & 0xffff
-          one = (vals == vals[0]).all()
-          parts.append(f"{regname(d)}=" + (f"{int(vals[0]):x}" if one else
-                                        ",".join(f"{l}:{int(v):x}" for l, v in zip(lanes, vals))))
+          parts.append(batches.written(regname(d), lanes, vals))
       out.append((first + int(w), op.pc, op.text, " ".join(parts)))
   return hook
 

@@ -337,8 +337,6 @@ def _tracer(out: list, first: int):
           continue
         lanes = np.nonzero(m[j])[0]
         vals = eng.V[w, d.index][lanes] if d.dwords == 1 else eng.join(eng.V[w, d.index:d.index + 2], 0)[lanes]
-        one = (vals == vals[0]).all()
-        parts.append(f"{names[k]}=" + (f"{int(vals[0]):x}" if one else
-                                       ",".join(f"{l}:{int(v):x}" for l, v in zip(lanes, vals))))
+        parts.append(batches.written(names[k], lanes, vals))
       out.append((first + int(w), op.pc, op.text, " ".join(parts)))
   return hook
