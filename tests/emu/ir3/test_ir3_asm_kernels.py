@@ -18,14 +18,6 @@ LD = "ldib.b.untyped.1d.u32.{n}.imm.base0 {d}, {c}, {b}\n"  # n dwords at dword 
 ST = "stib.b.untyped.1d.u32.{n}.imm.base0 {s}, {c}, {b}\n"
 
 
-def _tier(monkeypatch, tier: str) -> bool:
-  """Select the tier; returns `checks` (the native tier only runs with the checkers off)."""
-  monkeypatch.setenv("GPUTWIN_JIT", "0" if tier == "interp" else "1")
-  if tier == "native":
-    monkeypatch.setenv("GPUTWIN_JIT_AFTER", "1")
-  return tier == "interp"
-
-
 def _run(text: str, arch: str, grid, args: dict, checks: bool, **facts):
   code = assemble(text, arch)
   sh = listing.Shader.explicit(arch, code, **facts)
@@ -251,8 +243,7 @@ CASES = {f.__name__: f for f in (saxpy, _reduce(64), _reduce(128), divergent_loo
 @pytest.mark.parametrize("arch", GPUS)
 @pytest.mark.parametrize("name", list(CASES))
 @pytest.mark.parametrize("tier", ["interp", "native"])
-def test_asm_kernel(name, arch, tier, monkeypatch):
-  checks = _tier(monkeypatch, tier)
+def test_asm_kernel(name, arch, tier, checks):
   text, grid, args, facts, check = CASES[name](arch)
   stats = _run(text, arch, grid, args, checks, **facts)
   check()
@@ -344,8 +335,7 @@ def test_missing_sy_is_reported(arch):
 
 @pytest.mark.parametrize("arch", GPUS)
 @pytest.mark.parametrize("tier", ["interp", "native"])
-def test_runaway_loop(arch, tier, monkeypatch):
-  checks = _tier(monkeypatch, tier)
+def test_runaway_loop(arch, tier, checks):
   text = "mov.u32u32 r1.x, 0\nspin:\nadd.u r1.x, r1.x, 1\njump #spin\nend\n"
   code = assemble(text, arch)
   with pytest.raises(EmuError) as ei:

@@ -27,11 +27,9 @@ ret
 
 @pytest.mark.parametrize("tier", ["interp", "native"])
 @pytest.mark.parametrize("arch", ["a630", "a730"])
-def test_nested_calls_and_kill(arch, tier, monkeypatch):
-  monkeypatch.setenv("GPUTWIN_JIT", "0" if tier == "interp" else "1")
-  monkeypatch.setenv("GPUTWIN_JIT_AFTER", "1")
+def test_nested_calls_and_kill(arch, checks):
   o = np.full(128, 7, np.uint32)
-  launch(assemble(SRC, arch), grid=2, args={0: np.zeros(1, np.uint32), 1: o}, arch=arch, checks=tier == "interp")
+  launch(assemble(SRC, arch), grid=2, args={0: np.zeros(1, np.uint32), 1: o}, arch=arch, checks=checks)
   gid = np.arange(128)
   np.testing.assert_array_equal(o, np.where(gid % 2 == 0, (gid + 1) * 4, 7))
 

@@ -24,12 +24,10 @@ end
 
 @pytest.mark.parametrize("tier", ["interp", "native"])
 @pytest.mark.parametrize("arch", ["a630", "a730"])
-def test_dot_product_accumulate(arch, tier, monkeypatch):
-  monkeypatch.setenv("GPUTWIN_JIT", "0" if tier == "interp" else "1")
-  monkeypatch.setenv("GPUTWIN_JIT_AFTER", "1")
+def test_dot_product_accumulate(arch, checks):
   x = np.random.default_rng(0).integers(0, 2**32, (64, 2), dtype=np.uint64).astype(np.uint32)
   o = np.zeros((64, 4), np.uint32)
-  launch(assemble(SRC, arch), grid=1, args={0: x, 1: o}, arch=arch, checks=tier == "interp")
+  launch(assemble(SRC, arch), grid=1, args={0: x, 1: o}, arch=arch, checks=checks)
   a = np.ascontiguousarray(x[:, 0]).view(np.uint8).reshape(64, 4).astype(np.int64)
   b = np.ascontiguousarray(x[:, 1]).view(np.uint8).reshape(64, 4).astype(np.int64)
   sa = np.where(a > 127, a - 256, a)
