@@ -15,9 +15,11 @@ from __future__ import annotations
 PACKET3_SET_SH_REG_START = 0x2C00
 NOP, INDIRECT_BUFFER, DISPATCH_DIRECT, WRITE_DATA, WAIT_REG_MEM = 0x10, 0x3F, 0x15, 0x37, 0x3C
 EVENT_WRITE, RELEASE_MEM, ACQUIRE_MEM, SET_SH_REG, COPY_DATA = 0x46, 0x49, 0x58, 0x76, 0x40
+PRED_EXEC = 0x23
 PM4_NAMES = {NOP: "NOP", INDIRECT_BUFFER: "INDIRECT_BUFFER", DISPATCH_DIRECT: "DISPATCH_DIRECT",
              WRITE_DATA: "WRITE_DATA", WAIT_REG_MEM: "WAIT_REG_MEM", EVENT_WRITE: "EVENT_WRITE",
-             RELEASE_MEM: "RELEASE_MEM", ACQUIRE_MEM: "ACQUIRE_MEM", SET_SH_REG: "SET_SH_REG", COPY_DATA: "COPY_DATA"}
+             RELEASE_MEM: "RELEASE_MEM", ACQUIRE_MEM: "ACQUIRE_MEM", SET_SH_REG: "SET_SH_REG", COPY_DATA: "COPY_DATA",
+             PRED_EXEC: "PRED_EXEC"}
 
 # compute SH registers: name -> dword offset from SET_SH_REG_START (MQD ordinal + 0x1ff)
 _MQD_ORDER = ["DISPATCH_INITIATOR", "DIM_X", "DIM_Y", "DIM_Z", "START_X", "START_Y", "START_Z", "NUM_THREAD_X",
@@ -83,6 +85,11 @@ def release_mem(va: int, data: int = 0, data_sel: int = DATA_SEL_64, int_sel: in
 
 def wait_reg_mem(va: int, ref: int, mask: int = 0xFFFFFFFF, func: int = 5, interval: int = 4) -> list[int]:
   return pkt(WAIT_REG_MEM, WAIT_MEM_SPACE_MEM | func, va & 0xFFFFFFFC, va >> 32, ref, mask, interval)
+
+
+def pred_exec(xcc_mask: int, ndw: int) -> list[int]:
+  """Run the next ndw dwords only on the XCCs in xcc_mask (DEVICE_SELECT [31:24], EXEC_COUNT [13:0])."""
+  return pkt(PRED_EXEC, (xcc_mask << 24) | ndw)
 
 
 def nop(n: int = 1) -> list[int]:

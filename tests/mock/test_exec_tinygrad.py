@@ -50,9 +50,8 @@ def suite(tinygrad, tmp_path_factory):
   return d
 
 
-@pytest.mark.parametrize("device,devices,path", [("gfx1100", 1, "test/test_tiny.py"), ("gfx1100", 1, HCQ),
-                                                 ("gfx1200", 1, "test/test_tiny.py"), ("gfx1200", 1, HCQ),
-                                                 ("gfx1100", 2, HCQ)])
+@pytest.mark.parametrize("device,devices,path", [(t, 1, p) for t in ("gfx1100", "gfx1200", "gfx942", "gfx950")
+                                                 for p in ("test/test_tiny.py", HCQ)] + [("gfx1100", 2, HCQ)])
 def test_tinygrad_suite(suite, device, devices, path):
   xml = suite / f"{device}-{devices}-{Path(path).stem}.xml"
   r = _exec(["--device", f"mock:{device}", "--devices", str(devices), "--", sys.executable, "-m", "pytest", "-q",

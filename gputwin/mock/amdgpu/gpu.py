@@ -21,17 +21,23 @@ CP and SDMA: the bytes they access, `UserPages`; a dispatch: every USERPTR BO fi
 write-protected make the BO invalid and the access faults, as on the kernel's invalidated userptr BO.
 """
 from __future__ import annotations
-import dataclasses, threading, time
+import dataclasses, struct, threading, time
 import numpy as np
 from gputwin.errors import GPUPageFault, GputwinError, LaunchError
+from gputwin.abi import aql as A
 from gputwin.abi import pm4 as P
-from gputwin.mock.amdgpu import dispatch
+from gputwin.mock.amdgpu import aql, dispatch
 from gputwin.mock.amdgpu.dispatch import run_dispatch
 
 
 def gpu_clock() -> int:
   """The GPU reference clock the mock KFD reports in GET_CLOCK_COUNTERS (100 MHz)."""
   return time.clock_gettime_ns(time.CLOCK_MONOTONIC_RAW) // 10
+
+
+def _unit(q) -> int:
+  """Bytes one rptr/wptr step counts: SDMA bytes, PM4 dwords, AQL 64-byte packets."""
+  return 1 if q.is_sdma else A.PACKET_SIZE if q.is_aql else 4
 
 
 class QueueError(Exception):
@@ -46,11 +52,16 @@ class Blocked(Exception):
 
 @dataclasses.dataclass(eq=False)
 class _State:
-  regs: dict = dataclasses.field(default_factory=dict)   # SH registers of the queue's pipe
+  xregs: list = dataclasses.field(default_factory=lambda: [{}])   # SH registers of the queue's pipe, one file per XCC
   ib: list | None = None                                 # [va, ndw, pos, ring packet dwords] while inside an IB
+  pred: tuple | None = None                              # (XCC mask, dwords left) inside a PRED_EXEC window
+  started: int | None = None                             # GPU clock when the current AQL packet began (profiling)
   blocked: bool = False                                  # stopped at a wait packet (or a partly written packet)
   dispatches: int = 0
   instructions: int = 0
+
+  @property
+  def regs(self) -> dict: return self.xregs[0]
 
 
 class UserPages:
@@ -138,12 +149,14 @@ class VirtualGPU:
     """Consume q's ring up to wptr. True when at least one packet retired."""
     with self._run:
       if q.error is not None or q not in self._queues: return False
-      st = self.state.setdefault(q, _State())
+      st = self.state.get(q)
+      if st is None: st = self.state[q] = _State([{} for _ in range(q.gpu.num_xcc)])
       retired, st.blocked = False, False
       try:
         vm = UserPages(self.k.address_space(q.gpu.gpu_id))
-        unit = 1 if q.is_sdma else 4                 # SDMA pointers count bytes, PM4 pointers dwords
+        unit = _unit(q)
         ring_dw = q.ring_size // 4
+        run = self._sdma if q.is_sdma else self._aql if q.is_aql else self._pm4
         while True:
           rptr, wptr = vm.read_u64(q.rptr_va), vm.read_u64(q.wptr_va)
           if wptr < rptr or (wptr - rptr) * unit > q.ring_size or (wptr * unit) % 4:
@@ -152,7 +165,7 @@ class VirtualGPU:
           if rptr == wptr: return retired
           pos, end = rptr * unit // 4, wptr * unit // 4
           fetch = lambda i, n: [vm.read_u32(q.ring_base + 4 * ((i + j) % ring_dw)) for j in range(n)]
-          n = (self._sdma if q.is_sdma else self._pm4)(q, st, vm, fetch, pos, end)
+          n = run(q, st, vm, fetch, pos, end)
           vm.write_u64(q.rptr_va, rptr + n * 4 // unit)
           retired = True
       except Blocked:
@@ -172,12 +185,13 @@ class VirtualGPU:
     if q not in self._queues: return   # destroyed while we looked at it: nothing to report
     try: rptr = UserPages(self.k.address_space(q.gpu.gpu_id)).read_u64(q.rptr_va)
     except (GPUPageFault, LookupError): rptr = -1
-    kind = "SDMA" if q.is_sdma else "compute"
+    kind = "SDMA" if q.is_sdma else "AQL" if q.is_aql else "compute"
     finder = getattr(self.k, "userptr_at", None)
     bo = finder(q.gpu.gpu_id, va) if finder is not None and va is not None else None
     if bo is not None and not bo.user_addr:
       msg += f" (an invalidated userptr BO: its user pages at {bo.pages:#x} are not mapped readable and writable)"
-    where = f"ring offset {(rptr * (1 if q.is_sdma else 4)) % q.ring_size:#x}" if rptr >= 0 else "ring"
+    where = f"ring offset {(rptr * _unit(q)) % q.ring_size:#x}" if rptr >= 0 else "ring"
+    if q.is_aql and rptr >= 0: where = f"packet {rptr} ({where})"
     if st.ib: where += f", indirect buffer {st.ib[0]:#x} offset {4 * st.ib[2]:#x}"
     self.k.fault_queue(q, f"[{q.gpu.name}] {kind} queue {q.queue_id}, {where}: {msg}",
                        va if va is not None else q.ring_base, error)
@@ -186,23 +200,30 @@ class VirtualGPU:
   def _pm4(self, q, st, vm, fetch, pos, end) -> int:
     """Execute the packet at dword pos (or resume the IB it started); returns the ring dwords it occupies."""
     if st.ib is None:
+      at = q.ring_base + 4 * (pos % (q.ring_size // 4))
       h = fetch(pos, 1)[0]
       typ = h >> 30
       if typ == 2: return 1                                      # type-2 filler
       if typ != 3: raise QueueError(f"PM4 type-{typ} packet header {h:#010x} (only type-3 packets on a compute "
-                                    f"queue)", q.ring_base + 4 * (pos % (q.ring_size // 4)))
+                                    f"queue)", at)
       cnt = (h >> 16) & 0x3FFF
       n = 0 if cnt == 0x3FFF else cnt + 1
-      if 1 + n > q.ring_size // 4: raise QueueError(f"PM4 header {h:#010x}: {n} body dwords exceed the ring",
-                                                    q.ring_base + 4 * (pos % (q.ring_size // 4)))
+      if 1 + n > q.ring_size // 4: raise QueueError(f"PM4 header {h:#010x}: {n} body dwords exceed the ring", at)
       if pos + 1 + n > end: raise Blocked()                      # the rest of the packet is not committed yet
       op, body = (h >> 8) & 0xFF, fetch(pos + 1, n)
       if op != P.INDIRECT_BUFFER:
-        self._pm4_exec(q, st, vm, op, body, q.ring_base + 4 * (pos % (q.ring_size // 4)))
+        self._pm4_exec(q, st, vm, op, body, at)
         return 1 + n
-      if len(body) < 3 or not body[2] & P.IB_VALID:
-        raise QueueError("INDIRECT_BUFFER without a valid size", q.ring_base + 4 * (pos % (q.ring_size // 4)))
-      st.ib = [(body[1] << 32) | (body[0] & ~3), body[2] & 0xFFFFF, 0, 1 + n]
+      st.ib = self._ib_start(body, 1 + n, at)
+    return self._ib(q, st, vm)
+
+  @staticmethod
+  def _ib_start(body: list[int], ringlen: int, at: int) -> list:
+    if len(body) < 3 or not body[2] & P.IB_VALID: raise QueueError("INDIRECT_BUFFER without a valid size", at)
+    return [(body[1] << 32) | (body[0] & ~3), body[2] & 0xFFFFF, 0, ringlen]
+
+  def _ib(self, q, st, vm) -> int:
+    """Run (or resume) the indirect buffer in st.ib to its end; returns the ring dwords of the packet that called it."""
     va, ndw, ip, ringlen = st.ib
     while ip < ndw:
       h = vm.read_u32(va + 4 * ip)
@@ -221,12 +242,47 @@ class VirtualGPU:
     return ringlen
 
   def _pm4_exec(self, q, st, vm, op: int, b: list[int], at: int):
-    try: self._pm4_op(q, st, vm, op, b, at)
+    """One packet on every XCC of the queue that executes it: all of them, or those a PRED_EXEC window selects.
+    Each XCC's CP runs the stream with its own SH registers (SET_SH_REG writes the selected XCCs' files) and its own
+    memory writes and interrupts; a DISPATCH_DIRECT is one grid the XCCs share."""
+    nx, pred = q.gpu.num_xcc, st.pred
+    xccs = list(range(nx))
+    if pred is not None:
+      left = pred[1] - 1 - len(b)
+      if left < 0 or op == P.PRED_EXEC:
+        raise QueueError(f"{P.PM4_NAMES.get(op, hex(op))} packet crosses the end of a PRED_EXEC window ({pred[1]} "
+                         f"dwords left)", at)
+      xccs, pred = [x for x in xccs if pred[0] >> x & 1], (pred[0], left) if left else None
+    elif op == P.PRED_EXEC:
+      if not b: raise QueueError("PRED_EXEC packet with 0 body dwords (needs 1)", at)
+      st.pred = (b[0] >> 24, b[0] & 0x3FFF) if b[0] & 0x3FFF else None   # DEVICE_SELECT (XCC mask), EXEC_COUNT
+      return
+    if op == P.DISPATCH_DIRECT and xccs and len(xccs) != nx:
+      raise QueueError(f"DISPATCH_DIRECT under PRED_EXEC for XCCs {xccs} of {nx} (a dispatch on part of the XCCs "
+                       f"runs only their share of the grid: not modelled)", at)
+    try:
+      for x in xccs[:1] if op == P.DISPATCH_DIRECT else xccs: self._pm4_op(q, st, vm, op, b, at, st.xregs[x])
     except (QueueError, Blocked, GPUPageFault, GputwinError): raise
     except Exception as e:   # a bug of the model: still this packet's error
       raise QueueError(f"{P.PM4_NAMES.get(op, hex(op))} packet: internal error {type(e).__name__}: {e}", at) from None
+    st.pred = pred   # the window moves on only once the packet has run (a blocked wait is retried inside it)
 
-  def _pm4_op(self, q, st, vm, op: int, b: list[int], at: int):
+  def _dispatch(self, q, st, vm, regs: dict, grid: tuple[int, int, int], what: str, at: int):
+    """Run one grid from dispatch registers on the emulator (DISPATCH_DIRECT and AQL kernel dispatch packets)."""
+    gpu = q.gpu
+    st.dispatches += 1
+    revalidate = getattr(self.k, "revalidate_userptrs", None)
+    if revalidate is not None: revalidate(gpu.gpu_id)   # the shader may touch any of them
+    try:
+      n = run_dispatch(vm.vm, gpu.name, regs, grid,
+                       f"dispatch {st.dispatches} (PGM {regs.get('COMPUTE_PGM_LO', 0) << 8:#x})",
+                       self.wave_budget, self.lockup_timeout)
+    except LaunchError as e: raise QueueError(f"{what}: {e}", at) from None
+    st.instructions += n
+    perf = self.perf.setdefault(gpu.gpu_id, {})
+    perf[P.SQ_PERFCOUNTER0_LO] = perf.get(P.SQ_PERFCOUNTER0_LO, 0) + n
+
+  def _pm4_op(self, q, st, vm, op: int, b: list[int], at: int, regs: dict):
     gpu = q.gpu
     need = {P.SET_SH_REG: 1, P.DISPATCH_DIRECT: 4, P.WRITE_DATA: 3, P.WAIT_REG_MEM: 6, P.RELEASE_MEM: 7,
             P.COPY_DATA: 5}.get(op, 0)
@@ -236,20 +292,10 @@ class VirtualGPU:
     if op == P.SET_SH_REG:
       for i, v in enumerate(b[1:]):
         off = (b[0] & 0xFFFF) + i
-        st.regs[P.REG_NAME.get(off, f"SH_{off:#x}")] = v
+        regs[P.REG_NAME.get(off, f"SH_{off:#x}")] = v
     elif op == P.DISPATCH_DIRECT:
-      st.regs["COMPUTE_DISPATCH_INITIATOR"] = b[3]
-      st.dispatches += 1
-      revalidate = getattr(self.k, "revalidate_userptrs", None)
-      if revalidate is not None: revalidate(gpu.gpu_id)   # the shader may touch any of them
-      try:
-        n = run_dispatch(vm.vm, gpu.name, st.regs, (max(b[0], 1), max(b[1], 1), max(b[2], 1)),
-                         f"dispatch {st.dispatches} (PGM {st.regs.get('COMPUTE_PGM_LO', 0) << 8:#x})",
-                         self.wave_budget, self.lockup_timeout)
-      except LaunchError as e: raise QueueError(f"DISPATCH_DIRECT: {e}", at) from None
-      st.instructions += n
-      perf = self.perf.setdefault(gpu.gpu_id, {})
-      perf[P.SQ_PERFCOUNTER0_LO] = perf.get(P.SQ_PERFCOUNTER0_LO, 0) + n
+      regs["COMPUTE_DISPATCH_INITIATOR"] = b[3]
+      self._dispatch(q, st, vm, regs, (max(b[0], 1), max(b[1], 1), max(b[2], 1)), "DISPATCH_DIRECT", at)
     elif op == P.COPY_DATA:
       src_sel, dst_sel, wide = b[0] & 0xF, (b[0] >> 8) & 0xF, b[0] & P.COPY_COUNT_64
       src = (b[2] << 32) | b[1]
@@ -282,6 +328,59 @@ class VirtualGPU:
       if int_sel in (P.INT_SEL_INT, P.INT_SEL_INT_AFTER_WRITE): self.k.interrupt(gpu.gpu_id, b[6])
     else:
       raise QueueError(f"unknown PM4 opcode {op:#04x}", at)
+
+  # ------------------------------------------------------------------ AQL
+  def _aql(self, q, st, vm, fetch, pos, end) -> int:
+    """Execute the AQL packet in the 64-byte slot at dword pos (or resume the PM4 IB it started); returns 16. Every
+    packet completes before the next starts (so the barrier bit always holds); then its completion signal, if any,
+    is decremented and, when the signal has an event mailbox, the event id is written there and interrupts KFD."""
+    at = q.ring_base + 4 * (pos % (q.ring_size // 4))
+    raw = vm.read(at, A.PACKET_SIZE)
+    typ, index = raw[0], pos * 4 // A.PACKET_SIZE
+    if st.ib is None:
+      if typ == A.INVALID: raise Blocked()   # not published yet: the packet processor waits for a valid header
+      if st.started is None: st.started = gpu_clock()
+      if typ == A.KERNEL_DISPATCH:
+        try:
+          regs, grid = aql.dispatch_registers(vm, q.gpu.name, q.gpu.props["lds_size_in_kb"] << 10, raw, at, index,
+                                              aql.queue_base(vm, q.rptr_va))
+        except LaunchError as e: raise QueueError(str(e), at) from None
+        if 0 not in grid: self._dispatch(q, st, vm, regs, grid, f"kernel dispatch packet {index}", at)
+      elif typ in (A.BARRIER_AND, A.BARRIER_OR):
+        deps = [d for d in struct.unpack_from("<5Q", raw, A.BARRIER_DEP_SIGNALS) if d]
+        done = [vm.read_u64(d + A.SIGNAL_VALUE) == 0 for d in deps]
+        if deps and not (all(done) if typ == A.BARRIER_AND else any(done)): raise Blocked()
+      elif typ == A.VENDOR_SPECIFIC:
+        dw = struct.unpack("<16I", raw)
+        if dw[0] >> 16 != A.AMD_AQL_FORMAT_PM4_IB:
+          raise QueueError(f"vendor-specific packet {index} with format {dw[0] >> 16} (the CP knows "
+                           f"AMD_AQL_FORMAT_PM4_IB = {A.AMD_AQL_FORMAT_PM4_IB})", at)
+        h = dw[1]
+        if h >> 30 != 3 or (h >> 8) & 0xFF != P.INDIRECT_BUFFER or (h >> 16) & 0x3FFF != 2 or \
+           dw[5] != A.PM4_IB_DW_COUNT_REMAIN:
+          raise QueueError(f"PM4_IB packet {index}: command {h:#010x} is not a 4-dword INDIRECT_BUFFER or "
+                           f"dw_count_remain {dw[5]} is not {A.PM4_IB_DW_COUNT_REMAIN}", at)
+        st.ib = self._ib_start(list(dw[2:5]), 16, at)
+      else:
+        raise QueueError(f"AQL packet {index} of type {A.TYPE_NAMES.get(typ, typ)} (header {raw[0] | raw[1] << 8:#06x}"
+                         f"): not a packet type the CP processes", at)
+    if st.ib is not None: self._ib(q, st, vm)
+    self._aql_complete(q, st, vm, int.from_bytes(raw[A.COMPLETION_SIGNAL:], "little"))
+    return A.PACKET_SIZE // 4
+
+  def _aql_complete(self, q, st, vm, signal: int):
+    started, st.started = st.started, None
+    if not signal: return
+    queue = aql.queue_base(vm, q.rptr_va)
+    if vm.read_u32(queue + A.QUEUE_PROPERTIES) & A.AMD_QUEUE_PROPERTIES_ENABLE_PROFILING:
+      vm.write_u64(signal + A.SIGNAL_START_TS, started or gpu_clock())
+      vm.write_u64(signal + A.SIGNAL_END_TS, gpu_clock())
+    vm.write_u64(signal + A.SIGNAL_VALUE, (vm.read_u64(signal + A.SIGNAL_VALUE) - 1) & (2**64 - 1))
+    mailbox = vm.read_u64(signal + A.SIGNAL_EVENT_MAILBOX_PTR)
+    if mailbox:
+      event = vm.read_u32(signal + A.SIGNAL_EVENT_ID)
+      vm.write_u32(mailbox, event)
+      self.k.interrupt(q.gpu.gpu_id, event)
 
   # ------------------------------------------------------------------ SDMA
   def _sdma(self, q, st, vm, fetch, pos, end) -> int:

@@ -73,7 +73,8 @@ class MockQueue:
   Addresses are GPU VAs in the owning GPU's address space; `doorbell_offset` is the value returned to userspace
   (mmap type | gpu_id | byte offset in the process doorbell page) and `doorbell_index` the byte offset of its 64-bit
   doorbell slot in that page. Units as on hardware: a PM4 queue's rptr/wptr and doorbell count dwords, an SDMA
-  queue's count bytes; both are 64-bit little-endian words at rptr_va/wptr_va."""
+  queue's count bytes, an AQL queue's count 64-byte packets (its rptr/wptr are amd_queue_t's read/write dispatch
+  ids); all are 64-bit little-endian words at rptr_va/wptr_va."""
   queue_id: int
   gpu: GPUNode
   queue_type: int           # abi.KFD_IOC_QUEUE_TYPE_*
@@ -105,6 +106,8 @@ class MockQueue:
   @property
   def is_sdma(self) -> bool: return self.queue_type != abi.KFD_IOC_QUEUE_TYPE_COMPUTE and \
                                     self.queue_type != abi.KFD_IOC_QUEUE_TYPE_COMPUTE_AQL
+  @property
+  def is_aql(self) -> bool: return self.queue_type == abi.KFD_IOC_QUEUE_TYPE_COMPUTE_AQL
   @property
   def is_active(self) -> bool:
     """kfd: a queue runs when it has a ring, a size and a non-zero percentage (and has not faulted)."""
@@ -706,14 +709,17 @@ class MockKernel:
       if bell is None: return -errno.ENOMEM
     # mock: the doorbell page is memory, so the GPU sees a doorbell write as a change of the slot's value; a new queue's
     # slot starts at 0, so its first write is seen even when it repeats what the slot's previous queue left there
-    # (hardware reacts to every write, whatever the value)
-    self._doorbells(pdd).view[bell * 8:bell * 8 + 8] = bytes(8)
+    # (hardware reacts to every write, whatever the value); an AQL queue's first write is the index of its first
+    # packet, 0, so its slot starts at 2^64 - 1, a dispatch id no client reaches
+    idle = 2**64 - 1 if qt == abi.KFD_IOC_QUEUE_TYPE_COMPUTE_AQL else 0
+    self._doorbells(pdd).view[bell * 8:bell * 8 + 8] = idle.to_bytes(8, "little")
     a.queue_id = qid
     a.doorbell_offset = abi.KFD_MMAP_TYPE_DOORBELL | abi.KFD_MMAP_GPU_ID(a.gpu_id) | (bell * 8)
     q = self.proc.queues[qid] = MockQueue(
       qid, gpu, qt, a.ring_base_address, a.ring_size, a.read_pointer_address, a.write_pointer_address,
       a.doorbell_offset, bell * 8, a.queue_percentage & 0xFF, a.queue_priority, a.eop_buffer_address,
-      a.eop_buffer_size, a.ctx_save_restore_address, a.ctx_save_restore_size, a.ctl_stack_size, engine, slot)
+      a.eop_buffer_size, a.ctx_save_restore_address, a.ctx_save_restore_size, a.ctl_stack_size, engine, slot,
+      last_doorbell=idle)
     self._queue_ref(q, [pdd.vm.find(va).bo for va in bufs])
     for cb in list(self.on_queue): cb(q, True)
     return 0
