@@ -20,7 +20,8 @@ BACKENDS = ("direct", "llvm")
 TARGETS = ("gfx1100", "gfx1200", "gfx942", "gfx950")      # AMD
 NV_TARGETS = ("sm_80", "sm_90")                            # NVIDIA (PTX)
 IR3_TARGETS = ("a630", "a660", "a730", "a740")             # Qualcomm Adreno (ir3; direct backend only)
-ALL_TARGETS = TARGETS + NV_TARGETS + IR3_TARGETS
+HOST_TARGETS = ("x86_64", "aarch64")                       # host CPUs (LLVM backend only; run under unicorn)
+ALL_TARGETS = TARGETS + NV_TARGETS + IR3_TARGETS + HOST_TARGETS
 
 
 @dataclass
@@ -30,7 +31,9 @@ class Compiled:
   NVIDIA (sm_*): `code_object` is the PTX module as ASCII bytes (what gputwin.emu.launch and the runtime take, and
   what `ptxas -arch=sm_XX` assembles), `asm` and `ptx` the same text.
   Adreno (a630 a660 a730 a740): `code_object` is ir3 machine code, `asm` its text, `shader` the launch metadata
-  (gputwin.isa.ir3.listing.Shader; pass it as gputwin.emu.launch(..., shader=c.shader))."""
+  (gputwin.isa.ir3.listing.Shader; pass it as gputwin.emu.launch(..., shader=c.shader)).
+  Host CPUs (x86_64 aarch64): `code_object` is an ELF relocatable object (gputwin.emu.host runs it under unicorn),
+  `asm` capstone's listing of it with the IR op each instruction came from."""
   name: str
   arch: str
   backend: str
@@ -54,18 +57,23 @@ def to_ir(k) -> ir.Kernel:
   raise CompileError(f"cannot compile {k!r}: expected a @kernel function, IR text or an ir.Kernel")
 
 
-def compile(k, arch: str, *, backend: str = "direct", optimize: bool = True, disable: tuple[str, ...] = (),
+def compile(k, arch: str, *, backend: str | None = None, optimize: bool = True, disable: tuple[str, ...] = (),
             opt_bisect_limit: int | None = None, print_after_all: bool = False,
             log: Callable[[str], None] | None = None, max_vgprs: int | None = None) -> Compiled:
   """Frontend -> passes -> backend. `disable` names passes to skip; `opt_bisect_limit` runs only the first N pass
-  applications (LLVM's -opt-bisect-limit); `log` receives BISECT lines and IR dumps."""
+  applications (LLVM's -opt-bisect-limit); `log` receives BISECT lines and IR dumps. `backend` defaults to the
+  target's first: direct for GPUs, llvm for host CPUs."""
   from gputwin.compiler import passes
   from gputwin.isa.targets import target
+  host = arch in HOST_TARGETS
+  backend = backend or ("llvm" if host else "direct")
   if backend not in BACKENDS: raise CompileError(f"unknown backend {backend!r} (known: {', '.join(BACKENDS)})")
   nv = arch in NV_TARGETS
   if arch in IR3_TARGETS:
     if backend != "direct": raise CompileError(f"{arch}: only backend='direct' targets ir3 (no LLVM backend)")
     disable = tuple(disable) + ("vectorize",)   # (32-bit scalars only: ldib/stib one element at a time)
+  elif host:
+    if backend != "llvm": raise CompileError(f"{arch}: only backend='llvm' targets host CPUs (no direct backend)")
   elif not nv:
     try: target(arch)
     except Exception: raise CompileError(f"unknown target {arch!r} (known: {', '.join(ALL_TARGETS)})") from None
@@ -76,7 +84,7 @@ def compile(k, arch: str, *, backend: str = "direct", optimize: bool = True, dis
   limits.check(kk, arch)
   # code generation is required (as LLVM's required passes, it is never skipped by opt-bisect) but still logged
   stages = ("ir3-isel", "ir3-regalloc", "ir3-legalize") if arch in IR3_TARGETS else \
-    (("ptx-emit",) if backend == "direct" else ("nvptx-codegen",)) if nv else \
+    (("ptx-emit",) if backend == "direct" else ("nvptx-codegen",)) if nv else ("host-codegen",) if host else \
     ("isel", "regalloc", "waitcnt") if backend == "direct" else ("llvm-codegen",)
   if opt_bisect_limit is not None and log:
     for st in stages: log(f"BISECT: running required pass {backend}-{st} on kernel @{kk.name} ({arch})")
@@ -84,6 +92,11 @@ def compile(k, arch: str, *, backend: str = "direct", optimize: bool = True, dis
     from gputwin.compiler.backend_ir3 import compile_ir3
     mc, asm, sh = compile_ir3(kk, arch)
     out = Compiled(kk.name, arch, backend, mc, asm, kk, shader=sh)
+  elif host:
+    from gputwin.compiler.backend_host import compile_host
+    obj, asm, text = compile_host(kk, arch)
+    if print_after_all and log: log(f"; *** LLVM IR for @{kk.name} ({arch}) ***\n{text}")
+    out = Compiled(kk.name, arch, backend, obj, asm, kk, text)
   elif nv and backend == "direct":
     from gputwin.compiler.backend_ptx import compile_ptx
     text = compile_ptx(kk, arch)
@@ -107,6 +120,6 @@ def compile(k, arch: str, *, backend: str = "direct", optimize: bool = True, dis
 
 
 __all__ = ["kernel", "compile", "Compiled", "KernelFunction", "Ptr", "CompileError", "BACKENDS", "TARGETS",
-           "NV_TARGETS", "IR3_TARGETS", "ALL_TARGETS", "ir",
+           "NV_TARGETS", "IR3_TARGETS", "HOST_TARGETS", "ALL_TARGETS", "ir",
            "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "bf16", "f32", "f64", "boolean", *BUILTINS]
 from gputwin.compiler.frontend import *  # noqa: E402,F401,F403  (the kernel built-ins: global_id, barrier, ...)

@@ -42,7 +42,7 @@ def _flit(v: float, t: Type) -> str:
   return f"0x{struct.unpack('<Q', struct.pack('<d', v))[0]:016X}"
 
 
-def _intr(name: str, t: Type) -> str:
+def intr(name: str, t: Type) -> str:
   """Overloaded intrinsic suffix: llvm.smin.i32, llvm.sqrt.v4f32 ..."""
   s = t.scalar
   sfx = (f"i{s.bits}" if s.is_int else "bf16" if s.kind == "bf" else f"f{s.bits}")
@@ -154,10 +154,10 @@ class Lowering:
       elif code == "not":
         self.emit(f"{r} = xor {lty(t)} {a[0]}, {self.splat(t, 'true' if t.scalar.is_bool else '-1')}")
       else:
-        r = self.call(lty(t), _intr("fabs", t), [(lty(t), a[0])]) if t.scalar.is_float else \
-          self.call(lty(t), _intr("abs", t), [(lty(t), a[0]), ("i1", "false")])
+        r = self.call(lty(t), intr("fabs", t), [(lty(t), a[0])]) if t.scalar.is_float else \
+          self.call(lty(t), intr("abs", t), [(lty(t), a[0]), ("i1", "false")])
     elif cls == "math": r = self.math(op, code, a[0], t)
-    elif cls == "fma": r = self.call(lty(t), _intr("fma", t), [(lty(t), x) for x in a])
+    elif cls == "fma": r = self.call(lty(t), intr("fma", t), [(lty(t), x) for x in a])
     elif cls == "select":
       r = self.tmp()
       self.emit(f"{r} = select {lty(ts[0])} {a[0]}, {lty(t)} {a[1]}, {lty(t)} {a[2]}")
@@ -195,11 +195,11 @@ class Lowering:
       # LLVM's AMDGPU target has no f64 transcendentals (ROCm-Device-Libs provides them) and aborts on them
       raise CompileError(f"f64 {code} is not supported (no AMD instruction; compute in f32 and cast)", loc=op.loc)
     if code == "rsqrt":
-      s = self.call(lty(t), _intr("sqrt", t), [(lty(t), x)])
+      s = self.call(lty(t), intr("sqrt", t), [(lty(t), x)])
       r = self.tmp()
       self.emit(f"{r} = fdiv {lty(t)} {self.splat(t, _flit(1.0, t.scalar))}, {s}")
       return r
-    return self.call(lty(t), _intr(code, t), [(lty(t), x)])
+    return self.call(lty(t), intr(code, t), [(lty(t), x)])
 
   def alloca(self, r: str, ty: str) -> list[str]:
     """Entry-block lines defining `r`, a `ptr addrspace(5)` to a private array of LLVM type `ty`."""
@@ -234,14 +234,14 @@ class Lowering:
     s, T = t.scalar, lty(t)
     r = self.tmp()
     if s.is_float:
-      if code in ("min", "max"): return self.call(T, _intr(f"{code}num", t), [(T, x), (T, y)])
+      if code in ("min", "max"): return self.call(T, intr(f"{code}num", t), [(T, x), (T, y)])
       if code == "rem" and s.kind == "bf":   # no bf16 frem in LLVM's AMDGPU target: in f32, as the reference
         f32 = ir.f32.vec(t.lanes)
         return self.cast(self.binary("rem", self.cast(x, t, f32), self.cast(y, t, f32), f32), f32, t)
       self.emit(f"{r} = {dict(add='fadd', sub='fsub', mul='fmul', div='fdiv', rem='frem')[code]} {T} {x}, {y}")
       return r
     if code in ("min", "max"):
-      return self.call(T, _intr(("s" if s.is_signed else "u") + code, t), [(T, x), (T, y)])
+      return self.call(T, intr(("s" if s.is_signed else "u") + code, t), [(T, x), (T, y)])
     if code in ("shl", "shr"):
       m = self.tmp()
       self.emit(f"{m} = and {T} {y}, {self.splat(t, str(s.bits - 1))}")
@@ -295,8 +295,8 @@ class Lowering:
         return self.cast(f, ir.f32.vec(src.lanes), dst)
       self.emit(f"{r} = {'sitofp' if s.is_signed else 'uitofp'} {S} {x} to {D}")
     elif s.is_float and d.is_int:
-      return self.call(D, f"llvm.fpto{'s' if d.is_signed else 'u'}i.sat.{_intr('x', dst)[7:]}."
-                          f"{_intr('x', src)[7:]}", [(S, x)])
+      return self.call(D, f"llvm.fpto{'s' if d.is_signed else 'u'}i.sat.{intr('x', dst)[7:]}."
+                          f"{intr('x', src)[7:]}", [(S, x)])
     else:
       kind = "fpext" if d.bits > s.bits else "fptrunc" if d.bits < s.bits else None
       if kind is None:  # f16 <-> bf16: through f32

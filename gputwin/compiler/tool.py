@@ -1,6 +1,7 @@
 """`gputwin compile FILE.py --arch gfx1100|sm_90 [--backend direct|llvm] [-S] [--print-after-all]
 [--opt-bisect-limit N] [-o out.co]`: compile every @kernel in a Python file (or one kernel from a `.ir` text file).
-AMD targets write a code object (.co); NVIDIA targets (sm_80, sm_90) write the PTX module (.ptx, also what -S prints).
+AMD targets write a code object (.co); NVIDIA targets (sm_80, sm_90) write the PTX module (.ptx, also what -S prints);
+host CPUs (x86_64, aarch64) an ELF object (.o; -S prints capstone's disassembly with the IR op of each instruction).
 
 Entry point for cli.py: `compile_main(argv) -> exit status` (or `add_arguments(parser)` + `run(namespace)`).
 Diagnostics (BISECT lines, IR dumps) go to stderr like LLVM's; -S writes assembly instead of a code object.
@@ -20,7 +21,7 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
   from gputwin.compiler.passes import PASSES
   p.add_argument("file", help="Python file with @kernel functions, or a .ir file (kernel IR text)")
   p.add_argument("--arch", required=True, help=f"target ({', '.join(ALL_TARGETS)})")
-  p.add_argument("--backend", choices=BACKENDS, default="direct")
+  p.add_argument("--backend", choices=BACKENDS, default=None, help="default: direct (GPUs), llvm (host CPUs)")
   p.add_argument("--kernel", action="append", help="compile only this kernel (repeatable)")
   p.add_argument("-S", dest="asm", action="store_true", help="write assembly (.s) instead of a code object")
   p.add_argument("--emit-ir", action="store_true", help="write the optimised kernel IR (.ir) instead")
@@ -50,7 +51,7 @@ def kernels(path: Path) -> list:
 
 
 def run(ns: argparse.Namespace, out=None, err=None) -> int:
-  from gputwin.compiler import compile
+  from gputwin.compiler import HOST_TARGETS, compile
   out, err = out or sys.stdout, err or sys.stderr
   path = Path(ns.file)
   ks = kernels(path)
@@ -65,19 +66,20 @@ def run(ns: argparse.Namespace, out=None, err=None) -> int:
                 opt_bisect_limit=ns.opt_bisect_limit, print_after_all=ns.print_after_all, log=log)
     if ns.emit_ir: data, sfx = str(c.ir).encode(), ".ir"
     elif ns.emit_llvm:
-      if ns.backend != "llvm": raise GputwinError("--emit-llvm needs --backend llvm")
+      if c.backend != "llvm": raise GputwinError("--emit-llvm needs --backend llvm")
       data, sfx = c.llvm_ir.encode(), ".ll"
     elif ns.asm: data, sfx = c.asm.encode(), ".s"
     elif c.ptx: data, sfx = c.code_object, ".ptx"
     elif c.shader is not None: data, sfx = c.code_object, ".bin"    # ir3 machine code (launch with c.shader)
+    elif c.arch in HOST_TARGETS: data, sfx = c.code_object, ".o"   # ELF relocatable object (gputwin.emu.host)
     else: data, sfx = c.code_object, ".co"
-    if ns.output == "-" or (ns.output is None and sfx not in (".co", ".ptx", ".bin")):
+    if ns.output == "-" or (ns.output is None and sfx not in (".co", ".ptx", ".bin", ".o")):
       out.write(data.decode())
       continue
     dst = Path(ns.output) if ns.output else path.with_name(f"{path.stem}.{ns.arch}{sfx}")
     if len(ks) > 1: dst = dst.with_name(f"{dst.stem}.{c.name}{dst.suffix or sfx}")
     dst.write_bytes(data)
-    log(f"{c.name}: {ns.backend} {ns.arch} -> {dst} ({len(data)} bytes)")
+    log(f"{c.name}: {c.backend} {ns.arch} -> {dst} ({len(data)} bytes)")
   return 0
 
 

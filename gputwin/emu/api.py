@@ -34,6 +34,7 @@ from gputwin.isa.targets import target
 from gputwin.pcode import family_of
 
 BATCH_LANES = core.MAX_WAVES * 64
+HOST_ARCHES = ("x86_64", "aarch64")  # gputwin.emu.host (unicorn), imported on use
 PACKET_SIZE, QUEUE_SIZE = 64, 256  # hsa_kernel_dispatch_packet_t; an (all-zero) amd_queue_t stand-in
 # The default watchdog (max_instructions=None): wave-instructions per wave of a batch. 1M per wave is far past any
 # kernel the emulator runs in reasonable time (a wave interprets ~0.1-1M instructions per second) and stops a
@@ -72,7 +73,15 @@ def launch(code_object, kernel: str, *, grid, block=None, args, arch: str | None
   counts CTAs, block threads, `shared_bytes` the dynamic shared memory (gputwin.emu.ptx.launch).
   Adreno: `code_object` is Mesa ir3 output (a `.bin` path, its `.txt` listing beside it) or our assembler's (bytes or
   text, with `shader`: a gputwin.isa.ir3.listing.Shader), `arch` a630/a660/a730/a740, grid counts workgroups, `block`
-  (optional) must be the shader's local size, `args` maps GLSL bindings to arrays (gputwin.emu.ir3.launch)."""
+  (optional) must be the shader's local size, `args` maps GLSL bindings to arrays (gputwin.emu.ir3.launch).
+  Host CPUs: `arch` x86_64 or aarch64, `code_object` an ELF relocatable object (gputwin.compiler's host backend),
+  run under unicorn (gputwin.emu.host.launch; `serial` and `checks` do not apply)."""
+  if arch in HOST_ARCHES:
+    from gputwin.emu.host import launch as launch_host
+    if block is None or shared_bytes or shader is not None:
+      raise LaunchError(f"[{arch}] a host kernel takes block=, and neither shared_bytes nor shader", arch, kernel)
+    return launch_host(code_object, kernel, grid=grid, block=block, args=args, arch=arch, trace=trace,
+                       max_instructions=max_instructions)
   if family_of(arch or "gfx1100") == "ir3" or str(code_object).endswith(".bin") and not isinstance(code_object, bytes):
     from gputwin.emu.ir3.launch import launch as launch_ir3
     if shared_bytes:
