@@ -2,6 +2,7 @@
 
   passes  binary search on opt_bisect_limit: the outputs of limit N are compared with limit 0 (no pass ran), so the
           first N that differs is the first bad pass application; the report shows the IR before and after it.
+          --good-arch x86_64|aarch64: compared with the unoptimised kernel on a host CPU under unicorn instead.
   builds  two builds of one kernel (code objects, or a .cl under two clang flag sets): the first executed
           instruction whose result differs (diverge.first_trace_diff), plus the first differing output element.
   git     `git bisect run CMD` between --good and --bad after checking both ends, so a range without a culprit
@@ -35,6 +36,8 @@ class PassVerdict:
   why: str = ""
 
   def report(self, kernel: str) -> str:
+    if self.limit == 0:
+      return f"no pass to blame on @{kernel}: {self.why}"
     if self.limit is None:
       return f"no miscompile: all {self.total} pass applications on @{kernel} give the unoptimised outputs"
     diff = "\n".join(difflib.unified_diff(self.before.splitlines(), self.after.splitlines(),
@@ -55,11 +58,13 @@ def _close(x: np.ndarray, y: np.ndarray, ulps: int) -> bool:
   return x.tobytes() == y.tobytes()
 
 
-def bisect_passes(kernel, arch: str, *, args, grid, block, outputs=None, backend: str = "direct", ulps: int = 0,
-                  pipeline=None, passes=None, log=None) -> PassVerdict:
+def bisect_passes(kernel, arch: str, *, args, grid, block, outputs=None, backend: str | None = None, ulps: int = 0,
+                  pipeline=None, passes=None, log=None, good_arch: str | None = None) -> PassVerdict:
   """`kernel`: a @kernel function, ir.Kernel or IR text. `args` the launch arguments (arrays copied per probe);
   `outputs`: indices of args to compare (default: every array). `pipeline`/`passes` as passes.optimize takes them
-  (to bisect a pipeline with an extra pass). A probe that fails to compile or faults counts as bad."""
+  (to bisect a pipeline with an extra pass). A probe that fails to compile or faults counts as bad. `good_arch`
+  (e.g. x86_64, run under unicorn): probes are compared with the unoptimised kernel on that target; when `arch`'s
+  own unoptimised build already differs, no pass is to blame (limit 0)."""
   from gputwin.compiler import compile as compile_kernel, ir, to_ir
   from gputwin.compiler import passes as P
   from gputwin.emu import launch
@@ -70,18 +75,19 @@ def bisect_passes(kernel, arch: str, *, args, grid, block, outputs=None, backend
   def opt(limit):
     return P.optimize(k0, opt_bisect_limit=limit, pipeline=pipeline, passes=passes)
 
-  def result(limit):
+  def result(limit, target=arch):
     a = [x.copy() if isinstance(x, np.ndarray) else x for x in args]
     try:
-      c = compile_kernel(opt(limit), arch, backend=backend, optimize=False)
-      launch(c.code_object, c.name, grid=grid, block=block, args=a)
+      c = compile_kernel(opt(limit), target, backend=backend if target == arch else None, optimize=False)
+      launch(c.code_object, c.name, grid=grid, block=block, args=a, arch=c.arch)
     except GputwinError as e:
       return f"{type(e).__name__}: {e}"
     return [a[i] for i in outputs]
 
-  base = result(0)
+  base = result(0, good_arch or arch)
   if isinstance(base, str):
-    raise GputwinError(f"@{k0.name} fails with no passes at all, nothing to bisect against: {base}")
+    raise GputwinError(f"@{k0.name} fails with no passes at all{f' on {good_arch}' if good_arch else ''}, nothing "
+                       f"to bisect against: {base}")
   probes, why = [], {}
 
   def good(limit):
@@ -97,6 +103,9 @@ def bisect_passes(kernel, arch: str, *, args, grid, block, outputs=None, backend
 
   if good(total):
     return PassVerdict(None, total, probes=probes)
+  if good_arch and not good(0):
+    return PassVerdict(0, total, probes=probes, why=f"without any pass {arch} already differs from {good_arch} "
+                       f"({why[0]}): {arch}'s backend or its emulator")
   lo, hi = 0, total
   while hi - lo > 1:
     mid = (lo + hi) // 2
@@ -196,8 +205,10 @@ def main(argv=None) -> int:
   ps.add_argument("file", nargs="?", help="Python file with @kernel functions or .ir (inputs from --arg)")
   ps.add_argument("--example", help="a gputwin.compiler.examples kernel (its own inputs)")
   ps.add_argument("--arch", required=True)
-  ps.add_argument("--backend", default="direct")
+  ps.add_argument("--backend", default=None, help="default: the target's (direct for GPUs, llvm for host CPUs)")
   ps.add_argument("--ulps", type=int, default=0, help="float tolerance against the unoptimised build")
+  ps.add_argument("--good-arch", help="the good side: the unoptimised kernel on this target (x86_64, aarch64: "
+                  "under unicorn) instead of --arch's own")
   add_launch_args(ps)
   bs = sub.add_parser("builds", help="first executed instruction whose result differs between two builds")
   bs.add_argument("a", help=".co/.o/.s, or .cl")
@@ -234,7 +245,8 @@ def _passes(a, _) -> int:
     k, args, outs, ulps = ks[0], [v for _, v in named], None, a.ulps
   else:
     raise GputwinError("bisect passes: give a FILE or --example NAME")
-  v = bisect_passes(k, a.arch, args=args, grid=grid, block=block, outputs=outs, backend=a.backend, ulps=ulps)
+  v = bisect_passes(k, a.arch, args=args, grid=grid, block=block, outputs=outs, backend=a.backend, ulps=ulps,
+                    good_arch=a.good_arch)
   name = getattr(getattr(k, "ir", k), "name", "kernel")
   from rich.console import Console
   from rich.syntax import Syntax
@@ -243,9 +255,9 @@ def _passes(a, _) -> int:
   con.print(head, markup=False)
   if diff:
     con.print(Syntax(diff, "diff", theme="ansi_dark", background_color="default"))
-  if v.limit is not None:
+  if v.limit:
     print(f"reproduce: {a.again}\n  then: gputwin compile {a.file or 'gputwin/compiler/examples.py --kernel ' + name} "
-          f"--arch {a.arch} --backend {a.backend} --opt-bisect-limit {v.limit} --print-after-all")
+          f"--arch {a.arch}{f' --backend {a.backend}' if a.backend else ''} --opt-bisect-limit {v.limit} --print-after-all")
   return 0 if v.limit is None else 1
 
 

@@ -693,7 +693,8 @@ def main(argv=None) -> int:
   p.add_argument("--no-reduce", action="store_true", help="report mismatches without delta debugging them")
   p.add_argument("--save", default=str(REGRESSIONS), help="where reduced mismatches go ('' to not save)")
   p.add_argument("--show", type=int, default=None, metavar="INDEX", help="print program INDEX (device and host)")
-  p.add_argument("--ir", action="store_true", help="random IR programs through gputwin's compiler backends instead")
+  p.add_argument("--ir", action="store_true", help="random IR programs through gputwin's compiler backends instead "
+                 f"(default targets: {' '.join(IR_TARGETS)}; the host CPUs run under unicorn)")
   a = p.parse_args(argv)
   if a.show is not None and a.ir:
     return guarded("gputwin fuzz", lambda: print(ir_programs(a.seed, a.show + 1)[a.show]) or 0)
@@ -709,12 +710,13 @@ def _cli(a) -> int:
   from rich.console import Console
   from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
   from rich.table import Table
-  targets = a.arch or list(TARGETS)
+  targets = a.arch or list(IR_TARGETS if a.ir else TARGETS)
   con, t0 = Console(highlight=False, stderr=True), time.perf_counter()
-  what = "IR programs (reference vs direct and LLVM backends)" if a.ir else "OpenCL C / CUDA C programs"
+  what = "IR programs (reference vs each backend)" if a.ir else "OpenCL C / CUDA C programs"
   with Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                 console=con, transient=not con.is_terminal) as pr:
-    task = pr.add_task(f"fuzz seed {a.seed}", total=a.count * len(targets) * (2 if a.ir else 1))
+    task = pr.add_task(f"fuzz seed {a.seed}", total=a.count * (sum(map(len, map(ir_backends, targets))) if a.ir
+                                                                else len(targets)))
     tick = lambda n: pr.update(task, completed=n)  # noqa: E731
     res = ir_fuzz(a.seed, a.count, targets, jobs=a.jobs, progress=tick) if a.ir else \
       fuzz(a.seed, a.count, targets, batch=a.batch, jobs=a.jobs, progress=tick, reduce_mismatches=not a.no_reduce,
@@ -745,6 +747,16 @@ def _cli(a) -> int:
 
 
 # ------------------------------------------------------------------------------------------ IR programs
+IR_TARGETS = TARGETS + NV_TARGETS + ("x86_64", "aarch64")   # every target the generator's types compile for
+
+
+def ir_backends(target: str, backends=("direct", "llvm")) -> tuple:
+  """The backends of `backends` that compile for `target` (host CPUs: llvm only; Adreno ir3: direct only)."""
+  from gputwin.compiler import HOST_TARGETS, IR3_TARGETS
+  only = "llvm" if target in HOST_TARGETS else "direct" if target in IR3_TARGETS else None
+  return tuple(b for b in backends if only in (None, b))
+
+
 IR_GENERATOR = Path(__file__).resolve().parents[2] / "tests" / "compiler" / "test_fuzz.py"
 
 
@@ -791,7 +803,7 @@ def run_ir_batch(job) -> list[Outcome]:
   sys.path.remove(str(IR_GENERATOR.parent))
   out = []
   for i, text in items:
-    for be in backends:
+    for be in ir_backends(target, backends):
       tag = f"{target}/{be}"
       try:
         c = compile_kernel(ir.parse(text), target, backend=be)
@@ -808,7 +820,7 @@ def run_ir_batch(job) -> list[Outcome]:
   return out
 
 
-def ir_fuzz(seed: int, count: int, targets=TARGETS, backends=("direct", "llvm"), *, jobs: int | None = None,
+def ir_fuzz(seed: int, count: int, targets=IR_TARGETS, backends=("direct", "llvm"), *, jobs: int | None = None,
             progress=None) -> list[Outcome]:
   progs = list(enumerate(ir_programs(seed, count)))
   work = [(seed, progs[k::2], t, tuple(backends)) for t in targets for k in range(2)]
