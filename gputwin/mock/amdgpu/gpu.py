@@ -1,9 +1,15 @@
-"""The virtual AMD GPU behind a MockKernel: a compute command processor (PM4) and SDMA engines.
+"""The virtual AMD GPU behind a MockKernel: a compute command processor (PM4 and AQL queues) and SDMA engines.
 
 Like the hardware, it is driven only by memory and doorbells: userspace writes packets into a ring, stores the write
-pointer (64-bit, in dwords for PM4 and bytes for SDMA, never wrapped) and rings the doorbell; the engine fetches
-packets from rptr up to wptr through the GPU's address space, executes them, and advances rptr after each packet.
-RELEASE_MEM with an interrupt and SDMA TRAP raise the end-of-pipe interrupt that KFD turns into events.
+pointer (64-bit, in dwords for PM4, bytes for SDMA and 64-byte packets for AQL, never wrapped) and rings the doorbell;
+the engine fetches packets from rptr up to wptr through the GPU's address space, executes them, and advances rptr
+after each packet. RELEASE_MEM with an interrupt, SDMA TRAP and an AQL completion signal with an event mailbox raise
+the end-of-pipe interrupt that KFD turns into events.
+
+On a GPU with several XCCs every XCC's CP runs the PM4 stream (its own SH registers, its own writes and interrupts;
+PRED_EXEC selects XCCs for a window of dwords) and a dispatch is one grid they share. An AQL queue's packets run in
+order: kernel dispatches become registers (aql.py), AMD's PM4-IB vendor packets run their indirect buffer, barrier
+packets wait on their dependency signals; then the packet's completion signal is decremented.
 
 `attach(kernel)` plugs it in: an `on_doorbell` listener does the work, so in synchronous mode
 (`MockKernel(sync=True)`) packets run inside the waiter's WAIT_EVENTS; otherwise one thread per machine polls the
