@@ -14,6 +14,7 @@ import hashlib
 import importlib.util
 import os
 import pickle
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -163,8 +164,15 @@ def pickled(path: Path, build):
   except Exception:
     pass
   value = build()
+  store(path, value)
+  return value
+
+
+def store(path: Path, value) -> bool:
+  """Pickle `value` to `path` atomically (a temp file of this process and thread renamed into place); False when the
+  cache folder is not writable."""
   try:
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp = path.with_suffix(f".{os.getpid()}-{threading.get_ident()}.tmp")
     try:
       f = open(tmp, "wb")
     except FileNotFoundError:  # the first store into this folder
@@ -173,9 +181,9 @@ def pickled(path: Path, build):
     with f:
       pickle.dump(value, f, protocol=pickle.HIGHEST_PROTOCOL)
     os.replace(tmp, path)
+    return True
   except OSError:
-    pass
-  return value
+    return False
 
 
 @functools.cache

@@ -197,10 +197,11 @@ def test_native_faults_are_reported_like_the_interpreters(monkeypatch):
 
 
 def test_tier_waits_until_a_block_is_hot(clang_co, monkeypatch):
-  """auto: a small dispatch never compiles; a block compiles once waves x length passes GPUTWIN_JIT_AFTER."""
+  """A small dispatch never compiles; a block compiles once waves x length passes GPUTWIN_JIT_AFTER (1: in place)."""
   from gputwin.emu import launch
   co = clang_co("gfx1100", "suite", "-O1")  # a program no other test ran (compiled blocks live with the program)
-  monkeypatch.setenv("GPUTWIN_JIT", "auto")
+  monkeypatch.setenv("GPUTWIN_NATIVE_CACHE", "0")  # (blocks another process compiled run from their first sight)
+  monkeypatch.setenv("GPUTWIN_JIT", "1")
   monkeypatch.setenv("GPUTWIN_JIT_AFTER", "1000000000")
   before = dict(native.STATS)
   c = CASES["saxpy"]()

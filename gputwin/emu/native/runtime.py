@@ -24,14 +24,17 @@ TBAA_FIXED = ("ctx", "tbl")  # tags the prelude uses: ctx fields the block write
  C_FBYTES, C_FWRITE, C_FWAVE, C_LANES, C_INIT, C_IEEE, C_TAKEN, C_N) = range(23)
 F_GLOBAL, F_HIGH, F_LDSBASE, F_LDSOFF = 1, 2, 3, 4  # what a fault in ctx[C_FAULT] was
 
-STATS = {"blocks": 0, "runs": 0, "wave_instructions": 0, "compile_seconds": 0.0}  # this process's tier work
+# this process's tier work: blocks made, of them compiled by LLVM (their vector instructions) or loaded from the disk
+# cache, runs, wave-instructions run, seconds compiling (IR, LLVM, object code) and loading
+STATS = {"blocks": 0, "compiles": 0, "compiled_vector_instructions": 0, "cache_loads": 0, "runs": 0,
+         "wave_instructions": 0, "compile_seconds": 0.0, "load_seconds": 0.0}
 
 
 class Block:
   """One compiled run of instructions: its native entry point and what the scheduler needs to account for it."""
 
-  def __init__(self, pc: int, ops: list[Op], fn, module, nv: int, ns: int, wrote: dict, tail: str | None = None):
-    self.pc, self.ops, self.fn, self.module = pc, ops, fn, module  # the module keeps the machine code alive
+  def __init__(self, pc: int, ops: list[Op], fn, obj: bytes, nv: int, ns: int, wrote: dict, tail: str | None = None):
+    self.pc, self.ops, self.fn, self.obj = pc, ops, fn, obj  # obj: its host object code (in the MCJIT engine)
     self.n = len(ops)
     self.span = ops[-1].pc + ops[-1].size - pc if ops else 0  # PC units from its first instruction past its last
     self.tail = tail  # per-thread PCs: how the last instruction moves threads (plan.tail), its lanes in Native.taken
@@ -57,17 +60,25 @@ def parse(text: str):
   return mod
 
 
-def load(mod, name: str):
-  """Optimise a parsed module, add it to the process's MCJIT engine and return its function `name` (ctx, waves,
-  wave count), which returns 0, or 1 + the index of the instruction a fault stopped at."""
-  llvm, tm, ee = native()
+def emit(mod) -> bytes:
+  """Optimise a parsed module; its host object code (what the disk cache keeps)."""
+  llvm, tm, _ = native()
   pto = llvm.create_pipeline_tuning_options(speed_level=2)
   pto.loop_unrolling = pto.loop_interleaving = False  # halves compile time; the lane loops still vectorise
   pb = llvm.create_pass_builder(tm, pto)
   pb.getModulePassManager().run(mod, pb)
-  ee.add_module(mod)
+  return tm.emit_object(mod)
+
+
+def load(obj: bytes, name: str):
+  """Link object code (emit's, checked) into the process's MCJIT engine and return its function `name` (ctx, waves,
+  wave count), which returns 0, or 1 + the index of the instruction a fault stopped at."""
+  llvm, _, ee = native()
+  ee.add_object_file(llvm.ObjectFileRef.from_data(obj))
   ee.finalize_object()
   addr = ee.get_function_address(name)
+  if not addr:
+    raise RuntimeError(f"{name} is not in its object code")
   return ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)(addr)
 
 

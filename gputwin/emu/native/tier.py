@@ -1,20 +1,27 @@
 """The native tier's policy (gputwin/emu/README.md, "Native tier"): whether it is on (`mode`), when a block is hot
-(`threshold`, `Tier`), compiling a block once per program (`compile_block`), and the per-program caches."""
+(`threshold`, `Tier`), getting a block's code once per process (linked before, on disk: `lookup`; else compiled:
+`compile_block`, in place or on the background `Worker`), and the per-program state."""
 from __future__ import annotations
 
+import atexit
+import itertools
 import os
+import queue
 import threading
 import time
 import weakref
 
 from gputwin.emu.binding import sets_pc
+from gputwin.emu.native import cache
 from gputwin.emu.native.codegen import Compiler
 from gputwin.emu.native.plan import collect, tail
-from gputwin.emu.native.runtime import STATS, Block, Native, load, parse
+from gputwin.emu.native.runtime import STATS, Block, Native, emit, load, parse
 from gputwin.pcode.llvm import Unsupported
 
 
 def mode() -> str:
+  """GPUTWIN_JIT: auto (default: hot blocks compile on a background thread), 1 (the same, compiled in place: the
+  launch that makes a block hot waits for it), force (every block compiled in place at first sight), 0 (off)."""
   return os.environ.get("GPUTWIN_JIT", "auto").lower()
 
 
@@ -22,66 +29,192 @@ def threshold() -> int:
   return 0 if mode() == "force" else int(float(os.environ.get("GPUTWIN_JIT_AFTER", 1_500_000)))
 
 
-_SEQ = [0]
-_COMPILING = threading.RLock()
+VARIANT = "O2-nounroll"  # the LLVM pipeline runtime.emit runs (part of the cache key)
+_IR = threading.RLock()  # LLVM's global context and target machine: one user at a time
+_ENGINE = threading.RLock()  # the process's one MCJIT engine (mock GPUs run their command processors on threads)
+_LINKED: dict = {}  # cache key -> (fn, meta, object code) of every block this process linked
+_SEQ = itertools.count(1)  # names of blocks without a cache key
 FAILED: list = []  # (arch, ops, LLVM error) of blocks LLVM rejected; tests assert it stays empty
 
 
-def compile_block(prog, pc: int, lanes: int):
-  """The Block starting at pc, or None when its first instruction is not for this tier."""
-  with _COMPILING:  # one MCJIT engine per process; mock GPUs run their command processors on threads
-    t = time.perf_counter()
-    try:
-      return _compile_block(prog, pc, lanes)
-    finally:
-      STATS["compile_seconds"] += time.perf_counter() - t
+def _key(prog, ops, lanes: int) -> str | None:
+  return cache.key(ops, lanes, prog.family, prog.arch, prog.frontend, VARIANT)
 
 
-def _compile_block(prog, pc: int, lanes: int):
+def lookup(prog, pc: int, lanes: int):
+  """The Block at pc from code this process linked or the disk cache holds (no compiling), else None."""
   ops = collect(prog, pc, prog.family)
-  while ops:
-    try:
-      comp = Compiler(ops, lanes, prog.family, prog.frontend)
-      _SEQ[0] += 1
-      name = f"blk{_SEQ[0]}"
-      text = comp.module(name)
-      break
-    except Unsupported as e:  # an op the filter let through but the code generator declined: keep the run before it
-      ops = ops[:e.at]
-  if not ops:
-    return None
-  try:
-    mod = parse(text)
-  except RuntimeError as e:  # a code generator bug: stay interpreted, and keep the evidence for the tests
-    FAILED.append((prog.arch, [o.text for o in ops], str(e)))
-    return None
-  blk = Block(pc, ops, load(mod, name), mod, comp.nv, comp.ns, comp.wrote, comp.tail and tail(ops[-1]))
+  k = _key(prog, ops, lanes) if ops else None
+  return None if k is None else _linked(k, pc, ops)
+
+
+def _linked(k: str, pc: int, ops, meta=None, obj: bytes | None = None):
+  """The Block of cache key k: code this process linked, else `obj` (just compiled) or the disk cache's, linked."""
+  with _ENGINE:
+    hit = _LINKED.get(k)
+    if hit is None:
+      t, fresh = time.perf_counter(), obj is not None
+      if not fresh:
+        got = cache.get(k)
+        if got is None:
+          return None
+        meta, obj = got
+        n = meta[0] if isinstance(meta, tuple) and len(meta) == 5 else 0
+        if not (isinstance(n, int) and 0 < n <= len(ops)):
+          return None
+      try:
+        fn = load(obj, f"blk_{k}")
+      except RuntimeError:
+        if fresh:
+          raise
+        return None  # not a block's object code after all: compile it
+      hit = _LINKED[k] = (fn, meta, obj)
+      if not fresh:
+        STATS["cache_loads"] += 1
+        STATS["load_seconds"] += time.perf_counter() - t
+  fn, (n, nv, ns, wrote, has_tail), obj = hit
+  ops = ops[:n]
   STATS["blocks"] += 1
-  return blk
+  return Block(pc, ops, fn, obj, nv, ns, dict(wrote), tail(ops[-1]) if has_tail else None)
+
+
+def compile_block(prog, pc: int, lanes: int):
+  """The Block starting at pc (linked before, cached on disk, else compiled now), or None when its first
+  instruction is not for this tier."""
+  return lookup(prog, pc, lanes) or _compile(prog, pc, lanes, collect(prog, pc, prog.family))
+
+
+def _compile(prog, pc: int, lanes: int, ops):
+  """Compile `ops` (the block at pc) to host code, store it in the disk cache and link it."""
+  k = _key(prog, ops, lanes) if ops else None
+  name = f"blk_{k}" if k else f"blk{next(_SEQ)}"
+  t = time.perf_counter()
+  try:
+    while ops:
+      try:
+        comp = Compiler(ops, lanes, prog.family, prog.frontend)
+        text = comp.module(name)
+        break
+      except Unsupported as e:  # an op the filter let through but the code generator declined: keep the run before it
+        ops = ops[:e.at]
+    if not ops:
+      return None
+    with _IR:
+      try:
+        mod = parse(text)
+      except RuntimeError as e:  # a code generator bug: stay interpreted, and keep the evidence for the tests
+        FAILED.append((prog.arch, [o.text for o in ops], str(e)))
+        return None
+      obj = emit(mod)
+    STATS["compiles"] += 1
+    STATS["compiled_vector_instructions"] += sum(o.vector and o.kind != "nop" for o in ops)
+  finally:
+    STATS["compile_seconds"] += time.perf_counter() - t
+  meta = (len(ops), comp.nv, comp.ns, comp.wrote, comp.tail)
+  if k is None:
+    with _ENGINE:
+      fn = load(obj, name)
+    STATS["blocks"] += 1
+    return Block(pc, ops, fn, obj, comp.nv, comp.ns, comp.wrote, comp.tail and tail(ops[-1]))
+  cache.put(k, meta, obj)
+  return _linked(k, pc, ops, meta, obj)
+
+
+class _Job:
+  __slots__ = ("args", "done", "blk")
+
+  def __init__(self, args):
+    self.args, self.done, self.blk = args, False, None
+
+
+class Worker:
+  """The thread compiling hot blocks (GPUTWIN_JIT=auto) while the interpreter runs on: LLVM releases the GIL, so
+  its seconds of work overlap the launch instead of stalling it. One per process, started at its first job."""
+
+  def __init__(self):
+    self.jobs, self.thread, self.pid, self.closing = queue.Queue(), None, None, False
+
+  def submit(self, prog, pc: int, lanes: int, ops) -> _Job:
+    job = _Job((prog, pc, lanes, ops))
+    if self.pid != os.getpid():  # (a forked child has no thread yet)
+      self.pid, self.jobs = os.getpid(), queue.Queue()
+      self.thread = threading.Thread(target=self._run, name="gputwin-native-compile", daemon=True)
+      self.thread.start()
+    self.jobs.put(job)
+    return job
+
+  def _run(self) -> None:
+    while True:
+      job = self.jobs.get()
+      if job is None:
+        return
+      try:
+        if not self.closing:
+          job.blk = _guarded(job.args[0], job.args[1], lambda: _compile(*job.args))
+      finally:
+        job.done = True
+        self.jobs.task_done()
+
+  def wait(self) -> None:
+    """Until every submitted block is compiled (tests, benchmarks)."""
+    if self.thread is not None and self.pid == os.getpid():
+      self.jobs.join()
+
+  def close(self) -> None:
+    """At exit: finish the compile in progress (LLVM must not be torn down under it), drop the rest."""
+    if self.thread is not None and self.pid == os.getpid():
+      self.closing = True
+      self.jobs.put(None)
+      self.thread.join(timeout=60)
+
+
+WORKER = Worker()
+atexit.register(WORKER.close)
+
+
+def _guarded(prog, pc, get):
+  """get()'s block; None (interpret it) when llvmlite is missing or the code generator fails (kept in FAILED)."""
+  try:
+    return get()
+  except ImportError:
+    return None
+  except Exception as e:  # a code generator bug must not stop the launch: interpret, keep the evidence
+    FAILED.append((prog.arch, pc, f"{type(e).__name__}: {e}"))
+    return None
+
+
+class _Program:
+  """A program's native state, shared by the engines that run it (launches reuse cached programs), kept while it
+  lives: blocks by (PC, lanes) (None: stays interpreted), lanes that entered each leader interpreted, whether a PC
+  leads a block, the leaders already looked up in the caches, and blocks being compiled in the background."""
+  __slots__ = ("blocks", "heat", "leads", "looked", "pending", "__weakref__")
+
+  def __init__(self):
+    self.blocks, self.heat, self.leads, self.looked, self.pending = {}, {}, {}, set(), {}
 
 
 class Tier:
   """What core.run asks at every scheduling step: the compiled block at a PC, or None (interpret this step).
 
-  A block compiles once `GPUTWIN_JIT_AFTER` lanes have reached its first instruction interpreted (rent, then buy:
-  compiling costs ~15-25 ms of CPU per instruction, interpreting ~3-10 ns per lane-instruction, so by then the
-  interpreter has spent about what the compile costs, whatever the block's length). Only block leaders count: a PC
-  the interpreter reached by falling through a compilable, non-branch instruction is the middle of a block that
-  starts earlier, and compiling its tail would be wasted."""
+  A block whose code this process linked or the disk cache holds runs from its first sight. Otherwise it compiles
+  once `GPUTWIN_JIT_AFTER` lanes have reached its first instruction interpreted (rent, then buy: compiling costs
+  ~15-30 ms of CPU per vector instruction, interpreting ~3-10 ns per lane-instruction, so by then the interpreter
+  has spent about what the compile costs, whatever the block's length); in `auto` mode on the Worker thread, the
+  interpreter running the block until its code is ready. Only block leaders count: a PC the interpreter reached by
+  falling through a compilable, non-branch instruction is the middle of a block that starts earlier, and compiling
+  its tail would be wasted."""
 
-  # per program, shared by the engines that run it (launches reuse cached programs): compiled blocks by (PC, lanes),
-  # lanes that entered each leader interpreted, and whether a PC leads a block; kept while the program lives
-  programs: "weakref.WeakKeyDictionary[object, tuple[dict, dict, dict]]" = weakref.WeakKeyDictionary()
+  programs: "weakref.WeakKeyDictionary[object, _Program]" = weakref.WeakKeyDictionary()
 
   def __init__(self, eng, native: Native):
     self.eng, self.native, self.prog = eng, native, eng.prog
-    self.after = threshold()
-    self.fallthrough = None  # PC right after the last interpreted instruction, if it could join a block
-    self.blocks, self.heat, self.leads = Tier.programs.setdefault(self.prog, ({}, {}, {}))
+    self.fresh()
+    self.state = Tier.programs.setdefault(self.prog, _Program())
 
   def fresh(self) -> None:
     """Reused for the engine's next batch (Engine.restart): settings are read anew, as a new Tier would."""
     self.after, self.fallthrough = threshold(), None
+    self.background = mode() == "auto" and self.after > 0
 
   @staticmethod
   def make(eng) -> "Tier | None":
@@ -93,22 +226,15 @@ class Tier:
 
   def block(self, pc: int, waves: int = 1):
     key = (pc, self.eng.L)
-    blk = self.blocks.get(key, False)
+    st = self.state
+    blk = st.blocks.get(key, False)
     if blk is False:
       mid, self.fallthrough = pc == self.fallthrough, None
-      lead = self.leads.get(pc)
+      lead = st.leads.get(pc)
       if lead is None:
-        lead = self.leads[pc] = bool(collect(self.prog, pc, self.prog.family, limit=1))
+        lead = st.leads[pc] = bool(collect(self.prog, pc, self.prog.family, limit=1))
       if not mid and lead:
-        h = self.heat[pc] = self.heat.get(pc, 0) + waves * self.eng.L
-        if h >= self.after:
-          try:
-            blk = self.blocks[key] = compile_block(self.prog, pc, self.eng.L)
-          except ImportError:  # llvmlite missing: stay interpreted
-            blk = self.blocks[key] = None
-          except Exception as e:  # a code generator bug must not stop the launch: interpret, keep the evidence
-            FAILED.append((self.prog.arch, pc, f"{type(e).__name__}: {e}"))
-            blk = self.blocks[key] = None
+        blk = self.leader(key, waves)
       if blk is False:
         if lead:  # interpreted now, but its successor may be mid-block
           op = self.prog.op(pc)
@@ -117,6 +243,32 @@ class Tier:
         return None
     if blk is not None and (blk.nv > self.eng.V.shape[1] or blk.ns > self.eng.S.shape[1]):
       return None  # registers past this dispatch's allocation: the interpreter reports it
+    return blk
+
+  def leader(self, key: tuple, waves: int):
+    """The block at a leader reached `waves` times: cached, or compiled once hot; False: interpret it this time."""
+    st, pc = self.state, key[0]
+    job = st.pending.get(key)
+    if job is not None:
+      if not job.done:
+        return False
+      del st.pending[key]
+      blk = st.blocks[key] = job.blk
+      return blk
+    if key not in st.looked:  # its first sight: code linked or cached needs no heat
+      st.looked.add(key)
+      blk = _guarded(self.prog, pc, lambda: lookup(self.prog, *key))
+      if blk is not None:
+        st.blocks[key] = blk
+        return blk
+    h = st.heat[pc] = st.heat.get(pc, 0) + waves * self.eng.L
+    if h < self.after:
+      return False
+    ops = collect(self.prog, pc, self.prog.family)
+    if self.background:
+      st.pending[key] = WORKER.submit(self.prog, pc, key[1], ops)
+      return False
+    blk = st.blocks[key] = _guarded(self.prog, pc, lambda: _compile(self.prog, pc, key[1], ops))
     return blk
 
   def run(self, blk: Block, ix):
