@@ -108,21 +108,31 @@ class HostLowering(Lowering):
       else:
         L.append(f"  %a{i} = load {t}, ptr %a{i}.p, align 1")
       call.append(f"{t} %a{i}")
-    for j, d in enumerate(("bx", "by", "bz", "gx", "gy", "gz")):
-      L += [f"  %{d}.p = getelementptr inbounds i32, ptr %.dims, i64 {j}", f"  %{d}.32 = load i32, ptr %{d}.p",
-            f"  %{d} = zext i32 %{d}.32 to i64"]
-    L += ["  %ids = alloca [12 x i32], align 4", "  %bxy = mul i64 %bx, %by", "  %n = mul i64 %bxy, %bz",
-          "  %end = add i64 %.first, %.count", "  br label %loop", "loop:",
-          "  %t = phi i64 [ %.first, %entry ], [ %t1, %loop ]", "  %cur = getelementptr inbounds i64, ptr %.dims, i64 3",
-          "  store volatile i64 %t, ptr %cur",
-          "  %g = udiv i64 %t, %n", "  %l = urem i64 %t, %n",
-          "  %lx = urem i64 %l, %bx", "  %l2 = udiv i64 %l, %bx", "  %ly = urem i64 %l2, %by", "  %lz = udiv i64 %l2, %by",
-          "  %wx = urem i64 %g, %gx", "  %g2 = udiv i64 %g, %gx", "  %wy = urem i64 %g2, %gy", "  %wz = udiv i64 %g2, %gy"]
-    for j, v in enumerate(("lx", "ly", "lz", "wx", "wy", "wz", "bx", "by", "bz", "gx", "gy", "gz")):
-      L += [f"  %s{j}.p = getelementptr inbounds i32, ptr %ids, i64 {j}", f"  %s{j} = trunc i64 %{v} to i32",
-            f"  store i32 %s{j}, ptr %s{j}.p"]
-    L += [f'  call void @"{name}.body"({", ".join(call + ["ptr %ids"])})', "  %t1 = add i64 %t, 1",
-          "  %more = icmp ult i64 %t1, %end", "  br i1 %more, label %loop, label %done", "done:", "  ret void", "}"]
+    ids = ("lx", "ly", "lz", "wx", "wy", "wz")    # work-item id, workgroup id: x, y, z
+    L.append("  %ids = alloca [12 x i32], align 4")
+    for j, d in enumerate(("bx", "by", "bz", "gx", "gy", "gz")):   # sizes: stored once
+      L += [f"  %{d}.p = getelementptr inbounds i32, ptr %.dims, i64 {j}", f"  %{d} = load i32, ptr %{d}.p",
+            f"  %{d}.q = getelementptr inbounds i32, ptr %ids, i64 {6 + j}", f"  store i32 %{d}, ptr %{d}.q",
+            f"  %{d}.64 = zext i32 %{d} to i64"]
+    # the first work-item's ids by division, the next ones by counting up with carries (x fastest)
+    L += ["  %bxy = mul i64 %bx.64, %by.64", "  %n = mul i64 %bxy, %bz.64", "  %g = udiv i64 %.first, %n",
+          "  %l = urem i64 %.first, %n", "  %lx.0 = urem i64 %l, %bx.64", "  %l2 = udiv i64 %l, %bx.64",
+          "  %ly.0 = urem i64 %l2, %by.64", "  %lz.0 = udiv i64 %l2, %by.64", "  %wx.0 = urem i64 %g, %gx.64",
+          "  %g2 = udiv i64 %g, %gx.64", "  %wy.0 = urem i64 %g2, %gy.64", "  %wz.0 = udiv i64 %g2, %gy.64",
+          "  %end = add i64 %.first, %.count"]
+    L += [f"  %{v}.i = trunc i64 %{v}.0 to i32" for v in ids] + ["  br label %loop", "loop:",
+          "  %t = phi i64 [ %.first, %entry ], [ %t1, %loop ]"]
+    L += [f"  %{v} = phi i32 [ %{v}.i, %entry ], [ %{v}.n, %loop ]" for v in ids]
+    L += ["  %cur = getelementptr inbounds i64, ptr %.dims, i64 3", "  store volatile i64 %t, ptr %cur"]
+    for j, v in enumerate(ids):
+      L += [f"  %{v}.q = getelementptr inbounds i32, ptr %ids, i64 {j}", f"  store i32 %{v}, ptr %{v}.q"]
+    L += [f'  call void @"{name}.body"({", ".join(call + ["ptr %ids"])})', "  %t1 = add i64 %t, 1"]
+    carry = "true"
+    for v, d in zip(ids, ("bx", "by", "bz", "gx", "gy", "gz")):
+      L += [f"  %{v}.c = zext i1 {carry} to i32", f"  %{v}.a = add i32 %{v}, %{v}.c",
+            f"  %{v}.w = icmp eq i32 %{v}.a, %{d}", f"  %{v}.n = select i1 %{v}.w, i32 0, i32 %{v}.a"]
+      carry = f"%{v}.w"
+    L += ["  %more = icmp ult i64 %t1, %end", "  br i1 %more, label %loop, label %done", "done:", "  ret void", "}"]
     return L
 
   def debug_info(self) -> list[str]:

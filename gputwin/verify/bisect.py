@@ -257,7 +257,8 @@ def _passes(a, _) -> int:
     con.print(Syntax(diff, "diff", theme="ansi_dark", background_color="default"))
   if v.limit:
     print(f"reproduce: {a.again}\n  then: gputwin compile {a.file or 'gputwin/compiler/examples.py --kernel ' + name} "
-          f"--arch {a.arch}{f' --backend {a.backend}' if a.backend else ''} --opt-bisect-limit {v.limit} --print-after-all")
+          f"--arch {a.arch}{f' --backend {a.backend}' if a.backend else ''} --opt-bisect-limit {v.limit} "
+          "--print-after-all")
   return 0 if v.limit is None else 1
 
 

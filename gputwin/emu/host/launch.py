@@ -10,9 +10,10 @@ the instruction).
 
 Work-items run as the kernel's own loop (`NAME(args, dims, first, count)`): a kernel without barriers runs a whole
 grid (or, with shared memory, a workgroup at a time) per emulator call. With barriers each work-item of a group is a
-fiber with its own stack: each runs to its next barrier (the stub stops the emulator; its registers are saved), and
-when every live fiber waits, all resume; a finished fiber no longer counts. Each workgroup starts with zeroed shared
-arrays. A block hook counts instructions (LaunchStats, one work-item = one lane) and enforces the budget."""
+fiber with its own stack, all of a group in one emulator call: at the barrier stub (or on returning) the hook saves
+the fiber's registers and switches to the next ready one; when none is ready, every waiting fiber is released (a
+finished fiber no longer counts), in work-item order. Each workgroup starts with zeroed shared arrays. A block hook
+counts instructions (LaunchStats, one work-item = one lane) and enforces the budget."""
 from __future__ import annotations
 
 import functools
@@ -65,9 +66,11 @@ class Machine:
   def __init__(self, img: elf.Image, arch: str, kernel: str, meta: dict, budget: int, trace):
     self.a, self.arch, self.kernel, self.meta, self.img = host_arch(arch), arch, kernel, meta, img
     self.budget, self.count, self.trace = budget, 0, trace
-    self.why = None            # why the emulator stopped: ("fault", ...), ("budget",), ("barrier",)
+    self.why = None            # why the emulator stopped: ("fault", ...), ("budget",), ("call", ...)
     self.item = -1             # the fiber's work-item (barrier kernels); else read from the dims block
     self.skip = False          # resuming at the barrier stub: let its `ret` run
+    self.state: list[str] = []  # barrier kernels: each fiber of the group new, running, wait, ready or done
+    self.ctx: list = []        # its registers at the barrier it waits at (None: never saved)
     self.sizes: dict[int, int] = {}
     mu = self.mu = uc.Uc(*self.a.uc[:2])
     mu.ctl_set_cpu_model(self.a.uc[2])
@@ -80,14 +83,14 @@ class Machine:
     mu.mem_write(STUBS, b"".join(self.a.ret_insn.ljust(16, b"\0") for _ in range(nstub)))
     self.exit = STUBS + 16 * len(img.imports)
     self.services = {STUBS + 16 * i: n for i, n in enumerate(img.imports)}
+    self.barrier = next((a for a, n in self.services.items() if n == "__gputwin_barrier"), None)
     self.watch: list[tuple[int, int]] = []
     self.next_va = DATA
-    if img.imports:
-      mu.hook_add(uc.UC_HOOK_CODE, self._stub, begin=STUBS, end=self.exit - 1)
+    if trace is not None:   # (before the stub hook, which switches fibers)
+      mu.hook_add(uc.UC_HOOK_CODE, self._trace, begin=STUBS, end=img.end)
+    mu.hook_add(uc.UC_HOOK_CODE, self._stub, begin=STUBS, end=self.exit)
     mu.hook_add(uc.UC_HOOK_BLOCK, self._block)
     mu.hook_add(uc.UC_HOOK_MEM_INVALID, self._invalid)
-    if trace is not None:
-      mu.hook_add(uc.UC_HOOK_CODE, self._trace, begin=STUBS, end=img.end)
     for reg, s_, c_ in self.a.enable:     # control bits the C ABI assumes (FP/SIMD on)
       mu.reg_write(reg, mu.reg_read(reg) & ~c_ | s_)
 
@@ -132,19 +135,28 @@ class Machine:
     mu.emu_stop()
 
   def _trace(self, mu, address, size, _):
-    if self.why == ("barrier",):   # stopped before the barrier stub's `ret`: traced when it runs
-      return
+    if address == self.exit or address == self.barrier and not self.skip:
+      return   # a fiber switch: the barrier's `ret` is traced when its fiber resumes
     self.trace.append((self.current(), address, disasm.one(mu.mem_read(address, size), address, self.arch), ""))
 
   def _stub(self, mu, address, size, _):
+    if address == self.exit:   # a fiber returned (kernels without barriers stop at EXIT before this hook)
+      self.count -= 1          # (the EXIT stub is no kernel instruction)
+      self.state[self.cur] = "done"
+      self.switch()
+      return
     name = self.services[address]
-    if name == "__gputwin_barrier":
+    if address == self.barrier:
       if self.skip:
         self.skip = False
         return
-      self.why = ("barrier",)
       self.count -= 1            # its `ret` runs (and is counted) when the fiber resumes
-      mu.emu_stop()
+      if self.ctx[self.cur] is None:
+        self.ctx[self.cur] = mu.context_save()
+      else:
+        mu.context_update(self.ctx[self.cur])
+      self.state[self.cur] = "wait"
+      self.switch()
       return
     svc = SERVICES.get(name)
     if svc is None:
@@ -165,13 +177,45 @@ class Machine:
     for (r, t), x in zip(outs, v if outs else ()):
       mu.mem_write(mu.reg_read(r), _bits(x, t).to_bytes(np.dtype(_SCALAR[t]).itemsize, "little"))
 
+  # ---- fibers (barrier kernels)
+  def switch(self) -> None:
+    """From a hook: run the next ready fiber after the current one, else release the waiting ones, else stop."""
+    st = self.state
+    nxt = next((i for i in range(self.cur + 1, len(st)) if st[i] in ("new", "ready")), None)
+    if nxt is None:
+      for i, x in enumerate(st):
+        st[i] = "ready" if x == "wait" else x
+      nxt = next((i for i, x in enumerate(st) if x in ("new", "ready")), None)
+    if nxt is None:
+      self.mu.emu_stop()
+    else:
+      self.start(nxt, in_hook=True)
+
+  def start(self, i: int, in_hook: bool = False) -> None:
+    """Make fiber i of the group the running one: fresh at the kernel's entry, or back at its barrier."""
+    self.cur, self.item = i, self.group * len(self.state) + i
+    if self.state[i] == "new":
+      self.enter(self.entry, (self.args, self.dims, self.item, 1), self.tops[i])
+      if in_hook:
+        self.mu.reg_write(self.a.pc, self.entry)
+    else:
+      self.mu.context_restore(self.ctx[i])
+      self.skip = True
+      self.mu.reg_write(self.a.pc, self.barrier)   # where it waits (a PC write leaves the current block)
+    self.state[i] = "running"
+
   # ---- running
   def current(self) -> int:
     """The work-item running now: the fiber's, or the one the kernel's loop stored in the dims block."""
     return self.item if self.item >= 0 else int.from_bytes(self.mu.mem_read(self.dims + 24, 8), "little", signed=True)
 
   def call(self, entry: int, args: tuple, sp: int) -> None:
-    """Start `entry(*args)` on the stack ending at `sp` with the EXIT stub as return address."""
+    """Run `entry(*args)` on the stack ending at `sp` until it returns to the EXIT stub."""
+    self.enter(entry, args, sp)
+    self.go(entry, self.exit)
+
+  def enter(self, entry: int, args: tuple, sp: int) -> None:
+    """Registers for a call of `entry(*args)` on the stack ending at `sp`, returning to the EXIT stub."""
     mu, a = self.mu, self.a
     for r, v in zip(a.args, args):
       mu.reg_write(r, v)
@@ -181,20 +225,19 @@ class Machine:
       sp -= 8
       mu.mem_write(sp, self.exit.to_bytes(8, "little"))
     mu.reg_write(a.sp, sp)
-    self.go(entry)
 
-  def go(self, pc: int) -> None:
-    """Run from `pc` until the kernel returns (PC = EXIT) or a hook stops it; raises the stop as an error."""
+  def go(self, pc: int, until: int) -> None:
+    """Run from `pc` until PC = `until` or a hook stops it; raises the stop as an error."""
     self.why = None
     try:
-      self.mu.emu_start(pc, self.exit)
+      self.mu.emu_start(pc, until)
     except uc.UcError as e:
       if self.why is None or self.why[0] != "fault":
         pc = self.mu.reg_read(self.a.pc)
         self.raise_error(f"{e} (UC_ERR {e.errno})" if e.errno != uc.UC_ERR_INSN_INVALID else
                          "undefined instruction (a trap or `unreachable` in the kernel)", pc,
                          EmuTrap if e.errno in (uc.UC_ERR_INSN_INVALID, uc.UC_ERR_EXCEPTION) else EmuError)
-    if self.why is None or self.why[0] == "barrier":
+    if self.why is None:
       return
     if self.why[0] == "fault":
       _, va, size, kind, pc, what = self.why
@@ -309,28 +352,15 @@ def launch(obj, kernel: str, *, grid, block, args, arch: str, max_instructions: 
         zero_shared()
       m.call(meta["entry"], (m.args, m.dims, first, min(per, items - first)), STACKS + stack)
   else:
-    tops = []
+    m.tops, m.entry = [], meta["entry"]
     for i in range(n):
       m.mu.mem_map(STACKS + i * (stack + PAGE), stack)
-      tops.append(STACKS + i * (stack + PAGE) + stack)
-    for g in range(groups):
+      m.tops.append(STACKS + i * (stack + PAGE) + stack)
+    for m.group in range(groups):
       zero_shared()
-      saved = [None] * n          # each fiber's registers at its barrier; None: not started
-      live = list(range(n))
-      while live:
-        waiting = []
-        for i in live:
-          m.item = g * n + i
-          if saved[i] is None:
-            m.call(meta["entry"], (m.args, m.dims, m.item, 1), tops[i])
-          else:
-            m.mu.context_restore(saved[i])
-            m.skip = True
-            m.go(m.mu.reg_read(m.a.pc))
-          if m.why is not None and m.why[0] == "barrier":
-            saved[i] = m.mu.context_save()
-            waiting.append(i)
-        live = waiting
+      m.state, m.ctx = ["new"] * n, m.ctx or [None] * n   # (contexts are reused: context_update)
+      m.start(0)
+      m.go(m.entry, STUBS - 16)   # (never reached: the hooks stop it once every fiber is done)
     m.item = -1
   for a, va in back:
     if a.flags.writeable and a.nbytes:
