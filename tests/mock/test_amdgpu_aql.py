@@ -248,5 +248,9 @@ def test_pred_exec_selects_xccs_on_a_pm4_queue():
     q3 = r.queue()
     r.push(q3, P.pred_exec(0b11, 5) + P.dispatch_direct(1, 1, 1, P.DISPATCH_COMPUTE_SHADER_EN))
     assert "DISPATCH_DIRECT under PRED_EXEC for XCCs [0, 1] of 8" in q3.error
+    r.vm.write(d + 0x1100, np.array(P.pred_exec(1, 9), "<u4").tobytes())
+    q4 = r.queue()
+    r.push(q4, P.indirect_buffer(d + 0x1100, 2))                                        # the window outlives the IB
+    assert "runs past the end of the indirect buffer" in q4.error
   finally:
     r.c.close()

@@ -194,8 +194,8 @@ class VirtualGPU:
     kind = "SDMA" if q.is_sdma else "AQL" if q.is_aql else "compute"
     finder = getattr(self.k, "userptr_at", None)
     bo = finder(q.gpu.gpu_id, va) if finder is not None and va is not None else None
-    if bo is not None and not bo.user_addr:
-      msg += f" (an invalidated userptr BO: its user pages at {bo.pages:#x} are not mapped readable and writable)"
+    if bo is not None and not bo.valid:
+      msg += f" (an invalidated userptr BO: its user pages at {bo.pages.user:#x} are not mapped readable and writable)"
     where = f"ring offset {(rptr * _unit(q)) % q.ring_size:#x}" if rptr >= 0 else "ring"
     if q.is_aql and rptr >= 0: where = f"packet {rptr} ({where})"
     if st.ib: where += f", indirect buffer {st.ib[0]:#x} offset {4 * st.ib[2]:#x}"
@@ -220,6 +220,7 @@ class VirtualGPU:
       if op != P.INDIRECT_BUFFER:
         self._pm4_exec(q, st, vm, op, body, at)
         return 1 + n
+      if st.pred is not None: raise QueueError("INDIRECT_BUFFER inside a PRED_EXEC window (not modelled)", at)
       st.ib = self._ib_start(body, 1 + n, at)
     return self._ib(q, st, vm)
 
@@ -244,6 +245,9 @@ class VirtualGPU:
       body = np.frombuffer(vm.read(va + 4 * ip + 4, 4 * n), "<u4").tolist() if n else []
       self._pm4_exec(q, st, vm, op, body, va + 4 * ip)
       ip = st.ib[2] = ip + 1 + n
+    if st.pred is not None:
+      st.pred = None
+      raise QueueError(f"a PRED_EXEC window runs past the end of the indirect buffer at {va:#x}", va + 4 * ndw)
     st.ib = None
     return ringlen
 
@@ -255,9 +259,9 @@ class VirtualGPU:
     xccs = list(range(nx))
     if pred is not None:
       left = pred[1] - 1 - len(b)
-      if left < 0 or op == P.PRED_EXEC:
-        raise QueueError(f"{P.PM4_NAMES.get(op, hex(op))} packet crosses the end of a PRED_EXEC window ({pred[1]} "
-                         f"dwords left)", at)
+      if op == P.PRED_EXEC: raise QueueError("PRED_EXEC inside another PRED_EXEC's window (not modelled)", at)
+      if left < 0: raise QueueError(f"{P.PM4_NAMES.get(op, hex(op))} packet crosses the end of a PRED_EXEC window "
+                                    f"({pred[1]} dwords left)", at)
       xccs, pred = [x for x in xccs if pred[0] >> x & 1], (pred[0], left) if left else None
     elif op == P.PRED_EXEC:
       if not b: raise QueueError("PRED_EXEC packet with 0 body dwords (needs 1)", at)
