@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 
 from gputwin.compiler import ir, limits
-from gputwin.compiler.backend_llvm import Lowering, intr, lty
+from gputwin.compiler.backend_llvm import Lowering, intr, lty, parse_ir
 from gputwin.compiler.ir import Kernel, Op, Type
 from gputwin.emu.host.arch import ARCHES, host_arch
 from gputwin.errors import CompileError
@@ -171,21 +171,13 @@ def _tm(arch: str):
 
 def compile_host(k: Kernel, arch: str) -> tuple[bytes, str, str]:
   """Kernel IR (optimised) -> (ELF relocatable object, capstone listing with IR lines, LLVM IR text)."""
-  import llvmlite.binding as llvm
   from gputwin.emu.host.disasm import listing
   if arch not in ARCHES:
     raise CompileError(f"unknown host target {arch!r} (known: {', '.join(ARCHES)})")
   limits.check(k, arch)
   text = llvm_ir(k, arch)
-  try:
-    mod = llvm.parse_assembly(text)
-    mod.verify()
-    tm = _tm(arch)
-    mod.data_layout = str(tm.target_data)
-  except RuntimeError as e:
-    raise CompileError(f"host backend produced invalid LLVM IR for @{k.name} ({arch}): {e}", loc=k.loc,
-                       arch=arch) from None
-  obj = tm.emit_object(mod)
+  tm = _tm(arch)
+  obj = tm.emit_object(parse_ir(text, tm, k, arch, "host backend"))
   ops = [ir.print_op(op).splitlines()[0].strip() for op in ir.walk(k.body)]
   return obj, listing(obj, arch, lines={i + 1: s for i, s in enumerate(ops)}), text
 

@@ -387,6 +387,19 @@ def llvm_ir(k: Kernel, arch: str, wave: int | None = None) -> str:
   return Lowering(k, arch, wave or target(arch).wave).kernel()
 
 
+def parse_ir(text: str, tm, k: Kernel, arch: str, what: str = "LLVM backend"):
+  """The verified module of generated LLVM IR text with `tm`'s data layout (without it AMDGPU instruction selection
+  fails on divergent branches); LLVM rejecting it (a generator bug) is a CompileError naming the kernel."""
+  import llvmlite.binding as llvm
+  try:
+    mod = llvm.parse_assembly(text)
+    mod.verify()
+  except RuntimeError as e:
+    raise CompileError(f"{what} produced invalid LLVM IR for @{k.name} ({arch}): {e}", loc=k.loc, arch=arch) from None
+  mod.data_layout = str(tm.target_data)
+  return mod
+
+
 _INIT = False
 
 
@@ -403,25 +416,15 @@ def _tm(arch: str, wave: int):
 def compile_llvm(k: Kernel, arch: str, *, wave: int | None = None, link: bool = True) -> tuple[bytes, str, str]:
   """-> (code object bytes, assembly text, LLVM IR text). The object is linked with ld.lld-22 when available
   (a loadable .hsaco); otherwise the relocatable object, which gputwin.isa.codeobj also loads."""
-  import llvmlite.binding as llvm
   from gputwin.isa.targets import target
   from gputwin.compiler import limits
   wave = wave or target(arch).wave
   limits.check(k, arch)     # LLVM reports these by exiting the process
   text = llvm_ir(k, arch, wave)
-  try:
-    mod = llvm.parse_assembly(text)
-    mod.verify()
-    tm = _tm(arch, wave)
-    mod.data_layout = str(tm.target_data)  # without it AMDGPU instruction selection fails on divergent branches
-  except RuntimeError as e:
-    raise CompileError(f"LLVM backend produced invalid LLVM IR for @{k.name} ({arch}): {e}", loc=k.loc,
-                       arch=arch) from None
+  tm = _tm(arch, wave)
   # code generation rewrites the module in place (control-flow annotation), so each emission gets a fresh parse
-  asm = tm.emit_assembly(mod)
-  mod = llvm.parse_assembly(text)
-  mod.data_layout = str(tm.target_data)
-  obj = tm.emit_object(mod)
+  asm = tm.emit_assembly(parse_ir(text, tm, k, arch))
+  obj = tm.emit_object(parse_ir(text, tm, k, arch))
   lld = shutil.which("ld.lld-22") or shutil.which("ld.lld")
   if link and lld:
     with tempfile.TemporaryDirectory() as d:

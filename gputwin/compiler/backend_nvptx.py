@@ -17,7 +17,7 @@ branch around on it; results are selected), and a `for` runs while any thread of
 from __future__ import annotations
 
 from gputwin.compiler import ir
-from gputwin.compiler.backend_llvm import Lowering, lty
+from gputwin.compiler.backend_llvm import Lowering, lty, parse_ir
 from gputwin.compiler import limits
 from gputwin.compiler.backend_ptx import PTX_VERSION, has_barrier, check_arch, lower, varying
 from gputwin.compiler.ir import Kernel, Op, Type
@@ -178,19 +178,11 @@ def llvm_ir(k: Kernel, arch: str) -> str:
 
 def compile_nvptx(k: Kernel, arch: str) -> tuple[str, str]:
   """Kernel IR (optimised, target-neutral) -> (PTX text, LLVM IR text)."""
-  import llvmlite.binding as llvm
   check_arch(arch)
   limits.check(k, arch)
   text = llvm_ir(lower(k), arch)
-  try:
-    mod = llvm.parse_assembly(text)
-    mod.verify()
-    tm = _tm(arch)
-    mod.data_layout = str(tm.target_data)
-  except RuntimeError as e:
-    raise CompileError(f"LLVM PTX backend produced invalid LLVM IR for @{k.name} ({arch}): {e}", loc=k.loc,
-                       arch=arch) from None
-  return tm.emit_assembly(mod), text
+  tm = _tm(arch)
+  return tm.emit_assembly(parse_ir(text, tm, k, arch, "LLVM PTX backend")), text
 
 
 __all__ = ["compile_nvptx", "llvm_ir", "TRIPLE"]
