@@ -4,6 +4,7 @@
         --arg out:f32:1024 --arg x:f32:x.npy --arg y:f32:=1.0 --arg a:f32=2.0 --arg n:i32=1024 --out DIR
     gputwin run k.ptx --arch sm_90 --kernel saxpy --grid 4 --block 256 --arg out:f32:1024 ... [--shared-bytes N]
     gputwin run saxpy.bin --arch a630 --grid 4 --arg 0:f32:x.npy --arg 1:f32:y.npy --arg 4:u32:ubo.npy
+    gputwin run k.aarch64.o --arch aarch64 --kernel saxpy --grid 4 --block 64 ...   # host CPUs, under unicorn
 
 Adreno (a Mesa ir3 `.bin` with its `.txt` listing beside it): NAME is the GLSL binding; the block is the shader's.
 
@@ -11,6 +12,8 @@ Adreno (a Mesa ir3 `.bin` with its `.txt` listing beside it): NAME is the GLSL b
 --arg NAME:TYPE=VALUE    a by-value number
 Buffers are saved to DIR/NAME.npy after the run. --trace FILE writes one line per wave-instruction (wave, PC,
 instruction, registers written); --perfetto FILE writes Chrome/Perfetto trace JSON (one track per wave).
+--show-native prints, after the run, the host machine code of the native tier's blocks (capstone), each range under
+the guest instruction it implements (the tier runs with --no-checks; GPUTWIN_JIT=force compiles every block).
 """
 from __future__ import annotations
 
@@ -59,8 +62,10 @@ def run_main(argv=None) -> int:
   p.add_argument("--serial", action="store_true", help="run one wave at a time (the oracle schedule)")
   p.add_argument("--no-checks", action="store_true")
   p.add_argument("--shared-bytes", type=int, default=0, help="PTX: dynamic shared memory per CTA")
+  p.add_argument("--show-native", action="store_true", help="print the native tier's blocks: host code by guest "
+                 "instruction")
   a = p.parse_args(argv)
-  from gputwin.emu.api import Emulator, is_ptx, launch, write_trace
+  from gputwin.emu.api import HOST_ARCHES, Emulator, is_ptx, launch, write_trace
   from gputwin.pcode import family_of
   try:
     args = [parse_arg(s) for s in a.arg]
@@ -72,7 +77,10 @@ def run_main(argv=None) -> int:
     run = dict(grid=dims(a.grid), block=dims(a.block), args=[v for _, v in args], serial=a.serial,
                checks=not a.no_checks, trace=trace, max_instructions=a.max_instructions)
     ptx = is_ptx(a.code) or (a.arch or "").startswith("sm_")
-    if family_of(a.arch or "gfx1100") == "ir3" or a.code.endswith(".bin"):
+    if a.arch in HOST_ARCHES:
+      from gputwin.emu.host.launch import load
+      names = list(load(a.code, a.arch).kernels)
+    elif family_of(a.arch or "gfx1100") == "ir3" or a.code.endswith(".bin"):
       kernel = a.kernel or "main"
       st = launch(a.code, kernel, arch=a.arch, **dict(run, block=None, args={int(n, 0): v for n, v in args}))
       names = None
@@ -88,7 +96,7 @@ def run_main(argv=None) -> int:
         print(f"gputwin run: --kernel is required; kernels: {', '.join(names)}", file=sys.stderr)
         return 2
       st = launch(a.code, kernel, arch=a.arch or "sm_90", shared_bytes=a.shared_bytes, **run) if ptx else \
-        emu.launch(kernel, **run)
+        launch(a.code, kernel, arch=a.arch, **run) if a.arch in HOST_ARCHES else emu.launch(kernel, **run)
   except GputwinError as e:
     print(f"gputwin run: {type(e).__name__}: {e}", file=sys.stderr)
     return 1
@@ -121,6 +129,14 @@ def run_main(argv=None) -> int:
     if isinstance(v, np.ndarray):
       print(f"  {name}: {v.dtype}[{v.size}] first {np.array2string(v.reshape(-1)[:6], precision=4)}"
             + (f" -> {a.out}/{name}.npy" if a.out else ""))
+  if a.show_native:
+    from gputwin.emu.host import native
+    blocks = native.compiled()
+    for prog, lanes, blk in blocks:
+      print("\n" + native.show(prog, lanes, blk), end="")
+    if not blocks:
+      print("no native blocks: the tier runs with --no-checks and compiles a block once GPUTWIN_JIT_AFTER lanes have "
+            "reached it (GPUTWIN_JIT=force: every block at first sight)")
   return 0
 
 

@@ -56,9 +56,9 @@ def line_table(elf) -> list[tuple[int, int]]:
   return sorted(rows)
 
 
-def listing(obj: bytes, arch: str, lines: dict[int, str] | None = None) -> str:
+def listing(obj: bytes, arch: str, lines: dict[int, str] | None = None, what: str = "IR") -> str:
   """An ELF relocatable object's executable sections through capstone: function labels, each call's relocation
-  target, and `; IR n: <op>` from the DWARF line table (`lines` maps line numbers to the text shown)."""
+  target, and `; IR n: <op>` (`what`) from the DWARF line table (`lines` maps line numbers to the text shown)."""
   import bisect
   from elftools.elf.elffile import ELFFile
   from elftools.elf.relocation import RelocationSection
@@ -83,7 +83,7 @@ def listing(obj: bytes, arch: str, lines: dict[int, str] | None = None) -> str:
     def note(a):
       i = bisect.bisect_right(addrs, a) - 1
       ln = table[i][1] if i >= 0 else 0
-      return f"IR {ln}: {lines.get(ln, '')}" if ln and lines is not None else None
+      return f"{what} {ln}: {lines.get(ln, '')}" if ln and lines is not None else None
     target = lambda a, n: next((f"-> {relocs[o]}" for o in range(a, a + n) if o in relocs), None)  # noqa: E731
     out += render(sec.data(), 0, arch, note, labels, target)
   return "\n".join(out) + "\n"
