@@ -17,7 +17,6 @@ counts instructions (LaunchStats, one work-item = one lane) and enforces the bud
 from __future__ import annotations
 
 import functools
-import hashlib
 import time
 from pathlib import Path
 
@@ -52,12 +51,7 @@ def load(obj, arch: str) -> elf.Image:
       obj = Path(obj).read_bytes()
     except OSError as e:
       raise CodeObjectError(f"cannot read: {e.strerror}", str(obj)) from None
-  data = bytes(obj)
-  return _image(hashlib.sha1(data).digest() and data, arch)
-
-
-class _Stop(Exception):
-  pass
+  return _image(bytes(obj), arch)
 
 
 class Machine:
@@ -84,7 +78,6 @@ class Machine:
     self.exit = STUBS + 16 * len(img.imports)
     self.services = {STUBS + 16 * i: n for i, n in enumerate(img.imports)}
     self.barrier = next((a for a, n in self.services.items() if n == "__gputwin_barrier"), None)
-    self.watch: list[tuple[int, int]] = []
     self.next_va = DATA
     if trace is not None:   # (before the stub hook, which switches fibers)
       mu.hook_add(uc.UC_HOOK_CODE, self._trace, begin=STUBS, end=img.end)
@@ -104,7 +97,6 @@ class Machine:
     self.mu.mem_map(base, size)
     va = base + size - nbytes
     if va > base:
-      self.watch.append((base, va))
       self.mu.hook_add(uc.UC_HOOK_MEM_READ | uc.UC_HOOK_MEM_WRITE, self._watched, begin=base, end=va - 1)
     if data:
       self.mu.mem_write(va, bytes(data))
@@ -140,10 +132,11 @@ class Machine:
     self.trace.append((self.current(), address, disasm.one(mu.mem_read(address, size), address, self.arch), ""))
 
   def _stub(self, mu, address, size, _):
-    if address == self.exit:   # a fiber returned (kernels without barriers stop at EXIT before this hook)
-      self.count -= 1          # (the EXIT stub is no kernel instruction)
-      self.state[self.cur] = "done"
-      self.switch()
+    if address == self.exit:
+      if self.state:           # a fiber returned (a call() stops at EXIT before running it)
+        self.count -= 1        # (the EXIT stub is no kernel instruction)
+        self.state[self.cur] = "done"
+        self.switch()
       return
     name = self.services[address]
     if address == self.barrier:
@@ -248,7 +241,8 @@ class Machine:
       self.raise_error(f"more than {self.budget} host instructions executed (max_instructions; the default is "
                        f"{WATCHDOG_PER_ITEM} per work-item)", self.mu.reg_read(self.a.pc), EmuError)
     if self.why[0] == "call":
-      self.raise_error(f"call to {self.why[1]}, which the host launcher does not provide", self.why[2], EmuError)
+      self.raise_error(f"a call to {self.why[1]} returning here, which the host launcher does not provide",
+                       self.why[2], EmuError)
 
   def text(self, pc: int) -> str:
     try:

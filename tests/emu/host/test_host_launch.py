@@ -42,6 +42,15 @@ def test_wild_store_is_an_emulated_fault_at_its_address(arch):
 
 
 @pytest.mark.parametrize("arch", ARCHES)
+def test_store_into_code_is_a_protection_fault(arch):
+  from gputwin.emu.host.launch import IMAGE
+  c = kern(STORE_AT, arch)
+  with pytest.raises(EmuFault, match="protected") as e:
+    launch(c.code_object, "poke", grid=1, block=2, args=[IMAGE, 0], arch=arch)
+  assert (e.value.va, e.value.access) == (IMAGE, "write")
+
+
+@pytest.mark.parametrize("arch", ARCHES)
 def test_past_the_end_and_before_the_start_of_a_buffer_fault(arch):
   c = kern(STORE_AT, arch)
   y = np.zeros(10, np.int32)
