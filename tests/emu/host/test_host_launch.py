@@ -149,3 +149,29 @@ def test_bf16_service_rounds_to_nearest_even():
     assert bf16_bits(np.array([bits], np.uint32).view(np.float32)[0]) == want
   assert bf16_bits(np.float64(1.0 + 2.0 ** -8 + 2.0 ** -40)) == 0x3f81   # f64: one rounding (f32 first would tie)
   assert bf16_bits(np.float32("nan")) & 0x7fc0 == 0x7fc0
+
+
+@pytest.mark.parametrize("arch", ARCHES)
+def test_barrier_in_divergent_loop_releases_the_fibers_still_running(arch):
+  """Work-item i loops i % 4 times over a barrier: fibers that finished no longer hold the others back."""
+  c = kern("""kernel @div(%y: global<i32>) {
+  %i: i32 = workitem.id.x
+  %three: i32 = const 3
+  %lo: i32 = const 0
+  %st: i32 = const 1
+  %hi: i32 = and %i, %three
+  %r: i32 = for %k: i32 = %lo, %hi, %st iter(%acc: i32 = %lo) {
+    barrier
+    %w: i32 = add %acc, %k
+    yield %w
+  }
+  %g: i32 = workgroup.id.x
+  %eight: i32 = const 8
+  %o: i32 = mul %g, %eight
+  %p: i32 = add %o, %i
+  store %y, %p, %r
+}
+""", arch)
+  y = np.full(16, -1, np.int32)
+  launch(c.code_object, "div", grid=2, block=8, args=[y], arch=arch)
+  assert y.tolist() == [sum(range(i % 8 % 4)) for i in range(16)]
