@@ -251,11 +251,13 @@ class Machine:
       return "<no code here>"
 
   def where(self) -> str:
-    m, t = self.meta, self.current()
-    n = int(np.prod(self.block))
+    """The running work-item as (x, y, z) of workgroup (x, y, z), when the index the kernel stored is one."""
+    t, n = self.current(), int(np.prod(self.block))
+    if not 0 <= t < n * int(np.prod(self.grid)):
+      return "work-item unknown"
     g, l = divmod(t, n)
     return (f"work-item {tuple(int(x) for x in np.unravel_index(l, self.block[::-1])[::-1])} of workgroup "
-            f"{tuple(int(x) for x in np.unravel_index(g, self.grid[::-1])[::-1])}") if t >= 0 else m["kernel"]
+            f"{tuple(int(x) for x in np.unravel_index(g, self.grid[::-1])[::-1])}")
 
   def raise_error(self, msg: str, pc: int, cls) -> None:
     raise cls(f"[{self.arch}] kernel {self.kernel}, {self.where()}, PC {pc:#x}: {self.text(pc)}: {msg}", self.arch,

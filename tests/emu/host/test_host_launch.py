@@ -175,3 +175,26 @@ def test_barrier_in_divergent_loop_releases_the_fibers_still_running(arch):
   y = np.full(16, -1, np.int32)
   launch(c.code_object, "div", grid=2, block=8, args=[y], arch=arch)
   assert y.tolist() == [sum(range(i % 8 % 4)) for i in range(16)]
+
+
+def test_mutated_objects_are_gputwin_errors_never_host_crashes():
+  """Truncated and bit-flipped objects: each launch runs, or fails with a GputwinError (malformed ELF or metadata,
+  an emulated fault or trap, a budget stop), never another exception."""
+  import random
+  from gputwin.compiler import examples
+  from gputwin.errors import GputwinError
+  obj = compile(examples.saxpy, "aarch64").code_object
+  rng = random.Random(7)
+  for trial in range(300):
+    b = bytearray(obj)
+    if trial % 3 == 0:
+      b = b[:rng.randrange(len(b))]
+    else:
+      for _ in range(rng.randrange(1, 8)):
+        b[rng.randrange(len(b))] = rng.randrange(256)
+    try:
+      launch(bytes(b), "saxpy", grid=1, block=16, args=[np.float32(2), np.ones(16, np.float32),
+                                                       np.ones(16, np.float32), 16], arch="aarch64",
+             max_instructions=50000)
+    except GputwinError:
+      pass
