@@ -30,7 +30,8 @@ def _fma(t):
     if not all(np.isfinite(v) for v in (x, y, z)) or near == 0 or not np.isfinite(near):
       return near   # inf/NaN operands, zero (its sign) or overflow: no double rounding to avoid
     exact = Fraction(float(x)) * Fraction(float(y)) + Fraction(float(z))
-    return F[t](_to_odd(exact, np.float64(float(exact))))   # Fraction -> float is correctly rounded
+    r = np.float64(float(exact))   # Fraction -> float is correctly rounded: f64's answer
+    return r if t == "f64" else F[t](_to_odd(exact, r))
   return fma
 
 
