@@ -191,6 +191,17 @@ def test_random_programs_equal_reference_and_native(arch, data):
     same(nat, emu, f"native vs unicorn:\n{c.ir}")
 
 
+@pytest.mark.parametrize("arch", HOST_TARGETS)
+def test_type_kernels_equal_reference(arch):
+  """tests/compiler/test_types.py's kernels (8- to 64-bit integers, f16, bf16, f64, private arrays, saturating
+  casts, LDS) on the host targets, bit-exact with the reference."""
+  import test_types as T
+  for kf in T.KERNELS:
+    T.test_llvm_backend_types_bit_exact(kf, arch)
+  for t in (T.test_narrow_integers, T.test_half, T.test_wide_integers, T.test_bfloat, T.test_double):
+    t(arch, "llvm")
+
+
 def test_listing_names_ir_ops():
   c = compile(EXAMPLES["reduce_sum"].kernel, "aarch64")
   assert "reduce_sum.body:" in c.asm and "; -> __gputwin_barrier" in c.asm
