@@ -1,8 +1,9 @@
-"""Host memory primitives shared by the mock driver and the real-OS kernel seam: libc mmap/munmap with a fixed address,
-memfd-backed buffers, and checks that a host range is mapped or accessible (for the EFAULT cases a real kernel gets
-from copy_from_user / copy_to_user / get_user_pages)."""
+"""Host memory primitives shared by the mock drivers and the real-OS kernel seam: libc mmap/munmap with a fixed
+address, memfd-backed buffers, checks that a host range is mapped or accessible (for the EFAULT cases a real kernel
+gets from copy_from_user / copy_to_user / get_user_pages), copies that fail instead of faulting (process_vm_readv /
+writev on this process), and `UserPages`: user pages pinned by the driver's own mapping (get_user_pages)."""
 from __future__ import annotations
-import ctypes, ctypes.util, errno, mmap as _mmap, os
+import ctypes, ctypes.util, errno, mmap as _mmap, os, threading
 
 PAGE_SIZE = _mmap.PAGESIZE
 PROT_READ, PROT_WRITE, PROT_EXEC, PROT_NONE = _mmap.PROT_READ, _mmap.PROT_WRITE, _mmap.PROT_EXEC, 0
@@ -16,6 +17,20 @@ libc.mmap.restype, libc.mmap.argtypes = ctypes.c_void_p, [ctypes.c_void_p, ctype
 libc.munmap.restype, libc.munmap.argtypes = ctypes.c_int, [ctypes.c_void_p, ctypes.c_size_t]
 libc.mincore.restype, libc.mincore.argtypes = ctypes.c_int, [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
 libc.madvise.restype, libc.madvise.argtypes = ctypes.c_int, [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+libc.mprotect.restype, libc.mprotect.argtypes = ctypes.c_int, [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+libc.mremap.restype, libc.mremap.argtypes = ctypes.c_void_p, [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t,
+                                                             ctypes.c_int]
+MREMAP_MAYMOVE = 1
+
+
+class _Iovec(ctypes.Structure):
+  _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+
+
+for _f in (libc.process_vm_readv, libc.process_vm_writev):   # (pid, local iovecs, count, remote iovecs, count, 0)
+  _f.restype = ctypes.c_ssize_t
+  _f.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_ulong, ctypes.c_void_p, ctypes.c_ulong, ctypes.c_ulong]
+_IOV = threading.local()   # per thread: two iovecs (local, remote) for single-range copies
 MADV_POPULATE_READ, MADV_POPULATE_WRITE = 22, 23   # Linux 5.14: prefault as a read / write access would
 
 
@@ -76,6 +91,57 @@ def host_range_accessible(addr: int, length: int, write: bool = False) -> bool:
   return libc.madvise(start, page_align(addr + length - start), advice) == 0
 
 
+def _vm_copy(local: int, remote: int, n: int, to_remote: bool) -> int:
+  """Copy n bytes between two addresses of this process with process_vm_readv/writev (to_remote: local -> remote):
+  the kernel copies as copy_from_user/copy_to_user would and stops at the first page of `remote` that cannot be read
+  (written), so nothing faults. Returns the bytes copied."""
+  f, done = (libc.process_vm_writev if to_remote else libc.process_vm_readv), 0
+  iov = getattr(_IOV, "iov", None)
+  if iov is None: iov = _IOV.iov = (ctypes.c_uint64 * 4)()
+  at = ctypes.addressof(iov)
+  while done < n:
+    iov[0], iov[1], iov[2], iov[3] = local + done, n - done, remote + done, n - done
+    got = f(os.getpid(), at, 1, at + 16, 1, 0)
+    if got <= 0: break
+    done += got
+  return done
+
+
+def copy_from_user(addr: int, n: int) -> bytes | None:
+  """copy_from_user: n bytes at addr, or None (the kernel's EFAULT) when any of them cannot be read. One system
+  call checks and copies, so a concurrent munmap/mprotect by another thread cannot fault the caller."""
+  if n == 0: return b""
+  if addr <= 0 or n < 0 or addr + n > 1 << 64: return None
+  buf = ctypes.create_string_buffer(n)
+  return buf.raw if _vm_copy(ctypes.addressof(buf), addr, n, False) == n else None
+
+
+def copy_to_user(addr: int, data) -> bool:
+  """copy_to_user: write data at addr; False (EFAULT) when a byte cannot be written (unmapped, read-only, PROT_NONE):
+  the bytes before it are written, as in the kernel."""
+  data = bytes(data)
+  if not data: return True
+  if addr <= 0 or addr + len(data) > 1 << 64: return False
+  buf = ctypes.create_string_buffer(data, len(data))
+  return _vm_copy(ctypes.addressof(buf), addr, len(data), True) == len(data)
+
+
+def _vmas(addr: int, length: int) -> list[tuple[int, int, bool]] | None:
+  """(start, end, shared) of the VMAs covering [addr, addr+length), clipped to it, from /proc/self/maps; None when a
+  page of it is not mapped."""
+  out, pos, end = [], addr, addr + length
+  with open("/proc/self/maps") as f:
+    for line in f:
+      rng, perms = line.split(None, 2)[:2]
+      lo, hi = (int(x, 16) for x in rng.split("-"))
+      if hi <= pos or lo >= end: continue
+      if lo > pos: return None
+      out.append((pos, min(hi, end), perms[3] == "s"))
+      pos = min(hi, end)
+      if pos == end: return out
+  return None
+
+
 def host_view(addr: int, length: int) -> memoryview:
   """A writable byte view of host memory at addr (caller guarantees it stays mapped)."""
   return memoryview((ctypes.c_char * length).from_address(addr)).cast("B")
@@ -111,11 +177,75 @@ class HostBuffer:
 
 def user_buffer(arg, size: int) -> tuple[int, int]:
   """(address, bytes available) of an ioctl argument as a driver sees it: a ctypes object or writable buffer, or a raw
-  address (available only where `size` bytes there can be read: host_range_accessible)."""
+  address (available only where `size` bytes there can be read: host_range_accessible); (0, 0) for anything else (an
+  empty or read-only buffer, no buffer), which the driver answers with EFAULT."""
   if arg is None or isinstance(arg, int):
     return (arg or 0), (size if size == 0 or host_range_accessible(arg or 0, size) else 0)
   if isinstance(arg, ctypes._SimpleCData | ctypes.Structure | ctypes.Union | ctypes.Array):
     return ctypes.addressof(arg), ctypes.sizeof(arg)
-  mv = memoryview(arg)
-  if mv.readonly: return 0, 0
+  try: mv = memoryview(arg)
+  except TypeError: return 0, 0                 # no buffer at all
+  if mv.readonly or not mv.nbytes or not mv.c_contiguous: return 0, 0
   return ctypes.addressof(ctypes.c_char.from_buffer(mv)), mv.nbytes
+
+
+class UserPages:
+  """get_user_pages for a mock driver: the caller's pages at [user, user+size) (page aligned) as the driver reaches
+  them, never through the caller's own address. Pages inside one shared mapping (MAP_SHARED memory, a memfd, a file)
+  are mapped again by the driver (mremap with old_size 0): `addr` and `view` then stay valid whatever the caller does
+  to its range, as the pages a kernel pinned stay the device's. Private pages cannot be mapped twice (moving them into
+  shared memory under a running process would lose the writes its other threads make meanwhile), so they are reached
+  by copies (`read`, `write`, `copy_iov`: process_vm_readv/writev), which fail, as the GPU's page fault, once the
+  caller unmapped or protected the range, instead of faulting the host; their `view` is None. Not covered: a file
+  under a shared mapping truncated below the range (the driver's accesses would SIGBUS: the mock holds a mapping, not
+  the file's pages). OSError(EFAULT) when a page of the range is not mapped."""
+
+  def __init__(self, user: int, size: int):
+    vmas = _vmas(user, size) if user > 0 and size > 0 and not (user | size) & (PAGE_SIZE - 1) else None
+    if vmas is None: raise OSError(errno.EFAULT, "user pages not mapped")
+    self.user, self.size, self.addr, self.view, self._owner = user, size, 0, None, True
+    if len(vmas) == 1 and vmas[0][2]:                      # shared pages: map them again, readable and writable
+      ret = libc.mremap(user, 0, size, MREMAP_MAYMOVE)
+      if ret is not None and ret != MAP_FAILED:
+        if libc.mprotect(ret, size, PROT_READ | PROT_WRITE) == 0: self.addr, self.view = ret, host_view(ret, size)
+        else: host_munmap(ret, size)                       # a file opened read-only: reached by copies
+
+  def window(self, offset: int, size: int) -> UserPages:
+    """[offset, offset+size) of these pages (they must outlive it)."""
+    w = object.__new__(UserPages)
+    w.user, w.size, w.addr, w._owner = self.user + offset, size, self.addr + offset if self.addr else 0, False
+    w.view = self.view[offset:offset + size] if self.view is not None else None
+    return w
+
+  def read(self, offset: int, n: int) -> bytes | None:
+    """n bytes at offset; None when they cannot be read."""
+    return bytes(self.view[offset:offset + n]) if self.view is not None else copy_from_user(self.user + offset, n)
+
+  def write(self, offset: int, data) -> bool:
+    """Write data at offset; False when it cannot be written (the bytes before the failing page are)."""
+    if self.view is None: return copy_to_user(self.user + offset, data)
+    self.view[offset:offset + len(data)] = data
+    return True
+
+  def copy_iov(self, local: int, iov: int, count: int, each: int, write: bool) -> int:
+    """Move `count` pieces of `each` bytes between the contiguous buffer at `local` and the user addresses of the
+    iovec array at `iov` (struct iovec[count], absolute addresses in this range), IOV_MAX at a time: one system call
+    per 1024 lanes of a gather/scatter. Returns how many pieces moved before the first that could not be reached."""
+    f, done = (libc.process_vm_writev if write else libc.process_vm_readv), 0
+    while done < count:
+      k = min(count - done, 1024)
+      lo = _Iovec(local + done * each, k * each)
+      got = f(os.getpid(), ctypes.addressof(lo), 1, iov + done * ctypes.sizeof(_Iovec), k, 0)
+      if got != k * each: return done + max(got, 0) // each
+      done += k
+    return done
+
+  def accessible(self, offset: int = 0, n: int | None = None) -> bool:
+    """Whether the caller's range (or n bytes of it at offset) is still mapped readable and writable."""
+    return host_range_accessible(self.user + offset, self.size - offset if n is None else n, write=True)
+
+  def close(self):
+    if self.view is not None and self._owner:
+      self.view.release()
+      host_munmap(self.addr, self.size)
+    self.view, self.addr = None, 0

@@ -16,8 +16,8 @@ interrupt that signals events the way kfd_signal_event_interrupt does) and `memo
 from __future__ import annotations
 import ctypes, dataclasses, errno, os, select, threading, time
 from typing import Callable
-from gputwin.abi.hostmem import (PAGE_SIZE, HostBuffer, host_mmap, host_munmap, host_range_accessible, page_align,
-                                  user_buffer)
+from gputwin.abi.hostmem import (PAGE_SIZE, HostBuffer, UserPages, copy_from_user, copy_to_user, host_mmap,
+                                  host_munmap, host_range_accessible, page_align, user_buffer)
 from gputwin.abi import kfd as abi
 from gputwin.mock.kfd.topology import GPUNode, Topology, CPU_MEM
 from gputwin.errors import GPUFault
@@ -37,26 +37,24 @@ def _access_ok(addr: int, size: int) -> bool: return size <= TASK_SIZE_MAX and a
 
 @dataclasses.dataclass(eq=False)
 class UserptrBO(BufferObject):
-  """A USERPTR allocation: the user's own pages at `pages`. KFD pins them for writing (amdgpu userptr BOs made by
-  KFD are never read-only) and an MMU notifier invalidates the BO when they go away or change protection; the restore
-  worker revalidates it. The mock has no notifier: `revalidate()` (the GPU calls it before each dispatch) checks that
-  the pages are still mapped readable and writable; while they are not, `user_addr` is 0, so every GPU access
-  to the BO is a GPU page fault (vm.py: no backing), never a host access through a dead pointer. The command
-  processor and SDMA engines `check()` the bytes they touch first."""
-  pages: int = 0
+  """A USERPTR allocation: the user's pages (`pages`, hostmem.UserPages: the GPU reaches them through the driver's own
+  mapping or by copies, never through the user's address, so an access racing the user's munmap/mprotect cannot
+  crash the host). KFD pins them for writing (amdgpu userptr BOs made by KFD are never read-only) and an MMU notifier
+  invalidates the BO when the user's range goes away or changes protection; the restore worker revalidates it. The
+  mock has no notifier: `revalidate()` (the GPU calls it before each dispatch) checks that the range is still mapped
+  readable and writable; while it is not, the BO is not `valid`, so every GPU access to it is a GPU page fault
+  (vm.py). The command processor and SDMA engines `check()` the bytes they touch first."""
 
   def revalidate(self) -> bool:
-    ok = host_range_accessible(self.pages, self.size, write=True)
-    self.user_addr = self.pages if ok else 0
-    return ok
+    self.set_valid(self.pages.accessible())
+    return self.valid
 
   def check(self, offset: int, n: int) -> bool:
     """Before an access of n bytes at offset: a valid BO whose pages there are gone becomes invalid; an invalid one
     is revalidated whole. True when the BO is valid."""
-    if not self.user_addr: return self.revalidate()
-    if host_range_accessible(self.pages + offset, n, write=True): return True
-    self.user_addr = 0
-    return False
+    if not self.valid: return self.revalidate()
+    if not self.pages.accessible(offset, n): self.set_valid(False)
+    return self.valid
 
 
 @dataclasses.dataclass
@@ -407,19 +405,16 @@ class MockKernel:
     return self._mmio[gpu.gpu_id]
 
   # Every user pointer the mock dereferences goes through these two (ioctl arguments, arrays and structs they point
-  # at): the range is first faulted in as the access would (hostmem.host_range_accessible), so unmapped, PROT_NONE
-  # or (for writes) read-only pages are the kernel's EFAULT, never a SIGSEGV of the host process.
+  # at): the kernel copies them (hostmem.copy_from_user/copy_to_user: process_vm_readv/writev), so unmapped, PROT_NONE
+  # or (for writes) read-only pages are the kernel's EFAULT, never a SIGSEGV of the host process, even when another
+  # thread unmaps them during the ioctl.
   def _read_user(self, addr: int, n: int) -> bytes | None:
     """copy_from_user: None (-> EFAULT) when the range cannot be read."""
-    if n == 0: return b""
-    return ctypes.string_at(addr, n) if host_range_accessible(addr, n) else None
+    return copy_from_user(addr, n)
 
   def _write_user(self, addr: int, data: bytes) -> bool:
     """copy_to_user: False (-> EFAULT) when the range cannot be written."""
-    if not data: return True
-    if not host_range_accessible(addr, len(data), write=True): return False
-    ctypes.memmove(addr, data, len(data))
-    return True
+    return copy_to_user(addr, data)
 
   def revalidate_userptrs(self, gpu_id: int) -> int:
     """Revalidate the USERPTR BOs mapped on gpu_id (what the kernel's MMU notifier + restore worker keep true): the
@@ -549,12 +544,15 @@ class MockKernel:
     if host is None and not user:
       try: host = HostBuffer(size, f"kfd-bo-{gpu.name}")
       except OSError: return -errno.ENOMEM
+    if user:
+      try: pages = UserPages(user, size)                                    # get_user_pages
+      except OSError: return -errno.EFAULT
     idr = next(i for i in range(len(pdd.bos) + 1) if i not in pdd.bos)     # idr_alloc(.., 0, 0): lowest free id
     if flags & F.KFD_IOC_ALLOC_MEM_FLAGS_MMIO_REMAP: offset = F.KFD_MMAP_TYPE_MMIO | F.KFD_MMAP_GPU_ID(a.gpu_id)
     elif user: offset = user
     else: offset, self._next_gem = self._next_gem, self._next_gem + size
     if user:   # mock: accepted over read-only pages too; such a BO is invalid from the start (UserptrBO)
-      bo = UserptrBO(F.MAKE_HANDLE(a.gpu_id, idr), a.gpu_id, a.va_addr, size, flags, offset, None, user, pages=user)
+      bo = UserptrBO(F.MAKE_HANDLE(a.gpu_id, idr), a.gpu_id, a.va_addr, size, flags, offset, pages=pages)
       bo.revalidate()
     else: bo = BufferObject(F.MAKE_HANDLE(a.gpu_id, idr), a.gpu_id, a.va_addr, size, flags, offset, host, user, shared)
     pdd.bos[idr] = bo
@@ -840,7 +838,7 @@ class MockKernel:
     pdd, bo = self._bo(handle)
     if pdd is None: return -errno.EINVAL
     if not self._bound(pdd): return -errno.ENODEV
-    if bo is None or bo.host is None: return -errno.EINVAL
+    if bo is None or bo.host is None or isinstance(bo, UserptrBO): return -errno.EINVAL
     p.signal_page, p.signal_mapped_size, p.signal_handle = bo.view, bo.size, handle
     n = min(bo.size, abi.KFD_SIGNAL_EVENT_LIMIT * 8)
     p.signal_page[:n] = b"\xff" * n

@@ -21,8 +21,8 @@ from __future__ import annotations
 import collections, ctypes, dataclasses, errno, os, select, threading, time
 from typing import Callable, Protocol
 from gputwin.abi import ioc, kgsl as abi
-from gputwin.abi.hostmem import (PAGE_SIZE, PROT_WRITE, HostBuffer, host_mmap, host_munmap, host_range_accessible,
-                                  page_align, user_buffer)
+from gputwin.abi.hostmem import (PAGE_SIZE, PROT_WRITE, HostBuffer, UserPages, copy_from_user, copy_to_user,
+                                  host_mmap, host_munmap, host_range_accessible, page_align, user_buffer)
 from gputwin.errors import KernelDriverError
 from gputwin.mock.vm import BufferObject, GPUAddressSpace
 
@@ -259,17 +259,17 @@ class MockKGSL:
     addr, avail = user_buffer(arg, usize)
     kdata = ctypes.create_string_buffer(ksize)
     if kdir & udir & ioc.IOC_WRITE and n:
-      if avail < n: raise OSError(errno.EFAULT, f"IOCTL_KGSL_{name}: argument unreadable")
-      ctypes.memmove(kdata, addr, n)
+      raw = self._read_user(addr, n) if avail >= n else None
+      if raw is None: raise OSError(errno.EFAULT, f"IOCTL_KGSL_{name}: argument unreadable")
+      ctypes.memmove(kdata, raw, n)
     args = T.from_buffer(kdata)
     with self._cv:
       ret = handler(args, f)
     self._kick()
     if ret < 0: raise OSError(-ret, f"IOCTL_KGSL_{name}: {os.strerror(-ret)}")
     if kdir & udir & ioc.IOC_READ and n:
-      if avail < n or not host_range_accessible(addr, n, write=True):   # copy_to_user fails: the effects stay
+      if avail < n or not self._write_user(addr, kdata.raw[:n]):   # copy_to_user fails: the effects stay
         raise OSError(errno.EFAULT, f"IOCTL_KGSL_{name}: argument unwritable")
-      ctypes.memmove(addr, kdata, n)
     return ret
 
   def mmap(self, fd: int, offset: int, length: int, prot: int, flags: int, addr: int = 0) -> int:
@@ -460,14 +460,10 @@ class MockKGSL:
     c = self.contexts.get(id_)
     return c if c is not None and c.owner is f and not c.detached else None
 
-  def _read_user(self, addr: int, n: int) -> bytes | None:
-    if n == 0: return b""
-    return ctypes.string_at(addr, n) if host_range_accessible(addr, n) else None
-
-  def _write_user(self, addr: int, data: bytes) -> bool:
-    if data and not host_range_accessible(addr, len(data), write=True): return False
-    ctypes.memmove(addr, data, len(data))
-    return True
+  # copy_from_user / copy_to_user (process_vm_readv/writev): EFAULT, never a SIGSEGV, for pages that are unmapped,
+  # PROT_NONE or (writes) read-only, even when another thread unmaps them during the ioctl
+  def _read_user(self, addr: int, n: int) -> bytes | None: return copy_from_user(addr, n)
+  def _write_user(self, addr: int, data: bytes) -> bool: return copy_to_user(addr, data)
 
   def _copy_from_user(self, T, addr: int, usize: int):
     """kgsl_copy_from_user: min(sizeof, usize) bytes into a zeroed struct; None -> EFAULT."""
@@ -496,12 +492,10 @@ class MockKGSL:
     if p.used + size > MEM_LIMIT: return -errno.ENOMEM
     va = self._alloc_va(footprint, 1 << align, bool(flags & abi.KGSL_MEMFLAGS_FORCE_32BIT))
     if va is None: return -errno.ENOMEM
-    host = None
-    if not user:
-      try: host = HostBuffer(size, f"kgsl-{self.target.name}")
-      except OSError: return -errno.ENOMEM
+    try: host, pages = (None, UserPages(user, size)) if user else (HostBuffer(size, f"kgsl-{self.target.name}"), None)
+    except OSError: return -errno.EFAULT if user else -errno.ENOMEM
     id_ = _ids(p.entries)
-    e = MemEntry(id_, 0, va, size, flags, id_ << 12, host, user, footprint=footprint)
+    e = MemEntry(id_, 0, va, size, flags, id_ << 12, host, pages=pages, footprint=footprint)
     if not p.vm.map(va, size, e):
       e.release()
       return -errno.ENOMEM
@@ -763,11 +757,14 @@ class MockKGSL:
     return 0
 
   def _useraddr(self, hostptr: int, offset: int, size: int, flags: int) -> MemEntry | int:
-    """kgsl_setup_anon_useraddr: size 0, an offset or an unaligned size -> EINVAL; pages not mapped (get_user_pages)
-    -> EFAULT. mock: the address must be page aligned too (EINVAL)."""
+    """kgsl_setup_anon_useraddr: size 0, an offset or an unaligned size -> EINVAL; pages not mapped readable, and
+    writable unless GPUREADONLY (check_vma_flags; memdesc_sg_virt pins them with get_user_pages) -> EFAULT. mock: the
+    address must be page aligned too (EINVAL). kgsl keeps the pages pinned until the entry is freed; the mock reaches
+    them as hostmem.UserPages does (shared pages: still, whatever the process does to its range; private pages: a
+    context fault once the process unmapped or protected them), never through the process's address."""
     if size == 0 or offset != 0 or size & (PAGE_SIZE - 1) or hostptr & (PAGE_SIZE - 1): return -errno.EINVAL
     if size > 0xFFFFFFFF: return -errno.EINVAL
-    if not host_range_accessible(hostptr, size): return -errno.EFAULT
+    if not host_range_accessible(hostptr, size, write=not flags & abi.KGSL_MEMFLAGS_GPUREADONLY): return -errno.EFAULT
     return self._new_entry(size, flags | abi.KGSL_MEMFLAGS_USERMEM_ADDR, user=hostptr)
 
   def _dmabuf(self, fd: int) -> int:

@@ -18,7 +18,7 @@ import ctypes, dataclasses, errno, os, select, struct, threading, time
 from typing import Callable
 from gputwin.errors import EmuError, GPUPageFault, KernelDriverError
 from gputwin.abi import nv
-from gputwin.abi.hostmem import host_mmap, host_munmap, host_range_accessible, user_buffer
+from gputwin.abi.hostmem import copy_from_user, copy_to_user, host_mmap, host_munmap, host_range_accessible, user_buffer
 from gputwin.mock.nv.machine import ARCHS, NVChannel, NVGpu
 from gputwin.mock.nv.rm import RM
 from gputwin.mock.nv.ctrl import Controls
@@ -103,20 +103,21 @@ class MockNV(RM, Controls, UVM):
     addr, avail = user_buffer(arg, size)
     if nr == nv.NV_ESC_IOCTL_XFER_CMD:             # an argument too big for _IOC_SIZE comes through a pointer
       if size != ctypes.sizeof(nv.nv_ioctl_xfer_t): raise OSError(errno.EINVAL, "NV_ESC_IOCTL_XFER_CMD: bad size")
-      if avail < size: raise OSError(errno.EFAULT, os.strerror(errno.EFAULT))
-      x = nv.nv_ioctl_xfer_t.from_buffer_copy(ctypes.string_at(addr, size))
+      raw = copy_from_user(addr, size) if avail >= size else None
+      if raw is None: raise OSError(errno.EFAULT, os.strerror(errno.EFAULT))
+      x = nv.nv_ioctl_xfer_t.from_buffer_copy(raw)
       if x.size > NV_ABSOLUTE_MAX_IOCTL_SIZE: raise OSError(errno.EINVAL, "NV_ESC_IOCTL_XFER_CMD: size too large")
       nr, size, addr = x.cmd, x.size, x.ptr
       avail = size if host_range_accessible(addr, size) else 0
-    if avail < size: raise OSError(errno.EFAULT, "nvidia: argument buffer shorter than the ioctl size")
-    kdata = ctypes.create_string_buffer(ctypes.string_at(addr, size), size) if size else ctypes.create_string_buffer(0)
+    raw = copy_from_user(addr, size) if avail >= size else None
+    if raw is None: raise OSError(errno.EFAULT, "nvidia: argument buffer shorter than the ioctl size")
+    kdata = ctypes.create_string_buffer(raw, size)
     with self._lock:
       ok = self._escape(f, nr, kdata, size)
       self._reap()
     self._announce()
-    if size and not host_range_accessible(addr, size, write=True):   # copy_to_user fails (read-only memory)
+    if not copy_to_user(addr, kdata.raw[:size]):                  # copy_to_user fails (read-only memory)
       raise OSError(errno.EFAULT, "nvidia: argument buffer not writable")
-    if size: ctypes.memmove(addr, kdata, size)
     if not ok: raise OSError(errno.EINVAL, f"nvidia: escape {nr:#x} failed")
     return 0
 

@@ -9,7 +9,8 @@ open-gpu-kernel-modules); where the mock has to choose, the comment says "mock:"
 from __future__ import annotations
 import ctypes, itertools, time
 from gputwin.abi import nv
-from gputwin.abi.hostmem import PAGE_SIZE, HostBuffer, host_range_accessible, page_align
+from gputwin.abi.hostmem import (PAGE_SIZE, HostBuffer, UserPages, copy_from_user, copy_to_user, host_range_accessible,
+                                  page_align)
 from gputwin.mock.vm import BufferObject, GPUAddressSpace
 from gputwin.mock.nv.machine import NVChannel, RMClient, RMObject
 
@@ -48,16 +49,15 @@ _GPU_CLASSES = {c for c, (k, *_) in CLASS_RULES.items() if k in ("usermode", "ch
 
 
 def read_user(addr: int, T: type):
-  """copy_from_user of a struct: None when the user range cannot be read (unmapped, PROT_NONE: EFAULT)."""
-  n = ctypes.sizeof(T)
-  return T.from_buffer_copy(ctypes.string_at(addr, n)) if addr and host_range_accessible(addr, n) else None
+  """copy_from_user of a struct: None when the user range cannot be read (unmapped, PROT_NONE: EFAULT; a copy by
+  process_vm_readv, so never a SIGSEGV even when another thread unmaps it meanwhile)."""
+  raw = copy_from_user(addr, ctypes.sizeof(T))
+  return None if raw is None else T.from_buffer_copy(raw)
 
 
 def write_user(addr: int, obj) -> bool:
-  n = ctypes.sizeof(obj)
-  if not (addr and host_range_accessible(addr, n, write=True)): return False
-  ctypes.memmove(addr, ctypes.addressof(obj), n)
-  return True
+  """copy_to_user of a struct: False when the user range cannot be written (read-only too)."""
+  return copy_to_user(addr, bytes(obj))
 
 
 def _align(v: int, a: int) -> int: return (v + a - 1) // a * a
@@ -452,7 +452,9 @@ class RM:
       if p.limit + 1 >= 1 << 64: return nv.NV_ERR_INVALID_LIMIT
       size = page_align(p.limit + 1)
       if not host_range_accessible(p.pMemory, size): return nv.NV_ERR_INVALID_ADDRESS   # os_lock_user_pages failed
-      obj.bo = BufferObject(h, parent.gpu.index, 0, size, p.hClass, 0, None, user_addr=p.pMemory)
+      try: pages = UserPages(p.pMemory, size)                              # locked until the memory is freed
+      except OSError: return nv.NV_ERR_INVALID_ADDRESS
+      obj.bo = BufferObject(h, parent.gpu.index, 0, size, p.hClass, 0, pages=pages)
     else:
       st = self._make_memory(obj, p.limit + 1, PAGE_SIZE, False)
       if st: return st
@@ -475,7 +477,8 @@ class RM:
     o = self._lookup(f, p.hClient, p.hMemory)
     if isinstance(o, int): return o
     if o.kind not in ("memory", "usermode") or o.gpu is not dev.gpu: return nv.NV_ERR_INVALID_OBJECT_HANDLE
-    if o.kind == "memory" and o.bo.host is None: return nv.NV_ERR_NOT_SUPPORTED   # mock: OS-descriptor memory
+    if o.kind == "memory" and (o.bo.host is None or o.cls == nv.NV01_MEMORY_SYSTEM_OS_DESCRIPTOR):
+      return nv.NV_ERR_NOT_SUPPORTED                                         # mock: OS-descriptor memory
     host, size = (o.gpu.usermode, nv.NVC361_NV_USERMODE__SIZE) if o.kind == "usermode" else (o.bo.host, o.bo.size)
     if p.length == 0 or p.offset + p.length > size: return nv.NV_ERR_INVALID_LIMIT
     if p.offset % PAGE_SIZE: return nv.NV_ERR_INVALID_OFFSET      # mock: mmap offsets are whole pages
@@ -535,8 +538,8 @@ class RM:
     else:
       va = self._va_alloc(t.vm, length, HUGE_PAGE if length >= HUGE_PAGE else BIG_PAGE, lo, hi)
       if va is None: p.status = nv.NV_ERR_NO_MEMORY; return
-    bo = m.bo if p.offset == 0 and length == m.bo.size else \
-      BufferObject(m.handle, m.gpu.index, va, length, m.cls, 0, None, user_addr=m.bo.addr + p.offset)
+    bo = m.bo if p.offset == 0 and length == m.bo.size else m.bo.window(m.handle, m.gpu.index, va, p.offset, length,
+                                                                          m.cls)
     if not t.vm.map(va, length, bo): p.status = nv.NV_ERR_INVALID_OFFSET; return
     vas = t.info.get("vaspace", t) if t.kind == "virtual" else t
     vas.dma[va] = (m, length)

@@ -9,8 +9,7 @@ kernel-open/nvidia-uvm/uvm.c, uvm_va_space.c, uvm_map_external.c (595.45); "mock
 from __future__ import annotations
 import ctypes, dataclasses, errno
 from gputwin.abi import nv
-from gputwin.abi.hostmem import host_range_accessible, user_buffer
-from gputwin.mock.vm import BufferObject
+from gputwin.abi.hostmem import copy_from_user, copy_to_user, user_buffer
 from gputwin.mock.nv.machine import NVGpu, RMObject
 
 PAGE_4K = 4096
@@ -51,15 +50,15 @@ class UVM:
     if row is None: raise OSError(errno.EINVAL, f"nvidia-uvm: unknown ioctl {request:#x}")
     name, T = row
     addr, avail = user_buffer(arg, ctypes.sizeof(T))
-    if avail < ctypes.sizeof(T): raise OSError(errno.EFAULT, f"UVM_{name}: argument shorter than its struct")
-    p = T.from_buffer_copy(ctypes.string_at(addr, ctypes.sizeof(T)))
+    raw = copy_from_user(addr, ctypes.sizeof(T)) if avail >= ctypes.sizeof(T) else None
+    if raw is None: raise OSError(errno.EFAULT, f"UVM_{name}: argument shorter than its struct")
+    p = T.from_buffer_copy(raw)
     with self._lock:
       if name in ("INITIALIZE", "MM_INITIALIZE"): p.rmStatus = getattr(self, "_uvm_" + name.lower())(f, p)
       elif not isinstance(f.uvm, UvmVaSpace): p.rmStatus = nv.NV_ERR_ILLEGAL_ACTION
       else: p.rmStatus = getattr(self, "_uvm_" + name.lower())(f.uvm, p)
-    if not host_range_accessible(addr, ctypes.sizeof(T), write=True):   # copy_to_user fails (read-only memory)
+    if not copy_to_user(addr, bytes(p)):                             # copy_to_user fails (read-only memory)
       raise OSError(errno.EFAULT, f"UVM_{name}: argument not writable")
-    ctypes.memmove(addr, ctypes.addressof(p), ctypes.sizeof(T))
     self._announce()
     return 0
 
@@ -225,7 +224,7 @@ class UVM:
       return nv.NV_ERR_INVALID_DEVICE
     if p.offset + p.length > mem.bo.size: return nv.NV_ERR_INVALID_OFFSET
     bo = mem.bo if p.offset == 0 and p.length == mem.bo.size else \
-      BufferObject(mem.handle, g.index, p.base, p.length, mem.cls, 0, None, user_addr=mem.bo.addr + p.offset)
+      mem.bo.window(mem.handle, g.index, p.base, p.offset, p.length, mem.cls)
     if not vm.map(p.base, p.length, bo): return nv.NV_ERR_UVM_ADDRESS_IN_USE   # mock: an RM mapping is in the way
     mem.refs += 1
     m = UvmMapping(g, p.base, p.length, mem, vm)
