@@ -131,3 +131,32 @@ def test_hot_blocks_compile_in_the_background(monkeypatch):
     native.WORKER.wait()
   assert outs == [_want(11)] * 2
   assert ran[1] > 0 and native.WORKER.thread.is_alive()
+
+
+@pytest.mark.parametrize("arch", ["gfx1100", "gfx942"])
+def test_lean_then_full_blocks_equal_the_interpreter(clang_co, monkeypatch, tmp_path, arch):
+  """A block's cold (lean) compile and the full one it gets when hotter give the interpreter's bits on every suite
+  kernel (test_jit.py covers full blocks at first sight on every target)."""
+  from gputwin.emu import launch
+  from gputwin.emu.native import Tier, tier
+  from tests.emu.cases import CASES
+  co = clang_co(arch, "suite", "-Os")
+  monkeypatch.setenv("GPUTWIN_NATIVE_CACHE", str(tmp_path))
+  monkeypatch.setenv("GPUTWIN_JIT_AFTER", "1")
+  monkeypatch.setattr(tier, "lookup", lambda *a, **k: None)  # (full blocks of the same code another test linked)
+  names = ("saxpy", "reduce", "math")
+  for name in names:
+    runs = []
+    for jit, full_after in (("0", None), ("1", 1e18), ("1", 1)):  # interpreted, lean, upgraded in place
+      monkeypatch.setenv("GPUTWIN_JIT", jit)
+      if full_after:
+        monkeypatch.setattr(tier, "FULL_AFTER", full_after)
+      c = CASES[name]()
+      st = launch(co, name, grid=c["grid"], block=c["block"], args=c["args"], checks=False)
+      runs.append(([np.array(a).tobytes() for a in c["args"] if isinstance(a, np.ndarray)], st.instructions,
+                   st.lane_instructions, st.native_instructions))
+      if jit == "1":
+        kinds = {b.lean for p, s in Tier.programs.items() if p.arch == arch for b in s.blocks.values() if b}
+        assert (True if full_after > 1 else False) in kinds, (name, full_after, kinds)
+    assert runs[1][:3] == runs[0][:3] == runs[2][:3], name
+    assert runs[1][3] > 0 and runs[2][3] > 0

@@ -186,8 +186,8 @@ class Gen(Lower):
 class Compiler:
   """LLVM IR for one block: a function per instruction (one wave), a driver looping instructions then waves."""
 
-  def __init__(self, ops: list[Op], lanes: int, fam: str, frontend):
-    self.ops, self.L, self.fam = ops, lanes, fam
+  def __init__(self, ops: list[Op], lanes: int, fam: str, frontend, lean: bool = False):
+    self.ops, self.L, self.fam, self.lean = ops, lanes, fam, lean
     self.sp = frontend.special(fam)  # register codes of EXEC, VCC, M0, NULL
     self.special_inputs = frontend.special_inputs  # the table core.Engine.special reads too
     self.fe = frontend
@@ -273,9 +273,10 @@ done:
     EXEC (every lane on: no masks, which LLVM then drops); the wave's EXEC picks one. A vector memory access whose
     addresses the body takes from its inputs alone first probes them: when every active lane's access lies in the
     region the last wave hit (LDS: within the allocation), a lane loop without checks or calls runs (LLVM
-    vectorises it); otherwise the exact one, which checks lane by lane and faults as the interpreter does."""
+    vectorises it); otherwise the exact one, which checks lane by lane and faults as the interpreter does. A `lean`
+    block (a cold compile, tier.py) has only that exact, masked function: a fifth of the compile time."""
     op = ops[0]
-    if not any(o.vector and o.kind != "nop" for o in ops):
+    if self.lean or not any(o.vector and o.kind != "nop" for o in ops):
       return self.inst_fn(i, ops)
     f = Fn(self.tags)
     full = f.op(f"icmp eq i64 {self.lanes_on(f, op)}, {(1 << self.L) - 1}")

@@ -33,8 +33,10 @@ STATS = {"blocks": 0, "compiles": 0, "compiled_vector_instructions": 0, "cache_l
 class Block:
   """One compiled run of instructions: its native entry point and what the scheduler needs to account for it."""
 
-  def __init__(self, pc: int, ops: list[Op], fn, obj: bytes, nv: int, ns: int, wrote: dict, tail: str | None = None):
+  def __init__(self, pc: int, ops: list[Op], fn, obj: bytes, nv: int, ns: int, wrote: dict, tail: str | None = None,
+               lean: bool = False):
     self.pc, self.ops, self.fn, self.obj = pc, ops, fn, obj  # obj: its host object code (in the MCJIT engine)
+    self.lean = lean  # compiled without probes and full-EXEC variants (codegen.Compiler): the tier's cold compile
     self.n = len(ops)
     self.span = ops[-1].pc + ops[-1].size - pc if ops else 0  # PC units from its first instruction past its last
     self.tail = tail  # per-thread PCs: how the last instruction moves threads (plan.tail), its lanes in Native.taken

@@ -20,8 +20,9 @@ from gputwin.pcode.llvm import Unsupported
 
 
 def mode() -> str:
-  """GPUTWIN_JIT: auto (default: hot blocks compile on a background thread), 1 (the same, compiled in place: the
-  launch that makes a block hot waits for it), force (every block compiled in place at first sight), 0 (off)."""
+  """GPUTWIN_JIT: auto (default: hot blocks compile on a background thread, lean first), 1 (the same, compiled in
+  place: the launch that makes a block hot waits for it), force (every block compiled in full, in place, at first
+  sight), 0 (off)."""
   return os.environ.get("GPUTWIN_JIT", "auto").lower()
 
 
@@ -29,7 +30,8 @@ def threshold() -> int:
   return 0 if mode() == "force" else int(float(os.environ.get("GPUTWIN_JIT_AFTER", 1_500_000)))
 
 
-VARIANT = "O2-nounroll"  # the LLVM pipeline runtime.emit runs (part of the cache key)
+PIPELINE = "O2-nounroll"  # the LLVM pipeline runtime.emit runs (part of the cache key)
+FULL_AFTER = 40  # a lean block gets its full compile once GPUTWIN_JIT_AFTER x this many lanes entered it (below)
 _IR = threading.RLock()  # LLVM's global context and target machine: one user at a time
 _ENGINE = threading.RLock()  # the process's one MCJIT engine (mock GPUs run their command processors on threads)
 _LINKED: dict = {}  # cache key -> (fn, meta, object code) of every block this process linked
@@ -37,18 +39,23 @@ _SEQ = itertools.count(1)  # names of blocks without a cache key
 FAILED: list = []  # (arch, ops, LLVM error) of blocks LLVM rejected; tests assert it stays empty
 
 
-def _key(prog, ops, lanes: int) -> str | None:
-  return cache.key(ops, lanes, prog.family, prog.arch, prog.frontend, VARIANT)
+def _key(prog, ops, lanes: int, lean: bool) -> str | None:
+  return cache.key(ops, lanes, prog.family, prog.arch, prog.frontend, f"{PIPELINE}{'-lean' * lean}")
 
 
-def lookup(prog, pc: int, lanes: int):
-  """The Block at pc from code this process linked or the disk cache holds (no compiling), else None."""
+def lookup(prog, pc: int, lanes: int, lean: bool = True):
+  """The Block at pc from code this process linked or the disk cache holds (no compiling): the full compile, else
+  (`lean`) the lean one; None when neither is there."""
   ops = collect(prog, pc, prog.family)
-  k = _key(prog, ops, lanes) if ops else None
-  return None if k is None else _linked(k, pc, ops)
+  for v in (False, True)[:1 + lean] if ops else ():
+    k = _key(prog, ops, lanes, v)
+    blk = None if k is None else _linked(k, pc, ops, v)
+    if blk is not None:
+      return blk
+  return None
 
 
-def _linked(k: str, pc: int, ops, meta=None, obj: bytes | None = None):
+def _linked(k: str, pc: int, ops, lean: bool, meta=None, obj: bytes | None = None):
   """The Block of cache key k: code this process linked, else `obj` (just compiled) or the disk cache's, linked."""
   with _ENGINE:
     hit = _LINKED.get(k)
@@ -75,24 +82,25 @@ def _linked(k: str, pc: int, ops, meta=None, obj: bytes | None = None):
   fn, (n, nv, ns, wrote, has_tail), obj = hit
   ops = ops[:n]
   STATS["blocks"] += 1
-  return Block(pc, ops, fn, obj, nv, ns, dict(wrote), tail(ops[-1]) if has_tail else None)
+  return Block(pc, ops, fn, obj, nv, ns, dict(wrote), tail(ops[-1]) if has_tail else None, lean)
 
 
-def compile_block(prog, pc: int, lanes: int):
-  """The Block starting at pc (linked before, cached on disk, else compiled now), or None when its first
-  instruction is not for this tier."""
-  return lookup(prog, pc, lanes) or _compile(prog, pc, lanes, collect(prog, pc, prog.family))
+def compile_block(prog, pc: int, lanes: int, lean: bool = False):
+  """The Block starting at pc (linked before, cached on disk, else compiled now; in full unless `lean`), or None
+  when its first instruction is not for this tier."""
+  return lookup(prog, pc, lanes, lean) or _compile(prog, pc, lanes, collect(prog, pc, prog.family), lean)
 
 
-def _compile(prog, pc: int, lanes: int, ops):
-  """Compile `ops` (the block at pc) to host code, store it in the disk cache and link it."""
-  k = _key(prog, ops, lanes) if ops else None
+def _compile(prog, pc: int, lanes: int, ops, lean: bool):
+  """Compile `ops` (the block at pc; `lean`: Compiler's cold variant) to host code, store it in the disk cache and
+  link it."""
+  k = _key(prog, ops, lanes, lean) if ops else None
   name = f"blk_{k}" if k else f"blk{next(_SEQ)}"
   t = time.perf_counter()
   try:
     while ops:
       try:
-        comp = Compiler(ops, lanes, prog.family, prog.frontend)
+        comp = Compiler(ops, lanes, prog.family, prog.frontend, lean)
         text = comp.module(name)
         break
       except Unsupported as e:  # an op the filter let through but the code generator declined: keep the run before it
@@ -115,9 +123,9 @@ def _compile(prog, pc: int, lanes: int, ops):
     with _ENGINE:
       fn = load(obj, name)
     STATS["blocks"] += 1
-    return Block(pc, ops, fn, obj, comp.nv, comp.ns, comp.wrote, comp.tail and tail(ops[-1]))
+    return Block(pc, ops, fn, obj, comp.nv, comp.ns, comp.wrote, comp.tail and tail(ops[-1]), lean)
   cache.put(k, meta, obj)
-  return _linked(k, pc, ops, meta, obj)
+  return _linked(k, pc, ops, lean, meta, obj)
 
 
 class _Job:
@@ -134,8 +142,8 @@ class Worker:
   def __init__(self):
     self.jobs, self.thread, self.pid, self.closing = queue.Queue(), None, None, False
 
-  def submit(self, prog, pc: int, lanes: int, ops) -> _Job:
-    job = _Job((prog, pc, lanes, ops))
+  def submit(self, prog, pc: int, lanes: int, ops, lean: bool) -> _Job:
+    job = _Job((prog, pc, lanes, ops, lean))
     if self.pid != os.getpid():  # (a forked child has no thread yet)
       self.pid, self.jobs = os.getpid(), queue.Queue()
       self.thread = threading.Thread(target=self._run, name="gputwin-native-compile", daemon=True)
@@ -197,12 +205,14 @@ class Tier:
   """What core.run asks at every scheduling step: the compiled block at a PC, or None (interpret this step).
 
   A block whose code this process linked or the disk cache holds runs from its first sight. Otherwise it compiles
-  once `GPUTWIN_JIT_AFTER` lanes have reached its first instruction interpreted (rent, then buy: compiling costs
-  ~15-30 ms of CPU per vector instruction, interpreting ~3-10 ns per lane-instruction, so by then the interpreter
-  has spent about what the compile costs, whatever the block's length); in `auto` mode on the Worker thread, the
-  interpreter running the block until its code is ready. Only block leaders count: a PC the interpreter reached by
-  falling through a compilable, non-branch instruction is the middle of a block that starts earlier, and compiling
-  its tail would be wasted."""
+  once `GPUTWIN_JIT_AFTER` lanes have reached its first instruction interpreted (rent, then buy: a lean compile
+  costs ~5-10 ms of CPU per vector instruction, interpreting ~3-10 ns per lane-instruction, so by then the
+  interpreter has spent about what the compile costs, whatever the block's length), and gets its full compile (probed
+  memory paths and full-EXEC variants: ~5x the compile, about twice as fast) once FULL_AFTER times as many lanes
+  entered it (by then the lean code has lost about that much to the full code). In `auto` mode both compile on the
+  Worker thread, the block running as it did until its new code is ready; `force` compiles the full block at once.
+  Only block leaders count: a PC the interpreter reached by falling through a compilable, non-branch instruction is
+  the middle of a block that starts earlier, and compiling its tail would be wasted."""
 
   programs: "weakref.WeakKeyDictionary[object, _Program]" = weakref.WeakKeyDictionary()
 
@@ -227,7 +237,11 @@ class Tier:
   def block(self, pc: int, waves: int = 1):
     key = (pc, self.eng.L)
     st = self.state
+    if st.pending:
+      self.settle(key)
     blk = st.blocks.get(key, False)
+    if blk and blk.lean:  # (leaders only: a block is entered at its first instruction)
+      blk = self.heat(key, waves) or blk
     if blk is False:
       mid, self.fallthrough = pc == self.fallthrough, None
       lead = st.leads.get(pc)
@@ -245,32 +259,47 @@ class Tier:
       return None  # registers past this dispatch's allocation: the interpreter reports it
     return blk
 
+  def settle(self, key: tuple) -> None:
+    """Take the background compile of the block at `key` once done."""
+    job = self.state.pending.get(key)
+    if job is not None and job.done:
+      del self.state.pending[key]
+      self.take(key, job.blk)
+
+  def take(self, key: tuple, blk):
+    """A compile's block for `key` (None: it failed; a lean block then stays, and is not compiled again)."""
+    st = self.state
+    if blk is not None or not st.blocks.get(key):
+      st.blocks[key] = blk
+    else:
+      st.heat[key[0]] = float("-inf")
+    return st.blocks[key]
+
   def leader(self, key: tuple, waves: int):
     """The block at a leader reached `waves` times: cached, or compiled once hot; False: interpret it this time."""
-    st, pc = self.state, key[0]
-    job = st.pending.get(key)
-    if job is not None:
-      if not job.done:
-        return False
-      del st.pending[key]
-      blk = st.blocks[key] = job.blk
-      return blk
+    st = self.state
     if key not in st.looked:  # its first sight: code linked or cached needs no heat
       st.looked.add(key)
-      blk = _guarded(self.prog, pc, lambda: lookup(self.prog, *key))
+      blk = _guarded(self.prog, key[0], lambda: lookup(self.prog, *key, lean=self.after > 0))
       if blk is not None:
         st.blocks[key] = blk
         return blk
-    h = st.heat[pc] = st.heat.get(pc, 0) + waves * self.eng.L
-    if h < self.after:
-      return False
-    ops = collect(self.prog, pc, self.prog.family)
-    if self.background:
-      st.pending[key] = WORKER.submit(self.prog, pc, key[1], ops)
-      return False
-    blk = st.blocks[key] = _guarded(self.prog, pc, lambda: _compile(self.prog, pc, key[1], ops))
-    return blk
+    return self.heat(key, waves)
 
+  def heat(self, key: tuple, waves: int):
+    """Count the lanes entering a leader (interpreted, or run by its lean block); once they pass the threshold,
+    compile: lean for an interpreted block (in full in `force` mode), in full for a lean one. Returns the block
+    compiled (None: declined, it stays interpreted), or False while there is none."""
+    st, pc = self.state, key[0]
+    upgrade = key in st.blocks
+    h = st.heat[pc] = st.heat.get(pc, 0) + waves * self.eng.L
+    if h < self.after * (FULL_AFTER if upgrade else 1) or key in st.pending:
+      return False
+    ops, lean = collect(self.prog, pc, self.prog.family), not upgrade and self.after > 0
+    if self.background:
+      st.pending[key] = WORKER.submit(self.prog, pc, key[1], ops, lean)
+      return False
+    return self.take(key, _guarded(self.prog, pc, lambda: _compile(self.prog, pc, key[1], ops, lean)))
   def run(self, blk: Block, ix):
     """Run `blk` for waves `ix`; returns the per-wave lanes its tail took (Native.taken, read where blk.tail)."""
     self.native.run(blk, ix)
