@@ -108,10 +108,15 @@ def _vm_copy(local: int, remote: int, n: int, to_remote: bool) -> int:
 
 
 def copy_from_user(addr: int, n: int) -> bytes | None:
-  """copy_from_user: n bytes at addr, or None (the kernel's EFAULT) when any of them cannot be read. One system
-  call checks and copies, so a concurrent munmap/mprotect by another thread cannot fault the caller."""
+  """copy_from_user: n bytes at addr, or None (the kernel's EFAULT) when any of them cannot be read. The copy is one
+  system call that checks as it copies, so a concurrent munmap/mprotect by another thread cannot fault the caller
+  (the range is looked at first only so that a wild size over unmapped memory allocates nothing)."""
   if n == 0: return b""
-  if addr <= 0 or n < 0 or addr + n > 1 << 64: return None
+  if addr <= 0 or n < 0 or addr + n > 1 << 64 or not host_range_accessible(addr, n): return None
+  return _read(addr, n)
+
+
+def _read(addr: int, n: int) -> bytes | None:
   buf = ctypes.create_string_buffer(n)
   return buf.raw if _vm_copy(ctypes.addressof(buf), addr, n, False) == n else None
 
@@ -219,7 +224,7 @@ class UserPages:
 
   def read(self, offset: int, n: int) -> bytes | None:
     """n bytes at offset; None when they cannot be read."""
-    return bytes(self.view[offset:offset + n]) if self.view is not None else copy_from_user(self.user + offset, n)
+    return bytes(self.view[offset:offset + n]) if self.view is not None else _read(self.user + offset, n)
 
   def write(self, offset: int, data) -> bool:
     """Write data at offset; False when it cannot be written (the bytes before the failing page are)."""
