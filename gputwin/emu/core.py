@@ -815,7 +815,8 @@ def run_simt(eng: Engine, serial: bool = False, max_instructions: int | None = N
   at runs next, for every thread standing there (all warps together, one vectorised pcode call), so a diverged
   warp reconverges where its paths meet. Threads that yielded (nanosleep, or YIELD_AFTER back-edges of their warp)
   are picked only when no other thread is ready, so a spin-wait lets the thread it waits for run. `serial`: the
-  lowest warp with a ready thread runs alone (the oracle schedule)."""
+  lowest warp with a ready thread runs alone (the oracle schedule). A launcher may leave eng.lpc unwritten and set
+  eng.entry, the PC every thread of a new batch stands at."""
   prog, start, big = eng.prog, eng.count, np.iinfo(np.int64).max
   # the native tier runs straight-line blocks for the threads standing at their first PC (as EXEC); a block may end
   # with a branch, exit or barrier whose lanes _tail then moves
@@ -823,93 +824,131 @@ def run_simt(eng: Engine, serial: bool = False, max_instructions: int | None = N
   if tier is None:
     eng.settle()
   together = None  # (pc, ix, sel) when every ready thread ran the last, straight-line, step: they all stand there
-  if eng.entry is not None and not serial and not eng.lwait.any() and eng.lalive.any(axis=1).all():
-    together = (eng.entry, slice(None), eng.lalive.copy())  # a new batch: every thread at the entry, none waiting
+  # (pc, ix, sel): threads sel of warps ix stand at pc, which eng.lpc does not say yet. While native blocks move
+  # every ready thread together (`fast`), their PCs are written once, when that ends (_place), not after each block
+  stale = None
+  if eng.entry is not None and not serial and not eng.lwait.any() and _per_warp(eng.lalive).all():
+    together = stale = (eng.entry, slice(None), eng.lalive.copy())  # a new batch: all at the entry, none waiting
+  elif eng.entry is not None:
+    eng.lpc[:] = eng.entry
   eng.entry = None
-  while steps is None or steps > 0:
-    if steps is not None:
-      steps -= 1
-    if together is not None:
-      (pc, ix, sel), together, covers = together, None, True
-    else:
-      if not eng.lalive.any():  # every thread exited
-        return
-      ready = eng.lalive & (eng.lbar == 0) & ~eng.lwait
-      if not ready.any():
-        if eng.lwait.any():
-          w, lanes = _waiting(eng.lwait)
-          raise Stop("deadlock", f"lanes {lanes} wait at a .sync collective for member-mask lanes that never arrive "
-                     "(exited, or waiting at a barrier)", w, prog.op(int(eng.lpc[w][eng.lwait[w]][0])))
-        w, lanes = _waiting(eng.lalive)
-        raise Stop("deadlock", "every live thread waits at a barrier that can never complete", w,
-                   prog.op(int(eng.lpc[w][eng.lalive[w]][0])))
-      pick = ready & ~eng.lyield
-      if not pick.any():
-        eng.lyield[:] = False
-        pick = ready
-      if serial:
-        w = int(np.argmax(pick.any(axis=1)))
-        pc = int(eng.lpc[w][pick[w]].min())
-        ix, sel = np.array([w]), (ready[w] & (eng.lpc[w] == pc))[None]
+  try:
+    while steps is None or steps > 0:
+      if steps is not None:
+        steps -= 1
+      if together is not None:
+        (pc, ix, sel), together, covers = together, None, True
       else:
-        pc = int(np.where(pick, eng.lpc, big).min())
-        sel = ready & (eng.lpc == pc)
-        rows = sel.any(axis=1)
-        ix = slice(None) if rows.all() else np.nonzero(rows)[0]
-        if not isinstance(ix, slice):
-          sel = sel[ix]
-      covers = not serial and not eng.lwait.any() and int(sel.sum()) == int(ready.sum())
-    fast = covers and not eng.hooks and max_instructions is None
-    if tier is not None and not eng.hooks:
-      blk = tier.block(pc, eng.nwaves(ix))
-      if blk is not None:
-        if eng._exec_of is not sel:  # the threads standing here, as EXEC (unchanged after a step that ran them all)
-          b = _bits(sel)[:, 0]
-          eng.S[ix, eng.sp["exec"]] = b.astype(U32)
-          if eng.L == 64:
-            eng.S[ix, eng.sp["exec"] + 1] = (b >> U64(32)).astype(U32)
-          eng._exec_of = sel
-        eng._cur, eng._last_ix = sel, ix
-        if eng.pending is not None and not isinstance(ix, slice):
-          eng.settle()
-        taken = tier.run(blk, ix)[ix]  # (a pending setup goes with the batch's first block, which every warp runs
-        # first); the lanes its last instruction took when it branches or exits (native.plan.tail)
-        if blk.tail and taken.any():
-          to = _tail(eng, blk, ix, sel, taken)
+        if not eng.lalive.any():  # every thread exited (PCs of exited threads are not kept)
+          stale = None
+          return
+        if stale is not None:
+          _place(eng, *stale)
+          stale = None
+        ready = eng.lalive & (eng.lbar == 0) & ~eng.lwait
+        if not ready.any():
+          if eng.lwait.any():
+            w, lanes = _waiting(eng.lwait)
+            raise Stop("deadlock", f"lanes {lanes} wait at a .sync collective for member-mask lanes that never "
+                       "arrive (exited, or waiting at a barrier)", w, prog.op(int(eng.lpc[w][eng.lwait[w]][0])))
+          w, lanes = _waiting(eng.lalive)
+          raise Stop("deadlock", "every live thread waits at a barrier that can never complete", w,
+                     prog.op(int(eng.lpc[w][eng.lalive[w]][0])))
+        pick = ready & ~eng.lyield
+        if not pick.any():
+          eng.lyield[:] = False
+          pick = ready
+        if serial:
+          w = int(np.argmax(pick.any(axis=1)))
+          pc = int(eng.lpc[w][pick[w]].min())
+          ix, sel = np.array([w]), (ready[w] & (eng.lpc[w] == pc))[None]
         else:
-          if isinstance(ix, slice):  # (one pass, no temporary)
-            np.add(eng.lpc, blk.span, out=eng.lpc, where=sel)
+          pc = int(np.where(pick, eng.lpc, big).min())
+          sel = ready & (eng.lpc == pc)
+          rows = sel.any(axis=1)
+          ix = slice(None) if rows.all() else np.nonzero(rows)[0]
+          if not isinstance(ix, slice):
+            sel = sel[ix]
+        covers = not serial and not eng.lwait.any() and int(sel.sum()) == int(ready.sum())
+      fast = covers and not eng.hooks and max_instructions is None
+      if tier is not None and not eng.hooks:
+        blk = tier.block(pc, eng.nwaves(ix))
+        if blk is not None:
+          if eng._exec_of is not sel:  # the threads standing here, as EXEC (unchanged after a step that ran them all)
+            b = _bits(sel)[:, 0]
+            eng.S[ix, eng.sp["exec"]] = b.astype(U32)
+            if eng.L == 64:
+              eng.S[ix, eng.sp["exec"] + 1] = (b >> U64(32)).astype(U32)
+            eng._exec_of = sel
+          eng._cur, eng._last_ix = sel, ix
+          if eng.pending is not None and not isinstance(ix, slice):
+            eng.settle()
+          taken = tier.run(blk, ix)[ix]  # (a pending setup goes with the batch's first block, which every warp runs
+          # first); the lanes its last instruction took when it branches or exits (native.plan.tail)
+          if blk.tail and taken.any():
+            to, at = _tail(eng, blk, ix, sel, taken)
           else:
-            eng.lpc[ix] += sel * blk.span
-          to = pc + blk.span
-        if max_instructions is not None and eng.count - start > max_instructions:
-          raise Stop("watchdog", f"more than {max_instructions} warp-instructions executed (--max-instructions)",
-                     _first(eng, ix), blk.ops[-1])
-        if fast and to is not None:
-          together = (to, ix, sel)
-        continue
-    try:
-      op = prog.op(pc)
-    except GputwinError as e:
-      raise Stop("decode", str(e), _first(eng, ix)) from None
-    eng.settle()
-    try:
-      step_simt(eng, op, ix, sel)
-    except GPUPageFault as e:
-      raise Stop("fault", str(e), _first(eng, ix), op, e) from None
-    if max_instructions is not None and eng.count - start > max_instructions:
-      raise Stop("watchdog", f"more than {max_instructions} warp-instructions executed (--max-instructions)",
-                 _first(eng, ix), op)
-    if fast and eng._moved_to is not None:  # they all stand at one PC: no scan needed
-      together = (eng._moved_to, ix, sel)
+            to = at = pc + blk.span
+          # at: where every thread of sel stands now, which _tail left unwritten (None: written)
+          stale = None if at is None else (at, ix, sel)
+          if not fast and stale is not None:
+            _place(eng, *stale)
+            stale = None
+          if max_instructions is not None and eng.count - start > max_instructions:
+            raise Stop("watchdog", f"more than {max_instructions} warp-instructions executed (--max-instructions)",
+                       _first(eng, ix), blk.ops[-1])
+          if fast and to is not None:
+            together = (to, ix, sel)
+          continue
+      try:
+        op = prog.op(pc)
+      except GputwinError as e:
+        raise Stop("decode", str(e), _first(eng, ix)) from None
+      if stale is not None:
+        _place(eng, *stale)
+        stale = None
+      eng.settle()
+      try:
+        step_simt(eng, op, ix, sel)
+      except GPUPageFault as e:
+        raise Stop("fault", str(e), _first(eng, ix), op, e) from None
+      if max_instructions is not None and eng.count - start > max_instructions:
+        raise Stop("watchdog", f"more than {max_instructions} warp-instructions executed (--max-instructions)",
+                   _first(eng, ix), op)
+      if fast and eng._moved_to is not None:  # they all stand at one PC: no scan needed
+        together = (eng._moved_to, ix, sel)
+  finally:
+    if stale is not None:
+      _place(eng, *stale)
+
+
+def _place(eng: Engine, pc: int, ix, sel) -> None:
+  """Threads `sel` of warps `ix` stand at `pc`: say so in eng.lpc."""
+  if isinstance(ix, slice):
+    np.copyto(eng.lpc, pc, where=sel)
+  else:
+    eng.lpc[ix] = np.where(sel, pc, eng.lpc[ix])
+
+
+def _per_warp(m: np.ndarray) -> np.ndarray:
+  """(waves, lanes) bool -> (waves,): any lane set, by OR-ing each row's 64-bit words (numpy's any(axis=1) over
+  rows of 32 is ~50x slower)."""
+  if m.dtype != bool or not m.flags.c_contiguous or m.shape[1] % 8:
+    return m.any(axis=1)
+  words = m.view(U64)
+  out = words[:, 0].copy()
+  for k in range(1, words.shape[1]):
+    out |= words[:, k]
+  return out != 0
 
 
 def _tail(eng: Engine, blk, ix, sel, taken: np.ndarray):
   """After a native block whose last instruction branches, exits or arrives at a barrier (native.plan.tail) and took
-  lanes `taken` (bits per warp): move the threads as step_simt does for it (the ones it took to its target, out, or
-  into the barrier; the rest on), with the back-edge count of fair scheduling. Returns the PC every thread of `sel`
-  now stands at, or None."""
-  last, n = blk.ops[-1], blk.span
+  lanes `taken` (bits per warp): move the threads of `sel` (all standing at the block's first PC) as step_simt does
+  for it (the ones it took to its target, out, or into the barrier; the rest on), with the back-edge count of fair
+  scheduling. Returns (the PC every thread of `sel` goes on at together, or None; the PC they all stand at now,
+  left for the caller to write into eng.lpc, or None when written here)."""
+  last, n, pc = blk.ops[-1], blk.span, blk.pc
   every = int(np.bitwise_count(taken).sum()) == int(np.count_nonzero(sel))  # (taken lanes are threads of sel)
   m = sel if every else np.unpackbits(taken.astype(U64).view(np.uint8).reshape(-1, 8), axis=1,
                                       bitorder="little")[:, :eng.L].view(bool)
@@ -917,39 +956,28 @@ def _tail(eng: Engine, blk, ix, sel, taken: np.ndarray):
     done = _at_once(eng, last, ix, m)
     if not done:
       _arrive(eng, last, ix, m)
-    if isinstance(ix, slice):
-      np.add(eng.lpc, n, out=eng.lpc, where=sel)
-    else:
-      eng.lpc[ix] += sel * n
-    return blk.pc + n if done else None
+    return (pc + n if done else None), pc + n
   if blk.tail == "end":
     if isinstance(ix, slice):
       np.greater(eng.lalive, m, out=eng.lalive)  # (alive and not exiting)
     else:
       eng.lalive[ix] = eng.lalive[ix] > m
-    if not every:  # (an exited thread's PC stays at its exit)
-      eng.lpc[ix] += sel * n - m * last.size
-    elif isinstance(ix, slice):
-      np.add(eng.lpc, n - last.size, out=eng.lpc, where=sel)
-    else:
-      eng.lpc[ix] += sel * (n - last.size)
     release_barriers(eng)
-    return None
+    if every:  # (an exited thread's PC stays at its exit)
+      return None, pc + n - last.size
+    eng.lpc[ix] = np.where(m, pc + n - last.size, np.where(sel, pc + n, eng.lpc[ix]))
+    return None, None
   to = int(last.ins["TARGET"].value)
   if not every:
-    eng.lpc[ix] = np.where(m, to, eng.lpc[ix] + sel * n)
-  elif isinstance(ix, slice):
-    np.copyto(eng.lpc, to, where=sel)
-  else:
-    eng.lpc[ix] = np.where(sel, to, eng.lpc[ix])
+    eng.lpc[ix] = np.where(m, to, np.where(sel, pc + n, eng.lpc[ix]))
   if to <= last.pc:  # a back-edge: the warps that took it count towards yielding (step_simt)
     be = eng.backedges[ix] + (taken != 0)
     tired = be > YIELD_AFTER
     eng.backedges[ix] = np.where(tired, 0, be)
     if tired.any() and eng.its:
       eng.lyield[ix] = eng.lyield[ix] | (m & tired[:, None])
-      return None
-  return to if every else None
+      return None, (to if every else None)
+  return (to, to) if every else (None, None)
 
 
 def _waiting(mask):

@@ -286,7 +286,7 @@ def _init(eng, img: Image, fn, grid, block, c0: int, nw: int, threads: int, shar
   t = warp[:, None] * L + lane[None, :]  # (nw, L): thread index in the CTA
   eng.lalive.reshape(-1, nw, L)[:] = t < threads
   eng.launched[:] = eng.lalive
-  eng.lpc[:] = eng.entry = fn.entry  # (entry: core.run_simt starts there without looking)
+  eng.entry = fn.entry  # every thread's PC: core.run_simt starts there without looking (and writes eng.lpc)
   bx, by, _ = block
   gx, gy, _ = grid
   vals = {"%tid.x": lambda: t % bx, "%tid.y": lambda: (t // bx) % by, "%tid.z": lambda: t // (bx * by),
