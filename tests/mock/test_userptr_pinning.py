@@ -240,6 +240,56 @@ def nv_campaign(kind: str, trials: int, seed: int) -> dict:
 def test_nv_os_descriptor_memory_unmapped_or_protected_under_the_gpu(kind): _outcomes("nv_campaign", kind, 24, True)
 
 
+# ------------------------------------------------------------------ ioctl arguments
+def ioctl_campaign(driver: str, calls: int) -> dict:
+  """`calls` ioctls whose argument lies in a page a client thread keeps write-protecting, protecting and unmapping:
+  each call succeeds or is EFAULT (copy_from_user / copy_to_user failed), never a crash. (kgsl: or EINVAL, for an
+  argument read from the client's fresh page before the client wrote it: GPUOBJ_ALLOC of size 0.)"""
+  import errno
+  from gputwin.abi import kgsl as K, nv
+  sys.setswitchinterval(1e-5)
+  if driver == "kfd":
+    from gputwin.mock.kfd.driver import MockKernel
+    k = MockKernel("gfx1100")
+    fd, req, arg = k.open("/dev/kfd"), abi.IOCTL_NUMBERS["GET_VERSION"], b""
+  elif driver == "kgsl":
+    from gputwin.mock.kgsl import MockKGSL
+    k = MockKGSL("a630")
+    fd, req, arg = k.open("/dev/kgsl-3d0"), K.IOCTL_NUMBERS["GPUOBJ_ALLOC"], bytes(K.kgsl_gpuobj_alloc(size=4096))
+  else:
+    from gputwin.mock.nv import MockNV
+    k = MockNV(["sm_90"])
+    fd, p = k.open("/dev/nvidiactl"), nv.NVOS00_PARAMETERS(hRoot=1, hObjectOld=2)
+    req, arg = nv.nv_iowr(nv.NV_ESC_RM_FREE, p), bytes(p)
+  page, out, stop = _user(PAGE_SIZE, arg), {"ok": 0, "EFAULT": 0, "EINVAL": 0}, threading.Event()
+
+  def client():
+    while not stop.is_set():
+      for prot in (PROT_READ, PROT_NONE, PROT_READ | PROT_WRITE): assert libc.mprotect(page, PAGE_SIZE, prot) == 0
+      host_munmap(page, PAGE_SIZE)
+      host_mmap(page, PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | 0x100000)  # FIXED_NOREPLACE
+      ctypes.memmove(page, arg, len(arg))
+  t = threading.Thread(target=client)
+  t.start()
+  try:
+    for _ in range(calls):
+      try:
+        k.ioctl(fd, req, page)
+        out["ok"] += 1
+      except OSError as e:
+        assert e.errno == errno.EFAULT or (driver == "kgsl" and e.errno == errno.EINVAL), e
+        out[errno.errorcode[e.errno]] += 1
+  finally:
+    stop.set()
+    t.join()
+  return out
+
+
+@pytest.mark.parametrize("driver", ["kfd", "kgsl", "nv"])
+def test_ioctl_argument_unmapped_during_the_ioctl(driver):
+  assert sum(_child("ioctl_campaign", driver=driver, calls=3000).values()) == 3000
+
+
 # ------------------------------------------------------------------ UserPages itself
 def test_shared_user_pages_outlive_the_clients_mapping():
   """Shared pages (MAP_SHARED memory, a memfd) are mapped again by the driver: one set of bytes with every other
