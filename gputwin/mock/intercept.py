@@ -29,7 +29,7 @@ from __future__ import annotations
 import builtins, ctypes, ctypes.util, errno, fcntl, io, mmap as _mmap_mod, os, re, stat, threading
 from gputwin.errors import KernelDriverError
 from gputwin.abi import kfd as abi
-from gputwin.abi.hostmem import MAP_FIXED, PAGE_SIZE
+from gputwin.abi.hostmem import MAP_FIXED, PAGE_SIZE, copy_from_user, copy_to_user
 
 MOCK_PATHS = re.compile(r"^/(?:dev/kfd|dev/dri/renderD\d+|sys/devices/virtual/kfd|sys/class/kfd|sys/class/drm/renderD\d+)"
                         r"(?:/|$)")
@@ -221,8 +221,9 @@ class Interceptor:
     in_place = isinstance(arg, int) or not isinstance(arg, (bytes, str)) and mutate_flag and not memoryview(arg).readonly
     if field is None and in_place: return self.k.ioctl(mfd, request, arg)
     size = abi.IOC_SIZE(request)
-    data = ctypes.string_at(arg, size) if isinstance(arg, int) else \
+    data = copy_from_user(arg, size) if isinstance(arg, int) else \
       arg.encode() if isinstance(arg, str) else memoryview(arg).cast("B").tobytes()
+    if data is None: raise _oserror(errno.EFAULT)   # the kernel's copy_from_user of a bad pointer
     buf = bytearray(max(len(data), size, ctypes.sizeof(abi.IOCTL_BY_NR[abi.IOC_NR(request)][3]) if field else 0))
     buf[:len(data)] = data
     if field is not None:   # an fd inside the argument: the mock gets its own fd number there
@@ -234,7 +235,8 @@ class Interceptor:
       out = bytes(buf[:len(data)])
       if field is not None: out = data   # mock: no ioctl with an fd field writes its argument back
     if not in_place: return out
-    if isinstance(arg, int): ctypes.memmove(arg, out, size)
+    if isinstance(arg, int):
+      if not copy_to_user(arg, out[:size]): raise _oserror(errno.EFAULT)
     else: memoryview(arg).cast("B")[:] = out
     return ret
 

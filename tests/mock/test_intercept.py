@@ -145,6 +145,10 @@ def test_errnos_are_the_kernels(machine):
   assert err(fcntl.ioctl, c.drm, GET_VERSION, GetVersion()) == errno.ENOTTY   # render nodes: no KFD ioctls
   assert err(fcntl.ioctl, c.kfd, ACQUIRE_VM, AcquireVM(c.kfd, c.gpu_id)) == errno.EBUSY   # VM already acquired
   assert err(fcntl.ioctl, c.kfd, ACQUIRE_VM, AcquireVM(c.drm, 0xDEAD)) == errno.EINVAL   # unknown gpu
+  gone = mmap.mmap(-1, mmap.PAGESIZE)
+  addr = ctypes.addressof(ctypes.c_char.from_buffer(gone))
+  gone.close()   # an argument pointer into unmapped memory: the kernel's copy_from_user gives EFAULT, not a SIGSEGV
+  assert err(fcntl.ioctl, c.kfd, ACQUIRE_VM, addr) == errno.EFAULT
   assert err(c.mmap, None, 0x1000, PROT_RW, mmap.MAP_SHARED, c.drm, 0x1234000) == errno.EINVAL   # no such BO
   assert err(mmap.mmap, c.kfd, 0x1000) in (errno.EINVAL, errno.ENODEV)
   os.close(c.drm)
