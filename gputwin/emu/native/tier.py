@@ -86,9 +86,11 @@ def _linked(k: str, pc: int, ops, lean: bool, meta=None, obj: bytes | None = Non
 
 
 def compile_block(prog, pc: int, lanes: int, lean: bool = False):
-  """The Block starting at pc (linked before, cached on disk, else compiled now; in full unless `lean`), or None
+  """The Block starting at pc, in full (`lean`: its lean compile), linked before, cached on disk or compiled now; None
   when its first instruction is not for this tier."""
-  return lookup(prog, pc, lanes, lean) or _compile(prog, pc, lanes, collect(prog, pc, prog.family), lean)
+  ops = collect(prog, pc, prog.family)
+  k = _key(prog, ops, lanes, lean) if ops else None
+  return (_linked(k, pc, ops, lean) if k else None) or _compile(prog, pc, lanes, ops, lean)
 
 
 def _compile(prog, pc: int, lanes: int, ops, lean: bool):
