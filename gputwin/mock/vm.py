@@ -156,15 +156,15 @@ class GPUAddressSpace:
     try: return m.bo.view[off:off + n]
     except LookupError: raise GPUPageFault(va, n, access, self.device, NO_BACKING) from None   # invalidated just now
 
-  def _get(self, va: int, n: int):
+  def _get(self, va: int, n: int, access: str = "read"):
     """n bytes at va inside one mapping: a view, or a copy of user pages."""
-    m, off = self.translate(va, n, "read")
+    m, off = self.translate(va, n, access)
     if m.bo.copied:
       data = m.bo.pages.read(off, n)
-      if data is None: raise GPUPageFault(va, n, "read", self.device, "user pages not readable")
+      if data is None: raise GPUPageFault(va, n, access, self.device, "user pages not readable")
       return data
     try: return m.bo.view[off:off + n]
-    except LookupError: raise GPUPageFault(va, n, "read", self.device, NO_BACKING) from None
+    except LookupError: raise GPUPageFault(va, n, access, self.device, NO_BACKING) from None
 
   def _put(self, m: Mapping, va: int, data):
     """Write data at va inside mapping m (translated for the write)."""
@@ -182,14 +182,15 @@ class GPUAddressSpace:
     dt = np.dtype(dtype)
     return np.frombuffer(self.view(va, dt.itemsize * count), dtype=dt)
 
-  def read(self, va: int, n: int) -> bytes:
-    """Read n bytes; may span adjacent mappings, faults at the first unmapped byte."""
+  def read(self, va: int, n: int, access: str = "read") -> bytes:
+    """Read n bytes (`access`: "read", or "execute" for a fetch); may span adjacent mappings, faults at the first
+    unmapped byte."""
     out, pos = bytearray(), va
     while pos < va + n:
       m = self.find(pos)
-      if m is None: raise GPUPageFault(pos, va + n - pos, "read", self.device, f"no mapping (access {va:#x}+{n:#x})")
+      if m is None: raise GPUPageFault(pos, va + n - pos, access, self.device, f"no mapping (access {va:#x}+{n:#x})")
       k = min(m.end, va + n) - pos
-      out += self._get(pos, k)
+      out += self._get(pos, k, access)
       pos += k
     return bytes(out)
 

@@ -201,15 +201,15 @@ STORE = """  v_lshlrev_b32 v1, 2, v0
 LOOP = """  s_branch k"""
 
 
-def _dispatch(rig, q, body, out, grid=(1, 1, 1), block=32, extra=()):
-  """Upload the kernel to rig.data+0x1000 and push its registers + DISPATCH_DIRECT (+ the signal)."""
+def _dispatch(rig, q, body, out, grid=(1, 1, 1), block=32, extra=(), code=None):
+  """Upload the kernel to `code` (default rig.data+0x1000) and push its registers + DISPATCH_DIRECT (+ the signal)."""
   from gputwin.isa.codeobj import assemble_code_object, load_code_object
   co = load_code_object(assemble_code_object(DISPATCH_ASM.format(body=body), "gfx1100"), arch="gfx1100")
-  k, d = co.kernels["k"], rig.data.va_addr
-  rig.vm.write(d + 0x1000, co.image)
+  k, code = co.kernels["k"], rig.data.va_addr + 0x1000 if code is None else code
+  rig.vm.write(code, co.image)
   raw = co.image[k.kd_address:k.kd_address + 64]
   rsrc1, rsrc2 = (int.from_bytes(raw[o:o + 4], "little") for o in (48, 52))
-  entry = d + 0x1000 + k.entry
+  entry = code + k.entry
   rig.push(q, P.set_sh_reg("COMPUTE_PGM_LO", entry >> 8, entry >> 40) + P.set_sh_reg("COMPUTE_PGM_RSRC1", rsrc1, rsrc2)
            + P.set_sh_reg("COMPUTE_NUM_THREAD_X", *(block if isinstance(block, tuple) else (block, 1, 1)))
            + P.set_sh_reg("COMPUTE_USER_DATA_0", out, out >> 32) + list(extra)
@@ -226,6 +226,19 @@ def test_shader_store_to_read_only_userptr_faults(rig, pages):
   os_mprotect(rw, PAGE_SIZE, PROT_READ)                            # now read-only: the BO is invalid
   _dispatch(rig, q, STORE, 0x2000_0000)
   assert _fault_va(rig, q) == 0x2000_0000 and "global_store_b32" in q.error
+
+
+def test_code_in_private_userptr_pages_runs_until_they_go(rig, pages):
+  """Code in a USERPTR BO over private pages (reached by copies, no host view) is fetched and runs; once the client
+  unmapped the pages the fetch is an execute page fault of that queue."""
+  q, code = rig.queue(), pages(PROT_READ | PROT_WRITE, 4)
+  _userptr(rig, code, 0x2100_0000, 4 * PAGE_SIZE)
+  _dispatch(rig, q, STORE, rig.data.va_addr, code=0x2100_0000)
+  assert rig.wait(rig.ev)[0] == abi.KFD_IOC_WAIT_RESULT_COMPLETE and q.error is None
+  np.testing.assert_array_equal(np.frombuffer(rig.vm.read(rig.data.va_addr, 128), "<u4"), np.arange(32))
+  host_munmap(code, 4 * PAGE_SIZE)
+  rig.push(q, P.dispatch_direct(1, 1, 1, P.DISPATCH_COMPUTE_SHADER_EN | P.DISPATCH_CS_W32_EN) + rig.signal())
+  assert 0x2100_0000 <= _fault_va(rig, q) < 0x2100_0000 + 4 * PAGE_SIZE and "execute" in q.error
 
 
 # ------------------------------------------------------------------ 3: watchdog and doorbells

@@ -38,10 +38,7 @@ def _program(vm: GPUAddressSpace, pc: int, arch: str, wave: int) -> Program:
   keyed by its bytes so a re-upload is decoded afresh."""
   m = vm.find(pc)
   if m is None: raise GPUPageFault(pc, 4, "execute", vm.device, "COMPUTE_PGM_LO/HI points at no mapping")
-  if m.bo.host is None and not m.bo.user_addr:
-    raise GPUPageFault(pc, 4, "execute", vm.device, "the program's BO has no backing pages (freed, or an invalidated "
-                       "userptr BO)")
-  return CODE.program(bytes(m.bo.view[:m.size]), m.va, arch, wave)
+  return CODE.program(vm.read(m.va, m.size, "execute"), m.va, arch, wave)
 
 
 def descriptor(arch: str, rsrc1: int, rsrc2: int, rsrc3: int, lds: int, scratch: int, w32: bool) -> KernelDescriptor:
