@@ -170,7 +170,7 @@ class Engine:
       self.lyield = np.zeros((waves, lanes), bool)
       self.backedges = np.zeros(waves, np.int64)
     self._cur = self._last_ix = None  # simt: the lanes the current instruction runs for (guard applied), its waves
-    self._exec_of = None  # simt: the selection of threads the EXEC row holds (run_simt)
+    self._exec_of = self._exec_bits = None  # simt: the threads the EXEC row holds (run_simt), as bits per warp
     self._pc_to = self._moved_to = None  # simt: a branch's one target; where step_simt moved all its threads
     self.entry = None  # simt: the PC every live thread of a new batch stands at (the launcher's), none waiting yet
     self._batch(checks)
@@ -879,14 +879,14 @@ def run_simt(eng: Engine, serial: bool = False, max_instructions: int | None = N
             eng.S[ix, eng.sp["exec"]] = b.astype(U32)
             if eng.L == 64:
               eng.S[ix, eng.sp["exec"] + 1] = (b >> U64(32)).astype(U32)
-            eng._exec_of = sel
+            eng._exec_of, eng._exec_bits = sel, b
           eng._cur, eng._last_ix = sel, ix
           if eng.pending is not None and not isinstance(ix, slice):
             eng.settle()
           taken = tier.run(blk, ix)[ix]  # (a pending setup goes with the batch's first block, which every warp runs
           # first); the lanes its last instruction took when it branches or exits (native.plan.tail)
           if blk.tail and taken.any():
-            to, at = _tail(eng, blk, ix, sel, taken)
+            to, at = _tail(eng, blk, ix, sel, taken, eng._exec_bits)
           else:
             to = at = pc + blk.span
           # at: where every thread of sel stands now, which _tail left unwritten (None: written)
@@ -942,14 +942,14 @@ def _per_warp(m: np.ndarray) -> np.ndarray:
   return out != 0
 
 
-def _tail(eng: Engine, blk, ix, sel, taken: np.ndarray):
+def _tail(eng: Engine, blk, ix, sel, taken: np.ndarray, bits: np.ndarray):
   """After a native block whose last instruction branches, exits or arrives at a barrier (native.plan.tail) and took
-  lanes `taken` (bits per warp): move the threads of `sel` (all standing at the block's first PC) as step_simt does
+  lanes `taken` (bits per warp; `bits`: those of sel): move the threads of `sel` (all standing at the block's first PC) as step_simt does
   for it (the ones it took to its target, out, or into the barrier; the rest on), with the back-edge count of fair
   scheduling. Returns (the PC every thread of `sel` goes on at together, or None; the PC they all stand at now,
   left for the caller to write into eng.lpc, or None when written here)."""
   last, n, pc = blk.ops[-1], blk.span, blk.pc
-  every = int(np.bitwise_count(taken).sum()) == int(np.count_nonzero(sel))  # (taken lanes are threads of sel)
+  every = bool((taken == bits).all())  # (taken lanes are threads of sel)
   m = sel if every else np.unpackbits(taken.astype(U64).view(np.uint8).reshape(-1, 8), axis=1,
                                       bitorder="little")[:, :eng.L].view(bool)
   if blk.tail == "barrier":  # they arrive (and wait), or it completes at once (step_simt); they move past it

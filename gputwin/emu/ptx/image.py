@@ -134,8 +134,6 @@ class Image:
       if v.space == "local":
         v.offset += self.local_base
     self.frame_base = _align(self.local_base + self.local_static, 16)
-    self.specials = sorted({SPECIAL_ALIAS.get(o.name, o.name) for loc in self.code for o in _regs(loc.inst)}
-                           & set(SPECIAL_ROW))  # the special registers the code reads (the launch writes these)
     self.dynamic_offset = _align(self.shared_static, 16)  # `.extern .shared` arrays start here
 
   def place(self, mem) -> list[int]:
@@ -257,6 +255,16 @@ class Image:
     got = self.__dict__.setdefault("_shared", {}).get(kernel)
     if got is None:
       got = self._shared[kernel] = self._reach(kernel)
+    return got
+
+  def specials(self, kernel: str) -> list[str]:
+    """The special registers the kernel's code and the module's `.func`s read (what its launch writes). Worked out
+    once per kernel."""
+    got = self.__dict__.setdefault("_specials", {}).get(kernel)
+    if got is None:
+      got = self._specials[kernel] = sorted(
+        {SPECIAL_ALIAS.get(o.name, o.name) for loc in self.code
+         if loc.func == kernel or self.functions[loc.func].kind != "entry" for o in _regs(loc.inst)} & set(SPECIAL_ROW))
     return got
 
   def _reach(self, kernel: str) -> tuple[int, bool]:

@@ -213,7 +213,7 @@ def _cta_of_warp(ctas: int, nw: int) -> np.ndarray:
 def _init_rows(img: Image, fn) -> int:
   """The register rows (a bit mask) _init writes whole for every warp."""
   rows = 1 << fn.frame_row | 1 << img.sp_row
-  for name in img.specials:
+  for name in img.specials(fn.name):
     rows |= 1 << SPECIAL_ROW[name]
   return rows
 
@@ -308,12 +308,11 @@ def _init(eng, img: Image, fn, grid, block, c0: int, nw: int, threads: int, shar
   key = (id(img), fn.entry, tuple(grid), tuple(block), shared, dyn, nw, arch)
   same = eng.init_key == key  # a restarted engine keeps these rows (restart's keep_v)
   eng.init_key = key
-  for name in img.specials:  # the ones the code reads (the others stay 0: nothing reads them)
+  for name in img.specials(fn.name):  # the ones its code reads (nothing reads the others)
     if same and name not in PER_CTA:  # (a kernel cannot write special registers)
       continue
     v = vals[name]() if name in vals else 0  # per thread of a CTA (nw, L), per CTA (CTAs, 1, 1), or one value
-    np.copyto(eng.V[:, SPECIAL_ROW[name], :].reshape(-1, nw, L), np.asarray(v, np.int64) & 0xffffffff,
-              casting="unsafe")
+    eng.V[:, SPECIAL_ROW[name], :].reshape(-1, nw, L)[:] = (np.asarray(v, np.int64) & 0xffffffff).astype(np.uint32)
   if not same or img.calls:  # (only calls move a thread's frame and stack pointer: kept by a restarted engine)
     eng.V[:, fn.frame_row, :] = img.frame_base
     eng.V[:, img.sp_row, :] = img.frame_base + -(-fn.frame_size // 16) * 16
