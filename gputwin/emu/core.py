@@ -942,6 +942,14 @@ def _per_warp(m: np.ndarray) -> np.ndarray:
   return out != 0
 
 
+def _same(a: np.ndarray, b: np.ndarray) -> bool:
+  """Two (waves, lanes) bool masks are equal (compared as 64-bit words where the rows allow)."""
+  if a.dtype == b.dtype == bool and a.shape == b.shape and a.flags.c_contiguous and b.flags.c_contiguous and \
+     a.shape[-1] % 8 == 0:
+    return bool((a.view(U64) == b.view(U64)).all())
+  return bool((a == b).all())
+
+
 def _tail(eng: Engine, blk, ix, sel, taken: np.ndarray, bits: np.ndarray):
   """After a native block whose last instruction branches, exits or arrives at a barrier (native.plan.tail) and took
   lanes `taken` (bits per warp; `bits`: those of sel): move the threads of `sel` (all standing at the block's first PC) as step_simt does
@@ -1106,8 +1114,7 @@ def _at_once(eng: Engine, op: Op, ix, m) -> bool:
   count them, release them all and reset the counts: the threads just move on."""
   ids, count, pred = op.info["bar"]
   return eng.checks is None and isinstance(ix, slice) and count is None and pred is None and ids.file == "k" and \
-      not op.info.get("arrive") and not (hasattr(eng, "barcount") and eng.barcount.any()) and \
-      bool((m == eng.lalive).all())
+      not op.info.get("arrive") and not (hasattr(eng, "barcount") and eng.barcount.any()) and _same(m, eng.lalive)
 
 
 def _arrive(eng: Engine, op: Op, ix, m) -> None:
