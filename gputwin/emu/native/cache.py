@@ -141,10 +141,13 @@ def get(k: str):
     if not (isinstance(e, dict) and e.get("format") == FORMAT and e.get("key") == k and e["sha"] == _sha(e["meta"],
                                                                                                 e["obj"])):
       return None
-    os.utime(p)  # recently used: kept when the folder is trimmed
-    return e["meta"], e["obj"]
   except Exception:
     return None
+  try:
+    os.utime(p)  # recently used: kept when the folder is trimmed
+  except OSError:  # (a read-only cache serves all the same)
+    pass
+  return e["meta"], e["obj"]
 
 
 def _sha(meta, obj: bytes) -> str:
