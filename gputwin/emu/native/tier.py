@@ -34,6 +34,10 @@ PIPELINE = "O2-nounroll"  # the LLVM pipeline runtime.emit runs (part of the cac
 FULL_AFTER = 40  # a lean block gets its full compile once GPUTWIN_JIT_AFTER x this many lanes entered it (below)
 _IR = threading.RLock()  # LLVM's global context and target machine: one user at a time
 _ENGINE = threading.RLock()  # the process's one MCJIT engine (mock GPUs run their command processors on threads)
+# a fork (verify.fuzz's pools) waits for the LLVM work in flight: a child must not inherit it half done, nor a lock
+os.register_at_fork(before=lambda: (_IR.acquire(), _ENGINE.acquire()),
+                    after_in_parent=lambda: (_ENGINE.release(), _IR.release()),
+                    after_in_child=lambda: (_ENGINE.release(), _IR.release()))
 _LINKED: dict = {}  # cache key -> (fn, meta, object code) of every block this process linked
 _SEQ = itertools.count(1)  # names of blocks without a cache key
 FAILED: list = []  # (arch, ops, LLVM error) of blocks LLVM rejected; tests assert it stays empty
