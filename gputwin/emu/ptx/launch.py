@@ -26,8 +26,8 @@ import numpy as np
 from gputwin.emu import batches, core
 from gputwin.emu.checks import Checks
 from gputwin.emu.memory import GuestMemory
-from gputwin.emu.program import Program, Src
-from gputwin.emu.ptx import FRONTEND
+from gputwin.emu.program import Program
+from gputwin.emu.ptx import FRONTEND, regs
 from gputwin.emu.ptx.image import SPECIAL_ROW, Image
 from gputwin.errors import LaunchError
 from gputwin.isa.kernargs import LaunchStats, three
@@ -44,9 +44,10 @@ SPARE_BYTES = 256 << 20  # register files up to this size are kept for the next 
 
 
 class Loaded:
-  """A PTX module loaded into one guest memory: image, placed variables, the decoded program (bound lazily)."""
+  """A PTX module loaded into one guest memory: image, placed variables, the decoded program (bound lazily).
+  `packed`: registers whose live ranges never overlap share rows (regs.pack; for launches without checkers)."""
 
-  def __init__(self, text: str, path: str, arch: str, mem: GuestMemory | None = None):
+  def __init__(self, text: str, path: str, arch: str, mem: GuestMemory | None = None, packed: bool = False):
     from gputwin.isa.ptx import parse
     if arch not in ARCHES:
       raise LaunchError(f"unknown NVIDIA target {arch!r}; expected one of {', '.join(ARCHES)}", arch)
@@ -55,6 +56,9 @@ class Loaded:
     self.image = Image(self.module)
     self.image.place(self.mem)
     self.prog = Program(self.image.code, 0, arch, "ptx", WARP, FRONTEND)
+    img = regs.pack(self.image, self.prog) if packed else None
+    if img is not None:
+      self.image, self.prog = img, Program(img.code, 0, arch, "ptx", WARP, FRONTEND)
     self.spare = None  # the register files of the last launch (checkers off), restarted by the next of its shape
 
 
@@ -96,8 +100,9 @@ def launch(ptx, kernel: str, *, grid, block, args, arch: str = "sm_90", shared_b
            checks=True, trace=None, max_instructions: int | None = None) -> LaunchStats:
   """Run `kernel` of PTX module `ptx` (a path, or its text as str/bytes) over `grid` CTAs of `block` threads."""
   text, path = module_text(ptx)
-  key = (hashlib.sha1(text.encode()).digest(), arch)
-  lm = MODULES.take(key) or Loaded(text, path, arch)
+  packed = not checks  # (the uninit checker tracks rows: it sees each register in a row of its own)
+  key = (hashlib.sha1(text.encode()).digest(), arch, packed)
+  lm = MODULES.take(key) or Loaded(text, path, arch, packed=packed)
   try:
     return run(lm, kernel, grid=grid, block=block, args=args, shared_bytes=shared_bytes, serial=serial,
                checks=checks, trace=trace, max_instructions=max_instructions)
@@ -218,58 +223,25 @@ def _init_rows(img: Image, fn) -> int:
   return rows
 
 
-def _rows(srcs) -> int:
-  """The register rows (a bit mask) of the operands among `srcs`."""
-  out = 0
-  for x in srcs:
-    if isinstance(x, Src) and x.file == "v":
-      out |= ((1 << x.dwords) - 1) << x.index
-  return out
-
-
 def _written_first(lm: Loaded, fn) -> int:
   """Register rows (a bit mask) that every path of the kernel writes before it reads them: nothing can see what the
-  previous batch left there, so a restarted engine need not clear them. Backward liveness over the kernel's
-  instructions (a thread writes each output of an instruction it runs, where the guard lets it run); rows read by a
+  previous batch left there, so a restarted engine need not clear them (regs.flow's liveness); rows read by a
   cross-lane body (another lane may not have written them) stay cleared; 0 for a module with calls or tensor
   operations (operands the analysis does not see). Worked out once per kernel."""
   got = lm.__dict__.setdefault("_first", {}).get(fn.entry)
   if got is not None:
     return got
-  img, ops, crossed = lm.image, {}, 0
-  for pc in range(fn.entry, fn.end):
+  f = None if lm.image.calls else regs.flow(lm.prog, fn)
+  if f is None:
+    lm._first[fn.entry] = 0
+    return 0
+  ops, live = f
+  crossed = 0
+  for pc, (reads, _, _) in ops.items():
     op = lm.prog.op(pc)
-    if img.calls or op.kind in ("tensor", "call", "ret"):
-      lm._first[fn.entry] = 0
-      return 0
-    g = op.info.get("guard")
-    a = op.info.get("address")
-    reads = _rows(list(op.ins.values()) + list(op.old.values()) + list(a.terms if a is not None else ()) +
-                  [op.info.get("members")] + list(op.info.get("bar") or ()) + list(op.info.get("src") or ()))
-    reads |= 0 if g is None else 1 << g[0]
-    writes = _rows(op.info["dst"]) if op.kind == "pack" else _rows(op.outs.values()) if op.kind in ("alu", "mem") \
-        else 0
     if op.sem is not None and op.sem.cross_lane:
       crossed |= reads
-    t = op.ins.get("TARGET")
-    jump = op.kind in ("alu", "mem") and "PC" in (op.sem.outputs if op.sem is not None else ())
-    succ = [] if op.kind in ("end", "unsupported", "bad") and g is None else \
-        list(op.info["table"]) if op.kind == "brx" else [t.value] if jump and g is None else \
-        [t.value, pc + 1] if jump else [pc + 1]
-    ops[pc] = (reads, 0 if g is not None else writes, [s for s in succ if fn.entry <= s < fn.end])
-  live = dict.fromkeys(ops, 0)
-  changed = True
-  while changed:  # to a fixed point: live-in = reads | (live-out & ~writes)
-    changed = False
-    for pc in reversed(ops):
-      reads, kills, succ = ops[pc]
-      out = 0
-      for s in succ:
-        out |= live[s]
-      v = reads | (out & ~kills)
-      if v != live[pc]:
-        live[pc], changed = v, True
-  got = lm._first[fn.entry] = ((1 << img.rows) - 1) & ~live[fn.entry] & ~crossed
+  got = lm._first[fn.entry] = ((1 << lm.image.rows) - 1) & ~live[fn.entry] & ~crossed
   return got
 
 

@@ -1,0 +1,65 @@
+"""Packed register rows (gputwin/emu/ptx/regs.py): a launch without checkers lets registers whose live ranges never
+overlap share rows. Values live across a loop, short-lived temporaries, a guarded (partial) write and 64-bit
+registers must come out as numpy computes them, in both tiers and with the checkers on (the unpacked layout)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gputwin.emu import launch
+from gputwin.emu.ptx.launch import Loaded
+
+K = """.version 9.0
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u64 out, .param .u32 n)
+{
+  .reg .pred %p<3>; .reg .b32 %r<12>; .reg .b64 %rd<6>;
+  ld.param.u64 %rd1, [out]; ld.param.u32 %r1, [n];
+  mov.u32 %r2, %tid.x;
+  add.u32 %r3, %r2, 7;
+  mul.lo.u32 %r4, %r2, 3;
+  mov.u32 %r5, 0; mov.u32 %r6, 0; mov.u32 %r7, 1;
+  setp.lt.u32 %p1, %r2, 16;
+  @%p1 mov.u32 %r7, 100;
+loop:
+  add.u32 %r8, %r6, %r3;
+  xor.b32 %r9, %r8, %r4;
+  mul.wide.u32 %rd4, %r9, 3;
+  cvt.u32.u64 %r11, %rd4;
+  add.u32 %r5, %r5, %r11;
+  add.u32 %r6, %r6, 1;
+  setp.lt.u32 %p2, %r6, %r1;
+  @%p2 bra loop;
+  add.u32 %r10, %r5, %r7;
+  mul.wide.u32 %rd2, %r2, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.u32 [%rd3], %r10;
+  ret;
+}
+"""
+
+
+def reference(n: int, threads: int) -> np.ndarray:
+  t = np.arange(threads, dtype=np.uint64)
+  acc = np.zeros(threads, np.uint64)
+  for i in range(n):
+    acc += (((i + t + 7) ^ (3 * t)) * 3) & 0xffffffff
+  return ((acc + np.where(t < 16, np.uint64(100), np.uint64(1))) & 0xffffffff).astype(np.uint32)
+
+
+def test_packed_layout_shares_rows():
+  rows = lambda lm: {s.index for pc in range(len(lm.image.code)) for s in lm.prog.op(pc).outs.values()
+                     if s.file == "v"}
+  flat, packed = Loaded(K, "<k>", "sm_90"), Loaded(K, "<k>", "sm_90", packed=True)
+  assert len(rows(packed)) < len(rows(flat))
+
+
+@pytest.mark.parametrize("mode", ["0", "force"])
+def test_packed_registers_keep_their_values(mode, monkeypatch):
+  monkeypatch.setenv("GPUTWIN_JIT", mode)
+  want = reference(5, 64)
+  for checks in (False, True):
+    out = np.zeros(64, np.uint32)
+    launch(K, "k", grid=1, block=64, args=[out, np.uint32(5)], arch="sm_90", checks=checks)
+    np.testing.assert_array_equal(out, want)
