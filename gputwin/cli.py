@@ -106,7 +106,8 @@ _TOOLS = {
   "trace": ("run a launch and write its per-wave instruction trace", _tool("gputwin.verify.tool", "trace_main")),
   "diff": ("first differing output and executed instruction of two runs", _tool("gputwin.verify.tool", "diff_main")),
   "bisect": ("find the first bad pass, instruction or git commit", _tool("gputwin.verify.bisect", "main")),
-  "fuzz": ("differential fuzzing: random OpenCL/IR programs vs host", _tool("gputwin.verify.fuzz", "main")),
+  "fuzz": ("differential fuzzing: random OpenCL/IR programs vs host; --reliability: hostile inputs, every entry point",
+           _tool("gputwin.verify.fuzz", "main")),
   "exec": ("run a Python program (tinygrad, any KFD client) on mock GPUs", _tool("gputwin.mock.exec", "exec_main")),
 }
 

@@ -187,7 +187,7 @@ class Queue:
     while s.value < value:
       self.check()
       if time.monotonic() > deadline:
-        raise TimeoutError(f"{self}: timeline at {s.value}, waited {timeout:g} s for {value}")
+        raise hcq.QueueTimeout(f"{self}: timeline at {s.value}, waited {timeout:g} s for {value}")
       time.sleep(nap)
       nap = min(nap * 2, 1e-3)
 

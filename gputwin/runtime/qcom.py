@@ -334,8 +334,8 @@ class Device:
     except OSError as e:
       if e.errno == errno.EPROTO: return
       if e.errno == errno.ETIMEDOUT:
-        raise TimeoutError(f"{self}: context {self.ctx} at timestamp {self.retired()}, waited {timeout:g} s for "
-                           f"{value}") from None
+        raise hcq.QueueTimeout(f"{self}: context {self.ctx} at timestamp {self.retired()}, waited {timeout:g} s "
+                               f"for {value}") from None
       if e.errno == errno.EDEADLK: self._faulted()
       raise
 

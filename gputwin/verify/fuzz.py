@@ -693,9 +693,20 @@ def main(argv=None) -> int:
   p.add_argument("--no-reduce", action="store_true", help="report mismatches without delta debugging them")
   p.add_argument("--save", default=str(REGRESSIONS), help="where reduced mismatches go ('' to not save)")
   p.add_argument("--show", type=int, default=None, metavar="INDEX", help="print program INDEX (device and host)")
+  p.add_argument("--reliability", nargs="*", metavar="CATEGORY", default=None,
+                 help="hostile inputs into every entry point instead (categories or prefixes: decode asm codeobj exec "
+                 "fault ioctl cmd; none: all); see gputwin/verify/reliability.py")
+  p.add_argument("--cases", type=int, default=1000, help="--reliability: cases per category")
+  p.add_argument("--out", default=None, help="--reliability: where minimised reproducers go")
+  p.add_argument("--cluster", default=None, metavar="ADDRESS",
+                 help="run the batches / seed ranges on this Ray cluster (pip install 'gputwin[cluster]')")
   p.add_argument("--ir", action="store_true", help="random IR programs through gputwin's compiler backends instead "
                  f"(default targets: {' '.join(IR_TARGETS)}; the host CPUs run under unicorn)")
   a = p.parse_args(argv)
+  if a.reliability is not None or a.cluster:
+    from gputwin.verify import reliability
+    return guarded("gputwin fuzz", lambda: reliability.main(a) if a.reliability is not None else
+                   reliability.cluster_diff(a))
   if a.show is not None and a.ir:
     return guarded("gputwin fuzz", lambda: print(ir_programs(a.seed, a.show + 1)[a.show]) or 0)
   if a.show is not None:

@@ -311,7 +311,7 @@ def _mem_info(inst: Inst, kind: str, opnds: dict, fam: str, k: dict) -> dict:
     so = f.get("soffset", k["null"])
     use = (f.get("soffset_en", 0) or (fam != "cdna" and so != k["null"]))
     if fam == "cdna" and not f.get("imm", 1):
-      info["soff_reg"], info["offset"] = f.get("offset", 0), 0
+      info["soff_reg"], info["offset"] = f.get("offset", 0) & 0x7F, 0   # a 7-bit SGPR code, as llvm-mc-22 decodes it
     else:
       info["soff_reg"] = so if use else None
   if kind == "ds":

@@ -427,18 +427,21 @@ class Parser:
     if typ is None and name not in SREGS: raise self.err(f"undefined register '{name}'", tok)
     if want and typ != want: raise self.err(f"'{name}' is not a .{want} register", tok)
 
-  def operand(self, scope: _Scope | None = None):
+  MAX_NESTING = 8   # operands nest two deep in PTX (call arguments holding vectors); deeper is garbage
+
+  def operand(self, scope: _Scope | None = None, depth: int = 0):
     t = self.tok
+    if depth > self.MAX_NESTING and t.text in ("{", "("): raise self.err("operand nested too deeply", t)
     if self.accept("{"):
-      items = [self.operand(scope)]
-      while self.accept(","): items.append(self.operand(scope))
+      items = [self.operand(scope, depth + 1)]
+      while self.accept(","): items.append(self.operand(scope, depth + 1))
       self.expect("}")
       return Vec(tuple(items))
     if self.accept("("):
       items = []
       if not self.at(")"):
-        items.append(self.operand(scope))
-        while self.accept(","): items.append(self.operand(scope))
+        items.append(self.operand(scope, depth + 1))
+        while self.accept(","): items.append(self.operand(scope, depth + 1))
       self.expect(")")
       return Args(tuple(items))
     if self.accept("["):

@@ -1,0 +1,93 @@
+"""Findings of the reliability fuzz (gputwin/verify/reliability.py), each at its cause: shrunk reproducers turned into
+tests with an independent oracle (llvm-mc-22's decoding, the real drivers' errnos, the runtime's error contract)."""
+import errno
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from gputwin.errors import GPUFault
+from gputwin.isa import assemble, disassemble, ptx
+from gputwin.verify import reliability as R
+
+LLVM_MC = shutil.which("llvm-mc-22")
+PTX = """.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry k() {
+  .reg .u32 %r<3>;
+  mov.u32 %r1, OPERAND;
+  ret;
+}
+"""
+
+
+@pytest.mark.parametrize("operand", ["(" * 3000 + "1", "{" * 3000 + "%r1", "(" * 10 + "%r2" + ")" * 10])
+def test_ptx_operands_nested_too_deeply_are_a_located_error(operand):
+  """decode-ptx: a mutant with 3000 '(' raised RecursionError from the operand parser."""
+  with pytest.raises(ptx.PtxError, match=r"k\.ptx:6:\d+: error: operand nested too deeply"):
+    ptx.parse(PTX.replace("OPERAND", operand), "k.ptx")
+
+
+def _smem_imm0(offset_field: int) -> bytes:
+  """gfx942 s_load_dword s4, s[2:3] with IMM=0: the OFFSET field names the SGPR holding the byte offset."""
+  base = bytearray(assemble("s_load_dword s4, s[2:3], s5", "gfx942"))
+  hi = int.from_bytes(base[4:], "little") & ~0xFFFFF | offset_field
+  return bytes(base[:4]) + hi.to_bytes(4, "little")
+
+
+@pytest.mark.parametrize("field", [5, 0x40005, 0xFFF85])
+def test_cdna_smem_offset_register_is_the_low_7_bits(field, monkeypatch):
+  """exec-gfx942: IMM=0 with high OFFSET bits set indexed the SGPR file with the whole 20-bit field (IndexError).
+  llvm-mc-22 decodes only the low 7 bits as the register (s5 for all three), so the load reads s5 bytes past s[2:3]."""
+  word = _smem_imm0(field)
+  assert disassemble(word, "gfx942") == ["s_load_dword s4, s[2:3], s5"]
+  if LLVM_MC:
+    r = subprocess.run([LLVM_MC, "-disassemble", "-triple=amdgcn-amd-amdhsa", "-mcpu=gfx942"], capture_output=True,
+                       text=True, input=" ".join(f"0x{b:02x}" for b in word))
+    assert r.stdout.split() == ["s_load_dword", "s4,", "s[2:3],", "s5"]
+  body = "\n".join(["  s_load_dwordx2 s[2:3], s[0:1], 0x0", "  s_mov_b32 s5, 12", "  s_waitcnt lgkmcnt(0)",
+                    *(f"  .long {int.from_bytes(word[i:i + 4], 'little'):#x}" for i in (0, 4)),
+                    "  v_lshlrev_b32 v1, 2, v0", "  s_waitcnt lgkmcnt(0)", "  v_mov_b32 v2, s4",
+                    "  global_store_dword v1, v2, s[2:3] offset:256"])
+  co = R.kernel("gfx942", body, wave32=False)
+  from gputwin.emu import launch
+  for jit in ("0", "force"):
+    monkeypatch.setenv("GPUTWIN_JIT", jit)
+    out = np.arange(128, dtype=np.uint32)
+    launch(co, "k", grid=1, block=64, args=[out], checks=False)
+    np.testing.assert_array_equal(out[64:], 3)          # out[12 / 4]
+
+
+@pytest.mark.parametrize("device", ["mock:sm_90", "mock:a630"])
+def test_runtime_wait_timeout_is_a_queue_error(device):
+  """cmd-gpfifo: a pushbuffer word that ends the segment (SEC_OP 7, END_PB_SEGMENT) before the timeline release
+  left the wait to raise a bare TimeoutError; like the AMD runtime's, the NVIDIA and Qualcomm waits raise
+  QueueTimeout (a QueueFault, hence a gputwin GPUFault, and still a TimeoutError)."""
+  from gputwin.runtime import QueueTimeout
+  dev = R._device(device)
+  try:
+    if device == "mock:sm_90":
+      q = dev.compute
+      v = q.submit([0xF16A9CBE], "end of segment")
+    else:
+      from gputwin.abi import adreno as A
+      q, b = R._QcomQueue(dev), dev.alloc(4096, host=True)
+      v = q.submit(A.cp_wait_reg_mem("a630", b.va, 5, function="WRITE_EQ"), "never satisfied")
+    with pytest.raises(QueueTimeout) as e:
+      q.wait(v, timeout=0.3)
+    assert isinstance(e.value, GPUFault) and isinstance(e.value, TimeoutError) and "waited 0.3 s" in str(e.value)
+  finally:
+    dev.close()
+
+
+def test_nv_ioctl_with_an_empty_buffer_is_efault():
+  """ioctl-nv: an empty bytearray as the argument raised ValueError from ctypes; nvidia.ko copies _IOC_SIZE bytes
+  from the user pointer (copy_from_user) and fails with EFAULT."""
+  from gputwin.mock.nv.driver import MockNV
+  m = MockNV("sm_90", sync=True)
+  fd = m.open("/dev/nvidiactl")
+  with pytest.raises(OSError) as e:
+    m.ioctl(fd, 3440309087, bytearray())
+  assert e.value.errno == errno.EFAULT
