@@ -3,29 +3,7 @@ import numpy as np
 import pytest
 
 from gputwin.emu import launch
-from gputwin.isa.codeobj import assemble_code_object
-
-
-def kernel(arch, body, vgprs=16, sgprs=16, wave32=True, lds=0, extra=""):
-  w = f"  .amdhsa_wavefront_size32 {int(wave32)}\n" if not arch.startswith("gfx9") else ""
-  acc = "  .amdhsa_accum_offset 16\n" if arch.startswith("gfx9") else ""
-  return assemble_code_object(f""".amdgcn_target "amdgcn-amd-amdhsa--{arch}"
-.text
-.globl k
-.p2align 8
-.type k,@function
-k:
-{body}
-  s_endpgm
-.rodata
-.p2align 6
-.amdhsa_kernel k
-  .amdhsa_user_sgpr_kernarg_segment_ptr 1
-  .amdhsa_next_free_vgpr {vgprs}
-  .amdhsa_next_free_sgpr {sgprs}
-  .amdhsa_group_segment_fixed_size {lds}
-{w}{acc}{extra}.end_amdhsa_kernel
-""", arch)
+from gputwin.verify.reliability import kernel  # noqa: F401  (the kernel template; other tests import it from here)
 
 
 def test_salu_valu_dpp_gfx1100():
