@@ -761,12 +761,18 @@ def native():
     import llvmlite.binding as llvm
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
-    target = llvm.Target.from_default_triple()
-    tm = target.create_target_machine(cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(),
-                                      opt=2, reloc="default", codemodel="jitdefault")
+    tm = target_machine()
     ee = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)
     _NATIVE = (llvm, tm, ee)
   return _NATIVE
+
+
+def target_machine():
+  """A new target machine for the host CPU (a thread compiling on its own needs its own)."""
+  import llvmlite.binding as llvm
+  return llvm.Target.from_default_triple().create_target_machine(
+    cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(), opt=2, reloc="default",
+    codemodel="jitdefault")
 
 
 class _Flat:

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from gputwin.isa.vendor import cache_root, store
+from gputwin.pcode import Semantics
 
 FORMAT = 1  # of the files; part of every key
 LIMIT_MB = 256
@@ -94,7 +95,7 @@ def _text(x, out: list) -> None:
     out.append("{" + ",".join(sorted(items)) + "}")
   elif isinstance(x, (set, frozenset)):
     out.append("{" + ",".join(sorted(_join(y) for y in x)) + "}")
-  elif type(x).__name__ == "Semantics":  # its pcode program is parsed from these (the parser's sources: _sources)
+  elif isinstance(x, Semantics):  # its pcode program is parsed from these (the parser's sources: _sources)
     out.append(f"sem({x.family},{x.name},")
     _text(x.text, out)
     out.append(")")

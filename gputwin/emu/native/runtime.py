@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import re
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -54,17 +55,31 @@ for _k, _v in dict(LDS_MASK=(1 << LDS_BITS) - 1, LDS_SHIFT=LDS_SHIFT, F_GLOBAL=F
   PRELUDE = PRELUDE.replace(_k, str(_v))
 
 
+_LOCAL = threading.local()
+
+
+def _llvm():
+  """(llvmlite.binding, an LLVM context and a target machine of this thread): the tier's IR work, on the background
+  compile thread too, never shares LLVM's global context or a target machine with other threads (the compiler's
+  llvmlite backends use them)."""
+  mine = getattr(_LOCAL, "llvm", None)
+  if mine is None:
+    llvm, _, _ = native()  # (initialises the host target)
+    mine = _LOCAL.llvm = (llvm, llvm.create_context(), backend.target_machine())
+  return mine
+
+
 def parse(text: str):
   """The LLVM module of IR text, verified (RuntimeError: LLVM rejects it, a code generator bug)."""
-  llvm, _, _ = native()
-  mod = llvm.parse_assembly(text)
+  llvm, ctx, _ = _llvm()
+  mod = llvm.parse_assembly(text, context=ctx)
   mod.verify()
   return mod
 
 
 def emit(mod) -> bytes:
   """Optimise a parsed module; its host object code (what the disk cache keeps)."""
-  llvm, tm, _ = native()
+  llvm, _, tm = _llvm()
   pto = llvm.create_pipeline_tuning_options(speed_level=2)
   pto.loop_unrolling = pto.loop_interleaving = False  # halves compile time; the lane loops still vectorise
   pb = llvm.create_pass_builder(tm, pto)

@@ -32,7 +32,7 @@ def threshold() -> int:
 
 PIPELINE = "O2-nounroll"  # the LLVM pipeline runtime.emit runs (part of the cache key)
 FULL_AFTER = 40  # a lean block gets its full compile once GPUTWIN_JIT_AFTER x this many lanes entered it (below)
-_IR = threading.RLock()  # LLVM's global context and target machine: one user at a time
+_IR = threading.RLock()  # the tier's LLVM work (each thread has its own context and target machine: runtime._llvm)
 _ENGINE = threading.RLock()  # the process's one MCJIT engine (mock GPUs run their command processors on threads)
 # a fork (verify.fuzz's pools) waits for the LLVM work in flight: a child must not inherit it half done, nor a lock
 os.register_at_fork(before=lambda: (_IR.acquire(), _ENGINE.acquire()),
@@ -98,8 +98,13 @@ def compile_block(prog, pc: int, lanes: int, lean: bool = False):
 
 
 def _compile(prog, pc: int, lanes: int, ops, lean: bool):
-  """Compile `ops` (the block at pc; `lean`: Compiler's cold variant) to host code, store it in the disk cache and
-  link it."""
+  """Compile `ops` (the block at pc; `lean`: Compiler's cold variant), store it in the disk cache and link it."""
+  return _link(pc, _build(prog, lanes, ops, lean), lean)
+
+
+def _build(prog, lanes: int, ops, lean: bool):
+  """Compile `ops` to host object code and store it in the disk cache: (key, ops, meta, object code, symbol), or
+  None when the code generator declines its first op. Touches no state the interpreter's thread uses."""
   k = _key(prog, ops, lanes, lean) if ops else None
   name = f"blk_{k}" if k else f"blk{next(_SEQ)}"
   t = time.perf_counter()
@@ -125,31 +130,42 @@ def _compile(prog, pc: int, lanes: int, ops, lean: bool):
   finally:
     STATS["compile_seconds"] += time.perf_counter() - t
   meta = (len(ops), comp.nv, comp.ns, comp.wrote, comp.tail)
-  if k is None:
-    with _ENGINE:
-      fn = load(obj, name)
-    STATS["blocks"] += 1
-    return Block(pc, ops, fn, obj, comp.nv, comp.ns, comp.wrote, comp.tail and tail(ops[-1]), lean)
-  cache.put(k, meta, obj)
-  return _linked(k, pc, ops, lean, meta, obj)
+  if k is not None:
+    cache.put(k, meta, obj)
+  return k, ops, meta, obj, name
+
+
+def _link(pc: int, built, lean: bool):
+  """The Block of _build's result, linked into the MCJIT engine (on the thread that will run it)."""
+  if built is None:
+    return None
+  k, ops, meta, obj, name = built
+  if k is not None:
+    return _linked(k, pc, ops, lean, meta, obj)
+  with _ENGINE:
+    fn = load(obj, name)
+  n, nv, ns, wrote, has_tail = meta
+  STATS["blocks"] += 1
+  return Block(pc, ops, fn, obj, nv, ns, wrote, tail(ops[-1]) if has_tail else None, lean)
 
 
 class _Job:
-  __slots__ = ("args", "done", "blk")
+  __slots__ = ("prog", "pc", "args", "done", "built")
 
-  def __init__(self, args):
-    self.args, self.done, self.blk = args, False, None
+  def __init__(self, prog, pc: int, args: tuple):
+    self.prog, self.pc, self.args, self.done, self.built = prog, pc, args, False, None
 
 
 class Worker:
   """The thread compiling hot blocks (GPUTWIN_JIT=auto) while the interpreter runs on: LLVM releases the GIL, so
-  its seconds of work overlap the launch instead of stalling it. One per process, started at its first job."""
+  its seconds of work overlap the launch instead of stalling it. It only builds object code (_build); the thread
+  that asked links it (Tier.settle). One per process, started at its first job."""
 
   def __init__(self):
     self.jobs, self.thread, self.pid, self.closing = queue.Queue(), None, None, False
 
   def submit(self, prog, pc: int, lanes: int, ops, lean: bool) -> _Job:
-    job = _Job((prog, pc, lanes, ops, lean))
+    job = _Job(prog, pc, (prog, lanes, ops, lean))
     if self.pid != os.getpid():  # (a forked child has no thread yet)
       self.pid, self.jobs = os.getpid(), queue.Queue()
       self.thread = threading.Thread(target=self._run, name="gputwin-native-compile", daemon=True)
@@ -164,7 +180,7 @@ class Worker:
         return
       try:
         if not self.closing:
-          job.blk = _guarded(job.args[0], job.args[1], lambda: _compile(*job.args))
+          job.built = _guarded(job.prog, job.pc, lambda: _build(*job.args))
       finally:
         job.done = True
         self.jobs.task_done()
@@ -270,7 +286,7 @@ class Tier:
     job = self.state.pending.get(key)
     if job is not None and job.done:
       del self.state.pending[key]
-      self.take(key, job.blk)
+      self.take(key, _guarded(self.prog, key[0], lambda: _link(key[0], job.built, job.args[-1])))
 
   def take(self, key: tuple, blk):
     """A compile's block for `key` (None: it failed; a lean block then stays, and is not compiled again)."""
