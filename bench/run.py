@@ -223,7 +223,7 @@ def main() -> int:
           ok = bool(np.allclose(case["args"][case["out"]], case["ref"](), rtol=case["tol"], atol=case["tol"]))
           rows.append(dict(kernel=kernel, target=arch, mode=mode, checks=checks, wave_instructions=st.instructions,
                            lane_instructions=st.lane_instructions, seconds=secs,
-                           wave_instructions_per_second=st.instructions / secs, native_fraction=native / st.instructions,
+                           wave_instructions_per_second=st.instructions / secs, native_share=native / st.instructions,
                            warmup_launch_seconds=first, native_compile_seconds=compile_secs, **firsts,
                            cold_start_seconds=cold, numpy_seconds=np_secs, vs_numpy=secs / max(np_secs, 1e-9),
                            correct=ok, peak_rss_mib=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024))
@@ -237,7 +237,7 @@ def main() -> int:
               f"{r['warm_cache_first_launch_seconds']:.3f} s ({r['warm_cache_compiles']} compiles)")
             print(f"{kernel:7s} {arch:8s} {mode:6s} {r['wave_instructions']:>9d} wave-inst {r['lane_instructions']:>11d} "
                   f"lane-inst {secs:8.4f} s {r['wave_instructions_per_second'] / 1e6:7.2f} M wave-inst/s  "
-                  f"native {r['native_fraction']:4.0%}  cold {cs:>7s}  numpy {np_secs * 1e3:7.3f} ms  "
+                  f"native {r['native_share']:4.0%}  cold {cs:>7s}  numpy {np_secs * 1e3:7.3f} ms  "
                   f"x{r['vs_numpy']:7.1f}  rss {r['peak_rss_mib']:.0f} MiB  {'ok' if ok else 'WRONG'}{fl}", flush=True)
   if a.json:
     print(json.dumps(rows, indent=1))
