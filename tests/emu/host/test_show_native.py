@@ -12,10 +12,12 @@ pytestmark = pytest.mark.skipif(platform.machine().lower() not in ("x86_64", "am
                                 reason="capstone listings cover x86_64 and aarch64 hosts")
 
 
-@pytest.fixture
-def saxpy_blocks(monkeypatch, tmp_path):
+@pytest.fixture(params=["force", "lean"])
+def saxpy_blocks(request, monkeypatch, tmp_path):
+  """The blocks of one saxpy launch: compiled in full at first sight, or lean (the tier's cold variant)."""
   from gputwin.emu import launch
   from gputwin.emu.host import native
+  from gputwin.emu.native.tier import compile_block
   monkeypatch.setenv("GPUTWIN_JIT", "force")
   monkeypatch.setenv("GPUTWIN_NATIVE_CACHE", str(tmp_path))
   c = compile(examples.saxpy, "gfx1100")
@@ -23,7 +25,12 @@ def saxpy_blocks(monkeypatch, tmp_path):
   y = np.ones(128, np.float32)
   st = launch(c.code_object, "saxpy", grid=2, block=64, args=[np.float32(2), x, y, 128], checks=False)
   assert st.native_instructions > 0 and (y == 2 * x + 1).all()
-  return c, [b for b in native.compiled() if b[0].arch == "gfx1100" and b[2].ops[0].text.startswith("s_load")]
+  blocks = [b for b in native.compiled() if b[0].arch == "gfx1100" and bytes(b[0].text) in c.code_object
+            and b[2].ops[0].text.startswith("s_load")]   # this kernel's blocks, not another test's
+  if request.param == "lean":
+    blocks = [(p, lanes, compile_block(p, b.pc, lanes, lean=True)) for p, lanes, b in blocks]
+  assert blocks and all(b[2].lean == (request.param == "lean") for b in blocks)
+  return c, blocks
 
 
 def test_block_listing_names_guest_instructions_and_is_the_tiers_code(saxpy_blocks):
