@@ -4,8 +4,6 @@ exceptions, nondeterministic outcomes and broken invariants; `-m slow` runs big 
 on its `selftest` category, whose outcome per input is known independently (13 crashes the worker, 7 hangs it, 5
 raises KeyError, 3 answers differently each time, 1 raises a gputwin error)."""
 import json
-import os
-import shutil
 import subprocess
 import sys
 import time
@@ -83,30 +81,20 @@ def _ray():
 
 
 @pytest.mark.slow
-def test_cluster_campaign_survives_a_killed_node(tmp_path):
-  """A local Ray cluster (a head with no CPUs for tasks and two worker nodes of 1 CPU each, separate raylets): a
-  campaign of decode and ioctl tasks; one worker node is killed mid-campaign. Its tasks are retried on the other
-  node, every task's result lands once in the JSONL store, the totals equal a local run's, and a rerun of the
-  campaign finds everything done (resume)."""
+def test_cluster_campaign_survives_a_killed_node(tmp_path, monkeypatch):
+  """A local Ray cluster (ray.cluster_utils.Cluster: a head with no CPUs for tasks and two worker nodes of 1 CPU
+  each, separate raylets): a campaign of decode and ioctl tasks; one worker node is killed mid-campaign. Its tasks
+  are retried on the other node, every task's result lands once in the JSONL store, and a rerun of the campaign
+  finds everything done (resume)."""
   _ray()
-  ray_bin = shutil.which("ray") or str(Path(sys.executable).parent / "ray")
-  port = 6390 + os.getpid() % 200
-  env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0", PYTHONPATH=str(Path(R.__file__).parents[2]))
-  temp = tmp_path / "ray"
-
-  def node(*a):   # `ray start --block` in a session of its own: killpg ends the node and the processes it started
-    return subprocess.Popen([ray_bin, "start", "--block", *a], env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
-  nodes = [node("--head", f"--port={port}", "--num-cpus=0", f"--temp-dir={temp}", "--include-dashboard=false")]
+  import ray
+  from ray.cluster_utils import Cluster
+  monkeypatch.setenv("RAY_USAGE_STATS_ENABLED", "0")
+  monkeypatch.setenv("PYTHONPATH", str(Path(R.__file__).parents[2]))     # the workers import this checkout
+  cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 0})
   try:
-    time.sleep(5)
-    for _ in range(2):
-      nodes.append(node(f"--address=127.0.0.1:{port}", "--num-cpus=1"))
-    import ray
-    ray.init(address=f"127.0.0.1:{port}", log_to_driver=False)
-    deadline = time.monotonic() + 120
-    while ray.cluster_resources().get("CPU", 0) < 2 and time.monotonic() < deadline: time.sleep(1)
-    assert ray.cluster_resources().get("CPU", 0) >= 2
+    workers = [cluster.add_node(num_cpus=1) for _ in range(2)]
+    cluster.wait_for_nodes()
     cases = {"decode-gfx1100": 30000, "decode-a630": 20000, "ioctl-kfd": 400}
     todo = R.tasks(R.select_categories(list(cases)), cases, seed=3, size=2000)
     todo = [t | {"n": min(t["n"], 100)} if t["cat"] == "ioctl-kfd" else t for t in todo]
@@ -116,9 +104,9 @@ def test_cluster_campaign_survives_a_killed_node(tmp_path):
     def progress(r):
       seen.append(r)
       if len(seen) == 3:          # mid-campaign: kill a worker node (its raylet and the workers it started)
-        os.killpg(nodes[1].pid, 9)
+        cluster.remove_node(workers[0], allow_graceful=False)
     t0 = time.perf_counter()
-    results = R.cluster_run(todo, f"127.0.0.1:{port}", store, progress=progress)
+    results = R.cluster_run(todo, cluster.address, store, progress=progress)
     wall = time.perf_counter() - t0
     keys = [json.loads(line)["task"] for line in store.read_text().splitlines()]
     assert sorted(keys) == sorted(R.task_key(t) for t in todo)          # every task once, none lost
@@ -127,15 +115,12 @@ def test_cluster_campaign_survives_a_killed_node(tmp_path):
     per_node = {}
     for r in results: per_node.setdefault(r["node"], []).append(r)
     assert len(per_node) == 2                                           # both nodes worked before the kill
-    again = R.cluster_run(todo, f"127.0.0.1:{port}", store)             # resume: nothing left to run
+    again = R.cluster_run(todo, cluster.address, store)                 # resume: nothing left to run
     assert [r["task"] for r in again] == [R.task_key(t) for t in todo]
     print(f"\n{len(todo)} tasks, {sum(t['n'] for t in todo)} cases in {wall:.1f} s on 2 nodes (one killed after 3 "
           f"results); per node: " + ", ".join(f"{n}: {len(rs)} tasks, {sum(x['n'] for x in rs)} cases, "
                                              f"{sum(x['n'] for x in rs) / sum(x['secs'] for x in rs):.0f} cases/s"
                                              for n, rs in per_node.items()))
-    ray.shutdown()
   finally:
-    for p in nodes[::-1]:
-      try: os.killpg(p.pid, 9)
-      except ProcessLookupError: pass
-      p.wait()
+    ray.shutdown()
+    cluster.shutdown()
