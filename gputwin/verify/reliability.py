@@ -537,9 +537,9 @@ def main(a) -> int:
   rows, wall = campaign(a.reliability, a.cases, a.seed, jobs, Path(a.out) if a.out else None, a.cluster,
                         progress=tick)
   total = sum(r.cases for r in rows.values())
-  Console(highlight=False, width=150).print(table(rows, f"gputwin fuzz --reliability: seed {a.seed}, {a.cases} cases per category, "
-                                             f"{total} cases in {wall:.1f} s ({total / max(wall, 1e-9):.0f}/s), "
-                                             f"{'cluster ' + a.cluster if a.cluster else f'-j {jobs}'}"))
+  title = (f"gputwin fuzz --reliability: seed {a.seed}, {a.cases} cases per category, {total} cases in {wall:.1f} s "
+           f"({total / max(wall, 1e-9):.0f}/s), {'cluster ' + a.cluster if a.cluster else f'-j {jobs}'}")
+  Console(highlight=False, width=150).print(table(rows, title))
   bad = sum(r.counts[k] for r in rows.values() for k in BAD)
   if bad and a.out: print(f"reproducers in {a.out}")
   return 1 if bad else 0
@@ -915,7 +915,6 @@ class Scratch:
 
   def __init__(self):
     from gputwin.abi.hostmem import MAP_ANONYMOUS, MAP_PRIVATE, PAGE_SIZE, PROT_NONE, PROT_READ, PROT_WRITE, host_mmap
-    self.page = PAGE_SIZE
     self.maps = []
     self.size = 4 * PAGE_SIZE        # room for the largest ioctl struct (UVM_MAP_EXTERNAL_ALLOCATION: 9264 bytes)
     libc = ctypes.CDLL(None, use_errno=True)
@@ -926,8 +925,9 @@ class Scratch:
       ctypes.memset(a, 0, self.size)
       libc.mprotect(a, self.size, prot)
       self.maps.append(a)
-    self.addr = {"@rw": self.maps[0], "@ro": self.maps[1], "@none": self.maps[2], "@unmapped": self.BASE + 6 * self.size,
-                 "@rw_end": self.maps[0] + self.size - 4, "@kernel": 0xffff_8000_0000_0000}
+    self.addr = {"@rw": self.maps[0], "@ro": self.maps[1], "@none": self.maps[2],
+                 "@unmapped": self.BASE + 6 * self.size, "@rw_end": self.maps[0] + self.size - 4,
+                 "@kernel": 0xffff_8000_0000_0000}
 
   def close(self):
     from gputwin.abi.hostmem import host_munmap
@@ -1156,20 +1156,6 @@ def _submit(dev, q, words: list[int], buf) -> str:
     dev.close()
 
 
-@category("cmd-pm4", _stream(_pm4_valid), budget=30.0, chunk=20)
-def _cmd_pm4(words: list[int]) -> str:
-  dev = _device("mock:gfx1100")
-  buf = dev.alloc(0x10000, host=True)
-  return _submit(dev, dev.compute, words, buf)
-
-
-@category("cmd-sdma", _stream(_sdma_valid), budget=30.0, chunk=20)
-def _cmd_sdma(words: list[int]) -> str:
-  dev = _device("mock:gfx1100")
-  buf = dev.alloc(0x10000, host=True)
-  return _submit(dev, dev.sdma, words, buf)
-
-
 def _gpfifo_valid(r: random.Random) -> list[int]:
   from gputwin.abi import nvpush as NP
   HC, CC = NP.HOPPER_CHANNEL_GPFIFO_A, NP.HOPPER_COMPUTE_A
@@ -1184,13 +1170,6 @@ def _gpfifo_valid(r: random.Random) -> list[int]:
             NP.pb_method(1, "LAUNCH_DMA", C.pack("LAUNCH_DMA", DST_MEMORY_LAYOUT="PITCH"), cls=CC) +
             NP.pb_method(1, "LOAD_INLINE_DATA", 1, 2, 3, 4, cls=CC, sec_op="NON_INC_METHOD"))
   return NP.pb_immd(0, "SEM_PAYLOAD_LO", r.randrange(8), cls=HC)
-
-
-@category("cmd-gpfifo", _stream(_gpfifo_valid), budget=30.0, chunk=20)
-def _cmd_gpfifo(words: list[int]) -> str:
-  dev = _device("mock:sm_90")
-  buf = dev.alloc(0x10000, host=True)
-  return _submit(dev, dev.compute, words, buf)
 
 
 def _kgsl_valid(r: random.Random) -> list[int]:
@@ -1210,11 +1189,15 @@ class _QcomQueue:
   def wait(self, v, timeout): return self.dev.wait(v, timeout=timeout)
 
 
-@category("cmd-kgsl", _stream(_kgsl_valid), budget=30.0, chunk=20)
-def _cmd_kgsl(words: list[int]) -> str:
-  dev = _device("mock:a630")
-  buf = dev.alloc(0x10000, host=True)
-  return _submit(dev, _QcomQueue(dev), words, buf)
+# category -> (mock device, its queue: a Device attribute, or None for qcom's own submit/wait, valid packets)
+CMD = {"cmd-pm4": ("mock:gfx1100", "compute", _pm4_valid), "cmd-sdma": ("mock:gfx1100", "sdma", _sdma_valid),
+       "cmd-gpfifo": ("mock:sm_90", "compute", _gpfifo_valid), "cmd-kgsl": ("mock:a630", None, _kgsl_valid)}
+for _name, (_dev, _queue, _valid) in CMD.items():
+  @category(_name, _stream(_valid), budget=30.0, chunk=20)
+  def _cmd(words: list[int], device=_dev, queue=_queue) -> str:
+    dev = _device(device)
+    buf = dev.alloc(0x10000, host=True)
+    return _submit(dev, getattr(dev, queue) if queue else _QcomQueue(dev), words, buf)
 
 
 for _c in CATEGORIES.values():
