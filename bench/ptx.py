@@ -4,7 +4,7 @@ pip when missing), which runs one Python thread per CUDA thread.
 
     python bench/ptx.py [--json] [--n 256] [--numba-n 64] [--no-numba] [--modes checks,native,interp]
 
-Rows: warp-instructions, best-of-3 warm seconds per mode (MODES), the share the native tier ran, numpy seconds (best
+Rows: warp-instructions, best-of-5 warm seconds per mode (MODES, as bench/run.py), the share the native tier ran, numpy seconds (best
 of 5, in the same run), the first launch's seconds; and for numba: its seconds and ours (checkers on) for the same
 matmul, both checked against numpy.
 """
@@ -81,7 +81,7 @@ def cases(n: int):
                    block=(16, 16), out=2, ref=lambda: A @ B, exact=True)}
 
 
-def run_case(ptx: Path, kernel: str, case: dict, checks: bool, reps: int = 3):
+def run_case(ptx: Path, kernel: str, case: dict, checks: bool, reps: int = 5):
   from gputwin.emu import launch
   best = None
   for _ in range(reps):
