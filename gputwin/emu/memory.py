@@ -91,7 +91,8 @@ class GuestMemory:
     s = np.asarray(self.starts, np.uint64)
     r = np.searchsorted(s, addr, side="right").astype(np.int64) - 1
     ends = np.asarray([st + len(b) for st, b in zip(self.starts, self.bufs)] or [0], np.uint64)
-    bad = (r < 0) | (addr + np.uint64(nbytes) > ends[np.maximum(r, 0)])
+    end = addr + np.uint64(nbytes)
+    bad = (r < 0) | (end > ends[np.maximum(r, 0)]) | (end < addr)   # an access wrapping past 2**64 is outside too
     if bad.any():
       raise GPUPageFault(int(addr[np.argmax(bad)]), nbytes, access, self.device)
     return r

@@ -621,7 +621,7 @@ def _ptx_make(r: random.Random) -> str:
   return mutate_text(r, r.choice(corpus)) if corpus else ""
 
 
-@category("decode-ptx", _ptx_make, budget=5.0, chunk=20,
+@category("decode-ptx", _ptx_make, budget=20.0, chunk=20,
           needs=lambda: None if _ptx_corpus() else "no nvcc (the corpus is nvcc -ptx of tests/isa/ptx/kernels)")
 def _parse_ptx(text: str) -> str:
   from gputwin.isa import ptx

@@ -91,3 +91,44 @@ def test_nv_ioctl_with_an_empty_buffer_is_efault():
   with pytest.raises(OSError) as e:
     m.ioctl(fd, 3440309087, bytearray())
   assert e.value.errno == errno.EFAULT
+
+
+def test_ptx_blocks_nested_too_deeply_are_a_located_error():
+  """decode-ptx: 3000 nested `{` scopes in a function body raised RecursionError."""
+  src = PTX.replace("  mov.u32 %r1, OPERAND;", "{" * 3000 + "}" * 3000)
+  with pytest.raises(ptx.PtxError, match=r"k\.ptx:6:\d+: error: blocks nested too deeply"):
+    ptx.parse(src, "k.ptx")
+  ptx.parse(PTX.replace("  mov.u32 %r1, OPERAND;", "{" * 50 + "mov.u32 %r1, 1;" + "}" * 50), "k.ptx")
+
+
+@pytest.mark.parametrize("arch,word", [("gfx1100", "000040cc00000000"), ("gfx1200", "000040cc0000000000000000")])
+def test_wmma_with_scalar_matrix_operands_stops_with_a_location(arch, word, monkeypatch):
+  """exec-gfx1100/gfx1200: V_WMMA with SGPR codes in its matrix fields (llvm-mc-22 prints "Invalid register, operand
+  has 'VReg_256' register class") read the SGPR number as an AGPR slice (IndexError); now a located EmuError on
+  both tiers."""
+  from gputwin.emu import launch
+  from gputwin.errors import EmuError
+  raw = bytes.fromhex(word)
+  body = "\n".join(f"  .long {int.from_bytes(raw[i:i + 4], 'little'):#x}" for i in range(0, len(raw), 4))
+  co = R.kernel(arch, body, vgprs=64)
+  msgs = set()
+  for jit in ("0", "force"):
+    monkeypatch.setenv("GPUTWIN_JIT", jit)
+    with pytest.raises(EmuError, match=r"V_WMMA_F32_16X16X16_F16: the A matrix must be in VGPRs, not 's'") as e:
+      launch(co, "k", grid=1, block=32, args=[np.zeros(64, np.uint32)], checks=False)
+    assert e.value.arch == arch and e.value.pc == 0x1400 and "v_wmma_f32_16x16x16_f16" in e.value.inst
+    msgs.add(str(e.value))
+  assert len(msgs) == 1
+
+
+def test_access_wrapping_past_2_64_is_a_page_fault(monkeypatch):
+  """fault-gfx950: a global load at 0xfffffffffffffffc (+4 wraps to 0) passed the region check and indexed a buffer
+  with a negative offset (IndexError); it is a GPU page fault at that VA, on both tiers."""
+  from gputwin.emu import launch
+  from gputwin.errors import EmuFault
+  co = R.kernel("gfx950", "  v_mov_b32 v2, 0xfffffffc\n  v_mov_b32 v3, 0xffffffff\n"
+                "  global_load_dword v2, v[2:3], off\n  s_waitcnt vmcnt(0)", wave32=False)
+  for jit in ("0", "force"):
+    monkeypatch.setenv("GPUTWIN_JIT", jit)
+    with pytest.raises(EmuFault, match=r"GPU page fault: read of 4 bytes at VA 0xfffffffffffffffc"):
+      launch(co, "k", grid=1, block=64, args=[np.zeros(64, np.uint32)], checks=False)

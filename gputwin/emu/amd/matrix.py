@@ -86,6 +86,10 @@ def execute(eng, op, ix) -> None:
   n = eng.nwaves(ix)
   # IU8: neg_lo bits 0/1 say A/B are signed (RDNA3 WMMA); I8 is signed
   sa, sb = (bool(f.get("neg", 0) & 1), bool(f.get("neg", 0) & 2)) if ins == "IU8" else (ins == "I8",) * 2
+  for k, s in (("A", op.ins["S0"]), ("B", op.ins["S1"]), ("C", op.ins["S2"]), ("D", op.outs["D0"])):
+    if s.file not in ("v", "a") and not (k == "C" and s.file == "k"):   # llvm-mc-22: "Invalid register" (VReg_N)
+      raise GputwinError(f"{name}: the {k} matrix must be in VGPRs{' or AGPRs' if fam == 'cdna' else ''}, "
+                         f"not {s.file!r} registers")
   regs = lambda s: (eng.V if s.file == "v" else eng.A)[ix, s.index:s.index + s.dwords]
   A = _value(_elems(regs(op.ins["S0"]), bits, ne), ins, sa)  # (W, ne, L)
   B = _value(_elems(regs(op.ins["S1"]), bits, ne), ins, sb)

@@ -93,6 +93,7 @@ def _int(t: str) -> int:
 class _Scope:
   def __init__(self, parent: "_Scope | None"):
     self.parent, self.regs, self.syms = parent, {}, {}
+    self.depth = parent.depth + 1 if parent else 0
 
   def reg(self, name: str) -> str | None:
     s = self
@@ -331,6 +332,7 @@ class Parser:
       t = self.tok
       if t.kind == "eof": raise self.err("unexpected end of file in function body")
       if t.text == "{":
+        if scope.depth >= self.MAX_BLOCKS: raise self.err("blocks nested too deeply", t)
         self.next(); inner = _Scope(scope); body = self.block(inner); self.expect("}"); out.append(Scope(body))
       elif t.text == ".reg": out.append(self.regdecl(scope))
       elif t.text in (".local", ".shared", ".param", ".const", ".global"):
@@ -428,6 +430,7 @@ class Parser:
     if want and typ != want: raise self.err(f"'{name}' is not a .{want} register", tok)
 
   MAX_NESTING = 8   # operands nest two deep in PTX (call arguments holding vectors); deeper is garbage
+  MAX_BLOCKS = 100  # `{ }` scopes inside a function body (nvcc writes a few levels); keeps the parser off the C stack
 
   def operand(self, scope: _Scope | None = None, depth: int = 0):
     t = self.tok
