@@ -1148,7 +1148,7 @@ def _submit(dev, q, words: list[int], buf) -> str:
   from gputwin.errors import GPUFault
   words = _relocate(words, buf.va)
   try:
-    q.wait(q.submit(words, "fuzz"), timeout=2.0)     # past the CP watchdog (1 s): a stuck queue faults first
+    q.wait(q.submit(words, "fuzz"), timeout=5.0)   # past the GPU watchdogs (AMD 1 s, Adreno 2 s): they fault first
     return "ok " + digest(bytes(buf.view()))
   except GPUFault as e:
     return f"{type(e).__name__}: " + str(e).replace(f"{buf.va:#x}", "BUF")
