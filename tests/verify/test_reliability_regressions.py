@@ -132,3 +132,19 @@ def test_access_wrapping_past_2_64_is_a_page_fault(monkeypatch):
     monkeypatch.setenv("GPUTWIN_JIT", jit)
     with pytest.raises(EmuFault, match=r"GPU page fault: read of 4 bytes at VA 0xfffffffffffffffc"):
       launch(co, "k", grid=1, block=64, args=[np.zeros(64, np.uint32)], checks=False)
+
+
+def test_ptx_parameterized_registers_are_ranges():
+  """decode-ptx: `.reg .pred %p<2147483648>` expanded 2^31 names (the parse never ended); ptxas accepts it at once.
+  The declaration is a range now: the last register exists, the next does not, duplicates are still found."""
+  import time
+  body = "  .reg .pred %p<2147483648>;\n  .reg .u32 %r<4>;\n  @%p2147483647 mov.u32 %r3, 1;"
+  t = time.perf_counter()
+  ptx.parse(PTX.replace("  .reg .u32 %r<3>;\n  mov.u32 %r1, OPERAND;", body), "k.ptx")
+  assert time.perf_counter() - t < 1.0
+  with pytest.raises(ptx.PtxError, match="undefined register '%p2147483648'"):
+    ptx.parse(PTX.replace("  .reg .u32 %r<3>;\n  mov.u32 %r1, OPERAND;", body.replace("2147483647 ", "2147483648 ")),
+              "k.ptx")
+  for dup, name in (("  .reg .u32 %r2;", "%r2"), ("  .reg .u32 %r<2>;", "%r0")):
+    with pytest.raises(ptx.PtxError, match=f"duplicate register '{name}'"):
+      ptx.parse(PTX.replace("  mov.u32 %r1, OPERAND;", dup), "k.ptx")

@@ -90,15 +90,26 @@ def _int(t: str) -> int:
   return int(t, 0) if t[:2].lower() in ("0x", "0b") else int(t, 8) if len(t) > 1 and t[0] == "0" else int(t)
 
 
+_NUMBERED = re.compile(r"(.*?)(0|[1-9]\d*)")
+
+
 class _Scope:
+  """Registers and symbols declared in one `{ }` scope. A parameterized declaration `%r<N>` is kept as the range
+  (prefix -> (N, type)), as ptxas does: `%p<2147483648>` declares 2^31 registers, instantly."""
   def __init__(self, parent: "_Scope | None"):
-    self.parent, self.regs, self.syms = parent, {}, {}
+    self.parent, self.regs, self.ranges, self.syms = parent, {}, {}, {}
     self.depth = parent.depth + 1 if parent else 0
+
+  def own(self, name: str) -> str | None:
+    if name in self.regs: return self.regs[name]
+    m = _NUMBERED.fullmatch(name)
+    r = self.ranges.get(m[1]) if m else None
+    return r[1] if r and int(m[2]) < r[0] else None
 
   def reg(self, name: str) -> str | None:
     s = self
     while s:
-      if name in s.regs: return s.regs[name]
+      if (t := s.own(name)) is not None: return t
       s = s.parent
     return None
 
@@ -279,9 +290,13 @@ class Parser:
       cnt = 0
       if self.accept("<"): cnt = self.number(); self.expect(">")
       names.append((n.text, cnt))
-      for r in ([f"{n.text}{i}" for i in range(cnt)] if cnt else [n.text]):
-        if r in scope.regs: raise self.err(f"duplicate register '{r}'", n)
-        scope.regs[r] = t.text[1:]
+      if not cnt: clash = n.text if scope.own(n.text) is not None else None
+      elif n.text in scope.ranges: clash = f"{n.text}0"
+      else: clash = next((r for r in scope.regs
+                          if (m := _NUMBERED.fullmatch(r)) and m[1] == n.text and int(m[2]) < cnt), None)
+      if clash: raise self.err(f"duplicate register '{clash}'", n)
+      if cnt: scope.ranges[n.text] = (cnt, t.text[1:])
+      else: scope.regs[n.text] = t.text[1:]
       if not self.accept(","): break
     self.expect(";")
     return RegDecl(t.text[1:], tuple(names), vec)
