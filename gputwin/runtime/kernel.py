@@ -168,3 +168,11 @@ def kernel_for(device: str | None = None) -> Kernel:
       _machines[spec.targets] = Machine(list(spec.targets))
       attach(_machines[spec.targets])
     return _machines[spec.targets]
+
+
+def forget(device: str) -> None:
+  """Shut down the shared mock machine serving `device`, if one exists; the next open of it starts a fresh machine
+  (for tools that must not carry GPU state from one case to the next)."""
+  spec = parse_device(device)
+  with _lock: old = _machines.pop(spec.targets, None) if spec.kind == "mock" else None
+  if old is not None and hasattr(old, "shutdown"): old.shutdown()

@@ -705,8 +705,7 @@ def main(argv=None) -> int:
   a = p.parse_args(argv)
   if a.reliability is not None or a.cluster:
     from gputwin.verify import reliability
-    return guarded("gputwin fuzz", lambda: reliability.main(a) if a.reliability is not None else
-                   reliability.cluster_diff(a))
+    return guarded("gputwin fuzz", lambda: reliability.main(a) if a.reliability is not None else cluster_diff(a))
   if a.show is not None and a.ir:
     return guarded("gputwin fuzz", lambda: print(ir_programs(a.seed, a.show + 1)[a.show]) or 0)
   if a.show is not None:
@@ -715,6 +714,37 @@ def main(argv=None) -> int:
     print(device_source([prog], d=d), "\n// ---- host\n", host_source([prog]), sep="")
     return 0
   return guarded("gputwin fuzz", lambda: _cli(a))
+
+
+def diff_task(task: dict) -> dict:
+  """A batch of this fuzzer as a cluster task (reliability.cluster_run's `run`)."""
+  import dataclasses
+  from gputwin.verify.reliability import task_key
+  t = time.perf_counter()
+  outs = run_batch((task["seed"], task["start"], task["n"], tuple(task["targets"])))
+  return {"task": task_key(task), **task, "outcomes": [dataclasses.asdict(o) for o in outs],
+          "secs": time.perf_counter() - t}
+
+
+def cluster_diff(a) -> int:
+  """`gputwin fuzz --cluster ADDRESS` (no --reliability): this fuzzer's batches as tasks on a Ray cluster."""
+  from collections import Counter
+  from gputwin.verify.reliability import cluster_run, digest
+  targets = list(a.arch or TARGETS)
+  todo = [{"kind": "diff", "cat": "diff", "seed": a.seed, "start": s, "n": min(a.batch, a.count - s),
+           "targets": targets} for s in range(0, a.count, a.batch)]
+  store = Path(a.out or ".") / f"fuzz-{a.seed}-{digest(json.dumps(todo))}.jsonl"
+  t0 = time.perf_counter()
+  outs = [o for r in cluster_run(todo, a.cluster, store, run=diff_task) for o in r["outcomes"]]
+  n = Counter((o["target"], o["status"]) for o in outs)
+  for tg in targets:
+    print(f"{tg}: " + ", ".join(f"{st} {c}" for (t, st), c in sorted(n.items()) if t == tg))
+  bad = [o for o in outs if o["status"] not in ("ok", "known-bug")]
+  for o in bad:
+    print(f"{o['status']}: {o['target']} seed {o['seed']} program {o['index']}: {o['detail']}  [source: gputwin fuzz "
+          f"--seed {o['seed']} --show {o['index']}; reduce it with a local run]")
+  print(f"{len(outs)} programs in {time.perf_counter() - t0:.1f} s on {a.cluster}; results in {store}")
+  return 1 if bad else 0
 
 
 def _cli(a) -> int:

@@ -432,9 +432,11 @@ def table(rows: dict[str, Row], title: str):
 
 
 # ------------------------------------------------------------------------------------------ Ray
-def cluster_run(todo: list[dict], address: str, store: Path, progress=None, max_retries: int = 3) -> list[dict]:
-  """Run tasks on the Ray cluster at `address`; each finished task is appended to `store` (JSONL) as it arrives,
-  tasks already there are skipped (resume). A task lost with its node is retried (by Ray, then resubmitted here)."""
+def cluster_run(todo: list[dict], address: str, store: Path, progress=None, max_retries: int = 3,
+                run=None) -> list[dict]:
+  """Run tasks on the Ray cluster at `address` with `run(task) -> result dict` (a module-level function; default
+  run_task, a reliability task); each finished task is appended to `store` (JSONL) as it arrives, tasks already there
+  are skipped (resume). A task lost with its node is retried (by Ray, then resubmitted here)."""
   try:
     import ray
   except ImportError as e:
@@ -444,7 +446,8 @@ def cluster_run(todo: list[dict], address: str, store: Path, progress=None, max_
   if left:
     ray.init(address=address, ignore_reinit_error=True, log_to_driver=False)
     remote = ray.remote(num_cpus=1, max_retries=max_retries)(_ray_task)
-    pending, tries = {remote.remote(t): t for t in left}, {}
+    run = run or run_task
+    pending, tries = {remote.remote(t, run): t for t in left}, {}
     with store.open("a") as f:
       while pending:
         ready, _ = ray.wait(list(pending), num_returns=1)
@@ -454,7 +457,7 @@ def cluster_run(todo: list[dict], address: str, store: Path, progress=None, max_
         except ray.exceptions.RayError as e:     # retries used up (nodes died): submit it again, a few times
           tries[task_key(t)] = tries.get(task_key(t), 0) + 1
           if tries[task_key(t)] > max_retries: raise GputwinError(f"task {task_key(t)} failed: {e}") from e
-          pending[remote.remote(t)] = t
+          pending[remote.remote(t, run)] = t
           continue
         done[task_key(t)] = r
         f.write(json.dumps(r) + "\n")
@@ -463,40 +466,10 @@ def cluster_run(todo: list[dict], address: str, store: Path, progress=None, max_
   return [done[task_key(t)] for t in todo]
 
 
-def _ray_task(task: dict) -> dict:
-  """A reliability task, or (kind "diff") a batch of the differential fuzzer (verify.fuzz.run_batch)."""
-  import dataclasses
+def _ray_task(task: dict, run) -> dict:
+  """One task on a cluster node, tagged with the node that ran it."""
   import ray
-  if task.get("kind") == "diff":
-    from gputwin.verify import fuzz
-    t = time.perf_counter()
-    outs = fuzz.run_batch((task["seed"], task["start"], task["n"], tuple(task["targets"])))
-    r = {"task": task_key(task), **task, "outcomes": [dataclasses.asdict(o) for o in outs],
-         "secs": time.perf_counter() - t}
-  else:
-    r = run_task(task)
-  return r | {"node": ray.get_runtime_context().get_node_id()[:12]}
-
-
-def cluster_diff(a) -> int:
-  """`gputwin fuzz --cluster ADDRESS` (no --reliability): the differential fuzzer's batches as cluster tasks."""
-  from collections import Counter
-  from gputwin.verify import fuzz
-  targets = list(a.arch or fuzz.TARGETS)
-  todo = [{"kind": "diff", "cat": "diff", "seed": a.seed, "start": s, "n": min(a.batch, a.count - s),
-           "targets": targets} for s in range(0, a.count, a.batch)]
-  store = Path(a.out or ".") / f"fuzz-{a.seed}-{digest(json.dumps(todo))}.jsonl"
-  t0 = time.perf_counter()
-  outs = [o for r in cluster_run(todo, a.cluster, store) for o in r["outcomes"]]
-  n = Counter((o["target"], o["status"]) for o in outs)
-  for tg in targets:
-    print(f"{tg}: " + ", ".join(f"{st} {c}" for (t, st), c in sorted(n.items()) if t == tg))
-  bad = [o for o in outs if o["status"] not in ("ok", "known-bug")]
-  for o in bad:
-    print(f"{o['status']}: {o['target']} seed {o['seed']} program {o['index']}: {o['detail']}  [source: gputwin fuzz "
-          f"--seed {o['seed']} --show {o['index']}; reduce it with a local run]")
-  print(f"{len(outs)} programs in {time.perf_counter() - t0:.1f} s on {a.cluster}; results in {store}")
-  return 1 if bad else 0
+  return run(task) | {"node": ray.get_runtime_context().get_node_id()[:12]}
 
 
 def load_store(store: Path) -> dict[str, dict]:
@@ -1136,8 +1109,7 @@ def _device(name: str):
   runaway stream ends in a queue error."""
   import gputwin.runtime
   from gputwin.runtime import kernel as K
-  with K._lock: old = K._machines.pop(K.parse_device(name).targets, None)
-  if old is not None and hasattr(old, "shutdown"): old.shutdown()
+  K.forget(name)
   dev = gputwin.runtime.open(name)
   hw = getattr(dev.k, "hw", None)
   if hw is not None and hasattr(hw, "lockup_timeout"): hw.lockup_timeout, hw.wave_budget = 1.0, 20000
