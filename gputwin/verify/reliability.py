@@ -189,10 +189,12 @@ class Worker:
 
   def _line(self, deadline: float) -> dict | None:
     fd = self.p.stdout.fileno()
+    poll = select.poll()                 # not select.select: a busy host process may hold fds past FD_SETSIZE
+    poll.register(fd, select.POLLIN)
     while b"\n" not in self.buf:
       left = deadline - time.monotonic()
       if left <= 0: return None
-      if select.select([fd], [], [], min(left, 1.0))[0]:
+      if poll.poll(int(min(left, 1.0) * 1000) + 1):
         chunk = os.read(fd, 1 << 20)
         if not chunk: return {"eof": True}
         self.buf += chunk
