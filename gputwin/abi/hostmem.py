@@ -97,11 +97,11 @@ def _vm_copy(local: int, remote: int, n: int, to_remote: bool) -> int:
   (written), so nothing faults. Returns the bytes copied."""
   f, done = (libc.process_vm_writev if to_remote else libc.process_vm_readv), 0
   iov = getattr(_IOV, "iov", None)
-  if iov is None: iov = _IOV.iov = (ctypes.c_uint64 * 4)()
+  if iov is None: iov = _IOV.iov = (_Iovec * 2)()
   at = ctypes.addressof(iov)
   while done < n:
-    iov[0], iov[1], iov[2], iov[3] = local + done, n - done, remote + done, n - done
-    got = f(os.getpid(), at, 1, at + 16, 1, 0)
+    iov[0].base, iov[0].len, iov[1].base, iov[1].len = local + done, n - done, remote + done, n - done
+    got = f(os.getpid(), at, 1, at + ctypes.sizeof(_Iovec), 1, 0)
     if got <= 0: break
     done += got
   return done

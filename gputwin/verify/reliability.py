@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Callable
 
 from gputwin.errors import GputwinError
+from gputwin.isa.vendor import cache_root
 
 KINDS = ("ok", "error", "crash", "hang", "foreign", "nondet", "wrong")
 BAD = ("crash", "hang", "foreign", "nondet", "wrong")
@@ -542,7 +543,7 @@ for _gpu in IR3:
 
 
 PTX_SOURCES = Path(__file__).resolve().parents[2] / "tests" / "isa" / "ptx" / "kernels"
-CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "gputwin" / "reliability"
+CACHE = cache_root() / "reliability"
 
 
 def _ptx_corpus() -> list[str]:

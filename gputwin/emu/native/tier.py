@@ -83,7 +83,13 @@ def _linked(k: str, pc: int, ops, lean: bool, meta=None, obj: bytes | None = Non
       if not fresh:
         STATS["cache_loads"] += 1
         STATS["load_seconds"] += time.perf_counter() - t
-  fn, (n, nv, ns, wrote, has_tail), obj = hit
+  fn, meta, obj = hit
+  return _block(pc, ops, fn, meta, obj, lean)
+
+
+def _block(pc: int, ops, fn, meta, obj: bytes, lean: bool):
+  """The Block of linked code `fn` whose compile recorded `meta` (its first n ops, registers, writes, tail)."""
+  n, nv, ns, wrote, has_tail = meta
   ops = ops[:n]
   STATS["blocks"] += 1
   return Block(pc, ops, fn, obj, nv, ns, dict(wrote), tail(ops[-1]) if has_tail else None, lean)
@@ -144,9 +150,7 @@ def _link(pc: int, built, lean: bool):
     return _linked(k, pc, ops, lean, meta, obj)
   with _ENGINE:
     fn = load(obj, name)
-  n, nv, ns, wrote, has_tail = meta
-  STATS["blocks"] += 1
-  return Block(pc, ops, fn, obj, nv, ns, wrote, tail(ops[-1]) if has_tail else None, lean)
+  return _block(pc, ops, fn, meta, obj, lean)
 
 
 class _Job:
