@@ -323,7 +323,7 @@ class Dispatch:
   # ---- arguments -> kernarg segment (gputwin.isa.kernargs: the rules every launcher shares)
   def _kernargs(self, args, raw) -> int:
     if raw is not None:
-      buf = bytearray(max(len(raw), segment_size(self.kern)))
+      buf = bytearray(max(len(raw), segment_size(self.kern, self.arch)))
       buf[:len(raw)] = raw
     else:
       ka = pack(self.kern, args, self.grid, self.block, arch=self.arch, queue_va=self.queue_va,

@@ -109,9 +109,26 @@ def hidden_value(kind: str, grid, block, queue_va: int, apertures: tuple[int, in
           "hidden_private_base": apertures[1]}.get(kind)
 
 
-def segment_size(kern) -> int:
-  """Bytes of `kern`'s kernarg segment: the descriptor's kernarg_size, the metadata's extent, at least 256."""
-  return max(kern.descriptor.kernarg_size, 256, max((a.offset + a.size for a in kern.args), default=0))
+# The largest kernarg segment a launch accepts. The kernel descriptor's KERNARG_SIZE is a u32 and no runtime reads it
+# as a promise to allocate 4 GiB: the largest parameter space a GPU vendor documents is CUDA's 32,764 bytes of
+# __global__ parameters (CUDA 12.1+, sm_70+; 4 KB before), AMD's OpenCL runtime reports CL_DEVICE_MAX_PARAMETER_SIZE
+# 1,024, and code object v5 adds 256 bytes of hidden arguments. Twice CUDA's figure leaves room for every compiler's
+# output and refuses a corrupt or hostile descriptor before it allocates.
+MAX_KERNARG_SIZE = 64 << 10
+
+
+def segment_size(kern, arch: str = "") -> int:
+  """Bytes of `kern`'s kernarg segment: the descriptor's kernarg_size, the metadata's extent, at least 256; a
+  LaunchError naming the field when either is past MAX_KERNARG_SIZE."""
+  fields = [("the kernel descriptor's kernarg_size", kern.descriptor.kernarg_size)]
+  fields += [(f"argument {i} ({a.value_kind}) at offset {a.offset} + {a.size} bytes in the metadata", a.offset + a.size)
+             for i, a in enumerate(kern.args)]
+  for what, n in fields:
+    if n > MAX_KERNARG_SIZE:
+      raise LaunchError(f"[{arch}] kernel {kern.name}: {what} asks for a {n:#x}-byte kernarg segment, past the "
+                        f"{MAX_KERNARG_SIZE} bytes a launch accepts (gputwin.isa.kernargs.MAX_KERNARG_SIZE)", arch,
+                        kern.name)
+  return max(256, *(n for _, n in fields))
 
 
 def pack(kern, args, grid, block, *, arch: str, pointer: Callable[[object], int | None], queue_va: int = 0,
@@ -119,7 +136,7 @@ def pack(kern, args, grid, block, *, arch: str, pointer: Callable[[object], int 
   """The kernarg segment of `kern` (a codeobj.Kernel) for `args` (rules: module docstring). `pointer(a)` maps a
   pointer argument that is not a plain address and returns its device address, or None when it cannot."""
   kd, metas, name = kern.descriptor, kern.args, kern.name
-  buf = bytearray(segment_size(kern))
+  buf = bytearray(segment_size(kern, arch))
   lds = -(-kd.group_segment_fixed_size // 16) * 16
   args = list(args)
 

@@ -388,7 +388,7 @@ class Program:
     if block[0] * block[1] * block[2] > 1024:
       raise LaunchError(f"[{dev.arch}] kernel {name}: workgroup of {block[0] * block[1] * block[2]} work-items exceeds "
                         f"1024", dev.arch, name)
-    size = max(len(kernarg), segment_size(k)) if kernarg is not None else segment_size(k)
+    size = max(len(kernarg), segment_size(k, dev.arch)) if kernarg is not None else segment_size(k, dev.arch)
     q = queue or dev.compute
     with q.lock:
       base = dev._arena(size + 64 + 256, q)

@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 from gputwin.isa.codeobj import KernelSpec, build_code_object
 from gputwin.isa.kd import KD_SIZE, KernelDescriptor
+from gputwin.isa.kernargs import MAX_KERNARG_SIZE
 from gputwin.mock.vm import GPUAddressSpace
 
 ENV = "GPUTWIN_EXEC_TRACE"
@@ -65,7 +66,8 @@ def before(vm: GPUAddressSpace, arch: str, regs: dict[str, int], grid: tuple, bl
     return None
   slot = {name: (first, count) for name, first, count in kd.sgpr_layout()}.get("kernarg_segment_ptr")
   kernarg = user[slot[0]] | user[slot[0] + 1] << 32 if slot else 0
-  raw = vm.read(kernarg, kd.kernarg_size) if kernarg and kd.kernarg_size else b""
+  mk = vm.find(kernarg) if kernarg else None  # the descriptor's size is a claim: read what is mapped, within the limit
+  raw = vm.read(kernarg, min(kd.kernarg_size, MAX_KERNARG_SIZE, mk.end - kernarg)) if mk else b""
   args, off = [], 0
   while off + 4 <= len(raw):
     q = int.from_bytes(raw[off:off + 8], "little") if off % 8 == 0 and off + 8 <= len(raw) else 0
