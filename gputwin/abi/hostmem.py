@@ -3,7 +3,7 @@ address, memfd-backed buffers, checks that a host range is mapped or accessible 
 gets from copy_from_user / copy_to_user / get_user_pages), copies that fail instead of faulting (process_vm_readv /
 writev on this process), and `UserPages`: user pages pinned by the driver's own mapping (get_user_pages)."""
 from __future__ import annotations
-import ctypes, ctypes.util, errno, mmap as _mmap, os, threading
+import ctypes, ctypes.util, errno, mmap as _mmap, os, threading, weakref
 
 PAGE_SIZE = _mmap.PAGESIZE
 PROT_READ, PROT_WRITE, PROT_EXEC, PROT_NONE = _mmap.PROT_READ, _mmap.PROT_WRITE, _mmap.PROT_EXEC, 0
@@ -165,19 +165,32 @@ class HostBuffer:
     except OSError:
       os.close(self.fd)
       raise
-    self.view = host_view(self.addr, self.size)
+    # A buffer nobody closed (a machine dropped with its BOs) still gives its fd and pages back: the fd when this
+    # object dies, the mapping when the last view of it (numpy arrays, slices: they keep the ctypes array) is gone.
+    # Not at exit, where a daemon GPU thread may still be reading.
+    pages = (ctypes.c_char * self.size).from_address(self.addr)
+    self._unmap = weakref.finalize(pages, host_munmap, self.addr, self.size)
+    self._close_fd = weakref.finalize(self, os.close, self.fd)
+    self._unmap.atexit = self._close_fd.atexit = False
+    self.view = memoryview(pages).cast("B")
 
   def map_again(self, addr: int, length: int, prot: int, flags: int, offset: int = 0) -> int:
     """Map the same pages for a user (MAP_SHARED forced: a private copy would break CPU/GPU coherence)."""
     flags = (flags & ~(MAP_PRIVATE | MAP_ANONYMOUS)) | MAP_SHARED
     return host_mmap(addr, length, prot, flags, self.fd, offset)
 
+  def close_fd(self):
+    """Give the memfd back now: the pages stay mapped here (a GPU thread may still finish with them), nobody can map
+    them again (`fd` is -1)."""
+    self._close_fd()
+    self.fd = -1
+
   def close(self):
-    if self.fd < 0: return
+    if self.addr == 0: return
     self.view.release()
-    host_munmap(self.addr, self.size)
-    os.close(self.fd)
-    self.fd, self.addr = -1, 0
+    self._unmap()
+    self.close_fd()
+    self.addr = 0
 
 
 def user_buffer(arg, size: int) -> tuple[int, int]:

@@ -386,9 +386,11 @@ class RM:
       self._retire(o.bo.host)
       o.bo.host = None
 
-  def _retire(self, host: HostBuffer):
+  def _retire(self, host: HostBuffer | UserPages):
     """mock: freed pages are unmapped a second later, so a GPU thread still finishing with them never touches an
-    unmapped page (the real GPU is stopped by the channel teardown first)."""
+    unmapped page (the real GPU is stopped by the channel teardown first); their memfd is closed now (a client that
+    opens and frees devices in a loop would otherwise run out of file descriptors within that second)."""
+    if isinstance(host, HostBuffer): host.close_fd()   # (user pages have no fd of ours)
     self._retired.append((time.monotonic(), host))
 
   def _reap(self, force: bool = False):
