@@ -12,11 +12,18 @@ Layout kinds (element e of lane l; 16-bit elements pack two per VGPR, 8-bit four
     A lane l: row l%M, k = (K/G)*(l//M) + e; B lane l: col l%M, same k; C/D register v of lane l: col l%M,
     row 4*(l//16) + v (M=16) or 8*(v//4) + 4*(l//32) + v%4 (M=32)
     (AMD Instinct MI300 ISA, "Matrix fused multiply-add")
-The products are accumulated in float64 (int64 for integers) and rounded once to the result type.
+`tables` turns a layout into the register facts every consumer reads (this interpreter and the native tier's
+lowering, emu/native/matrix.py): which register, lane and bit offset holds A[m, k] and B[k, n], and which D element
+register v of lane l holds. Arithmetic (the same in both tiers, bit for bit): each element converted exactly to
+float64 (int64 for integers), the products of D[m, n] summed in k order starting from -0.0 (in float64 every
+product is exact and the order fixes the roundings), then C added and the sum rounded once (RNE) to f32 (integers:
+the low 32 bits); a NaN result is the default quiet NaN 0x7fc00000 (which NaN operand the hardware returns is not
+documented; one fixed answer keeps both tiers identical). Denormals are kept, inputs and results.
 """
 from __future__ import annotations
 
 import functools
+from typing import NamedTuple
 
 import numpy as np
 
@@ -59,11 +66,67 @@ def _layout(kind: str, M: int, N: int, K: int, acc: str, ins: str, L: int):
   return M, N, K, acc, ins, bits, ne, a, c
 
 
-def _elems(regs: np.ndarray, bits: int, ne: int) -> np.ndarray:
-  """(W, nregs, L) raw VGPRs -> (W, ne, L) raw elements."""
+NAN = 0x7fc00000  # what a NaN result is (module docstring)
+
+
+class Tables(NamedTuple):
+  """A layout as register facts (`tables`): A[m, k] is in `a[m, k]` = (register, lane, bit offset) of the A operand
+  (where several lanes hold an element, as RDNA3's lanes 16-31 repeat 0-15: the highest of them), B[k, n] in
+  `b[k, n]`; C/D register v of lane l holds element `d[v, l]` = m * N + n; `regs`: registers of A, B, C/D."""
+  m: int
+  n: int
+  k: int
+  acc: str  # accumulator / result type: F32 | I32
+  ins: str  # input element type
+  bits: int  # input element bits
+  a: np.ndarray  # (M, K, 3) int64
+  b: np.ndarray  # (K, N, 3) int64
+  d: np.ndarray  # (regs[2], L) int64
+  regs: tuple
+
+
+@functools.lru_cache(maxsize=None)
+def tables(family: str, name: str, L: int) -> Tables:
+  """The register tables of `name` in wave`L`, from its `layout` (GputwinError where none is modelled)."""
+  M, N, K, acc, ins, bits, ne, amap, cmap = layout(family, name, L)
   per = 32 // bits
-  out = [(regs[:, e // per] >> U32(bits * (e % per))) & U32((1 << bits) - 1) for e in range(ne)]
-  return np.stack(out, axis=1)
+  a, b = np.full((M, K, 3), -1, np.int64), np.full((K, N, 3), -1, np.int64)
+  for e, (rc, k) in enumerate(amap):
+    for lane in range(L):  # (lanes in order: the highest holding an element wins)
+      a[rc[lane], k[lane]] = b[k[lane], rc[lane]] = (e // per, lane, bits * (e % per))
+  d = np.stack([r * N + col for r, col in cmap])
+  assert (a >= 0).all() and (b >= 0).all() and sorted(d.ravel()) == list(range(M * N)), name
+  for x in (a, b, d):
+    x.setflags(write=False)
+  return Tables(M, N, K, acc, ins, bits, a, b, d, (ne * bits // 32, ne * bits // 32, M * N // L))
+
+
+def operands(family: str, op, L: int) -> tuple[Tables, bool, bool]:
+  """(tables, A signed, B signed) of matrix instruction `op`; a GputwinError for what the model lacks."""
+  name, f = op.inst.op, op.inst.f
+  t = tables(family, name, L)
+  if f.get("cbsz", 0) or f.get("abid", 0) or f.get("blgp", 0):
+    raise GputwinError(f"{name}: cbsz/abid/blgp broadcast controls are not modelled")
+  if f.get("clmp", 0):
+    raise GputwinError(f"{name}: clamp is not modelled")
+  if t.ins != "IU8" and (f.get("neg", 0) or f.get("neg_hi", 0)):
+    raise GputwinError(f"{name}: neg modifiers are not modelled")
+  for k, s, need in zip("ABCD", (op.ins["S0"], op.ins["S1"], op.ins["S2"], op.outs["D0"]), t.regs + t.regs[2:]):
+    if s.file not in ("v", "a") and not (k == "C" and s.file == "k"):  # llvm-mc-22: "Invalid register" (VReg_N)
+      raise GputwinError(f"{name}: the {k} matrix must be in VGPRs{' or AGPRs' if family == 'cdna' else ''}, "
+                         f"not {s.file!r} registers")
+    if s.file == "k" and s.value:
+      raise GputwinError(f"{name}: a non-zero constant C operand is not modelled")
+    if s.file != "k" and s.dwords < need:
+      raise GputwinError(f"{name}: the {k} matrix takes {need} registers, not {s.dwords}")
+  # IU8: neg_lo bits 0/1 say A/B are signed (RDNA3 WMMA); I8 is signed
+  sa, sb = (bool(f.get("neg", 0) & 1), bool(f.get("neg", 0) & 2)) if t.ins == "IU8" else (t.ins == "I8",) * 2
+  return t, sa, sb
+
+
+def _gather(regs: np.ndarray, src: np.ndarray, bits: int) -> np.ndarray:
+  """(W, nregs, L) raw registers -> (W, ...) raw elements at `src` (a table's (register, lane, offset) rows)."""
+  return (regs[:, src[..., 0], src[..., 1]] >> src[..., 2].astype(U32)) & U32((1 << bits) - 1)
 
 
 def _value(raw: np.ndarray, ins: str, signed: bool):
@@ -78,37 +141,29 @@ def _value(raw: np.ndarray, ins: str, signed: bool):
 
 def execute(eng, op, ix) -> None:
   """D = A x B + C for every wave in `ix` (EXEC is ignored: matrix instructions require all lanes)."""
-  fam, name, L = eng.fam, op.inst.op, eng.L
-  M, N, K, acc, ins, bits, ne, a_map, c_map = layout(fam, name, L)
-  f = op.inst.f
-  if f.get("cbsz", 0) or f.get("abid", 0) or f.get("blgp", 0):
-    raise GputwinError(f"{name}: cbsz/abid/blgp broadcast controls are not modelled")
-  n = eng.nwaves(ix)
-  # IU8: neg_lo bits 0/1 say A/B are signed (RDNA3 WMMA); I8 is signed
-  sa, sb = (bool(f.get("neg", 0) & 1), bool(f.get("neg", 0) & 2)) if ins == "IU8" else (ins == "I8",) * 2
-  for k, s in (("A", op.ins["S0"]), ("B", op.ins["S1"]), ("C", op.ins["S2"]), ("D", op.outs["D0"])):
-    if s.file not in ("v", "a") and not (k == "C" and s.file == "k"):   # llvm-mc-22: "Invalid register" (VReg_N)
-      raise GputwinError(f"{name}: the {k} matrix must be in VGPRs{' or AGPRs' if fam == 'cdna' else ''}, "
-                         f"not {s.file!r} registers")
-  regs = lambda s: (eng.V if s.file == "v" else eng.A)[ix, s.index:s.index + s.dwords]
-  A = _value(_elems(regs(op.ins["S0"]), bits, ne), ins, sa)  # (W, ne, L)
-  B = _value(_elems(regs(op.ins["S1"]), bits, ne), ins, sb)
-  dt = np.int64 if acc == "I32" else np.float64
-  Am, Bm = np.zeros((n, M, K), dt), np.zeros((n, K, N), dt)
-  for e, (r, k) in enumerate(a_map):
-    Am[:, r, k] = A[:, e]
-    Bm[:, k, r] = B[:, e]
-  c = op.ins["S2"]
-  Cm = np.zeros((n, M, N), dt)
-  if c.file != "k":
-    raw = regs(c)
-    for v, (r, col) in enumerate(c_map):
-      Cm[:, r, col] = raw[:, v].view(np.int32) if acc == "I32" else raw[:, v].view(np.float32)
-  elif c.value:
-    raise GputwinError(f"{name}: a non-zero constant C operand is not modelled")
-  D = Am @ Bm + Cm
-  out = np.stack([D[:, r, col] for r, col in c_map], axis=1)  # (W, nregs, L)
-  raw = out.astype(np.int64).astype(np.uint64).astype(U32) if acc == "I32" else out.astype(np.float32).view(U32)
+  t, sa, sb = operands(eng.fam, op, eng.L)
+  with np.errstate(all="ignore"):  # (NaN and infinity operands, overflow to infinity: IEEE results)
+    raw = _compute(eng, op, ix, t, sa, sb)
   d = op.outs["D0"]
-  eng.mark(d.file, d.index, d.dwords)
-  (eng.V if d.file == "v" else eng.A)[ix, d.index:d.index + d.dwords] = raw
+  eng.mark(d.file, d.index, t.regs[2])
+  (eng.V if d.file == "v" else eng.A)[ix, d.index:d.index + t.regs[2]] = raw
+
+
+def _compute(eng, op, ix, t: Tables, sa: bool, sb: bool) -> np.ndarray:
+  """The raw D registers (W, regs, L)."""
+  n, integer = eng.nwaves(ix), t.acc == "I32"
+  regs = lambda s, k: (eng.V if s.file == "v" else eng.A)[ix, s.index:s.index + t.regs[k]]
+  A = _value(_gather(regs(op.ins["S0"], 0), t.a, t.bits), t.ins, sa)  # (W, M, K)
+  B = _value(_gather(regs(op.ins["S1"], 1), t.b, t.bits), t.ins, sb)  # (W, K, N)
+  acc = np.zeros((n, t.m, t.n), np.int64) if integer else np.full((n, t.m, t.n), -0.0)
+  for k in range(t.k):  # in k order (module docstring)
+    acc += A[:, :, k, None] * B[:, None, k, :]
+  D = acc.reshape(n, -1)[:, t.d]  # (W, regs, L)
+  c = op.ins["S2"]  # (a constant C is 0: operands)
+  D = D + (0 if c.file == "k" else regs(c, 2).view(np.int32) if integer else regs(c, 2).view(np.float32))
+  if integer:
+    raw = D.astype(np.uint64).astype(U32)
+  else:
+    raw = D.astype(np.float32).view(U32)
+    raw[np.isnan(D)] = NAN
+  return raw
