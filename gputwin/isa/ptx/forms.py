@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from typing import Callable
 from pathlib import Path
 
@@ -26,6 +26,7 @@ class Slot:
   required: bool
   allowed: frozenset[str]
   is_type: bool
+  parts: int = 1  # the most modifiers one alternative spans (`async.global`: 2)
 
 
 @dataclass(frozen=True)
@@ -58,13 +59,16 @@ class Form:
 
   def match(self, mods: tuple[str, ...]) -> list[tuple[Slot, str]] | None:
     """Fill this form's slots with these modifiers (any order; types in order; every required slot filled): the
-    filled slots in slot order with their modifier, or None."""
+    filled slots in slot order with their modifier, or None. Each slot takes one alternative of at most `parts`
+    modifiers, so a longer list fails before the search (and each step tries at most `parts` joins): linear in the
+    modifiers, not quadratic (a 100k-character `add.f32.f32...` took minutes)."""
+    if len(mods) > sum(s.parts for s in self.slots): return None
     used: list[str | None] = [None] * len(self.slots)
     def go(i: int, last_type: int) -> bool:
       if i == len(mods): return all(u is not None or not s.required for u, s in zip(used, self.slots))
       for k, s in enumerate(self.slots):
         if used[k] is not None: continue
-        for n in range(len(mods) - i, 0, -1):  # compound alternatives such as `async.global`
+        for n in range(min(len(mods) - i, s.parts), 0, -1):  # compound alternatives such as `async.global`
           m = ".".join(mods[i:i + n])
           if m not in s.allowed or s.is_type and k < last_type: continue
           used[k] = m
@@ -198,7 +202,8 @@ def _fits(o, want: str, relaxed: bool, regtype: Callable[[str], str | None]) -> 
 def table() -> dict[str, tuple[Form, ...]]:
   """opcode -> its forms, from forms.json."""
   raw = json.loads(FORMS_JSON.read_text())
-  return {op: tuple(Form(op, tuple(Slot(n, r, frozenset(a), all(x in TYPES for x in a)) for n, r, a in f["mods"]),
+  return {op: tuple(Form(op, tuple(Slot(n, r, frozenset(a), all(x in TYPES for x in a),
+                                        max((x.count(".") + 1 for x in a), default=1)) for n, r, a in f["mods"]),
                          tuple(OperandSlot(*o) for o in f["ops"]), f["src"]) for f in fs)
           for op, fs in raw.items()}
 
@@ -208,7 +213,7 @@ def lookup(opcode: str) -> tuple[Form, ...]:
   return table().get(opcode, ())
 
 
-@cache
+@lru_cache(maxsize=4096)  # bounded: fuzzed text brings a new modifier list per line
 def _modifiers(opcode: str, mods: tuple[str, ...]) -> tuple[tuple, str, int]:
   """The forms these modifiers fill, with their slot assignments; or why none (and the culprit modifier's index)."""
   forms = lookup(opcode)
@@ -220,7 +225,9 @@ def _modifiers(opcode: str, mods: tuple[str, ...]) -> tuple[tuple, str, int]:
   fits = tuple((f, tuple(fill)) for f in forms if (fill := f.match(mods)) is not None)
   if not fits:
     missing = [s.name for f in forms for s in f.slots if s.required and f.match(mods + (min(s.allowed),)) is not None]
-    why = f"missing .{missing[0]} modifier" if missing else f"illegal modifiers '{''.join('.' + m for m in mods)}'"
+    text = "".join("." + m for m in mods)
+    text = f"'{text}'" if len(text) <= 80 else f"'{text[:60]}...' ({len(mods)} modifiers)"
+    why = f"missing .{missing[0]} modifier" if missing else f"illegal modifiers {text}"
     return (), f"{why} for instruction '{opcode}'", -1
   return fits, "", -1
 

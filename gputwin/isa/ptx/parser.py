@@ -20,7 +20,12 @@ class PtxError(AsmError):
     super().__init__(msg, pos.line if pos else 0, pos.col if pos else 0, text)
     self.path = pos.path if pos else ""
     where = f"{pos}: " if pos else ""
-    self.args = (f"{where}error: {msg}" + (f"\n  {text}\n  {' ' * max(self.col - 1, 0)}^" if text else ""),)
+    at = max(self.col - 1, 0)
+    if len(text) > 160:  # a long line is quoted around the column, not whole
+      lo = max(0, at - 60)
+      text = ("..." if lo else "") + text[lo:lo + 120] + ("..." if lo + 120 < len(text) else "")
+      at += 3 - lo if lo else 0
+    self.args = (f"{where}error: {msg}" + (f"\n  {text}\n  {' ' * at}^" if text else ""),)
 
   def __str__(self) -> str: return self.args[0]
 
