@@ -542,17 +542,17 @@ for _gpu in IR3:
     return "\n".join(ir3.disassemble(data, gpu))
 
 
-PTX_SOURCES = Path(__file__).resolve().parents[2] / "tests" / "isa" / "ptx" / "kernels"
+PTX_SOURCES = Path(__file__).with_name("corpus") / "ptx"   # package data: CUDA kernels (also the PTX ISA tests' suite)
 CACHE = cache_root() / "reliability"
 
 
-def _ptx_corpus() -> list[str]:
-  """nvcc -ptx of the PTX tests' CUDA kernels (cached by content)."""
+def _ptx_corpus(sources: Path = PTX_SOURCES) -> list[str]:
+  """nvcc -ptx of the CUDA kernels in `sources` (cached by content; the first call's directory is the process's)."""
   global _PTX
   if _PTX is None:
     import shutil
     out = []
-    for cu in sorted(PTX_SOURCES.glob("*.cu")):
+    for cu in sorted(Path(sources).glob("*.cu")):
       src = cu.read_bytes()
       p = CACHE / f"{cu.stem}-{digest(src)}.ptx"
       if not p.exists() and shutil.which("nvcc"):
@@ -598,7 +598,7 @@ def _ptx_make(r: random.Random) -> str:
 
 
 @category("decode-ptx", _ptx_make, budget=20.0, chunk=20,
-          needs=lambda: None if _ptx_corpus() else "no nvcc (the corpus is nvcc -ptx of tests/isa/ptx/kernels)")
+          needs=lambda: None if _ptx_corpus() else "no nvcc (the corpus is nvcc -ptx of gputwin/verify/corpus/ptx)")
 def _parse_ptx(text: str) -> str:
   from gputwin.isa import ptx
   m = ptx.parse(text, "fuzz.ptx")

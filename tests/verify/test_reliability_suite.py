@@ -4,6 +4,7 @@ exceptions, nondeterministic outcomes and broken invariants; `-m slow` runs big 
 on its `selftest` category, whose outcome per input is known independently (13 crashes the worker, 7 hangs it, 5
 raises KeyError, 3 answers differently each time, 1 raises a gputwin error)."""
 import json
+import shutil
 import subprocess
 import sys
 import time
@@ -63,6 +64,21 @@ def _campaign(cases, tmp_path):
   found = [json.loads(p.read_text()) for p in tmp_path.glob("*.json")]
   assert not bad, (bad, [(f["category"], f["kind"], f["text"][:300], f["input"]) for f in found][:10])
   return rows, wall
+
+
+def test_ptx_corpus_is_package_data():
+  """The library reads its PTX corpus from its own package (it read tests/isa/ptx/kernels, absent from an install),
+  and pyproject ships it; without nvcc the category says so and is skipped."""
+  import gputwin
+  import tomllib
+  pkg = Path(gputwin.__file__).parent
+  assert R.PTX_SOURCES.is_relative_to(pkg) and len(list(R.PTX_SOURCES.glob("*.cu"))) >= 19
+  data = tomllib.loads((pkg.parent / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["gputwin"]
+  assert {p.relative_to(pkg).as_posix() for p in R.PTX_SOURCES.glob("*.cu")} <= \
+    {p.relative_to(pkg).as_posix() for pat in data for p in pkg.glob(pat)}
+  if not shutil.which("nvcc"): return
+  rows, _ = R.campaign(["decode-ptx"], 20, seed=3, jobs=1)
+  assert rows["decode-ptx"].cases == 20 and not any(rows["decode-ptx"].counts[k] for k in R.BAD)
 
 
 def test_quick_pass(tmp_path):

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-KERNELS = Path(__file__).parent / "kernels"
+from gputwin.verify.reliability import PTX_SOURCES
+
+KERNELS = PTX_SOURCES   # our CUDA kernels: the reliability suite's PTX corpus, shipped as package data
 VENDOR_PTX = Path(__file__).resolve().parents[3].parent / "shared" / "vendor" / "ptx"
 HAVE_CUDA = bool(shutil.which("nvcc") and shutil.which("ptxas"))
 needs_cuda = pytest.mark.skipif(not HAVE_CUDA, reason="nvcc/ptxas (CUDA 13) not installed")

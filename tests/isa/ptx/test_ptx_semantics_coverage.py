@@ -1,5 +1,5 @@
-"""Every instruction form nvcc 13 emits for our CUDA kernels (kernels/*.cu, sm_80 and sm_90) has PTX semantics
-(gputwin.pcode.ptx), except the ones the emulator runs as machine operations: mma, wmma, ldmatrix, stmatrix,
+"""Every instruction form nvcc 13 emits for our CUDA kernels (gputwin/verify/corpus/ptx, sm_80 and sm_90) has PTX
+semantics (gputwin.pcode.ptx), except the ones the emulator runs as machine operations: mma, wmma, ldmatrix, stmatrix,
 cp.async and mbarrier (emu/ptx/tensor.py), call and vector moves (emu/ptx)."""
 from __future__ import annotations
 
