@@ -186,7 +186,6 @@ def test_invalid_header_waits_until_the_packet_is_published(rig):
   (lambda r: A.pm4_ib_packet(P.nop(4)), "not a 4-dword INDIRECT_BUFFER"),
   (lambda r: A.dispatch_packet(r.kd + 8, r.args.va_addr, (64, 1, 1), (64, 1, 1)), "not 64-byte aligned"),
   (lambda r: A.dispatch_packet(0x7f00_0000_0000, r.args.va_addr, (64, 1, 1), (64, 1, 1)), "GPU page fault"),
-  (lambda r: A.dispatch_packet(r.kd, r.args.va_addr, (100, 1, 1), (64, 1, 1)), "partial workgroups"),
   (lambda r: A.dispatch_packet(r.kd, r.args.va_addr, (64, 1, 1), (64, 1, 1), dims=0), "dimensions is 0"),
   (lambda r: A.dispatch_packet(r.kd, r.args.va_addr, (64, 1, 1), (64, 1, 1), group_segment_size=1 << 20), "LDS"),
   (lambda r: A.dispatch_packet(r.kd, r.args.va_addr, (64, 1, 1), (64, 1, 1), private_segment_size=4096),
@@ -205,6 +204,61 @@ def test_malformed_packet_is_a_queue_error_naming_its_index(rig, bad, needle):
   q2 = rig.aql_queue()                                                                 # the process goes on
   rig.submit(rig.dispatch(64, 64), q=q2)
   assert q2.error is None and rig.rptr(q2) == 1 and rig.vm.read_u32(rig.out.va_addr + 4 * 63) == 70
+
+
+# out[gy * grid_size_x + gx] = that index + 7 for the work-item's global ids (gx, gy): workgroup size and grid width
+# from the dispatch packet, workgroup ids x and y in s4, s5, work-item ids packed in v0
+KERNEL_2D = KERNEL.replace("""  s_load_dword s8, s[0:1], 0x4
+  s_waitcnt lgkmcnt(0)
+  s_and_b32 s8, s8, 0xffff
+  s_mul_i32 s9, s4, s8
+  v_add_u32 v1, s9, v0
+  v_lshlrev_b32 v2, 2, v1""", """  s_load_dword s8, s[0:1], 0x4
+  s_load_dword s10, s[0:1], 0xc
+  s_waitcnt lgkmcnt(0)
+  s_and_b32 s9, s8, 0xffff
+  s_lshr_b32 s8, s8, 16
+  s_mul_i32 s9, s4, s9
+  s_mul_i32 s8, s5, s8
+  v_and_b32 v1, 0x3ff, v0
+  v_bfe_u32 v2, v0, 10, 10
+  v_add_u32 v1, s9, v1
+  v_add_u32 v2, s8, v2
+  v_mad_u32_u24 v1, v2, s10, v1
+  v_lshlrev_b32 v2, 2, v1""").replace("""  .amdhsa_system_sgpr_workgroup_id_x 1
+""", """  .amdhsa_system_sgpr_workgroup_id_x 1
+  .amdhsa_system_sgpr_workgroup_id_y 1
+  .amdhsa_system_vgpr_workitem_id 1
+""")
+
+
+@pytest.mark.parametrize("grid,block", [(100, 64), (1000, 256), (5, 64), (65, 64)])
+def test_partial_workgroup_runs_only_the_grid(rig, grid, block):
+  """HSA: grid_size need not be a multiple of workgroup_size; the last workgroup is partial (the CP programs
+  NUM_THREAD_PARTIAL with PARTIAL_TG_EN). Every work-item of the grid runs once, none past it (oracle: numpy)."""
+  sentinel = np.full(0x1000, 0xDEADBEEF, np.uint32)
+  rig.vm.write(rig.out.va_addr, sentinel.tobytes())
+  rig.submit(rig.dispatch(grid, block))
+  assert rig.q.error is None and rig.rptr() == 1, rig.q.error
+  want = sentinel.copy()
+  want[:grid] = np.arange(grid) + 7
+  np.testing.assert_array_equal(rig.vm.array(rig.out.va_addr, "<u4", 0x1000), want)
+
+
+@pytest.mark.parametrize("grid,block", [((37, 11), (8, 4)), ((5, 3), (8, 4)), ((16, 9), (8, 4)), ((37, 8), (8, 4))])
+def test_partial_workgroups_in_two_dimensions(rig, grid, block):
+  """The right column, the bottom row and the corner are partial workgroups of their own shapes (work-item ids and
+  EXEC follow the partial shape; waves per workgroup shrink with it)."""
+  co = load_code_object(assemble_code_object(KERNEL_2D.format(arch=rig.arch), rig.arch), arch=rig.arch)
+  rig.vm.write(rig.code.va_addr, co.image)
+  kd = rig.code.va_addr + co.kernels["k"].kd_address
+  sentinel = np.full(0x1000, 0xDEADBEEF, np.uint32)
+  rig.vm.write(rig.out.va_addr, sentinel.tobytes())
+  rig.submit(A.dispatch_packet(kd, rig.args.va_addr, (*grid, 1), (*block, 1), dims=2))
+  assert rig.q.error is None and rig.rptr() == 1, rig.q.error
+  want = sentinel.copy()
+  want[:grid[0] * grid[1]] = np.arange(grid[0] * grid[1]) + 7
+  np.testing.assert_array_equal(rig.vm.array(rig.out.va_addr, "<u4", 0x1000), want)
 
 
 def test_ring_wraps(rig):

@@ -6,11 +6,12 @@ RSRC2.LDS_SIZE from the packet's group_segment_size, the workgroup size, COMPUTE
 `amd_queue_t`, wave32 from the descriptor, and the user SGPRs the descriptor enables in ABI order (private segment
 buffer = amd_queue_t.scratch_resource_descriptor, dispatch ptr = the packet, queue ptr = the amd_queue_t, kernarg
 segment ptr, dispatch id = the packet index, flat scratch init, private segment size) followed by preloaded
-kernargs. The grid counts work-items; it becomes workgroups here.
+kernargs. The grid counts work-items; it becomes workgroups here, rounded up: a grid that is not a multiple of the
+workgroup size (HSA allows it) ends in a partial workgroup along that dimension, which the CP programs as
+COMPUTE_NUM_THREAD_*.NUM_THREAD_PARTIAL with COMPUTE_DISPATCH_INITIATOR.PARTIAL_TG_EN (dispatch.run_dispatch).
 
 The amd_queue_t is found the way the CP finds it: the queue's read pointer is amd_queue_t.read_dispatch_id and the
 dword after it (read_dispatch_id_field_base_byte_offset) says how far that field lies from the struct's start.
-Mock: partial workgroups (a grid size that is not a multiple of the workgroup size) are not modelled.
 """
 from __future__ import annotations
 import struct
@@ -20,7 +21,7 @@ from gputwin.emu.amd.abi import user_sgprs
 from gputwin.errors import LaunchError
 from gputwin.isa.kd import KD_SIZE, KernelDescriptor
 from gputwin.isa.targets import target
-from gputwin.mock.amdgpu.dispatch import LDS_GRANULE, SCRATCH_GRANULE
+from gputwin.mock.amdgpu.dispatch import LDS_GRANULE, PARTIAL_TG_EN, SCRATCH_GRANULE
 
 
 def queue_base(vm, rptr_va: int) -> int:
@@ -40,9 +41,7 @@ def dispatch_registers(vm, arch: str, lds_limit: int, raw: bytes, packet_va: int
   grid = tuple(p[f"grid_size_{d}"] for d in "xyz")
   if not dims: raise bad("setup.dimensions is 0 (1 to 3)")
   if 0 in wg: raise bad(f"workgroup size {wg[0]}x{wg[1]}x{wg[2]} has a zero dimension")
-  if any(g % w for g, w in zip(grid, wg)):
-    raise bad(f"grid {grid[0]}x{grid[1]}x{grid[2]} is not a multiple of the workgroup size {wg[0]}x{wg[1]}x{wg[2]} "
-              f"(partial workgroups are not modelled)")
+  partial = tuple(g % w or w for g, w in zip(grid, wg))   # work-items of the last workgroup along each dimension
   ko = p["kernel_object"]
   if ko % 64: raise bad(f"kernel_object {ko:#x} is not 64-byte aligned (a kernel descriptor is)")
   kd_raw = vm.read(ko, KD_SIZE)
@@ -77,7 +76,8 @@ def dispatch_registers(vm, arch: str, lds_limit: int, raw: bytes, packet_va: int
           "COMPUTE_PGM_RSRC2": (rsrc2 & ~(0x1FF << 15)) | (-(-lds // granule) << 15), "COMPUTE_PGM_RSRC3": rsrc3,
           "COMPUTE_TMPRING_SIZE": tmpring,
           "COMPUTE_DISPATCH_INITIATOR": P.DISPATCH_COMPUTE_SHADER_EN | P.DISPATCH_FORCE_START_AT_000 |
-                                        (P.DISPATCH_CS_W32_EN if kd.enable_wavefront_size32 else 0),
-          **{f"COMPUTE_NUM_THREAD_{d}": w for d, w in zip("XYZ", wg)},
+                                        (P.DISPATCH_CS_W32_EN if kd.enable_wavefront_size32 else 0) |
+                                        (PARTIAL_TG_EN if partial != wg else 0),
+          **{f"COMPUTE_NUM_THREAD_{d}": w | (p << 16 if partial != wg else 0) for d, w, p in zip("XYZ", wg, partial)},
           **{f"COMPUTE_USER_DATA_{i}": u for i, u in enumerate(user)}}
-  return regs, tuple(g // w for g, w in zip(grid, wg))
+  return regs, tuple(-(-g // w) for g, w in zip(grid, wg))

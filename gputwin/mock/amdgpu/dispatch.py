@@ -1,8 +1,11 @@
 """DISPATCH_DIRECT on the emulator: compute registers in, waves run on gputwin.emu's wave executor.
 
 A PM4 dispatch carries registers, not a code object: the program address (COMPUTE_PGM_LO/HI), RSRC1/2/3, the user
-SGPRs (COMPUTE_USER_DATA_*), the workgroup size (COMPUTE_NUM_THREAD_*), the grid (DISPATCH_DIRECT x/y/z), LDS
-(RSRC2.LDS_SIZE) and scratch (COMPUTE_TMPRING_SIZE.WAVESIZE). `run_dispatch` turns them into the initial state the
+SGPRs (COMPUTE_USER_DATA_*), the workgroup size (COMPUTE_NUM_THREAD_*.NUM_THREAD_FULL), the grid (DISPATCH_DIRECT
+x/y/z), LDS (RSRC2.LDS_SIZE) and scratch (COMPUTE_TMPRING_SIZE.WAVESIZE). With COMPUTE_DISPATCH_INITIATOR.PARTIAL_TG_EN
+the last workgroup along each dimension has NUM_THREAD_PARTIAL work-items in it (what radeonsi programs for a grid
+that is not a multiple of the block, and the CP for such an AQL packet): its waves, work-item ids and EXEC follow
+that smaller shape. `run_dispatch` turns them into the initial state the
 hardware's SPI gives each wave (user SGPRs from USER_DATA, then workgroup ids and the scratch wave offset as RSRC2
 enables them, work-item ids in v0) and runs the emulator's Engine over the GPU's own address space.
 
@@ -26,6 +29,7 @@ from gputwin.mock.vm import GPUAddressSpace, GPUMemory
 LDS_GRANULE = {9: 512, 10: 512, 11: 512, 12: 512}   # RSRC2.LDS_SIZE unit in bytes (128 dwords)
 SCRATCH_GRANULE = 1024                              # TMPRING_SIZE.WAVESIZE unit in bytes per wave (256 dwords)
 MAX_WORKGROUP = 1024                                # work-items per workgroup on every AMD GPU
+PARTIAL_TG_EN = 1 << 1                              # COMPUTE_DISPATCH_INITIATOR: NUM_THREAD_PARTIAL is in use
 WAVE_BUDGET = 1 << 20         # watchdog: wave-instructions per wave launched (gputwin.emu.launch's default too)
 LOCKUP_TIMEOUT = 60.0         # watchdog: wall seconds a dispatch may run (amdgpu's default compute lockup_timeout)
 CHUNK = 1 << 16               # wave-instructions between two looks at the watchdog
@@ -70,6 +74,13 @@ def run_dispatch(vm: GPUAddressSpace, arch: str, regs: dict[str, int], grid: tup
   if threads > MAX_WORKGROUP:
     raise LaunchError(f"[{arch}] {name}: COMPUTE_NUM_THREAD_X/Y/Z ask for {block[0]}x{block[1]}x{block[2]} = "
                       f"{threads} work-items per workgroup, more than the {MAX_WORKGROUP} a workgroup can have", arch)
+  last = block   # the last workgroup along each dimension: NUM_THREAD_PARTIAL (bits 31:16) with PARTIAL_TG_EN
+  if g("COMPUTE_DISPATCH_INITIATOR") & PARTIAL_TG_EN:
+    last = tuple(g(f"COMPUTE_NUM_THREAD_{d}") >> 16 & 0xFFFF for d in "XYZ")
+    if not all(1 <= p <= b for p, b in zip(last, block)):
+      raise LaunchError(f"[{arch}] {name}: NUM_THREAD_PARTIAL {last[0]}x{last[1]}x{last[2]} is not within 1 to "
+                        f"NUM_THREAD_FULL {block[0]}x{block[1]}x{block[2]} (COMPUTE_DISPATCH_INITIATOR.PARTIAL_TG_EN)",
+                        arch)
   nw = -(-threads // L)
   cdna = t.major == 9
   nv = min(512, (kd.granulated_workitem_vgpr_count + 1) * 8 + 8)
@@ -88,20 +99,21 @@ def run_dispatch(vm: GPUAddressSpace, arch: str, regs: dict[str, int], grid: tup
   rec = record.before(vm, arch, regs, grid, block, pc, user)  # `gputwin exec --trace DIR` (record.py)
   budget = None if wave_budget is None else wave_budget * nw * nwg
   deadline = None if lockup_timeout is None else time.monotonic() + lockup_timeout
-  count = 0
-  for g0 in range(0, nwg, per_batch):
-    g1 = min(nwg, g0 + per_batch)
-    W = (g1 - g0) * nw
+  count = first = g1 = 0   # `first`: the dispatch's index of the batch's first wave
+  while g1 < nwg:   # batches of consecutive workgroups of one shape (full, or partial along some dimension)
+    g0, (g1, shape) = g1, _run(g1, min(nwg, g1 + per_batch), grid, block, last)
+    bw = -(-shape[0] * shape[1] * shape[2] // L)   # waves per workgroup of this batch
+    W = (g1 - g0) * bw
     if deadline is not None and time.monotonic() > deadline:
       raise EmuError(f"[{arch}] kernel {name}: watchdog: the dispatch ran longer than {lockup_timeout:g} s (lockup "
                      f"timeout) with {g0} of {nwg} workgroups finished", arch, name)
     try:
-      eng = core.Engine(prog, mem, W, L, nv, nv if cdna else 1, lds, priv, np.repeat(np.arange(g1 - g0), nw), None,
+      eng = core.Engine(prog, mem, W, L, nv, nv if cdna else 1, lds, priv, np.repeat(np.arange(g1 - g0), bw), None,
                         arch)
     except MemoryError:
       raise LaunchError(f"[{arch}] {name}: no host memory for {g1 - g0} workgroups of wave state "
                         f"({(g1 - g0) * wg_bytes / 2**30:.1f} GiB)", arch) from None
-    eng.user_sgprs = prog.frontend.init_waves(eng, kd, grid, block, g0, nw, user[:kd.user_sgpr_count], pc)
+    eng.user_sgprs = prog.frontend.init_waves(eng, kd, grid, shape, g0, bw, user[:kd.user_sgpr_count], pc)
     while True:   # the batch runs in chunks of CHUNK wave-instructions; between them the watchdog looks
       left = None if budget is None else budget - count - eng.count
       try:
@@ -114,7 +126,20 @@ def run_dispatch(vm: GPUAddressSpace, arch: str, regs: dict[str, int], grid: tup
           st.msg = (f"watchdog: the dispatch ran longer than {lockup_timeout:g} s (lockup timeout)" if late else
                     f"watchdog: the dispatch ran more than {budget} wave-instructions ({wave_budget} per wave of "
                     f"its {nw * nwg} waves): a runaway kernel")
-        raise_stop(st, eng, name, arch, g0 * nw)
-    count += eng.count
+        raise_stop(st, eng, name, arch, first)
+    count, first = count + eng.count, first + W
   if rec is not None: rec.after(vm)
   return count
+
+
+def _run(w: int, end: int, grid, block, last) -> tuple[int, tuple[int, int, int]]:
+  """(end of the run of workgroups from linear index `w` (before `end`) that share w's shape, that shape): a
+  workgroup's extent along a dimension is `last` there when it is the grid's last along it, else `block`."""
+  gx, gy, gz = grid
+  x, y, z = w % gx, w // gx % gy, w // (gx * gy)
+  shape = tuple(l if i == n - 1 else b for i, n, b, l in zip((x, y, z), grid, block, last))
+  # the next workgroup whose shape differs, per dimension with a partial extent (and more than one workgroup)
+  if last[0] != block[0] and gx > 1: end = min(end, w + gx - 1 - x if x < gx - 1 else w + 1)
+  if last[1] != block[1] and gy > 1: end = min(end, w + (gy - 1 - y) * gx - x if y < gy - 1 else w + gx - x)
+  if last[2] != block[2] and gz > 1 and z < gz - 1: end = min(end, (gz - 1) * gx * gy)
+  return end, shape

@@ -59,6 +59,8 @@ def before(vm: GPUAddressSpace, arch: str, regs: dict[str, int], grid: tuple, bl
   path = Path(root) / f"{os.getpid()}-{n:04d}"
   (path / "before").mkdir(parents=True, exist_ok=True)
   info = dict(arch=arch, grid=list(grid), block=list(block), pc=pc, regs={k: regs[k] for k in sorted(regs)})
+  if regs.get("COMPUTE_DISPATCH_INITIATOR", 0) & 2:   # PARTIAL_TG_EN
+    info["partial"] = "the last workgroups are partial (NUM_THREAD_PARTIAL in regs); the replay runs whole ones"
   kd = find_kd(vm, pc, arch)
   if kd is None:
     info["note"] = "no kernel descriptor in the program's BO points at PGM: not replayable"
