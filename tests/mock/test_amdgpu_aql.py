@@ -261,6 +261,23 @@ def test_partial_workgroups_in_two_dimensions(rig, grid, block):
   np.testing.assert_array_equal(rig.vm.array(rig.out.va_addr, "<u4", 0x1000), want)
 
 
+@pytest.mark.parametrize("grid,last", [((3, 4, 5), (5, 3, 2)), ((1, 6, 2), (5, 4, 1)), ((7, 1, 3), (8, 4, 1)),
+                                       ((4, 4, 1), (8, 4, 2))])
+def test_batches_hold_workgroups_of_one_shape(grid, last):
+  """run_dispatch's batches (dispatch._run) cover the grid in order, each workgroup with its own shape: `last` along
+  a dimension where it is the grid's last workgroup, the full (8, 4, 2) elsewhere."""
+  from gputwin.mock.amdgpu.dispatch import _run
+  block, n = (8, 4, 2), grid[0] * grid[1] * grid[2]
+  shape_of = lambda w: tuple(l if i == g - 1 else b for i, g, b, l in
+                             zip((w % grid[0], w // grid[0] % grid[1], w // (grid[0] * grid[1])), grid, block, last))
+  w = 0
+  while w < n:
+    end, shape = _run(w, min(n, w + 5), grid, block, last)
+    assert w < end <= min(n, w + 5) and all(shape_of(v) == shape for v in range(w, end))
+    assert end == min(n, w + 5) or shape_of(end) != shape   # a run stops only at the batch limit or a new shape
+    w = end
+
+
 def test_ring_wraps(rig):
   """A 1 KiB ring holds 16 packets; 40 packets in batches of 6 wrap it twice; the dispatch ids keep counting."""
   q, d = rig.aql_queue(0x400), rig.data.va_addr
