@@ -76,7 +76,7 @@ class Checks:
     self.lr = np.full((2, len(self.epoch) * nd), -1, np.int64)  # last reader: [wave or -2 for many, epoch]
     self.wep, self.rep = np.full(len(self.epoch), -1, np.int64), np.full(len(self.epoch), -1, np.int64)
     self.reads = []  # LDS reads not yet entered in lr: (workgroup, offset, wave, bytes, epochs at the read)
-    self.first = None  # scratch table for the same-access write-write test
+    self.first = None  # scratch table for the same-access tests (two waves writing, or reading, one dword)
     self.cur = None
     self.sync_pc = None  # ir3 (ss)/(sy) pending registers: made on first use (_sync)
     self.ws, self.ps = {"v": self.vw, "a": self.aw, "s": self.sw}, {"v": self.vp, "a": self.ap, "s": self.sp}
@@ -241,6 +241,151 @@ class Checks:
       self.mfma[ix] = op.pc
       self.clock[ix] = 0
 
+  # ---- native blocks (emu/native): each checker's effect over a whole straight-line block, decided before it runs
+  def native(self, eng, blk, ix) -> bool:
+    """May the compiled block `blk` run for waves `ix`? Yes when no checker can fail inside it: its register reads
+    (uninit), loads' results (waitcnt) and MFMA distances (hazard) are decided from the block's summary (`_Summary`,
+    worked out once per block) and the waves' state at its entry; LDS races are checked after it ran, from the
+    addresses it logged (`ran`). No: the caller interprets the block, and the checkers stop at the exact instruction."""
+    s = self._summary(blk)
+    if not s.ok:
+      return False
+    whole = isinstance(ix, slice)
+    full, pend = self.full, self.pend
+    if self.uninit and s.exposed and s.seen is not full:
+      for f, sl, keys in s.exposed:
+        if any(k in full for k in keys):
+          continue
+        w = self.ws[f][ix, sl]
+        if not w.any(axis=1).all():
+          return False
+        if whole:
+          full.update(k for k, a in zip(keys, w.all(axis=0)) if a)
+      if all(any(k in full for k in keys) for _, _, keys in s.exposed):
+        s.seen = full  # (full only grows while this batch runs: no need to look again)
+    if self.waitcnt and pend and s.loads:
+      seen = [(key, K) for key, K in s.loads if key in pend]
+      hit = [(key, K) for key, K in seen if not _retired(pend[key], K)]
+      for f in {key[0] for key, _ in hit}:  # per file, every pending register the block reads at once
+        regs = [key[1] for key, _ in hit if key[0] == f]
+        K = np.stack([K for key, K in hit if key[0] == f])  # (registers, counters): K at each reading instruction
+        p = self.ps[f][ix][:, regs]  # (waves, registers, (counter + 1, sequence number))
+        c = np.maximum(p[..., 0] - 1, 0)
+        ret = np.maximum(np.take_along_axis(self.retired[ix], c, 1),
+                         np.take_along_axis(self.issued[ix], c, 1) + K[np.arange(len(regs)), c])
+        if ((p[..., 0] > 0) & (p[..., 1] > ret)).any():
+          return False
+      if whole:  # as `before` forgets them: no wave's load into these registers is outstanding any more
+        for key, _ in seen:
+          self.ps[key[0]][:, key[1]] = 0
+          pend.pop(key, None)
+    if s.hazards and "hazard" in self.on and self.fam == "cdna" and self.mfma_regs:
+      last, clock = self.mfma[ix], self.clock[ix]
+      for pc in set(last.tolist()) - {-1}:
+        f, i, dw, passes = self.mfma_regs[pc]
+        for regs, at, opc in s.hazards:
+          if opc != pc and any(rf == f and i < ri + rd and ri < i + dw for rf, ri, rd in regs) and \
+             ((last == pc) & (clock + at < passes + 2)).any():
+            return False
+    if blk.sites and self.reads:
+      self._decode()
+    return True
+
+  def ran(self, eng, blk, ix, log) -> None:
+    """After `blk` ran natively for waves `ix` (`native` said yes): its LDS accesses, from `log` (runtime.Native's
+    [wave, site, lane] addresses), go through the race checker in the interpreter's order; then the checkers' state
+    moves as the interpreter's `after` and `wait` would have moved it, instruction by instruction."""
+    s = self._summary(blk)
+    if blk.sites and self.on & {"lds_race", "async"}:
+      self._replay(eng, blk, ix, log)
+    whole, pend, full = isinstance(ix, slice), self.pend, self.full
+    issued = self.issued[ix].copy() if s.waits or self.waitcnt and s.loaded else None
+    if s.inc.any():
+      self.issued[ix] += s.inc
+    for c, k in s.waits:
+      self.retired[ix, c] = np.maximum(self.retired[ix, c], issued[:, c] + k)
+    rows = ix if whole else np.asarray(ix)[:, None]
+    if s.wrote_seen is not full:  # registers the block writes (uninit), per file at once
+      for f, regs in s.wrote.items():
+        self.ws[f][rows, regs] = True
+      if all(key in full for key in s.final):
+        s.wrote_seen = full
+    if self.waitcnt:
+      for key in [key for key in s.plain if key in pend]:  # a non-load wrote them last: no longer pending
+        self.ps[key[0]][ix, key[1]] = 0
+        if whole:
+          pend.pop(key, None)
+      for f, (regs, c, a) in s.loaded.items():  # a load wrote them last: pending on it
+        self.ps[f][rows, regs, 0] = c + 1
+        self.ps[f][rows, regs, 1] = issued[:, c] + a
+        for r, cr in zip(regs.tolist(), c.tolist()):
+          pend[f, r] = pend.get((f, r), 0) | 1 << cr
+    if s.mfma is None:
+      self.clock[ix] += s.clock
+    else:
+      pc, d, passes = s.mfma
+      self.mfma_regs[pc] = (d.file, d.index, d.dwords, passes)
+      self.mfma[ix] = pc
+      self.clock[ix] = s.clock
+
+  def _replay(self, eng, blk, ix, log) -> None:
+    """The race checker on the LDS accesses a block logged, access by access, each for every wave of `ix` at once,
+    as the LDS window reports the interpreter's (Window._check: the workgroup slot and offset of each active lane, in
+    lane order; lds_address: the wave of each). A read while no workgroup wrote since its barrier is queued
+    undecoded (most are dropped at the next barrier); the others go through the tables in host code (race.ll: the
+    same checks and updates as `_lds`, reads entered at once rather than at the next write, which `_flush` would
+    enter them as)."""
+    n, L, lds = len(blk.sites), eng.L, eng.lds
+    rows = log[:eng.W * n * L].reshape(eng.W, n, L)
+    waves = queued = None  # queued: the run of reads being queued (one entry)
+    wrote = (self.wep == self.epoch).any()
+    for k, (i, nbytes, write) in enumerate(blk.sites):
+      self.cur = op = blk.ops[i]
+      if op.atomic or op.info.get("strong") or "lds_race" not in self.on:
+        continue
+      if not write and not wrote:
+        if queued is None:
+          queued = _Logged(eng, rows, ix)
+          self.reads.append((queued, None, None, 0, self.epoch.copy()))
+          if len(self.reads) >= 96:
+            self._prune()
+        queued.sites.append((k, nbytes))
+        continue
+      queued = None
+      self._flush()
+      if waves is None:
+        waves = np.ascontiguousarray(np.arange(eng.W, dtype=np.int64)[ix])
+      at = self._host_access(eng, rows, k, waves, nbytes, int(write), self.epoch)
+      if write:
+        self.wep[:] = self.epoch
+        wrote = True
+      else:
+        self.rep[:] = self.epoch
+      if at >= 0:
+        pos, dk = divmod(at, 64)
+        w = waves[pos // L]
+        d = (int(rows[w, k, pos % L]) & lds.offset_mask) // 4 + dk
+        self._race(np.array([w]), "write" if write else "read", np.array([d]), np.array([True]), op)
+
+  def _host_access(self, eng, rows, k, waves, nbytes: int, mode: int, epoch) -> int:
+    """race.ll's lds_access on access k of `rows` (a block's log, [wave, access, lane]) for `waves` in order; mode 1:
+    a store, 0: a load, 2: a queued load entered unchecked. -1, or where the first race is (see race.ll)."""
+    return _race_fn()(rows.ctypes.data, rows.shape[1], k, waves.ctypes.data, len(waves), eng.L, max(nbytes // 4, 1),
+                      mode, self.lw.ctypes.data, self.lr.ctypes.data, self.lw.shape[1], epoch.ctypes.data, self.nd,
+                      eng.lds.shift, eng.lds.offset_mask)
+
+  def _decode(self) -> None:
+    """Before a block overwrites the log: the queued reads still current that point into it keep their own copy."""
+    for r in self.reads:
+      if isinstance(r[0], _Logged) and (r[4] == self.epoch).any():
+        r[0].own()
+
+  def _summary(self, blk) -> "_Summary":
+    s = getattr(blk, "checks", None)
+    if s is None or s.width != (self.vw.shape[1], self.aw.shape[1], self.fam):
+      s = blk.checks = _Summary(self, blk.ops)
+    return s
+
   def wait(self, eng, op: Op, ix) -> None:
     """A wait instruction retires what its counters allow (isa/hwdata waits); S_NOP lets wait states pass."""
     v = op.inst.get("simm16", 0)
@@ -253,6 +398,7 @@ class Checks:
     self.clock[ix] += 1
 
   def barrier(self, eng, g) -> None:
+    """Workgroups `g` (an index or array of them) passed a barrier."""
     self.epoch[g] += 1
 
   def wrote(self, eng, ix, dsts) -> None:
@@ -437,15 +583,29 @@ class Checks:
       if wg is None or not (epoch == self.epoch).any():
         self.rep[:] = epoch
         continue
+      if isinstance(wg, _Logged):  # (a native block's: entered by host code)
+        wg.enter(self, epoch)
+        self.rep[:] = epoch
+        continue
       wg = np.asarray(wg, np.int64)
       ep, dw = epoch[wg], off >> 2
+      if self.first is None:
+        self.first = np.empty(lr.shape[1], np.int64)
       for k in range(max(n // 4, 1)):
         f = wg * self.nd + (dw + k)
+        # a dword two waves read in this one access has many readers (the last lane's wave alone would hide the
+        # other from a later write): flag the dwords whose first reader in lane order is not every lane's wave
+        first = self.first
+        first[f[::-1]] = slot[::-1]
+        many = np.take(first, f) != slot
+        if many.any():
+          first[f] = 0
+          first[f[many]] = 1
+          many = np.take(first, f) == 1
         if (self.rep == epoch).any():
           r = np.take(lr[0], f)
-          lr[0][f] = np.where((np.take(lr[1], f) == ep) & (r != slot) & (r != -1), -2, slot)
-        else:
-          lr[0][f] = slot
+          many |= (np.take(lr[1], f) == ep) & (r != slot) & (r != -1)
+        lr[0][f] = np.where(many, -2, slot)
         lr[1][f] = ep
         self.rep[:] = epoch
     self.reads = []
@@ -469,6 +629,126 @@ class Checks:
             waited = int(self.clock[ix][sel][0])
             self._fail(eng, op, ix, f"MFMA hazard: {_name(s)} ({n}) used {waited} wait states after "
                                     f"the MFMA at PC {pc:#x} wrote it; {passes} passes need {passes + 2} (s_nop)")
+
+
+def _retired(counters: int, K) -> bool:
+  """A load issued before the block on one of `counters` (bit mask) has retired where K (see _Summary) is >= 0 for each:
+  the block waited until at most (issued at entry - issued since) were outstanding."""
+  c = 0
+  while counters:
+    if counters & 1 and K[c] < 0:
+      return False
+    counters >>= 1
+    c += 1
+  return True
+
+
+def _race_fn():
+  """The host code of one access of the race checker (emu/native/race.ll)."""
+  import ctypes
+  from gputwin.emu.native.tier import support
+  i64, p = ctypes.c_int64, ctypes.c_void_p
+  return support("race", "lds_access", ctypes.CFUNCTYPE(i64, p, i64, i64, p, i64, i64, i64, i64, p, p, i64, p, i64,
+                                                          i64, i64))
+
+
+class _Logged:
+  """Queued LDS reads of a native block (Checks._replay): accesses `sites` ((k, bytes)) of its log rows, for waves
+  `ix`; entered in the reader table by host code when `_flush` comes to them."""
+  __slots__ = ("eng", "rows", "ix", "sites")
+
+  def __init__(self, eng, rows, ix):
+    self.eng, self.rows, self.ix, self.sites = eng, rows, ix, []
+
+  def own(self) -> None:
+    """Copy these accesses out of the block's log (which the next logging block overwrites)."""
+    if self.rows.base is not None:
+      ks = [k for k, _ in self.sites]
+      self.rows = self.rows[:, ks].copy()
+      self.sites = [(j, nb) for j, (_, nb) in enumerate(self.sites)]
+
+  def enter(self, ch: Checks, epoch) -> None:
+    waves = np.ascontiguousarray(np.arange(self.eng.W, dtype=np.int64)[self.ix])
+    for k, nbytes in self.sites:
+      ch._host_access(self.eng, self.rows, k, waves, nbytes, 2, epoch)
+
+
+class _Summary:
+  """What the checkers see of a straight-line block, found by walking its instructions as `before`, `after` and `wait`
+  do, with each wave's wait counters at entry (issued I, retired R) kept symbolic: at instruction j a counter has
+  issued I + inc_j and retired max(R, I + K_j), K_j the largest (issued so far - allowed outstanding) of the waits
+  before j. A load's result read in the block is then decided here: ok iff K_j >= its issue number in the block;
+  anything the block cannot decide alone is left to `Checks.native` with the waves' state:
+    exposed  uninit: operands (file, slice, keys) none of whose registers an earlier instruction of the block wrote
+    loads    waitcnt: (key, K) registers read before the block writes them, with the K of the reading instruction
+    hazards  CDNA: (registers, wait states since entry, PC) of vector instructions before the block's first MFMA
+    final    per register written: (counter, issue number) of the load that wrote it last, or None
+    inc, waits, clock, mfma: the counters' increments, (counter, K) at the end, wait states, the last MFMA
+  ok is False when some instruction fails whatever the state (or writes registers by number): never run natively."""
+
+  def __init__(self, ch: "Checks", ops):
+    self.width, self.seen = (ch.vw.shape[1], ch.aw.shape[1], ch.fam), None
+    nc = len(ch.cnames)
+    inc, K = np.zeros(nc, np.int64), [None] * nc
+    self.ok, self.exposed, self.loads, self.hazards, self.final, self.mfma, self.clock = True, [], [], [], {}, None, 0
+    hazard = "hazard" in ch.on and ch.fam == "cdna"
+    never = -(1 << 62)
+    for op in ops:
+      if op.kind == "nop":
+        v, nop = op.inst.get("simm16", 0), hwdata.wait_states(ch.fam, op.inst.op)
+        if nop is not None:
+          self.clock += hwdata.bits(v, nop) + 1
+          continue
+        for c, chunks in hwdata.waits(ch.fam, op.inst.op):
+          k = int(inc[c]) - hwdata.bits(v, chunks)
+          K[c] = k if K[c] is None else max(K[c], k)
+        self.clock += 1
+        continue
+      if op.kind not in ("alu", "mem", "vopd", "matrix"):  # (the scheduler's events: no checker sees them)
+        continue
+      for o in list(op.info["pair"]) if op.kind == "vopd" else [op]:
+        _, reads, cnts, load, writes, vd, passes = ch._plan(o)
+        if vd is not None:
+          self.ok = False
+        for n, src, f, sl, keys in reads:
+          if not any(k in self.final for k in keys):
+            self.exposed.append((f, sl, keys))
+          for key in keys:
+            w = self.final.get(key, False)
+            if w is False:
+              self.loads.append((key, np.array([never if k is None else k for k in K], np.int64)))
+            elif w is not None and ch.waitcnt and (K[w[0]] is None or K[w[0]] < w[1]):
+              self.ok = False  # its load is outstanding here in every wave
+        if hazard and o.vector and hwdata.matrix(ch.fam, o.inst.op) is None:
+          regs = [(x.file, x.index, x.dwords) for _, x in ch._regs(o, list(o.sem.inputs) if o.sem else ["S0"])]
+          regs += [(x.file, x.index, x.dwords) for x in [o.outs.get("D0")] if x is not None]
+          regs = [r for r in regs if r[0] in "va"]
+          if self.mfma is None:
+            self.hazards.append((regs, self.clock, o.pc))
+          else:
+            pc, d, need = self.mfma
+            if pc != o.pc and self.clock < need + 2 and any(f == d.file and d.index < i + n and i < d.index + d.dwords for f, i, n in regs):
+              self.ok = False
+        for c in cnts:
+          inc[c] += 1
+        for f, sl, keys in writes:
+          for key in keys:
+            self.final[key] = (cnts[0], int(inc[cnts[0]])) if load else None
+        self.clock += 1
+        if passes:
+          self.mfma, self.clock = (o.pc, o.outs["D0"], passes), 0
+    self.inc = inc
+    self.waits = [(c, k) for c, k in enumerate(K) if k is not None]
+    # the final writes grouped for Checks.ran: per file the rows written, and the loads' (rows, counters, issue
+    # numbers); the keys a non-load wrote last
+    self.wrote, self.loaded, self.plain, self.wrote_seen = {}, {}, [], None
+    for (f, r), w in self.final.items():
+      self.wrote.setdefault(f, []).append(r)
+      if w is None:
+        self.plain.append((f, r))
+      elif r < ch.ps[f].shape[1]:
+        self.loaded.setdefault(f, []).append((r, *w))
+    self.loaded = {f: tuple(np.array(x, np.int64) for x in zip(*rows)) for f, rows in self.loaded.items()}
 
 
 def _name(s: Src) -> str:

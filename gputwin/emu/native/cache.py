@@ -130,6 +130,11 @@ def key(ops: list, lanes: int, family: str, arch: str, frontend, variant: str) -
   return h.hexdigest()[:32]
 
 
+def text_key(name: str, text: str) -> str:
+  """The cache key of a hand-written module (this gputwin's IR text `text`) on this host's LLVM."""
+  return hashlib.sha256("\n".join([str(FORMAT), _host(), name, text]).encode()).hexdigest()[:32]
+
+
 def get(k: str):
   """(meta, object code) stored under key `k`, or None (missing, unreadable, truncated or not this key's)."""
   d = folder()
