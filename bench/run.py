@@ -80,7 +80,7 @@ def _timed_launch(co, kernel, case, checks=True):
 
 # what a row measures: (checkers on?, GPUTWIN_JIT). The checkers observe every instruction, so they run on the
 # numpy interpreter; without them the native tier (emu/native/) runs what it can compile.
-MODES = {"checks": (True, "auto"), "native": (False, "force"), "interp": (False, "0")}
+MODES = {"checks": (True, "force"), "native": (False, "force"), "interp": (False, "0")}
 
 
 def _best(co, kernel, arch, checks, reps=5):

@@ -311,9 +311,9 @@ class Dispatch:
     self.nwg = grid[0] * grid[1] * grid[2]
     priv = max(kd.private_segment_fixed_size, 1)  # scratch: one slot per lane, addresses below 4 GiB, <= 256 MiB
     lane_slots = min((1 << 32) // core.scratch_stride(priv), (256 << 20) // priv)
-    # LDS addresses carry the workgroup slot in 12 bits (core.MAX_WAVES); a kernel without LDS, checkers off, takes
-    # batches of up to BATCH_LANES lanes (fewer, larger batches: Python's per-batch cost ~0.1 ms), as wave64 gets
-    waves = core.MAX_WAVES if self.lds_size or checks else max(core.MAX_WAVES, BATCH_LANES // self.L)
+    # LDS addresses carry the workgroup slot in 12 bits (core.MAX_WAVES); a kernel without LDS takes batches of up
+    # to BATCH_LANES lanes (fewer, larger batches: Python's per-batch cost ~0.1 ms), as wave64 gets
+    waves = core.MAX_WAVES if self.lds_size else max(core.MAX_WAVES, BATCH_LANES // self.L)
     self.per_batch = max(1, min(waves, lane_slots // self.L) // self.nw)
     self.next_wg, self.base_wave, self.eng, self.hooks, self.done, self.running = 0, 0, None, [], False, False
     self.stats = LaunchStats(self.name, self.arch, wave_size=self.L)
@@ -353,7 +353,7 @@ class Dispatch:
   # ---- waves: the ABI's initial state (AMDGPUUsage "Initial Kernel Execution State")
   def _next_batch(self) -> bool:
     if self.next_wg >= self.nwg:
-      if self.eng is not None and self.eng.checks is None:
+      if self.eng is not None:
         self.emu.spare.put(self.eng)  # the next dispatch of this shape starts on its register files
       self.eng = None
       return False
@@ -364,15 +364,16 @@ class Dispatch:
     shape = (W, self.L, nv, nv if self.prog.family == "cdna" else 1, self.lds_size, kd.private_segment_fixed_size,
              self.arch)
     checks, last = Checks.make(self.checks), self.eng
-    mine = last is not None and last.checks is None and last.shape == shape
+    mine = last is not None and last.shape == shape
     last = last if mine else self.emu.spare.take(shape)
-    if checks is None and last is not None:
+    if last is not None:
       eng = last  # the previous batch's register files, only its written rows cleared
       # inside run(), the clears and v0 are left to each wave's start (the native tier does them in cache); the
       # SGPR rows init_waves rewrites for every wave are not cleared first (the same ones as this dispatch's last)
       eng.restart(_wave_groups(g1 - g0, self.nw), self.prog, self.emu.mem,
                   defer=self.running and not self.hooks and self.trace is None,
                   keep_s=eng.init_rows if mine else 0)
+      eng._batch(checks)  # (the checkers' state is the batch's own: fresh)
     else:
       eng = core.Engine(self.prog, self.emu.mem, *shape[:6], _wave_groups(g1 - g0, self.nw), checks, self.arch)
     values = {"enable_sgpr_dispatch_ptr": self.packet_va, "enable_sgpr_queue_ptr": self.queue_va,

@@ -183,6 +183,7 @@ class Engine:
     self.ieee = 1
     self._exec, self._exec_all = None, False
     self._lds32 = (None, None)  # the last LDS address array (uint64) and its uint32 twin
+    self.lds.watch = None  # (a restarted engine's previous checkers)
     if checks is not None:
       checks.attach(self)
 
@@ -670,14 +671,10 @@ def step(eng: Engine, op: Op, ix) -> None:
     if eng.checks is not None:
       eng.checks.wait(eng, op, ix)
     eng.pc[ix] += op.size
-  elif k == "end":
-    eng.live[ix] = False
-    if eng.bar.any():  # the last waves of a workgroup may be what its barrier waits for
-      _release(eng, ix)
-  elif k == "barrier":
-    eng.pc[ix] += op.size
-    eng.bar[ix] = True
-    _release(eng, ix)
+  elif k in ("end", "barrier"):
+    if k == "barrier":
+      eng.pc[ix] += op.size
+    _event(eng, k, ix)
   elif k == "trap":
     raise Stop("trap", f"s_trap {op.inst.get('simm16', 0):#x}", _first(eng, ix), op)
   else:
@@ -697,6 +694,18 @@ def _first(eng, ix) -> int:
   return int(np.arange(eng.W)[ix][0])
 
 
+def _event(eng: Engine, kind: str, ix) -> None:
+  """The scheduler's part of s_endpgm ("end": the waves are done) and s_barrier ("barrier": they wait there until
+  every live wave of their workgroup arrived), after the instruction ran (interpreted, or ending a native block)."""
+  if kind == "end":
+    eng.live[ix] = False
+    if eng.bar.any():  # the last waves of a workgroup may be what its barrier waits for
+      _release(eng, ix)
+  else:
+    eng.bar[ix] = True
+    _release(eng, ix)
+
+
 def _release(eng: Engine, ix) -> None:
   """Release the barrier of every workgroup whose live waves have all arrived."""
   ng = int(eng.wg.max()) + 1
@@ -707,8 +716,7 @@ def _release(eng: Engine, ix) -> None:
     sel = done[eng.wg]
     eng.bar[sel] = False
     if eng.checks is not None:
-      for g in np.nonzero(done)[0]:
-        eng.checks.barrier(eng, g)
+      eng.checks.barrier(eng, np.nonzero(done)[0])
 
 
 def run(eng: Engine, serial: bool = False, max_instructions: int | None = None, steps: int | None = None) -> None:
@@ -718,10 +726,12 @@ def run(eng: Engine, serial: bool = False, max_instructions: int | None = None, 
   prog = eng.prog
   idx = np.arange(eng.W)
   start = eng.count
-  # the native tier runs whole blocks: not while single-stepping, checking, or in the serial reference schedule
-  tier = None if serial or eng.checks is not None or steps is not None else _native_tier(eng)
+  # the native tier runs whole blocks: not while single-stepping or in the serial reference schedule; with checkers
+  # on, a block runs natively when they can decide it ahead (checks.Checks.native), else it is interpreted
+  tier = None if serial or steps is not None else _native_tier(eng)
   if tier is None:
     eng.settle()
+  checks = eng.checks
   together = None  # the PC every wave stands at after a step that ran them all and did not branch (no scan needed)
   while steps is None or steps > 0:
     if steps is not None:
@@ -743,15 +753,26 @@ def run(eng: Engine, serial: bool = False, max_instructions: int | None = None, 
         ix = slice(None) if sel.all() else idx[sel]
     if tier is not None and not eng.hooks:
       blk = tier.block(pc, eng.nwaves(ix))
+      if blk is not None and checks is not None and not checks.native(eng, blk, ix):
+        for op in blk.ops:  # the checkers need it instruction by instruction: interpret the block for these waves
+          _interpret(eng, op, ix, start, max_instructions)
+        last = blk.ops[-1]
+        if isinstance(ix, slice) and last.kind in _STRAIGHT and not sets_pc(last):
+          together = last.pc + last.size
+        continue
       if blk is not None:
         if eng.pending is not None and not isinstance(ix, slice):
           eng.settle()
         tier.run(blk, ix)  # (a pending setup goes with the batch's first block, which every wave runs first)
+        if checks is not None:
+          checks.ran(eng, blk, ix, tier.native.log)
         if max_instructions is not None and eng.count - start > max_instructions and sets_pc(blk.ops[-1]):
           raise Stop("watchdog", f"more than {max_instructions} wave-instructions executed (--max-instructions)",
                      _first(eng, ix), blk.ops[-1])
         last = blk.ops[-1]
-        if isinstance(ix, slice) and not sets_pc(last):
+        if blk.tail:  # it ended with s_endpgm or s_barrier (native.plan.tail)
+          _event(eng, blk.tail, ix)
+        elif isinstance(ix, slice) and not sets_pc(last):
           together = last.pc + last.size
         continue
     eng.settle()
@@ -759,19 +780,25 @@ def run(eng: Engine, serial: bool = False, max_instructions: int | None = None, 
       op = prog.op(pc)
     except GputwinError as e:
       raise Stop("decode", str(e), int(np.arange(eng.W)[ix][0])) from None
-    _check_extent(eng, op, ix)
-    try:
-      step(eng, op, ix)
-    except GPUPageFault as e:
-      raise Stop("fault", str(e), _first(eng, ix), op, e) from None
-    except GputwinError as e:  # a body or layout the model lacks, a register index past the file: name the place
-      raise Stop("error", getattr(e, "msg", None) or str(e), _first(eng, ix), op) from None
-    if max_instructions is not None and eng.count - start > max_instructions and sets_pc(op):
-      # checked after branches only, as the native tier checks after its blocks: both stop at the same branch
-      raise Stop("watchdog", f"more than {max_instructions} wave-instructions executed (--max-instructions)",
-                 _first(eng, ix), op)
+    _interpret(eng, op, ix, start, max_instructions)
     if isinstance(ix, slice) and not eng.hooks and op.kind in _STRAIGHT and not sets_pc(op):
       together = pc + op.size
+
+
+def _interpret(eng: Engine, op: Op, ix, start: int, max_instructions: int | None) -> None:
+  """One instruction for waves `ix` on the interpreter, its errors located; the watchdog after branches."""
+  eng.settle()
+  _check_extent(eng, op, ix)
+  try:
+    step(eng, op, ix)
+  except GPUPageFault as e:
+    raise Stop("fault", str(e), _first(eng, ix), op, e) from None
+  except GputwinError as e:  # a body or layout the model lacks, a register index past the file: name the place
+    raise Stop("error", getattr(e, "msg", None) or str(e), _first(eng, ix), op) from None
+  if max_instructions is not None and eng.count - start > max_instructions and sets_pc(op):
+    # checked after branches only, as the native tier checks after its blocks: both stop at the same branch
+    raise Stop("watchdog", f"more than {max_instructions} wave-instructions executed (--max-instructions)",
+               _first(eng, ix), op)
 
 
 _STRAIGHT = ("alu", "mem", "vopd", "matrix", "clock", "nop")  # kinds after which every wave is at pc + size

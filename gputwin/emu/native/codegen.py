@@ -5,17 +5,21 @@ files, the ctx fields (runtime.py) and guest memory or LDS."""
 from __future__ import annotations
 
 import enum
+import re
+
+import numpy as np
 
 from gputwin.emu.amd.decode import EXECZ, SCC_CODE, VCCZ  # computed scalar operand codes: AMD's
+from gputwin.emu.amd.lanes import OMOD  # VOP3 output modifiers: AMD's
 from gputwin.emu.binding import LDS_BITS, LDS_SHIFT, sets_pc, va_bits
-from gputwin.emu.native import plan
-from gputwin.emu.native.runtime import (C_IEEE, C_INIT, C_LANES, C_LDS, C_LDSZ, C_PC, C_REGS, C_S, C_SCC, C_SSTR,
-                                        C_SSTW, C_TAKEN, C_V, C_VSTR, C_VSTW, C_WG, F_HIGH, F_LDSBASE, PRELUDE,
+from gputwin.emu.native import matrix, plan
+from gputwin.emu.native.runtime import (C_IEEE, C_INIT, C_LANES, C_LDS, C_LDSZ, C_LOG, C_PC, C_REGS, C_S, C_SCC, C_SSTR,
+                                        C_SSTW, C_TAKEN, C_A, C_V, C_VSTR, C_VSTW, C_WG, F_HIGH, F_LDSBASE, PRELUDE,
                                         TBAA_FIXED)
 from gputwin.emu.program import Op, Src
 from gputwin.pcode import analysis, llvm as backend
-from gputwin.pcode.ir import locals_of
-from gputwin.pcode.llvm import TBAA_BASE, Lower, Unsupported, default_bits, lty, zero
+from gputwin.pcode.ir import Ty, locals_of
+from gputwin.pcode.llvm import TBAA_BASE, Lower, Unsupported, default_bits, fconst, lty, zero
 
 M32 = 0xffffffff
 PROBE_CONTIG, PROBE_EXACT, PROBE_FAST = 0, 1, 2  # what a probe answers
@@ -23,6 +27,7 @@ PROBE_CONTIG, PROBE_EXACT, PROBE_FAST = 0, 1, 2  # what a probe answers
 # probe's answer and the lowest and highest effective address it found (a later access from the same address registers
 # reuses them, moved by its offset: plan.owners)
 HINT_REGION, HINT_BASE, HINT_PROBE, HINT_LO, HINT_HI, HINTS = 0, 1, 2, 3, 4, 5
+SITES = "@sites"  # a logging block's LDS accesses per wave (Block.sites): a constant the module defines at its end
 
 
 class Mode(enum.Enum):
@@ -105,6 +110,7 @@ class Gen(Lower):
     self.row = None  # Gen.region
     self.dptr = None  # Gen.delta
     self.space = "lds" if eng_info["space"] == "lds" else "guest"  # TBAA of its memory accesses
+    self.logged = 0  # LDS accesses logged so far (access)
 
   def address(self) -> str | None:
     return self.f.op(f"load i64, ptr {self.ea}") if self.op.mem else None
@@ -168,8 +174,20 @@ class Gen(Lower):
     return f.op(f"or i1 {out}, {wrap}")
 
   def access(self, a: str, nb: int, write: bool) -> str:
-    """The host pointer of guest bytes [a, a + nb) in this instruction's space; a fault leaves the function."""
+    """The host pointer of guest bytes [a, a + nb) in this instruction's space; a fault leaves the function. In a
+    logging block (Compiler `log`) an LDS access first writes its address to the log (Block.sites)."""
     f = self.f
+    if self.space == "lds" and self.info.get("log") is not None:
+      sites, k = self.info["log"], self.info["site0"] + self.logged
+      self.logged += 1
+      if len(sites) == k:  # (every variant of the instruction makes the same accesses in the same order)
+        sites.append((self.info["op"], nb, write))
+      per = f.op(f"load i64, ptr {SITES}, !invariant.load !0")
+      row = f.op(f"add i64 {f.op(f'mul i64 %w, {per}')}, {k}")
+      lanes = self.info["lanes"]
+      at = f.op(f"add i64 {f.op(f'mul i64 {row}, {lanes}')}, %lane")
+      a32 = f.op(f"trunc i64 {a} to i32")  # (LDS addresses: workgroup slot << LDS_SHIFT | offset, below 2**32)
+      f.emit(f"store i32 {a32}, ptr {f.gep(f.ctxp(C_LOG), f.op(f'mul i64 {at}, 4'))}, {f.tbaa('log')}")
     if f.mode in (Mode.FAST, Mode.CONTIG):  # probed: in the region (global), within the allocation (LDS)
       return f.op(f"getelementptr i8, ptr {self.delta()}, i64 {a}")
     if self.hint is None:  # the region the last access of this instruction hit (kept across waves)
@@ -186,13 +204,18 @@ class Gen(Lower):
 class Compiler:
   """LLVM IR for one block: a function per instruction (one wave), a driver looping instructions then waves."""
 
-  def __init__(self, ops: list[Op], lanes: int, fam: str, frontend, lean: bool = False):
+  def __init__(self, ops: list[Op], lanes: int, fam: str, frontend, lean: bool = False, log: bool = False):
     self.ops, self.L, self.fam, self.lean = ops, lanes, fam, lean
+    # `log`: LDS accesses write their addresses to the log (the race checker's, runtime.Block.sites): (op, bytes,
+    # write) per access in order, per op while its functions are generated
+    self.log, self.sites, self.site0 = log, [], {}
     self.sp = frontend.special(fam)  # register codes of EXEC, VCC, M0, NULL
     self.special_inputs = frontend.special_inputs  # the table core.Engine.special reads too
     self.fe = frontend
-    # per-thread PCs: a last instruction that branches or exits (plan.tail) only reports its lanes (tail_fn)
-    self.tail = bool(getattr(frontend, "simt", False)) and plan.tail(ops[-1]) is not None
+    # a last instruction that is the scheduler's event (plan.tail: exit, barrier; per-thread PCs: also a branch) only
+    # counts itself and reports its lanes (tail_fn); core.run or core.run_simt then does the event
+    self.simt = bool(getattr(frontend, "simt", False))
+    self.tail = plan.tail(ops[-1], self.simt) is not None
     self.funcs: list[str] = []
     self.tags = {k: i for i, k in enumerate(TBAA_FIXED)}
     self.wrote = {"v": 0, "s": 0}  # register rows the block writes (Engine.mark)
@@ -229,6 +252,16 @@ fail{i}:
   ret i32 {i + 1}
 e{i}:""")
     body = "\n".join(calls)
+    clear = ""
+    if self.sites:  # each wave clears its rows of the log first (a lane that does not access stays -1)
+      n = 4 * len(self.sites) * self.L
+      clear = f"""  %lg.p = getelementptr i64, ptr %ctx, i64 {C_LOG}
+  %lg = load i64, ptr %lg.p, !invariant.load !0
+  %lg.o = mul i64 %w, {n}
+  %lg.a = add i64 %lg, %lg.o
+  %lg.q = inttoptr i64 %lg.a to ptr
+  call void @llvm.memset.p0.i64(ptr %lg.q, i8 -1, i64 {n}, i1 false)
+"""
     drv = f"""define i32 @{name}(ptr %ctx, ptr %waves, i64 %n) #0 {{
 entry:
   %hints = alloca [{HINTS * len(self.ops)} x i64]
@@ -249,14 +282,15 @@ setup:
   call void @prologue(ptr %ctx, i64 %w, i64 {4 * self.L})
   br label %go
 go:
-{body}
+{clear}{body}
   %k.n = add i64 %k, 1
   br label %head
 done:
   ret i32 0
 }}
 """
-    return PRELUDE + "\n".join(self.funcs) + drv + self.metadata()
+    sites = f"{SITES} = internal constant i64 {len(self.sites)}\n" if self.log else ""
+    return PRELUDE + sites + "\n".join(self.funcs) + drv + self.metadata()
 
   def metadata(self) -> str:
     """!0 marks invariant loads (ctx fields); each TBAA tag is a scalar type of its own under one root."""
@@ -276,7 +310,7 @@ done:
     vectorises it); otherwise the exact one, which checks lane by lane and faults as the interpreter does. A `lean`
     block (a cold compile, tier.py) has only that exact, masked function: a fifth of the compile time."""
     op = ops[0]
-    if self.lean or not any(o.vector and o.kind != "nop" for o in ops):
+    if self.lean or op.kind == "matrix" or not any(o.vector and o.kind != "nop" for o in ops):
       return self.inst_fn(i, ops)
     f = Fn(self.tags)
     full = f.op(f"icmp eq i64 {self.lanes_on(f, op)}, {(1 << self.L) - 1}")
@@ -331,18 +365,24 @@ done:
   def inst_fn(self, i: int, ops: list[Op], mode: Mode = Mode.PLAIN, full: bool = False, suffix: str = "") -> str:
     """@inst{i}: one wave of `ops` (one instruction, or a group of lane-pure ones sharing a lane loop), as `mode`
     says. `full`: for a wave whose EXEC has every lane on (the name gets an "a")."""
+    if ops[0].kind == "matrix":  # wave-level (WMMA/MFMA): native/matrix.py
+      return matrix.lower(self, i, ops[0], Fn(self.tags))
     f = Fn(self.tags, mode, full, suffix)
     last, nops = ops[-1], len(ops)
     ops = [o for o in ops if o.kind != "nop"] or ops[-1:]  # s_nop, s_delay_alu... in a group: PC and counts only
     op = ops[0]
     info = {"lanes": self.L, "family": self.fam, "space": "lds" if op.mem == "ds" else "gm",
             "slot": self.owner.get(i, (i, 0))[0], "delta": self.owner.get(i, (i, 0))[1]}
+    if self.log and op.mem == "ds":
+      k0 = self.site0.setdefault(i, len(self.sites))  # (the sites of the ops before it are all known by now)
+      info.update(log=self.sites, site0=k0, op=i)
     vector = op.vector and op.kind != "nop"
     if op.kind == "nop":
       self.bump_pc(f, op)
       return self.finish(f, i, str(self.L * nops))
     nops -= len(ops)
     exec_v = self.lanes_on(f, op)  # (a guarded op is a group of its own)
+    f.first = f.op(f"call i64 @llvm.cttz.i64(i64 {exec_v}, i1 false)")  # the first active lane (none: 64)
     # units: each instruction's parts (VOPD's two halves read their sources before either writes)
     units = []
     for o in ops:
@@ -382,7 +422,7 @@ done:
           g.masks[nm] = (f.alloca(f"i{w}"), f.alloca(f"i{w}"))
           f.emit(f"store i{w} 0, ptr {g.masks[nm][0]}")
           f.emit(f"store i{w} 0, ptr {g.masks[nm][1]}")
-      for nm in g.lane0 & o.outs.keys():  # lane 0 may be inactive: the register then gets the initial value
+      for nm in g.lane0 & o.outs.keys():  # no lane may be active: the register then gets the initial value
         self.store_reg(f, o.outs[nm], str(default_bits(nm, g.widths[nm])), g.widths[nm], o)
     on = None
     if peel:  # lane 0 alone, no loop
@@ -595,10 +635,12 @@ done:
     off = f.op(f"add i64 {f.op(f'mul i64 %w, {f.ctx(C_SSTW)}')}, {f.op(f'mul i64 {idx}, {f.ctx(C_SSTR)}')}")
     return f.gep(f.ctxp(C_S), off)
 
-  def vgpr_ptr(self, f: Fn, idx: int) -> str:
-    self.nv = max(self.nv, idx + 1)
+  def vgpr_ptr(self, f: Fn, idx: int, file: str = "v") -> str:
+    """Lane %lane of VGPR `idx` (`file` "a": AccVGPR, same strides; its reach is Block.na) of wave %w."""
+    if file == "v":
+      self.nv = max(self.nv, idx + 1)
     off = f.op(f"add i64 {f.op(f'mul i64 %w, {f.ctx(C_VSTW)}')}, {f.op(f'mul i64 {idx}, {f.ctx(C_VSTR)}')}")
-    return f.gep(f.gep(f.ctxp(C_V), off), f.op("mul i64 %lane, 4"))
+    return f.gep(f.gep(f.ctxp(C_V if file == "v" else C_A), off), f.op("mul i64 %lane, 4"))
 
   def sgpr(self, f: Fn, idx: int, dwords: int) -> str:
     acc = None
@@ -619,6 +661,9 @@ done:
     """The lanes `op` runs for, as i64 bits: EXEC, and for a guarded instruction (per-thread PCs) only those whose
     guard predicate holds (core.step_simt's m)."""
     e = self.exec_value(f)
+    if op.info.get("dpp") is not None:  # DPP: its write mask too (row/bank masks, lanes without a source)
+      bits = int((self.fe.write_mask(op, self.L).astype(np.uint64) << np.arange(self.L, dtype=np.uint64)).sum())
+      e = f.op(f"and i64 {e}, {bits - (1 << 64) if bits >> 63 else bits}")
     g = op.info.get("guard")
     if g is None:
       return e
@@ -632,9 +677,15 @@ done:
     return f.op(f"and i64 {e}, {f.conv(bits, self.L, 64)}")
 
   def tail_fn(self, i: int, op: Op) -> str:
-    """@inst{i} for a block's last instruction when it branches or exits (plan.tail): it only reports the lanes it
-    takes (guarded: those whose predicate holds) in Native.taken[w]; the scheduler moves or ends those threads."""
+    """@inst{i} for a block's last instruction when it is the scheduler's event (plan.tail). Per-thread PCs: it only
+    reports the lanes it takes (guarded: those whose predicate holds) in Native.taken[w]; the scheduler moves or ends
+    those threads. One PC per wave (s_endpgm, s_barrier): it counts the wave's lanes, as core.step does, and moves
+    past a barrier; core.run retires the wave or parks it at the barrier."""
     f = Fn(self.tags)
+    if not self.simt:
+      if op.kind == "barrier":
+        self.bump_pc(f, op)
+      return self.finish(f, i, str(self.L))
     m = self.lanes_on(f, op)
     f.st("i64", m, f.gep(f.ctxp(C_TAKEN), f.op("mul i64 %w, 8")), "taken")
     return self.finish(f, i, f.op(f"call i64 @llvm.ctpop.i64(i64 {m})"))
@@ -643,15 +694,18 @@ done:
     e = self.sgpr(f, self.sp["exec"], 2 if self.L == 64 else 1)
     return e if self.L == 64 else f.op(f"zext i32 {e} to i64")
 
-  def fetch(self, f: Fn, s: Src) -> tuple[str, int]:
-    """core.Engine.fetch: raw bits and their container width (32, 64, or 32 * dwords)."""
+  def fetch(self, f: Fn, s: Src, op: Op | None = None) -> tuple[str, int]:
+    """core.Engine.fetch: raw bits and their container width (32, 64, or 32 * dwords); `op`'s DPP on its src0."""
     if s.file == "k":
       w = 64 if s.dwords == 2 or s.value > M32 else 32
       v, bits = str(s.value & ((1 << w) - 1)), w
-    elif s.file == "v":
+    elif op is not None and op.info.get("dpp") is not None and s is op.ins.get("S0"):
+      v, bits = self.dpp_source(f, s, op), 32
+    elif s.file in ("v", "a"):
       acc = None
       for k in range(s.dwords):
-        acc = self.join(f, acc, f.ld("i32", self.vgpr_ptr(f, s.index + k), ("v", s.index + k)), k, s.dwords)
+        ptr = self.vgpr_ptr(f, s.index + k, s.file)
+        acc = self.join(f, acc, f.ld("i32", ptr, (s.file, s.index + k)), k, s.dwords)
       v, bits = acc, 32 * s.dwords
     elif s.index in (VCCZ, EXECZ):
       base = self.sp["vcc"] if s.index == VCCZ else self.sp["exec"]
@@ -676,6 +730,25 @@ done:
         v = f.op(f"xor i{w} {v}, {s.neg}")
     return v, bits
 
+  def dpp_source(self, f: Fn, s: Src, op: Op) -> str:
+    """src0 of a DPP instruction in lane %lane. The routing is the frontend's (Frontend.source_lanes), read off as a
+    table (each lane's source lane, or none: 0) and applied as one shuffle to the whole register, read in the entry
+    block before any lane writes (the destination may be the source)."""
+    if s.file != "v" or s.dwords != 1:
+      raise Unsupported("DPP operand")
+    L = self.L
+    src = self.fe.source_lanes(np.arange(1, L + 1, dtype=np.uint32)[None, :], op, L).reshape(-1)
+    sel = ", ".join(f"i32 {int(x) - 1 if x else L}" for x in src)  # lane L: the zero vector's first
+    self.nv = max(self.nv, s.index + 1)
+    stw, stv, base = f.ctx(C_VSTW), f.ctx(C_VSTR), f.ctxp(C_V)
+    f.n += 1
+    r = f"%dpp{f.n}"
+    f.pro += [f"  {r}.w = mul i64 %w, {stw}", f"  {r}.i = mul i64 {s.index}, {stv}", f"  {r}.o = add i64 {r}.w, {r}.i",
+              f"  {r}.p = getelementptr i8, ptr {base}, i64 {r}.o",
+              f"  {r}.v = load <{L} x i32>, ptr {r}.p, align 4, {f.tbaa(('v', s.index))}",
+              f"  {r} = shufflevector <{L} x i32> {r}.v, <{L} x i32> zeroinitializer, <{L} x i32> <{sel}>"]
+    return f.op(f"extractelement <{L} x i32> {r}, i64 %lane")
+
   def scc_load(self, f: Fn) -> str:
     return f.ld("i32", f.gep(f.ctxp(C_SCC), f.op("mul i64 %w, 4")), "scc")
 
@@ -694,15 +767,18 @@ done:
         raise Unsupported("huge state")
       g.state[nm] = (g.f.alloca(f"i{w}"), w)
       s = plan.state_src(o, nm)
-      per_lane = vector and (isinstance(s, Src) and s.file == "v" or nm == "ADDR" and o.mem in ("global", "ds")
+      per_lane = vector and (isinstance(s, Src) and s.file in ("v", "a") or nm == "ADDR" and o.mem in ("global", "ds")
                              or nm in p.outputs and plan.discarded(o, nm, self.sp))
       if vector and nm in p.outputs and not per_lane and not analysis.bit_written(p.body, nm):
-        # a per-wave register written whole by every lane (V_MAD_U64_U32's D1): the interpreter keeps lane 0's value
-        # (its initial value when lane 0 is inactive)
+        # a per-wave register written whole by every lane (V_MAD_U64_U32's D1): the interpreter keeps the first
+        # active lane's value (its initial value when no lane is active: core.Engine._store_parts)
         if nm in p.inputs or nm in o.old or nm in ("PC", "SCC", "EXEC", "EXEC_LO", "M0"):
           raise Unsupported(f"per-wave output {nm} of a vector op")
         g.lane0.add(nm)
         per_lane = True
+      d = o.outs.get(nm)
+      if per_lane and nm in p.outputs and isinstance(s, Src) and s.file == "v" and isinstance(d, Src) and d.file == "s":
+        raise Unsupported(f"{nm}: a lane mask read from a VGPR")  # (an SGPR written from per-lane copies of it)
       if per_lane:
         g.lane_names.add(nm)
     for nm, t in locals_of(p.body).items():
@@ -717,7 +793,7 @@ done:
       src = None
       if nm in p.inputs:
         s = o.ins.get(nm)
-        v, b = self.fetch(f, s) if isinstance(s, Src) else self.special(f, o, nm)
+        v, b = self.fetch(f, s, o) if isinstance(s, Src) else self.special(f, o, nm)
         src = (v, b)
       elif nm in o.old:
         src = self.fetch(f, o.old[nm])
@@ -836,15 +912,38 @@ done:
         d = o.outs.get(nm)
         if d is None:
           continue
+        if nm == "D0" and (o.info.get("clamp") or o.info.get("omod")) and "F" in d.fmt:  # (core.Engine.retire)
+          v, w = self.output_modifier(g, o, d, v, w)
         if nm in g.lane0:
           yes, no = f.label("l0"), f.label("n0")
-          f.emit(f"br i1 {f.op('icmp eq i64 %lane, 0')}, label %{yes}, label %{no}")
+          f.emit(f"br i1 {f.op(f'icmp eq i64 %lane, {f.first}')}, label %{yes}, label %{no}")
           f.put(yes)
           self.store_reg(f, d, v, w, o)
           f.emit(f"br label %{no}")
           f.put(no)
           continue
         self.store_reg(f, d, v, w, o, on)
+
+  @staticmethod
+  def output_modifier(g: Gen, o: Op, d: Src, v: str, w: int) -> tuple[str, int]:
+    """VOP3 omod, then clamp, on a float D0 of `w` bits, as amd/lanes.outmod computes them (its factor table):
+    x * factor by x86's NaN rule (a NaN quieted), then below 0 -> 0 and above 1 -> 1 by numpy's clip (-0.0 stays),
+    NaN -> 0. Returns the value and its width."""
+    b = d.bits
+    if not re.search(r"_B?F\d+$", d.fmt):  # (core.Engine.retire applies them to any FMT_* result, integers too)
+      raise Unsupported("output modifier on an integer result")
+    if b not in (32, 64):
+      raise Unsupported("f16 output modifier")  # (f16 arithmetic: see README)
+    f, t = g.f, Ty("f", b)
+    lt = lty(t)
+    x = f.op(f"bitcast i{b} {f.conv(v, w, b)} to {lt}")
+    if o.info.get("omod"):
+      x = g.nan_rule(t, [x], f.op(f"fmul {lt} {x}, {fconst(OMOD[o.info['omod']], b)}"))
+    if o.info.get("clamp"):
+      lo = f.op(f"select i1 {f.op(f'fcmp olt {lt} {x}, 0.0')}, {lt} 0.0, {lt} {x}")
+      hi = f.op(f"select i1 {f.op(f'fcmp ogt {lt} {lo}, 1.0')}, {lt} 1.0, {lt} {lo}")
+      x = f.op(f"select i1 {f.op(f'fcmp uno {lt} {x}, {x}')}, {lt} 0.0, {lt} {hi}")
+    return f.op(f"bitcast {lt} {x} to i{b}"), b
 
   def store_reg(self, f: Fn, d: Src, v: str, w: int, o: Op, on: str | None = None) -> None:
     """core.Engine.store for one wave (and lane): split into dwords, SGPR constants dropped, NULL kept 0, 16-bit
@@ -862,10 +961,10 @@ done:
           continue  # written then reset to 0 by the interpreter
         self.wrote["s"] |= 1 << idx
         f.st("i32", part, self.sgpr_ptr(f, idx), ("s", idx))
-      elif d.file == "v":
-        ptr = self.vgpr_ptr(f, d.index + k)
-        self.wrote["v"] |= 1 << (d.index + k)
-        old = f.ld("i32", ptr, ("v", d.index + k)) if on is not None or (d.bits == 16 and d.dwords == 1) else None
+      elif d.file in ("v", "a"):
+        ptr, tag = self.vgpr_ptr(f, d.index + k, d.file), (d.file, d.index + k)
+        self.wrote[d.file] = self.wrote.get(d.file, 0) | 1 << (d.index + k)
+        old = f.ld("i32", ptr, tag) if on is not None or (d.bits == 16 and d.dwords == 1) else None
         if d.bits == 16 and d.dwords == 1:
           part = f.op(f"and i32 {part}, 65535")
           if self.fam != "cdna":
@@ -875,6 +974,6 @@ done:
               part = f.op(f"or i32 {f.op(f'and i32 {old}, 4294901760')}, {part}")
         if on is not None:
           part = f.op(f"select i1 {on}, i32 {part}, i32 {old}")
-        f.st("i32", part, ptr, ("v", d.index + k))
+        f.st("i32", part, ptr, tag)
       else:
         raise Unsupported("store file")

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from gputwin.emu.amd.decode import APERTURE, EXECZ, SCC_CODE, VCCZ
 from gputwin.emu.binding import scalar_valu, sets_pc
+from gputwin.emu.native import matrix
 from gputwin.emu.program import Op, Src
 from gputwin.pcode import analysis
 from gputwin.pcode.llvm import Unsupported
 
-BLOCK_KINDS = ("alu", "mem", "vopd", "nop")
+BLOCK_KINDS = ("alu", "mem", "vopd", "nop", "matrix")
 MEM_KINDS = ("global", "smem", "ds")
 
 
@@ -19,12 +20,16 @@ def parts(op: Op) -> list[Op]:
   return list(op.info["pair"]) if op.kind == "vopd" else [op]
 
 
-def tail(op: Op) -> str | None:
-  """How a block of per-thread PCs may end (the scheduler then moves its threads by the lanes the block says this
-  last instruction took, Native.taken): "branch" (a body that only sets PC to a constant TARGET, guarded or not),
-  "end" (the threads exit), "barrier" (they arrive at a barrier), else None."""
+def tail(op: Op, simt: bool = True) -> str | None:
+  """How a block may end with `op`, the scheduler's event after it: "end" (the waves or threads exit), "barrier"
+  (they arrive at a barrier; core.run / core.run_simt park or release them), and with per-thread PCs (`simt`: the
+  scheduler moves the threads by the lanes the block says this last instruction took, Native.taken) "branch" (a body
+  that only sets PC to a constant TARGET, guarded or not); else None. (One PC per wave: a branch is a body that
+  writes the PC, like any other.)"""
   if op.kind in ("end", "barrier"):
     return op.kind
+  if not simt:
+    return None
   t = op.ins.get("TARGET")
   if op.kind == "alu" and sets_pc(op) and set(op.sem.outputs) == {"PC"} and set(op.sem.inputs) <= {"TARGET"} and \
      isinstance(t, Src) and t.file == "k":
@@ -36,12 +41,14 @@ def supported(op: Op, fam: str, simt: bool = False) -> None:
   """Raise Unsupported unless the native tier can run `op` exactly as the interpreter does (`simt`: per-thread PCs,
   where a guard picks the threads an instruction runs for: arithmetic may be guarded, and a block may end with a
   `tail`)."""
-  if simt and tail(op) is not None:
+  if tail(op, simt) is not None:
     return
   if op.kind not in BLOCK_KINDS:
     raise Unsupported(op.kind)
   if op.kind == "nop":
     return
+  if op.kind == "matrix":  # wave-level WMMA/MFMA: native/matrix.py
+    return matrix.supported(op, fam)
   if op.info.get("guard") is not None and not (simt and op.kind == "alu" and not op.mem):
     raise Unsupported("guard")
 
@@ -51,20 +58,16 @@ def supported(op: Op, fam: str, simt: bool = False) -> None:
       raise Unsupported("register-file access")
     if sem.cross_lane or sem.wave_level:
       raise Unsupported("cross-lane")
-    if o.info.get("dpp") is not None or o.info.get("sdwa") is not None:
-      raise Unsupported("DPP/SDWA")
-    if o.info.get("clamp") or o.info.get("omod"):
-      raise Unsupported("clamp/omod")
+    if o.info.get("sdwa") is not None:
+      raise Unsupported("SDWA")
     if o.mem and (o.mem not in MEM_KINDS or o.info.get("address") is None):
       raise Unsupported(o.mem)
-    if o.atomic:
-      raise Unsupported("atomic")
     if "ROUND_MODE" in sem.inputs or "ROUND_MODE" in sem.outputs:
       raise Unsupported("ROUND_MODE")
     if o.kind == "alu" and scalar_valu(o):
       raise Unsupported("scalar VALU")
     for s in list(o.ins.values()) + list(o.outs.values()):
-      if isinstance(s, Src) and (s.pk or s.file == "a" or (s.file == "s" and s.index in APERTURE)):
+      if isinstance(s, Src) and (s.pk or s.file == "a" and fam != "cdna" or s.file == "s" and s.index in APERTURE):
         raise Unsupported("operand")
 
 
@@ -77,13 +80,15 @@ def collect(prog, pc: int, fam: str, limit: int = 1 << 30) -> list[Op]:
       supported(op, fam, simt)
     except Exception:
       break
-    if simt and tail(op) is not None:  # per-thread PCs: blocks are straight-line, then the scheduler moves threads
+    if tail(op, simt) is not None:  # the scheduler's event ends the block (per-thread PCs: it moves the threads)
       ops.append(op)
       break
     if simt and sets_pc(op):
       break
     ops.append(op)
-    if sets_pc(op):
+    # an atomic ends its block: the waves' read-modify-writes then run in the interpreter's order (by instruction,
+    # then wave, then lane)
+    if sets_pc(op) or op.atomic:
       break
     pc += op.size
   return ops
@@ -201,11 +206,13 @@ def _lane_pure(op: Op, sp: dict) -> bool:
     p = o.sem.program
     if analysis.has_loop(p.body) or {"EXEC", "EXEC_LO"} & set(p.outputs):
       return False
+    if o.info.get("dpp") is not None:  # reads other lanes' src0: the whole register before the loop (its own group)
+      return False
     for nm in p.outputs:
       s = state_src(o, nm)
       if isinstance(s, Src) and s.file == "s" and s.index <= sp["exec"] + 1 and s.index + s.dwords > sp["exec"]:
         return False
-      if not (isinstance(s, Src) and s.file == "v" or discarded(o, nm, sp) or analysis.bit_written(p.body, nm)):
+      if not (isinstance(s, Src) and s.file in ("v", "a") or discarded(o, nm, sp) or analysis.bit_written(p.body, nm)):
         return False
   return True
 

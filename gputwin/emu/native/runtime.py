@@ -14,7 +14,7 @@ import numpy as np
 
 from gputwin.emu.binding import LDS_BITS, LDS_SHIFT, Stop
 from gputwin.emu.program import Op
-from gputwin.errors import GPUPageFault
+from gputwin.errors import GPUPageFault, GputwinError
 from gputwin.pcode import llvm as backend
 from gputwin.pcode.llvm import TBAA_BASE, native
 
@@ -22,7 +22,7 @@ TBAA_FIXED = ("ctx", "tbl")  # tags the prelude uses: ctx fields the block write
 
 # ctx: one int64 array shared by Python and the native code
 (C_V, C_S, C_SCC, C_PC, C_WG, C_VSTW, C_VSTR, C_SSTW, C_SSTR, C_LDS, C_LDSZ, C_NREG, C_REGS, C_FAULT, C_FADDR,
- C_FBYTES, C_FWRITE, C_FWAVE, C_LANES, C_INIT, C_IEEE, C_TAKEN, C_N) = range(23)
+ C_FBYTES, C_FWRITE, C_FWAVE, C_LANES, C_INIT, C_IEEE, C_TAKEN, C_LOG, C_A, C_N) = range(25)
 F_GLOBAL, F_HIGH, F_LDSBASE, F_LDSOFF = 1, 2, 3, 4  # what a fault in ctx[C_FAULT] was
 
 # this process's tier work: blocks made, of them compiled by LLVM (their vector instructions) or loaded from the disk
@@ -35,7 +35,7 @@ class Block:
   """One compiled run of instructions: its native entry point and what the scheduler needs to account for it."""
 
   def __init__(self, pc: int, ops: list[Op], fn, obj: bytes, nv: int, ns: int, wrote: dict, tail: str | None = None,
-               lean: bool = False):
+               lean: bool = False, sites: tuple = ()):
     self.pc, self.ops, self.fn, self.obj = pc, ops, fn, obj  # obj: its host object code (in the MCJIT engine)
     self.lean = lean  # compiled without probes and full-EXEC variants (codegen.Compiler): the tier's cold compile
     self.n = len(ops)
@@ -43,6 +43,10 @@ class Block:
     self.tail = tail  # per-thread PCs: how the last instruction moves threads (plan.tail), its lanes in Native.taken
     self.nv, self.ns = nv, ns  # VGPRs / SGPRs the block touches
     self.wrote = wrote  # {"v": rows, "s": rows} bit masks of the registers it writes
+    self.na = max((o.info.get("extent", (0, 0))[1] for o in ops), default=0)  # AccVGPRs its operands reach
+    # LDS accesses the code logs (compiled for the race checker): (op index, bytes, write) in the order they run; each
+    # writes its lanes' addresses into Native.log[wave, site, lane] (uint32; all ones: the lane did not access)
+    self.sites = sites
 
 
 PRELUDE = backend.INTRINSICS + (Path(__file__).parent / "prelude.ll").read_text()  # memory helpers, faults
@@ -87,16 +91,19 @@ def emit(mod) -> bytes:
   return tm.emit_object(mod)
 
 
-def load(obj: bytes, name: str):
-  """Link object code (emit's, checked) into the process's MCJIT engine and return its function `name` (ctx, waves,
-  wave count), which returns 0, or 1 + the index of the instruction a fault stopped at."""
+BLOCK_TYPE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)
+
+
+def load(obj: bytes, name: str, ftype=BLOCK_TYPE):
+  """Link object code (emit's, checked) into the process's MCJIT engine and return its function `name` as `ftype`; a
+  block's (ctx, waves, wave count) returns 0, or 1 + the index of the instruction a fault stopped at."""
   llvm, _, ee = native()
   ee.add_object_file(llvm.ObjectFileRef.from_data(obj))
   ee.finalize_object()
   addr = ee.get_function_address(name)
   if not addr:
     raise RuntimeError(f"{name} is not in its object code")
-  return ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)(addr)
+  return ftype(addr)
 
 
 def _regions(mem):
@@ -126,14 +133,15 @@ class Native:
     self.regions = np.zeros((0, 3), np.int64)
     self.key = None
     self.taken = np.zeros(eng.W, np.uint64)  # per warp: the lanes a block's tail took (branched, exited)
+    self.log = None  # the LDS access log of blocks with Block.sites
     e, c = eng, self.ctx
     c[C_TAKEN] = self.taken.ctypes.data
-    c[C_V], c[C_S] = e.V.ctypes.data, e.S.ctypes.data
+    c[C_V], c[C_S], c[C_A] = e.V.ctypes.data, e.S.ctypes.data, e.A.ctypes.data  # (A: V's strides)
     c[C_VSTW], c[C_VSTR] = e.V.strides[0], e.V.strides[1]
     c[C_SSTW], c[C_SSTR] = e.S.strides[0], e.S.strides[1]
     c[C_SCC], c[C_PC], c[C_WG] = e.scc.ctypes.data, e.pc.ctypes.data, self.wg.ctypes.data
     c[C_LDS], c[C_LDSZ] = e.lds.buf.ctypes.data, e.lds.size
-    assert e.scc.dtype == np.uint32 and e.pc.dtype == np.int64 and e.V.strides[2] == 4
+    assert e.scc.dtype == np.uint32 and e.pc.dtype == np.int64 and e.V.strides[2] == 4 and e.A.strides == e.V.strides
     self.rebind()
 
   def rebind(self) -> None:
@@ -157,12 +165,19 @@ class Native:
 
   def run(self, blk: Block, ix) -> None:
     eng, c = self.eng, self.ctx
+    if blk.na > eng.A.shape[1]:  # (Tier.block declines it: AccVGPRs past the allocation)
+      raise GputwinError(f"native block at {blk.pc:#x} reaches AccVGPR {blk.na - 1} of {eng.A.shape[1]}")
     waves = self.all if isinstance(ix, slice) else np.ascontiguousarray(ix, dtype=np.int64)
     c[C_FAULT] = 0
     c[C_LANES] = 0
     c[C_IEEE] = eng.ieee
     for file, rows in blk.wrote.items():
       eng.written[file] |= rows
+    if blk.sites:  # [wave, site, lane] addresses for the race checker (the code clears each wave's rows first)
+      need = eng.W * len(blk.sites) * eng.L
+      if self.log is None or self.log.size < need:
+        self.log = np.empty(need, np.uint32)
+        c[C_LOG] = self.log.ctypes.data
     init = None
     if eng.pending is not None:  # the batch's first block (every wave): each wave's deferred setup goes first
       rows, v0 = eng.pending

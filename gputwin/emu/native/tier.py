@@ -10,6 +10,7 @@ import queue
 import threading
 import time
 import weakref
+from pathlib import Path
 
 from gputwin.emu.binding import sets_pc
 from gputwin.emu.native import cache
@@ -43,16 +44,17 @@ _SEQ = itertools.count(1)  # names of blocks without a cache key
 FAILED: list = []  # (arch, ops, LLVM error) of blocks LLVM rejected; tests assert it stays empty
 
 
-def _key(prog, ops, lanes: int, lean: bool) -> str | None:
-  return cache.key(ops, lanes, prog.family, prog.arch, prog.frontend, f"{PIPELINE}{'-lean' * lean}")
+def _key(prog, ops, lanes: int, lean: bool, log: bool = False) -> str | None:
+  log = log and any(o.mem == "ds" for o in ops)  # (a block without LDS accesses logs nothing: one compile serves)
+  return cache.key(ops, lanes, prog.family, prog.arch, prog.frontend, f"{PIPELINE}{'-lean' * lean}{'-log' * log}")
 
 
-def lookup(prog, pc: int, lanes: int, lean: bool = True):
+def lookup(prog, pc: int, lanes: int, lean: bool = True, log: bool = False):
   """The Block at pc from code this process linked or the disk cache holds (no compiling): the full compile, else
-  (`lean`) the lean one; None when neither is there."""
+  (`lean`) the lean one; None when neither is there. `log`: the variant logging LDS accesses (Block.sites)."""
   ops = collect(prog, pc, prog.family)
   for v in (False, True)[:1 + lean] if ops else ():
-    k = _key(prog, ops, lanes, v)
+    k = _key(prog, ops, lanes, v, log)
     blk = None if k is None else _linked(k, pc, ops, v)
     if blk is not None:
       return blk
@@ -70,7 +72,7 @@ def _linked(k: str, pc: int, ops, lean: bool, meta=None, obj: bytes | None = Non
         if got is None:
           return None
         meta, obj = got
-        n = meta[0] if isinstance(meta, tuple) and len(meta) == 5 else 0
+        n = meta[0] if isinstance(meta, tuple) and len(meta) == 6 else 0
         if not (isinstance(n, int) and 0 < n <= len(ops)):
           return None
       try:
@@ -88,36 +90,37 @@ def _linked(k: str, pc: int, ops, lean: bool, meta=None, obj: bytes | None = Non
 
 
 def _block(pc: int, ops, fn, meta, obj: bytes, lean: bool):
-  """The Block of linked code `fn` whose compile recorded `meta` (its first n ops, registers, writes, tail)."""
-  n, nv, ns, wrote, has_tail = meta
+  """The Block of linked code `fn` whose compile recorded `meta` (its first n ops, registers, writes, tail, logged
+  LDS accesses)."""
+  n, nv, ns, wrote, has_tail, sites = meta
   ops = ops[:n]
   STATS["blocks"] += 1
-  return Block(pc, ops, fn, obj, nv, ns, dict(wrote), tail(ops[-1]) if has_tail else None, lean)
+  return Block(pc, ops, fn, obj, nv, ns, dict(wrote), tail(ops[-1]) if has_tail else None, lean, tuple(sites))
 
 
-def compile_block(prog, pc: int, lanes: int, lean: bool = False):
-  """The Block starting at pc, in full (`lean`: its lean compile), linked before, cached on disk or compiled now; None
-  when its first instruction is not for this tier."""
+def compile_block(prog, pc: int, lanes: int, lean: bool = False, log: bool = False):
+  """The Block starting at pc, in full (`lean`: its lean compile; `log`: logging LDS accesses), linked before, cached
+  on disk or compiled now; None when its first instruction is not for this tier."""
   ops = collect(prog, pc, prog.family)
-  k = _key(prog, ops, lanes, lean) if ops else None
-  return (_linked(k, pc, ops, lean) if k else None) or _compile(prog, pc, lanes, ops, lean)
+  k = _key(prog, ops, lanes, lean, log) if ops else None
+  return (_linked(k, pc, ops, lean) if k else None) or _compile(prog, pc, lanes, ops, lean, log)
 
 
-def _compile(prog, pc: int, lanes: int, ops, lean: bool):
+def _compile(prog, pc: int, lanes: int, ops, lean: bool, log: bool = False):
   """Compile `ops` (the block at pc; `lean`: Compiler's cold variant), store it in the disk cache and link it."""
-  return _link(pc, _build(prog, lanes, ops, lean), lean)
+  return _link(pc, _build(prog, lanes, ops, lean, log), lean)
 
 
-def _build(prog, lanes: int, ops, lean: bool):
+def _build(prog, lanes: int, ops, lean: bool, log: bool = False):
   """Compile `ops` to host object code and store it in the disk cache: (key, ops, meta, object code, symbol), or
   None when the code generator declines its first op. Touches no state the interpreter's thread uses."""
-  k = _key(prog, ops, lanes, lean) if ops else None
+  k = _key(prog, ops, lanes, lean, log) if ops else None
   name = f"blk_{k}" if k else f"blk{next(_SEQ)}"
   t = time.perf_counter()
   try:
     while ops:
       try:
-        comp = Compiler(ops, lanes, prog.family, prog.frontend, lean)
+        comp = Compiler(ops, lanes, prog.family, prog.frontend, lean, log)
         text = comp.module(name)
         break
       except Unsupported as e:  # an op the filter let through but the code generator declined: keep the run before it
@@ -135,7 +138,7 @@ def _build(prog, lanes: int, ops, lean: bool):
     STATS["compiled_vector_instructions"] += sum(o.vector and o.kind != "nop" for o in ops)
   finally:
     STATS["compile_seconds"] += time.perf_counter() - t
-  meta = (len(ops), comp.nv, comp.ns, comp.wrote, comp.tail)
+  meta = (len(ops), comp.nv, comp.ns, comp.wrote, comp.tail, tuple(comp.sites))
   if k is not None:
     cache.put(k, meta, obj)
   return k, ops, meta, obj, name
@@ -153,6 +156,27 @@ def _link(pc: int, built, lean: bool):
   return _block(pc, ops, fn, meta, obj, lean)
 
 
+_SUPPORT: dict = {}  # name -> function of the hand-written helper modules this process linked (support)
+
+
+def support(name: str, symbol: str, ftype):
+  """Function `symbol` of the hand-written module `name`.ll next to this file (the race checker's: race.ll), as the
+  ctypes type `ftype`; compiled once per process, its object code kept in the disk cache like a block's."""
+  fn = _SUPPORT.get((name, symbol))
+  if fn is None:
+    text = (Path(__file__).parent / f"{name}.ll").read_text()
+    k = cache.text_key(name, text)
+    with _IR:
+      got = cache.get(k)
+      obj = got[1] if got is not None and got[0] == name else None
+      if obj is None:
+        obj = emit(parse(text))
+        cache.put(k, name, obj)
+    with _ENGINE:
+      fn = _SUPPORT[(name, symbol)] = load(obj, symbol, ftype)
+  return fn
+
+
 class _Job:
   __slots__ = ("prog", "pc", "args", "done", "built")
 
@@ -168,8 +192,8 @@ class Worker:
   def __init__(self):
     self.jobs, self.thread, self.pid, self.closing = queue.Queue(), None, None, False
 
-  def submit(self, prog, pc: int, lanes: int, ops, lean: bool) -> _Job:
-    job = _Job(prog, pc, (prog, lanes, ops, lean))
+  def submit(self, prog, pc: int, lanes: int, ops, lean: bool, log: bool = False) -> _Job:
+    job = _Job(prog, pc, (prog, lanes, ops, lean, log))
     if self.pid != os.getpid():  # (a forked child has no thread yet)
       self.pid, self.jobs = os.getpid(), queue.Queue()
       self.thread = threading.Thread(target=self._run, name="gputwin-native-compile", daemon=True)
@@ -219,7 +243,7 @@ def _guarded(prog, pc, get):
 
 class _Program:
   """A program's native state, shared by the engines that run it (launches reuse cached programs), kept while it
-  lives: blocks by (PC, lanes) (None: stays interpreted), lanes that entered each leader interpreted, whether a PC
+  lives: blocks by (PC, lanes, logging LDS accesses) (None: stays interpreted), lanes that entered each leader interpreted, whether a PC
   leads a block, the leaders already looked up in the caches, and blocks being compiled in the background."""
   __slots__ = ("blocks", "heat", "leads", "looked", "pending", "__weakref__")
 
@@ -250,6 +274,8 @@ class Tier:
   def fresh(self) -> None:
     """Reused for the engine's next batch (Engine.restart): settings are read anew, as a new Tier would."""
     self.after, self.fallthrough = threshold(), None
+    checks = self.eng.checks  # the race checker replays the LDS accesses blocks log (checks.Checks.ran)
+    self.log = checks is not None and "lds_race" in checks.on
     self.background = mode() == "auto" and self.after > 0
 
   @staticmethod
@@ -261,7 +287,7 @@ class Tier:
     return Tier(eng, native) if native.ok else None
 
   def block(self, pc: int, waves: int = 1):
-    key = (pc, self.eng.L)
+    key = (pc, self.eng.L, self.log)
     st = self.state
     if st.pending:
       self.settle(key)
@@ -281,7 +307,8 @@ class Tier:
           if not sets_pc(op):
             self.fallthrough = pc + op.size
         return None
-    if blk is not None and (blk.nv > self.eng.V.shape[1] or blk.ns > self.eng.S.shape[1]):
+    if blk is not None and (blk.nv > self.eng.V.shape[1] or blk.ns > self.eng.S.shape[1] or
+                            blk.na > self.eng.A.shape[1]):
       return None  # registers past this dispatch's allocation: the interpreter reports it
     return blk
 
@@ -290,7 +317,7 @@ class Tier:
     job = self.state.pending.get(key)
     if job is not None and job.done:
       del self.state.pending[key]
-      self.take(key, _guarded(self.prog, key[0], lambda: _link(key[0], job.built, job.args[-1])))
+      self.take(key, _guarded(self.prog, key[0], lambda: _link(key[0], job.built, job.args[3])))
 
   def take(self, key: tuple, blk):
     """A compile's block for `key` (None: it failed; a lean block then stays, and is not compiled again)."""
@@ -306,7 +333,7 @@ class Tier:
     st = self.state
     if key not in st.looked:  # its first sight: code linked or cached needs no heat
       st.looked.add(key)
-      blk = _guarded(self.prog, key[0], lambda: lookup(self.prog, *key, lean=self.after > 0))
+      blk = _guarded(self.prog, key[0], lambda: lookup(self.prog, key[0], key[1], self.after > 0, key[2]))
       if blk is not None:
         st.blocks[key] = blk
         return blk
@@ -323,9 +350,9 @@ class Tier:
       return False
     ops, lean = collect(self.prog, pc, self.prog.family), not upgrade and self.after > 0
     if self.background:
-      st.pending[key] = WORKER.submit(self.prog, pc, key[1], ops, lean)
+      st.pending[key] = WORKER.submit(self.prog, pc, key[1], ops, lean, key[2])
       return False
-    return self.take(key, _guarded(self.prog, pc, lambda: _compile(self.prog, pc, key[1], ops, lean)))
+    return self.take(key, _guarded(self.prog, pc, lambda: _compile(self.prog, pc, key[1], ops, lean, key[2])))
   def run(self, blk: Block, ix):
     """Run `blk` for waves `ix`; returns the per-wave lanes its tail took (Native.taken, read where blk.tail)."""
     self.native.run(blk, ix)

@@ -1,0 +1,174 @@
+"""WMMA/MFMA in the native tier (gputwin/emu/README.md, "Native tier"): a matrix instruction is wave-level (a lane's
+D depends on every lane's A and B), so its function works on the whole wave. It reads the register tables the
+interpreter reads (gputwin/emu/amd/matrix.py `tables`: which register, lane and bits hold each element, which
+element each D register of each lane gets) and computes with the interpreter's arithmetic, bit for bit: elements
+converted exactly to double (i32 for integers), each D[m, n] summed in k order from -0.0, then C, one rounding to
+f32, a NaN result the default NaN.
+
+The code for one wave: the operand rows copied whole (one vector per register row, tagged like every other access
+to it) into local buffers; A and B unpacked into double (i32) matrices through constant tables; per row m a <N x
+double> accumulator over k (the k order of every element kept; vectorised across n); then per D register a gather
+of its lanes' elements, plus C, rounded and stored. Every C row is read before any D row is written."""
+from __future__ import annotations
+
+from gputwin.emu.amd import matrix as layouts
+from gputwin.emu.native.runtime import C_A, C_V, C_VSTR, C_VSTW
+from gputwin.errors import GputwinError
+from gputwin.pcode.llvm import Unsupported
+
+SHIFT = 5  # a table entry: (register * L + lane) << SHIFT | bit offset
+
+
+def operands(op, fam: str, lanes: int):
+  """amd/matrix.py's operands check: (tables, A signed, B signed), or Unsupported (the interpreter then raises)."""
+  if fam not in ("rdna3", "rdna4", "cdna"):
+    raise Unsupported("matrix family")
+  try:
+    return layouts.operands(fam, op, lanes)
+  except GputwinError as e:
+    raise Unsupported(f"matrix: {e}") from None
+
+
+def supported(op, fam: str) -> None:
+  """plan.supported for a matrix instruction (the wave size is checked again when compiled: WMMA is wave32)."""
+  operands(op, fam, 64 if fam == "cdna" else 32)
+  if any(s.file == "a" for s in (op.ins["S0"], op.ins["S1"], op.ins["S2"], op.outs["D0"])) and fam != "cdna":
+    raise Unsupported("AccVGPRs")
+
+
+def _table(f, name: str, ty: str, values) -> str:
+  """A module constant of `values` (emitted ahead of the function by `lower`)."""
+  f.globals.append(f"@{name} = internal unnamed_addr constant [{len(values)} x {ty}] "
+                   f"[{', '.join(f'{ty} {int(v)}' for v in values)}], align 64")
+  return f"@{name}"
+
+
+def _row(comp, f, file: str, idx: int) -> str:
+  """Pointer to register row `idx` of `file` ("v", "a") of wave %w (the A file has the V file's strides)."""
+  if file == "v":
+    comp.nv = max(comp.nv, idx + 1)
+  off = f.op(f"add i64 {f.op(f'mul i64 %w, {f.ctx(C_VSTW)}')}, {f.op(f'mul i64 {idx}, {f.ctx(C_VSTR)}')}")
+  return f.gep(f.ctxp(C_V if file == "v" else C_A), off)
+
+
+def _loop(f, n: int, tag: str):
+  """Open `for (%{tag} = 0; %{tag} < n; ...)`; returns the function closing it."""
+  pre, head = f.label(f"{tag}pre"), f.label(f"{tag}head")
+  f.emit(f"br label %{pre}")
+  f.put(pre)
+  f.emit(f"br label %{head}")
+  f.put(head)
+  nxt = f"%{tag}.n"
+  f.emit(f"%{tag} = phi i64 [0, %{pre}], [{nxt}, %{tag}latch]")
+
+  def close():
+    f.emit(f"br label %{tag}latch")
+    f.put(f"{tag}latch")
+    f.emit(f"{nxt} = add i64 %{tag}, 1")
+    end = f.label(f"{tag}end")
+    f.emit(f"br i1 {f.op(f'icmp eq i64 {nxt}, {n}')}, label %{end}, label %{head}")
+    f.put(end)
+  return close
+
+
+def lower(comp, i: int, op, f) -> str:
+  """@inst{i} (and its tables) for matrix instruction `op`: D = A x B + C for one wave, as amd/matrix.py computes
+  it. `comp`: the block's codegen.Compiler; `f`: a fresh codegen.Fn."""
+  L = comp.L
+  t, sa, sb = operands(op, comp.fam, L)
+  srcs = (op.ins["S0"], op.ins["S1"], op.ins["S2"], op.outs["D0"])
+  if any(s.file == "a" for s in srcs) and comp.fam != "cdna":
+    raise Unsupported("AccVGPRs")
+  integer = t.acc == "I32"
+  ety, sz = ("i32", 4) if integer else ("double", 8)  # element type of the unpacked matrices
+  f.globals = []
+  # 1. the A and B rows, whole, into local buffers (in order: before anything is written)
+  bufs = []
+  for k, s in enumerate(srcs[:2]):
+    buf = f.alloca(f"[{t.regs[k] * L} x i32], align 64")
+    for r in range(t.regs[k]):
+      v = f.ld(f"<{L} x i32>", _row(comp, f, s.file, s.index + r), (s.file, s.index + r), ", align 4")
+      f.st(f"<{L} x i32>", v, f.gep(buf, str(4 * L * r)), "mx", ", align 64")
+    bufs.append(buf)
+  c, d = srcs[2], srcs[3]
+  cbuf = None
+  if c.file != "k":  # (a constant C is 0: operands)
+    cbuf = f.alloca(f"[{t.regs[2] * L} x i32], align 64")
+    for r in range(t.regs[2]):
+      v = f.ld(f"<{L} x i32>", _row(comp, f, c.file, c.index + r), (c.file, c.index + r), ", align 4")
+      f.st(f"<{L} x i32>", v, f.gep(cbuf, str(4 * L * r)), "mx", ", align 64")
+  # 2. A (M x K) and B (K x N) unpacked through the tables
+  mats = []
+  for k, (tab, signed) in enumerate(((t.a, sa), (t.b, sb))):
+    flat = tab.reshape(-1, 3)
+    g = _table(f, f"mx{i}.{'ab'[k]}", "i32", (flat[:, 0] * L + flat[:, 1]) << SHIFT | flat[:, 2])
+    mat = f.alloca(f"[{len(flat)} x {ety}], align 64")
+    close = _loop(f, len(flat), f"u{k}")
+    e = f.ld("i32", f.gep(g, f.op(f"mul i64 %u{k}, 4")), "mxtab")
+    word = f.op(f"lshr i32 {e}, {SHIFT}")
+    at = f.op(f"zext i32 {f.op(f'shl i32 {word}, 2')} to i64")
+    sh = f.op(f"and i32 {e}, {(1 << SHIFT) - 1}")
+    raw = f.op(f"lshr i32 {f.ld('i32', f.gep(bufs[k], at), 'mx')}, {sh}")
+    f.st(ety, _element(f, raw, t.ins, signed), f.gep(mat, f.op(f"mul i64 %u{k}, {sz}")), "mx")
+    close()
+    mats.append(mat)
+  am, bm = mats
+  # 3. per row m: a running <N x ety> row from -0.0 (0), plus A[m, k] * B[k, :] for k in order (vectorised over n)
+  N, K = t.n, t.k
+  vty, add, mul = f"<{N} x {ety}>", "add" if integer else "fadd", "mul" if integer else "fmul"
+  acc, run = f.alloca(f"[{t.m * N} x {ety}], align 64"), f.alloca(vty)
+  close_m = _loop(f, t.m, "mm")
+  f.emit(f"store {vty} {'zeroinitializer' if integer else _splat(N, 'double', '-0.0')}, ptr {run}")
+  close_k = _loop(f, K, "kk")
+  mk = f.op(f"add i64 {f.op(f'mul i64 %mm, {K}')}, %kk")
+  x = f.ld(ety, f.gep(am, f.op(f"mul i64 {mk}, {sz}")), "mx")
+  xs = f.op(f"shufflevector <1 x {ety}> {f.op(f'insertelement <1 x {ety}> poison, {ety} {x}, i64 0')}, "
+            f"<1 x {ety}> poison, <{N} x i32> zeroinitializer")
+  brow = f.ld(vty, f.gep(bm, f.op(f"mul i64 %kk, {N * sz}")), "mx", f", align {sz}")
+  cur, prod = f.op(f"load {vty}, ptr {run}"), f.op(f"{mul} {vty} {xs}, {brow}")
+  f.emit(f"store {vty} {f.op(f'{add} {vty} {cur}, {prod}')}, ptr {run}")
+  close_k()
+  f.st(vty, f.op(f"load {vty}, ptr {run}"), f.gep(acc, f.op(f"mul i64 %mm, {N * sz}")), "mx", f", align {sz}")
+  close_m()
+  # 4. D register v of lane l = acc[d[v, l]] + C, rounded (a NaN: the default NaN), then the D rows stored
+  n = t.regs[2] * L
+  g = _table(f, f"mx{i}.d", "i32", t.d.reshape(-1))
+  out = f.alloca(f"[{n} x i32], align 64")
+  close = _loop(f, n, "dd")
+  at = f.op(f"zext i32 {f.ld('i32', f.gep(g, f.op('mul i64 %dd, 4')), 'mxtab')} to i64")
+  y = f.ld(ety, f.gep(acc, f.op(f"mul i64 {at}, {sz}")), "mx")
+  cv = None if cbuf is None else f.ld("i32", f.gep(cbuf, f.op("mul i64 %dd, 4")), "mx")
+  if integer:
+    r = y if cv is None else f.op(f"add i32 {y}, {cv}")
+  else:
+    cd = "0.0" if cv is None else f.op(f"fpext float {f.op(f'bitcast i32 {cv} to float')} to double")
+    y = f.op(f"fadd double {y}, {cd}")
+    r32 = f.op(f"bitcast float {f.op(f'fptrunc double {y} to float')} to i32")
+    r = f.op(f"select i1 {f.op(f'fcmp uno double {y}, 0.0')}, i32 {layouts.NAN}, i32 {r32}")
+  f.st("i32", r, f.gep(out, f.op("mul i64 %dd, 4")), "mx")
+  close()
+  for v in range(t.regs[2]):
+    row = f.ld(f"<{L} x i32>", f.gep(out, str(4 * L * v)), "mx", ", align 64")
+    f.st(f"<{L} x i32>", row, _row(comp, f, d.file, d.index + v), (d.file, d.index + v), ", align 4")
+  comp.wrote[d.file] = comp.wrote.get(d.file, 0) | ((1 << t.regs[2]) - 1) << d.index
+  comp.bump_pc(f, op)
+  text = comp.finish(f, i, str(L))
+  return "\n".join(f.globals) + "\n" + text
+
+
+def _splat(n: int, ty: str, v: str) -> str:
+  return f"<{', '.join([f'{ty} {v}'] * n)}>"
+
+
+def _element(f, raw: str, ins: str, signed: bool) -> str:
+  """The element in the low bits of i32 `raw`, exactly as a double (i32 for integers): amd/matrix.py's _value."""
+  if ins == "F16":
+    h = f.op(f"bitcast i16 {f.op(f'trunc i32 {raw} to i16')} to half")
+    return f.op(f"fpext half {h} to double")
+  if ins == "BF16":
+    x = f.op(f"bitcast i32 {f.op(f'shl i32 {raw}, 16')} to float")
+    return f.op(f"fpext float {x} to double")
+  if ins == "F32":
+    return f.op(f"fpext float {f.op(f'bitcast i32 {raw} to float')} to double")
+  b = f.op(f"trunc i32 {raw} to i8")
+  return f.op(f"{'sext' if signed else 'zext'} i8 {b} to i32")

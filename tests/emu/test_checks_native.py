@@ -1,0 +1,138 @@
+"""Checkers in the native tier (issue 20): a launch with checkers on runs compiled blocks, each checker still catches
+its seeded bug with the same error text as the interpreter (GPUTWIN_JIT=0), and the checkers' state a native block
+leaves behind is what the interpreter's would be (a bug in an interpreted block after native ones is still found)."""
+import numpy as np
+import pytest
+
+from gputwin.emu import launch
+from gputwin.emu.native import STATS
+from gputwin.errors import EmuCheckError
+from tests.emu.test_asm import kernel
+from tests.emu.test_checks_errors import GFX12_LOAD, GOOD, LDS_RACE, MFMA, MFMA_F32, RAW
+
+pytest.importorskip("llvmlite")
+
+
+@pytest.fixture
+def tiers(monkeypatch, tmp_path):
+  """Run `fn` interpreted and with every block compiled at first sight; (error text or None, result) of each, and how
+  many native block runs the second made."""
+  monkeypatch.setenv("GPUTWIN_NATIVE_CACHE", str(tmp_path))
+
+  def both(fn):
+    out = []
+    for mode in ("0", "force"):
+      monkeypatch.setenv("GPUTWIN_JIT", mode)
+      runs = STATS["runs"]
+      try:
+        res, err = fn(), None
+      except EmuCheckError as e:
+        res, err = None, str(e)
+      out.append((err, res, STATS["runs"] - runs))
+    (e0, r0, _), (e1, r1, n) = out
+    return e0, e1, r0, r1, n
+  return both
+
+
+def _k(body, arch="gfx1100", n=64, lds=0, grid=1, checks=True, **kw):
+  co = kernel(arch, body, lds=lds, **kw)
+
+  def go():
+    out = np.zeros(n * grid, np.int32)
+    launch(co, "k", grid=grid, block=n, args=[out], checks=checks)
+    return out
+  return go
+
+
+SPLIT = """
+  s_load_b64 s[2:3], s[0:1], 0x0
+  v_lshlrev_b32 v1, 2, v0
+  s_waitcnt lgkmcnt(0)
+  global_load_b32 v2, v1, s[2:3]
+  {read_early}
+  s_branch .Lnext
+.Lnext:
+  {wait}
+  v_add_nc_u32 v2, v2, v0
+  {interp}
+  global_store_b32 v1, v2, s[2:3]"""
+
+# both waves read LDS[0] in one instruction, then wave 1 writes it with no barrier between: wave 0's read races it
+TWO_READERS = """
+  s_load_b64 s[2:3], s[0:1], 0x0
+  v_mov_b32 v1, 0
+  ds_load_b32 v2, v1
+  s_waitcnt lgkmcnt(0)
+  v_cmp_le_u32 vcc_lo, 32, v0
+  s_and_saveexec_b32 s4, vcc_lo
+  ds_store_b32 v1, v0
+  s_or_b32 exec_lo, exec_lo, s4
+  v_lshlrev_b32 v3, 2, v0
+  global_store_b32 v3, v2, s[2:3]"""
+
+CASES = {
+  "lds_race_two_readers": _k(TWO_READERS, lds=64),
+  "waitcnt": _k(GOOD.replace("  s_waitcnt lgkmcnt(0)\n", "")),
+  "uninit": _k(GOOD.replace("global_store_b32 v1, v0", "global_store_b32 v1, v7")),
+  "lds_race_raw": _k(RAW.format(sync=""), lds=256),
+  "lds_race_ww": _k(LDS_RACE.format(sync=""), lds=128),
+  # a load in one native block, its result read in the next: the pending load crosses blocks
+  "waitcnt_across_blocks": _k(SPLIT.format(read_early="", wait="", interp="")),
+  # ... and first read by v_readfirstlane (cross-lane: interpreted, or a block of its own)
+  "waitcnt_native_then_interp": _k(SPLIT.format(read_early="", wait="v_readfirstlane_b32 s8, v2", interp="")),
+  "uninit_across_blocks": _k(SPLIT.format(read_early="", wait="s_waitcnt vmcnt(0)",
+                                          interp="v_add_nc_u32 v3, v9, v2")),
+  "lds_race_many_workgroups": _k(RAW.format(sync=""), lds=256, grid=8),
+  "gfx1200_loadcnt": _k(GFX12_LOAD.format(kwait="s_wait_kmcnt 0", wait=""), arch="gfx1200", n=32),
+  "gfx1200_kmcnt": _k(GFX12_LOAD.format(kwait="", wait="s_wait_loadcnt 0"), arch="gfx1200", n=32),
+  "mfma_hazard": _k(MFMA.format(nops=""), arch="gfx942", checks={"hazard"}, wave32=False),
+  "mfma_hazard_passes": _k(MFMA_F32.format(zero="\n".join(f"  v_accvgpr_write_b32 a{i}, 0" for i in range(16)),
+                                           nops="s_nop 7\n  s_nop 7"), arch="gfx942", checks={"hazard"},
+                           vgprs=48, wave32=False),
+}
+
+
+def test_two_readers_of_one_dword_in_one_access():
+  """The reader table keeps "many readers" for a dword two waves read in one instruction (it kept the last lane's
+  wave, and missed wave 0's read racing wave 1's later write)."""
+  with pytest.raises(EmuCheckError, match=r"ds_store_b32 v1, v0: LDS race: wave 1 writes LDS\[0x0\]"):
+    _k(TWO_READERS, lds=64)()
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_seeded_bug_same_error_on_both_tiers(tiers, name):
+  e0, e1, _, _, _ = tiers(CASES[name])
+  assert e0 is not None, f"{name}: the interpreter's checker did not fire"
+  assert e1 == e0
+
+
+CLEAN = {
+  "good": _k(GOOD, n=32),
+  "lds_barrier": _k(RAW.format(sync="s_barrier"), lds=256, grid=4),
+  "split_waited": _k(SPLIT.format(read_early="", wait="s_waitcnt vmcnt(0)", interp=""), grid=4),
+  "gfx1200_waited": _k(GFX12_LOAD.format(kwait="s_wait_kmcnt 0", wait="s_wait_loadcnt 0"), arch="gfx1200", n=32),
+  "mfma_waited": _k(MFMA.format(nops="s_nop 7"), arch="gfx942", checks={"hazard"}, wave32=False),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CLEAN))
+def test_clean_kernel_runs_natively_with_checkers(tiers, name):
+  e0, e1, r0, r1, runs = tiers(CLEAN[name])
+  assert e0 is None and e1 is None
+  np.testing.assert_array_equal(r1, r0)
+  assert runs > 0, "no block ran natively with the checkers on"
+
+
+def test_clang_suite_kernels_natively_with_checkers(tiers, clang_co):
+  """The clang-22 suite's saxpy on every wave: no false report, the same result, native blocks ran."""
+  co = clang_co("gfx1100")
+  rng = np.random.default_rng(5)
+  x, y = rng.standard_normal(4096).astype(np.float32), rng.standard_normal(4096).astype(np.float32)
+
+  def go():
+    out = np.zeros_like(x)
+    launch(co, "saxpy", grid=16, block=256, args=[out, x, y, 2.0, 4096])
+    return out
+  e0, e1, r0, r1, runs = tiers(go)
+  assert e0 is None and e1 is None and runs > 0
+  np.testing.assert_array_equal(r1, r0)

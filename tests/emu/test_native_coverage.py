@@ -1,0 +1,152 @@
+"""Instruction classes the native tier (emu/native/) runs beyond plain VALU/SALU and loads/stores, against the numpy
+interpreter: bit-identical registers, memory and counts.
+
+1. Block tails (s_endpgm, s_barrier): clang-22 kernels with barriers run all but their matrix ops natively.
+2. Atomics (global and LDS): every atomic opcode of the random encodings (gputwin.isa.strategies), its lanes' and
+   waves' addresses steered into mapped memory and onto a few shared words, so read-modify-writes conflict and
+   must serialise as the interpreter's do.
+3. DPP: the random encodings with DPP16/DPP8 controls on random register files with random EXEC.
+4. VOP3 output modifiers (clamp, omod) on float results.
+"""
+import zlib
+
+import numpy as np
+import pytest
+
+from gputwin.emu import core, native
+from gputwin.emu.frontend import for_arch
+from gputwin.emu.program import Program, Src
+from gputwin.errors import GPUPageFault
+from gputwin.isa import strategies
+from gputwin.isa.targets import target as target_info
+from tests.emu.cases import CASES
+from tests.emu.conftest import TARGETS
+from tests.emu.test_jit import BASE, ENDPGM, _engine, _only_nan_payloads, _run, _state
+
+pytest.importorskip("llvmlite")
+
+
+@pytest.mark.parametrize("arch", TARGETS)
+@pytest.mark.parametrize("name", ["reduce", "matmul", "saxpy"])
+def test_barriers_and_exits_run_natively(clang_co, monkeypatch, arch, name):
+  """s_barrier and s_endpgm end native blocks (the scheduler then parks or retires the waves): kernels whose only
+  other ops are VALU/SALU and global/LDS accesses run every wave-instruction natively, with the interpreter's bits."""
+  co = clang_co(arch)
+  st_i, out_i = _run(co, name, CASES[name](), monkeypatch, "0")
+  st_n, out_n = _run(co, name, CASES[name](), monkeypatch, "force")
+  assert st_n.native_instructions == st_n.instructions, (st_n.native_instructions, st_n.instructions)
+  assert (st_i.instructions, st_i.lane_instructions) == (st_n.instructions, st_n.lane_instructions)
+  for a, b in zip(out_i, out_n):
+    assert a.tobytes() == b.tobytes()
+  assert not native.FAILED, native.FAILED[:3]
+
+
+def _steer(eng, op, rng, L):
+  """Point every lane's access of `op` into the mapped page (global) or the first KiB of LDS, at one of 8 words
+  (so lanes and waves collide): the first VGPR term of its address plan takes the whole address, other terms 0."""
+  plan = op.info["address"]
+  lds = plan.space == "lds"
+  W = eng.V.shape[0]
+  want = (0 if lds else BASE) + 16 * rng.integers(0, 8, (W, L)).astype(np.uint64)
+  want = (want - np.uint64(plan.offset % (1 << 64))) & np.uint64((1 << plan.width) - 1)
+  first = True
+  for t in plan.terms:
+    for k in range(t.dwords):
+      part = (want >> np.uint64(32 * k)).astype(np.uint32) if first and t.file == "v" else np.uint32(0)
+      if t.file == "v":
+        eng.V[:, t.index + k] = part
+      else:
+        eng.S[:, t.index + k] = 0
+    first = first and t.file != "v"
+  eng._exec = None
+
+
+def _compare(arch: str, pick, prepare=None, seeds: int = 1) -> tuple[int, int, list[str]]:
+  """Run each random encoding `pick(op)` accepts that the tier compiles on both tiers (its block: the op, then
+  s_endpgm unless it branches) from the same random state (`prepare(eng, op, rng)` may adjust it): (encodings run on
+  both, of them without a fault, mismatches)."""
+  fam = target_info(arch).family
+  L = 32 if arch.startswith("gfx1") else 64
+  both, ok, mismatches = 0, 0, []
+  for seed in range(seeds):
+    for s in strategies.batch(arch, seed=seed, wave=L, tame=80):
+      if s.encoding.split("_")[0] in ("EXP", "VEXPORT", "MIMG", "VIMAGE", "VSAMPLE", "MTBUF"):
+        continue
+      prog = Program(s.data + ENDPGM[fam] * 4, 0x1000, arch, fam, L, for_arch(arch))
+      try:
+        op = prog.op(0x1000)
+      except Exception:  # encodings the interpreter cannot bind (not this tier's business)
+        continue
+      if not pick(op) or any(isinstance(x, Src) and x.file == "a" for x in [*op.ins.values(), *op.outs.values()]):
+        continue  # (AccVGPRs: the test's engine has none)
+      try:
+        native.supported(op, fam)
+      except native.Unsupported:
+        continue
+      blk = native.compile_block(prog, 0x1000, L)
+      if blk is None or blk.ops[0] is not op or blk.nv > 256 or blk.ns > 256:
+        continue
+      results = []
+      for mode in ("interp", "native"):
+        rs = zlib.crc32(s.data) + seed
+        eng, buf = _engine(prog, L, rs)
+        if prepare is not None:
+          prepare(eng, op, np.random.default_rng(rs))
+        try:
+          if mode == "interp":
+            for o in blk.ops:
+              core.step(eng, o, slice(None))
+          else:
+            native.Native(eng).run(blk, slice(None))
+          results.append(("ok", _state(eng, buf)))
+        except (GPUPageFault, core.Stop) as e:
+          f = e if isinstance(e, GPUPageFault) else e.fault
+          results.append(("fault", str(f) if f is not None else str(e)))
+        except Exception as e:  # the interpreter rejects some random operand combinations
+          results.append(("error", f"{type(e).__name__}: {e}"))
+      (ka, a), (kb, b) = results
+      if ka == "error":
+        continue
+      both += 1
+      ok += ka == "ok"
+      same = ka == kb and (all(np.array_equal(x, y) for x, y in zip(a, b)) if ka == "ok" else True)
+      if not same and ka == kb == "ok" and _only_nan_payloads(s.opcodes, a, b):
+        same = True
+      if not same:
+        names = ("VGPR", "SGPR", "SCC", "PC", "memory", "LDS", "count", "lanes")
+        what = ",".join(n for n, x, y in zip(names, a, b) if not np.array_equal(x, y)) if ka == kb == "ok" else \
+            f"{ka}/{kb} {a if ka != 'ok' else ''} {b if kb != 'ok' else ''}"
+        mismatches.append(f"{s.encoding} {'/'.join(s.opcodes)} {s.data.hex()}: {what}")
+  assert not native.FAILED, native.FAILED[:3]
+  return both, ok, mismatches
+
+
+def _steered(op) -> bool:
+  a = op.info.get("address")
+  return op.atomic and a is not None and any(t.file == "v" for t in a.terms)
+
+
+@pytest.mark.parametrize("arch", TARGETS)
+def test_atomics_native_equal_interpreter(arch):
+  both, ok, mismatches = _compare(arch, _steered, lambda eng, op, rng: _steer(eng, op, rng, eng.L))
+  print(f"{arch}: {both} atomics on both tiers, {ok} without a fault")
+  assert ok > 40, f"only {ok} of {both} atomics ran without a fault"
+  assert not mismatches, f"{len(mismatches)} of {both} differ:\n" + "\n".join(mismatches[:40])
+
+
+@pytest.mark.parametrize("arch", TARGETS)
+def test_dpp_native_equal_interpreter(arch):
+  """DPP16 and DPP8 (src0 routed across lanes, row/bank write masks, bound_ctrl and fi) on random controls."""
+  both, ok, mismatches = _compare(arch, lambda op: op.info.get("dpp") is not None, seeds=2)
+  print(f"{arch}: {both} DPP encodings on both tiers")
+  assert both > 100, f"only {both} DPP encodings ran on both tiers"
+  assert not mismatches, f"{len(mismatches)} of {both} differ:\n" + "\n".join(mismatches[:40])
+
+
+@pytest.mark.parametrize("arch", TARGETS)
+def test_output_modifiers_native_equal_interpreter(arch):
+  """VOP3 clamp and omod on float results (IEEE specials, -0.0 and values around 0 and 1 in the register files)."""
+  both, ok, mismatches = _compare(arch, lambda op: bool(op.info.get("clamp") or op.info.get("omod")), seeds=4)
+  print(f"{arch}: {both} encodings with clamp/omod on both tiers")
+  assert both > 40, f"only {both} clamp/omod encodings ran on both tiers"
+  assert not mismatches, f"{len(mismatches)} of {both} differ:\n" + "\n".join(mismatches[:40])

@@ -1,0 +1,244 @@
+"""WMMA (gfx1100, gfx1200) and MFMA (gfx942, gfx950) in the native tier (emu/native/matrix.py) against the numpy
+interpreter (emu/amd/matrix.py): bit-identical VGPRs and AccVGPRs on random register files with f16/bf16/f32 NaNs,
+infinities, denormals and signed zeros, for every modelled opcode (the bench's and the suite's among them) and for
+random encodings of them (gputwin.isa.strategies), AccVGPR moves; then clang-22 kernels (bench/kernels.cl's gemm,
+tests/emu/kernels/matrix.cl) on both tiers against numpy."""
+import json
+import subprocess
+import zlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gputwin.emu import core, native
+from gputwin.emu.frontend import for_arch
+from gputwin.emu.memory import GuestMemory
+from gputwin.emu.program import Program
+from gputwin.errors import GputwinError
+from gputwin.isa import assemble, hwdata, strategies
+from gputwin.isa.targets import target as target_info
+
+pytest.importorskip("llvmlite")
+
+TARGETS = {"gfx1100": 32, "gfx1200": 32, "gfx942": 64, "gfx950": 64}
+# 16-bit specials (f16 and bf16: infinities, NaNs quiet and signalling, denormals, zeros, extremes) and f32 ones
+SPECIAL16 = np.array([0x7c00, 0xfc00, 0x7e00, 0x7d01, 0x0001, 0x8001, 0x03ff, 0x8000, 0x0000, 0x7bff, 0xfbff, 0x3c00,
+                      0x7f80, 0xff80, 0x7fc0, 0x7f81, 0x007f, 0x807f, 0x7f7f, 0x3f80], np.uint32)
+SPECIAL32 = np.array([0x7f800000, 0xff800000, 0x7fc00000, 0x7fa00001, 0xffc12345, 0x00000001, 0x807fffff, 0x7f7fffff,
+                      0x80000000, 0x00000000, 0x3f800000], np.uint32)
+
+
+def _fill(rng, shape, rate):
+  """Random register words: finite halves/words of modest size, a fraction `rate` of specials."""
+  lo = (rng.integers(0x2c00, 0x4c00, shape) | rng.integers(0, 2, shape) << 15).astype(np.uint32)  # f16 ~ 1/16..16
+  hi = (rng.integers(0x3d00, 0x4100, shape) | rng.integers(0, 2, shape) << 15).astype(np.uint32)  # bf16 ~ 1/32..8
+  x = lo | hi << 16
+  x = np.where(rng.random(shape) < 0.25, rng.integers(0, 1 << 32, shape, dtype=np.uint64).astype(np.uint32), x)
+  s16 = SPECIAL16[rng.integers(0, len(SPECIAL16), shape)]
+  x = np.where(rng.random(shape) < rate, (x & 0xffff0000) | s16, x)
+  x = np.where(rng.random(shape) < rate, (x & 0xffff) | s16 << 16, x)
+  return np.where(rng.random(shape) < rate, SPECIAL32[rng.integers(0, len(SPECIAL32), shape)], x).astype(np.uint32)
+
+
+def _engine(prog, L, seed, rate):
+  rng = np.random.default_rng(seed)
+  W = 3
+  eng = core.Engine(prog, GuestMemory("gpu0"), W, L, 256, 256 if prog.family == "cdna" else 0, 64, 0, np.arange(W),
+                    None)
+  eng.V[:] = _fill(rng, eng.V.shape, rate)
+  eng.A[:] = _fill(rng, eng.A.shape, rate)
+  eng.S[:, 126:126 + L // 32] = rng.integers(0, 1 << 32, (W, L // 32), dtype=np.uint64).astype(np.uint32)  # EXEC
+  eng.pc[:] = prog.base
+  return eng
+
+
+def _both(prog, op, L, seed, rate=0.03):
+  """The state after `op` on the interpreter and on the native tier, from the same random registers."""
+  blk = native.compile_block(prog, op.pc, L)
+  assert blk is not None and blk.ops[0] is op, op.text
+  out = []
+  for tier in ("interp", "native"):
+    eng = _engine(prog, L, seed, rate)
+    if tier == "interp":
+      core.step(eng, op, slice(None))
+    else:
+      native.Native(eng).run(blk, slice(None))
+    out.append((eng.V.copy(), eng.A.copy(), eng.pc.copy(), eng.count, eng.lane_count))
+  return out
+
+
+def _same(a, b, what):
+  for name, x, y in zip(("VGPRs", "AccVGPRs", "PC", "count", "lanes"), a, b):
+    if not np.array_equal(x, y):
+      bad = np.argwhere(x != y).tolist() if isinstance(x, np.ndarray) else [x, y]
+      raise AssertionError(f"{what}: {name} differ at {bad[:5]} of {len(bad)}")
+
+
+def _program(arch, data):
+  fam = target_info(arch).family
+  end = assemble("s_trap 0\ns_endpgm", arch)  # (a trap stays interpreted: the block is the matrix op alone)
+  return Program(data + end * 4, 0x1000, arch, fam, TARGETS[arch], for_arch(arch))
+
+
+def _modelled(arch):
+  fam = target_info(arch).family
+  rows = json.loads((hwdata._DATA / "matrix.json").read_text())[fam]
+  return [op for op in rows if (m := hwdata.matrix(fam, op)).layout and (fam != "cdna" or m.passes_on(arch))]
+
+
+def _asm(arch, name):
+  """One encoding of modelled opcode `name`: operands sized by its registers (C and D in AccVGPRs on CDNA)."""
+  m = hwdata.matrix(target_info(arch).family, name)
+  ra, rb, rc = m.regs
+  reg = lambda f, i, n: f"{f}{i}" if n == 1 else f"{f}[{i}:{i + n - 1}]"
+  cd = "a" if arch in ("gfx942", "gfx950") else "v"
+  mods = " neg_lo:[1,0,0]" if m.a == "IU8" else ""
+  return f"{name.lower()} {reg(cd, 0, rc)}, {reg('v', 100, ra)}, {reg('v', 120, rb)}, {reg(cd, 0, rc)}{mods}"
+
+
+@pytest.mark.parametrize("arch", TARGETS)
+def test_every_modelled_opcode_native_equals_interpreter(arch):
+  """Each opcode amd/matrix.py models, C in VGPRs (RDNA) or AccVGPRs (CDNA), with few and with many specials."""
+  names = _modelled(arch)
+  assert names
+  for name in names:
+    prog = _program(arch, assemble(_asm(arch, name), arch))
+    op = prog.op(0x1000)
+    assert op.kind == "matrix"
+    for seed, rate in ((1, 0.0), (2, 0.03), (3, 0.3)):
+      a, b = _both(prog, op, TARGETS[arch], seed, rate)
+      _same(a, b, f"{arch} {op.text} seed {seed}")
+  assert not native.FAILED, native.FAILED[:3]
+
+
+@pytest.mark.parametrize("arch", TARGETS)
+def test_random_matrix_encodings_native_equal_interpreter(arch):
+  """Random valid encodings (registers, C a constant, modifiers): where the interpreter runs one, the native tier
+  gives the same bits; where it declines (a modifier or layout not modelled), the native tier declines too."""
+  L, fam = TARGETS[arch], target_info(arch).family
+  ran, declined, types = 0, 0, set()
+  for seed in range(10):
+    for s in strategies.batch(arch, seed=seed, wave=L, tame=80):
+      if not any(hwdata.matrix(fam, o) for o in s.opcodes):
+        continue
+      prog = _program(arch, s.data)
+      try:
+        op = prog.op(0x1000)
+      except Exception:
+        continue
+      if op.kind != "matrix":
+        continue
+      eng = _engine(prog, L, zlib.crc32(s.data), 0.03)
+      try:
+        core.step(eng, op, slice(None))
+      except Exception:  # not modelled (or operands past the file): the native tier must not take it either
+        blk = native.compile_block(prog, 0x1000, L)
+        assert blk is None or blk.ops[0] is not op, op.text
+        declined += 1
+        continue
+      ext = op.info["extent"]
+      if ext[0] > 256 or ext[1] > 256:
+        continue
+      a, b = _both(prog, op, L, zlib.crc32(s.data))
+      _same(a, b, f"{arch} {op.text}")
+      ran += 1
+      types.add(hwdata.matrix(fam, op.inst.op).a)
+  assert not native.FAILED, native.FAILED[:3]
+  print(f"{arch}: {ran} random matrix encodings on both tiers, {declined} declined by both; types {sorted(types)}")
+  assert ran >= 20 and {"F16", "BF16"} | ({"I8", "F32"} if fam == "cdna" else {"IU8"}) <= types, (ran, types)
+
+
+BENCH = Path(__file__).resolve().parents[2] / "bench" / "kernels.cl"
+
+
+@pytest.mark.parametrize("arch", TARGETS)
+def test_bench_gemm_runs_natively(tmp_path, monkeypatch, arch):
+  """bench/kernels.cl's gemm (f16 128x128x64, clang-22): every wave-instruction native, the interpreter's bits,
+  numpy's product."""
+  from gputwin.emu import launch
+  o, co = tmp_path / "k.o", tmp_path / "k.co"
+  try:
+    subprocess.run(["clang-22", "-x", "cl", "-cl-std=CL2.0", "-target", "amdgcn-amd-amdhsa", f"-mcpu={arch}",
+                    "-nogpulib", "-O2", "-w", "-c", str(BENCH), "-o", str(o)], check=True)
+    subprocess.run(["ld.lld-22", "-shared", str(o), "-o", str(co)], check=True)
+  except (FileNotFoundError, subprocess.CalledProcessError):
+    pytest.skip("clang-22 / ld.lld-22 missing")
+  rng = np.random.default_rng(5)
+  A, B = rng.standard_normal((128, 64)).astype(np.float16), rng.standard_normal((128, 64)).astype(np.float16)
+  out = {}
+  for mode in ("0", "force"):
+    monkeypatch.setenv("GPUTWIN_JIT", mode)
+    C = np.zeros((128, 128), np.float32)
+    st = launch(co.read_bytes(), "gemm", grid=(8, 8, 1), block=(TARGETS[arch], 1, 1),
+                args=[A, B, C, np.int32(64), np.int32(128)], checks=False)
+    out[mode] = (C, st)
+  (ci, si), (cn, sn) = out["0"], out["force"]
+  assert np.array_equal(ci.view(np.uint32), cn.view(np.uint32))
+  np.testing.assert_allclose(cn, A.astype(np.float64) @ B.astype(np.float64).T, rtol=1e-5, atol=1e-5)
+  assert sn.native_instructions == sn.instructions == si.instructions, (sn.native_instructions, sn.instructions)
+  assert not native.FAILED, native.FAILED[:3]
+
+
+@pytest.mark.parametrize("arch", ["gfx942", "gfx950"])
+def test_accvgpr_moves_native_equal_interpreter(arch):
+  """V_ACCVGPR_READ/WRITE/MOV (the AccVGPR file in the native tier: runtime ctx C_A), random encodings."""
+  L, ran = TARGETS[arch], 0
+  for seed in range(6):
+    for s in strategies.batch(arch, seed=seed, wave=L, tame=80):
+      if not any("ACCVGPR" in o for o in s.opcodes):
+        continue
+      prog = _program(arch, s.data)
+      op = prog.op(0x1000)
+      try:
+        native.supported(op, target_info(arch).family)
+      except native.Unsupported:
+        continue
+      a, b = _both(prog, op, L, zlib.crc32(s.data))
+      _same(a, b, f"{arch} {op.text}")
+      ran += 1
+  assert not native.FAILED, native.FAILED[:3]
+  assert ran >= 6, ran
+
+
+def test_accvgprs_past_the_allocation_stay_interpreted():
+  """A block whose AccVGPR operands reach past the dispatch's allocation is declined (the interpreter then stops
+  with its located error), and the native code is never handed such an engine."""
+  prog = _program("gfx942", assemble("v_mfma_f32_32x32x8_f16 a[0:15], v[0:1], v[2:3], a[0:15]", "gfx942"))
+  eng = core.Engine(prog, GuestMemory("gpu0"), 2, 64, 32, 8, 64, 0, np.arange(2), None)
+  tier = native.Tier.make(eng)
+  blk = native.compile_block(prog, 0x1000, 64)
+  assert blk is not None and blk.na == 16
+  assert tier.block(0x1000, 2) is None
+  enough = core.Engine(prog, GuestMemory("gpu0"), 2, 64, 32, 16, 64, 0, np.arange(2), None)
+  assert native.Tier.make(enough).block(0x1000, 2) is not None
+  with pytest.raises(GputwinError, match="AccVGPR 15 of 8"):
+    tier.native.run(blk, slice(None))
+
+
+@pytest.mark.parametrize("arch", TARGETS)
+def test_suite_matrix_kernels_on_both_tiers(clang_co, monkeypatch, arch):
+  """tests/emu/kernels/matrix.cl (clang-22): the same bits on both tiers, numpy's product, mostly native."""
+  from gputwin.emu import launch
+  r = np.random.default_rng(17)
+  cases = {"mma16": (np.float16, np.float32, 16, 16, 16)}
+  if arch in ("gfx942", "gfx950"):
+    cases["mma32"] = (np.float16, np.float32, 32, 8, 32)
+  if arch == "gfx1100":
+    cases["wmma_i8"] = (np.int8, np.int32, 16, 16, 16)
+  for name, (ti, to, m, k, n) in cases.items():
+    lim = 128 if ti is np.int8 else 4
+    A, B = r.integers(-lim, lim, (m, k)).astype(ti), r.integers(-lim, lim, (k, n)).astype(ti)
+    C = r.integers(-1000, 1000, (m, n)).astype(to)
+    out = {}
+    for mode in ("0", "force"):
+      monkeypatch.setenv("GPUTWIN_JIT", mode)
+      D = np.zeros((m, n), to)
+      st = launch(clang_co(arch, "matrix"), name, grid=1, block=TARGETS[arch] if name != "mma32" else 64,
+                  args=[D, A, B, C], checks=False)
+      out[mode] = (D, st)
+    (di, si), (dn, sn) = out["0"], out["force"]
+    assert np.array_equal(di.view(np.uint32), dn.view(np.uint32)), name
+    np.testing.assert_array_equal(dn, A.astype(to) @ B.astype(to) + C)
+    assert si.instructions == sn.instructions and sn.native_instructions >= 0.9 * sn.instructions, (name, sn)
+  assert not native.FAILED, native.FAILED[:3]
