@@ -98,6 +98,11 @@ def _int(t: str) -> int:
 _NUMBERED = re.compile(r"(.*?)(0|[1-9]\d*)")
 
 
+def _below(digits: str, n: int) -> bool:
+  """int(digits) < n, without converting a register number of thousands of digits (%r999...9 is no register)."""
+  return len(digits) <= len(str(n)) and int(digits) < n
+
+
 class _Scope:
   """Registers and symbols declared in one `{ }` scope. A parameterized declaration `%r<N>` is kept as the range
   (prefix -> (N, type)), as ptxas does: `%p<2147483648>` declares 2^31 registers, instantly."""
@@ -109,7 +114,7 @@ class _Scope:
     if name in self.regs: return self.regs[name]
     m = _NUMBERED.fullmatch(name)
     r = self.ranges.get(m[1]) if m else None
-    return r[1] if r and int(m[2]) < r[0] else None
+    return r[1] if r and _below(m[2], r[0]) else None
 
   def reg(self, name: str) -> str | None:
     s = self
@@ -168,8 +173,13 @@ class Parser:
 
   def number(self) -> int:
     neg = self.accept("-")
-    t = self.expect_kind("int")
-    return -_int(t.text) if neg else _int(t.text)
+    return self.integer(self.expect_kind("int"), neg)
+
+  def integer(self, t: Tok, neg: bool = False) -> int:
+    """An integer literal's value; a decimal one past Python's 4,300-digit conversion limit is a located error."""
+    try: v = _int(t.text)
+    except ValueError: raise self.err(f"integer constant of {len(t.text)} digits is too large", t) from None
+    return -v if neg else v
 
   # -- module
   def module(self) -> Module:
@@ -298,7 +308,7 @@ class Parser:
       if not cnt: clash = n.text if scope.own(n.text) is not None else None
       elif n.text in scope.ranges: clash = f"{n.text}0"
       else: clash = next((r for r in scope.regs
-                          if (m := _NUMBERED.fullmatch(r)) and m[1] == n.text and int(m[2]) < cnt), None)
+                          if (m := _NUMBERED.fullmatch(r)) and m[1] == n.text and _below(m[2], cnt)), None)
       if clash: raise self.err(f"duplicate register '{clash}'", n)
       if cnt: scope.ranges[n.text] = (cnt, t.text[1:])
       else: scope.regs[n.text] = t.text[1:]
@@ -488,7 +498,7 @@ class Parser:
       neg = self.accept("-")
       n = self.next()
       s = ("-" if neg else "") + n.text
-      if n.kind == "int": return Imm(-_int(n.text) if neg else _int(n.text), "int", s)
+      if n.kind == "int": return Imm(self.integer(n, neg), "int", s)
       if n.kind == "flt": return Imm(float(s), "float", s)
       if neg: raise self.err("'-' before a hex float literal", t)
       return Imm(int(n.text[2:], 16), n.kind, s)

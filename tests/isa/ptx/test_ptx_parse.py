@@ -98,6 +98,8 @@ BAD = {  # a broken instruction line -> (line, the text the error points at); pt
   "guard not a predicate": ("  @%r1 ret;", 8, "%r1"),
   "missing semicolon": ("  mov.u32 %r1, %r2", 9, "ret"),
   "100k-character modifier chain": ("  add" + ".f32" * 25_000 + " %f1, %f1, %f1;", 8, "add"),
+  "5000-digit register number": ("  add.u32 %r1, %r2, %r" + "9" * 5000 + ";", 8, "%r99"),   # was ValueError
+  "5000-digit integer constant": ("  add.u32 %r1, %r2, " + "9" * 5000 + ";", 8, "9999"),
 }
 
 
