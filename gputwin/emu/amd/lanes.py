@@ -92,14 +92,18 @@ def sdwa_dst(new, old, sel: int, unused: int):
   return val
 
 
+OMOD = {1: 2.0, 2: 4.0, 3: 0.5}  # the omod field -> the factor a float result is multiplied by
+
+
 def outmod(v: np.ndarray, bits: int, clamp: int, omod: int) -> np.ndarray:
-  """VOP3 output modifiers on a float result: omod (x2, x4, /2) then clamp to [0, 1] (NaN -> 0)."""
+  """VOP3 output modifiers on a float result: omod (x2, x4, /2) then clamp to [0, 1] (NaN -> 0). (The native tier
+  emits the same: native/codegen.Compiler.output_modifier.)"""
   ft = {16: np.float16, 64: np.float64}.get(bits, np.float32)
   ut = {16: np.uint16, 64: np.uint64}.get(bits, np.uint32)
   x = v.astype(ut).view(ft)
   with np.errstate(all="ignore"):
     if omod:
-      x = x * ft({1: 2.0, 2: 4.0, 3: 0.5}[omod])
+      x = x * ft(OMOD[omod])
     if clamp:
       x = np.where(np.isnan(x), ft(0), np.clip(x, ft(0), ft(1)))
   return x.astype(ft).view(ut)
