@@ -6,12 +6,14 @@ tests/emu/kernels/matrix.cl) on both tiers against numpy."""
 import json
 import subprocess
 import zlib
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from gputwin.emu import core, native
+from gputwin.emu.amd import matrix as layouts
 from gputwin.emu.frontend import for_arch
 from gputwin.emu.memory import GuestMemory
 from gputwin.emu.program import Program
@@ -242,3 +244,63 @@ def test_suite_matrix_kernels_on_both_tiers(clang_co, monkeypatch, arch):
     np.testing.assert_array_equal(dn, A.astype(to) @ B.astype(to) + C)
     assert si.instructions == sn.instructions and sn.native_instructions >= 0.9 * sn.instructions, (name, sn)
   assert not native.FAILED, native.FAILED[:3]
+
+
+
+def _finite(rng, ins: str, shape) -> np.ndarray:
+  """Register words of finite elements with exponents from about 2**-10 to 2**10 (both signs); 8-bit: any bits."""
+  if ins in ("IU8", "I8"):
+    return rng.integers(0, 1 << 32, shape, dtype=np.uint64).astype(np.uint32)
+  sign = lambda: rng.integers(0, 2, shape).astype(np.uint32)
+  if ins == "F32":
+    return sign() << 31 | rng.integers(117, 137, shape).astype(np.uint32) << 23 | \
+        rng.integers(0, 1 << 23, shape).astype(np.uint32)
+  half = lambda: sign() << 15 | (rng.integers(5, 25, shape).astype(np.uint32) << 10 if ins == "F16" else
+                                 rng.integers(117, 137, shape).astype(np.uint32) << 7) | rng.integers(0, 1 << 7, shape)
+  return (half() | half() << 16).astype(np.uint32)
+
+
+def _exact(raw: int, ins: str, signed: bool):
+  """An element's exact value from its raw bits (numpy's f16 and f32 decoding; bf16 as the high half of an f32)."""
+  if ins == "F16":
+    return Fraction(float(np.array([raw], np.uint16).view(np.float16)[0]))
+  if ins in ("BF16", "F32"):
+    return Fraction(float(np.array([raw << 16 if ins == "BF16" else raw], np.uint32).view(np.float32)[0]))
+  return raw - 256 if signed and raw >= 128 else raw
+
+
+@pytest.mark.parametrize("arch", TARGETS)
+def test_results_are_the_exact_product_rounded(arch):
+  """The arithmetic against rational arithmetic: each float D element (interpreter = native tier, above) is the
+  exact A x B + C within one f32 ulp plus the float64 sum's own bound (K additions of 2**-53 each); integer D is
+  the exact sum modulo 2**32."""
+  L, fam = TARGETS[arch], target_info(arch).family
+  rng = np.random.default_rng(23)
+  for name in _modelled(arch):
+    prog = _program(arch, assemble(_asm(arch, name), arch))
+    op = prog.op(0x1000)
+    t, sa, sb = layouts.operands(fam, op, L)
+    eng = _engine(prog, L, 7, 0.0)
+    a, b, c, d = op.ins["S0"], op.ins["S1"], op.ins["S2"], op.outs["D0"]
+    rows = lambda s: (eng.V if s.file == "v" else eng.A)[:, s.index:s.index + s.dwords]
+    for s in (a, b):
+      rows(s)[:] = _finite(rng, t.ins, rows(s).shape)
+    rows(c)[:] = _finite(rng, "F32" if t.acc == "F32" else "I8", rows(c).shape)
+    C = rows(c)[0].copy()
+    core.step(eng, op, slice(None))
+    D = rows(d)[0]
+    elem = lambda s, at, signed: _exact(int(rows(s)[0, at[0], at[1]]) >> int(at[2]) & (1 << t.bits) - 1, t.ins, signed)
+    A = [[elem(a, t.a[m, k], sa) for k in range(t.k)] for m in range(t.m)]
+    B = [[elem(b, t.b[k, n], sb) for n in range(t.n)] for k in range(t.k)]
+    for v in range(t.regs[2]):
+      for lane in range(L):
+        m, n = divmod(int(t.d[v, lane]), t.n)
+        prods = [A[m][k] * B[k][n] for k in range(t.k)]
+        if t.acc == "I32":
+          assert int(D[v, lane]) == (sum(prods) + int(C[v:v + 1, lane].view(np.int32)[0])) % (1 << 32), (name, v, lane)
+          continue
+        cf = Fraction(float(C[v:v + 1, lane].view(np.float32)[0]))
+        exact, got = sum(prods) + cf, Fraction(float(D[v:v + 1, lane].view(np.float32)[0]))
+        bound = Fraction(float(np.spacing(np.float32(abs(float(exact)))))) + \
+            (sum(abs(p) for p in prods) + abs(cf)) * (t.k + 1) / 2 ** 53
+        assert abs(got - exact) <= bound, (name, v, lane, float(got), float(exact))
