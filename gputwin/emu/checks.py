@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from gputwin.emu.binding import sets_pc
 from gputwin.emu.program import Op, Src
 from gputwin.isa import hwdata
 
@@ -55,6 +56,7 @@ class Checks:
     W, nv = eng.W, eng.V.shape[1]
     self.fam, self.arch = eng.fam, eng.prog.arch
     self.cnames = () if eng.simt else hwdata.counters(self.fam)  # wait counters (none in PTX: loads block)
+    self.per_thread = eng.simt  # per-thread PCs (PTX, ir3)
     # per wave and register, indexed [wave, reg], stored register-major: an instruction touches a few registers of
     # many waves, which then lie in a few pages (wave-major, each wave's row was a page of its own to fault in)
     per_reg = lambda n, *tail, dt=bool: np.zeros((n, W) + tail, dt).swapaxes(0, 1)
@@ -242,6 +244,11 @@ class Checks:
       self.clock[ix] = 0
 
   # ---- native blocks (emu/native): each checker's effect over a whole straight-line block, decided before it runs
+  def natively(self, eng) -> bool:
+    """Whether blocks of this engine's program can run natively with these checkers at all (`native` decides each):
+    not while the sync checker follows (ss)/(sy) flags thread by thread (ir3)."""
+    return not ("sync" in self.on and getattr(eng.fe, "sync_flags", False))
+
   def native(self, eng, blk, ix) -> bool:
     """May the compiled block `blk` run for waves `ix`? Yes when no checker can fail inside it: its register reads
     (uninit), loads' results (waitcnt) and MFMA distances (hazard) are decided from the block's summary (`_Summary`,
@@ -250,6 +257,8 @@ class Checks:
     s = self._summary(blk)
     if not s.ok:
       return False
+    if blk.sites and len(getattr(getattr(eng, "cp_async", None), "rows", ())) and "async" in self.on:
+      return False  # (PTX: a cp.async in flight; the shared-memory reads are checked against it interpreted)
     whole = isinstance(ix, slice)
     full, pend = self.full, self.pend
     if self.uninit and s.exposed and s.seen is not full:
@@ -631,6 +640,17 @@ class Checks:
                                     f"the MFMA at PC {pc:#x} wrote it; {passes} passes need {passes + 2} (s_nop)")
 
 
+def _simt_ok(ch: "Checks", op: Op) -> bool:
+  """Per-thread PCs: whether the per-thread checkers (`simt`) have nothing to decide at `op` inside a native block. A
+  guarded instruction that does not branch may run for no thread (the interpreter then skips its checks and leaves
+  its destinations unwritten, which a summary cannot know); a guarded `.uni` branch may diverge; collectives,
+  atomics of scopes, and ir3's (ss)/(sy) tracking are per thread: such blocks are interpreted."""
+  guard = op.info.get("guard") is not None
+  return not (guard and ch.uninit and not sets_pc(op) or guard and op.info.get("uniform") and "divergence" in ch.on
+              or op.info.get("members") is not None and "members" in ch.on or op.atomic and "scope" in ch.on
+              or "ss" in op.info and "sync" in ch.on)
+
+
 def _retired(counters: int, K) -> bool:
   """A load issued before the block on one of `counters` (bit mask) has retired where K (see _Summary) is >= 0 for each:
   the block waited until at most (issued at entry - issued since) were outstanding."""
@@ -706,6 +726,8 @@ class _Summary:
         continue
       if op.kind not in ("alu", "mem", "vopd", "matrix"):  # (the scheduler's events: no checker sees them)
         continue
+      if ch.per_thread and not _simt_ok(ch, op):
+        self.ok = False
       for o in list(op.info["pair"]) if op.kind == "vopd" else [op]:
         _, reads, cnts, load, writes, vd, passes = ch._plan(o)
         if vd is not None:

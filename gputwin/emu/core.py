@@ -763,7 +763,12 @@ def run(eng: Engine, serial: bool = False, max_instructions: int | None = None, 
       if blk is not None:
         if eng.pending is not None and not isinstance(ix, slice):
           eng.settle()
-        tier.run(blk, ix)  # (a pending setup goes with the batch's first block, which every wave runs first)
+        try:
+          tier.run(blk, ix)  # (a pending setup goes with the batch's first block, which every wave runs first)
+        except Stop as e:
+          if e.kind == "fault":  # the interpreter's error for it (the lane it names, the address it reports)
+            _refault(eng, lambda: _interpret(eng, e.op, idx[e.wave:e.wave + 1], start, None), e)
+          raise
         if checks is not None:
           checks.ran(eng, blk, ix, tier.native.log)
         if max_instructions is not None and eng.count - start > max_instructions and sets_pc(blk.ops[-1]):
@@ -783,6 +788,19 @@ def run(eng: Engine, serial: bool = False, max_instructions: int | None = None, 
     _interpret(eng, op, ix, start, max_instructions)
     if isinstance(ix, slice) and not eng.hooks and op.kind in _STRAIGHT and not sets_pc(op):
       together = pc + op.size
+
+
+def _refault(eng: Engine, again, stop: Stop) -> None:
+  """A native block faulted: `again()` runs the faulting instruction on the interpreter for the faulting wave, whose
+  memory checks every lane before any access, so it raises the interpreter's error (the lane it names, the address
+  it reports) without side effects. Checkers stay out of it (the block's effects on them were never entered)."""
+  checks, eng.checks = eng.checks, None
+  try:
+    again()
+  except GPUPageFault as f:
+    raise Stop("fault", str(f), stop.wave, stop.op, f) from None
+  finally:
+    eng.checks = checks
 
 
 def _interpret(eng: Engine, op: Op, ix, start: int, max_instructions: int | None) -> None:
@@ -847,9 +865,11 @@ def run_simt(eng: Engine, serial: bool = False, max_instructions: int | None = N
   prog, start, big = eng.prog, eng.count, np.iinfo(np.int64).max
   # the native tier runs straight-line blocks for the threads standing at their first PC (as EXEC); a block may end
   # with a branch, exit or barrier whose lanes _tail then moves
-  tier = None if serial or eng.checks is not None or steps is not None else _native_tier(eng)
+  checks = eng.checks  # (with checkers on, a block runs natively when they can decide it ahead, as in run)
+  tier = None if serial or steps is not None or checks is not None and not checks.natively(eng) else _native_tier(eng)
   if tier is None:
     eng.settle()
+  interp = None  # (first, end) PCs of a block the checkers declined: its instructions are interpreted
   together = None  # (pc, ix, sel) when every ready thread ran the last, straight-line, step: they all stand there
   # (pc, ix, sel): threads sel of warps ix stand at pc, which eng.lpc does not say yet. While native blocks move
   # every ready thread together (`fast`), their PCs are written once, when that ends (_place), not after each block
@@ -898,8 +918,10 @@ def run_simt(eng: Engine, serial: bool = False, max_instructions: int | None = N
             sel = sel[ix]
         covers = not serial and not eng.lwait.any() and int(sel.sum()) == int(ready.sum())
       fast = covers and not eng.hooks and max_instructions is None
-      if tier is not None and not eng.hooks:
+      if tier is not None and not eng.hooks and not (interp is not None and interp[0] < pc < interp[1]):
         blk = tier.block(pc, eng.nwaves(ix))
+        if blk is not None and checks is not None and not checks.native(eng, blk, ix):
+          interp, blk = (pc, pc + blk.span), None
         if blk is not None:
           if eng._exec_of is not sel:  # the threads standing here, as EXEC (unchanged after a step that ran them all)
             b = _bits(sel)[:, 0]
@@ -910,8 +932,16 @@ def run_simt(eng: Engine, serial: bool = False, max_instructions: int | None = N
           eng._cur, eng._last_ix = sel, ix
           if eng.pending is not None and not isinstance(ix, slice):
             eng.settle()
-          taken = tier.run(blk, ix)[ix]  # (a pending setup goes with the batch's first block, which every warp runs
-          # first); the lanes its last instruction took when it branches or exits (native.plan.tail)
+          try:
+            taken = tier.run(blk, ix)[ix]  # (a pending setup goes with the batch's first block, which every warp runs
+            # first); the lanes its last instruction took when it branches or exits (native.plan.tail)
+          except Stop as e:
+            if e.kind == "fault":  # the interpreter's error for it (the thread it names, the address it reports)
+              row = e.wave if isinstance(ix, slice) else int(np.flatnonzero(ix == e.wave)[0])
+              _refault(eng, lambda: step_simt(eng, e.op, np.array([e.wave]), sel[row:row + 1]), e)
+            raise
+          if checks is not None:
+            checks.ran(eng, blk, ix, tier.native.log)
           if blk.tail and taken.any():
             to, at = _tail(eng, blk, ix, sel, taken, eng._exec_bits)
           else:

@@ -151,3 +151,22 @@ def test_cta_scoped_atomics_across_ctas_are_reported(ptx):
   assert c.tolist() == [0, 32, 32, 32, 32]
   with pytest.raises(EmuCheckError, match="CTAs 0 and 1.*cta"):
     run(ptx, "block_scoped", grid=4, block=32, args=[np.zeros(5, np.int32), np.int32(1)])
+
+
+@pytest.mark.parametrize("kernel, grid, block, args", [
+  ("race", 1, 64, lambda: [np.zeros(64, np.int32)]),
+  ("bad_mask", 1, 32, lambda: [np.zeros(32, np.int32)]),
+  ("divergent_barrier", 1, 32, lambda: [np.zeros(32, np.int32), np.int32(16)]),
+  ("oob", 2, 128, lambda: [np.zeros(256, np.float32), np.int32(16)]),
+])
+def test_checker_and_fault_text_is_the_same_on_both_tiers(ptx, monkeypatch, tmp_path, kernel, grid, block, args):
+  """With the checkers on (the default) native blocks run too (emu/checks.py `native`); a seeded bug or a fault in
+  them reads exactly as the interpreter reports it."""
+  monkeypatch.setenv("GPUTWIN_NATIVE_CACHE", str(tmp_path))
+  texts = []
+  for mode in ("0", "force"):
+    monkeypatch.setenv("GPUTWIN_JIT", mode)
+    with pytest.raises((EmuError, EmuFault)) as e:
+      run(ptx, kernel, grid=grid, block=block, args=args())
+    texts.append(str(e.value))
+  assert texts[0] == texts[1]
