@@ -278,7 +278,7 @@ class Checks:
       for f in {key[0] for key, _ in hit}:  # per file, every pending register the block reads at once
         regs = [key[1] for key, _ in hit if key[0] == f]
         K = np.stack([K for key, K in hit if key[0] == f])  # (registers, counters): K at each reading instruction
-        p = self.ps[f][ix][:, regs]  # (waves, registers, (counter + 1, sequence number))
+        p = self.ps[f][:, regs][ix]  # (waves, registers, (counter + 1, sequence number))
         c = np.maximum(p[..., 0] - 1, 0)
         ret = np.maximum(np.take_along_axis(self.retired[ix], c, 1),
                          np.take_along_axis(self.issued[ix], c, 1) + K[np.arange(len(regs)), c])
