@@ -259,6 +259,8 @@ class Checks:
       return False
     if blk.sites and len(getattr(getattr(eng, "cp_async", None), "rows", ())) and "async" in self.on:
       return False  # (PTX: a cp.async in flight; the shared-memory reads are checked against it interpreted)
+    if s.dead_reads and "lds_race" in self.on and not (isinstance(ix, slice) and not (self.wep == self.epoch).any()):
+      return False  # (its reads were left out of the log: plan.dead_reads says when they cannot matter)
     whole = isinstance(ix, slice)
     full, pend = self.full, self.pend
     if self.uninit and s.exposed and s.seen is not full:
@@ -708,6 +710,8 @@ class _Summary:
 
   def __init__(self, ch: "Checks", ops):
     self.width, self.seen = (ch.vw.shape[1], ch.aw.shape[1], ch.fam), None
+    from gputwin.emu.native.plan import dead_reads
+    self.dead_reads = dead_reads(list(ops), ch.per_thread)
     nc = len(ch.cnames)
     inc, K = np.zeros(nc, np.int64), [None] * nc
     self.ok, self.exposed, self.loads, self.hazards, self.final, self.mfma, self.clock = True, [], [], [], {}, None, 0

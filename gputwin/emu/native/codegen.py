@@ -208,7 +208,7 @@ class Compiler:
     self.ops, self.L, self.fam, self.lean = ops, lanes, fam, lean
     # `log`: LDS accesses write their addresses to the log (the race checker's, runtime.Block.sites): (op, bytes,
     # write) per access in order, per op while its functions are generated
-    self.log, self.sites, self.site0 = log, [], {}
+    self.log, self.sites, self.site0 = log and not plan.dead_reads(ops, getattr(frontend, "simt", False)), [], {}
     self.sp = frontend.special(fam)  # register codes of EXEC, VCC, M0, NULL
     self.special_inputs = frontend.special_inputs  # the table core.Engine.special reads too
     self.fe = frontend

@@ -242,3 +242,14 @@ def _wave_regs(op: Op, sp: dict, lanes: int) -> tuple[set, set]:
       if not discarded(o, nm, sp):  # (a NULL destination: nothing is written)
         writes |= regs(o.outs.get(nm), nm)
   return reads, writes
+
+
+def dead_reads(ops: list[Op], simt: bool) -> bool:
+  """Whether a block's LDS reads can matter to no race check when it runs for every wave of the batch with no LDS
+  write since the last barrier: it writes no LDS and ends at s_barrier, which then completes for every workgroup, so
+  its reads can meet no write of their epoch (checks.py). Its logging variant leaves them out (codegen `log`), and
+  the race checker runs it natively only under those conditions. Per-thread PCs: a barrier may wait for threads
+  elsewhere, so never."""
+  return not simt and bool(ops) and tail(ops[-1]) == "barrier" and \
+      not any(o.mem == "ds" and "w" in (o.sem.mem if o.sem is not None else "w") for o in ops) and \
+      any(o.mem == "ds" for o in ops)
