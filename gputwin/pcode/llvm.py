@@ -123,6 +123,11 @@ class Binding(Protocol):
   def address(self) -> str | None:
     """The effective address (an i64 value) the Calc*Addr built-ins answer, or None where there is none."""
 
+  def reg(self, name: str, index: tuple, bits: int, write: bool) -> str:
+    """The host pointer of register file `name` at `index` (the body's IR expressions: VGPR[lane][reg]), `bits`
+    wide; raises Unsupported where the binding cannot prove the access the interpreter's (a register file it lacks,
+    an index it cannot bound)."""
+
 
 class Lower:
   """One pcode body as LLVM IR, for one lane (`%lane32`) of a wave of `lanes`, as compile.py + runtime.py evaluate
@@ -299,6 +304,9 @@ class Lower:
       return self.lcall(a[0], a[1])
     if op == "mem":
       return self.mem_read(self.ex(a[0]), a[0].ty, a[1], t)
+    if op == "reg":  # a register by number (readlane's VGPR[lane][SRC0]): where the binding says
+      v = f.op(f"load i{a[2]}, ptr {self.bind.reg(a[0], a[1], a[2], False)}")
+      return self.from_bits(v, a[2], t) if t.kind != "bool" and t.bits == a[2] else self.coerce(v, Ty("b", a[2]), t)
     raise Unsupported(f"IR op {op}")
 
   def lcall(self, key, args) -> str:
@@ -710,6 +718,12 @@ class Lower:
       self.store(inner, self.from_bits(new, ob, bt) if bt.kind not in ("u", "b") else new, bt)
     elif k == "mem":
       self.mem_write(self.ex(lv[1]), lv[1].ty, val, vt, lv[2])
+    elif k == "reg":  # writelane's VGPR[lane][VDST] = S0
+      u, ub = self.raw(val, vt)
+      if vt.kind == "bool":
+        u, ub = self.f.conv(u, 8, 1, False), 1
+      ptr = self.bind.reg(lv[1], lv[2], lv[3], True)
+      f.emit(f"store i{lv[3]} {self.f.conv(u, ub, lv[3], vt.kind == 'i')}, ptr {ptr}")
     elif k == "concat":
       total = sum(lv_ty(p).bits for p in lv[1])
       u, ub = self.raw(val, vt)
@@ -794,6 +808,9 @@ class _Flat:
 
   def address(self) -> str | None:
     return self.f.op(f"load i64, ptr {self.f.op('getelementptr i64, ptr %ea, i64 %lane')}")
+
+  def reg(self, name: str, index: tuple, bits: int, write: bool) -> str:
+    raise Unsupported("register files")  # (a body alone has none)
 
 
 class HostFn:

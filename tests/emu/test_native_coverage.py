@@ -6,7 +6,8 @@ interpreter: bit-identical registers, memory and counts.
    waves' addresses steered into mapped memory and onto a few shared words, so read-modify-writes conflict and
    must serialise as the interpreter's do.
 3. DPP: the random encodings with DPP16/DPP8 controls on random register files with random EXEC.
-4. VOP3 output modifiers (clamp, omod) on float results.
+4. VOP3 output modifiers (clamp, omod) on float results; packed (VOP3P) operands.
+5. Registers by lane number (v_readlane, v_writelane): wave-level bodies.
 """
 import zlib
 
@@ -17,7 +18,7 @@ from gputwin.emu import core, native
 from gputwin.emu.frontend import for_arch
 from gputwin.emu.program import Program, Src
 from gputwin.errors import GPUPageFault
-from gputwin.isa import strategies
+from gputwin.isa import assemble, strategies
 from gputwin.isa.targets import target as target_info
 from tests.emu.cases import CASES
 from tests.emu.conftest import TARGETS
@@ -150,3 +151,50 @@ def test_output_modifiers_native_equal_interpreter(arch):
   print(f"{arch}: {both} encodings with clamp/omod on both tiers")
   assert both > 25, f"only {both} clamp/omod encodings ran on both tiers"
   assert not mismatches, f"{len(mismatches)} of {both} differ:\n" + "\n".join(mismatches[:40])
+
+
+@pytest.mark.parametrize("arch", TARGETS)
+def test_packed_operands_native_equal_interpreter(arch):
+  """VOP3P operands (op_sel/op_sel_hi picking each half, neg_lo/neg_hi) of packed math the tier compiles."""
+  pk = lambda op: any(isinstance(x, Src) and x.pk for x in op.ins.values())
+  both, ok, mismatches = _compare(arch, pk, seeds=2)
+  print(f"{arch}: {both} packed-operand encodings on both tiers")
+  assert both > 20, f"only {both} packed-operand encodings ran on both tiers"
+  assert not mismatches, f"{len(mismatches)} of {both} differ:\n" + "\n".join(mismatches[:40])
+
+
+LANE_ACCESS = ["v_readlane_b32 s5, v3, s2", "v_readlane_b32 s7, v200, 13", "v_readlane_b32 s9, v4, m0",
+               "v_writelane_b32 v3, s4, 17", "v_writelane_b32 v9, -7, s6",
+               "v_writelane_b32 v3, 5, s2\nv_readlane_b32 s6, v3, s2\nv_add_u32 v5, v3, v3\nv_readlane_b32 s8, v5, s10"]
+
+
+@pytest.mark.parametrize("arch", TARGETS)
+@pytest.mark.parametrize("text", LANE_ACCESS)
+def test_lane_access_native_equal_interpreter(arch, text):
+  """Wave-level bodies that address a VGPR by lane number (v_readlane, v_writelane; our assembler's encodings), lane
+  selects from random SGPRs, random EXEC, and a wave whose EXEC is 0 (the body does not run)."""
+  fam = target_info(arch).family
+  L = 32 if arch.startswith("gfx1") else 64
+  if fam == "rdna3" or fam == "rdna4":
+    text = text.replace("v_add_u32", "v_add_nc_u32")
+  prog = Program(assemble(text, arch) + ENDPGM[fam], 0x1000, arch, fam, L, for_arch(arch))
+  blk = native.compile_block(prog, 0x1000, L)
+  assert blk is not None and blk.n == text.count("\n") + 2, "not one native block"
+  for seed in range(4):
+    results = []
+    for mode in ("interp", "native"):
+      eng, buf = _engine(prog, L, seed)
+      if seed == 3:
+        eng.S[1, 126:128] = 0
+        eng._exec = None
+      if mode == "interp":
+        for o in blk.ops:
+          core.step(eng, o, slice(None))
+      else:
+        native.Native(eng).run(blk, slice(None))
+      results.append(_state(eng, buf))
+    a, b = results
+    names = ("VGPR", "SGPR", "SCC", "PC", "memory", "LDS", "count", "lanes")
+    assert all(np.array_equal(x, y) for x, y in zip(a, b)), \
+        [n for n, x, y in zip(names, a, b) if not np.array_equal(x, y)]
+  assert not native.FAILED, native.FAILED[:3]

@@ -173,6 +173,47 @@ class Gen(Lower):
     wrap = f.op(f"or i1 {f.op(f'icmp ult i64 {lo}, {kmin}')}, {f.op(f'icmp ult i64 {hi}, {kend}')}")
     return f.op(f"or i1 {out}, {wrap}")
 
+  def reg(self, name: str, index: tuple, bits: int, write: bool) -> str:
+    """VGPR[lane][reg] of this wave (readlane, writelane): the register number must be a constant operand (the
+    block's register reach then covers it: Tier.block) and the lane an index the body keeps below the wave size
+    (`bound`), so no access leaves the file, where the interpreter would raise."""
+    if name != "VGPR" or len(index) != 2 or bits != 32:
+      raise Unsupported(f"{name}[...] access")
+    lane_e, reg_e = index
+    r, hi = self.constant(reg_e), self.bound(lane_e, set())
+    if r is None or hi is None or hi >= self.L:
+      raise Unsupported("register index not bounded")
+    return self.info["vgpr"](self.f, r, self.u64(self.ex(lane_e), lane_e.ty), write)
+
+  def constant(self, e) -> int | None:
+    """The value of an index expression that is a constant or an input bound to a constant operand, else None."""
+    if e.op == "const":
+      return int(e.args[0]) if int(e.args[0]) >= 0 else None
+    if e.op == "state" and e.args[0] in self.program.inputs:
+      s = self.op.ins.get(e.args[0])
+      plain = isinstance(s, Src) and s.file == "k" and not (s.hi or s.pk or s.abs or s.neg)
+      return s.value & ((1 << self.program.inputs[e.args[0]]) - 1) if plain else None
+    if e.op in ("bitcast", "cvt") and e.ty.kind in "ub" and e.args[0].ty.kind in "ub" and \
+       e.ty.bits >= e.args[0].ty.bits:
+      return self.constant(e.args[0])
+    return None
+
+  def bound(self, e, seen: set) -> int | None:
+    """An upper bound of a non-negative integer expression (constants, bit slices, unsigned casts, locals through
+    every assignment the wave size leaves reachable), or None."""
+    if e.op == "const":
+      return int(e.args[0]) if int(e.args[0]) >= 0 else None
+    if e.op == "slice" and isinstance(e.args[2], int):
+      return (1 << e.args[2]) - 1
+    if e.op in ("bitcast", "cvt") and e.ty.kind in "ub" and e.args[0].ty.kind in "ub":
+      b = self.bound(e.args[0], seen)
+      return b if b is not None and b >> e.ty.bits == 0 else None
+    if e.op == "var" and e.args[0] not in seen:
+      vals = _assigned(self.program.body, e.args[0], self.L)
+      bs = [self.bound(x, seen | {e.args[0]}) for x in vals or ()]
+      return max(bs) if bs and None not in bs else None
+    return None
+
   def access(self, a: str, nb: int, write: bool) -> str:
     """The host pointer of guest bytes [a, a + nb) in this instruction's space; a fault leaves the function. In a
     logging block (Compiler `log`) an LDS access first writes its address to the log (Block.sites)."""
@@ -199,6 +240,43 @@ class Gen(Lower):
     f.emit(f"br i1 {f.op(f'icmp eq ptr {p}, null')}, label %fault, label %{ok}")
     f.put(ok)
     return p
+
+
+def _assigned(body, name: str, lanes: int) -> list | None:
+  """The values a body assigns to local `name` on paths a wave of `lanes` can take (branches on the wave size
+  folded), or None when it also writes part of it."""
+  out = []
+  for st in body:
+    if st.op == "assign":
+      lv = st.args[0]
+      if lv[:2] == ("var", name):
+        out.append(st.args[1])
+        continue
+      while lv[0] in ("slice", "bit", "as"):
+        lv = lv[1]
+      if lv[:2] == ("var", name):
+        return None
+    elif st.op == "if":
+      arms, els = st.args
+      parts, taken = [], False
+      for c, b in arms:
+        k = (c.args[0] == "wave32") == (lanes == 32) if c.op == "wave" and c.args[0] in ("wave32", "wave64") else None
+        if k is not False:
+          parts.append(b)
+        if k is True:
+          taken = True
+          break
+      for b in parts + ([] if taken else [els]):
+        sub = _assigned(b, name, lanes)
+        if sub is None:
+          return None
+        out += sub
+    elif st.op == "for":
+      sub = _assigned(st.args[3], name, lanes)
+      if sub is None:
+        return None
+      out += sub
+  return out
 
 
 class Compiler:
@@ -310,7 +388,8 @@ done:
     vectorises it); otherwise the exact one, which checks lane by lane and faults as the interpreter does. A `lean`
     block (a cold compile, tier.py) has only that exact, masked function: a fifth of the compile time."""
     op = ops[0]
-    if self.lean or op.kind == "matrix" or not any(o.vector and o.kind != "nop" for o in ops):
+    if self.lean or op.kind == "matrix" or getattr(op.sem, "wave_level", False) or \
+       not any(o.vector and o.kind != "nop" for o in ops):
       return self.inst_fn(i, ops)
     f = Fn(self.tags)
     full = f.op(f"icmp eq i64 {self.lanes_on(f, op)}, {(1 << self.L) - 1}")
@@ -371,12 +450,16 @@ done:
     last, nops = ops[-1], len(ops)
     ops = [o for o in ops if o.kind != "nop"] or ops[-1:]  # s_nop, s_delay_alu... in a group: PC and counts only
     op = ops[0]
-    info = {"lanes": self.L, "family": self.fam, "space": "lds" if op.mem == "ds" else "gm",
+    info = {"lanes": self.L, "family": self.fam, "space": "lds" if op.mem == "ds" else "gm", "vgpr": self.vgpr_at,
             "slot": self.owner.get(i, (i, 0))[0], "delta": self.owner.get(i, (i, 0))[1]}
     if self.log and op.mem == "ds":
       k0 = self.site0.setdefault(i, len(self.sites))  # (the sites of the ops before it are all known by now)
       info.update(log=self.sites, site0=k0, op=i)
-    vector = op.vector and op.kind != "nop"
+    # a wave-level body (readlane, writelane: registers by lane number) runs once per wave with an active lane
+    wave = op.kind != "nop" and getattr(op.sem, "wave_level", False)
+    if wave and any(isinstance(op.ins.get(n), Src) and op.ins[n].file in "va" for n in op.sem.inputs):
+      raise Unsupported("lane values in a wave-level body")  # (its operands are SGPRs and constants)
+    vector = op.vector and op.kind != "nop" and not wave
     if op.kind == "nop":
       self.bump_pc(f, op)
       return self.finish(f, i, str(self.L * nops))
@@ -537,7 +620,14 @@ done:
         for name, (p, t) in list(g.vars.items()):
           if not name.startswith("@"):
             f.emit(f"store {lty(t)} {zero(t)}, ptr {p}")
+        if wave:  # (Semantics.__call__: the body runs for a wave with an active lane)
+          run, skip = f.label("wl"), f.label("wl")
+          f.emit(f"br i1 {f.op(f'icmp ne i64 {exec_v}, 0')}, label %{run}, label %{skip}")
+          f.put(run)
         g.block(o.sem.program.body)
+        if wave:
+          f.emit(f"br label %{skip}")
+          f.put(skip)
       for g, o in unit:
         self.store_state(g, o, lane=True, on=on if pure else None)
       for snap in snaps:
@@ -572,7 +662,7 @@ done:
     for g, o in gens:
       self.store_state(g, o, lane=False)
     self.bump_pc(f, last)
-    if vector:
+    if vector or wave:
       lane_count = f.op(f"mul i64 {f.op(f'call i64 @llvm.ctpop.i64(i64 {exec_v})')}, {len(ops)}")
     else:
       lane_count = "1"
@@ -641,6 +731,14 @@ done:
       self.nv = max(self.nv, idx + 1)
     off = f.op(f"add i64 {f.op(f'mul i64 %w, {f.ctx(C_VSTW)}')}, {f.op(f'mul i64 {idx}, {f.ctx(C_VSTR)}')}")
     return f.gep(f.gep(f.ctxp(C_V if file == "v" else C_A), off), f.op("mul i64 %lane, 4"))
+
+  def vgpr_at(self, f: Fn, idx: int, lane: str, write: bool) -> str:
+    """VGPR `idx` of wave %w in lane `lane` (an i64 value below the wave size): a register by lane number."""
+    self.nv = max(self.nv, idx + 1)
+    if write:
+      self.wrote["v"] |= 1 << idx
+    off = f.op(f"add i64 {f.op(f'mul i64 %w, {f.ctx(C_VSTW)}')}, {f.op(f'mul i64 {idx}, {f.ctx(C_VSTR)}')}")
+    return f.gep(f.gep(f.ctxp(C_V), off), f.op(f"mul i64 {lane}, 4"))
 
   def sgpr(self, f: Fn, idx: int, dwords: int) -> str:
     acc = None
@@ -718,6 +816,12 @@ done:
       v, bits = self.sgpr(f, s.index, s.dwords), 32 * s.dwords
     if s.hi:
       v = f.op(f"lshr i{bits} {v}, 16")
+    if s.pk:  # packed math's op_sel/op_sel_hi: the halves (w bits) this operand gives its low and high lanes
+      lo, hi, w = s.pk
+      t = 2 * w
+      v, bits, m = f.conv(v, bits, t), t, (1 << w) - 1  # (core.Engine.fetch: as a 2w-bit integer)
+      part = lambda k: f.op(f"and i{t} {f.op(f'lshr i{t} {v}, {w * k}') if k else v}, {m}")
+      v = f.op(f"or i{t} {part(lo)}, {f.op(f'shl i{t} {part(hi)}, {w}')}")
     if s.abs or s.neg:
       w = 64 if max(s.neg, s.abs) > M32 else 32
       if bits > w:

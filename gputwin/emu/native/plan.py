@@ -54,9 +54,10 @@ def supported(op: Op, fam: str, simt: bool = False) -> None:
 
   for o in parts(op):
     sem = o.sem
-    if sem is None or sem.regfiles:
+    # registers by number: only a wave-level body's VGPR[lane][reg] (readlane, writelane; codegen.Gen.reg decides)
+    if sem is None or sem.regfiles and not (sem.wave_level and sem.regfiles == {"VGPR"} and o.kind == "alu"):
       raise Unsupported("register-file access")
-    if sem.cross_lane or sem.wave_level:
+    if sem.cross_lane and not sem.wave_level:
       raise Unsupported("cross-lane")
     if o.info.get("sdwa") is not None:
       raise Unsupported("SDWA")
@@ -67,7 +68,7 @@ def supported(op: Op, fam: str, simt: bool = False) -> None:
     if o.kind == "alu" and scalar_valu(o):
       raise Unsupported("scalar VALU")
     for s in list(o.ins.values()) + list(o.outs.values()):
-      if isinstance(s, Src) and (s.pk or s.file == "a" and fam != "cdna" or s.file == "s" and s.index in APERTURE):
+      if isinstance(s, Src) and (s.file == "a" and fam != "cdna" or s.file == "s" and s.index in APERTURE):
         raise Unsupported("operand")
 
 
@@ -142,7 +143,7 @@ def owners(ops: list[Op], sp: dict, lanes: int) -> dict[int, tuple[int, int]]:
     vw = {s.index + d for o in parts(op) for s in o.outs.values() if isinstance(s, Src) and s.file == "v"
           for d in range(s.dwords)}
     ww = _wave_regs(op, sp, lanes)[1] if op.sem is not None or op.kind == "vopd" else set()
-    if op.kind not in ("nop", "alu", "mem", "vopd") or "pc" in ww:
+    if op.kind not in ("nop", "alu", "mem", "vopd") or "pc" in ww or op.sem is not None and op.sem.regfiles:
       seen = []
       continue
     exe = set(range(sp["exec"], sp["exec"] + lanes // 32))
@@ -206,7 +207,7 @@ def _lane_pure(op: Op, sp: dict) -> bool:
     p = o.sem.program
     if analysis.has_loop(p.body) or {"EXEC", "EXEC_LO"} & set(p.outputs):
       return False
-    if o.info.get("dpp") is not None:  # reads other lanes' src0: the whole register before the loop (its own group)
+    if o.info.get("dpp") is not None or o.sem.wave_level:  # reads other lanes (DPP: src0 before the loop)
       return False
     for nm in p.outputs:
       s = state_src(o, nm)
