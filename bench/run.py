@@ -222,7 +222,8 @@ def first_launches(code: str, kernel: str, arch: str, mode: str, vendor_cache: P
   """FIRSTS: the first launch in a fresh process with empty compile caches (vendor tables cached) and its compiles,
   then the first launch in another fresh process with the caches the first one filled (the native tier's included)."""
   cold, warm = _fresh("--first-child", code, kernel, arch, vendor_cache, 2, mode)
-  per = lambda d: 1e3 * d["compile_seconds"] / max(d["compiled_vector_instructions"], 1)
+  per = lambda d: 1e3 * d["compile_seconds"] / d["compiled_vector_instructions"] if d["compiled_vector_instructions"] \
+      else None  # (nothing compiled: a kernel the tier leaves to the interpreter)
   return dict(zip(FIRSTS, (cold["first"], cold["compile_seconds"], per(cold), per(cold["lean"]), warm["first"],
                            warm["compiles"])))
 
@@ -257,18 +258,22 @@ def measure(arch: str, kernel: str, code: str, mode: str, cold, vendor_cache: Pa
               peak_rss_mib=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
 
 
+def _ms(v, digits: int = 1) -> str:
+  return "-" if v is None else f"{v:.{digits}f}"
+
+
 def _line(r: dict) -> str:
   cs = "-" if r["cold_start_seconds"] is None else f"{r['cold_start_seconds'] * 1e3:.0f} ms"
   fl = "" if r["compile_seconds"] is None else (
     f"  first {r['first_launch_seconds']:.2f} s (compile {r['compile_seconds']:.2f} s, "
-    f"{r['compile_ms_per_vector_instruction']:.1f} ms/vector-inst, lean "
-    f"{r['lean_compile_ms_per_vector_instruction']:.1f}), warm-cache first "
+    f"{_ms(r['compile_ms_per_vector_instruction'])} ms/vector-inst, lean "
+    f"{_ms(r['lean_compile_ms_per_vector_instruction'])}), warm-cache first "
     f"{r['warm_cache_first_launch_seconds']:.3f} s ({r['warm_cache_compiles']} compiles)")
   return (f"{r['kernel']:7s} {r['target']:8s} {r['mode']:6s} {r['wave_instructions']:>9d} wave-inst "
           f"{r['lane_instructions']:>11d} lane-inst {r['seconds']:8.4f} s "
           f"{r['wave_instructions_per_second'] / 1e6:7.2f} M wave-inst/s  native {r['native_share']:6.1%}  "
-          f"cold {cs:>7s}  numpy {r['numpy_seconds'] * 1e3:7.3f} ms  x{r['vs_numpy']:7.1f}  rss {r['peak_rss_mib']:.0f} MiB  "
-          f"{'ok' if r['correct'] else 'WRONG'}{fl}")
+          f"cold {cs:>7s}  numpy {r['numpy_seconds'] * 1e3:7.3f} ms  x{r['vs_numpy']:7.1f}  "
+          f"rss {r['peak_rss_mib']:.0f} MiB  {'ok' if r['correct'] else 'WRONG'}{fl}")
 
 
 def table(rows: list[dict]) -> str:
@@ -287,7 +292,7 @@ def table(rows: list[dict]) -> str:
     share = ", ".join(f"{v[m]['native_share']:.1%}" if m in v else "-" for m in ("checks", "native"))
     first = ("-",) * 3 if n is None or n["first_launch_seconds"] is None else (
       f"{n['first_launch_seconds']:.2f} s ({n['compile_seconds']:.2f} s)",
-      f"{n['compile_ms_per_vector_instruction']:.0f}, {n['lean_compile_ms_per_vector_instruction']:.0f}",
+      f"{_ms(n['compile_ms_per_vector_instruction'], 0)}, {_ms(n['lean_compile_ms_per_vector_instruction'], 0)}",
       f"{n['warm_cache_first_launch_seconds'] * 1e3:.0f} ms ({n['warm_cache_compiles']} compiles)")
     cells = [kernel, arch, str(any_r["wave_size"]), f"{any_r['wave_instructions']:,}"] + [s(v.get(m)) for m in modes]
     cells += ["-" if c is None or n is None else f"{c['seconds'] / n['seconds']:.1f}x", share,
