@@ -696,7 +696,8 @@ def main(argv=None) -> int:
   p.add_argument("--reliability", nargs="*", metavar="CATEGORY", default=None,
                  help="hostile inputs into every entry point instead (categories or prefixes: decode asm codeobj exec "
                  "fault ioctl cmd; none: all); see gputwin/verify/reliability.py")
-  p.add_argument("--cases", type=int, default=1000, help="--reliability: cases per category")
+  p.add_argument("--cases", default="1000", help="--reliability: cases per category: N, or counts per category or "
+                 "prefix and a default, e.g. decode=1000000,exec=2000,10000")
   p.add_argument("--out", default=None, help="--reliability: where minimised reproducers go")
   p.add_argument("--cluster", default=None, metavar="ADDRESS",
                  help="run the batches / seed ranges on this Ray cluster (pip install 'gputwin[cluster]')")

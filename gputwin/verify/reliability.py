@@ -15,7 +15,7 @@ reproducers (`replay(path)` reruns one). Campaigns split into tasks (category, s
 (`campaign`, -j workers) or on a Ray cluster (`cluster_campaign`, results in a JSONL store keyed by task, so a
 restarted or interrupted campaign skips finished tasks and a task lost with its node is retried).
 
-  gputwin fuzz --reliability [CATEGORY|PREFIX ...] --cases N --seed S [-j J] [--out DIR] [--cluster ADDRESS]
+  gputwin fuzz --reliability [CATEGORY|PREFIX ...] --cases N|CAT=N,...,N --seed S [-j J] [--out DIR] [--cluster ADDRESS]
 """
 from __future__ import annotations
 
@@ -280,10 +280,21 @@ def task_key(task: dict) -> str:
 
 
 def count_for(cases: int | dict, name: str) -> int:
-  """`cases`: one count for every category, or {name or prefix: count} (the longest matching key wins)."""
+  """`cases`: one count for every category, or {name or prefix: count, "*": default} (the longest matching key wins;
+  no match: the default, else 0)."""
   if isinstance(cases, int): return cases
   keys = [k for k in cases if name == k or name.startswith(k + "-")]
-  return cases[max(keys, key=len)] if keys else 0
+  return cases[max(keys, key=len)] if keys else cases.get("*", 0)
+
+
+def parse_cases(text: str) -> int | dict:
+  """--cases: "N" (every category) or "decode=1000000,exec=2000,10000" (per category or prefix; a bare N: the
+  default for the rest)."""
+  try:
+    if "=" not in text: return int(text)
+    return {(kv.split("=")[0].strip() if "=" in kv else "*"): int(kv.split("=")[-1]) for kv in text.split(",")}
+  except ValueError:
+    raise GputwinError(f"--cases {text!r}: expected N or CATEGORY=N[,CATEGORY=N ...][,N]") from None
 
 
 def tasks(cats: list[Category], cases: int | dict, seed: int, size: int | None = None) -> list[dict]:
@@ -505,15 +516,25 @@ def main(a) -> int:
   """From `gputwin fuzz --reliability ...` (verify.fuzz.main's parsed arguments)."""
   from rich.console import Console
   jobs = a.jobs or os.cpu_count() or 1
-  done = [0]
+  cases, done = parse_cases(str(a.cases)), [0]
+  log = None
+  if a.out and not a.cluster:              # each task's result as it arrives (a cut-short run keeps what it did)
+    Path(a.out).mkdir(parents=True, exist_ok=True)
+    log = (Path(a.out) / f"results-{a.seed}.jsonl").open("w")
 
   def tick(r):
     done[0] += 1
+    if log:
+      log.write(json.dumps(r) + "\n")
+      log.flush()
     if done[0] % 20 == 0: print(f"  {done[0]} tasks done", file=sys.stderr, flush=True)
-  rows, wall = campaign(a.reliability, a.cases, a.seed, jobs, Path(a.out) if a.out else None, a.cluster,
-                        progress=tick)
+  try:
+    rows, wall = campaign(a.reliability, cases, a.seed, jobs, Path(a.out) if a.out else None, a.cluster,
+                          progress=tick)
+  finally:
+    if log: log.close()
   total = sum(r.cases for r in rows.values())
-  title = (f"gputwin fuzz --reliability: seed {a.seed}, {a.cases} cases per category, {total} cases in {wall:.1f} s "
+  title = (f"gputwin fuzz --reliability: seed {a.seed}, cases {a.cases}, {total} cases in {wall:.1f} s "
            f"({total / max(wall, 1e-9):.0f}/s), {'cluster ' + a.cluster if a.cluster else f'-j {jobs}'}")
   Console(highlight=False, width=150).print(table(rows, title))
   bad = sum(r.counts[k] for r in rows.values() for k in BAD)
@@ -523,9 +544,22 @@ def main(a) -> int:
 
 # ========================================================================================== the categories
 # ---- AMD and ir3 decode of random words, PTX parse of mutated nvcc text
+_PREFIXES: dict[str, list[tuple[int, int]]] = {}
+
+
 def _amd_words(arch):
-  from gputwin.isa.strategies import random_words
-  return lambda r: random_words(arch, 1, r.getrandbits(32))[0]
+  def make(r: random.Random) -> bytes:
+    """A 32/64/96/128-bit word whose first dword carries some encoding's fixed bits (most words reach a real format
+    with arbitrary bits elsewhere); the (mask, value) pairs are computed once per process."""
+    if arch not in _PREFIXES:
+      from gputwin.isa.targets import target
+      from gputwin.isa.vendor import tables
+      _PREFIXES[arch] = [(sum(f.mask << f.lo for f in e.fixed if f.hi < 32),
+                          sum(f.value << f.lo for f in e.fixed if f.hi < 32))
+                         for e in tables(target(arch).family).encodings.values()]
+    size, (mask, val) = r.choice((4, 8, 12, 16)), r.choice(_PREFIXES[arch])
+    return (r.getrandbits(size * 8) & ~mask | val).to_bytes(size, "little")
+  return make
 
 
 for _arch in AMD:
@@ -1107,23 +1141,55 @@ def _sdma_valid(r: random.Random) -> list[int]:
                    lambda: P.sdma_poll(va(a), 0, func=3, retry=1)])()
 
 
-def _device(name: str):
+def _device(name: str, sync: bool = False):
   """A runtime Device on a fresh mock machine (cases must not share GPU state), with short GPU watchdogs so a
-  runaway stream ends in a queue error."""
+  runaway stream ends in a queue error. sync: the machine runs no GPU thread (the mock's synchronous mode, AMD and
+  NVIDIA): `_drive` runs the GPU in this thread until it has nothing left to do."""
   import gputwin.runtime
   from gputwin.runtime import kernel as K
   K.forget(name)
+  if sync:
+    spec = K.parse_device(name)
+    if spec.vendor == "nv":
+      from gputwin.mock.nv import MockNV as Machine
+      from gputwin.mock.nvgpu import attach
+    else:
+      from gputwin.mock.kfd.driver import MockKernel as Machine
+      from gputwin.mock.amdgpu.gpu import attach
+    m = Machine(list(spec.targets), sync=True)
+    attach(m)
+    with K._lock: K._machines[spec.targets] = m      # the runtime's machine for `name` until the next forget
   dev = gputwin.runtime.open(name)
   hw = getattr(dev.k, "hw", None)
   if hw is not None and hasattr(hw, "lockup_timeout"): hw.lockup_timeout, hw.wave_budget = 1.0, 20000
   return dev
 
 
-def _submit(dev, q, words: list[int], buf) -> str:
+def _drive(dev, q) -> str | None:
+  """Run a synchronous mock GPU until it is idle, stalled or faulted (nothing else can run it, so what it has not
+  done by then it never does). None when the queue completed or faulted (the runtime's wait tells which), else why
+  the queue stalls."""
+  if hasattr(dev.k, "nvgpu"):
+    while dev.k.nvgpu.poll(): pass
+    if q.signal.value >= q.timeline: return None
+    q.check()                                         # QueueFault when the GPU stopped the channel
+    return f"stalled: channel {q.channel:#x} at timeline {q.signal.value} of {q.timeline}"
+  dev.k.poll_doorbells()                              # on_doorbell: the CP runs the ring and retries blocked queues
+  mq = next(m for m in dev.k.queues() if m.queue_id == q.queue_id)
+  if q.signal.value >= q.timeline or mq.error is not None: return None
+  rptr, wptr = (dev.k.address_space(mq.gpu.gpu_id).read_u64(a) for a in (mq.rptr_va, mq.wptr_va))
+  return f"stalled: {q.kind} queue at timeline {q.signal.value} of {q.timeline}, rptr {rptr:#x}, wptr {wptr:#x}"
+
+
+def _submit(dev, q, words: list[int], buf, sync: bool = False) -> str:
   from gputwin.errors import GPUFault
   words = _relocate(words, buf.va)
   try:
-    q.wait(q.submit(words, "fuzz"), timeout=5.0)   # past the GPU watchdogs (AMD 1 s, Adreno 2 s): they fault first
+    v = q.submit(words, "fuzz")
+    if sync and (stall := _drive(dev, q)) is not None:
+      dev.synchronize = lambda timeout=0: None      # close: the stalled queue never completes, do not wait for it
+      return stall
+    q.wait(v, timeout=5.0)   # past the GPU watchdogs (AMD 1 s, Adreno 2 s): they fault first
     return "ok " + digest(bytes(buf.view()))
   except GPUFault as e:
     return f"{type(e).__name__}: " + str(e).replace(f"{buf.va:#x}", "BUF")
@@ -1164,15 +1230,17 @@ class _QcomQueue:
   def wait(self, v, timeout): return self.dev.wait(v, timeout=timeout)
 
 
-# category -> (mock device, its queue: a Device attribute, or None for qcom's own submit/wait, valid packets)
+# category -> (mock device, its queue: a Device attribute, or None for qcom's own submit/wait, valid packets). AMD and
+# NVIDIA machines run synchronously (`_drive`: a stalled stream is known at once, not after a wait timeout); kgsl's CP
+# keeps its thread (its hang detection is the thing under test).
 CMD = {"cmd-pm4": ("mock:gfx1100", "compute", _pm4_valid), "cmd-sdma": ("mock:gfx1100", "sdma", _sdma_valid),
        "cmd-gpfifo": ("mock:sm_90", "compute", _gpfifo_valid), "cmd-kgsl": ("mock:a630", None, _kgsl_valid)}
 for _name, (_dev, _queue, _valid) in CMD.items():
   @category(_name, _stream(_valid), budget=30.0, chunk=20)
   def _cmd(words: list[int], device=_dev, queue=_queue) -> str:
-    dev = _device(device)
+    dev = _device(device, sync=queue is not None)
     buf = dev.alloc(0x10000, host=True)
-    return _submit(dev, getattr(dev, queue) if queue else _QcomQueue(dev), words, buf)
+    return _submit(dev, getattr(dev, queue) if queue else _QcomQueue(dev), words, buf, sync=queue is not None)
 
 
 for _c in CATEGORIES.values():

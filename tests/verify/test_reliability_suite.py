@@ -53,6 +53,30 @@ def test_counts_and_prefixes():
   assert not any(c.name.startswith("selftest") for c in R.select_categories(None))
   ts = R.tasks(R.select_categories(["decode-gfx1100"]), 12000, 5)
   assert [(t["start"], t["n"]) for t in ts] == [(0, 5000), (5000, 5000), (10000, 2000)]
+  cases = R.parse_cases("decode=1000000,decode-ptx=10000,exec=1500,10000")
+  assert [R.count_for(cases, n) for n in ("decode-a630", "decode-ptx", "exec-gfx950", "cmd-pm4")] == \
+    [1000000, 10000, 1500, 10000]
+  assert R.parse_cases("300") == 300
+  with pytest.raises(R.GputwinError): R.parse_cases("decode=many")
+
+
+@pytest.mark.parametrize("cat, words", [
+    # a PM4 type-3 NOP header announcing 0x241 body dwords (count field, bits 29:16), one submitted: the CP executes up
+    # to wptr only, so it waits for the rest (the runtime's own RELEASE_MEM becomes NOP body)
+    ("cmd-pm4", [0xC2401000, 1]),
+    # a pushbuffer word with SEC_OP 7 (END_PB_SEGMENT) before the runtime's semaphore release: the segment ends there
+    ("cmd-gpfifo", [0xF16A9CBE])])
+def test_a_stream_that_stalls_is_named_at_once(cat, words):
+  """AMD and NVIDIA command-stream cases run on a synchronous mock machine driven to quiescence in the case's thread:
+  a stream that can never complete is reported as stalled at once (it waited out a 5 s timeout, twice per case, and
+  5 s more in close); complete and faulting streams give the runtime's own outcome."""
+  from gputwin.abi import pm4 as P
+  t = time.perf_counter()
+  assert R.CATEGORIES[cat].run(words).startswith("stalled:")
+  assert time.perf_counter() - t < 2.0
+  if cat == "cmd-pm4":
+    assert R.CATEGORIES[cat].run(P.nop(2)).startswith("ok ")
+    assert R.CATEGORIES[cat].run([0xC0007F00, 0]).startswith("QueueFault:")   # opcode 0x7f: not a PM4 packet
 
 
 def _campaign(cases, tmp_path):
