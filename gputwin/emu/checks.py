@@ -244,11 +244,6 @@ class Checks:
       self.clock[ix] = 0
 
   # ---- native blocks (emu/native): each checker's effect over a whole straight-line block, decided before it runs
-  def natively(self, eng) -> bool:
-    """Whether blocks of this engine's program can run natively with these checkers at all (`native` decides each):
-    not while the sync checker follows (ss)/(sy) flags thread by thread (ir3)."""
-    return not ("sync" in self.on and getattr(eng.fe, "sync_flags", False))
-
   def native(self, eng, blk, ix) -> bool:
     """May the compiled block `blk` run for waves `ix`? Yes when no checker can fail inside it: its register reads
     (uninit), loads' results (waitcnt) and MFMA distances (hazard) are decided from the block's summary (`_Summary`,
@@ -259,6 +254,14 @@ class Checks:
       return False
     if blk.sites and len(getattr(getattr(eng, "cp_async", None), "rows", ())) and "async" in self.on:
       return False  # (PTX: a cp.async in flight; the shared-memory reads are checked against it interpreted)
+    if s.sync_reads and self.sync_pc:  # ir3: registers read before the block produces them, still pending?
+      w = np.arange(eng.W)[ix]
+      for h, ss, sy in s.sync_reads:
+        got = self.sync_pc.get(h)
+        if got is not None:
+          kw = got[0][w]
+          if ((kw != 0) & ~(ss & ((kw == 1) | (kw == 3)) | sy & ((kw == 2) | (kw == 3)))).any():
+            return False
     if s.dead_reads and "lds_race" in self.on and not (isinstance(ix, slice) and not (self.wep == self.epoch).any()):
       return False  # (its reads were left out of the log: plan.dead_reads says when they cannot matter)
     whole = isinstance(ix, slice)
@@ -331,6 +334,8 @@ class Checks:
         self.ps[f][rows, regs, 1] = issued[:, c] + a
         for r, cr in zip(regs.tolist(), c.tolist()):
           pend[f, r] = pend.get((f, r), 0) | 1 << cr
+    if s.sync_made or s.sync_clears:  # ir3: the flags cleared what was pending, the producers made theirs pending
+      self._synced(eng, ix, s)
     if s.mfma is None:
       self.clock[ix] += s.clock
     else:
@@ -338,6 +343,22 @@ class Checks:
       self.mfma_regs[pc] = (d.file, d.index, d.dwords, passes)
       self.mfma[ix] = pc
       self.clock[ix] = s.clock
+
+  def _synced(self, eng, ix, s: "_Summary") -> None:
+    """The sync checker's state after a native block, as `_sync` would have left it instruction by instruction."""
+    if self.sync_pc is None:
+      self.sync_pc = {}
+    w, pend = np.arange(eng.W)[ix], self.sync_pc
+    for k in s.sync_clears:
+      for kind, _ in pend.values():
+        kw = kind[w]
+        kind[w] = np.where((kw == k) | (kw == 3), 0, kw)
+    for h, (cls, pc) in s.sync_made.items():
+      got = pend.get(h)
+      if got is None and cls:
+        got = pend[h] = (np.zeros(eng.W, np.int8), np.zeros(eng.W, np.int64))
+      if got is not None:
+        got[0][w], got[1][w] = cls, pc
 
   def _replay(self, eng, blk, ix, log) -> None:
     """The race checker on the LDS accesses a block logged, access by access, each for every wave of `ix` at once,
@@ -647,10 +668,11 @@ def _simt_ok(ch: "Checks", op: Op) -> bool:
   guarded instruction that does not branch may run for no thread (the interpreter then skips its checks and leaves
   its destinations unwritten, which a summary cannot know); a guarded `.uni` branch may diverge; collectives,
   atomics of scopes, and ir3's (ss)/(sy) tracking are per thread: such blocks are interpreted."""
-  guard = op.info.get("guard") is not None
+  guard = op.info.get("guard") is not None  # ((ss)/(sy) flags on a guarded instruction may clear nothing)
   return not (guard and ch.uninit and not sets_pc(op) or guard and op.info.get("uniform") and "divergence" in ch.on
               or op.info.get("members") is not None and "members" in ch.on or op.atomic and "scope" in ch.on
-              or "ss" in op.info and "sync" in ch.on)
+              or guard and "sync" in ch.on and "ss" in op.info and (op.info["ss"] or op.info["sy"] or
+                                                                     op.info.get("sync") or any(_dsts(op))))
 
 
 def _retired(counters: int, K) -> bool:
@@ -712,6 +734,9 @@ class _Summary:
     self.width, self.seen = (ch.vw.shape[1], ch.aw.shape[1], ch.fam), None
     from gputwin.emu.native.plan import dead_reads
     self.dead_reads = dead_reads(list(ops), ch.per_thread)
+    self.sync_reads, self.sync_made, self.sync_clears = [], {}, ()
+    if ch.per_thread and "sync" in ch.on:
+      self._sync(ops)
     nc = len(ch.cnames)
     inc, K = np.zeros(nc, np.int64), [None] * nc
     self.ok, self.exposed, self.loads, self.hazards, self.final, self.mfma, self.clock = True, [], [], [], {}, None, 0
@@ -719,6 +744,8 @@ class _Summary:
     never = -(1 << 62)
     for op in ops:
       if op.kind == "nop":
+        if ch.per_thread:  # (no wait counters, no wait states: AMD's)
+          continue
         v, nop = op.inst.get("simm16", 0), hwdata.wait_states(ch.fam, op.inst.op)
         if nop is not None:
           self.clock += hwdata.bits(v, nop) + 1
@@ -775,6 +802,47 @@ class _Summary:
       elif r < ch.ps[f].shape[1]:
         self.loaded.setdefault(f, []).append((r, *w))
     self.loaded = {f: tuple(np.array(x, np.int64) for x in zip(*rows)) for f, rows in self.loaded.items()}
+
+  def _sync(self, ops) -> None:
+    """ir3's (ss)/(sy) over the block, as Checks._sync goes instruction by instruction: `sync_made` the halves the
+    block writes, (class pending at its end or 0, producer PC); `sync_clears` the classes its flags clear in what was
+    pending at entry; `sync_reads` the halves read before the block writes them, with the flags seen by then (the
+    entry state must be cleared by them: Checks.native). A read of a half the block made pending and did not wait
+    for fails in every wave: ok is False."""
+    ss = sy = False
+    made = self.sync_made
+    for op in ops:
+      if "ss" not in op.info:
+        continue
+      for flag, k in (("ss", 1), ("sy", 2)):
+        if op.info.get(flag):
+          ss, sy = ss or k == 1, sy or k == 2
+          for h, (c, pc) in made.items():
+            if c == k or c == 3:
+              made[h] = (0, pc)
+      parts = op.info.get("parts", [op])
+      reads = [x for o in parts for x in o.ins.values()] + [op.info.get(k) for k in ("base", "coord", "index", "ibo",
+                                                                                    "ubo", "pred")]
+      for r in reads:
+        if isinstance(r, Src) and r.file in ("v", "s"):
+          for h in ((r.file, x) for x in _halves(r)):
+            if h in made:
+              if made[h][0]:
+                self.ok = False
+            else:
+              self.sync_reads.append((h, ss, sy))
+      cls = {"ss": 1, "sy": 2, "either": 3}.get(op.info.get("sync"), 0)
+      for h in _dsts(op):
+        made[h] = (cls, op.pc)
+    self.sync_clears = tuple(k for k, on in ((1, ss), (2, sy)) if on)
+
+
+def _dsts(op: Op):
+  """The register halves an ir3 instruction writes ((file, half row)), as Checks._sync marks them."""
+  for o in op.info.get("parts", [op]):
+    for d in o.outs.values():
+      if isinstance(d, Src) and d.file in ("v", "s"):
+        yield from ((d.file, h) for h in _halves(d))
 
 
 def _name(s: Src) -> str:

@@ -866,7 +866,7 @@ def run_simt(eng: Engine, serial: bool = False, max_instructions: int | None = N
   # the native tier runs straight-line blocks for the threads standing at their first PC (as EXEC); a block may end
   # with a branch, exit or barrier whose lanes _tail then moves
   checks = eng.checks  # (with checkers on, a block runs natively when they can decide it ahead, as in run)
-  tier = None if serial or steps is not None or checks is not None and not checks.natively(eng) else _native_tier(eng)
+  tier = None if serial or steps is not None else _native_tier(eng)
   if tier is None:
     eng.settle()
   interp = None  # (first, end) PCs of a block the checkers declined: its instructions are interpreted

@@ -19,7 +19,6 @@ class Ir3:
   name, align, simt = "ir3", 8, True
   its = False  # no independent thread scheduling: a wave's fibers reconverge before any runs ahead (core.run_simt)
   va_bits = 64
-  sync_flags = True  # instructions carry (ss)/(sy), which the sync checker follows thread by thread (checks.py)
   special_inputs = {"EXEC": ("mask",), "EXEC_LO": ("mask",)}
   sgprs = decode.SROWS  # the scalar file: shared registers, the machine's EXEC/M0/NULL, the const file
   memop = staticmethod(memory.memop)

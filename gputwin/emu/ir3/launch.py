@@ -130,8 +130,9 @@ def run(code: bytes, sh: listing.Shader, grid, mem, res: dict, consts: np.ndarra
     wg = np.repeat(np.arange(c1 - c0), nw)
     ck = Checks.make(checks)
     shape = (W, L, nrows, 1, max(sh.shared_size, 4), priv, arch)
-    if ck is None and eng is not None and eng.checks is None and eng.shape == shape:
+    if eng is not None and eng.shape == shape:
       eng.restart(wg, prog, mem)  # the previous batch's files: only the rows it wrote are cleared
+      eng._batch(ck)  # (the checkers' state is the batch's own: fresh)
       eng.__dict__.pop("ir3_stack", None)  # (the call stacks: events.py makes them again)
     else:
       eng = core.Engine(prog, mem, W, L, nrows, 1, max(sh.shared_size, 4), priv, wg, ck, arch)

@@ -141,9 +141,9 @@ def run(lm: Loaded, kernel: str, *, grid, block, args=(), shared_bytes: int = 0,
     ncta = grid[0] * grid[1] * grid[2]
     priv = img.frame_base + -(-fn.frame_size // 16) * 16 + (STACK if img.calls else 0)
     stride = core.scratch_stride(max(priv, 16))
-    # CTAs per batch: shared-memory addresses carry a 12-bit CTA slot (core.MAX_WAVES warps); without shared memory
-    # and checkers, batches of up to 2**18 threads (fewer, larger steps); local memory bounded to 256 MiB a batch
-    warps = core.MAX_WAVES if shared or checks else max(core.MAX_WAVES, BATCH_THREADS // WARP)
+    # CTAs per batch: shared-memory addresses carry a 12-bit CTA slot (core.MAX_WAVES warps); without shared memory,
+    # batches of up to 2**18 threads (fewer, larger steps); local memory bounded to 256 MiB a batch
+    warps = core.MAX_WAVES if shared else max(core.MAX_WAVES, BATCH_THREADS // WARP)
     per = max(1, min(warps // nw, (256 << 20) // max(1, nw * WARP * stride)))
     tr = [] if trace is not None else None
     c0, eng, lm.spare = 0, lm.spare, None
@@ -153,12 +153,12 @@ def run(lm: Loaded, kernel: str, *, grid, block, args=(), shared_bytes: int = 0,
       wg = _cta_of_warp(c1 - c0, nw)
       ck = Checks.make(checks)
       shape = (W, WARP, img.rows, 1, max(shared, 4), max(priv, 16), arch)
-      if ck is None and eng is not None and eng.checks is None and eng.shape == shape and len(eng.wg) == W and \
-         (eng.wg is wg or np.array_equal(eng.wg, wg)):
+      if eng is not None and eng.shape == shape and len(eng.wg) == W and (eng.wg is wg or np.array_equal(eng.wg, wg)):
         # the previous batch's (or launch's) register files: only the rows it wrote are cleared, those _init writes
         # not at all, and the rest per warp right before its first instruction when the native tier runs it
         eng.restart(wg, lm.prog, mem, defer=tr is None and not serial,
                     keep_v=_init_rows(img, fn) | _written_first(lm, fn))
+        eng._batch(ck)  # (the checkers' state is the batch's own: fresh)
       else:
         eng = core.Engine(lm.prog, mem, W, WARP, img.rows, 1, max(shared, 4), max(priv, 16), wg, ck, arch)
       _init(eng, img, fn, grid, block, c0, nw, threads, shared, shared_bytes, arch)
@@ -168,7 +168,7 @@ def run(lm: Loaded, kernel: str, *, grid, block, args=(), shared_bytes: int = 0,
       if st is not None:
         _raise(st, eng, kernel, arch, c0, nw, grid, block)
       c0 = c1
-    if eng is not None and eng.checks is None and sum(a.nbytes for a in eng.files.values()) <= SPARE_BYTES:
+    if eng is not None and sum(a.nbytes for a in eng.files.values()) <= SPARE_BYTES:
       eng.hooks = []
       lm.spare = eng  # the next launch of this shape starts on these register files
     for a, va, copied in copies:

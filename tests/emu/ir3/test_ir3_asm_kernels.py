@@ -346,3 +346,24 @@ def test_runaway_loop(arch, tier, checks):
   assert ei.value.pc in (8, 16) and ei.value.inst in ("add.u r1.x, r1.x, 1", "jump #-1"), (ei.value.pc, ei.value.inst)
   assert f"PC {ei.value.pc:#x}: {ei.value.inst}" in s, s
   _good(arch)
+
+
+@pytest.mark.parametrize("arch", GPUS)
+def test_sync_checker_same_text_on_both_tiers(arch, monkeypatch, tmp_path):
+  """With the checkers on (the default), ir3 blocks run natively too: the (ss)/(sy) checker's state moves over a
+  whole block (checks._Summary._sync); a missing (sy) reads as the interpreter reports it, and saxpy with its flags
+  runs natively and as numpy says."""
+  from gputwin.emu.native import STATS
+  monkeypatch.setenv("GPUTWIN_NATIVE_CACHE", str(tmp_path))
+  text, grid, args, facts, check = saxpy(arch)
+  texts = []
+  for mode in ("0", "force"):
+    monkeypatch.setenv("GPUTWIN_JIT", mode)
+    with pytest.raises(EmuCheckError) as ei:
+      _run(text.replace("(sy)mad.f32", "mad.f32"), arch, grid, saxpy(arch)[2], True, **facts)
+    texts.append(str(ei.value))
+  assert texts[0] == texts[1]
+  runs = STATS["runs"]
+  _run(text, arch, grid, args, True, **facts)
+  assert STATS["runs"] > runs
+  check()
