@@ -462,7 +462,8 @@ class Checks:
     if "divergence" not in self.on:
       return
     pcs = eng.lbarpc[rows]
-    for j in np.nonzero(lanes.any(axis=1))[0]:
+    lo = np.where(lanes, pcs, np.iinfo(np.int64).max).min(axis=1)
+    for j in np.nonzero(lanes.any(axis=1) & (lo != np.where(lanes, pcs, -1).max(axis=1)))[0]:  # (several PCs)
       at = np.unique(pcs[j][lanes[j]])
       if len(at) > 1 and any(eng.prog.op(int(p)).info.get("aligned") for p in at):
         op = eng.prog.op(int(at[0]))

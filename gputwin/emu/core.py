@@ -1235,5 +1235,4 @@ def release_barriers(eng: Engine) -> None:
   eng.barcount[done] = 0
   eng.barexp[done] = 0
   if eng.checks is not None:
-    for c in np.nonzero(done.any(axis=1))[0]:
-      eng.checks.barrier(eng, c)
+    eng.checks.barrier(eng, np.nonzero(done.any(axis=1))[0])
