@@ -36,9 +36,24 @@ wbody:
   %row0 = mul i64 %w, %stride
   %row1 = add i64 %row0, %site
   %row = mul i64 %row1, %L
-  br label %lhead
+  br label %ahead
+ahead:  ; a wave none of whose lanes accessed (its row all ones) is skipped: one vectorised AND over the row
+  %al = phi i64 [0, %wbody], [%al.n, %abody]
+  %acc = phi i32 [-1, %wbody], [%acc.n, %abody]
+  %amore = icmp ult i64 %al, %L
+  br i1 %amore, label %abody, label %aend
+abody:
+  %aat = add i64 %row, %al
+  %aap = getelementptr i32, ptr %log, i64 %aat
+  %av = load i32, ptr %aap
+  %acc.n = and i32 %acc, %av
+  %al.n = add i64 %al, 1
+  br label %ahead
+aend:
+  %idle = icmp eq i32 %acc, -1
+  br i1 %idle, label %lend, label %lhead
 lhead:
-  %l = phi i64 [0, %wbody], [%l.n, %lnext]
+  %l = phi i64 [0, %aend], [%l.n, %lnext]
   %lmore = icmp ult i64 %l, %L
   br i1 %lmore, label %lbody, label %lend
 lbody:
