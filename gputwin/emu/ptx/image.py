@@ -21,7 +21,8 @@ Layout (all static, computed once per module):
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import copy
+from dataclasses import dataclass, field, replace
 
 from gputwin.errors import LaunchError
 from gputwin.isa.ptx import model as M
@@ -113,6 +114,7 @@ class Image:
     self.functions: dict[str, Function] = {}
     self.globals: dict[str, Var] = {}  # module-scope variables (global, const, shared, local)
     self.rows = len(SPECIAL)
+    self.kernel_rows: dict[str, int] = {}  # kernel -> rows its launches need, when fewer than `rows` (local_rows)
     self.param_area = 0  # bytes of each thread's param area
     self.shared_static = 0
     self.dynamic_shared: list[str] = []
@@ -249,6 +251,41 @@ class Image:
     fn.rows = range(row0, self.rows)
     if fn.end == first:
       raise LaunchError(f"function {f.name} has no instructions")
+
+  def rows_for(self, fn: Function) -> int:
+    """Register rows a launch of kernel `fn` needs."""
+    return self.kernel_rows.get(fn.name, self.rows)
+
+  def local_rows(self) -> "Image | None":
+    """A copy whose kernels' registers each start right after the rows every function shares (specials, carry flag,
+    stack pointer): kernels never run in one launch, so their rows may overlap, and a launch's register file holds
+    its own kernel's rows only (`rows_for`), not every function's of the module. None for a module with calls (a
+    callee's rows stay where its callers save them) or nothing to move."""
+    if self.calls:
+      return None
+    base = self.sp_row + 1
+    out = copy.copy(self)
+    out.functions, out.kernel_rows, out.code = dict(self.functions), {}, list(self.code)
+    seen: dict = {}
+    for name, fn in self.functions.items():
+      d = base - fn.rows.start
+      if fn.kind != "entry":
+        continue
+      out.kernel_rows[name] = base + len(fn.rows)
+      if not d:
+        continue
+      out.functions[name] = replace(fn, rows=range(base, base + len(fn.rows)), frame_row=fn.frame_row + d)
+      for pc in range(fn.entry, fn.end):
+        loc = self.code[pc]
+        got = seen.get(id(loc.names))
+        if got is None:
+          got = seen[id(loc.names)] = (loc.names, {k: ("reg", v[1] + d) + tuple(v[2:]) if v[0] == "reg" else v
+                                                   for k, v in loc.names.items()})
+        out.code[pc] = replace(loc, names=got[1], image=out)
+    if all(n == self.rows for n in out.kernel_rows.values()):
+      return None
+    out.code = [loc if loc.image is out else replace(loc, image=out) for loc in out.code]
+    return out
 
   def shared_size(self, kernel: str) -> tuple[int, bool]:
     """(bytes of static shared memory the kernel's code reaches: the end of the furthest `.shared` variable its or any

@@ -55,6 +55,7 @@ class Loaded:
     self.module = parse(text, path)
     self.image = Image(self.module)
     self.image.place(self.mem)
+    self.image = self.image.local_rows() or self.image  # (each kernel's rows from the same base: smaller files)
     self.prog = Program(self.image.code, 0, arch, "ptx", WARP, FRONTEND)
     img = regs.pack(self.image, self.prog) if packed else None
     if img is not None:
@@ -152,7 +153,7 @@ def run(lm: Loaded, kernel: str, *, grid, block, args=(), shared_bytes: int = 0,
       W = (c1 - c0) * nw
       wg = _cta_of_warp(c1 - c0, nw)
       ck = Checks.make(checks)
-      shape = (W, WARP, img.rows, 1, max(shared, 4), max(priv, 16), arch)
+      shape = (W, WARP, img.rows_for(fn), 1, max(shared, 4), max(priv, 16), arch)
       if eng is not None and eng.shape == shape and len(eng.wg) == W and (eng.wg is wg or np.array_equal(eng.wg, wg)):
         # the previous batch's (or launch's) register files: only the rows it wrote are cleared, those _init writes
         # not at all, and the rest per warp right before its first instruction when the native tier runs it
@@ -160,7 +161,7 @@ def run(lm: Loaded, kernel: str, *, grid, block, args=(), shared_bytes: int = 0,
                     keep_v=_init_rows(img, fn) | _written_first(lm, fn))
         eng._batch(ck)  # (the checkers' state is the batch's own: fresh)
       else:
-        eng = core.Engine(lm.prog, mem, W, WARP, img.rows, 1, max(shared, 4), max(priv, 16), wg, ck, arch)
+        eng = core.Engine(lm.prog, mem, W, WARP, img.rows_for(fn), 1, max(shared, 4), max(priv, 16), wg, ck, arch)
       _init(eng, img, fn, grid, block, c0, nw, threads, shared, shared_bytes, arch)
       if tr is not None:
         eng.hooks.append(_tracer(tr, c0 * nw))

@@ -144,22 +144,22 @@ def pack(img, prog):
   program), or None when no kernel packs (a module with calls keeps its layout: a call saves its callee's rows)."""
   if img.calls:
     return None
-  moved = {}
+  moved = {}  # per kernel (their rows may overlap: Image.local_rows), applied to its own code
   for fn in img.functions.values():
     if fn.kind == "entry":
       m = _mapping(prog, img, fn)
-      if m:
-        moved.update({a: b for a, b in m.items() if a != b})
+      if m and any(a != b for a, b in m.items()):
+        moved[fn.name] = {a: b for a, b in m.items() if a != b}
   if not moved:
     return None
   out = copy.copy(img)
   names = {}
 
-  def remap(d: dict) -> dict:
+  def remap(d: dict, m: dict) -> dict:
     got = names.get(id(d))
     if got is None:
-      got = names[id(d)] = (d, {k: ("reg", moved.get(v[1], v[1])) + tuple(v[2:]) if v[0] == "reg" else v
+      got = names[id(d)] = (d, {k: ("reg", m.get(v[1], v[1])) + tuple(v[2:]) if v[0] == "reg" else v
                                 for k, v in d.items()})
     return got[1]
-  out.code = [replace(loc, names=remap(loc.names), image=out) for loc in img.code]
+  out.code = [replace(loc, names=remap(loc.names, moved.get(loc.func, {})), image=out) for loc in img.code]
   return out

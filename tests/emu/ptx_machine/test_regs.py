@@ -63,3 +63,22 @@ def test_packed_registers_keep_their_values(mode, monkeypatch):
     out = np.zeros(64, np.uint32)
     launch(K, "k", grid=1, block=64, args=[out, np.uint32(5)], arch="sm_90", checks=checks)
     np.testing.assert_array_equal(out, want)
+
+
+def test_each_kernel_of_a_module_has_rows_of_its_own_size(monkeypatch):
+  """Kernels never run in one launch: their rows start at the same base (Image.local_rows), so a launch's register
+  file holds its kernel's rows, not every kernel's of the module; both kernels still compute what numpy does, in
+  both tiers, packed (checkers off) or not."""
+  two = K + K.split(".version 9.0\n.target sm_90\n.address_size 64\n")[1].replace(".entry k(", ".entry k2(")
+  lm = Loaded(two, "<k>", "sm_90")
+  k, k2 = lm.image.functions["k"], lm.image.functions["k2"]
+  one = Loaded(K, "<k>", "sm_90").image
+  assert k.rows == k2.rows and lm.image.rows_for(k) == lm.image.rows_for(k2) == one.rows_for(one.functions["k"])
+  want = reference(5, 64)
+  for mode in ("0", "force"):
+    monkeypatch.setenv("GPUTWIN_JIT", mode)
+    for name in ("k", "k2"):
+      for checks in (False, True):
+        out = np.zeros(64, np.uint32)
+        launch(two, name, grid=1, block=64, args=[out, np.uint32(5)], arch="sm_90", checks=checks)
+        np.testing.assert_array_equal(out, want)
