@@ -9,8 +9,9 @@ Layout (all static, computed once per module):
 - PCs: instruction indices, functions one after another; a label is the PC of the instruction after it.
 - Registers: every `.reg` of every function (scoped by `{ }`: two blocks may both declare `param0`) gets rows of its
   own in one file: one 32-bit row for pred/8/16/32-bit types (zero-extended; predicates hold 0 or 1), two for 64-bit
-  types (launches without checkers let registers whose live ranges never overlap share rows: regs.pack). Rows
-  0..len(SPECIAL) hold the special registers the launch writes (%tid.x ...). A function also owns a hidden two-row
+  types (launches without checkers let registers whose live ranges never overlap share rows: regs.pack; in a
+  module without calls every kernel's rows start at the same base, `local_rows`). Rows 0..len(SPECIAL) hold the
+  special registers the launch writes (%tid.x ...). A function also owns a hidden two-row
   register with its frame base (`.local` depot), so a call saves it with the callee's registers.
 - .param of a `.entry`: one buffer in guest memory per launch (`Param.entry`). .param of a `.func` and of the call
   blocks inside functions: fixed offsets in each thread's local window (the param area), saved with the registers
