@@ -7,7 +7,7 @@ interpreter: bit-identical registers, memory and counts.
    must serialise as the interpreter's do.
 3. DPP: the random encodings with DPP16/DPP8 controls on random register files with random EXEC.
 4. VOP3 output modifiers (clamp, omod) on float results; packed (VOP3P) operands.
-5. Registers by lane number (v_readlane, v_writelane): wave-level bodies.
+5. Registers by lane number (v_readlane, v_writelane): wave-level bodies. 6. SDWA selects (CDNA).
 """
 import zlib
 
@@ -198,3 +198,13 @@ def test_lane_access_native_equal_interpreter(arch, text):
     assert all(np.array_equal(x, y) for x, y in zip(a, b)), \
         [n for n, x, y in zip(names, a, b) if not np.array_equal(x, y)]
   assert not native.FAILED, native.FAILED[:3]
+
+
+@pytest.mark.parametrize("arch", [t for t in TARGETS if target_info(t).family == "cdna"])
+def test_sdwa_native_equal_interpreter(arch):
+  """SDWA (CDNA): byte/word source selects with sign or zero extension, destination selects with pad, sign or
+  preserve."""
+  both, ok, mismatches = _compare(arch, lambda op: op.info.get("sdwa") is not None)
+  print(f"{arch}: {both} SDWA encodings on both tiers")
+  assert both > 100, f"only {both} SDWA encodings ran on both tiers"
+  assert not mismatches, f"{len(mismatches)} of {both} differ:\n" + "\n".join(mismatches[:40])

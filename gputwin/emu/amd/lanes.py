@@ -65,15 +65,15 @@ def dpp_write_mask(d: tuple, L: int) -> np.ndarray:
   return rows.astype(bool) & (valid | bool(d[2] or d[3]))
 
 
-def _sel(sel: int) -> tuple[int, int]:
-  """SDWA select (BYTE_0..3, WORD_0/1) -> (shift, width)."""
+def sdwa_field(sel: int) -> tuple[int, int]:
+  """SDWA select (BYTE_0..3, WORD_0/1) -> (shift, width). (The native tier reads it: native/codegen.py.)"""
   return (sel * 8, 8) if sel < 4 else ((sel - 4) * 16, 16)
 
 
 def sdwa_src(v, sel: int, sext: int):
   if sel == 6:  # DWORD
     return v
-  sh, w = _sel(sel)
+  sh, w = sdwa_field(sel)
   x = (np.asarray(v).astype(U32) >> U32(sh)) & U32((1 << w) - 1)
   return np.where(x >> U32(w - 1), x | U32(0xffffffff ^ ((1 << w) - 1)), x) if sext else x
 
@@ -82,7 +82,7 @@ def sdwa_dst(new, old, sel: int, unused: int):
   """Place a result in the selected bits; the rest is zero (UNUSED_PAD), sign (UNUSED_SEXT) or old (PRESERVE)."""
   if sel == 6:
     return new
-  sh, w = _sel(sel)
+  sh, w = sdwa_field(sel)
   mask = U32(((1 << w) - 1) << sh)
   val = (new << U32(sh)) & mask
   if unused == 2:

@@ -5,12 +5,11 @@ files, the ctx fields (runtime.py) and guest memory or LDS."""
 from __future__ import annotations
 
 import enum
-import re
 
 import numpy as np
 
 from gputwin.emu.amd.decode import EXECZ, SCC_CODE, VCCZ  # computed scalar operand codes: AMD's
-from gputwin.emu.amd.lanes import OMOD  # VOP3 output modifiers: AMD's
+from gputwin.emu.amd.lanes import OMOD, sdwa_field  # VOP3 output modifiers, SDWA selects: AMD's
 from gputwin.emu.binding import LDS_BITS, LDS_SHIFT, sets_pc, va_bits
 from gputwin.emu.native import matrix, plan
 from gputwin.emu.native.runtime import (C_IEEE, C_INIT, C_LANES, C_LDS, C_LDSZ, C_LOG, C_PC, C_REGS, C_S, C_SCC, C_SSTR,
@@ -460,9 +459,11 @@ done:
     if wave and any(isinstance(op.ins.get(n), Src) and op.ins[n].file in "va" for n in op.sem.inputs):
       raise Unsupported("lane values in a wave-level body")  # (its operands are SGPRs and constants)
     vector = op.vector and op.kind != "nop" and not wave
+    simt = getattr(self.fe, "simt", False)  # (a nop counts the threads running it there, the whole wave on AMD)
     if op.kind == "nop":
       self.bump_pc(f, op)
-      return self.finish(f, i, str(self.L * nops))
+      per = f.op(f"call i64 @llvm.ctpop.i64(i64 {self.lanes_on(f, op)})") if simt else str(self.L)
+      return self.finish(f, i, f.op(f"mul i64 {per}, {nops}"))
     nops -= len(ops)
     exec_v = self.lanes_on(f, op)  # (a guarded op is a group of its own)
     f.first = f.op(f"call i64 @llvm.cttz.i64(i64 {exec_v}, i1 false)")  # the first active lane (none: 64)
@@ -666,7 +667,10 @@ done:
       lane_count = f.op(f"mul i64 {f.op(f'call i64 @llvm.ctpop.i64(i64 {exec_v})')}, {len(ops)}")
     else:
       lane_count = "1"
-    return self.finish(f, i, f.op(f"add i64 {lane_count}, {self.L * nops}") if nops else lane_count)
+    if nops:
+      per = f.op(f"call i64 @llvm.ctpop.i64(i64 {exec_v})") if simt else str(self.L)
+      lane_count = f.op(f"add i64 {lane_count}, {f.op(f'mul i64 {per}, {nops}')}")
+    return self.finish(f, i, lane_count)
 
   @staticmethod
   def keep_range(f: Fn, i: int, lo: str, hi: str) -> None:
@@ -898,6 +902,10 @@ done:
       if nm in p.inputs:
         s = o.ins.get(nm)
         v, b = self.fetch(f, s, o) if isinstance(s, Src) else self.special(f, o, nm)
+        sd = o.info.get("sdwa")
+        if sd is not None and nm in ("S0", "S1"):  # (core.Engine._inputs: Frontend.select_inputs)
+          k = 2 * int(nm[1])
+          v, b = self.sdwa_source(f, v, b, sd[k], sd[k + 1])
         src = (v, b)
       elif nm in o.old:
         src = self.fetch(f, o.old[nm])
@@ -1029,15 +1037,41 @@ done:
         self.store_reg(f, d, v, w, o, on)
 
   @staticmethod
+  def sdwa_source(f: Fn, v: str, bits: int, sel: int, sext: int) -> tuple[str, int]:
+    """An SDWA source select (amd/lanes.sdwa_src): the selected byte or word of the low dword, zero- or
+    sign-extended to 32 bits (DWORD: as it is)."""
+    if sel == 6:
+      return v, bits
+    sh, w = sdwa_field(sel)
+    x = f.op(f"and i32 {f.op(f'lshr i32 {f.conv(v, bits, 32)}, {sh}')}, {(1 << w) - 1}")
+    if sext:
+      neg = f.op(f"icmp ne i32 {f.op(f'lshr i32 {x}, {w - 1}')}, 0")
+      x = f.op(f"select i1 {neg}, i32 {f.op(f'or i32 {x}, {M32 ^ ((1 << w) - 1)}')}, i32 {x}")
+    return x, 32
+
+  @staticmethod
+  def sdwa_dest(f: Fn, new: str, old: str, sel: int, unused: int) -> str:
+    """An SDWA destination select (amd/lanes.sdwa_dst): the result in the selected bits, the rest zero
+    (UNUSED_PAD), the result's sign (UNUSED_SEXT) or kept (UNUSED_PRESERVE)."""
+    sh, w = sdwa_field(sel)
+    mask = ((1 << w) - 1) << sh
+    val = f.op(f"and i32 {f.op(f'shl i32 {new}, {sh}')}, {mask}")
+    if unused == 2:
+      return f.op(f"or i32 {f.op(f'and i32 {old}, {M32 ^ mask}')}, {val}")
+    if unused == 1:
+      neg = f.op(f"trunc i32 {f.op(f'lshr i32 {new}, {w - 1}')} to i1")
+      ext = M32 ^ ((1 << (sh + w)) - 1)
+      return f.op(f"or i32 {val}, {f.op(f'select i1 {neg}, i32 {ext}, i32 0')}")
+    return val
+
+  @staticmethod
   def output_modifier(g: Gen, o: Op, d: Src, v: str, w: int) -> tuple[str, int]:
     """VOP3 omod, then clamp, on a float D0 of `w` bits, as amd/lanes.outmod computes them (its factor table):
     x * factor by x86's NaN rule (a NaN quieted), then below 0 -> 0 and above 1 -> 1 by numpy's clip (-0.0 stays),
     NaN -> 0. Returns the value and its width."""
     b = d.bits
-    if not re.search(r"_B?F\d+$", d.fmt):  # (core.Engine.retire applies them to any FMT_* result, integers too)
-      raise Unsupported("output modifier on an integer result")
-    if b not in (32, 64):
-      raise Unsupported("f16 output modifier")  # (f16 arithmetic: see README)
+    if not plan.outmod_float(d):  # (plan.supported declines these)
+      raise Unsupported("output modifier")
     f, t = g.f, Ty("f", b)
     lt = lty(t)
     x = f.op(f"bitcast i{b} {f.conv(v, w, b)} to {lt}")
@@ -1068,7 +1102,9 @@ done:
       elif d.file in ("v", "a"):
         ptr, tag = self.vgpr_ptr(f, d.index + k, d.file), (d.file, d.index + k)
         self.wrote[d.file] = self.wrote.get(d.file, 0) | 1 << (d.index + k)
-        old = f.ld("i32", ptr, tag) if on is not None or (d.bits == 16 and d.dwords == 1) else None
+        sd = o.info.get("sdwa")
+        sd = sd if sd is not None and sd[4] != 6 else None  # (SDWA: a dst_sel other than DWORD)
+        old = f.ld("i32", ptr, tag) if on is not None or (d.bits == 16 and d.dwords == 1) or sd else None
         if d.bits == 16 and d.dwords == 1:
           part = f.op(f"and i32 {part}, 65535")
           if self.fam != "cdna":
@@ -1076,6 +1112,8 @@ done:
               part = f.op(f"or i32 {f.op(f'and i32 {old}, 65535')}, {f.op(f'shl i32 {part}, 16')}")
             else:
               part = f.op(f"or i32 {f.op(f'and i32 {old}, 4294901760')}, {part}")
+        if sd is not None:  # (core.Engine._store_parts: Frontend.select_output)
+          part = self.sdwa_dest(f, part, old, sd[4], sd[5])
         if on is not None:
           part = f.op(f"select i1 {on}, i32 {part}, i32 {old}")
         f.st("i32", part, ptr, tag)

@@ -4,6 +4,8 @@ from the ops and their pcode before any code is written: what the tier can run e
 earlier one's probe (`owners`)."""
 from __future__ import annotations
 
+import re
+
 from gputwin.emu.amd.decode import APERTURE, EXECZ, SCC_CODE, VCCZ
 from gputwin.emu.binding import scalar_valu, sets_pc
 from gputwin.emu.native import matrix
@@ -59,8 +61,9 @@ def supported(op: Op, fam: str, simt: bool = False) -> None:
       raise Unsupported("register-file access")
     if sem.cross_lane and not sem.wave_level:
       raise Unsupported("cross-lane")
-    if o.info.get("sdwa") is not None:
-      raise Unsupported("SDWA")
+    d = o.outs.get("D0")
+    if (o.info.get("clamp") or o.info.get("omod")) and isinstance(d, Src) and "F" in d.fmt and not outmod_float(d):
+      raise Unsupported("output modifier")  # (core.Engine.retire applies them to every FMT_* result)
     if o.mem and (o.mem not in MEM_KINDS or o.info.get("address") is None):
       raise Unsupported(o.mem)
     if "ROUND_MODE" in sem.inputs or "ROUND_MODE" in sem.outputs:
@@ -70,6 +73,12 @@ def supported(op: Op, fam: str, simt: bool = False) -> None:
     for s in list(o.ins.values()) + list(o.outs.values()):
       if isinstance(s, Src) and (s.file == "a" and fam != "cdna" or s.file == "s" and s.index in APERTURE):
         raise Unsupported("operand")
+
+
+def outmod_float(d: Src) -> bool:
+  """Is `d` an f32/f64 result, whose VOP3 output modifiers the tier emits (codegen.Compiler.output_modifier)? (f16:
+  see README; integer results: the interpreter float-clamps them too, which the tier does not mirror.)"""
+  return bool(re.search(r"_B?F\d+$", d.fmt)) and d.bits in (32, 64)
 
 
 def collect(prog, pc: int, fam: str, limit: int = 1 << 30) -> list[Op]:
