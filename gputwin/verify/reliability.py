@@ -1110,16 +1110,49 @@ def _stream(valid: Callable[[random.Random], list[int]]):
   return make
 
 
+BUF_HI = 0xB0F0_CAFE     # the high dword of a BUF address (inside BUF_VA's low-dword range: matched first)
+
+
 def _relocate(words: list[int], va: int) -> list[int]:
-  """Generated streams address BUF_VA (low dword) / 0 (high): move them to the device buffer at `va`."""
-  return [(w - BUF_VA + (va & 0xffffffff)) & 0xffffffff if BUF_VA <= w < BUF_VA + 0x10000 else
-          (va >> 32 if w == 0xB0F0_CAFE else w) for w in words]
+  """Generated streams address BUF_VA (low dword) / BUF_HI (high): move them to the device buffer at `va`."""
+  return [va >> 32 if w == BUF_HI else (w - BUF_VA + (va & 0xffffffff)) & 0xffffffff
+          if BUF_VA <= w < BUF_VA + 0x10000 else w for w in words]
+
+
+class _Clocks:
+  """GPU time for one case, a count of reads (a stream may write timestamps into the buffer whose digest is the
+  outcome; wall time there would make every such case differ run to run): the AMD CP/SDMA clocks and the NVIDIA
+  semaphore timestamps of a synchronous machine read this while the case runs."""
+
+  def __init__(self, dev):
+    self.dev, self.n = dev, 0
+
+  def tick(self) -> int:
+    self.n += 1
+    return (1 << 40) + 1000 * self.n
+
+  def __enter__(self):
+    from gputwin.mock.amdgpu import gpu
+    self.saved = gpu.gpu_clock, gpu.time
+    gpu.gpu_clock, gpu.time = self.tick, _TimeWith(self.tick)
+    if hasattr(self.dev.k, "nvgpu"): self.dev.k.timestamp = self.tick
+    return self
+
+  def __exit__(self, *exc):
+    from gputwin.mock.amdgpu import gpu
+    gpu.gpu_clock, gpu.time = self.saved
+
+
+class _TimeWith:
+  """The time module with monotonic_ns (the CP's system-clock timestamps) from `tick`."""
+  def __init__(self, tick): self.monotonic_ns = tick
+  def __getattr__(self, name): return getattr(time, name)
 
 
 def _pm4_valid(r: random.Random) -> list[int]:
   from gputwin.abi import pm4 as P
   va = BUF_VA + 4 * r.randrange(1024)
-  hi = 0xB0F0_CAFE
+  hi = BUF_HI
   k = r.randrange(6)
   lohi = lambda v: (v, hi)  # noqa: E731
   if k == 0: return P.pkt(P.WRITE_DATA, P.WRITE_DATA_DST_MEM, *lohi(va), *[r.getrandbits(32) for _ in range(3)])
@@ -1134,7 +1167,7 @@ def _pm4_valid(r: random.Random) -> list[int]:
 
 def _sdma_valid(r: random.Random) -> list[int]:
   from gputwin.abi import pm4 as P
-  a, b, hi = BUF_VA + 4 * r.randrange(512), BUF_VA + 0x8000 + 4 * r.randrange(512), 0xB0F0_CAFE
+  a, b, hi = BUF_VA + 4 * r.randrange(512), BUF_VA + 0x8000 + 4 * r.randrange(512), BUF_HI
   va = lambda x: x | hi << 32  # noqa: E731
   return r.choice([lambda: P.sdma_copy(va(a), va(b), 4 * r.randint(1, 64)), lambda: P.sdma_fill(va(a), 7, 64),
                    lambda: P.sdma_fence(va(a), r.getrandbits(32)), lambda: P.sdma_timestamp(va(a)),
@@ -1201,7 +1234,7 @@ def _gpfifo_valid(r: random.Random) -> list[int]:
   from gputwin.abi import nvpush as NP
   HC, CC = NP.HOPPER_CHANNEL_GPFIFO_A, NP.HOPPER_COMPUTE_A
   H, C = NP.nvclass(HC), NP.nvclass(CC)
-  a, hi = BUF_VA + 16 * r.randrange(256), 0xB0F0_CAFE
+  a, hi = BUF_VA + 16 * r.randrange(256), BUF_HI
   k = r.randrange(3)
   if k == 0:
     return NP.pb_method(0, "SEM_ADDR_LO", a, hi, r.getrandbits(32), 0,
@@ -1216,7 +1249,7 @@ def _gpfifo_valid(r: random.Random) -> list[int]:
 def _kgsl_valid(r: random.Random) -> list[int]:
   from gputwin.abi import adreno as A
   a, g = BUF_VA + 4 * r.randrange(1024), "a630"
-  va = a | 0xB0F0_CAFE << 32
+  va = a | BUF_HI << 32
   return r.choice([lambda: A.cp_mem_write(g, va, *[r.getrandbits(32) for _ in range(r.randint(1, 4))]),
                    lambda: A.cp_nop(g, r.randrange(4)), lambda: A.cp_wait_for_idle(g),
                    lambda: A.cp_wait_reg_mem(g, va, 0, function=r.choice(["WRITE_GE", "WRITE_EQ"])),
@@ -1238,9 +1271,10 @@ CMD = {"cmd-pm4": ("mock:gfx1100", "compute", _pm4_valid), "cmd-sdma": ("mock:gf
 for _name, (_dev, _queue, _valid) in CMD.items():
   @category(_name, _stream(_valid), budget=30.0, chunk=20)
   def _cmd(words: list[int], device=_dev, queue=_queue) -> str:
-    dev = _device(device, sync=queue is not None)
-    buf = dev.alloc(0x10000, host=True)
-    return _submit(dev, getattr(dev, queue) if queue else _QcomQueue(dev), words, buf, sync=queue is not None)
+    if queue is None: return _submit(dev := _device(device), _QcomQueue(dev), words, dev.alloc(0x10000, host=True))
+    dev = _device(device, sync=True)
+    with _Clocks(dev):
+      return _submit(dev, getattr(dev, queue), words, dev.alloc(0x10000, host=True), sync=True)
 
 
 for _c in CATEGORIES.values():

@@ -148,3 +148,46 @@ def test_ptx_parameterized_registers_are_ranges():
   for dup, name in (("  .reg .u32 %r2;", "%r2"), ("  .reg .u32 %r<2>;", "%r0")):
     with pytest.raises(ptx.PtxError, match=f"duplicate register '{name}'"):
       ptx.parse(PTX.replace("  mov.u32 %r1, OPERAND;", dup), "k.ptx")
+
+
+def _run_stream(device: str, queue: str, words: list[int]) -> bytes:
+  """A generated stream (BUF addresses) through the cmd-* path on a fresh synchronous machine: the buffer after."""
+  dev = R._device(device, sync=True)
+  try:
+    buf, q = dev.alloc(0x10000, host=True), getattr(dev, queue)
+    with R._Clocks(dev):
+      q.submit(R._relocate(words, buf.va), "test")
+      assert R._drive(dev, q) is None
+      q.wait(timeout=5.0)
+    return bytes(buf.view())
+  finally:
+    dev.close()
+
+
+def test_generated_streams_address_the_buffer():
+  """cmd-*: the high-dword marker of a BUF address (0xB0F0CAFE) lies inside BUF_VA's low-dword range and was
+  relocated as a low dword, so every valid write the generators aimed at the buffer page-faulted instead. A PM4
+  WRITE_DATA to BUF+16 (the packet: control, address lo/hi, data) writes its three dwords there."""
+  from gputwin.abi import pm4 as P
+  assert R._relocate([R.BUF_VA + 8, R.BUF_HI, 7], 0x7f12_3456_0000) == [0x3456_0008, 0x7f12, 7]
+  out = np.frombuffer(_run_stream("mock:gfx1100", "compute",
+                                  P.pkt(P.WRITE_DATA, P.WRITE_DATA_DST_MEM, R.BUF_VA + 16, R.BUF_HI, 5, 6, 7)), "<u4")
+  assert list(out[3:8]) == [0, 5, 6, 7, 0]
+
+
+def test_semaphore_timestamps_are_case_time():
+  """cmd-gpfifo (seed 2026, cases 6384 and 6878: nondet): a host-class semaphore release with RELEASE_TIMESTAMP writes
+  the 16-byte structure (payload zero-extended at +0, the GPU timer at +8) into the buffer whose digest is the
+  outcome, so the outcome held wall time. A case's GPU clocks now count reads (`_Clocks`): the same stream gives the
+  same bytes on two fresh machines, and the structure is there."""
+  from gputwin.abi import nvpush as NP
+  H = NP.nvclass(NP.HOPPER_CHANNEL_GPFIFO_A)
+  words = NP.pb_method(0, "SEM_ADDR_LO", R.BUF_VA + 0x40, R.BUF_HI, 0x1234, 0,
+                       H.pack("SEM_EXECUTE", OPERATION="RELEASE", RELEASE_TIMESTAMP="EN"), cls=NP.HOPPER_CHANNEL_GPFIFO_A)
+  a, b = (_run_stream("mock:sm_90", "compute", words) for _ in range(2))
+  assert a == b
+  payload, ts = np.frombuffer(a[0x40:0x50], "<u8")
+  assert payload == 0x1234 and ts != 0
+  c = R.CATEGORIES["cmd-gpfifo"]
+  for i in (6384, 6878):
+    assert R.check(c, c.make(R.case_rng("cmd-gpfifo", 2026, i)))[0] == "ok"

@@ -71,12 +71,13 @@ def test_a_stream_that_stalls_is_named_at_once(cat, words):
   a stream that can never complete is reported as stalled at once (it waited out a 5 s timeout, twice per case, and
   5 s more in close); complete and faulting streams give the runtime's own outcome."""
   from gputwin.abi import pm4 as P
-  t = time.perf_counter()
-  assert R.CATEGORIES[cat].run(words).startswith("stalled:")
-  assert time.perf_counter() - t < 2.0
   if cat == "cmd-pm4":
     assert R.CATEGORIES[cat].run(P.nop(2)).startswith("ok ")
     assert R.CATEGORIES[cat].run([0xC0007F00, 0]).startswith("QueueFault:")   # opcode 0x7f: not a PM4 packet
+  R.CATEGORIES[cat].run(words)                                                  # imports, first machine
+  t = time.perf_counter()
+  assert R.CATEGORIES[cat].run(words).startswith("stalled:")
+  assert time.perf_counter() - t < 2.0                                          # the runtime's wait: 5 s + 5 s
 
 
 def _campaign(cases, tmp_path):
