@@ -181,9 +181,9 @@ def test_semaphore_timestamps_are_case_time():
   outcome, so the outcome held wall time. A case's GPU clocks now count reads (`_Clocks`): the same stream gives the
   same bytes on two fresh machines, and the structure is there."""
   from gputwin.abi import nvpush as NP
-  H = NP.nvclass(NP.HOPPER_CHANNEL_GPFIFO_A)
+  HC = NP.HOPPER_CHANNEL_GPFIFO_A
   words = NP.pb_method(0, "SEM_ADDR_LO", R.BUF_VA + 0x40, R.BUF_HI, 0x1234, 0,
-                       H.pack("SEM_EXECUTE", OPERATION="RELEASE", RELEASE_TIMESTAMP="EN"), cls=NP.HOPPER_CHANNEL_GPFIFO_A)
+                       NP.nvclass(HC).pack("SEM_EXECUTE", OPERATION="RELEASE", RELEASE_TIMESTAMP="EN"), cls=HC)
   a, b = (_run_stream("mock:sm_90", "compute", words) for _ in range(2))
   assert a == b
   payload, ts = np.frombuffer(a[0x40:0x50], "<u8")
