@@ -920,6 +920,8 @@ def run_simt(eng: Engine, serial: bool = False, max_instructions: int | None = N
       fast = covers and not eng.hooks and max_instructions is None
       if tier is not None and not eng.hooks and not (interp is not None and interp[0] < pc < interp[1]):
         blk = tier.block(pc, eng.nwaves(ix))
+        if blk is not None and not covers and _inside(eng, ready, ix, sel, pc, blk.span):
+          blk = None  # threads of these warps wait inside the block: they join the ones here step by step
         if blk is not None and checks is not None and not checks.native(eng, blk, ix):
           interp, blk = (pc, pc + blk.span), None
         if blk is not None:
@@ -977,6 +979,17 @@ def run_simt(eng: Engine, serial: bool = False, max_instructions: int | None = N
   finally:
     if stale is not None:
       _place(eng, *stale)
+
+
+def _inside(eng: Engine, ready, ix, sel, pc: int, span: int) -> bool:
+  """Whether a ready thread of warps `ix` outside `sel` stands inside the block [pc, pc + span): the interpreter
+  would run the threads at pc until they reach it and go on together (one warp-instruction each from there), so the
+  native tier leaves those steps to it rather than run the block for `sel` alone."""
+  other = ready[ix] & ~sel if not isinstance(ix, slice) else ready & ~sel
+  if not other.any():
+    return False
+  at = eng.lpc[ix][other] if not isinstance(ix, slice) else eng.lpc[other]
+  return bool(((at > pc) & (at < pc + span)).any())
 
 
 def _place(eng: Engine, pc: int, ix, sel) -> None:

@@ -170,3 +170,19 @@ def test_checker_and_fault_text_is_the_same_on_both_tiers(ptx, monkeypatch, tmp_
       run(ptx, kernel, grid=grid, block=block, args=args())
     texts.append(str(e.value))
   assert texts[0] == texts[1]
+
+
+@pytest.mark.parametrize("kernel, grid, block, args", [
+  ("diverge", 1, 64, lambda: [np.zeros(64, np.int32)]),
+  ("race", 1, 64, lambda: [np.zeros(64, np.int32)]),
+])
+def test_instruction_counts_are_the_same_on_both_tiers(ptx, monkeypatch, tmp_path, kernel, grid, block, args):
+  """Warp- and thread-instructions a launch reports do not depend on the tier: threads of a warp waiting inside a
+  native block join the ones reaching them (core._inside), and a nop counts the threads running it."""
+  monkeypatch.setenv("GPUTWIN_NATIVE_CACHE", str(tmp_path))
+  got = []
+  for mode in ("0", "force"):
+    monkeypatch.setenv("GPUTWIN_JIT", mode)
+    st = run(ptx, kernel, grid=grid, block=block, args=args(), checks=False)
+    got.append((st.instructions, st.lane_instructions))
+  assert got[0] == got[1]
