@@ -5,6 +5,7 @@ instructions branch or run once per wave, and how the executor stops a launch. W
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from gputwin.emu.program import Op, Src
@@ -33,6 +34,12 @@ class Stop(Exception):
   def __init__(self, kind: str, msg: str, wave: int = -1, op: Op | None = None, fault: GPUPageFault | None = None):
     super().__init__(msg)
     self.kind, self.msg, self.wave, self.op, self.fault = kind, msg, wave, op, fault
+
+
+def float_result(d) -> bool:
+  """Is operand `d` a floating-point value (its pcode format FMT_*_F16/F32/F64/BF16)? VOP3's output modifiers (omod,
+  clamp to [0, 1]) apply to those; on an integer result clamp means saturation instead (not modelled)."""
+  return bool(re.search(r"_B?F\d+$", getattr(d, "fmt", "") or ""))
 
 
 def scalar_valu(op: Op) -> bool:

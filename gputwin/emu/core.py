@@ -19,7 +19,7 @@ import sys
 import numpy as np
 
 from gputwin.emu.memory import Window
-from gputwin.emu.binding import LDS_BITS, LDS_SHIFT, Address, Stop, scalar_valu, sets_pc, va_bits
+from gputwin.emu.binding import LDS_BITS, LDS_SHIFT, Address, Stop, float_result, scalar_valu, sets_pc, va_bits
 from gputwin.emu.program import Op, Program, Src
 from gputwin.errors import GPUPageFault, GputwinError
 from gputwin.pcode.runtime import Wide
@@ -510,8 +510,11 @@ class Engine:
         d = op.outs.get(name)
         if d is None:
           continue
-        if name == "D0" and (op.info.get("clamp") or op.info.get("omod")) and "F" in d.fmt:
-          v = self.fe.output_modifier(np.asarray(v), d, op)
+        if name == "D0" and (op.info.get("clamp") or op.info.get("omod")):
+          if float_result(d):
+            v = self.fe.output_modifier(np.asarray(v), d, op)
+          elif op.info.get("clamp"):
+            raise GputwinError(f"clamp on the integer result of {op.inst.op} (saturating arithmetic) is not modelled")
         self.store(d, v, ix, m if d.file in ("v", "a") or op.vector else None, op)
     if self.checks is not None:
       self.checks.after(self, op, ix, m)
@@ -767,7 +770,7 @@ def run(eng: Engine, serial: bool = False, max_instructions: int | None = None, 
           tier.run(blk, ix)  # (a pending setup goes with the batch's first block, which every wave runs first)
         except Stop as e:
           if e.kind == "fault":  # the interpreter's error for it (the lane it names, the address it reports)
-            _refault(eng, lambda: _interpret(eng, e.op, idx[e.wave:e.wave + 1], start, None), e)
+            _refault(eng, lambda st=e: _interpret(eng, st.op, idx[st.wave:st.wave + 1], start, None), e)
           raise
         if checks is not None:
           checks.ran(eng, blk, ix, tier.native.log)
@@ -940,7 +943,7 @@ def run_simt(eng: Engine, serial: bool = False, max_instructions: int | None = N
           except Stop as e:
             if e.kind == "fault":  # the interpreter's error for it (the thread it names, the address it reports)
               row = e.wave if isinstance(ix, slice) else int(np.flatnonzero(ix == e.wave)[0])
-              _refault(eng, lambda: step_simt(eng, e.op, np.array([e.wave]), sel[row:row + 1]), e)
+              _refault(eng, lambda st=e: step_simt(eng, st.op, np.array([st.wave]), sel[row:row + 1]), e)
             raise
           if checks is not None:
             checks.ran(eng, blk, ix, tier.native.log)

@@ -6,7 +6,7 @@ import pytest
 
 from gputwin.emu import launch
 from gputwin.emu.native import STATS
-from gputwin.errors import EmuCheckError, EmuFault
+from gputwin.errors import EmuCheckError, EmuError, EmuFault
 from tests.emu.test_asm import kernel
 from tests.emu.test_checks_errors import GFX12_LOAD, GOOD, LDS_RACE, MFMA, MFMA_F32, RAW
 
@@ -26,7 +26,7 @@ def tiers(monkeypatch, tmp_path):
       runs = STATS["runs"]
       try:
         res, err = fn(), None
-      except (EmuCheckError, EmuFault) as e:
+      except (EmuCheckError, EmuFault, EmuError) as e:
         res, err = None, str(e)
       out.append((err, res, STATS["runs"] - runs))
     (e0, r0, _), (e1, r1, n) = out
@@ -85,6 +85,9 @@ CASES = {
   "lds_race_many_workgroups": _k(RAW.format(sync=""), lds=256, grid=8),
   # a fault in a native block: the interpreter's lane and address (the first faulting lane of the first wave)
   "oob_fault": _k(GOOD.replace("v_lshlrev_b32 v1, 2, v0", "v_lshlrev_b32 v1, 9, v0"), n=256, grid=4),
+  # clamp on an integer result is saturation, not modelled: a located error on both tiers, not a float clamp
+  "integer_clamp": _k(GOOD.replace("  s_waitcnt lgkmcnt(0)\n", "  v_add_nc_u32 v0, v0, v1 clamp\n  s_waitcnt lgkmcnt(0)\n"),
+                      n=32),
   "gfx1200_loadcnt": _k(GFX12_LOAD.format(kwait="s_wait_kmcnt 0", wait=""), arch="gfx1200", n=32),
   "gfx1200_kmcnt": _k(GFX12_LOAD.format(kwait="", wait="s_wait_loadcnt 0"), arch="gfx1200", n=32),
   "mfma_hazard": _k(MFMA.format(nops=""), arch="gfx942", checks={"hazard"}, wave32=False),

@@ -10,7 +10,7 @@ import numpy as np
 
 from gputwin.emu.amd.decode import EXECZ, SCC_CODE, VCCZ  # computed scalar operand codes: AMD's
 from gputwin.emu.amd.lanes import OMOD, sdwa_field  # VOP3 output modifiers, SDWA selects: AMD's
-from gputwin.emu.binding import LDS_BITS, LDS_SHIFT, sets_pc, va_bits
+from gputwin.emu.binding import LDS_BITS, LDS_SHIFT, float_result, sets_pc, va_bits
 from gputwin.emu.native import matrix, plan
 from gputwin.emu.native.runtime import (C_IEEE, C_INIT, C_LANES, C_LDS, C_LDSZ, C_LOG, C_PC, C_REGS, C_S, C_SCC, C_SSTR,
                                         C_SSTW, C_TAKEN, C_A, C_V, C_VSTR, C_VSTW, C_WG, F_HIGH, F_LDSBASE, PRELUDE,
@@ -903,6 +903,8 @@ done:
         s = o.ins.get(nm)
         v, b = self.fetch(f, s, o) if isinstance(s, Src) else self.special(f, o, nm)
         sd = o.info.get("sdwa")
+        if sd is not None and not isinstance(sd, (tuple, list)):  # (ir3: its own input selection, not AMD's SDWA)
+          raise Unsupported("the frontend's input selection")
         if sd is not None and nm in ("S0", "S1"):  # (core.Engine._inputs: Frontend.select_inputs)
           k = 2 * int(nm[1])
           v, b = self.sdwa_source(f, v, b, sd[k], sd[k + 1])
@@ -1024,7 +1026,7 @@ done:
         d = o.outs.get(nm)
         if d is None:
           continue
-        if nm == "D0" and (o.info.get("clamp") or o.info.get("omod")) and "F" in d.fmt:  # (core.Engine.retire)
+        if nm == "D0" and (o.info.get("clamp") or o.info.get("omod")) and float_result(d):  # (core.Engine.retire)
           v, w = self.output_modifier(g, o, d, v, w)
         if nm in g.lane0:
           yes, no = f.label("l0"), f.label("n0")

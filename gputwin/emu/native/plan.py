@@ -4,10 +4,9 @@ from the ops and their pcode before any code is written: what the tier can run e
 earlier one's probe (`owners`)."""
 from __future__ import annotations
 
-import re
 
 from gputwin.emu.amd.decode import APERTURE, EXECZ, SCC_CODE, VCCZ
-from gputwin.emu.binding import scalar_valu, sets_pc
+from gputwin.emu.binding import float_result, scalar_valu, sets_pc
 from gputwin.emu.native import matrix
 from gputwin.emu.program import Op, Src
 from gputwin.pcode import analysis
@@ -62,8 +61,9 @@ def supported(op: Op, fam: str, simt: bool = False) -> None:
     if sem.cross_lane and not sem.wave_level:
       raise Unsupported("cross-lane")
     d = o.outs.get("D0")
-    if (o.info.get("clamp") or o.info.get("omod")) and isinstance(d, Src) and "F" in d.fmt and not outmod_float(d):
-      raise Unsupported("output modifier")  # (core.Engine.retire applies them to every FMT_* result)
+    if (o.info.get("clamp") or o.info.get("omod")) and isinstance(d, Src) and not outmod_float(d) and \
+       (float_result(d) or o.info.get("clamp")):  # (f16: see README; clamp on an integer: the interpreter stops)
+      raise Unsupported("output modifier")
     if o.mem and (o.mem not in MEM_KINDS or o.info.get("address") is None):
       raise Unsupported(o.mem)
     if "ROUND_MODE" in sem.inputs or "ROUND_MODE" in sem.outputs:
@@ -77,8 +77,8 @@ def supported(op: Op, fam: str, simt: bool = False) -> None:
 
 def outmod_float(d: Src) -> bool:
   """Is `d` an f32/f64 result, whose VOP3 output modifiers the tier emits (codegen.Compiler.output_modifier)? (f16:
-  see README; integer results: the interpreter float-clamps them too, which the tier does not mirror.)"""
-  return bool(re.search(r"_B?F\d+$", d.fmt)) and d.bits in (32, 64)
+  see README; clamp on an integer result is saturation, which neither tier models: core.Engine.retire stops.)"""
+  return float_result(d) and d.bits in (32, 64)
 
 
 def collect(prog, pc: int, fam: str, limit: int = 1 << 30) -> list[Op]:
