@@ -17,7 +17,7 @@ machine; `qcom` is the real /dev/kgsl-3d0. One machine exists per distinct targe
 from __future__ import annotations
 import dataclasses, fcntl, os, re, select, threading
 from typing import Protocol, runtime_checkable
-from gputwin.errors import KernelDriverError
+from gputwin.errors import GputwinError, KernelDriverError
 from gputwin.abi.hostmem import host_mmap, host_munmap
 
 DEFAULT_DEVICE = "mock:gfx1100"
@@ -155,19 +155,36 @@ def kernel_for(device: str | None = None) -> Kernel:
   if spec.kind != "mock": return _os_kernel
   with _lock:
     if spec.targets not in _machines:
-      if spec.vendor == "qcom":                           # kgsl + the virtual Adreno as its command processor
-        from gputwin.mock.adreno import machine
-        _machines[spec.targets] = machine(spec.targets[0])
-        return _machines[spec.targets]
-      if spec.vendor == "nv":
-        from gputwin.mock.nv import MockNV as Machine     # lazy: real-hardware users never import the mock
-        from gputwin.mock.nvgpu import attach             # the virtual GPUs' PBDMA, compute and copy engines
-      else:
-        from gputwin.mock.kfd.driver import MockKernel as Machine
-        from gputwin.mock.amdgpu.gpu import attach        # the virtual GPUs' command processors and SDMA engines
-      _machines[spec.targets] = Machine(list(spec.targets))
-      attach(_machines[spec.targets])
+      _machines[spec.targets] = _machine(spec)
     return _machines[spec.targets]
+
+
+def _machine(spec: DeviceSpec, sync: bool = False):
+  if spec.vendor == "qcom":                               # kgsl + the virtual Adreno as its command processor
+    if sync:
+      raise GputwinError(f"{spec.targets[0]}: the mock Adreno has no synchronous machine")
+    from gputwin.mock.adreno import machine
+    return machine(spec.targets[0])
+  if spec.vendor == "nv":
+    from gputwin.mock.nv import MockNV as Machine         # lazy: real-hardware users never import the mock
+    from gputwin.mock.nvgpu import attach                 # the virtual GPUs' PBDMA, compute and copy engines
+  else:
+    from gputwin.mock.kfd.driver import MockKernel as Machine
+    from gputwin.mock.amdgpu.gpu import attach            # the virtual GPUs' command processors and SDMA engines
+  m = Machine(list(spec.targets), sync=True) if sync else Machine(list(spec.targets))
+  attach(m)
+  return m
+
+
+def fresh_mock(device: str, sync: bool = False):
+  """A new mock machine serving `device` from now on (the old one forgotten: shut down). `sync`: one without GPU
+  threads, whose engines the caller runs (AMD and NVIDIA: the reliability campaign's command-stream cases)."""
+  forget(device)
+  spec = parse_device(device)
+  m = _machine(spec, sync)
+  with _lock:
+    _machines[spec.targets] = m
+  return m
 
 
 def forget(device: str) -> None:

@@ -1180,18 +1180,7 @@ def _device(name: str, sync: bool = False):
   NVIDIA): `_drive` runs the GPU in this thread until it has nothing left to do."""
   import gputwin.runtime
   from gputwin.runtime import kernel as K
-  K.forget(name)
-  if sync:
-    spec = K.parse_device(name)
-    if spec.vendor == "nv":
-      from gputwin.mock.nv import MockNV as Machine
-      from gputwin.mock.nvgpu import attach
-    else:
-      from gputwin.mock.kfd.driver import MockKernel as Machine
-      from gputwin.mock.amdgpu.gpu import attach
-    m = Machine(list(spec.targets), sync=True)
-    attach(m)
-    with K._lock: K._machines[spec.targets] = m      # the runtime's machine for `name` until the next forget
+  K.fresh_mock(name, sync)  # (sync: the runtime's machine for `name` until the next forget, run by _drive)
   dev = gputwin.runtime.open(name)
   hw = getattr(dev.k, "hw", None)
   if hw is not None and hasattr(hw, "lockup_timeout"): hw.lockup_timeout, hw.wave_budget = 1.0, 20000
