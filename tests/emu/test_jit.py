@@ -68,6 +68,30 @@ def prog_m0(prog):
   return 124 if prog.family == "cdna" else 125
 
 
+def both_tiers(prog, blk, L, seed, prepare=None) -> list[tuple[str, object]]:
+  """The block `blk` of `prog` run on a fresh random engine (seeded) by the interpreter (its ops in turn), then by
+  the native tier: ("ok", state), ("fault", text) or ("error", text: the interpreter rejects some random operand
+  combinations) for each. `prepare(eng, op, rng)`: set the engine up further first."""
+  results = []
+  for mode in ("interp", "native"):
+    eng, buf = _engine(prog, L, seed)
+    if prepare is not None:
+      prepare(eng, blk.ops[0], np.random.default_rng(seed))
+    try:
+      if mode == "interp":  # (the block: the op, and the s_endpgm after it unless the op branches)
+        for o in blk.ops:
+          core.step(eng, o, slice(None))
+      else:
+        native.Native(eng).run(blk, slice(None))
+      results.append(("ok", _state(eng, buf)))
+    except (GPUPageFault, core.Stop) as e:
+      f = e if isinstance(e, GPUPageFault) else e.fault
+      results.append(("fault", str(f) if f is not None else str(e)))
+    except Exception as e:
+      results.append(("error", f"{type(e).__name__}: {e}"))
+  return results
+
+
 def _state(eng, buf):
   return (eng.V.copy(), eng.S.copy(), eng.scc.copy(), eng.pc.copy(), buf.copy(), eng.lds.buf.copy(), eng.count,
           eng.lane_count)
@@ -94,12 +118,13 @@ def _only_nan_payloads(opcodes, a, b) -> bool:
   return bool(np.all(nan32 | nan16 | nan16h))
 
 
-@pytest.mark.parametrize("arch", TARGETS)
-def test_each_opcode_native_equals_interpreter(arch):
+def compiled_encodings(arch: str, seeds: int = 1, pick=lambda op: True):
+  """(strategy sample, program, op, block, wave size, seed) for each random encoding of `arch` the interpreter binds,
+  `pick` accepts and the native tier compiles into a block starting with it (the op, then s_endpgm unless it
+  branches)."""
   fam = target_info(arch).family
   L = 32 if arch.startswith("gfx1") else 64
-  tested, both, mismatches = 0, 0, []
-  for seed in range(1):
+  for seed in range(seeds):
     for s in strategies.batch(arch, seed=seed, wave=L, tame=80):
       if s.encoding.split("_")[0] in ("EXP", "VEXPORT", "MIMG", "VIMAGE", "VSAMPLE", "MTBUF"):
         continue
@@ -108,44 +133,39 @@ def test_each_opcode_native_equals_interpreter(arch):
         op = prog.op(0x1000)
       except Exception:  # encodings the interpreter cannot bind (not this tier's business)
         continue
+      if not pick(op):
+        continue
       try:
         native.supported(op, fam)
       except native.Unsupported:
         continue
       blk = native.compile_block(prog, 0x1000, L)
-      if blk is None or blk.ops[0] is not op or op.kind == "nop" or blk.nv > 256 or blk.ns > 256 or blk.na > 1:
-        continue
-      tested += 1
-      results = []
-      for mode in ("interp", "native"):
-        eng, buf = _engine(prog, L, zlib.crc32(s.data) + seed)
-        try:
-          if mode == "interp":  # (the block: the op, and the s_endpgm after it unless the op branches)
-            for o in blk.ops:
-              core.step(eng, o, slice(None))
-          else:
-            native.Native(eng).run(blk, slice(None))
-          results.append(("ok", _state(eng, buf)))
-        except (GPUPageFault, core.Stop) as e:
-          f = e if isinstance(e, GPUPageFault) else e.fault
-          results.append(("fault", str(f) if f is not None else str(e)))
-        except Exception as e:  # the interpreter rejects some random operand combinations
-          results.append(("error", type(e).__name__))
-      (ka, a), (kb, b) = results
-      if ka == "error":
-        continue
-      both += 1
-      # a fault must happen at the same instruction; which lane's address is reported first may differ (the
-      # interpreter checks every lane of the group before any access, the native tier goes lane by lane)
-      same = ka == kb and (all(np.array_equal(x, y) for x, y in zip(a, b)) if ka == "ok" else True)
-      if not same and ka == kb == "ok" and _only_nan_payloads(s.opcodes, a, b):
-        same = True
-      if not same:
-        what = f"{ka}/{kb}: {a if ka != 'ok' else ''} / {b if kb != 'ok' else ''}"
-        if ka == kb == "ok":
-          names = ("VGPR", "SGPR", "SCC", "PC", "memory", "LDS", "count", "lanes")
-          what = ",".join(n for n, x, y in zip(names, a, b) if not np.array_equal(x, y))
-        mismatches.append(f"{s.encoding} {'/'.join(s.opcodes)} {s.data.hex()}: {what}")
+      if blk is not None and blk.ops[0] is op and blk.nv <= 256 and blk.ns <= 256:
+        yield s, prog, op, blk, L, seed
+
+
+@pytest.mark.parametrize("arch", TARGETS)
+def test_each_opcode_native_equals_interpreter(arch):
+  tested, both, mismatches = 0, 0, []
+  for s, prog, op, blk, L, seed in compiled_encodings(arch):
+    if op.kind == "nop" or blk.na > 1:
+      continue
+    tested += 1
+    (ka, a), (kb, b) = both_tiers(prog, blk, L, zlib.crc32(s.data) + seed)
+    if ka == "error":
+      continue
+    both += 1
+    # a fault must happen at the same instruction; which lane's address is reported first may differ (the
+    # interpreter checks every lane of the group before any access, the native tier goes lane by lane)
+    same = ka == kb and (all(np.array_equal(x, y) for x, y in zip(a, b)) if ka == "ok" else True)
+    if not same and ka == kb == "ok" and _only_nan_payloads(s.opcodes, a, b):
+      same = True
+    if not same:
+      what = f"{ka}/{kb}: {a if ka != 'ok' else ''} / {b if kb != 'ok' else ''}"
+      if ka == kb == "ok":
+        names = ("VGPR", "SGPR", "SCC", "PC", "memory", "LDS", "count", "lanes")
+        what = ",".join(n for n, x, y in zip(names, a, b) if not np.array_equal(x, y))
+      mismatches.append(f"{s.encoding} {'/'.join(s.opcodes)} {s.data.hex()}: {what}")
   assert not native.FAILED, native.FAILED[:3]
   print(f"{arch}: {both} encodings on both tiers ({tested} compiled)")
   assert both > 800, f"only {both} of {tested} opcodes ran on both tiers"

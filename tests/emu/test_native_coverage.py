@@ -17,12 +17,11 @@ import pytest
 from gputwin.emu import core, native
 from gputwin.emu.frontend import for_arch
 from gputwin.emu.program import Program, Src
-from gputwin.errors import GPUPageFault
-from gputwin.isa import assemble, strategies
+from gputwin.isa import assemble
 from gputwin.isa.targets import target as target_info
 from tests.emu.cases import CASES
 from tests.emu.conftest import TARGETS
-from tests.emu.test_jit import BASE, ENDPGM, _engine, _only_nan_payloads, _run, _state
+from tests.emu.test_jit import BASE, ENDPGM, _engine, _only_nan_payloads, _run, _state, both_tiers, compiled_encodings
 
 pytest.importorskip("llvmlite")
 
@@ -66,58 +65,22 @@ def _compare(arch: str, pick, prepare=None, seeds: int = 1) -> tuple[int, int, l
   """Run each random encoding `pick(op)` accepts that the tier compiles on both tiers (its block: the op, then
   s_endpgm unless it branches) from the same random state (`prepare(eng, op, rng)` may adjust it): (encodings run on
   both, of them without a fault, mismatches)."""
-  fam = target_info(arch).family
-  L = 32 if arch.startswith("gfx1") else 64
   both, ok, mismatches = 0, 0, []
-  for seed in range(seeds):
-    for s in strategies.batch(arch, seed=seed, wave=L, tame=80):
-      if s.encoding.split("_")[0] in ("EXP", "VEXPORT", "MIMG", "VIMAGE", "VSAMPLE", "MTBUF"):
-        continue
-      prog = Program(s.data + ENDPGM[fam] * 4, 0x1000, arch, fam, L, for_arch(arch))
-      try:
-        op = prog.op(0x1000)
-      except Exception:  # encodings the interpreter cannot bind (not this tier's business)
-        continue
-      if not pick(op) or any(isinstance(x, Src) and x.file == "a" for x in [*op.ins.values(), *op.outs.values()]):
-        continue  # (AccVGPRs: the test's engine has none)
-      try:
-        native.supported(op, fam)
-      except native.Unsupported:
-        continue
-      blk = native.compile_block(prog, 0x1000, L)
-      if blk is None or blk.ops[0] is not op or blk.nv > 256 or blk.ns > 256:
-        continue
-      results = []
-      for mode in ("interp", "native"):
-        rs = zlib.crc32(s.data) + seed
-        eng, buf = _engine(prog, L, rs)
-        if prepare is not None:
-          prepare(eng, op, np.random.default_rng(rs))
-        try:
-          if mode == "interp":
-            for o in blk.ops:
-              core.step(eng, o, slice(None))
-          else:
-            native.Native(eng).run(blk, slice(None))
-          results.append(("ok", _state(eng, buf)))
-        except (GPUPageFault, core.Stop) as e:
-          f = e if isinstance(e, GPUPageFault) else e.fault
-          results.append(("fault", str(f) if f is not None else str(e)))
-        except Exception as e:  # the interpreter rejects some random operand combinations
-          results.append(("error", f"{type(e).__name__}: {e}"))
-      (ka, a), (kb, b) = results
-      if ka == "error":
-        continue
-      both += 1
-      ok += ka == "ok"
-      same = ka == kb and (all(np.array_equal(x, y) for x, y in zip(a, b)) if ka == "ok" else True)
-      if not same and ka == kb == "ok" and _only_nan_payloads(s.opcodes, a, b):
-        same = True
-      if not same:
-        names = ("VGPR", "SGPR", "SCC", "PC", "memory", "LDS", "count", "lanes")
-        what = ",".join(n for n, x, y in zip(names, a, b) if not np.array_equal(x, y)) if ka == kb == "ok" else \
-            f"{ka}/{kb} {a if ka != 'ok' else ''} {b if kb != 'ok' else ''}"
-        mismatches.append(f"{s.encoding} {'/'.join(s.opcodes)} {s.data.hex()}: {what}")
+  no_acc = lambda op: not any(isinstance(x, Src) and x.file == "a" for x in [*op.ins.values(), *op.outs.values()])
+  for s, prog, op, blk, L, seed in compiled_encodings(arch, seeds, lambda op: pick(op) and no_acc(op)):
+    (ka, a), (kb, b) = both_tiers(prog, blk, L, zlib.crc32(s.data) + seed, prepare)
+    if ka == "error":
+      continue
+    both += 1
+    ok += ka == "ok"
+    same = ka == kb and (all(np.array_equal(x, y) for x, y in zip(a, b)) if ka == "ok" else True)
+    if not same and ka == kb == "ok" and _only_nan_payloads(s.opcodes, a, b):
+      same = True
+    if not same:
+      names = ("VGPR", "SGPR", "SCC", "PC", "memory", "LDS", "count", "lanes")
+      what = ",".join(n for n, x, y in zip(names, a, b) if not np.array_equal(x, y)) if ka == kb == "ok" else \
+          f"{ka}/{kb} {a if ka != 'ok' else ''} {b if kb != 'ok' else ''}"
+      mismatches.append(f"{s.encoding} {'/'.join(s.opcodes)} {s.data.hex()}: {what}")
   assert not native.FAILED, native.FAILED[:3]
   return both, ok, mismatches
 
