@@ -302,7 +302,7 @@ class Checks:
              ((last == pc) & (clock + at < passes + 2)).any():
             return False
     if blk.sites and self.reads:
-      self._decode()
+      self._own_queued()
     return True
 
   def ran(self, eng, blk, ix, log) -> None:
@@ -406,7 +406,7 @@ class Checks:
                       mode, self.lw.ctypes.data, self.lr.ctypes.data, self.lw.shape[1], epoch.ctypes.data, self.nd,
                       eng.lds.shift, eng.lds.offset_mask)
 
-  def _decode(self) -> None:
+  def _own_queued(self) -> None:
     """Before a block overwrites the log: the queued reads still current that point into it keep their own copy."""
     for r in self.reads:
       if isinstance(r[0], _Logged) and (r[4] == self.epoch).any():
@@ -516,12 +516,7 @@ class Checks:
         for kind, _ in pend.values():
           kw = kind[w]
           kind[w] = np.where((kw == k) | (kw == 3), 0, kw)
-    parts = op.info.get("parts", [op])
-    reads = [x for o in parts for x in o.ins.values()] + [op.info.get(k) for k in ("base", "coord", "index", "ibo",
-                                                                                  "ubo", "pred")]
-    for r in reads:
-      if not isinstance(r, Src) or r.file not in ("v", "s"):
-        continue
+    for r in _sync_reads(op):
       for h in _halves(r):
         got = pend.get((r.file, h))
         if got is not None and got[0][w].any():
@@ -530,15 +525,12 @@ class Checks:
           self._fail(eng, op, ix, f"reads {eng.fe.regname(r)}, which the instruction at PC {int(got[1][w[j]]):#x} "
                                   f"writes asynchronously, without the {flag} that waits for it")
     cls = {"ss": 1, "sy": 2, "either": 3}.get(op.info.get("sync"), 0)
-    for o in parts:
-      for d in o.outs.values():
-        if isinstance(d, Src) and d.file in ("v", "s"):
-          for h in _halves(d):
-            got = pend.get((d.file, h))
-            if got is None and cls:
-              got = pend[(d.file, h)] = (np.zeros(eng.W, np.int8), np.zeros(eng.W, np.int64))
-            if got is not None:
-              got[0][w], got[1][w] = cls, op.pc
+    for h in _dsts(op):
+      got = pend.get(h)
+      if got is None and cls:
+        got = pend[h] = (np.zeros(eng.W, np.int8), np.zeros(eng.W, np.int64))
+      if got is not None:
+        got[0][w], got[1][w] = cls, op.pc
 
   # ---- LDS races: called by the LDS window with the workgroup and byte offset of every access
   def _lds(self, eng, acc, wg, off, n) -> None:
@@ -821,21 +813,26 @@ class _Summary:
           for h, (c, pc) in made.items():
             if c == k or c == 3:
               made[h] = (0, pc)
-      parts = op.info.get("parts", [op])
-      reads = [x for o in parts for x in o.ins.values()] + [op.info.get(k) for k in ("base", "coord", "index", "ibo",
-                                                                                    "ubo", "pred")]
-      for r in reads:
-        if isinstance(r, Src) and r.file in ("v", "s"):
-          for h in ((r.file, x) for x in _halves(r)):
-            if h in made:
-              if made[h][0]:
-                self.ok = False
-            else:
-              self.sync_reads.append((h, ss, sy))
+      for r in _sync_reads(op):
+        for h in ((r.file, x) for x in _halves(r)):
+          if h in made:
+            if made[h][0]:
+              self.ok = False
+          else:
+            self.sync_reads.append((h, ss, sy))
       cls = {"ss": 1, "sy": 2, "either": 3}.get(op.info.get("sync"), 0)
       for h in _dsts(op):
         made[h] = (cls, op.pc)
     self.sync_clears = tuple(k for k, on in ((1, ss), (2, sy)) if on)
+
+
+def _sync_reads(op: Op):
+  """The registers an ir3 instruction reads, as the sync checker sees them: its parts' operands and its memory,
+  texture and predicate sources."""
+  for r in [x for o in op.info.get("parts", [op]) for x in o.ins.values()] + \
+      [op.info.get(k) for k in ("base", "coord", "index", "ibo", "ubo", "pred")]:
+    if isinstance(r, Src) and r.file in ("v", "s"):
+      yield r
 
 
 def _dsts(op: Op):
