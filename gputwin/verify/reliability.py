@@ -772,7 +772,9 @@ def _stream_make(arch):
     from gputwin.errors import DecodeError
     from gputwin.isa import decode
     from gputwin.isa.strategies import RandomPick, build, cases
-    pool = _STREAMS.setdefault(arch, cases(arch, graphics=False))
+    if arch not in _STREAMS:
+      _STREAMS[arch] = cases(arch, graphics=False)
+    pool = _STREAMS[arch]
     out = []
     while len(out) < r.randint(2, 8):
       enc, op = r.choice(pool)
