@@ -221,17 +221,23 @@ class UserPages:
   def __init__(self, user: int, size: int):
     vmas = _vmas(user, size) if user > 0 and size > 0 and not (user | size) & (PAGE_SIZE - 1) else None
     if vmas is None: raise OSError(errno.EFAULT, "user pages not mapped")
-    self.user, self.size, self.addr, self.view, self._owner = user, size, 0, None, True
+    self.user, self.size, self.addr, self.view = user, size, 0, None
     if len(vmas) == 1 and vmas[0][2]:                      # shared pages: map them again, readable and writable
       ret = libc.mremap(user, 0, size, MREMAP_MAYMOVE)
       if ret is not None and ret != MAP_FAILED:
-        if libc.mprotect(ret, size, PROT_READ | PROT_WRITE) == 0: self.addr, self.view = ret, host_view(ret, size)
+        if libc.mprotect(ret, size, PROT_READ | PROT_WRITE) == 0:
+          # unmapped when the last view of them is gone (as HostBuffer's pages): after close() (the BO freed) a view
+          # someone still holds (an engine mid-access, an array) reads stale bytes instead of faulting the host
+          pages = (ctypes.c_char * size).from_address(ret)
+          unmap = weakref.finalize(pages, host_munmap, ret, size)
+          unmap.atexit = False
+          self.addr, self.view = ret, memoryview(pages).cast("B")
         else: host_munmap(ret, size)                       # a file opened read-only: reached by copies
 
   def window(self, offset: int, size: int) -> UserPages:
-    """[offset, offset+size) of these pages (they must outlive it)."""
+    """[offset, offset+size) of these pages (a view of them keeps the driver's mapping while the window lives)."""
     w = object.__new__(UserPages)
-    w.user, w.size, w.addr, w._owner = self.user + offset, size, self.addr + offset if self.addr else 0, False
+    w.user, w.size, w.addr = self.user + offset, size, self.addr + offset if self.addr else 0
     w.view = self.view[offset:offset + size] if self.view is not None else None
     return w
 
@@ -263,7 +269,5 @@ class UserPages:
     return host_range_accessible(self.user + offset, self.size - offset if n is None else n, write=True)
 
   def close(self):
-    if self.view is not None and self._owner:
-      self.view.release()
-      host_munmap(self.addr, self.size)
+    """Unpin: the driver's mapping goes with the last view of it (at once when nobody holds one)."""
     self.view, self.addr = None, 0

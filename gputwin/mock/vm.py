@@ -74,9 +74,12 @@ class BufferObject:
     return BufferObject(handle, gpu_id, va, size, flags, 0, user_addr=self.addr + offset)
 
   def release(self):
-    if self.host is not None and not self.shared: self.host.close()
-    if self.pages is not None: self.pages.close()
-    self.host = None
+    """Free: the BO's own memory is given back and user pages are unpinned (what freeing a userptr BO does), and the
+    BO is no longer `backed`, so an engine still holding it (a mapping it translated before the unmap) faults."""
+    host, pages = self.host, self.pages
+    self.valid, self.host, self.pages, self.user_addr = False, None, None, 0
+    if host is not None and not self.shared and host is not pages: host.close()
+    if pages is not None: pages.close()
 
 
 @dataclasses.dataclass(frozen=True)

@@ -3,7 +3,8 @@
 read and write it. The drivers reach user pages as hostmem.UserPages does: shared pages through their own mapping (an
 access keeps reaching them, as pinned pages on Linux), private pages by copies that fail as a GPU page fault. So each
 outcome is the work done on the user's (pinned) data, or a fault of that queue / context naming an address of the
-buffer; KFD's MMU-notifier stand-in then invalidates the userptr BO. Each campaign runs in a child process (a SIGSEGV
+buffer; KFD's MMU-notifier stand-in then invalidates the userptr BO. Freeing a USERPTR BO unpins its pages (no mapping
+or fd stays behind) while a view an engine still holds, or a dispatch racing the free, cannot crash the host. Each campaign runs in a child process (a SIGSEGV
 there fails the test instead of killing pytest), many trials with random timings, and new queues / contexts work after
 every trial."""
 import ctypes, json, os, random, re, subprocess, sys, threading, time
@@ -238,6 +239,122 @@ def nv_campaign(kind: str, trials: int, seed: int) -> dict:
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_nv_os_descriptor_memory_unmapped_or_protected_under_the_gpu(kind): _outcomes("nv_campaign", kind, 24, True)
+
+
+# ------------------------------------------------------------------ KFD USERPTR: freeing the BO
+def _maps() -> int:
+  import gc
+  gc.collect()
+  with open("/proc/self/maps") as f: return sum(1 for _ in f)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_freeing_a_userptr_bo_unpins_its_pages(kind):
+  """FREE_MEMORY_OF_GPU unpins the BO's user pages (the kernel's amdgpu_ttm_tt_unpin_userptr when the BO goes), not
+  the close of /dev/kfd: 200 rounds of alloc, map, a CP write into it, unmap and free leave the process with as many
+  mappings (/proc/self/maps) and fds (/proc/self/fd) as before. Then a write to the freed range faults that queue,
+  naming the address, and another queue goes on."""
+  from test_amdgpu_cp import Rig
+  rig, size = Rig(), 4 * PAGE_SIZE
+  user, q, va = _user(size, b"", kind), rig.queue(), 0x3000_0000
+  for t in range(210):
+    if t == 10: maps, fds = _maps(), len(os.listdir("/proc/self/fd"))
+    a = rig.c.alloc(size, USERPTR, va=va, mmap_offset=user)
+    rig.c.map(a.handle)
+    rig.push(q, P.write_data(va + 4 * (t % 1024), t) + rig.signal())
+    assert rig.wait(rig.ev)[0] == abi.KFD_IOC_WAIT_RESULT_COMPLETE and q.error is None
+    assert ctypes.c_uint32.from_address(user + 4 * (t % 1024)).value == t       # it landed in the user's pages
+    rig.c.map(a.handle, name="UNMAP_MEMORY_FROM_GPU")
+    rig.c.call("FREE_MEMORY_OF_GPU", handle=a.handle)
+  assert _maps() - maps <= 2 and len(os.listdir("/proc/self/fd")) - fds <= 2, "pages still pinned after free"
+  other = rig.queue()
+  rig.push(q, P.write_data(va + 8, 7) + rig.signal())
+  res, evs = rig.wait(rig.mem_ev)
+  assert res == abi.KFD_IOC_WAIT_RESULT_COMPLETE and evs[0].memory_exception_data.va == va + 8
+  assert _fault_names(q.error, va, va + size) and ctypes.c_uint32.from_address(user + 8).value != 7
+  rig.push(other, P.write_data(rig.data.va_addr, 5) + rig.signal())
+  assert rig.wait(rig.ev)[0] == abi.KFD_IOC_WAIT_RESULT_COMPLETE and other.error is None
+  rig.c.close()
+  host_munmap(user, size)
+
+
+def freed_view_campaign() -> dict:
+  """A GPU-side array over a shared USERPTR BO (what an engine holds mid-access) outlives the BO's free: reading and
+  writing it touches the pages it had (no SIGSEGV), the driver's mapping goes with the array, and the BO the engine
+  still holds is unbacked, so translating through it is a GPU page fault."""
+  from gputwin.errors import GPUPageFault
+  from gputwin.mock.vm import GPUAddressSpace
+  from kfdclient import Client
+  c, size = Client(), 4 * PAGE_SIZE
+  c.acquire()
+  user = _user(size, b"", "shared")
+  before = _maps()
+  a = c.alloc(size, USERPTR, mmap_offset=user)
+  c.map(a.handle)
+  vm = c.k.address_space(c.gpu)
+  arr, bo = vm.array(a.va_addr, "<u4", size // 4), vm.find(a.va_addr).bo
+  c.map(a.handle, name="UNMAP_MEMORY_FROM_GPU")
+  c.call("FREE_MEMORY_OF_GPU", handle=a.handle)
+  arr[3] += 1
+  held = _maps() - before
+  del arr
+  stale = GPUAddressSpace("stale")
+  stale.map(a.va_addr, size, bo)
+  try: stale.read(a.va_addr, 4)
+  except GPUPageFault as e: fault = str(e)
+  return {"held": held, "after": _maps() - before, "fault": fault}
+
+
+def test_a_view_held_across_free_does_not_crash_the_host():
+  out = _child("freed_view_campaign")
+  assert out["held"] >= 1 and out["after"] <= 0, out         # the mapping lived as long as the array, no longer
+  assert "GPU page fault" in out["fault"] and "no backing pages" in out["fault"]
+
+
+def free_race_campaign(kind: str, trials: int, seed: int) -> dict:
+  """`trials` times: a dispatch that loops load/add/store over a USERPTR buffer, and a client thread that, a random
+  time after the doorbell, unmaps the BO from the GPU and frees it. Each outcome: the dispatch completed (it ran
+  before the unmap), or the queue faulted naming an address of the buffer; then a new queue runs."""
+  from test_amdgpu_cp import Rig
+  from test_kfd_reliability import _dispatch
+  sys.setswitchinterval(1e-5)
+  rng, rig, size = random.Random(seed), Rig(), 16 * PAGE_SIZE
+  c, q, out, rung = rig.c, rig.queue(), {"completed": 0, "faulted": 0}, threading.Event()
+  push = rig.push
+  rig.push = lambda *a, **kw: (rung.set(), push(*a, **kw))    # the dispatch runs in this thread, inside the doorbell
+  for t in range(trials):
+    user, va = _user(size, b"", kind), 0x3000_0000 + (t % 4) * 2 * size
+    a = c.alloc(size, USERPTR, va=va, mmap_offset=user)
+    c.map(a.handle)
+    rung.clear()
+
+    def free(delay=rng.uniform(0, 0.3), handle=a.handle):
+      rung.wait()
+      time.sleep(delay)
+      c.map(handle, name="UNMAP_MEMORY_FROM_GPU")
+      c.call("FREE_MEMORY_OF_GPU", handle=handle)
+    hostile = threading.Thread(target=free)
+    hostile.start()
+    _dispatch(rig, q, LOOP_RW, va, block=128)
+    hostile.join()
+    assert rig.wait(rig.ev, rig.mem_ev)[0] == abi.KFD_IOC_WAIT_RESULT_COMPLETE, f"trial {t}"
+    if q.error is None: out["completed"] += 1
+    else:
+      assert _fault_names(q.error, va, va + size), q.error
+      out["faulted"] += 1
+      c.call("DESTROY_QUEUE", queue_id=q.queue_id)
+      q = rig.queue()
+    host_munmap(user, size)
+  check = rig.queue()
+  rig.push(check, P.write_data(rig.data.va_addr, 9) + rig.signal())
+  assert rig.wait(rig.ev)[0] == abi.KFD_IOC_WAIT_RESULT_COMPLETE and rig.vm.read_u32(rig.data.va_addr) == 9
+  c.close()
+  return out
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_kfd_userptr_freed_under_a_running_dispatch(kind):
+  _outcomes("free_race_campaign", kind, 16, False)
 
 
 # ------------------------------------------------------------------ ioctl arguments

@@ -194,7 +194,7 @@ class VirtualGPU:
     kind = "SDMA" if q.is_sdma else "AQL" if q.is_aql else "compute"
     finder = getattr(self.k, "userptr_at", None)
     bo = finder(q.gpu.gpu_id, va) if finder is not None and va is not None else None
-    if bo is not None and not bo.valid:
+    if bo is not None and not bo.valid and bo.pages is not None:
       msg += f" (an invalidated userptr BO: its user pages at {bo.pages.user:#x} are not mapped readable and writable)"
     where = f"ring offset {(rptr * _unit(q)) % q.ring_size:#x}" if rptr >= 0 else "ring"
     if q.is_aql and rptr >= 0: where = f"packet {rptr} ({where})"

@@ -46,7 +46,7 @@ class UserptrBO(BufferObject):
   (vm.py). The command processor and SDMA engines `check()` the bytes they touch first."""
 
   def revalidate(self) -> bool:
-    self.set_valid(self.pages.accessible())
+    self.set_valid(self.pages is not None and self.pages.accessible())   # freed: no pages, never valid again
     return self.valid
 
   def check(self, offset: int, n: int) -> bool:
