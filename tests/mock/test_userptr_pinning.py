@@ -4,9 +4,9 @@ read and write it. The drivers reach user pages as hostmem.UserPages does: share
 access keeps reaching them, as pinned pages on Linux), private pages by copies that fail as a GPU page fault. So each
 outcome is the work done on the user's (pinned) data, or a fault of that queue / context naming an address of the
 buffer; KFD's MMU-notifier stand-in then invalidates the userptr BO. Freeing a USERPTR BO unpins its pages (no mapping
-or fd stays behind) while a view an engine still holds, or a dispatch racing the free, cannot crash the host. Each campaign runs in a child process (a SIGSEGV
-there fails the test instead of killing pytest), many trials with random timings, and new queues / contexts work after
-every trial."""
+or fd stays behind) while a view an engine still holds, or a dispatch racing the free, cannot crash the host. Each
+campaign runs in a child process (a SIGSEGV there fails the test instead of killing pytest), many trials with random
+timings, and new queues / contexts work after every trial."""
 import ctypes, json, os, random, re, subprocess, sys, threading, time
 from pathlib import Path
 
