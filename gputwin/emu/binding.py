@@ -70,3 +70,15 @@ def va_bits(op: Op, frontend) -> int:
 def sets_pc(op: Op) -> bool:
   """A branch: its body writes PC (every other instruction leaves each wave at pc + size)."""
   return op.kind in ("alu", "mem") and op.sem is not None and "PC" in op.sem.outputs
+
+
+def plain_barrier(op: Op) -> bool:
+  """A per-thread-PC barrier (op.info["bar"]: id, thread count, reduction predicate) that completes as soon as every
+  live thread of its CTA arrives: a constant id, no thread count, reduction, arrive-only form or guard. When every
+  live thread of the batch reaches it together (core._at_once), it completes at once for every CTA."""
+  bar = op.info.get("bar")
+  if bar is None:
+    return False
+  ids, count, pred = bar
+  return count is None and pred is None and ids.file == "k" and not op.info.get("arrive") and \
+      op.info.get("guard") is None

@@ -27,6 +27,8 @@ Out-of-bounds accesses are always GPU page faults (memory.py). Each failure rais
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from gputwin.emu.binding import sets_pc
@@ -74,8 +76,10 @@ class Checks:
     self.clock = np.zeros(W, np.int64)
     self.epoch = np.zeros(int(eng.wg.max()) + 1 if W else 1, np.int64)
     self.nd = nd = max(eng.lds.size // 4 + 1, 1)  # per workgroup and LDS dword, flat (workgroup * nd + dword):
-    self.lw = np.full((2, len(self.epoch) * nd), -1, np.int64)  # last writer: [wave, epoch]
-    self.lr = np.full((2, len(self.epoch) * nd), -1, np.int64)  # last reader: [wave or -2 for many, epoch]
+    # per dword f: the last writer (wave, epoch) and the last reader (wave or -2 for many, epoch), one row of four
+    # (a check reads all four: one cache line); lw and lr are views of its columns
+    self.tab = np.full((len(self.epoch) * nd, 4), -1, np.int64)
+    self.lw, self.lr = (self.tab[:, 0], self.tab[:, 1]), (self.tab[:, 2], self.tab[:, 3])
     self.wep, self.rep = np.full(len(self.epoch), -1, np.int64), np.full(len(self.epoch), -1, np.int64)
     self.reads = []  # LDS reads not yet entered in lr: (workgroup, offset, wave, bytes, epochs at the read)
     self.first = None  # scratch table for the same-access tests (two waves writing, or reading, one dword)
@@ -244,11 +248,13 @@ class Checks:
       self.clock[ix] = 0
 
   # ---- native blocks (emu/native): each checker's effect over a whole straight-line block, decided before it runs
-  def native(self, eng, blk, ix) -> bool:
+  def native(self, eng, blk, ix, every: bool | None = None) -> bool:
     """May the compiled block `blk` run for waves `ix`? Yes when no checker can fail inside it: its register reads
     (uninit), loads' results (waitcnt) and MFMA distances (hazard) are decided from the block's summary (`_Summary`,
     worked out once per block) and the waves' state at its entry; LDS races are checked after it ran, from the
-    addresses it logged (`ran`). No: the caller interprets the block, and the checkers stop at the exact instruction."""
+    addresses it logged (`ran`). No: the caller interprets the block, and the checkers stop at the exact instruction.
+    `every`: every live wave (per-thread PCs: thread) of the batch runs it, none waits at a barrier (default: `ix` is
+    the whole batch)."""
     s = self._summary(blk)
     if not s.ok:
       return False
@@ -262,7 +268,8 @@ class Checks:
           kw = got[0][w]
           if ((kw != 0) & ~(ss & ((kw == 1) | (kw == 3)) | sy & ((kw == 2) | (kw == 3)))).any():
             return False
-    if s.dead_reads and "lds_race" in self.on and not (isinstance(ix, slice) and not (self.wep == self.epoch).any()):
+    every = isinstance(ix, slice) if every is None else every
+    if s.dead_reads and "lds_race" in self.on and not (every and not (self.wep == self.epoch).any()):
       return False  # (its reads were left out of the log: plan.dead_reads says when they cannot matter)
     whole = isinstance(ix, slice)
     full, pend = self.full, self.pend
@@ -337,7 +344,8 @@ class Checks:
     if s.sync_made or s.sync_clears:  # ir3: the flags cleared what was pending, the producers made theirs pending
       self._synced(eng, ix, s)
     if s.mfma is None:
-      self.clock[ix] += s.clock
+      if self.mfma_regs:  # (wait states since a wave's last MFMA: none ran yet, none to count)
+        self.clock[ix] += s.clock
     else:
       pc, d, passes = s.mfma
       self.mfma_regs[pc] = (d.file, d.index, d.dwords, passes)
@@ -403,7 +411,7 @@ class Checks:
     """race.ll's lds_access on access k of `rows` (a block's log, [wave, access, lane]) for `waves` in order; mode 1:
     a store, 0: a load, 2: a queued load entered unchecked. -1, or where the first race is (see race.ll)."""
     return _race_fn()(rows.ctypes.data, rows.shape[1], k, waves.ctypes.data, len(waves), eng.L, max(nbytes // 4, 1),
-                      mode, self.lw.ctypes.data, self.lr.ctypes.data, self.lw.shape[1], epoch.ctypes.data, self.nd,
+                      mode, self.tab.ctypes.data, epoch.ctypes.data, self.nd,
                       eng.lds.shift, eng.lds.offset_mask)
 
   def _own_queued(self) -> None:
@@ -430,7 +438,7 @@ class Checks:
     self.clock[ix] += 1
 
   def barrier(self, eng, g) -> None:
-    """Workgroups `g` (an index or array of them) passed a barrier."""
+    """Workgroups `g` (an index, an array of them or a mask) passed a barrier."""
     self.epoch[g] += 1
 
   def wrote(self, eng, ix, dsts) -> None:
@@ -553,8 +561,8 @@ class Checks:
         for k in range(max(n // 4, 1)):
           d = dw + k
           f = wg64 * self.nd + d
-          w = np.take(self.lw[0], f)
-          bad = (np.take(self.lw[1], f) == ep) & (w != slot) & (w >= 0)
+          w = self.lw[0][f]
+          bad = (self.lw[1][f] == ep) & (w != slot) & (w >= 0)
           if bad.any():
             self._race(slot, acc, d, bad, op)
       self.reads.append((wg, off, slot, n, self.epoch.copy()))
@@ -571,16 +579,16 @@ class Checks:
       # two waves of one workgroup writing the same dword in this very access: a lane whose wave differs from that
       # of the first lane writing its dword (scattered in reverse, the first lane wins)
       if self.first is None:
-        self.first = np.empty(lw.shape[1], np.int64)
+        self.first = np.empty(len(self.tab), np.int64)
       self.first[f[::-1]] = slot[::-1]
       bad = np.take(self.first, f) != slot
       # an entry of the current epoch needs a workgroup that wrote/read since its last barrier (wep/rep are set for
       # every workgroup at each access, a superset): none -> every entry is stale, skip gathering them
       wrote, read = (self.wep == self.epoch).any(), (self.rep == self.epoch).any()
       if wrote:
-        bad |= (np.take(lw[1], f) == ep) & ((w := np.take(lw[0], f)) != slot) & (w >= 0)
+        bad |= (lw[1][f] == ep) & ((w := lw[0][f]) != slot) & (w >= 0)
       if read:
-        bad |= (np.take(lr[1], f) == ep) & ((r := np.take(lr[0], f)) != slot) & (r != -1)
+        bad |= (lr[1][f] == ep) & ((r := lr[0][f]) != slot) & (r != -1)
       lw[0][f] = slot
       lw[1][f] = ep
       self.wep[:] = self.epoch
@@ -615,7 +623,7 @@ class Checks:
       wg = np.asarray(wg, np.int64)
       ep, dw = epoch[wg], off >> 2
       if self.first is None:
-        self.first = np.empty(lr.shape[1], np.int64)
+        self.first = np.empty(len(self.tab), np.int64)
       for k in range(max(n // 4, 1)):
         f = wg * self.nd + (dw + k)
         # a dword two waves read in this one access has many readers (the last lane's wave alone would hide the
@@ -628,8 +636,8 @@ class Checks:
           first[f[many]] = 1
           many = np.take(first, f) == 1
         if (self.rep == epoch).any():
-          r = np.take(lr[0], f)
-          many |= (np.take(lr[1], f) == ep) & (r != slot) & (r != -1)
+          r = lr[0][f]
+          many |= (lr[1][f] == ep) & (r != slot) & (r != -1)
         lr[0][f] = np.where(many, -2, slot)
         lr[1][f] = ep
         self.rep[:] = epoch
@@ -680,13 +688,13 @@ def _retired(counters: int, K) -> bool:
   return True
 
 
+@functools.cache
 def _race_fn():
-  """The host code of one access of the race checker (emu/native/race.ll)."""
+  """The host code of one access of the race checker (emu/native/race.ll), loaded once."""
   import ctypes
   from gputwin.emu.native.tier import support
   i64, p = ctypes.c_int64, ctypes.c_void_p
-  return support("race", "lds_access", ctypes.CFUNCTYPE(i64, p, i64, i64, p, i64, i64, i64, i64, p, p, i64, p, i64,
-                                                          i64, i64))
+  return support("race", "lds_access", ctypes.CFUNCTYPE(i64, p, i64, i64, p, i64, i64, i64, i64, p, p, i64, i64, i64))
 
 
 class _Logged:

@@ -19,7 +19,8 @@ import sys
 import numpy as np
 
 from gputwin.emu.memory import Window
-from gputwin.emu.binding import LDS_BITS, LDS_SHIFT, Address, Stop, float_result, scalar_valu, sets_pc, va_bits
+from gputwin.emu.binding import (LDS_BITS, LDS_SHIFT, Address, Stop, float_result, plain_barrier, scalar_valu, sets_pc,
+                                 va_bits)
 from gputwin.emu.program import Op, Program, Src
 from gputwin.errors import GPUPageFault, GputwinError
 from gputwin.pcode.runtime import Wide
@@ -925,7 +926,12 @@ def run_simt(eng: Engine, serial: bool = False, max_instructions: int | None = N
         blk = tier.block(pc, eng.nwaves(ix))
         if blk is not None and not covers and _inside(eng, ready, ix, sel, pc, blk.span):
           blk = None  # threads of these warps wait inside the block: they join the ones here step by step
-        if blk is not None and checks is not None and not checks.native(eng, blk, ix):
+        if blk is not None and blk.whole and not sel.all():
+          blk = None  # a warp-wide tensor op: the interpreter's rendezvous (or its partial-warp error) for the rest
+        # (every live thread stands here: every ready one does, and none waits at a barrier (which it would count) or
+        # for a collective's members; a plain barrier that ends the block then completes at once)
+        if blk is not None and checks is not None and not checks.native(
+            eng, blk, ix, covers and not _counting(eng) and not eng.lwait.any()):
           interp, blk = (pc, pc + blk.span), None
         if blk is not None:
           if eng._exec_of is not sel:  # the threads standing here, as EXEC (unchanged after a step that ran them all)
@@ -1182,12 +1188,22 @@ def _rendezvous(eng: Engine, op: Op, ix, sel, m):
 
 def _at_once(eng: Engine, op: Op, ix, m) -> bool:
   """Does barrier `op` complete as soon as threads `m` arrive, with nothing else to do: every live thread of the
-  batch arrives (a waiting thread would not stand here), none counted at any barrier before, a constant barrier id,
-  no thread count, reduction or arrive-only form, and no checker to tell. Then _arrive + release_barriers would
-  count them, release them all and reset the counts: the threads just move on."""
-  ids, count, pred = op.info["bar"]
-  return eng.checks is None and isinstance(ix, slice) and count is None and pred is None and ids.file == "k" and \
-      not op.info.get("arrive") and not (hasattr(eng, "barcount") and eng.barcount.any()) and _same(m, eng.lalive)
+  batch arrives (a waiting thread would not stand here), none counted at any barrier before, and it is a plain one
+  (binding.plain_barrier). Then _arrive + release_barriers would count them, release them all and reset the counts:
+  the threads just move on, and the checkers see each CTA with live threads pass a barrier (all of a warp's threads
+  at one instruction: nothing for the divergence checker)."""
+  if not (isinstance(ix, slice) and plain_barrier(op) and not _counting(eng) and _same(m, eng.lalive)):
+    return False
+  if eng.checks is not None:
+    ctas = np.zeros(len(eng.checks.epoch), bool)
+    ctas[eng.wg[eng.lalive.any(axis=1)]] = True
+    eng.checks.barrier(eng, ctas)
+  return True
+
+
+def _counting(eng: Engine) -> bool:
+  """Some thread arrived at a barrier that has not completed."""
+  return hasattr(eng, "barcount") and bool(eng.barcount.any())
 
 
 def _arrive(eng: Engine, op: Op, ix, m) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 
 from gputwin.emu.amd.decode import APERTURE, EXECZ, SCC_CODE, VCCZ
-from gputwin.emu.binding import float_result, scalar_valu, sets_pc
+from gputwin.emu.binding import float_result, plain_barrier, scalar_valu, sets_pc
 from gputwin.emu.native import matrix
 from gputwin.emu.program import Op, Src
 from gputwin.pcode import analysis
@@ -256,10 +256,10 @@ def _wave_regs(op: Op, sp: dict, lanes: int) -> tuple[set, set]:
 
 def dead_reads(ops: list[Op], simt: bool) -> bool:
   """Whether a block's LDS reads can matter to no race check when it runs for every wave of the batch with no LDS
-  write since the last barrier: it writes no LDS and ends at s_barrier, which then completes for every workgroup, so
+  write since the last barrier: it writes no LDS and ends at a barrier, which then completes for every workgroup, so
   its reads can meet no write of their epoch (checks.py). Its logging variant leaves them out (codegen `log`), and
-  the race checker runs it natively only under those conditions. Per-thread PCs: a barrier may wait for threads
-  elsewhere, so never."""
-  return not simt and bool(ops) and tail(ops[-1]) == "barrier" and \
+  the race checker runs it natively only under those conditions. Per-thread PCs: the barrier must be a plain one
+  (binding.plain_barrier) and every live thread must run the block (checks.native's `every`)."""
+  return bool(ops) and tail(ops[-1], simt) == "barrier" and (not simt or plain_barrier(ops[-1])) and \
       not any(o.mem == "ds" and "w" in (o.sem.mem if o.sem is not None else "w") for o in ops) and \
       any(o.mem == "ds" for o in ops)

@@ -1,7 +1,7 @@
 ; The LDS race checker's per-access work (gputwin/emu/checks.py, Checks._lds and _flush) on the addresses a native
-; block logged, as host code over the same tables: per LDS dword f (workgroup slot * nd + dword), the last writer
-; lw[f] / lw[N + f] and the last reader lr[f] / lr[N + f] as (wave, or -2 for many readers, -1 for none; barrier
-; epoch of its workgroup). Loaded once per process (native/tier.py `support`).
+; block logged, as host code over the same table: per LDS dword f (workgroup slot * nd + dword), row tab[4f..4f+3]
+; holds the last writer (wave, epoch) and the last reader (wave, or -2 for many readers; epoch), -1 for none, the
+; epoch being its workgroup's barrier count. Loaded once per process (native/tier.py `support`).
 ;
 ; One access of one instruction: waves[0..nw) in order, each wave's lanes in order; log[wave, site, lane] (uint32)
 ; holds the lane's LDS address (workgroup slot << shift | offset), all ones where the lane did not access. Dword k of
@@ -15,10 +15,8 @@
 ; Returns -1, or (position * 64 + k) of the first racing lane, position = index into waves * L + lane.
 
 define i64 @lds_access(ptr %log, i64 %stride, i64 %site, ptr %waves, i64 %nw, i64 %L, i64 %dwords, i64 %write,
-                       ptr %lw, ptr %lr, i64 %N, ptr %epoch, i64 %nd, i64 %shift, i64 %mask) {
+                       ptr %tab, ptr %epoch, i64 %nd, i64 %shift, i64 %mask) {
 entry:
-  %lw1 = getelementptr i64, ptr %lw, i64 %N
-  %lr1 = getelementptr i64, ptr %lr, i64 %N
   %isw = icmp eq i64 %write, 1
   %check = icmp ne i64 %write, 2
   br label %khead
@@ -72,10 +70,11 @@ lane:
   %f = add i64 %gb, %d
   %epp = getelementptr i64, ptr %epoch, i64 %g
   %ep = load i64, ptr %epp
-  %wq = getelementptr i64, ptr %lw, i64 %f
-  %weq = getelementptr i64, ptr %lw1, i64 %f
-  %rq = getelementptr i64, ptr %lr, i64 %f
-  %req = getelementptr i64, ptr %lr1, i64 %f
+  %f4 = shl i64 %f, 2
+  %wq = getelementptr i64, ptr %tab, i64 %f4
+  %weq = getelementptr i64, ptr %wq, i64 1
+  %rq = getelementptr i64, ptr %wq, i64 2
+  %req = getelementptr i64, ptr %wq, i64 3
   %ww = load i64, ptr %wq
   %we = load i64, ptr %weq
   %rw = load i64, ptr %rq

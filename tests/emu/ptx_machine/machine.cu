@@ -57,6 +57,17 @@ extern "C" __global__ void race(int *out) {
   s[t] = t;
   out[t] = s[63 - t];  // no __syncthreads between another warp's write and this read
 }
+// warp 0 reads in a block ending at a barrier while warp 1, elsewhere, then writes what it read: a race (the
+// reads are not dead: not every thread runs the block)
+extern "C" __global__ void late_write(int *out) {
+  __shared__ int s[64];
+  int t = threadIdx.x, v;
+  s[t] = t;
+  __syncthreads();
+  if (t < 32) { v = s[t ^ 32] + s[t]; __syncthreads(); }
+  else { s[t ^ 32] = -t; __syncthreads(); v = s[t]; }
+  out[t] = v;
+}
 extern "C" __global__ void bad_mask(int *out) {
   int t = threadIdx.x;
   out[t] = __shfl_sync(0xfffffffeu, t, 0);  // lane 0 is not in its own member mask

@@ -155,6 +155,7 @@ def test_cta_scoped_atomics_across_ctas_are_reported(ptx):
 
 @pytest.mark.parametrize("kernel, grid, block, args", [
   ("race", 1, 64, lambda: [np.zeros(64, np.int32)]),
+  ("late_write", 1, 64, lambda: [np.zeros(64, np.int32)]),
   ("bad_mask", 1, 32, lambda: [np.zeros(32, np.int32)]),
   ("divergent_barrier", 1, 32, lambda: [np.zeros(32, np.int32), np.int32(16)]),
   ("oob", 2, 128, lambda: [np.zeros(256, np.float32), np.int32(16)]),
