@@ -66,6 +66,21 @@ ERRATA: tuple[Erratum, ...] = (
           "it for the scheduler.",
           "AMD RDNA4 ISA reference guide, SOPP chapter: S_BARRIER_SIGNAL / S_BARRIER_WAIT (split barrier); "
           "clang-22 emits the pair for __syncthreads on gfx1200."),
+  Erratum(("rdna4",), r"^for i in 0 : 31 do\n// Algorithm can skip over \"holes\"[^\n]*\nif M0\[i\]\.u1 then\n"
+          r"(VGPR\[laneId\]\[VDST|MEM\[VGPR\[laneId\]\[ADDR\]\.i32 \+ i \* 4\] = VGPR)", "replace",
+          lambda m: "addr = CalcScratchAddr(v_addr_off.b64, s_saddr_off.b64);\nfor i in 0 : 31 do\nif M0[i].u1 then\n" +
+          ("VDATA.b1024[i * 32 + 31 : i * 32] = MEM[addr + i.u64 * 4U].b32" if m[1].startswith("VGPR") else
+           "MEM[addr + i.u64 * 4U].b32 = VDATA.b1024[i * 32 + 31 : i * 32]") + "\nendif\nendfor",
+          "SCRATCH_LOAD_BLOCK / SCRATCH_STORE_BLOCK index VGPR by VDST/VDATA (register numbers) and read the address "
+          "from VGPR[laneId][ADDR], a register number too, where every other SCRATCH_* body forms its address with "
+          "CalcScratchAddr; the executor binds operands as values (the 32 registers of the vdst/vdata range), so the "
+          "text read a 1024-bit value as a register number. The same transfer over those values, named VDATA as in "
+          "the other SCRATCH_* bodies: dword i of the lane's scratch block at address + 4i <-> register i of the "
+          "range, for the M0 bits set; a load keeps the registers whose bit is clear (a partial write).",
+          "AMD RDNA4 ISA reference guide, FLAT/scratch chapter: SCRATCH_LOAD_BLOCK / SCRATCH_STORE_BLOCK ('load/store "
+          "up to 32 VGPRs, M0 selects which'; the text's own loop over M0 bits and 4-byte steps); llvm-mc-22 encodes "
+          "`scratch_store_block v[8:39], off, s0` with a 32-register range, as clang-22's gfx12 VGPR spills use it. "
+          "Found by the reliability campaign (exec-gfx1200, seed 2026, case 4236: OverflowError)."),
   Erratum(_ALL, r'^(TrapID = SIMM16\.u16\[[^\n]*;\n"Wait for all instructions to complete";)', "sub",
           r"\1\nTRAP(TrapID.u32);",
           "S_TRAP: the text spells out the trap entry (TTMP0/1, PC = TBA, PRIV) but the jump into a handler is a "
