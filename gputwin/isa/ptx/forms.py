@@ -163,6 +163,14 @@ def fragment_regs(form: Form, fill, role: str) -> int:
 _NARROW = {"pred": 1, "tf32": 32, "e2m1": 4, "e2m3": 8, "e3m2": 8, "e4m3": 8, "e5m2": 8, "ue8m0": 8, "ue4m3": 8}
 
 
+def quote(name: str, limit: int = 48) -> str:
+  """A name or token for an error message: quoted, control and non-ASCII characters escaped, and at most `limit`
+  characters of it (then its length), so a message stays short whatever the input holds."""
+  esc = "".join(c if " " <= c <= "~" else f"\\x{ord(c):02x}" if ord(c) < 256 else f"\\u{ord(c):04x}"
+                for c in name[:limit])
+  return f"'{esc}'" + (f"... ({len(name)} characters)" if len(name) > limit else "")
+
+
 def bits(t: str) -> int:
   """Width in bits of a PTX type name (`f16x2` 32, `e2m1x2` 8, pred 1)."""
   if t in _NARROW: return _NARROW[t]
@@ -188,13 +196,13 @@ def _fits(o, want: str, relaxed: bool, regtype: Callable[[str], str | None]) -> 
   if isinstance(o, Reg):
     if o.name == "_": return ""
     t = regtype(o.name)
-    if t == "v4": return f"{o.name} is a vector"
-    return "" if t is None or compatible(t, want, relaxed) else f"register {o.name} (.{t}) does not fit .{want}"
+    if t == "v4": return f"{quote(o.name)} is a vector"
+    return "" if t is None or compatible(t, want, relaxed) else f"register {quote(o.name)} (.{t}) does not fit .{want}"
   if isinstance(o, Imm):
     k = _kind(want)
     if o.kind == "int": return "" if k in "busp" else f"integer immediate for .{want}"
     return "" if k in "bf" else f"floating-point immediate for .{want}"
-  if isinstance(o, Sym) and _kind(want) not in "bus": return f"the address of {o.name} is not a .{want}"
+  if isinstance(o, Sym) and _kind(want) not in "bus": return f"the address of {quote(o.name)} is not a .{want}"
   return ""
 
 
@@ -217,18 +225,18 @@ def lookup(opcode: str) -> tuple[Form, ...]:
 def _modifiers(opcode: str, mods: tuple[str, ...]) -> tuple[tuple, str, int]:
   """The forms these modifiers fill, with their slot assignments; or why none (and the culprit modifier's index)."""
   forms = lookup(opcode)
-  if not forms: return (), f"unknown instruction '{opcode}'", -1
+  if not forms: return (), f"unknown instruction {quote(opcode)}", -1
   allowed = set().union(*(s.allowed for f in forms for s in f.slots))
   for i, m in enumerate(mods):
     if m not in allowed and not any(a.startswith(m + ".") or a.endswith("." + m) or f".{m}." in a for a in allowed):
-      return (), f"unknown modifier '.{m}' for instruction '{opcode}'", i
+      return (), f"unknown modifier {quote('.' + m)} for instruction {quote(opcode)}", i
   fits = tuple((f, tuple(fill)) for f in forms if (fill := f.match(mods)) is not None)
   if not fits:
     missing = [s.name for f in forms for s in f.slots if s.required and f.match(mods + (min(s.allowed),)) is not None]
     text = "".join("." + m for m in mods)
     text = f"'{text}'" if len(text) <= 80 else f"'{text[:60]}...' ({len(mods)} modifiers)"
     why = f"missing .{missing[0]} modifier" if missing else f"illegal modifiers {text}"
-    return (), f"{why} for instruction '{opcode}'", -1
+    return (), f"{why} for instruction {quote(opcode)}", -1
   return fits, "", -1
 
 

@@ -3,11 +3,13 @@ instruction is checked against the form table (forms.py) and every register, lab
 Errors are PtxError naming path:line:col."""
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import replace
 
 from gputwin.errors import AsmError
 from gputwin.isa.ptx import forms
+from gputwin.isa.ptx.forms import quote
 from gputwin.isa.ptx.model import (TYPES, Addr, Args, BranchTargets, Function, Guard, Imm, Instruction, Label,
                                    LabelDef, Loc, Module, Pair, Pos, Pragma, Prototype, Reg, RegDecl, Scope, Section,
                                    Sym, VarDecl, Vec)
@@ -21,6 +23,7 @@ class PtxError(AsmError):
     self.path = pos.path if pos else ""
     where = f"{pos}: " if pos else ""
     at = max(self.col - 1, 0)
+    text = _PRINTABLE.sub("?", text.replace("\t", " "))   # the line as a terminal shows it: no escapes, caret aligned
     if len(text) > 160:  # a long line is quoted around the column, not whole
       lo = max(0, at - 60)
       text = ("..." if lo else "") + text[lo:lo + 120] + ("..." if lo + 120 < len(text) else "")
@@ -28,6 +31,10 @@ class PtxError(AsmError):
     self.args = (f"{where}error: {msg}" + (f"\n  {text}\n  {' ' * at}^" if text else ""),)
 
   def __str__(self) -> str: return self.args[0]
+
+
+_PRINTABLE = re.compile(r"[^\x20-\x7e]")
+_NON_ASCII = re.compile(r"[^\x00-\x7e]")   # ptxas: "Unexpected non-ASCII character" anywhere, DEL included
 
 
 # Special registers (PTX ISA 9.0 chapter 10); `.x/.y/.z` components are spelled in the name.
@@ -50,7 +57,7 @@ def sreg_type(name: str) -> str | None:
 
 
 _TOKEN = re.compile(r"""
-  (?P<ws>[ \t\r]+|//[^\n]*|/\*.*?\*/) | (?P<nl>\n)
+  (?P<ws>[ \t\r\f]+|//[^\n]*|/\*.*?\*/) | (?P<nl>\n)
  | (?P<str>"(?:[^"\\\n]|\\.)*")
  | (?P<f32>0[fF][0-9a-fA-F]{8}(?![\w$])) | (?P<f64>0[dD][0-9a-fA-F]{16}(?![\w$]))
  | (?P<flt>[0-9]+\.[0-9]*(?:[eE][-+]?[0-9]+)?|[0-9]+[eE][-+]?[0-9]+)
@@ -58,7 +65,7 @@ _TOKEN = re.compile(r"""
  | (?P<dir>\.[A-Za-z_][\w$]*(?:::[\w$]+)*)
  | (?P<word>[A-Za-z_$%][\w$]*(?:\.[\w$]+(?:::[\w$]+)*)*)
  | (?P<punct>[{}()\[\],;:+\-!@|<>=])
-""", re.X | re.S)
+""", re.X | re.S | re.A)
 
 
 class Tok:
@@ -70,10 +77,14 @@ class Tok:
 
 
 def tokenize(text: str, path: str = "<ptx>") -> list[Tok]:
+  if m := _NON_ASCII.search(text):
+    line, bol = text.count("\n", 0, m.start()) + 1, text.rfind("\n", 0, m.start()) + 1
+    raise PtxError(f"unexpected non-ASCII character {quote(m.group())}", Pos(path, line, m.start() - bol + 1),
+                   _line(text, bol))
   out, i, line, bol = [], 0, 1, 0
   while i < len(text):
     m = _TOKEN.match(text, i)
-    if not m: raise PtxError(f"unexpected character {text[i]!r}", Pos(path, line, i - bol + 1), _line(text, bol))
+    if not m: raise PtxError(f"unexpected character {quote(text[i])}", Pos(path, line, i - bol + 1), _line(text, bol))
     k = m.lastgroup
     if k == "nl": line, bol = line + 1, m.end()
     elif k == "ws":
@@ -90,9 +101,22 @@ def _line(text: str, bol: int) -> str:
   return text[bol:end if end >= 0 else len(text)]
 
 
-def _int(t: str) -> int:
+def _int(t: str) -> int | None:
+  """An integer literal's value as ptxas reads it: the digits accumulate modulo 2^64, and a digit that follows an
+  accumulator with bit 63 set is "Constant overflow" (None). So 0x1ffffffffffffffff is 2^64 - 1 and 0x1 followed by
+  any number of zeros is 0, but 0x8 followed by 16 digits overflows (ptxas 13 agrees on 400 random literals, every
+  base). Hex and binary need no arithmetic: bit 63 of a prefix is the top bit of its 16th-last (64th-last) digit."""
   t = t.rstrip("U")
-  return int(t, 0) if t[:2].lower() in ("0x", "0b") else int(t, 8) if len(t) > 1 and t[0] == "0" else int(t)
+  base, ds = (16, t[2:]) if t[:2] in ("0x", "0X") else (2, t[2:]) if t[:2] in ("0b", "0B") else \
+    (8, t[1:]) if len(t) > 1 and t[0] == "0" else (10, t)
+  if base in (2, 16):
+    w = 64 if base == 2 else 16
+    return None if any(c > ("0" if base == 2 else "7") for c in ds[:-w]) else int(ds[-w:], base)
+  v = 0
+  for i, c in enumerate(ds):
+    if i and v >> 63: return None
+    v = (v * base + ord(c) - 48) & 0xFFFFFFFFFFFFFFFF
+  return v
 
 
 _NUMBERED = re.compile(r"(.*?)(0|[1-9]\d*)")
@@ -164,11 +188,11 @@ class Parser:
 
   def expect(self, text: str) -> Tok:
     if not self.at(text):
-      raise self.err(f"expected '{text}', found {repr(self.tok.text) if self.tok.text else 'end of file'}")
+      raise self.err(f"expected '{text}', found {quote(self.tok.text) if self.tok.text else 'end of file'}")
     return self.next()
 
   def expect_kind(self, *kinds: str) -> Tok:
-    if self.tok.kind not in kinds: raise self.err(f"expected {' or '.join(kinds)}, found {self.tok.text!r}")
+    if self.tok.kind not in kinds: raise self.err(f"expected {' or '.join(kinds)}, found {quote(self.tok.text)}")
     return self.next()
 
   def number(self) -> int:
@@ -176,9 +200,10 @@ class Parser:
     return self.integer(self.expect_kind("int"), neg)
 
   def integer(self, t: Tok, neg: bool = False) -> int:
-    """An integer literal's value; a decimal one past Python's 4,300-digit conversion limit is a located error."""
-    try: v = _int(t.text)
-    except ValueError: raise self.err(f"integer constant of {len(t.text)} digits is too large", t) from None
+    """An integer literal's value (below 2^64 in magnitude, as ptxas keeps it); past that, ptxas's "Constant
+    overflow", located."""
+    v = _int(t.text)
+    if v is None: raise self.err(f"constant overflow: {quote(t.text)} does not fit 64 bits", t)
     return -v if neg else v
 
   # -- module
@@ -205,7 +230,7 @@ class Parser:
         d = self.vardecl(); self.expect(";"); self.declare(self.top, d.name, d, t); items.append(d)
       elif t.text == ".alias":
         raise self.err("'.alias' is not supported")
-      else: raise self.err(f"unexpected {t.text!r} at module level")
+      else: raise self.err(f"unexpected {quote(t.text)} at module level")
     if version is None: raise self.err("missing .version directive", self.toks[0])
     if target is None: raise self.err("missing .target directive", self.toks[0])
     items = [replace(it, body=self.bind_files(it.body)) if isinstance(it, Function) and it.body else it for it in items]
@@ -222,7 +247,7 @@ class Parser:
     redeclared = isinstance(old, Function) and isinstance(what, Function) and (old.body is None or what.body is None) \
       or any(isinstance(x, VarDecl) and x.linkage == "extern" for x in (old, what))
     if old is not None and not redeclared:
-      raise self.err(f"duplicate definition of '{name}'", tok)
+      raise self.err(f"duplicate definition of {quote(name)}", tok)
     scope.syms[name] = what
 
   def section(self) -> Section:
@@ -257,7 +282,7 @@ class Parser:
     if self.tok.text in (".visible", ".extern", ".weak", ".common"): linkage = self.next().text[1:]
     sp = self.expect_kind("dir")
     if sp.text[1:] not in ("global", "const", "shared", "local", "param", "tex", "reg"):
-      raise self.err(f"expected a state space, found {sp.text!r}", sp)
+      raise self.err(f"expected a state space, found {quote(sp.text)}", sp)
     align = vec = 0
     attrs, typ = [], None
     while self.tok.kind == "dir":
@@ -265,10 +290,10 @@ class Parser:
       if d == ".align": align = self.number()
       elif d in (".v2", ".v4", ".v8"): vec = int(d[2:])
       elif d[1:] in TYPES or d in (".texref", ".samplerref", ".surfref"):
-        if typ: raise self.err(f"second type {d!r} in declaration", self.toks[self.i - 1])
+        if typ: raise self.err(f"second type {quote(d)} in declaration", self.toks[self.i - 1])
         typ = d[1:]
       elif d in (".ptr", ".global", ".const", ".shared", ".local") and in_params: attrs.append(d[1:])
-      else: raise self.err(f"unexpected {d!r} in declaration", self.toks[self.i - 1])
+      else: raise self.err(f"unexpected {quote(d)} in declaration", self.toks[self.i - 1])
     if typ is None: raise self.err("missing type in declaration")
     if align and align & (align - 1): raise self.err(f"alignment {align} is not a power of two", self.toks[self.i - 1])
     name = self.expect_kind("word")
@@ -298,7 +323,7 @@ class Parser:
     vec = 0
     if self.tok.text in (".v2", ".v4", ".v8"): vec = int(self.next().text[2:])
     t = self.expect_kind("dir")
-    if t.text[1:] not in TYPES: raise self.err(f"unknown register type {t.text!r}", t)
+    if t.text[1:] not in TYPES: raise self.err(f"unknown register type {quote(t.text)}", t)
     names = []
     while True:
       n = self.expect_kind("word")
@@ -309,7 +334,7 @@ class Parser:
       elif n.text in scope.ranges: clash = f"{n.text}0"
       else: clash = next((r for r in scope.regs
                           if (m := _NUMBERED.fullmatch(r)) and m[1] == n.text and _below(m[2], cnt)), None)
-      if clash: raise self.err(f"duplicate register '{clash}'", n)
+      if clash: raise self.err(f"duplicate register {quote(clash)}", n)
       if cnt: scope.ranges[n.text] = (cnt, t.text[1:])
       else: scope.regs[n.text] = t.text[1:]
       if not self.accept(","): break
@@ -389,10 +414,10 @@ class Parser:
           self.labels[t.text] = "prototype"
           scope.syms[t.text] = pr = Prototype(t.text, rets, ps, tuple(attrs)); out.append(pr)
         else:
-          if t.text in self.labels: raise self.err(f"duplicate label '{t.text}'", t)
+          if t.text in self.labels: raise self.err(f"duplicate label {quote(t.text)}", t)
           self.labels[t.text] = t; out.append(LabelDef(t.text))
       elif t.kind == "word" or t.text == "@": out.append(self.instruction(scope))
-      else: raise self.err(f"unexpected {t.text!r} in function body")
+      else: raise self.err(f"unexpected {quote(t.text)} in function body")
     return tuple(out)
 
   def loc(self) -> Loc:
@@ -423,7 +448,7 @@ class Parser:
         ops.append(self.operand(scope))
         if not self.accept(","): break
     end = self.tok
-    if not self.at(";"): raise self.err(f"expected ',' or ';' after operand, found {self.tok.text!r}")
+    if not self.at(";"): raise self.err(f"expected ',' or ';' after operand, found {quote(self.tok.text)}")
     self.next()
     form, why, bad, badop = forms.check(opcode, tuple(mods), tuple(ops), lambda r: scope.reg(r) or sreg_type(r))
     if form is None:
@@ -435,7 +460,8 @@ class Parser:
       if isinstance(o, Addr) and isinstance(o.base, Sym): self.check_space(scope, mods, o.base.name, t)
       if isinstance(o, Addr) and isinstance(o.base, Reg) and self.asize == 64 and scope.reg(o.base.name) in \
           ("b32", "u32", "s32") and not {m.split("::")[0] for m in mods} & {"shared", "local", "const", "param"}:
-        raise self.err(f"32-bit address register {o.base.name} in a global/generic access with .address_size 64", t)
+        raise self.err(f"32-bit address register {quote(o.base.name)} in a global/generic access with "
+                       ".address_size 64", t)
     return Instruction(opcode, tuple(mods), tuple(ops), guard, None, w.pos)
 
   def note_uses(self, o, t: Tok, scope: _Scope):
@@ -452,12 +478,12 @@ class Parser:
     if len(spaces) > 1: return  # cp.async.shared.global names two spaces, one per address
     want = spaces.pop() if spaces else "generic"
     if d.space != want and not (want == "generic" and d.space in ("global", "shared", "local")):
-      raise self.err(f"state space mismatch: '{name}' is .{d.space}, the instruction accesses {want}", tok)
+      raise self.err(f"state space mismatch: {quote(name)} is .{d.space}, the instruction accesses {want}", tok)
 
   def check_reg(self, scope: _Scope, name: str, tok: Tok, want: str = "") -> None:
     typ = scope.reg(name)
-    if typ is None and name not in SREGS: raise self.err(f"undefined register '{name}'", tok)
-    if want and typ != want: raise self.err(f"'{name}' is not a .{want} register", tok)
+    if typ is None and name not in SREGS: raise self.err(f"undefined register {quote(name)}", tok)
+    if want and typ != want: raise self.err(f"{quote(name)} is not a .{want} register", tok)
 
   MAX_NESTING = 8   # operands nest two deep in PTX (call arguments holding vectors); deeper is garbage
   MAX_BLOCKS = 100  # `{ }` scopes inside a function body (nvcc writes a few levels); keeps the parser off the C stack
@@ -499,7 +525,9 @@ class Parser:
       n = self.next()
       s = ("-" if neg else "") + n.text
       if n.kind == "int": return Imm(self.integer(n, neg), "int", s)
-      if n.kind == "flt": return Imm(float(s), "float", s)
+      if n.kind == "flt":
+        if not math.isfinite(v := float(s)): raise self.err(f"constant overflow: {quote(s)} is not a finite double", n)
+        return Imm(v, "float", s)
       if neg: raise self.err("'-' before a hex float literal", t)
       return Imm(int(n.text[2:], 16), n.kind, s)
     if t.kind == "word":
@@ -508,13 +536,13 @@ class Parser:
       if isinstance(o, Reg) and self.accept("|"):
         b = self.expect_kind("word")
         o2 = self.name_operand(scope, b)
-        if not isinstance(o2, Reg): raise self.err(f"expected a register after '|', found {b.text!r}", b)
+        if not isinstance(o2, Reg): raise self.err(f"expected a register after '|', found {quote(b.text)}", b)
         return Pair(o, o2)
       if isinstance(o, Sym) and (self.at("+") or self.at("-")):
         sign = -1 if self.next().text == "-" else 1
         return Sym(o.name, sign * self.number())
       return o
-    raise self.err(f"expected an operand, found {t.text!r}" if t.text else "expected an operand")
+    raise self.err(f"expected an operand, found {quote(t.text)}" if t.text else "expected an operand")
 
   def name_operand(self, scope: _Scope | None, t: Tok):
     n = t.text
@@ -522,7 +550,7 @@ class Parser:
     if scope is not None and (scope.reg(n) is not None or n in SREGS): return Reg(n)
     if n.startswith("%"):
       if scope is None: return Sym(n)
-      raise self.err(f"undefined register '{n}'", t)
+      raise self.err(f"undefined register {quote(n)}", t)
     return Sym(n)
 
   # -- resolution of labels and symbols (after the whole function / module is read)
@@ -530,7 +558,7 @@ class Parser:
     """Check the names left for the end of the function (labels may be used before they are defined), turn those
     naming labels into Label operands, and give each instruction the .loc in force before it."""
     for name, tok in self.uses:
-      if name not in self.labels: raise self.err(f"undefined symbol '{name}'", tok)
+      if name not in self.labels: raise self.err(f"undefined symbol {quote(name)}", tok)
     def fix(o):
       if isinstance(o, Sym) and o.name in self.labels and o.offset == 0 and not isinstance(self.labels[o.name], str):
         return Label(o.name)
@@ -549,5 +577,5 @@ class Parser:
 
 def parse(text: str | bytes, path: str = "<ptx>") -> Module:
   """Parse a whole PTX module; raises PtxError (path:line:col) on anything ptxas would reject that we check."""
-  if isinstance(text, bytes): text = text.decode()
+  if isinstance(text, bytes): text = text.decode("latin-1")   # any byte past ASCII is the located error ptxas gives
   return Parser(text, path).module()
