@@ -23,6 +23,7 @@ import argparse
 import ctypes
 import errno as E
 import hashlib
+import itertools
 import json
 import os
 import random
@@ -1121,34 +1122,13 @@ def _relocate(words: list[int], va: int) -> list[int]:
           if BUF_VA <= w < BUF_VA + 0x10000 else w for w in words]
 
 
-class _Clocks:
+def case_clock(dev) -> None:
   """GPU time for one case, a count of reads (a stream may write timestamps into the buffer whose digest is the
-  outcome; wall time there would make every such case differ run to run): the AMD CP/SDMA clocks and the NVIDIA
-  semaphore timestamps of a synchronous machine read this while the case runs."""
-
-  def __init__(self, dev):
-    self.dev, self.n = dev, 0
-
-  def tick(self) -> int:
-    self.n += 1
-    return (1 << 40) + 1000 * self.n
-
-  def __enter__(self):
-    from gputwin.mock.amdgpu import gpu
-    self.saved = gpu.gpu_clock, gpu.time
-    gpu.gpu_clock, gpu.time = self.tick, _TimeWith(self.tick)
-    if hasattr(self.dev.k, "nvgpu"): self.dev.k.timestamp = self.tick
-    return self
-
-  def __exit__(self, *exc):
-    from gputwin.mock.amdgpu import gpu
-    gpu.gpu_clock, gpu.time = self.saved
-
-
-class _TimeWith:
-  """The time module with monotonic_ns (the CP's system-clock timestamps) from `tick`."""
-  def __init__(self, tick): self.monotonic_ns = tick
-  def __getattr__(self, name): return getattr(time, name)
+  outcome; wall time there would make every such case differ run to run), set as the mock machine's `clock`
+  (MockKernel / MockNV): the AMD CP/SDMA clocks and the NVIDIA PTIMER and semaphore timestamps of a synchronous
+  machine read it. Each case has a fresh machine, so nothing is restored."""
+  reads = itertools.count(1)
+  dev.k.clock = lambda: (1 << 40) + 1000 * next(reads)
 
 
 def _pm4_valid(r: random.Random) -> list[int]:
@@ -1264,8 +1244,8 @@ for _name, (_dev, _queue, _valid) in CMD.items():
   def _cmd(words: list[int], device=_dev, queue=_queue) -> str:
     if queue is None: return _submit(dev := _device(device), _QcomQueue(dev), words, dev.alloc(0x10000, host=True))
     dev = _device(device, sync=True)
-    with _Clocks(dev):
-      return _submit(dev, getattr(dev, queue), words, dev.alloc(0x10000, host=True), sync=True)
+    case_clock(dev)
+    return _submit(dev, getattr(dev, queue), words, dev.alloc(0x10000, host=True), sync=True)
 
 
 for _c in CATEGORIES.values():

@@ -155,10 +155,10 @@ def _run_stream(device: str, queue: str, words: list[int]) -> bytes:
   dev = R._device(device, sync=True)
   try:
     buf, q = dev.alloc(0x10000, host=True), getattr(dev, queue)
-    with R._Clocks(dev):
-      q.submit(R._relocate(words, buf.va), "test")
-      assert R._drive(dev, q) is None
-      q.wait(timeout=5.0)
+    R.case_clock(dev)
+    q.submit(R._relocate(words, buf.va), "test")
+    assert R._drive(dev, q) is None
+    q.wait(timeout=5.0)
     return bytes(buf.view())
   finally:
     dev.close()
@@ -178,7 +178,7 @@ def test_generated_streams_address_the_buffer():
 def test_semaphore_timestamps_are_case_time():
   """cmd-gpfifo (seed 2026, cases 6384 and 6878: nondet): a host-class semaphore release with RELEASE_TIMESTAMP writes
   the 16-byte structure (payload zero-extended at +0, the GPU timer at +8) into the buffer whose digest is the
-  outcome, so the outcome held wall time. A case's GPU clocks now count reads (`_Clocks`): the same stream gives the
+  outcome, so the outcome held wall time. A case's GPU clocks now count reads (`case_clock`): the same stream gives the
   same bytes on two fresh machines, and the structure is there."""
   from gputwin.abi import nvpush as NP
   HC = NP.HOPPER_CHANNEL_GPFIFO_A
@@ -191,3 +191,25 @@ def test_semaphore_timestamps_are_case_time():
   c = R.CATEGORIES["cmd-gpfifo"]
   for i in (6384, 6878):
     assert R.check(c, c.make(R.case_rng("cmd-gpfifo", 2026, i)))[0] == "ok"
+
+
+def test_gpu_timestamps_are_the_machines_clock():
+  """A case's counted GPU time used to be installed by patching the AMD GPU module's globals (`gpu_clock`, `time`)
+  for the length of the case; the mock machines now take a clock (MockKernel.clock, MockNV.clock) that
+  `case_clock` sets on the case's own machine. PM4 RELEASE_MEM of the GPU and system clocks and an SDMA timestamp
+  give the same bytes on two fresh machines, read from the case's clock (not wall time), and a new machine still
+  has the real clock."""
+  import time
+  from gputwin.abi import pm4 as P
+  from gputwin.mock.kfd.driver import MockKernel
+  at = lambda off: (R.BUF_HI << 32) | (R.BUF_VA + off)  # noqa: E731
+  case = range(1 << 40, (1 << 40) + 10**6)         # case_clock: 2^40 + 1000 ns per read
+  for queue, words, scale in (("compute", P.release_mem(at(0x40), data_sel=P.DATA_SEL_GPU_CLOCK) +
+                               P.release_mem(at(0x48), data_sel=P.DATA_SEL_SYS_CLOCK), (10, 1)),
+                              ("sdma", P.sdma_timestamp(at(0x40)) + P.sdma_timestamp(at(0x48)), (10, 10))):
+    a, b = (_run_stream("mock:gfx1100", queue, words) for _ in range(2))
+    assert a == b, queue
+    stamps = [int(v) * k for v, k in zip(np.frombuffer(a[0x40:0x50], "<u8"), scale)]   # GPU clock: 100 MHz
+    assert all(t in case for t in stamps) and stamps[0] < stamps[1], (queue, stamps)
+  now = time.clock_gettime_ns(time.CLOCK_MONOTONIC_RAW)
+  assert abs(MockKernel("gfx1100").clock() - now) < 10**9

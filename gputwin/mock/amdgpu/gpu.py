@@ -36,11 +36,6 @@ from gputwin.mock.amdgpu import aql, dispatch
 from gputwin.mock.amdgpu.dispatch import run_dispatch
 
 
-def gpu_clock() -> int:
-  """The GPU reference clock the mock KFD reports in GET_CLOCK_COUNTERS (100 MHz)."""
-  return time.clock_gettime_ns(time.CLOCK_MONOTONIC_RAW) // 10
-
-
 def _unit(q) -> int:
   """Bytes one rptr/wptr step counts: SDMA bytes, PM4 dwords, AQL 64-byte packets."""
   return 1 if q.is_sdma else A.PACKET_SIZE if q.is_aql else 4
@@ -112,6 +107,11 @@ class VirtualGPU:
     self.lockup_timeout: float | None = dispatch.LOCKUP_TIMEOUT
     self.k.on_doorbell.append(self._bell)
     self.k.on_queue.append(self._queue_event)
+
+  def gpu_clock(self) -> int:
+    """The GPU reference clock (100 MHz) the CP and SDMA write: the machine's `clock`, as GET_CLOCK_COUNTERS reports
+    it."""
+    return self.k.clock() // 10
 
   # ------------------------------------------------------------------ scheduling
   def _queue_event(self, q, created: bool):
@@ -311,7 +311,7 @@ class VirtualGPU:
       src = (b[2] << 32) | b[1]
       if src_sel == P.COPY_SRC_PERFCOUNTERS: v = self.perf.get(gpu.gpu_id, {}).get(b[1] & 0x3FFFF, 0)
       elif src_sel == P.COPY_SRC_IMMEDIATE: v = src
-      elif src_sel == P.COPY_SRC_GPU_CLOCK: v = gpu_clock()
+      elif src_sel == P.COPY_SRC_GPU_CLOCK: v = self.gpu_clock()
       elif src_sel == P.COPY_SRC_MEMORY: v = vm.read_u64(src) if wide else vm.read_u32(src)
       else: raise QueueError(f"COPY_DATA source select {src_sel} is not modelled", at)
       if dst_sel not in (2, 5): raise QueueError(f"COPY_DATA destination select {dst_sel} is not modelled", at)
@@ -334,7 +334,7 @@ class VirtualGPU:
       if data_sel == P.DATA_SEL_32: vm.write_u32(va, data)
       elif data_sel == P.DATA_SEL_64: vm.write_u64(va, data)
       elif data_sel in (P.DATA_SEL_GPU_CLOCK, P.DATA_SEL_SYS_CLOCK):
-        vm.write_u64(va, gpu_clock() if data_sel == P.DATA_SEL_GPU_CLOCK else time.monotonic_ns())
+        vm.write_u64(va, self.gpu_clock() if data_sel == P.DATA_SEL_GPU_CLOCK else self.k.clock())
       if int_sel in (P.INT_SEL_INT, P.INT_SEL_INT_AFTER_WRITE): self.k.interrupt(gpu.gpu_id, b[6])
     else:
       raise QueueError(f"unknown PM4 opcode {op:#04x}", at)
@@ -349,7 +349,7 @@ class VirtualGPU:
     typ, index = raw[0], pos * 4 // A.PACKET_SIZE
     if st.ib is None:
       if typ == A.INVALID: raise Blocked()   # not published yet: the packet processor waits for a valid header
-      if st.started is None: st.started = gpu_clock()
+      if st.started is None: st.started = self.gpu_clock()
       if typ == A.KERNEL_DISPATCH:
         try:
           regs, grid = aql.dispatch_registers(vm, q.gpu.name, q.gpu.props["lds_size_in_kb"] << 10, raw, at, index,
@@ -383,8 +383,8 @@ class VirtualGPU:
     if not signal: return
     queue = aql.queue_base(vm, q.rptr_va)
     if vm.read_u32(queue + A.QUEUE_PROPERTIES) & A.AMD_QUEUE_PROPERTIES_ENABLE_PROFILING:
-      vm.write_u64(signal + A.SIGNAL_START_TS, started or gpu_clock())
-      vm.write_u64(signal + A.SIGNAL_END_TS, gpu_clock())
+      vm.write_u64(signal + A.SIGNAL_START_TS, started or self.gpu_clock())
+      vm.write_u64(signal + A.SIGNAL_END_TS, self.gpu_clock())
     vm.write_u64(signal + A.SIGNAL_VALUE, (vm.read_u64(signal + A.SIGNAL_VALUE) - 1) & (2**64 - 1))
     mailbox = vm.read_u64(signal + A.SIGNAL_EVENT_MAILBOX_PTR)
     if mailbox:
@@ -415,7 +415,7 @@ class VirtualGPU:
       except GPUPageFault: vm.write(dst, vm.read(src, count))      # spans mappings, or faults where it would
     elif op == P.SDMA_OP_FENCE: vm.write_u32((b[1] << 32) | b[0], b[2])
     elif op == P.SDMA_OP_TRAP: self.k.interrupt(q.gpu.gpu_id, b[0] & 0x0FFFFFFF)
-    elif op == P.SDMA_OP_TIMESTAMP: vm.write_u64((b[1] << 32) | b[0], gpu_clock())
+    elif op == P.SDMA_OP_TIMESTAMP: vm.write_u64((b[1] << 32) | b[0], self.gpu_clock())
     elif op == P.SDMA_OP_CONST_FILL:
       count, size = (b[3] & (P.sdma_copy_max(q.gpu.name) - 1)) + 1, 1 << ((h >> 30) & 3)
       dst, pat = (b[1] << 32) | b[0], (b[2] & ((1 << 8 * size) - 1)).to_bytes(size, "little")

@@ -170,11 +170,16 @@ class _Process:
 class MockKernel:
   """The mock kernel of one machine. `targets`: GPU names, e.g. ["gfx1100", "gfx942"] (node 1, node 2, ...).
   sync=True: no GPU thread is assumed; doorbells are polled (and on_doorbell listeners run) whenever the process
-  blocks in WAIT_EVENTS, so a single-threaded test drives the command processor deterministically."""
+  blocks in WAIT_EVENTS, so a single-threaded test drives the command processor deterministically.
+  `clock`: the machine's time in ns (CLOCK_MONOTONIC_RAW): GET_CLOCK_COUNTERS and the GPU's clock and timestamps
+  (GPU reference clock: clock() // 10, 100 MHz; the CP's system-clock timestamps: clock()) read it; set another
+  callable for time a test controls (the reliability suite counts reads, so a case's timestamps are the same on
+  every run)."""
 
   def __init__(self, targets: list[str] | str = "gfx1100", sync: bool = False):
     self.targets = [targets] if isinstance(targets, str) else list(targets)
     self.sync = sync
+    self.clock: Callable[[], int] = lambda: time.clock_gettime_ns(time.CLOCK_MONOTONIC_RAW)
     self.topology = Topology(self.targets)
     self.gpus: list[GPUNode] = self.topology.gpus
     self._by_id = {g.gpu_id: g for g in self.gpus}
@@ -795,7 +800,7 @@ class MockKernel:
 
   # kfd_ioctl_get_clock_counters: never fails; gpu counter 0 for an unknown gpu_id; CPU counters in ns at 1 GHz.
   def _get_clock_counters(self, a):
-    now = time.clock_gettime_ns(time.CLOCK_MONOTONIC_RAW)
+    now = self.clock()
     a.gpu_clock_counter = now // 10 if self._pdd(a.gpu_id) else 0   # mock: a 100 MHz GPU reference clock
     a.cpu_clock_counter, a.system_clock_counter = now, time.clock_gettime_ns(time.CLOCK_BOOTTIME)
     a.system_clock_freq = 1_000_000_000

@@ -47,11 +47,14 @@ class VFile:
 
 class MockNV(RM, Controls, UVM):
   """The mock NVIDIA driver of one machine. `targets`: ["sm_90"], ["sm_90", "sm_80"] ... -> /dev/nvidia0, 1 ...
-  sync=True tells the GPU model to run no thread of its own (whoever waits drives it), for deterministic tests."""
+  sync=True tells the GPU model to run no thread of its own (whoever waits drives it), for deterministic tests.
+  `clock`: the machine's time in ns (PTIMER: `timestamp()`, semaphore and report timestamps); set another callable for
+  time a test controls (the reliability suite counts reads, so a case's timestamps are the same on every run)."""
 
   def __init__(self, targets: list[str] | str = "sm_90", sync: bool = False):
     self.targets = [targets] if isinstance(targets, str) else list(targets)
     self.sync = sync
+    self.clock: Callable[[], int] = time.monotonic_ns
     bad = [t for t in self.targets if t not in ARCHS]
     if bad or not self.targets:
       raise KernelDriverError(f"mock NVIDIA machine: unknown target(s) {bad or self.targets}; known: {sorted(ARCHS)}")
@@ -307,7 +310,7 @@ class MockNV(RM, Controls, UVM):
     g = gpu if isinstance(gpu, NVGpu) else self.gpus[gpu]
     return g.usermode.view if g.usermode is not None else None
 
-  def timestamp(self) -> int: return time.monotonic_ns()
+  def timestamp(self) -> int: return self.clock()
 
   def fault_channel(self, ch: NVChannel, reason: str, va: int | None = None, error: Exception | None = None,
                     xid: int | None = None) -> None:
