@@ -926,8 +926,8 @@ def run_simt(eng: Engine, serial: bool = False, max_instructions: int | None = N
         blk = tier.block(pc, eng.nwaves(ix))
         if blk is not None and not covers and _inside(eng, ready, ix, sel, pc, blk.span):
           blk = None  # threads of these warps wait inside the block: they join the ones here step by step
-        if blk is not None and blk.whole and not sel.all():
-          blk = None  # a warp-wide tensor op: the interpreter's rendezvous (or its partial-warp error) for the rest
+        if blk is not None and blk.whole and (checks is not None or not sel.all()):
+          blk = None  # a warp-wide tensor op: whole warps, no checker (the interpreter's rendezvous, errors, checks)
         # (every live thread stands here: every ready one does, and none waits at a barrier (which it would count) or
         # for a collective's members; a plain barrier that ends the block then completes at once)
         if blk is not None and checks is not None and not checks.native(
