@@ -923,9 +923,11 @@ def run_simt(eng: Engine, serial: bool = False, max_instructions: int | None = N
         covers = not serial and not eng.lwait.any() and np.count_nonzero(sel) == np.count_nonzero(ready)
       fast = covers and not eng.hooks and max_instructions is None
       if tier is not None and not eng.hooks and not (interp is not None and interp[0] < pc < interp[1]):
-        blk = tier.block(pc, eng.nwaves(ix))
-        if blk is not None and not covers and _inside(eng, ready, ix, sel, pc, blk.span):
-          blk = None  # threads of these warps wait inside the block: they join the ones here step by step
+        blk, join = tier.block(pc, eng.nwaves(ix)), None
+        if blk is not None and not covers:
+          join = _inside(eng, ready, ix, sel, pc, blk)
+          if join is True:
+            blk = None  # threads of these warps wait inside the block: they join the ones here step by step
         if blk is not None and blk.whole and (checks is not None or not sel.all()):
           blk = None  # a warp-wide tensor op: whole warps, no checker (the interpreter's rendezvous, errors, checks)
         # (every live thread stands here: every ready one does, and none waits at a barrier (which it would count) or
@@ -954,11 +956,12 @@ def run_simt(eng: Engine, serial: bool = False, max_instructions: int | None = N
           if checks is not None:
             checks.ran(eng, blk, ix, tier.native.log)
           if blk.tail and taken.any():
-            to, at = _tail(eng, blk, ix, sel, taken, eng._exec_bits)
+            to, at = _tail(eng, blk, ix, sel, taken, eng._exec_bits, join)
           else:
             to = at = pc + blk.span
-          # at: where every thread of sel stands now, which _tail left unwritten (None: written)
-          stale = None if at is None else (at, ix, sel)
+          # at: where every thread of sel (and those joining at its barrier) stands now, which _tail left unwritten
+          # (None: written)
+          stale = None if at is None else (at, ix, sel if join is None else sel | join)
           if not fast and stale is not None:
             _place(eng, *stale)
             stale = None
@@ -990,15 +993,24 @@ def run_simt(eng: Engine, serial: bool = False, max_instructions: int | None = N
       _place(eng, *stale)
 
 
-def _inside(eng: Engine, ready, ix, sel, pc: int, span: int) -> bool:
-  """Whether a ready thread of warps `ix` outside `sel` stands inside the block [pc, pc + span): the interpreter
-  would run the threads at pc until they reach it and go on together (one warp-instruction each from there), so the
-  native tier leaves those steps to it rather than run the block for `sel` alone."""
+def _inside(eng: Engine, ready, ix, sel, pc: int, blk):
+  """Ready threads of warps `ix` outside `sel` inside the block [pc, pc + span)? The interpreter would run the threads
+  at pc until they reach them and go on together (one warp-instruction each from there). None: there are none. The
+  mask of them (rows of ix) when they all stand at the block's last instruction, a plain barrier with nothing for a
+  checker to see (binding.plain_barrier; no ir3 sync flags): the block runs for `sel` and they arrive at the barrier
+  with it (_tail). True: the native tier leaves those steps to the interpreter rather than run the block alone."""
   other = ready[ix] & ~sel if not isinstance(ix, slice) else ready & ~sel
   if not other.any():
-    return False
-  at = eng.lpc[ix][other] if not isinstance(ix, slice) else eng.lpc[other]
-  return bool(((at > pc) & (at < pc + span)).any())
+    return None
+  at = eng.lpc[ix] if not isinstance(ix, slice) else eng.lpc
+  inside = other & (at > pc) & (at < pc + blk.span)
+  if not inside.any():
+    return None
+  last = blk.ops[-1]
+  if blk.tail == "barrier" and plain_barrier(last) and (eng.checks is None or "ss" not in last.info) and \
+     not (inside & (at != last.pc)).any():
+    return inside
+  return True
 
 
 def _place(eng: Engine, pc: int, ix, sel) -> None:
@@ -1041,17 +1053,21 @@ def _same(a: np.ndarray, b: np.ndarray) -> bool:
   return bool((a == b).all())
 
 
-def _tail(eng: Engine, blk, ix, sel, taken: np.ndarray, bits: np.ndarray):
+def _tail(eng: Engine, blk, ix, sel, taken: np.ndarray, bits: np.ndarray, join=None):
   """After a native block whose last instruction branches, exits or arrives at a barrier (native.plan.tail) and took
-  lanes `taken` (bits per warp; `bits`: those of sel): move the threads of `sel` (all standing at the block's first PC) as step_simt does
-  for it (the ones it took to its target, out, or into the barrier; the rest on), with the back-edge count of fair
-  scheduling. Returns (the PC every thread of `sel` goes on at together, or None; the PC they all stand at now,
-  left for the caller to write into eng.lpc, or None when written here)."""
+  lanes `taken` (bits per warp; `bits`: those of sel): move the threads of `sel` (all standing at the block's first
+  PC) as step_simt does for it (the ones it took to its target, out, or into the barrier; the rest on), with the
+  back-edge count of fair scheduling; `join`: threads of these warps standing at its barrier arrive with them (the
+  same warp-instruction: only their lanes are counted). Returns (the PC every thread of `sel` goes on at together,
+  or None; the PC they all stand at now, left for the caller to write into eng.lpc, or None when written here)."""
   last, n, pc = blk.ops[-1], blk.span, blk.pc
   every = bool((taken == bits).all())  # (taken lanes are threads of sel)
   m = sel if every else np.unpackbits(taken.astype(U64).view(np.uint8).reshape(-1, 8), axis=1,
                                       bitorder="little")[:, :eng.L].view(bool)
   if blk.tail == "barrier":  # they arrive (and wait), or it completes at once (step_simt); they move past it
+    if join is not None:
+      m = m | join
+      eng.lane_count += np.count_nonzero(join)
     done = _at_once(eng, last, ix, m)
     if not done:
       _arrive(eng, last, ix, m)

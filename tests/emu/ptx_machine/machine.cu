@@ -114,3 +114,17 @@ extern "C" __global__ void no_wait(float *out, const float *in) {
 extern "C" __global__ void block_scoped(int *c, int shared_counter) {
   atomicAdd_block(shared_counter ? c : c + 1 + blockIdx.x, 1);
 }
+
+// tree reduction of 64 values: from w = 16 on, the threads of a warp that skip the add wait at the barrier that
+// ends the add's block (they join the others there)
+extern "C" __global__ void tree_sum(int *out, const int *x) {
+  __shared__ int s[64];
+  int t = threadIdx.x;
+  s[t] = x[blockIdx.x * 64 + t];
+  __syncthreads();
+  for (int w = 32; w > 0; w >>= 1) {
+    if (t < w) s[t] += s[t + w];
+    __syncthreads();
+  }
+  if (t == 0) out[blockIdx.x] = s[0];
+}

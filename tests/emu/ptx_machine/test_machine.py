@@ -176,6 +176,7 @@ def test_checker_and_fault_text_is_the_same_on_both_tiers(ptx, monkeypatch, tmp_
 @pytest.mark.parametrize("kernel, grid, block, args", [
   ("diverge", 1, 64, lambda: [np.zeros(64, np.int32)]),
   ("race", 1, 64, lambda: [np.zeros(64, np.int32)]),
+  ("tree_sum", 4, 64, lambda: [np.zeros(4, np.int32), np.arange(256, dtype=np.int32)]),
 ])
 def test_instruction_counts_are_the_same_on_both_tiers(ptx, monkeypatch, tmp_path, kernel, grid, block, args):
   """Warp- and thread-instructions a launch reports do not depend on the tier: threads of a warp waiting inside a
@@ -187,3 +188,22 @@ def test_instruction_counts_are_the_same_on_both_tiers(ptx, monkeypatch, tmp_pat
     st = run(ptx, kernel, grid=grid, block=block, args=args(), checks=False)
     got.append((st.instructions, st.lane_instructions))
   assert got[0] == got[1]
+
+
+def test_threads_waiting_at_a_barrier_join_the_native_block(ptx, monkeypatch, tmp_path):
+  """tree_sum's diverged steps: the threads that skip the add stand at the barrier ending its block; the block runs
+  natively for the others and they arrive together (core._inside, _tail), so nearly every warp-instruction is native,
+  with the interpreter's counts and numpy's sums."""
+  from gputwin.emu.native import STATS
+  monkeypatch.setenv("GPUTWIN_NATIVE_CACHE", str(tmp_path))
+  x = np.arange(4 * 64, dtype=np.int32) * 7 - 100
+  got = {}
+  for mode in ("0", "force"):
+    monkeypatch.setenv("GPUTWIN_JIT", mode)
+    out = np.zeros(4, np.int32)
+    before = STATS["wave_instructions"]
+    st = run(ptx, "tree_sum", grid=4, block=64, args=[out, x], checks=False)
+    assert (out == x.reshape(4, 64).sum(axis=1)).all()
+    got[mode] = (st.instructions, st.lane_instructions, STATS["wave_instructions"] - before)
+  assert got["0"][:2] == got["force"][:2]
+  assert got["force"][2] >= 0.95 * got["force"][0], got
