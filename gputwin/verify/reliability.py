@@ -33,7 +33,7 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
@@ -638,6 +638,104 @@ def _parse_ptx(text: str) -> str:
   from gputwin.isa import ptx
   m = ptx.parse(text, "fuzz.ptx")
   return digest(ptx.format_ptx(m))
+
+
+# ---- PTX statements, one at a time (the "words" of PTX: a million of them in minutes, not a million modules)
+_PTX_LINES = None
+
+
+def _ptx_lines() -> tuple:
+  """(statements, operands, modifiers, the parser of statements) from the corpus: every statement of every function
+  body (a `{ }` block, as nvcc writes around calls, is one statement), labels renamed to the skeleton's $L__BB0_0..7
+  and parameters to param_0..; the skeleton module declares the corpus's globals and functions, a kernel with those
+  parameters, and registers of each nvcc class (%p %rs %r %f %rd %fd) past the corpus's highest numbers."""
+  global _PTX_LINES
+  if _PTX_LINES is None:
+    from gputwin.isa import ptx
+    from gputwin.isa.ptx import printer
+    from gputwin.isa.ptx.parser import Statements
+    items, units, regs, local = {}, [], {}, {}
+    label = lambda m: f"$L__BB0_{int(m[1]) % 8}"  # noqa: E731
+    for text in _ptx_corpus():
+      for it in ptx.parse(text).items:
+        if isinstance(it, (ptx.VarDecl, ptx.Function)) and (not isinstance(it, ptx.Function) or it.kind == "func"):
+          items.setdefault(it.name, it if isinstance(it, ptx.VarDecl) else replace(it, body=None))
+        for st in it.body or () if isinstance(it, ptx.Function) else ():   # a body's own variables, %SP / %SPL
+          if isinstance(st, ptx.VarDecl) or isinstance(st, ptx.RegDecl) and not any(n for _, n in st.names):
+            local.setdefault(st.name if isinstance(st, ptx.VarDecl) else st.names, st)
+      for t, name, n in re.findall(r"\.reg\s+\.(\w+)\s+(%[a-z]+)<(\d+)>;", text):
+        regs[name] = (t, max(int(n), regs.get(name, ("", 0))[1]))
+      depth, block = 0, []
+      for ln in text.split("\n"):
+        ln = re.sub(r"\$L__BB\d+_(\d+)", label, re.sub(r"\b[\w$]+_param_(\d+)\b", r"param_\1", ln.strip()))
+        if depth == 0 and (not ln or ln.startswith((".", "//", "(", ")")) or ln in ("{", "}") and not block):
+          if ln == "{" and not block: depth = 1   # a function body starts: statements from here
+          continue
+        depth += ln.count("{") - ln.count("}")
+        if depth <= 0:                            # the function's closing brace
+          depth = 0
+          continue
+        if not block and (not ln or ln.startswith("//")): continue
+        block.append(re.sub(r"^\$L__BB0_(\d+):$", r"$L__def_\1:", ln))   # (the skeleton defines $L__BB0_*)
+        if depth == 1: units.append("\n".join(block)); block = []
+    params = ", ".join(f".param .u64 param_{i}" for i in range(16))
+    decls = "".join(f"\t.reg .{t} {name}<{n + 16}>;\n" for name, (t, n) in sorted(regs.items())) + \
+      "".join(f"{line}\n" for st in local.values() for line in printer.statement(st))
+    skeleton = ptx.format_ptx(ptx.Module("9.0", ("sm_90",), 64, (), tuple(items.values()))) + \
+      f".visible .entry k({params})\n{{\n{decls}" + "".join(f"$L__BB0_{i}:\n" for i in range(8)) + "\tret;\n}\n"
+    units = sorted(set(units))
+    lines = [u for u in units if "\n" not in u and " " in u and not u.startswith("@")]
+    ops = sorted({o.strip() for u in lines for o in SPLIT_OPERANDS.split(u.split(None, 1)[1].rstrip(";"))})
+    mods = sorted({m for u in lines for m in u.split(None, 1)[0].split(".")[1:]})
+    _PTX_LINES = units, ops, mods, Statements(skeleton, "k", "fuzz.ptx")
+  return _PTX_LINES
+
+
+_PTX_CHARS = list("{}[]()<>,;:.@!%|+-=_$\"\\/*\t\n\r\f\v\x00\x7f") + ["\u00e9", "\u202e", "::", "//", "/*", "*/"]
+_PTX_NUMS = ["0", "1", "-1", "15", "16", "31", "32", "63", "64", "0x7fffffff", "0x80000000", "0xffffffff",
+             "4294967296", "0x8000000000000000", "0xffffffffffffffff", "0x1ffffffffffffffff", "18446744073709551616",
+             "0f7F800000", "0d7FF8000000000000", "1e999", "0b" + "1" * 65, "0" + "7" * 23]
+
+
+def _ptx_line_make(r: random.Random) -> str:
+  """A corpus statement with 1-3 mutations: an operand of another statement in one operand's place, a modifier
+  replaced, added or dropped, another statement appended, a number swapped for a boundary value, a register
+  renumbered past its declaration, a span deleted or doubled or a character (punctuation, control, non-ASCII)
+  inserted, and now and then a generic hostile one (mutate_text: 2,000-fold repeats, 5,000-digit numbers)."""
+  units, ops, mods, _ = _ptx_lines()
+  s = r.choice(units)
+  for _ in range(r.randint(1, 3)):
+    k = r.randrange(6)
+    head, _, rest = s.partition(" ")
+    if k == 1 and rest:
+      parts = SPLIT_OPERANDS.split(rest)
+      parts[r.randrange(len(parts))] = " " + r.choice(ops)
+      s = head + " " + ",".join(parts).strip()
+    elif k == 2 and "." in head:
+      ms, i, how = head.split("."), r.randrange(1, head.count(".") + 2), r.randrange(3)
+      if how == 0: ms.insert(i, r.choice(mods))
+      elif i < len(ms): ms[i:i + 1] = [r.choice(mods)] if how == 1 else []
+      s = ".".join(ms) + (" " + rest if rest else "")
+    elif k == 3: s += "\n" + r.choice(units)
+    elif k == 4 and (nums := list(re.finditer(r"(?<![\w%$.])-?(?:0[xXfFdDbB])?[0-9a-fA-F]+U?(?![\w.])", s))):
+      m = r.choice(nums)
+      s = s[:m.start()] + r.choice(_PTX_NUMS) + s[m.end():]
+    elif k == 5 and (regs := list(re.finditer(r"%[a-z]+(\d+)", s))):
+      m = r.choice(regs)
+      s = s[:m.start(1)] + str(r.choice([0, 255, 256, 1 << 31, r.getrandbits(70)])) + s[m.end(1):]
+    elif r.random() < 0.02: s = mutate_text(r, s)      # now and then a hostile one (2,000-fold repeats, 5,000 digits)
+    else:                                               # a small edit: a span deleted or doubled, a character added
+      a = r.randrange(len(s) + 1)
+      b = min(len(s), a + r.randint(1, 8))
+      s = r.choice([s[:a] + s[b:], s[:a] + s[a:b] * 2 + s[b:], s[:a] + r.choice(_PTX_CHARS) + s[a:]])
+  return s
+
+
+@category("decode-ptx-lines", _ptx_line_make, budget=2.0, chunk=2000,
+          needs=lambda: None if _ptx_corpus() else "no nvcc (the corpus is nvcc -ptx of gputwin/verify/corpus/ptx)")
+def _parse_ptx_line(text: str) -> str:
+  from gputwin.isa.ptx import printer
+  return digest("\n".join(l for st in _ptx_lines()[3].parse(text) for l in printer.statement(st)))
 
 
 # ---- AMD assembler text

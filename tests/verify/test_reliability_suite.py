@@ -14,9 +14,9 @@ import pytest
 
 from gputwin.verify import reliability as R
 
-QUICK = {"decode": 2000, "decode-ptx": 40, "asm": 150, "codeobj": 40, "exec": 6, "fault": 8, "ioctl": 60, "cmd": 10,
+QUICK = {"decode": 2000, "decode-ptx": 40, "decode-ptx-lines": 2000, "asm": 150, "codeobj": 40, "exec": 6, "fault": 8, "ioctl": 60, "cmd": 10,
          "cmd-sdma": 40, "cmd-kgsl": 40}
-BIG = {"decode": 200_000, "decode-ptx": 2000, "asm": 10_000, "codeobj": 2000, "exec": 300, "fault": 1000,
+BIG = {"decode": 200_000, "decode-ptx": 2000, "decode-ptx-lines": 200_000, "asm": 10_000, "codeobj": 2000, "exec": 300, "fault": 1000,
        "ioctl": 10_000, "cmd": 2000}
 
 
