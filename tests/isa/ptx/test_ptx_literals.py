@@ -127,3 +127,16 @@ def test_what_ptxas_accepts_is_accepted(line, tmp_path):
   if HAVE_CUDA:
     (tmp_path / "ok.ptx").write_text(_kernel(line))
     assert ptxas(tmp_path / "ok.ptx", "sm_90")[0]
+
+
+@pytest.mark.parametrize("line", ["  mov.u32 %r1, 0x100000000;", "  add.u32 %r1, %r1, 0x1ffffffffffffffff;",
+                                  "  mov.u16 %h1, 65536;", "  and.b16 %h1, %h1, -0x8000000000000000;"])
+def test_values_wider_than_the_type_are_accepted_like_ptxas(line, tmp_path):
+  """ptxas takes an integer immediate wider than the instruction's type (it keeps the low bits): no error here either,
+  and the value is the literal's 64-bit one."""
+  text = HEAD + ".visible .entry k()\n{\n  .reg .b32 %r<2>;\n  .reg .b16 %h<2>;\n" + line + "\n  ret;\n}\n"
+  v = parse(text).kernels["k"].instructions()[0].operands[-1].value
+  assert abs(v) < 2**64
+  if HAVE_CUDA:
+    (tmp_path / "w.ptx").write_text(text)
+    assert ptxas(tmp_path / "w.ptx", "sm_90")[0]
