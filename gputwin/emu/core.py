@@ -1276,8 +1276,9 @@ def release_barriers(eng: Engine) -> None:
   done = (eng.barcount > 0) & (eng.barcount >= need)
   if not done.any():
     return
-  bid = np.maximum(eng.lbar.astype(np.int64) - 1, 0)
-  go = (eng.lbar > 0) & done[eng.wg[:, None], bid]
+  go = np.zeros(eng.lbar.shape, bool)
+  for b in np.nonzero(done.any(axis=0))[0]:  # (per barrier id completing somewhere: one test per warp, not thread)
+    go |= (eng.lbar == b + 1) & done[eng.wg, b][:, None]
   if eng.checks is not None:
     eng.checks.released(eng, np.arange(eng.W), go)
   for pc in np.unique(eng.lbarpc[go]) if eng.barred.any() else ():  # bar.red: each released thread gets its CTA's
@@ -1286,7 +1287,7 @@ def release_barriers(eng: Engine) -> None:
     if op.info.get("red") and "D0" in op.outs:
       at = go & (eng.lbarpc == pc)
       w, l = np.nonzero(at)
-      c, b = eng.wg[w], bid[w, l]
+      c, b = eng.wg[w], eng.lbar[w, l].astype(np.int64) - 1
       yes, no = eng.barred[0][c, b], eng.barred[1][c, b]
       v = {"popc": yes, "and": no == 0, "or": yes > 0}[op.info["red"]].astype(U32)
       eng.V[w, op.outs["D0"].index, l] = v
