@@ -52,8 +52,8 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass, field
 from fractions import Fraction
-from types import SimpleNamespace
 
 import numpy as np
 
@@ -120,9 +120,16 @@ def _slots(regs: list[Src], t: str) -> int:
   return sum(max(1, 32 * s.dwords // BITS[t]) for s in regs)
 
 
+@dataclass(frozen=True)
+class At:
+  """One `[...]` operand of a tensor instruction as memory.base_address takes an op: `info["address"]`, its plan (a
+  dataclass, so the native tier's disk cache can key a block holding it)."""
+  info: dict = field(default_factory=dict)
+
+
 def _at(loc, a: M.Addr, space: str):
   """A stand-in op for memory.base_address: one `[...]` operand of the instruction, planned in its state space."""
-  return SimpleNamespace(info={"address": decode.plan(loc, decode.address(loc, a), space)})
+  return At({"address": decode.plan(loc, decode.address(loc, a), space)})
 
 
 def _fail(op: Op, why: str) -> Op:
