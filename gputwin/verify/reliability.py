@@ -264,7 +264,9 @@ def run_task(task: dict, worker: Worker | None = None) -> dict:
       st2, rep2, _ = alone.ask({"cat": cat.name, "seed": task["seed"], "start": at, "n": 1}, cat.budget, cat.warmup)
       alone.stop()
       text = f"{rep}" if st == "crash" else f"no answer in {rep:.0f} s"
-      if st2 == "reply": text += " (not alone: only after the cases before it in the same worker)"
+      if st2 == "reply" and st == "hang" and rep2["secs"] > cat.budget:   # (a fresh worker's first case gets the
+        text += f" (alone, in a fresh worker: {rep2['secs']:.1f} s, inside the first case's warm-up allowance)"  # warm-up)
+      elif st2 == "reply": text += " (not alone: only after the cases before it in the same worker)"
       res["counts"][st] += 1
       res["bad"].append({"index": at, "kind": st, "text": text,
                          "input": encode(cat.make(case_rng(cat.name, task["seed"], at)))})

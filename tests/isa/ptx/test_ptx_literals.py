@@ -140,3 +140,14 @@ def test_values_wider_than_the_type_are_accepted_like_ptxas(line, tmp_path):
   if HAVE_CUDA:
     (tmp_path / "w.ptx").write_text(text)
     assert ptxas(tmp_path / "w.ptx", "sm_90")[0]
+
+
+@pytest.mark.parametrize("name", ["%r" + "9" * 15_000 + "d6", "_ZZ8cp_asyncPK6fl" + "9" * 20_000 + "x", "%" + "9" * 5000])
+def test_long_digit_runs_in_names_are_linear(name):
+  """decode-ptx-lines, seed 2026 (cases 308600, 624921, 648752, 883033: hangs): a register name was split into prefix
+  and number by the regex (.*?)(0|[1-9]\\d*), which backtracks quadratically on a long run of digits not at the end of
+  the name (15,000 digits: 3-6 s). Now linear; the undefined name is still a short located error."""
+  text = _kernel(f"  .reg .b32 %r<4>;\n  mov.b32 %r1, {name};")
+  t = time.perf_counter()
+  with pytest.raises(PtxError) as e: parse(text)
+  assert time.perf_counter() - t < 0.5 and e.value.line == 8 and len(str(e.value)) < 500, str(e.value)[:300]
