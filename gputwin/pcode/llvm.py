@@ -781,11 +781,12 @@ def native():
   return _NATIVE
 
 
-def target_machine():
-  """A new target machine for the host CPU (a thread compiling on its own needs its own)."""
+def target_machine(opt: int = 2):
+  """A new target machine for the host CPU (a thread compiling on its own needs its own); `opt`: LLVM's code
+  generation level (0: the fast instruction selector)."""
   import llvmlite.binding as llvm
   return llvm.Target.from_default_triple().create_target_machine(
-    cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(), opt=2, reloc="default",
+    cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(), opt=opt, reloc="default",
     codemodel="jitdefault")
 
 

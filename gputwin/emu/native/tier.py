@@ -32,6 +32,7 @@ def threshold() -> int:
 
 
 PIPELINE = "O2-nounroll"  # the LLVM pipeline runtime.emit runs (part of the cache key)
+LEAN_PIPELINE = "O1-nounroll-fastisel"  # the one it runs for a lean block
 FULL_AFTER = 40  # a lean block gets its full compile once GPUTWIN_JIT_AFTER x this many lanes entered it (below)
 _IR = threading.RLock()  # the tier's LLVM work (each thread has its own context and target machine: runtime._llvm)
 _ENGINE = threading.RLock()  # the process's one MCJIT engine (mock GPUs run their command processors on threads)
@@ -47,7 +48,8 @@ FAILED: list = []  # (arch, ops, LLVM error) of blocks LLVM rejected; tests asse
 def _key(prog, ops, lanes: int, lean: bool, log: bool = False) -> str | None:
   # (a block without LDS accesses, or whose reads cannot matter, logs nothing: one compile serves)
   log = log and any(o.mem == "ds" for o in ops) and not dead_reads(ops, getattr(prog.frontend, "simt", False))
-  return cache.key(ops, lanes, prog.family, prog.arch, prog.frontend, f"{PIPELINE}{'-lean' * lean}{'-log' * log}")
+  return cache.key(ops, lanes, prog.family, prog.arch, prog.frontend,
+                   f"{f'{LEAN_PIPELINE}-lean' if lean else PIPELINE}{'-log' * log}")
 
 
 def lookup(prog, pc: int, lanes: int, lean: bool = True, log: bool = False):
@@ -134,7 +136,7 @@ def _build(prog, lanes: int, ops, lean: bool, log: bool = False):
       except RuntimeError as e:  # a code generator bug: stay interpreted, and keep the evidence for the tests
         FAILED.append((prog.arch, [o.text for o in ops], str(e)))
         return None
-      obj = emit(mod)
+      obj = emit(mod, lean)
     STATS["compiles"] += 1
     STATS["compiled_vector_instructions"] += sum(o.vector and o.kind != "nop" for o in ops)
   finally:
