@@ -174,20 +174,22 @@ def _worker_main() -> int:
 
 # ------------------------------------------------------------------------------------------ workers and watchdog
 class Worker:
-  """A child process serving requests; replaced after a crash or a hang. The watchdog is per case: `budget`
-  seconds from the moment the case started (`warmup` more for a category's first case in this process: imports,
-  vendor tables, first compiles)."""
+  """A child process serving requests; replaced after a crash or a hang, and after `RECYCLE` requests (native code
+  linked into a process is never unloaded: a campaign's random kernels grew a worker by ~3 GB over 1,700 requests).
+  The watchdog is per case: `budget` seconds from the moment the case started (`warmup` more for a category's first
+  case in this process: imports, vendor tables, first compiles)."""
+  RECYCLE = 500
 
   def __init__(self):
     self.p: subprocess.Popen | None = None
-    self.buf, self.seen = b"", set()
+    self.buf, self.seen, self.served = b"", set(), 0
 
   def _start(self):
     root = str(Path(__file__).resolve().parents[2])    # this checkout's gputwin, whatever the installed one is
     env = dict(os.environ, PYTHONHASHSEED="0", PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]))
     self.p = subprocess.Popen([sys.executable, "-m", "gputwin.verify.reliability", "--worker"], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
-    self.buf, self.seen = b"", set()
+    self.buf, self.seen, self.served = b"", set(), 0
 
   def _line(self, deadline: float) -> dict | None:
     fd = self.p.stdout.fileno()
@@ -205,7 +207,9 @@ class Worker:
 
   def ask(self, req: dict, budget: float, warmup: float) -> tuple[str, object, int | None]:
     """("reply", dict, None), ("crash", why, case index) or ("hang", seconds, case index)."""
+    if self.p is not None and self.served >= self.RECYCLE: self.stop()
     if self.p is None or self.p.poll() is not None: self._start()
+    self.served += 1
     try:
       self.p.stdin.write((json.dumps(req) + "\n").encode())
       self.p.stdin.flush()
