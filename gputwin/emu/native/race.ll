@@ -1,7 +1,8 @@
 ; The LDS race checker's per-access work (gputwin/emu/checks.py, Checks._lds and _flush) on the addresses a native
 ; block logged, as host code over the same table: per LDS dword f (workgroup slot * nd + dword), row tab[4f..4f+3]
-; holds the last writer (wave, epoch) and the last reader (wave, or -2 for many readers; epoch), -1 for none, the
-; epoch being its workgroup's barrier count. Loaded once per process (native/tier.py `support`).
+; holds the last writer (wave, epoch) and the last reader (wave, or -2 for many readers; epoch), the epoch being its
+; workgroup's barrier count (from 1: a zero row, or one of an earlier epoch, is no access). Loaded once per process
+; (native/tier.py `support`).
 ;
 ; One access of one instruction: waves[0..nw) in order, each wave's lanes in order; log[wave, site, lane] (uint32)
 ; holds the lane's LDS address (workgroup slot << shift | offset), all ones where the lane did not access. Dword k of
