@@ -59,7 +59,7 @@ def annotate(text: str) -> str:
 
 def machine_code(prog, lanes: int, blk, name: str = "block") -> bytes:
   """The block's host object code, with DWARF lines naming its instructions (line i + 1: blk.ops[i])."""
-  return emit(parse(annotate(Compiler(blk.ops, lanes, prog.family, prog.frontend, blk.lean).module(name))))
+  return emit(parse(annotate(Compiler(blk.ops, lanes, prog.family, prog.frontend, blk.lean).module(name))), blk.lean)
 
 
 def code(obj: bytes) -> bytes:
