@@ -28,6 +28,21 @@ class Address:
   space: str = "mem"
 
 
+@dataclass(frozen=True)
+class Buffer:
+  """An access relative to a bound buffer (ir3's IBOs and UBOs): the plan both tiers follow (the frontend's memop
+  evaluates it, native/codegen.Compiler.addresses emits it). Buffer `index` (an operand) of the launch's table
+  `kind` (Engine.res[kind]: index -> (guest address, bytes)); the byte offset is coord * scale + offset (coord a
+  32-bit operand, zero-extended); the access's `nbytes` bytes must lie inside the buffer, and an unbound index faults
+  as well."""
+  kind: str
+  index: Src
+  coord: Src
+  scale: int
+  offset: int
+  nbytes: int
+
+
 class Stop(Exception):
   """Raised by the executor with (kind, message, wave, op); launch turns it into the public error classes."""
 

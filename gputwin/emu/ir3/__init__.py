@@ -19,6 +19,7 @@ class Ir3:
   name, align, simt = "ir3", 8, True
   its = False  # no independent thread scheduling: a wave's fibers reconverge before any runs ahead (core.run_simt)
   va_bits = 64
+  buffers = ("ibo", "ubo")  # the bound-buffer tables (Engine.res, binding.Buffer.kind) in the native tier's order
   special_inputs = {"EXEC": ("mask",), "EXEC_LO": ("mask",)}
   sgprs = decode.SROWS  # the scalar file: shared registers, the machine's EXEC/M0/NULL, the const file
   memop = staticmethod(memory.memop)

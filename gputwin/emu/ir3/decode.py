@@ -17,7 +17,7 @@ import functools
 import math
 import struct
 
-from gputwin.emu.binding import Address
+from gputwin.emu.binding import Address, Buffer
 from gputwin.emu.program import Op, Src
 from gputwin.errors import DecodeError, PcodeError
 from gputwin.isa.ir3 import Inst, Operand, decode
@@ -251,8 +251,19 @@ def _cat0(op: Op, inst: Inst, pc: int, size: int) -> None:
     op.info["cluster"] = 8  # the <doc>: it behaves as if CLUSTER_SIZE is always 8
   elif n in ("predt", "predf", "prede"):
     op.info["pred"] = n[-1]
+    op.info["lowered"] = _enable(op, n[-1])
   if f.get("REPEAT") and op.kind != "nop":
     raise PcodeError(f"(rpt{f['REPEAT']}) on {n}", "ir3", n)
+
+
+def _enable(op: Op, p: str) -> Op:
+  """predt/predf/prede as the instruction both tiers run (events.py, native/plan.lowered): the enable row of every
+  fiber of the wave, active or not (`unmasked`), becomes p0.x != 0 (predt), p0.x == 0 (predf) or 1 (prede), the
+  1/0 of Mesa's booleans, as cmps.u / mov compute them."""
+  key, ins = {"t": ("cmps.u.ne", {"S0": Src("v", P0), "S1": Src("k")}),
+              "f": ("cmps.u.eq", {"S0": Src("v", P0), "S1": Src("k")}),
+              "e": ("mov.u32u32", {"S0": Src("k", value=1)})}[p]
+  return Op(op.inst, op.pc, op.size, "alu", sem=_sem(key), ins=ins, outs={"D0": Src("v", EN)}, info={"unmasked": True})
 
 
 def _alu(op: Op, inst: Inst) -> None:
@@ -411,6 +422,7 @@ def _cat6(op: Op, inst: Inst) -> None:
       if aop == "cmpxchg":
         op.ins["S1"] = step(d, 2, False)
       op.info.update(space="ibo", ibo=_cat6_src(f, "SSBO", "SSBO_IM"), coord=reg(_num(f["SRC2"])), esize=4, n=1)
+      op.info["buffer"] = Buffer("ibo", op.info["ibo"], op.info["coord"], 4, 0, 4)
     else:
       op.outs["D0"] = reg(_num(f["DST"]))
       a = _cat6_src(f, "SRC1", "SRC1_IM")
@@ -446,6 +458,9 @@ def _cat6(op: Op, inst: Inst) -> None:
   elif n == "ldc":
     info.update(ubo=_cat6_src(f, "SRC2", "SRC2_IM"), coord=_cat6_src(f, "SRC1", "SRC1_IM"),
                 off=16 * f.get("OFFSET", 0))
+  if space in ("ibo", "ubo"):  # (the IBO coordinate counts elements, the UBO's vec4s plus a byte offset)
+    info["buffer"] = Buffer(space, info[space], info["coord"], 16 if space == "ubo" else info["esize"],
+                            info["off"] if space == "ubo" else 0, cnt * info["esize"])
   elif space == "global":
     base = f["SRC1"]
     b = const(_num(base)) if f.get("SRC1_CONST") else reg(_num(base))

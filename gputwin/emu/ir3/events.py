@@ -8,7 +8,7 @@ import numpy as np
 
 from gputwin.emu.binding import Stop
 from gputwin.emu.ir3 import memory
-from gputwin.emu.ir3.decode import CONST, CONST_DWORDS, EN, G0, NUM_A1, P0, TMP, reg, step
+from gputwin.emu.ir3.decode import CONST, CONST_DWORDS, G0, NUM_A1, TMP, reg, step
 from gputwin.emu.program import Op
 from gputwin.errors import GPUPageFault
 from gputwin.pcode.ir3 import BYTES
@@ -75,10 +75,9 @@ def run(eng, op: Op, ix, sel, m) -> np.ndarray:
     _jump(eng, ix, go, t)
     return sel & ~go
   if k == "pred":  # predt/predf read p0.x of every fiber (not only the active ones); prede enables them all
-    p = op.info["pred"]
-    v = np.ones(sel.shape, U32) if p == "e" else ((eng.V[ix, P0] != 0) == (p == "t")).astype(U32)
-    eng.V[ix, EN] = v
-    eng.mark("v", EN)
+    b = op.info["lowered"]  # (decode._enable: the enable row's new value, for every fiber)
+    out = b.sem({n: eng.fetch(s, ix) for n, s in b.ins.items()}, lanes=eng.L, wave64=eng.L == 64)
+    eng.store(b.outs["D0"], out["D0"], ix, None)
     return sel
   if k == "bany":  # every active fiber jumps when p is set in any (all) of them
     p = np.broadcast_to(np.asarray(eng.fetch(op.info["pred"], ix)) & 1, m.shape).astype(bool)

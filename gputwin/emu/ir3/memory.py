@@ -53,14 +53,10 @@ def buffer(eng, op: Op, kind: str, idx, ix, m, nbytes: int, offset: np.ndarray) 
 
 def memop(eng, op: Op, ix, m, st) -> None:
   i, space = op.info, op.info["space"]
-  n = i["n"] * i.get("esize", 4)
-  if space == "ibo":
-    coord = _lanes(eng, eng.fetch(i["coord"], ix), ix).astype(np.int64)
-    a = buffer(eng, op, "ibo", eng.fetch(i["ibo"], ix), ix, m, n, coord * i["esize"])
-    return eng.run_body(op, ix, m, st, eng.mem, a)
-  if space == "ubo":
-    off = _lanes(eng, eng.fetch(i["coord"], ix), ix).astype(np.int64) * 16 + i["off"]
-    a = buffer(eng, op, "ubo", eng.fetch(i["ubo"], ix), ix, m, n, off)
+  b = i.get("buffer")
+  if b is not None:  # IBO / UBO (binding.Buffer): coord * scale + offset bytes into the bound buffer
+    off = _lanes(eng, eng.fetch(b.coord, ix), ix).astype(np.int64) * b.scale + b.offset
+    a = buffer(eng, op, b.kind, eng.fetch(b.index, ix), ix, m, b.nbytes, off)
     return eng.run_body(op, ix, m, st, eng.mem, a)
   plan = i.get("address")
   base = _lanes(eng, eng.address(plan, ix) if plan is not None else eng.fetch(i["base"], ix), ix)
