@@ -100,6 +100,7 @@ def run(eng, op: Op, ix, sel, m) -> np.ndarray:
     W = np.arange(eng.W)[ix]
     for r in range(op.info["n"]):
       eng.S[W, CONST + dst + r] = _uniform(eng, step(op.ins["S0"], r, False), ix, m)
+    eng.mark("s", CONST + dst, op.info["n"])  # (the next batch's restart clears them, the launch restores the file)
     return sel
   if k == "ldck":  # N vec4 of a UBO -> const components a1.x.. (ldc.k <doc>), once per distinct (source, target)
     n = op.info["n"] * 4
@@ -113,6 +114,7 @@ def run(eng, op: Op, ix, sel, m) -> np.ndarray:
       _const_range(d, n, op)
       eng.S[W[(va == v) & (dst[rows] == d)], CONST + d:CONST + d + n] = np.frombuffer(eng.mem.read_bytes(v, 4 * n),
                                                                                        U32)
+      eng.mark("s", CONST + d, n)
     return sel
   if k == "id":  # getfiberid / getwid / getspid
     v = {"fiberid": lambda: np.broadcast_to(np.arange(eng.L, dtype=U32)[None], m.shape),

@@ -131,6 +131,8 @@ def run(code: bytes, sh: listing.Shader, grid, mem, res: dict, consts: np.ndarra
     ck = Checks.make(checks)
     shape = (W, L, nrows, 1, max(sh.shared_size, 4), priv, arch)
     if eng is not None and eng.shape == shape:
+      if eng.written["s"] < 0 or eng.written["s"] >> CONST:  # (restart clears const rows: _init writes them again)
+        eng.__dict__.pop("ir3_consts", None)
       eng.restart(wg, prog, mem)  # the previous batch's files: only the rows it wrote are cleared
       eng._batch(ck)  # (the checkers' state is the batch's own: fresh)
       eng.__dict__.pop("ir3_stack", None)  # (the call stacks: events.py makes them again)
@@ -193,9 +195,15 @@ def _init(eng, sh: listing.Shader, grid, block, c0: int, nw: int, threads: int, 
   t = np.arange(nw)[:, None] * L + np.arange(L)[None, :]
   eng.lalive.reshape(-1, nw, L)[:] = t < threads
   eng.launched[:] = eng.lalive
-  eng.lpc[:] = eng.entry = 0
+  eng.entry = 0  # (every fiber starts at PC 0: core.run_simt places them, eng.lpc need not be written)
   eng.V[:, EN, :] = 1
-  eng.S[:, CONST:CONST + CONST_DWORDS] = consts
+  # the const file, in every wave's scalar rows: a new engine's are zero (its nonzero words are enough); the next
+  # batch's hold it still, unless restart cleared rows an event (stc, ldc.k) wrote (run: then its nonzero words)
+  if eng.__dict__.get("ir3_consts") is not consts:
+    nz = np.flatnonzero(consts)
+    top = CONST_DWORDS if "ir3_consts" in eng.__dict__ else int(nz[-1]) + 1 if nz.size else 0
+    eng.S[:, CONST:CONST + top] = consts[:top]
+    eng.ir3_consts = consts
   cta = c0 + np.arange(W) // nw
   bx, by, _ = block
   gx, gy, _ = grid
@@ -207,6 +215,8 @@ def _init(eng, sh: listing.Shader, grid, block, c0: int, nw: int, threads: int, 
     for k in range(3):
       if inp.compmask >> k & 1:
         v, s = np.asarray(vals[inp.sysval](k)), reg(inp.reg + k)
+        if not v.any():  # (the row is zero already: a new engine's, or cleared by restart as a row written before)
+          continue
         if s.file == "s":  # a per-wave value (a local id there would be meaningless)
           eng.S[:, s.index] = v if v.ndim == 1 else 0
         elif v.ndim == 2:  # per fiber of a workgroup, the same in every workgroup
