@@ -1,0 +1,593 @@
+"""PTX warp-level tensor instructions in the native tier (gputwin/emu/README.md, "Native tier"): wmma.load.{a,b,c},
+wmma.store.d, wmma.mma and mma.sync, one warp at a time, bit for bit as gputwin/emu/ptx/tensor.py runs them. The
+fragment layouts are that module's (`_frag`, `_wmma_frag`, `_slots`), turned into constant tables here; nothing
+about a layout is derived twice. The scheduler runs a block holding one only for warps whose 32 threads all stand at
+it (core.run_simt, runtime.Block.whole): the interpreter's rendezvous and its partial-warp error stay its own.
+
+Memory (wmma.load/store, .global or .shared): every element's address is the lane's base plus (row * ld + col)
+elements (col-major: col * ld + row), in 64-bit arithmetic as the interpreter's uint64 arrays; all of a warp's
+addresses are checked (alignment, mapping or shared window) before anything is written, and a fault returns to the
+tier, which runs the instruction again on the interpreter for its error (core._refault).
+
+Arithmetic (the accumulation model of ptx/tensor.py: the exact sum of the K products and C, rounded once to nearest
+even; NaN results the canonical NaN; integers exact, wrapped or `.satfinite`-clamped to s32): elements are decoded
+exactly into doubles, products are exact in double for every type taken here, and each D row is summed left to
+right as the interpreter's float64 pass does, each step's TwoSum error checked. A finite sum with no error is the
+exact sum; a non-finite one is IEEE's, as the interpreter keeps it. Otherwise (terms far apart in magnitude) the
+element is summed again in a fixed-point integer wide enough for every term of the types (`_width`), then rounded
+with integer code. f64 operands (whose products are not exact in double) stay interpreted."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from gputwin.emu.native.matrix import _loop, _table  # (one loop and table writer for both)
+from gputwin.emu.native.runtime import C_LDS, C_LDSZ, C_V, C_VSTR, C_VSTW, C_WG, F_GLOBAL, F_LDSOFF
+from gputwin.emu.program import Src
+from gputwin.emu.ptx import tensor as ref
+from gputwin.pcode.llvm import Fn, Unsupported
+
+L = 32
+SHIFT = 5  # a fragment table entry: (register * 32 + lane) << SHIFT | bit offset
+# element formats: (exponent bits, mantissa bits, bias, has infinities); tf32 is f32 with its low 13 bits dropped
+FMT = {"f16": (5, 10, 15, True), "bf16": (8, 7, 127, True), "tf32": (8, 23, 127, True), "f32": (8, 23, 127, True),
+       "e5m2": (5, 2, 15, True), "e4m3": (4, 3, 7, False)}
+OUT = {"f32": (24, -149, 0x7f800000, 1 << 31, 0x7fffffff), "f16": (11, -24, 0x7c00, 1 << 15, 0x7fff)}  # (precision,
+# exponent of the smallest subnormal, infinity, sign bit, the canonical NaN) of a D type
+
+
+def supported(op, arch: str = "") -> None:
+  """plan.supported for a tensor op: raise Unsupported unless this module runs it as the interpreter does."""
+  info = op.info
+  do = info.get("do")
+  if do not in ("wmma_load", "wmma_store", "wmma_mma", "mma", "ldmatrix", "stmatrix"):
+    raise Unsupported(f"tensor {do}")
+  if info.get("guard") is not None:
+    raise Unsupported("guarded tensor op")
+  sm = int(re.sub(r"\D", "", arch) or 0)
+  if info.get("sm", 0) > sm:  # (the interpreter stops: needs a later target)
+    raise Unsupported("target")
+  regs = [s for rs in info["regs"] for s in rs] if do in ("mma", "wmma_mma") else list(info["regs"])
+  if any(s.file != "v" or s.dwords != 1 or s.hi or s.pk or s.neg or s.abs for s in regs):
+    raise Unsupported("fragment registers")
+  if do in ("mma", "wmma_mma"):
+    _gemm_tables(op)
+    return
+  if do.startswith("wmma") and ref.BITS[info["type"]] > 32:
+    raise Unsupported("f64 fragment")
+  a = info["at"].info["address"]
+  if a is None or a.space not in ("mem", "lds") or any(t.file != "v" for t in a.terms):
+    raise Unsupported("tensor address space")
+  s = info.get("stride")
+  if s is not None and not (isinstance(s, Src) and (s.file == "k" or s.file == "v" and s.dwords == 1 and not s.hi)):
+    raise Unsupported("stride operand")
+
+
+# ------------------------------------------------------------------------------------------------ tables
+def _slot_regs(regs, bits: int) -> list[tuple[int, int]]:
+  """(register, bit offset) of each fragment slot, in ptx/tensor.py's `_elements` order."""
+  return [(k, j * bits) for k, s in enumerate(regs) for j in range(max(1, 32 * s.dwords // bits))]
+
+
+def _gemm_tables(op):
+  """Per matrix A, B, C: for each element (row-major) its table entry (SHIFT layout; the zero word for an element
+  no slot gives, as the interpreter's zeros), and for D each (register, lane) slot's element. Unsupported for f64
+  and for layouts where two slots name one element (never a form the manual defines)."""
+  (R, N, K), types, regs = op.info["shape"], op.info["types"], op.info["regs"]
+  if "f64" in types:
+    raise Unsupported("f64 mma")
+  wmma = op.info["do"] == "wmma_mma"
+  coords = (lambda which, h, w, bits, n: ref._wmma_frag(h, w, n)) if wmma else \
+      (lambda which, h, w, bits, n: ref._frag(which, bits, n))
+  out = []
+  for which, t, rs, (h, w) in zip("abc", types[1:], regs[1:], ((R, K), (K, N), (R, N))):
+    bits, slots = ref.BITS[t], _slot_regs(rs, ref.BITS[t])
+    n = h * w // 32
+    rows, cols = (np.broadcast_to(x, (32, len(slots)))[:, :n] for x in coords(which, h, w, bits, len(slots)))
+    if rows.min() < 0 or rows.max() >= h or cols.min() < 0 or cols.max() >= w or \
+       len(np.unique(rows * w + cols)) != rows.size:
+      raise Unsupported("fragment layout")
+    tab = np.full(h * w, len(rs) * L << SHIFT, np.int64)  # (the zero word after the registers)
+    lane = np.arange(32)[:, None]
+    reg = np.array([k for k, _ in slots[:n]])[None, :]
+    off = np.array([o for _, o in slots[:n]])[None, :]
+    tab[(rows * w + cols).reshape(-1)] = ((reg * L + lane) << SHIFT | off).reshape(-1)
+    out.append(tab)
+  bits, slots = ref.BITS[types[0]], _slot_regs(regs[0], ref.BITS[types[0]])
+  nd = len(slots)
+  rows, cols = (np.broadcast_to(x, (32, nd)) for x in coords("c", R, N, bits, nd))
+  if rows.min() < 0 or rows.max() >= R or cols.min() < 0 or cols.max() >= N:
+    raise Unsupported("fragment layout")
+  out.append(((rows * N + cols), slots))
+  return out
+
+
+def _row(comp, f, idx: int, write: bool = False) -> str:
+  """Pointer to register row `idx` of warp %w."""
+  comp.nv = max(comp.nv, idx + 1)
+  if write:
+    comp.wrote["v"] = comp.wrote.get("v", 0) | 1 << idx
+  off = f.op(f"add i64 {f.op(f'mul i64 %w, {f.ctx(C_VSTW)}')}, {f.op(f'mul i64 {idx}, {f.ctx(C_VSTR)}')}")
+  return f.gep(f.ctxp(C_V), off)
+
+
+def _copy_rows(comp, f, regs, extra: int = 0) -> str:
+  """The registers' rows, whole, into a local [regs * 32 (+ extra zero words) x i32] buffer."""
+  buf = f.alloca(f"[{len(regs) * L + extra} x i32], align 64")
+  for k, s in enumerate(regs):
+    v = f.ld(f"<{L} x i32>", _row(comp, f, s.index), ("v", s.index), ", align 4")
+    f.st(f"<{L} x i32>", v, f.gep(buf, str(4 * L * k)), "tx", ", align 64")
+  for k in range(extra):
+    f.st("i32", "0", f.gep(buf, str(4 * (len(regs) * L + k))), "tx")
+  return buf
+
+
+def lower(comp, i: int, op, f) -> str:
+  """@inst{i} (and its tables and helpers) for tensor op `op` on one warp. `comp`: the block's codegen.Compiler;
+  `f`: a fresh codegen.Fn."""
+  f.globals = []
+  if op.info["do"] in ("mma", "wmma_mma"):
+    _gemm(comp, i, op, f)
+  else:
+    _memory(comp, i, op, f)
+  comp.bump_pc(f, op)
+  text = comp.finish(f, i, str(L))
+  return "\n".join(f.globals) + "\n" + text
+
+
+# ------------------------------------------------------------------------------------------------ memory
+def _memory(comp, i: int, op, f) -> None:
+  """wmma.load / wmma.store (ptx/tensor.py `_wmma_mem`) and ldmatrix / stmatrix (`_ldmatrix`) for warp %w: each
+  element's address, all checked, then the elements moved between memory and their register slots. An element is
+  one table entry: (register * 32 + lane) << SHIFT | bit offset, in the interpreter's access order."""
+  info = op.info
+  a = info["at"].info["address"]
+  if a.space == "lds" and comp.log:
+    raise Unsupported("tensor LDS access in a logging block")  # (the race checker interprets it)
+  regs, do = info["regs"], info["do"]
+  store = do in ("wmma_store", "stmatrix")
+  base = _bases(comp, f, a)
+  if do in ("ldmatrix", "stmatrix"):  # rows of 8 b16 from the addresses threads 8k..8k+7 give
+    bits, num, lane = 16, info["num"], np.arange(32)
+    r, c = np.broadcast_arrays(lane[:, None] // 4, 2 * (lane[:, None] % 4) + np.arange(2)[None, :])
+    if info["trans"]:
+      r, c = c, r
+    k = np.arange(num)[:, None, None]
+    src, col = (np.broadcast_to(x, (num, 32, 2)).reshape(-1) for x in (8 * k + r, c))
+    tab = ((k * L + lane[None, :, None]) << SHIFT | 16 * np.arange(2)[None, None, :]).reshape(-1)
+    close = _loop(f, 8 * num, "al")  # every row address 16-aligned first
+    b = f.ld("i64", f.gep(base, f.op("mul i64 %al, 8")), "tx")
+    _fault_if(f, f.op(f"icmp ne i64 {f.op(f'and i64 {b}, 15')}, 0"), F_GLOBAL, b, 16, store)
+    close()
+    st, ct = _table(f, f"tx{i}.l", "i32", src), _table(f, f"tx{i}.c", "i32", col)
+
+    def addr(e):
+      b = f.ld("i64", f.gep(base, f.op(f"mul i64 {_entry(f, st, e)}, 8")), "tx")
+      return f.op(f"add i64 {b}, {f.op(f'mul i64 {_entry(f, ct, e)}, 2')}")
+  else:
+    t, (h, w) = info["type"], info["dims"]
+    bits = ref.BITS[t]
+    slots = _slot_regs(regs, bits)
+    n = h * w // 32 if store else len(slots)
+    rows, cols = (np.broadcast_to(x, (32, n)) for x in ref._wmma_frag(h, w, n))
+    first, second = (rows, cols) if info["layout"] == "row" else (cols, rows)  # offset: first * ld + second
+    ft, sc = _table(f, f"tx{i}.r", "i32", first.reshape(-1)), _table(f, f"tx{i}.c", "i32", second.reshape(-1))
+    tab = np.array([(k * L + ln) << SHIFT | o for ln in range(32) for k, o in slots[:n]])
+    ldv = _strides(comp, f, info)
+
+    def addr(e):
+      lane = f.op(f"udiv i64 {e}, {n}")
+      b = f.ld("i64", f.gep(base, f.op(f"mul i64 {lane}, 8")), "tx")
+      ld = f.ld("i64", f.gep(ldv, f.op(f"mul i64 {lane}, 8")), "tx")
+      off = f.op(f"add i64 {f.op(f'mul i64 {_entry(f, ft, e)}, {ld}')}, {_entry(f, sc, e)}")
+      return f.op(f"add i64 {b}, {f.op(f'mul i64 {off}, {bits // 8}')}")
+  tg = _table(f, f"tx{i}.s", "i32", tab)
+  ptrs = _pointers(f, i, a.space, len(tab), bits // 8, store, addr)
+  space, ity = ("guest" if a.space == "mem" else "lds"), f"i{bits}"
+  if store:  # each element from its register slot, written in order
+    buf = _copy_rows(comp, f, regs)
+    close = _loop(f, len(tab), "wr")
+    e = f.ld("i32", f.gep(tg, f.op("mul i64 %wr, 4")), "txtab")
+    word = f.ld("i32", f.gep(buf, _word(f, e)), "tx")
+    v = f.op(f"lshr i32 {word}, {f.op(f'and i32 {e}, {(1 << SHIFT) - 1}')}")
+    f.st(ity, f.conv(v, 32, bits), f.ld("ptr", f.gep(ptrs, f.op("mul i64 %wr, 8")), "tx"), space, ", align 1")
+    close()
+    return
+  out = f.alloca(f"[{len(regs) * L} x i32], align 64")
+  f.emit(f"call void @llvm.memset.p0.i64(ptr {out}, i8 0, i64 {4 * len(regs) * L}, i1 false)")
+  close = _loop(f, len(tab), "rd")
+  e = f.ld("i32", f.gep(tg, f.op("mul i64 %rd, 4")), "txtab")
+  v = f.conv(f.ld(ity, f.ld("ptr", f.gep(ptrs, f.op("mul i64 %rd, 8")), "tx"), space, ", align 1"), bits, 32)
+  q = f.gep(out, _word(f, e))
+  sh = f.op(f"and i32 {e}, {(1 << SHIFT) - 1}")
+  f.st("i32", f.op(f"or i32 {f.ld('i32', q, 'tx')}, {f.op(f'shl i32 {v}, {sh}')}"), q, "tx")
+  close()
+  for k, s in enumerate(regs):
+    v = f.ld(f"<{L} x i32>", f.gep(out, str(4 * L * k)), "tx", ", align 64")
+    f.st(f"<{L} x i32>", v, _row(comp, f, s.index, True), ("v", s.index), ", align 4")
+
+
+def _word(f, e: str) -> str:
+  """The byte offset (i64) of a table entry's register word in a copied-rows buffer."""
+  k = f.op(f"lshr i32 {e}, {SHIFT}")
+  return f.op(f"zext i32 {f.op(f'shl i32 {k}, 2')} to i64")
+
+
+def _entry(f, table: str, e: str) -> str:
+  """Entry `e` of an i32 table, as i64."""
+  return f.op(f"zext i32 {f.ld('i32', f.gep(table, f.op(f'mul i64 {e}, 4')), 'txtab')} to i64")
+
+
+def _bases(comp, f, a) -> str:
+  """[32 x i64]: each lane's `[...]` address (binding.Address, as core.Engine.address evaluates it)."""
+  base = f.alloca("[32 x i64], align 64")
+  close = _loop(f, 32, "bl")
+  acc = None
+  for x in a.terms:
+    v = None
+    for d in range(x.dwords):
+      p = f.gep(_row(comp, f, x.index + d), f.op("mul i64 %bl, 4"))
+      e = f.op(f"zext i32 {f.ld('i32', p, ('v', x.index + d))} to i64")
+      v = e if v is None else f.op(f"or i64 {v}, {f.op(f'shl i64 {e}, {32 * d}')}")
+    acc = v if acc is None else f.op(f"add i64 {acc}, {v}")
+  acc = acc or "0"
+  if a.offset:
+    acc = f.op(f"add i64 {acc}, {a.offset & ((1 << 64) - 1)}")
+  if a.width == 32:  # (its sum wraps at 32 bits; the element offsets are then added in 64)
+    acc = f.op(f"and i64 {acc}, {0xffffffff}")
+  if a.align > 1:
+    acc = f.op(f"and i64 {acc}, {-a.align}")
+  f.st("i64", acc, f.gep(base, f.op("mul i64 %bl, 8")), "tx")
+  close()
+  return base
+
+
+def _strides(comp, f, info) -> str:
+  """[32 x i64]: each lane's leading dimension (elements) of a wmma.load/store, zero-extended as the interpreter's."""
+  ldv = f.alloca("[32 x i64], align 64")
+  close = _loop(f, 32, "sl")
+  s = info["stride"]
+  if s is None:
+    ld = str(info["dims"][1] if info["layout"] == "row" else info["dims"][0])
+  elif s.file == "k":  # (core.Engine.fetch: a u32, or a u64 when it does not fit)
+    ld = str((s.value if s.dwords == 2 or s.value > 0xffffffff else s.value & 0xffffffff) & ((1 << 64) - 1))
+  else:
+    p = f.gep(_row(comp, f, s.index), f.op("mul i64 %sl, 4"))
+    ld = f.op(f"zext i32 {f.ld('i32', p, ('v', s.index))} to i64")
+  f.st("i64", ld, f.gep(ldv, f.op("mul i64 %sl, 8")), "tx")
+  close()
+  return ldv
+
+
+def _pointers(f, i: int, space: str, count: int, nb: int, write: bool, addr) -> str:
+  """[count x ptr]: the host pointer of each element's `nb` bytes at addr(f, e), checked as ptx/tensor.py `_mem`
+  checks them (alignment, then the global mapping or the CTA's shared window); a fault leaves the function."""
+  from gputwin.emu.native.codegen import HINT_REGION, HINTS  # (codegen imports this module)
+  ptrs = f.alloca(f"[{count} x ptr], align 64")
+  hint = f.op(f"getelementptr i64, ptr %hints, i64 {HINT_REGION + HINTS * i}")
+  close = _loop(f, count, "el")
+  a = addr("%el")
+  if nb > 1:
+    _fault_if(f, f.op(f"icmp ne i64 {f.op(f'and i64 {a}, {nb - 1}')}, 0"), F_GLOBAL, a, nb, write)
+  if space == "mem":
+    p = f.op(f"call ptr @gm_ptr(ptr %ctx, i64 {a}, i64 {nb}, i64 {int(write)}, i64 %w, ptr {hint})")
+    ok = f.label("ok")
+    f.emit(f"br i1 {f.op(f'icmp eq ptr {p}, null')}, label %fault, label %{ok}")
+    f.put(ok)
+  else:  # shared: the low 32 bits, in the CTA's window
+    o = f.op(f"and i64 {a}, {0xffffffff}")
+    _fault_if(f, f.op(f"icmp ugt i64 {f.op(f'add i64 {o}, {nb}')}, {f.ctx(C_LDSZ)}"), F_LDSOFF, o, nb, write)
+    wg = f.ld("i64", f.gep(f.ctxp(C_WG), f.op("mul i64 %w, 8")), "wg")
+    p = f.gep(f.ctxp(C_LDS), f.op(f"add i64 {f.op(f'mul i64 {wg}, {f.ctx(C_LDSZ)}')}, {o}"))
+  f.st("ptr", p, f.gep(ptrs, f.op("mul i64 %el, 8")), "tx")
+  close()
+  return ptrs
+
+
+def _slot(f, buf: str, k: str, lane: str) -> str:
+  """Pointer to word [k * 32 + lane] of a [.. x i32] buffer."""
+  at = f.op(f"add i64 {f.op(f'mul i64 {k}, {L}')}, {lane}")
+  return f.gep(buf, f.op(f"mul i64 {at}, 4"))
+
+
+def _at(g, base: str, a: str, b: str) -> str:
+  """Pointer to i32 element [a + b] of `base`."""
+  return g.op(f"getelementptr i32, ptr {base}, i64 {g.op(f'add i64 {a}, {b}')}")
+
+
+def _fault_if(f, cond: str, kind: int, addr: str, nb: int, write: bool) -> None:
+  yes, no = f.label("flt"), f.label("nof")
+  f.emit(f"br i1 {cond}, label %{yes}, label %{no}")
+  f.put(yes)
+  f.emit(f"call void @fault(ptr %ctx, i64 {kind}, i64 {addr}, i64 {nb}, i64 {int(write)}, i64 %w)")
+  f.emit("br label %fault")
+  f.put(no)
+
+
+# ------------------------------------------------------------------------------------------------ mma
+def _decode(f, raw: str, t: str) -> dict:
+  """An element's raw bits (i32) of float type t, exactly: sign (i1), significand m (i64), exponent e (i64; the
+  value is m * 2**e), inf, nan (i1)."""
+  eb, mb, bias, has_inf = FMT[t]
+  if t == "tf32":
+    raw = f.op(f"and i32 {raw}, {0xffffe000 - (1 << 32)}")
+  E = f.op(f"and i32 {f.op(f'lshr i32 {raw}, {mb}')}, {(1 << eb) - 1}")
+  F = f.op(f"and i32 {raw}, {(1 << mb) - 1}")
+  neg = f.op(f"icmp ne i32 {f.op(f'and i32 {raw}, {1 << (eb + mb)}')}, 0")
+  sub = f.op(f"icmp eq i32 {E}, 0")
+  top = f.op(f"icmp eq i32 {E}, {(1 << eb) - 1}")
+  if has_inf:
+    fz = f.op(f"icmp eq i32 {F}, 0")
+    inf = f.op(f"and i1 {top}, {fz}")
+    nan = f.op(f"and i1 {top}, {f.op(f'xor i1 {fz}, true')}")
+  else:  # e4m3: S.1111.111 is NaN, no infinities
+    inf, nan = "false", f.op(f"and i1 {top}, {f.op(f'icmp eq i32 {F}, {(1 << mb) - 1}')}")
+  full = f.op(f"or i32 {F}, {1 << mb}")
+  m = f.op(f"zext i32 {f.op(f'select i1 {sub}, i32 {F}, i32 {full}')} to i64")
+  e1 = f.op(f"select i1 {sub}, i32 1, i32 {E}")
+  e = f.op(f"sub i64 {f.op(f'zext i32 {e1} to i64')}, {bias + mb}")
+  return dict(neg=neg, m=m, e=e, inf=inf, nan=nan)
+
+
+def _exp_range(t: str) -> tuple[int, int, int]:
+  """(smallest exponent, largest exponent, significand bits) of a finite element's m * 2**e."""
+  eb, mb, bias, has_inf = FMT[t]
+  return 1 - bias - mb, (1 << eb) - 1 - (1 if has_inf else 0) - bias - mb, mb + 1
+
+
+def _double(f, d: dict) -> str:
+  """The decoded element as a double (exact: at most 24 significand bits, exponents within double's normal range)."""
+  biased = f.op(f"add i64 {d['e']}, 1023")
+  scale = f.op(f"bitcast i64 {f.op(f'shl i64 {biased}, 52')} to double")
+  m = f.op(f"uitofp i64 {d['m']} to double")
+  x = f.op(f"fmul double {m}, {scale}")
+  x = f.op(f"select i1 {d['inf']}, double 0x7FF0000000000000, double {x}")
+  x = f.op(f"select i1 {d['nan']}, double 0x7FF8000000000000, double {x}")
+  return f.op(f"select i1 {d['neg']}, double {f.op(f'fneg double {x}')}, double {x}")
+
+
+def _decode_int(f, raw: str, t: str) -> str:
+  if t == "s32":
+    return f.op(f"sext i32 {raw} to i64")
+  b = f.op(f"trunc i32 {raw} to i8")
+  return f.op(f"{'sext' if t == 's8' else 'zext'} i8 {b} to i64")
+
+
+def _smax(f, a: str, b: str) -> str:
+  return f.op(f"select i1 {f.op(f'icmp sgt i64 {a}, {b}')}, i64 {a}, i64 {b}")
+
+
+def _round(f, neg: str, sig: str, exp: str, dt: str) -> str:
+  """sig * 2**exp (sig an i64 != 0, exp i64) with sign `neg`, rounded to nearest even into D type dt: its bits
+  (i32). Bits below the format's precision may be folded into sig's lowest bit (sticky)."""
+  P, qmin, inf, sign, _ = OUT[dt]
+  lz = f.op(f"call i64 @llvm.ctlz.i64(i64 {sig}, i1 true)")
+  E = f.op(f"add i64 {exp}, {f.op(f'sub i64 63, {lz}')}")
+  qe = _smax(f, f.op(f"sub i64 {E}, {P - 1}"), str(qmin))
+  sh = f.op(f"sub i64 {qe}, {exp}")
+  s = f.op(f"zext i64 {sig} to i128")
+  left = f.op(f"icmp slt i64 {sh}, 0")
+  nsh = f.op(f"sub i64 0, {sh}")
+  lsh = f.op(f"zext i64 {f.op(f'select i1 {left}, i64 {nsh}, i64 0')} to i128")
+  r1 = f.op(f"select i1 {left}, i64 1, i64 {sh}")
+  rsh = f.op(f"zext i64 {f.op(f'call i64 @llvm.umin.i64(i64 {r1}, i64 66)')} to i128")
+  kept = f.op(f"lshr i128 {s}, {rsh}")
+  unit = f.op(f"shl i128 1, {rsh}")
+  rem = f.op(f"and i128 {s}, {f.op(f'sub i128 {unit}, 1')}")
+  half = f.op(f"shl i128 1, {f.op(f'sub i128 {rsh}, 1')}")
+  odd = f.op(f"icmp ne i128 {f.op(f'and i128 {kept}, 1')}, 0")
+  tie = f.op(f"and i1 {odd}, {f.op(f'icmp eq i128 {rem}, {half}')}")
+  up = f.op(f"or i1 {f.op(f'icmp ugt i128 {rem}, {half}')}, {tie}")
+  kept = f.op(f"add i128 {kept}, {f.op(f'zext i1 {up} to i128')}")
+  kept = f.op(f"select i1 {left}, i128 {f.op(f'shl i128 {s}, {lsh}')}, i128 {kept}")
+  q = f.op(f"zext i64 {f.op(f'sub i64 {qe}, {qmin}')} to i128")
+  bits = f.op(f"add i128 {f.op(f'shl i128 {q}, {P - 1}')}, {kept}")
+  big = f.op(f"icmp ugt i128 {bits}, {inf}")
+  b32 = f.op(f"trunc i128 {f.op(f'select i1 {big}, i128 {inf}, i128 {bits}')} to i32")
+  return f.op(f"or i32 {b32}, {f.op(f'select i1 {neg}, i32 {sign - (1 << 32) if sign >> 31 else sign}, i32 0')}")
+
+
+def _width(types, K: int) -> tuple[int, int]:
+  """(bits, exponent of the lowest bit) of a two's-complement fixed-point integer holding every sum of K products
+  and C of these types exactly."""
+  _, at, bt, ct = types
+  (la, ha, ma), (lb, hb, mb), (lc, hc, mc) = (_exp_range(t) for t in (at, bt, ct))
+  lo = min(la + lb, lc)
+  top = max(ha + hb + ma + mb, hc + mc)
+  bits = top - lo + (K + 1).bit_length() + 2
+  return -(-bits // 64) * 64, lo
+
+
+def _slow(f, name: str, types, shape) -> str:
+  """@{name}(A bits, B bits, C bits, m, n): D[m, n]'s bits from the exact fixed-point sum (all terms finite)."""
+  (_, N, K), (dt, at, bt, ct) = shape, types
+  W, lo = _width(types, K)
+  g = Fn(f.tags)
+  g.emit("br label %head")
+  g.put("head")
+  g.emit("%k = phi i64 [0, %entry], [%k.n, %body]")
+  g.emit(f"%acc = phi i{W} [0, %entry], [%acc.n, %body]")
+  g.emit(f"br i1 {g.op(f'icmp slt i64 %k, {K}')}, label %body, label %tail")
+  g.put("body")
+
+  def term(acc, neg, m, e):
+    by = g.op(f"zext i64 {g.op(f'sub i64 {e}, {lo}')} to i{W}")
+    t = g.op(f"shl i{W} {g.op(f'zext i64 {m} to i{W}')}, {by}")
+    return g.op(f"select i1 {neg}, i{W} {g.op(f'sub i{W} {acc}, {t}')}, i{W} {g.op(f'add i{W} {acc}, {t}')}")
+
+  ra = g.op(f"load i32, ptr {_at(g, '%ar', g.op(f'mul i64 %m, {K}'), '%k')}")
+  rb = g.op(f"load i32, ptr {_at(g, '%br', g.op(f'mul i64 %k, {N}'), '%n')}")
+  da, db = _decode(g, ra, at), _decode(g, rb, bt)
+  acc = term("%acc", g.op(f"xor i1 {da['neg']}, {db['neg']}"), g.op(f"mul i64 {da['m']}, {db['m']}"),
+             g.op(f"add i64 {da['e']}, {db['e']}"))
+  g.emit(f"%acc.n = add i{W} {acc}, 0")
+  g.emit("%k.n = add i64 %k, 1")
+  g.emit("br label %head")
+  g.put("tail")
+  rc = g.op(f"load i32, ptr {_at(g, '%cr', g.op(f'mul i64 %m, {N}'), '%n')}")
+  dc = _decode(g, rc, ct)
+  acc = term("%acc", dc["neg"], dc["m"], dc["e"])
+  neg = g.op(f"icmp slt i{W} {acc}, 0")
+  mag = g.op(f"select i1 {neg}, i{W} {g.op(f'sub i{W} 0, {acc}')}, i{W} {acc}")
+  g.emit(f"br i1 {g.op(f'icmp eq i{W} {mag}, 0')}, label %zero, label %some")
+  g.put("zero")
+  g.emit("ret i32 0")  # (an exact zero sum of terms not all -0: +0)
+  g.put("some")
+  lz = str(W)  # leading zeros of mag, limb by limb from the low one (the highest nonzero limb decides)
+  for j in range(W // 64):
+    limb = g.op(f"trunc i{W} {g.op(f'lshr i{W} {mag}, {64 * j}') if j else mag} to i64")
+    c = g.op(f"add i64 {g.op(f'call i64 @llvm.ctlz.i64(i64 {limb}, i1 false)')}, {W - 64 * (j + 1)}")
+    lz = g.op(f"select i1 {g.op(f'icmp ne i64 {limb}, 0')}, i64 {c}, i64 {lz}")
+  top = g.op(f"sub i64 {W - 1}, {lz}")
+  sh = g.op(f"sub i64 {top}, 63")  # keep the top 64 bits, the rest folded into the lowest (sticky)
+  right = g.op(f"icmp sgt i64 {sh}, 0")
+  rs = g.op(f"zext i64 {g.op(f'select i1 {right}, i64 {sh}, i64 0')} to i{W}")
+  neg_sh = g.op(f"sub i64 0, {sh}")
+  ls = g.op(f"zext i64 {g.op(f'select i1 {right}, i64 0, i64 {neg_sh}')} to i{W}")
+  down = g.op(f"lshr i{W} {mag}, {rs}")
+  hi = g.op(f"trunc i{W} {g.op(f'shl i{W} {down}, {ls}')} to i64")
+  unit = g.op(f"shl i{W} 1, {rs}")
+  lost = g.op(f"and i{W} {mag}, {g.op(f'sub i{W} {unit}, 1')}")
+  sticky = g.op(f"icmp ne i{W} {lost}, 0")
+  sig = g.op(f"or i64 {hi}, {g.op(f'zext i1 {sticky} to i64')}")
+  g.emit(f"ret i32 {_round(g, neg, sig, g.op(f'add i64 {lo}, {sh}'), dt)}")
+  head = [f"define internal i32 @{name}(ptr %ar, ptr %br, ptr %cr, i64 %m, i64 %n) noinline {{", "entry:"]
+  return "\n".join(head + g.allocas + g.pro + g.lines + ["}", ""])
+
+
+def _gemm(comp, i: int, op, f) -> None:
+  """mma.sync / wmma.mma (ptx/tensor.py `_gemm`) for warp %w: D = A x B + C."""
+  info = op.info
+  (R, N, K), types, regs = info["shape"], info["types"], info["regs"]
+  dt, at, bt, ct = types
+  ta, tb, tc, (dsel, dslots) = _gemm_tables(op)
+  integer = at in ref.INT
+  # 1. the A, B and C registers, whole, into local buffers (C read before any D row is written)
+  bufs = [_copy_rows(comp, f, rs, 1) for rs in regs[1:]]
+  # 2. A (R x K), B (K x N), C (R x N): raw element bits, then values (double, or i64 for integers)
+  raws, vals = [], []
+  ety = "i64" if integer else "double"
+  for k, (tab, t, (h, w)) in enumerate(zip((ta, tb, tc), (at, bt, ct), ((R, K), (K, N), (R, N)))):
+    g = _table(f, f"tx{i}.{'abc'[k]}", "i32", tab)
+    raw, val = f.alloca(f"[{h * w} x i32], align 64"), f.alloca(f"[{h * w} x {ety}], align 64")
+    close = _loop(f, h * w, f"u{k}")
+    e = f.ld("i32", f.gep(g, f.op(f"mul i64 %u{k}, 4")), "txtab")
+    bits = ref.BITS[t]
+    x = f.op(f"lshr i32 {f.ld('i32', f.gep(bufs[k], _word(f, e)), 'tx')}, {f.op(f'and i32 {e}, {(1 << SHIFT) - 1}')}")
+    if bits < 32:
+      x = f.op(f"and i32 {x}, {(1 << bits) - 1}")
+    f.st("i32", x, f.gep(raw, f.op(f"mul i64 %u{k}, 4")), "tx")
+    v = _decode_int(f, x, t) if integer else _double(f, _decode(f, x, t))
+    f.st(ety, v, f.gep(val, f.op(f"mul i64 %u{k}, 8")), "tx")
+    close()
+    raws.append(raw)
+    vals.append(val)
+  av, bv, cv = vals
+  # 3. per row m: the running sums over n, k in order (then C), as the interpreter's float64 pass
+  vty = f"<{N} x {ety}>"
+  sums = f.alloca(f"[{R * N} x {ety}], align 64")
+  exact = f.alloca(f"[{R * N} x i8], align 64")
+  close_m = _loop(f, R, "mm")
+  run, ex = f.alloca(vty), f.alloca(f"<{N} x i1>")
+  zero = "zeroinitializer" if integer else "<" + ", ".join(["double -0.0"] * N) + ">"
+  f.emit(f"store {vty} {zero}, ptr {run}")
+  f.emit(f"store <{N} x i1> <{', '.join(['i1 true'] * N)}>, ptr {ex}")
+
+  def add(t: str) -> None:
+    s = f.op(f"load {vty}, ptr {run}")
+    if integer:
+      f.emit(f"store {vty} {f.op(f'add {vty} {s}, {t}')}, ptr {run}")
+      return
+    new = f.op(f"fadd {vty} {s}, {t}")
+    bvv = f.op(f"fsub {vty} {new}, {s}")
+    av_ = f.op(f"fsub {vty} {new}, {bvv}")
+    err = f.op(f"fadd {vty} {f.op(f'fsub {vty} {s}, {av_}')}, {f.op(f'fsub {vty} {t}, {bvv}')}")
+    ok = f.op(f"fcmp oeq {vty} {err}, zeroinitializer")
+    was = f.op(f"load <{N} x i1>, ptr {ex}")
+    f.emit(f"store <{N} x i1> {f.op(f'and <{N} x i1> {was}, {ok}')}, ptr {ex}")
+    f.emit(f"store {vty} {new}, ptr {run}")
+
+  close_k = _loop(f, K, "kk")
+  mk = f.op(f"add i64 {f.op(f'mul i64 %mm, {K}')}, %kk")
+  x = f.ld(ety, f.gep(av, f.op(f"mul i64 {mk}, 8")), "tx")
+  xs = f.op(f"shufflevector <1 x {ety}> {f.op(f'insertelement <1 x {ety}> poison, {ety} {x}, i64 0')}, "
+            f"<1 x {ety}> poison, <{N} x i32> zeroinitializer")
+  brow = f.ld(vty, f.gep(bv, f.op(f"mul i64 %kk, {8 * N}")), "tx", ", align 8")
+  add(f.op(f"{'mul' if integer else 'fmul'} {vty} {xs}, {brow}"))
+  close_k()
+  add(f.ld(vty, f.gep(cv, f.op(f"mul i64 %mm, {8 * N}")), "tx", ", align 8"))
+  f.st(vty, f.op(f"load {vty}, ptr {run}"), f.gep(sums, f.op(f"mul i64 %mm, {8 * N}")), "tx", ", align 8")
+  e8 = f.op(f"zext <{N} x i1> {f.op(f'load <{N} x i1>, ptr {ex}')} to <{N} x i8>")
+  f.st(f"<{N} x i8>", e8, f.gep(exact, f.op(f"mul i64 %mm, {N}")), "tx", ", align 1")
+  close_m()
+  # 4. each D element's bits
+  res = f.alloca(f"[{R * N} x i32], align 64")
+  close = _loop(f, R * N, "dd")
+  s = f.ld(ety, f.gep(sums, f.op("mul i64 %dd, 8")), "tx")
+  out = f.gep(res, f.op("mul i64 %dd, 4"))
+  if integer:
+    if info["sat"]:
+      s = _smax(f, s, str(-(1 << 31)))
+      s = f.op(f"select i1 {f.op(f'icmp sgt i64 {s}, {(1 << 31) - 1}')}, i64 {(1 << 31) - 1}, i64 {s}")
+    f.st("i32", f.op(f"trunc i64 {s} to i32"), out, "tx")
+  else:
+    P, qmin, inf, sign, canon = OUT[dt]
+    fin = f.op(f"fcmp one double {f.op(f'call double @llvm.fabs.f64(double {s})')}, 0x7FF0000000000000")
+    ok = f.op(f"icmp ne i8 {f.ld('i8', f.gep(exact, '%dd'), 'tx')}, 0")
+    fast, slow, join = f.label("fast"), f.label("slow"), f.label("join")
+    inf_ = f.op(f"xor i1 {fin}, true")
+    f.emit(f"br i1 {f.op(f'or i1 {ok}, {inf_}')}, label %{fast}, label %{slow}")
+    f.put(slow)
+    m_ = f.op(f"udiv i64 %dd, {N}")
+    n_ = f.op(f"urem i64 %dd, {N}")
+    slow_fn = f"tx.slow.{'.'.join(types)}.{N}.{K}"  # (one per module and form: Compiler.tensor_fns)
+    r_slow = f.op(f"call i32 @{slow_fn}(ptr {raws[0]}, ptr {raws[1]}, ptr {raws[2]}, i64 {m_}, i64 {n_})")
+    f.emit(f"br label %{join}")
+    f.put(fast)
+    if dt == "f32":
+      r = f.op(f"bitcast float {f.op(f'fptrunc double {s} to float')} to i32")
+    else:  # f16: the exact double rounded by integer code (zero: its sign; infinity: the format's)
+      b = f.op(f"bitcast double {s} to i64")
+      neg = f.op(f"icmp slt i64 {b}, 0")
+      E = f.op(f"and i64 {f.op(f'lshr i64 {b}, 52')}, 2047")
+      F = f.op(f"and i64 {b}, {(1 << 52) - 1}")
+      full = f.op(f"or i64 {F}, {1 << 52}")
+      sig = f.op(f"select i1 {f.op(f'icmp eq i64 {E}, 0')}, i64 {F}, i64 {full}")
+      sub = f.op(f"icmp eq i64 {E}, 0")
+      ex_ = f.op(f"sub i64 {f.op(f'select i1 {sub}, i64 1, i64 {E}')}, 1075")
+      sg = f.op(f"select i1 {neg}, i32 {sign}, i32 0")
+      r = _round(f, neg, f.op(f"select i1 {f.op(f'icmp eq i64 {sig}, 0')}, i64 1, i64 {sig}"), ex_, dt)
+      r = f.op(f"select i1 {f.op(f'icmp eq i64 {sig}, 0')}, i32 {sg}, i32 {r}")
+      r = f.op(f"select i1 {fin}, i32 {r}, i32 {f.op(f'or i32 {sg}, {inf}')}")
+    r = f.op(f"select i1 {f.op(f'fcmp uno double {s}, 0.0')}, i32 {canon}, i32 {r}")
+    f.emit(f"br label %{join}")
+    f.put(join)
+    f.st("i32", f.op(f"phi i32 [{r}, %{fast}], [{r_slow}, %{slow}]"), out, "tx")
+    made = comp.__dict__.setdefault("tensor_fns", set())
+    if slow_fn not in made:
+      made.add(slow_fn)
+      f.globals.append(_slow(f, slow_fn, types, (R, N, K)))
+  close()
+  # 5. the D registers: each slot's element, packed as ptx/tensor.py `_put` does, rows stored whole
+  bits = ref.BITS[dt]
+  sel = _table(f, f"tx{i}.d", "i32", dsel.reshape(-1))
+  pk = f.alloca(f"[{len(regs[0]) * L} x i32], align 64")
+  f.emit(f"call void @llvm.memset.p0.i64(ptr {pk}, i8 0, i64 {4 * len(regs[0]) * L}, i1 false)")
+  nd = len(dslots)
+  kt = _table(f, f"tx{i}.k", "i32", [k << SHIFT | o for k, o in dslots])
+  close = _loop(f, 32 * nd, "pd")
+  lane, j = f.op(f"udiv i64 %pd, {nd}"), f.op(f"urem i64 %pd, {nd}")
+  at_ = f.op(f"zext i32 {f.ld('i32', f.gep(sel, f.op('mul i64 %pd, 4')), 'txtab')} to i64")
+  v = f.ld("i32", f.gep(res, f.op(f"mul i64 {at_}, 4")), "tx")
+  e = f.ld("i32", f.gep(kt, f.op(f"mul i64 {j}, 4")), "txtab")
+  k = f.op(f"zext i32 {f.op(f'lshr i32 {e}, {SHIFT}')} to i64")
+  if bits < 32:
+    v = f.op(f"and i32 {v}, {(1 << bits) - 1}")
+  q = _slot(f, pk, k, lane)
+  sh = f.op(f"and i32 {e}, {(1 << SHIFT) - 1}")
+  f.st("i32", f.op(f"or i32 {f.ld('i32', q, 'tx')}, {f.op(f'shl i32 {v}, {sh}')}"), q, "tx")
+  close()
+  for k, s in enumerate(regs[0]):
+    v = f.ld(f"<{L} x i32>", f.gep(pk, str(4 * L * k)), "tx", ", align 64")
+    f.st(f"<{L} x i32>", v, _row(comp, f, s.index, True), ("v", s.index), ", align 4")
