@@ -914,8 +914,12 @@ def run_simt(eng: Engine, serial: bool = False, max_instructions: int | None = N
           pc = int(eng.lpc[w][pick[w]].min())
           ix, sel = np.array([w]), (ready[w] & (eng.lpc[w] == pc))[None]
         else:
-          pc = int(np.where(pick, eng.lpc, big).min())
-          sel = ready & (eng.lpc == pc)
+          pc = int(eng.lpc.min())  # the lowest PC of any thread is usually a picked one's (exited and waiting
+          at = eng.lpc == pc  # threads stand further on): one min and one compare instead of a masked min
+          if not (at & pick).any():
+            pc = int(np.where(pick, eng.lpc, big).min())
+            at = eng.lpc == pc
+          sel = ready & at
           rows = _per_warp(sel)
           ix = slice(None) if rows.all() else np.nonzero(rows)[0]
           if not isinstance(ix, slice):
