@@ -11,10 +11,10 @@ import numpy as np
 from gputwin.emu.amd.decode import EXECZ, SCC_CODE, VCCZ  # computed scalar operand codes: AMD's
 from gputwin.emu.amd.lanes import OMOD, sdwa_field  # VOP3 output modifiers, SDWA selects: AMD's
 from gputwin.emu.binding import LDS_BITS, LDS_SHIFT, float_result, sets_pc, va_bits
-from gputwin.emu.native import matrix, plan
-from gputwin.emu.native.runtime import (C_IEEE, C_INIT, C_LANES, C_LDS, C_LDSZ, C_LOG, C_PC, C_REGS, C_S, C_SCC, C_SSTR,
-                                        C_SSTW, C_TAKEN, C_A, C_V, C_VSTR, C_VSTW, C_WG, F_HIGH, F_LDSBASE, PRELUDE,
-                                        TBAA_FIXED)
+from gputwin.emu.native import matrix, plan, tensor
+from gputwin.emu.native.runtime import (C_IEEE, C_INIT, C_LANES, C_LDS, C_LDSZ, C_LOG, C_PC, C_REGS, C_RES, C_RESN, C_S,
+                                        C_SCC, C_SSTR, C_SSTW, C_TAKEN, C_A, C_V, C_VSTR, C_VSTW, C_WG, F_GLOBAL,
+                                        F_HIGH, F_LDSBASE, PRELUDE, TBAA_FIXED)
 from gputwin.emu.program import Op, Src
 from gputwin.pcode import analysis, llvm as backend
 from gputwin.pcode.ir import Ty, locals_of
@@ -39,6 +39,7 @@ class Mode(enum.Enum):
   FAST = "f"    # accesses unchecked (probed: all in one region)
   CONTIG = "c"  # accesses unchecked at base + lane * stride (probed: contiguous)
   SHIFT = "s"   # an owner's probed range moved by this access's offset: still in the region (FAST), else EXACT
+  CHECK = "k"   # only the faults, every active lane's before any writes (plan.prechecked), then 0; writes nothing
 
   @property
   def probes(self) -> bool:
@@ -297,6 +298,7 @@ class Compiler:
     self.tags = {k: i for i, k in enumerate(TBAA_FIXED)}
     self.wrote = {"v": 0, "s": 0}  # register rows the block writes (Engine.mark)
     self.nv = self.ns = 0  # registers the block touches: an engine with fewer stays interpreted
+    self.checked = set()  # instructions whose CHECK function is defined (inst_fn)
 
   def declined(self, i: int, ops: list[Op]) -> int:
     """Which op of a group the code generator declines (the group's second if only the group is declined)."""
@@ -386,8 +388,9 @@ done:
     region the last wave hit (LDS: within the allocation), a lane loop without checks or calls runs (LLVM
     vectorises it); otherwise the exact one, which checks lane by lane and faults as the interpreter does. A `lean`
     block (a cold compile, tier.py) has only that exact, masked function: a fifth of the compile time."""
+    ops = [plan.lowered(o) for o in ops]
     op = ops[0]
-    if self.lean or op.kind == "matrix" or getattr(op.sem, "wave_level", False) or \
+    if self.lean or op.kind in ("matrix", "tensor") or getattr(op.sem, "wave_level", False) or \
        not any(o.vector and o.kind != "nop" for o in ops):
       return self.inst_fn(i, ops)
     f = Fn(self.tags)
@@ -443,15 +446,18 @@ done:
   def inst_fn(self, i: int, ops: list[Op], mode: Mode = Mode.PLAIN, full: bool = False, suffix: str = "") -> str:
     """@inst{i}: one wave of `ops` (one instruction, or a group of lane-pure ones sharing a lane loop), as `mode`
     says. `full`: for a wave whose EXEC has every lane on (the name gets an "a")."""
+    ops = [plan.lowered(o) for o in ops]
     if ops[0].kind == "matrix":  # wave-level (WMMA/MFMA): native/matrix.py
       return matrix.lower(self, i, ops[0], Fn(self.tags))
+    if ops[0].kind == "tensor":  # warp-level (wmma, mma.sync): native/tensor.py
+      return tensor.lower(self, i, ops[0], Fn(self.tags))
     f = Fn(self.tags, mode, full, suffix)
     last, nops = ops[-1], len(ops)
     ops = [o for o in ops if o.kind != "nop"] or ops[-1:]  # s_nop, s_delay_alu... in a group: PC and counts only
     op = ops[0]
     info = {"lanes": self.L, "family": self.fam, "space": "lds" if op.mem == "ds" else "gm", "vgpr": self.vgpr_at,
             "slot": self.owner.get(i, (i, 0))[0], "delta": self.owner.get(i, (i, 0))[1]}
-    if self.log and op.mem == "ds":
+    if self.log and op.mem == "ds" and mode is not Mode.CHECK:
       k0 = self.site0.setdefault(i, len(self.sites))  # (the sites of the ops before it are all known by now)
       info.update(log=self.sites, site0=k0, op=i)
     # a wave-level body (readlane, writelane: registers by lane number) runs once per wave with an active lane
@@ -467,6 +473,16 @@ done:
     nops -= len(ops)
     exec_v = self.lanes_on(f, op)  # (a guarded op is a group of its own)
     f.first = f.op(f"call i64 @llvm.cttz.i64(i64 {exec_v}, i1 false)")  # the first active lane (none: 64)
+    pre = ""
+    if mode in (Mode.PLAIN, Mode.EXACT) and plan.prechecked(op):  # every lane's faults first (plan.prechecked)
+      if not analysis.plain_mem(op.sem.program):
+        raise Unsupported("a faulting access overwriting its address registers")
+      if i not in self.checked:
+        self.checked.add(i)
+        pre = self.inst_fn(i, ops, Mode.CHECK) + "\n"
+      c, ok = f.op(f"call i32 @inst{i}k(ptr %ctx, i64 %w, ptr %hints)"), f.label("chk")
+      f.emit(f"br i1 {f.op(f'icmp ne i32 {c}, 0')}, label %fault, label %{ok}")
+      f.put(ok)
     # units: each instruction's parts (VOPD's two halves read their sources before either writes)
     units = []
     for o in ops:
@@ -539,7 +555,7 @@ done:
     for unit in units:  # instruction by instruction: its reads see the previous one's writes (this lane's)
       snaps, first = [], len(masks)
       for g, o in unit:
-        if not probe:  # (a probe reads only the address registers)
+        if not probe and mode is not Mode.CHECK:  # (a probe reads only the address registers)
           self.load_state(g, o, lane=True)
         handed = {nm: fwd[(r.index, r.dwords)] for nm in o.sem.program.inputs if pure
                   for r in [plan.state_src(o, nm)]
@@ -569,6 +585,20 @@ done:
                         for nm in o.sem.program.outputs if nm not in g.lane_names and nm not in g.lanebit])
       for g, o in unit:
         self.addresses(g, o)
+      if mode is Mode.CHECK:  # each access of the body, at ADDR + K (analysis.plain_mem), looked up: faults leave
+        (g, o), = unit
+        body, ea = o.sem.program.body, f.op(f"load i64, ptr {g.ea}")
+        for idx, bits in analysis.mem_accesses(body):
+          k = analysis.addr_offset(idx, analysis.addr_vars(body))
+          g.access(ea if k is None else f.op(f"add i64 {ea}, {g.u64(g.ex(k), k.ty)}"), max(bits // 8, 1),
+                   "r" not in o.sem.mem)
+        f.emit("br label %lnext")
+        f.put("lnext")
+        f.emit("%lane.n = add i64 %lane, 1")
+        f.emit(f"br i1 {f.op(f'icmp eq i64 %lane.n, {self.L}')}, label %lend, label %lhead")
+        f.put("lend")
+        f.emit("ret i32 0")
+        return self.define(f, i, ["fault:", "  ret i32 1"])
       if probe:  # nothing written: a lane that would fault sets `bad`, the rest is reduced for after the loop
         (g, o), = unit
         stride = analysis.stride(o.sem.program)
@@ -663,14 +693,15 @@ done:
     for g, o in gens:
       self.store_state(g, o, lane=False)
     self.bump_pc(f, last)
-    if vector or wave:
-      lane_count = f.op(f"mul i64 {f.op(f'call i64 @llvm.ctpop.i64(i64 {exec_v})')}, {len(ops)}")
+    if vector or wave:  # (an unmasked op counts the lanes running it, as the interpreter's event does)
+      ran = self.exec_value(f) if op.info.get("unmasked") else exec_v
+      lane_count = f.op(f"mul i64 {f.op(f'call i64 @llvm.ctpop.i64(i64 {ran})')}, {len(ops)}")
     else:
       lane_count = "1"
     if nops:
       per = f.op(f"call i64 @llvm.ctpop.i64(i64 {exec_v})") if simt else str(self.L)
       lane_count = f.op(f"add i64 {lane_count}, {f.op(f'mul i64 {per}, {nops}')}")
-    return self.finish(f, i, lane_count)
+    return pre + self.finish(f, i, lane_count)
 
   @staticmethod
   def keep_range(f: Fn, i: int, lo: str, hi: str) -> None:
@@ -761,7 +792,9 @@ done:
 
   def lanes_on(self, f: Fn, op: Op) -> str:
     """The lanes `op` runs for, as i64 bits: EXEC, and for a guarded instruction (per-thread PCs) only those whose
-    guard predicate holds (core.step_simt's m)."""
+    guard predicate holds (core.step_simt's m); an `unmasked` one (plan.lowered) for every lane of the wave."""
+    if op.info.get("unmasked"):
+      return "-1" if self.L == 64 else str((1 << self.L) - 1)
     e = self.exec_value(f)
     if op.info.get("dpp") is not None:  # DPP: its write mask too (row/bank masks, lanes without a source)
       bits = int((self.fe.write_mask(op, self.L).astype(np.uint64) << np.arange(self.L, dtype=np.uint64)).sum())
@@ -951,6 +984,8 @@ done:
                 "  %cb = load i64, ptr %cb.p"]
       cb = f.op(f"add i64 %cb, {g.info['delta']}") if g.info["delta"] else "%cb"  # (moved from its owner's)
       a = f.op(f"add nuw i64 {cb}, {f.op(f'mul nuw i64 %lane, {analysis.stride(o.sem.program)}')}")
+    elif info.get("buffer") is not None:  # relative to a bound buffer (binding.Buffer)
+      a = self.buffer_address(f, info["buffer"], o)
     else:  # the instruction's Address plan (binding.Address), as core.Engine.address evaluates it
       plan = info.get("address")
       if plan is None or plan.space not in ("mem", "lds"):
@@ -988,6 +1023,30 @@ done:
       bits = va_bits(o, self.fe) if o.mem != "ds" else 32  # (contig: probed below 2**bits)
       a32 = a if f.mode is Mode.CONTIG or bits == 64 else f.op(f"and i64 {a}, {(1 << bits) - 1}")
       f.emit(f"store i{w} {f.conv(a32, 64, w)}, ptr {ptr}")
+
+  def buffer_address(self, f: Fn, b, o: Op) -> str:
+    """The guest address of a lane's access to bound buffer `b` (binding.Buffer), from the launch's tables
+    (runtime.Native.buffers): coord * scale + offset bytes into it; an unbound index, or an access not inside the
+    buffer, faults (the interpreter's frontend memop: the same lanes). Only a constant index (one buffer for every
+    wave, whose fault the interpreter then reports at the same wave and lane)."""
+    kinds = getattr(self.fe, "buffers", ())
+    if b.index.file != "k" or b.kind not in kinds:
+      raise Unsupported("buffer index")
+    tbl, n, idx = f.ctxp(C_RES), f.ctx(C_RESN), b.index.value
+    f.n += 1
+    r = f"%bf{f.n}"  # the buffer's (address, bytes) row, read once (bytes -1: unbound, or past the table)
+    f.pro += [f"  {r}.in = icmp ult i64 {idx}, {n}", f"  {r}.i = select i1 {r}.in, i64 {idx}, i64 0",
+              f"  {r}.k = mul i64 {n}, {kinds.index(b.kind)}", f"  {r}.r = add i64 {r}.k, {r}.i",
+              f"  {r}.o = mul i64 {r}.r, 2", f"  {r}.p = getelementptr i64, ptr {tbl}, i64 {r}.o",
+              f"  {r}.a = load i64, ptr {r}.p, !invariant.load !0", f"  {r}.q = getelementptr i64, ptr {r}.p, i64 1",
+              f"  {r}.m = load i64, ptr {r}.q, !invariant.load !0",
+              f"  {r}.s = select i1 {r}.in, i64 {r}.m, i64 -1"]
+    v, bits = self.fetch(f, b.coord)
+    off = f.op(f"add i64 {f.op(f'mul i64 {f.conv(v, bits, 64)}, {b.scale}')}, {b.offset}")  # (below 2**37)
+    bad = f.op(f"icmp sgt i64 {f.op(f'add i64 {off}, {b.nbytes}')}, {r}.s")
+    a = f.op(f"add i64 {r}.a, {off}")
+    self.fault_if(f, bad, F_GLOBAL, a, b.nbytes, "r" not in o.sem.mem)
+    return a
 
   def high_check(self, f: Fn, a: str, bits: int) -> None:
     hi = f.op(f"icmp ugt i64 {a}, {(1 << bits) - 1}")

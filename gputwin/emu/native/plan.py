@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from gputwin.emu.amd.decode import APERTURE, EXECZ, SCC_CODE, VCCZ
 from gputwin.emu.binding import float_result, plain_barrier, scalar_valu, sets_pc
-from gputwin.emu.native import matrix
+from gputwin.emu.native import matrix, tensor
 from gputwin.emu.program import Op, Src
 from gputwin.pcode import analysis
 from gputwin.pcode.llvm import Unsupported
@@ -38,19 +38,25 @@ def tail(op: Op, simt: bool = True) -> str | None:
   return None
 
 
-def supported(op: Op, fam: str, simt: bool = False) -> None:
+def supported(op: Op, fam: str, simt: bool = False, arch: str = "") -> None:
   """Raise Unsupported unless the native tier can run `op` exactly as the interpreter does (`simt`: per-thread PCs,
   where a guard picks the threads an instruction runs for: arithmetic may be guarded, and a block may end with a
-  `tail`)."""
+  `tail`; `arch`: the target, for instructions newer ones add)."""
   if tail(op, simt) is not None:
     return
+  if op.info.get("lowered") is not None:  # an event the frontend gives as an instruction (`lowered`)
+    return supported(lowered(op), fam, simt, arch)
+  if op.info.get("unmasked") and not (op.kind == "alu" and op.vector and not op.mem and op.info.get("guard") is None):
+    raise Unsupported("unmasked")
+  if op.kind == "tensor":  # warp-level wmma/mma: native/tensor.py
+    return tensor.supported(op, arch)
   if op.kind not in BLOCK_KINDS:
     raise Unsupported(op.kind)
   if op.kind == "nop":
     return
   if op.kind == "matrix":  # wave-level WMMA/MFMA: native/matrix.py
     return matrix.supported(op, fam)
-  if op.info.get("guard") is not None and not (simt and op.kind == "alu" and not op.mem):
+  if op.info.get("guard") is not None and not (simt and op.kind == "alu"):  # (a guarded access: its lanes, as EXEC)
     raise Unsupported("guard")
 
   for o in parts(op):
@@ -64,7 +70,7 @@ def supported(op: Op, fam: str, simt: bool = False) -> None:
     if (o.info.get("clamp") or o.info.get("omod")) and isinstance(d, Src) and not outmod_float(d) and \
        (float_result(d) or o.info.get("clamp")):  # (f16: see README; clamp on an integer: the interpreter stops)
       raise Unsupported("output modifier")
-    if o.mem and (o.mem not in MEM_KINDS or o.info.get("address") is None):
+    if o.mem and (o.mem not in MEM_KINDS or o.info.get("address") is None and o.info.get("buffer") is None):
       raise Unsupported(o.mem)
     if "ROUND_MODE" in sem.inputs or "ROUND_MODE" in sem.outputs:
       raise Unsupported("ROUND_MODE")
@@ -75,19 +81,42 @@ def supported(op: Op, fam: str, simt: bool = False) -> None:
         raise Unsupported("operand")
 
 
+def lowered(op: Op) -> Op:
+  """The instruction the tier runs for `op`: a frontend event given as one (op.info["lowered"]: ir3's predt/predf/
+  prede, an ALU body writing every lane of the wave, `unmasked`, which the interpreter's event runs too), else `op`.
+  The block keeps `op` itself (the scheduler and the checkers see the event)."""
+  return op.info.get("lowered") or op
+
+
+def prechecked(op: Op) -> bool:
+  """Does a vector access write a register its address reads (ir3's `ldib r2.x..w, r2.y`)? The native tier then
+  looks up every active lane's access before any lane writes (codegen Mode.CHECK): the interpreter checks them all
+  first, and the instruction it re-runs after a native fault must read the registers as they were."""
+  if not (op.vector and op.mem):
+    return False
+  a, b = op.info.get("address"), op.info.get("buffer")
+  srcs = list(a.terms) if a is not None else [b.coord, b.index] if b is not None else []
+  reads = {(s.file, s.index + k) for s in srcs if s.file in "va" for k in range(s.dwords)}
+  return any((d.file, d.index + k) in reads for o in parts(op) for d in o.outs.values() if isinstance(d, Src)
+             for k in range(d.dwords))
+
+
 def outmod_float(d: Src) -> bool:
   """Is `d` an f32/f64 result, whose VOP3 output modifiers the tier emits (codegen.Compiler.output_modifier)? (f16:
   see README; clamp on an integer result is saturation, which neither tier models: core.Engine.retire stops.)"""
   return float_result(d) and d.bits in (32, 64)
 
 
-def collect(prog, pc: int, fam: str, limit: int = 1 << 30) -> list[Op]:
-  """The longest run (at most `limit`) of supported ops from pc (a branch ends it)."""
+def collect(prog, pc: int, fam: str, limit: int = 1 << 30, stop=None) -> list[Op]:
+  """The longest run (at most `limit`) of supported ops from pc (a branch ends it; so does an op `stop` holds for:
+  one the checkers must see interpreted, native.Tier.stop)."""
   ops, simt = [], getattr(prog.frontend, "simt", False)
   while len(ops) < limit:
     try:
       op = prog.op(pc)
-      supported(op, fam, simt)
+      supported(op, fam, simt, getattr(prog, "arch", ""))
+      if stop is not None and stop(op):
+        break
     except Exception:
       break
     if tail(op, simt) is not None:  # the scheduler's event ends the block (per-thread PCs: it moves the threads)
@@ -170,7 +199,9 @@ def _probe_key(op: Op):
     return None
   vregs = tuple(r for t in a.terms if t.file == "v" for r in range(t.index, t.index + t.dwords))
   sregs = tuple(r for t in a.terms if t.file == "s" for r in range(t.index, t.index + t.dwords))
-  fields = (a.width, a.align, a.space) + tuple(op.info.get(k) for k in ("offset", "offset0", "offset1"))
+  fields = (a.width, a.align, a.space) + tuple(op.info.get(k) for k in ("offset", "offset0", "offset1", "guard"))
+  g = op.info.get("guard")  # (a guarded access's lanes are its guard's too: a write to that row ends the reuse)
+  vregs += (g[0],) if g is not None else ()
   accesses = tuple((repr(idx), bits) for idx, bits in analysis.mem_accesses(p.body))
   return (op.mem, analysis.stride(p), fields, accesses), vregs, sregs
 

@@ -22,7 +22,7 @@ TBAA_FIXED = ("ctx", "tbl")  # tags the prelude uses: ctx fields the block write
 
 # ctx: one int64 array shared by Python and the native code
 (C_V, C_S, C_SCC, C_PC, C_WG, C_VSTW, C_VSTR, C_SSTW, C_SSTR, C_LDS, C_LDSZ, C_NREG, C_REGS, C_FAULT, C_FADDR,
- C_FBYTES, C_FWRITE, C_FWAVE, C_LANES, C_INIT, C_IEEE, C_TAKEN, C_LOG, C_A, C_N) = range(25)
+ C_FBYTES, C_FWRITE, C_FWAVE, C_LANES, C_INIT, C_IEEE, C_TAKEN, C_LOG, C_A, C_RES, C_RESN, C_N) = range(27)
 F_GLOBAL, F_HIGH, F_LDSBASE, F_LDSOFF = 1, 2, 3, 4  # what a fault in ctx[C_FAULT] was
 
 # this process's tier work: blocks made, of them compiled by LLVM (their vector instructions) or loaded from the disk
@@ -141,6 +141,7 @@ class Native:
     self.key = None
     self.taken = np.zeros(eng.W, np.uint64)  # per warp: the lanes a block's tail took (branched, exited)
     self.log = None  # the LDS access log of blocks with Block.sites
+    self.res = None  # the bound-buffer tables this table was made from (buffers)
     e, c = eng, self.ctx
     c[C_TAKEN] = self.taken.ctypes.data
     c[C_V], c[C_S], c[C_A] = e.V.ctypes.data, e.S.ctypes.data, e.A.ctypes.data  # (A: V's strides)
@@ -149,7 +150,25 @@ class Native:
     c[C_SCC], c[C_PC], c[C_WG] = e.scc.ctypes.data, e.pc.ctypes.data, self.wg.ctypes.data
     c[C_LDS], c[C_LDSZ] = e.lds.buf.ctypes.data, e.lds.size
     assert e.scc.dtype == np.uint32 and e.pc.dtype == np.int64 and e.V.strides[2] == 4 and e.A.strides == e.V.strides
+    self.buffers()
     self.rebind()
+
+  def buffers(self) -> None:
+    """The launch's bound-buffer tables (Engine.res, binding.Buffer) for the native code: ctx[C_RES] points to
+    [kind][index] (guest address, bytes) rows, kind in the frontend's `buffers` order, index below ctx[C_RESN]
+    (an unbound index: bytes -1, so every access faults). Remade when the tables change."""
+    kinds, res = getattr(self.eng.fe, "buffers", ()), getattr(self.eng, "res", None) or {}
+    snap = tuple(tuple(sorted(res.get(k, {}).items())) for k in kinds)
+    if snap == self.res:
+      return
+    n = 1 + max((i for t in snap for i, _ in t), default=-1)
+    tbl = np.zeros((max(len(kinds), 1), max(n, 1), 2), np.int64)
+    tbl[:, :, 1] = -1
+    for k, t in enumerate(snap):
+      for i, (va, size) in t:
+        tbl[k, i] = (va, size)
+    self.res, self.res_tbl = snap, tbl
+    self.ctx[C_RES], self.ctx[C_RESN] = tbl.ctypes.data, n
 
   def rebind(self) -> None:
     """The engine's address space (a restarted engine may serve another dispatch's)."""
@@ -178,6 +197,8 @@ class Native:
     c[C_FAULT] = 0
     c[C_LANES] = 0
     c[C_IEEE] = eng.ieee
+    if getattr(eng, "res", None) is not None:
+      self.buffers()
     for file, rows in blk.wrote.items():
       eng.written[file] |= rows
     if blk.sites:  # [wave, site, lane] addresses for the race checker (the code clears each wave's rows first)
@@ -225,7 +246,7 @@ class Native:
     c, eng = self.ctx, self.eng
     kind, addr, nb = int(c[C_FAULT]), int(c[C_FADDR]) & 0xffffffffffffffff, int(c[C_FBYTES])
     access = "write" if c[C_FWRITE] else "read"  # of the faulting access
-    whole = "read" if "r" in op.sem.mem else "write"  # of the instruction: the interpreter's checks before any access
+    whole = "read" if "r" in getattr(op.sem, "mem", "r") else "write"  # (the interpreter checks all first)
     if kind == F_LDSBASE:
       return GPUPageFault(addr, 4, whole, eng.lds.device, f"LDS address past the {eng.lds.size}-byte allocation")
     if kind == F_LDSOFF:

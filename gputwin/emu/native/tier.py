@@ -52,10 +52,11 @@ def _key(prog, ops, lanes: int, lean: bool, log: bool = False) -> str | None:
                    f"{f'{LEAN_PIPELINE}-lean' if lean else PIPELINE}{'-log' * log}")
 
 
-def lookup(prog, pc: int, lanes: int, lean: bool = True, log: bool = False):
+def lookup(prog, pc: int, lanes: int, lean: bool = True, log: bool = False, stop=None):
   """The Block at pc from code this process linked or the disk cache holds (no compiling): the full compile, else
-  (`lean`) the lean one; None when neither is there. `log`: the variant logging LDS accesses (Block.sites)."""
-  ops = collect(prog, pc, prog.family)
+  (`lean`) the lean one; None when neither is there. `log`: the variant logging LDS accesses (Block.sites); `stop`:
+  plan.collect's."""
+  ops = collect(prog, pc, prog.family, stop=stop)
   for v in (False, True)[:1 + lean] if ops else ():
     k = _key(prog, ops, lanes, v, log)
     blk = None if k is None else _linked(k, pc, ops, v)
@@ -101,10 +102,10 @@ def _block(pc: int, ops, fn, meta, obj: bytes, lean: bool):
   return Block(pc, ops, fn, obj, nv, ns, dict(wrote), tail(ops[-1]) if has_tail else None, lean, tuple(sites))
 
 
-def compile_block(prog, pc: int, lanes: int, lean: bool = False, log: bool = False):
+def compile_block(prog, pc: int, lanes: int, lean: bool = False, log: bool = False, stop=None):
   """The Block starting at pc, in full (`lean`: its lean compile; `log`: logging LDS accesses), linked before, cached
   on disk or compiled now; None when its first instruction is not for this tier."""
-  ops = collect(prog, pc, prog.family)
+  ops = collect(prog, pc, prog.family, stop=stop)
   k = _key(prog, ops, lanes, lean, log) if ops else None
   return (_linked(k, pc, ops, lean) if k else None) or _compile(prog, pc, lanes, ops, lean, log)
 
@@ -279,6 +280,12 @@ class Tier:
     self.after, self.fallthrough = threshold(), None
     checks = self.eng.checks  # the race checker replays the LDS accesses blocks log (checks.Checks.ran)
     self.log = checks is not None and "lds_race" in checks.on
+    # per-thread PCs with checkers on: a block ends before an instruction they must see interpreted (a guarded
+    # access under `uninit`...: checks._simt_ok), rather than the whole block being interpreted (core.run_simt)
+    self.stop, self.cut = None, None
+    if checks is not None and checks.per_thread:
+      from gputwin.emu.checks import _simt_ok
+      self.stop, self.cut = (lambda op, ch=checks: not _simt_ok(ch, op)), tuple(sorted(checks.on))
     self.background = mode() == "auto" and self.after > 0
 
   @staticmethod
@@ -290,7 +297,7 @@ class Tier:
     return Tier(eng, native) if native.ok else None
 
   def block(self, pc: int, waves: int = 1):
-    key = (pc, self.eng.L, self.log)
+    key = (pc, self.eng.L, self.log, self.cut)
     st = self.state
     if st.pending:
       self.settle(key)
@@ -299,9 +306,9 @@ class Tier:
       blk = self.heat(key, waves) or blk
     if blk is False:
       mid, self.fallthrough = pc == self.fallthrough, None
-      lead = st.leads.get(pc)
+      lead = st.leads.get((pc, self.cut))
       if lead is None:
-        lead = st.leads[pc] = bool(collect(self.prog, pc, self.prog.family, limit=1))
+        lead = st.leads[(pc, self.cut)] = bool(collect(self.prog, pc, self.prog.family, limit=1, stop=self.stop))
       if not mid and lead:
         blk = self.leader(key, waves)
       if blk is False:
@@ -336,7 +343,7 @@ class Tier:
     st = self.state
     if key not in st.looked:  # its first sight: code linked or cached needs no heat
       st.looked.add(key)
-      blk = _guarded(self.prog, key[0], lambda: lookup(self.prog, key[0], key[1], self.after > 0, key[2]))
+      blk = _guarded(self.prog, key[0], lambda: lookup(self.prog, key[0], key[1], self.after > 0, key[2], self.stop))
       if blk is not None:
         st.blocks[key] = blk
         return blk
@@ -351,7 +358,7 @@ class Tier:
     h = st.heat[pc] = st.heat.get(pc, 0) + waves * self.eng.L
     if h < self.after * (FULL_AFTER if upgrade else 1) or key in st.pending:
       return False
-    ops, lean = collect(self.prog, pc, self.prog.family), not upgrade and self.after > 0
+    ops, lean = collect(self.prog, pc, self.prog.family, stop=self.stop), not upgrade and self.after > 0
     if self.background:
       st.pending[key] = WORKER.submit(self.prog, pc, key[1], ops, lean, key[2])
       return False
