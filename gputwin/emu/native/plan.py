@@ -74,7 +74,9 @@ def supported(op: Op, fam: str, simt: bool = False, arch: str = "") -> None:
       raise Unsupported(o.mem)
     if "ROUND_MODE" in sem.inputs or "ROUND_MODE" in sem.outputs:
       raise Unsupported("ROUND_MODE")
-    if o.kind == "alu" and scalar_valu(o):
+    # (per-thread PCs: every wave a block runs for has a thread running an unguarded op, whose lane-0 result is the
+    # interpreter's one value; one PC per wave: EXEC may be empty, the interpreter writes it anyway)
+    if o.kind == "alu" and scalar_valu(o) and not (simt and op.info.get("guard") is None):
       raise Unsupported("scalar VALU")
     for s in list(o.ins.values()) + list(o.outs.values()):
       if isinstance(s, Src) and (s.file == "a" and fam != "cdna" or s.file == "s" and s.index in APERTURE):
