@@ -669,10 +669,14 @@ def _simt_ok(ch: "Checks", op: Op) -> bool:
   """Per-thread PCs: whether the per-thread checkers (`simt`) have nothing to decide at `op` inside a native block. A
   guarded instruction that does not branch may run for no thread (the interpreter then skips its checks and leaves
   its destinations unwritten, which a summary cannot know); a guarded `.uni` branch may diverge; collectives,
-  atomics of scopes, and ir3's (ss)/(sy) tracking are per thread: such blocks are interpreted."""
+  atomics of scopes, and ir3's (ss)/(sy) tracking are per thread: such blocks are interpreted. A warp-level tensor
+  op's block runs only for warps all of whose threads stand at it (runtime.Block.whole): its constant full member
+  mask can name no absent or exited thread."""
   guard = op.info.get("guard") is not None  # ((ss)/(sy) flags on a guarded instruction may clear nothing)
+  mm = op.info.get("members")
+  full = op.kind == "tensor" and isinstance(mm, Src) and mm.file == "k" and mm.value & 0xffffffff == 0xffffffff
   return not (guard and ch.uninit and not sets_pc(op) or guard and op.info.get("uniform") and "divergence" in ch.on
-              or op.info.get("members") is not None and "members" in ch.on or op.atomic and "scope" in ch.on
+              or mm is not None and "members" in ch.on and not full or op.atomic and "scope" in ch.on
               or guard and "sync" in ch.on and "ss" in op.info and (op.info["ss"] or op.info["sy"] or
                                                                      op.info.get("sync") or any(_dsts(op))))
 
@@ -756,6 +760,13 @@ class _Summary:
           k = int(inc[c]) - hwdata.bits(v, chunks)
           K[c] = k if K[c] is None else max(K[c], k)
         self.clock += 1
+        continue
+      if op.kind == "tensor":  # (PTX's warp-level event: the interpreter's checkers only see what it writes)
+        if not _simt_ok(ch, op):
+          self.ok = False
+        for d in op.outs.values():
+          for r in range(d.index, d.index + d.dwords) if d.file in "vas" else ():
+            self.final[d.file, r] = None
         continue
       if op.kind not in ("alu", "mem", "vopd", "matrix"):  # (the scheduler's events: no checker sees them)
         continue

@@ -932,8 +932,8 @@ def run_simt(eng: Engine, serial: bool = False, max_instructions: int | None = N
           join = _inside(eng, ready, ix, sel, pc, blk)
           if join is True:
             blk = None  # threads of these warps wait inside the block: they join the ones here step by step
-        if blk is not None and blk.whole and (checks is not None or not sel.all()):
-          blk = None  # a warp-wide tensor op: whole warps, no checker (the interpreter's rendezvous, errors, checks)
+        if blk is not None and blk.whole and not sel.all():
+          blk = None  # a warp-wide tensor op: whole warps only (the interpreter's rendezvous and errors otherwise)
         # (every live thread stands here: every ready one does, and none waits at a barrier (which it would count) or
         # for a collective's members; a plain barrier that ends the block then completes at once)
         if blk is not None and checks is not None and not checks.native(

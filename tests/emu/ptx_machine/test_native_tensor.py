@@ -147,14 +147,15 @@ def ptx(tmp_path_factory):
   return out.read_text()
 
 
-def tiers(monkeypatch, ptx: str, kernel: str, args: list, out: int, block: int = 32, native: float = 0.9):
+def tiers(monkeypatch, ptx: str, kernel: str, args: list, out: int, block: int = 32, native: float = 0.9,
+          checks: bool = False):
   """The output buffer `out` after a launch with the tier off and with it compiled at first sight: both must hold
   the same bits, and the latter must have run at least a `native` share of the instructions natively."""
   got = []
   for mode in ("0", "force"):
     monkeypatch.setenv("GPUTWIN_JIT", mode)
     a = [x.copy() if isinstance(x, np.ndarray) else x for x in args]
-    st = launch(ptx, kernel, grid=1, block=block, args=a, arch="sm_90", checks=False)
+    st = launch(ptx, kernel, grid=1, block=block, args=a, arch="sm_90", checks=checks)
     got.append((a[out], st))
   (ref, _), (nat, st) = got
   assert ref.tobytes() == nat.tobytes(), f"{kernel}: the tiers differ"
@@ -215,6 +216,25 @@ def test_wmma_bf16_shared_tf32_s8(ptx, monkeypatch):
   got = tiers(monkeypatch, ptx, "wmma_s8", [np.zeros(256, np.int32), A, B, C], 0)
   want = (A.reshape(16, 16).astype(np.int64) @ B.reshape(16, 16).astype(np.int64).T + C.reshape(16, 16))
   np.testing.assert_array_equal(got, (want & 0xffffffff).astype(np.uint32).view(np.int32).reshape(-1))
+
+
+def test_tensor_blocks_run_natively_with_checkers(ptx, monkeypatch):
+  """With the checkers on (launch's default) tensor blocks run natively too: the fragments they write count as
+  written for the uninit checker (a read of one later is no error), their full member mask is whole-warp."""
+  rng = np.random.default_rng(4)
+  A, B = rng.integers(-128, 128, 256).astype(np.int8), rng.integers(-128, 128, 256).astype(np.int8)
+  C = rng.integers(-2**31, 2**31, 256).astype(np.int32)
+  got = tiers(monkeypatch, ptx, "wmma_s8", [np.zeros(256, np.int32), A, B, C], 0, checks=True)
+  want = (A.reshape(16, 16).astype(np.int64) @ B.reshape(16, 16).astype(np.int64).T + C.reshape(16, 16))
+  np.testing.assert_array_equal(got, (want & 0xffffffff).astype(np.uint32).view(np.int32).reshape(-1))
+  rng = np.random.default_rng(1)
+  A, B, C = tame(rng, (64, 16), np.float16), tame(rng, (16, 16), np.float16), tame(rng, (64, 16), np.float32)
+  D = np.zeros((64, 16), np.float32)
+  tiers(monkeypatch, ptx, "wmma_f32", [D, A, B, C, np.int32(16), np.int32(16), np.int32(16)], 0, block=128,
+        checks=True)
+  src = rng.integers(0, 2**32, 10 * 32, dtype=np.uint64).astype(np.uint32)  # (mma.sync: its D is stored by st.global)
+  for kernel in ("mma_s8_sat", "mma_f16_f32"):
+    tiers(monkeypatch, ptx, kernel, [np.zeros(4 * 32, np.uint32), src], 0, checks=True)
 
 
 @pytest.mark.parametrize("kernel", ["mma_f16_f32", "mma_f16_f16", "mma_bf16", "mma_tf32", "mma_s8_sat", "mma_e4m3"])
