@@ -120,11 +120,7 @@ def lower(comp, i: int, op, f) -> str:
   close_m = _loop(f, t.m, "mm")
   f.emit(f"store {vty} {'zeroinitializer' if integer else _splat(N, 'double', '-0.0')}, ptr {run}")
   close_k = _loop(f, K, "kk")
-  mk = f.op(f"add i64 {f.op(f'mul i64 %mm, {K}')}, %kk")
-  x = f.ld(ety, f.gep(am, f.op(f"mul i64 {mk}, {sz}")), "mx")
-  xs = f.op(f"shufflevector <1 x {ety}> {f.op(f'insertelement <1 x {ety}> poison, {ety} {x}, i64 0')}, "
-            f"<1 x {ety}> poison, <{N} x i32> zeroinitializer")
-  brow = f.ld(vty, f.gep(bm, f.op(f"mul i64 %kk, {N * sz}")), "mx", f", align {sz}")
+  xs, brow = k_step(f, ety, N, K, am, bm, sz, "mx")
   cur, prod = f.op(f"load {vty}, ptr {run}"), f.op(f"{mul} {vty} {xs}, {brow}")
   f.emit(f"store {vty} {f.op(f'{add} {vty} {cur}, {prod}')}, ptr {run}")
   close_k()
@@ -154,6 +150,16 @@ def lower(comp, i: int, op, f) -> str:
   comp.bump_pc(f, op)
   text = comp.finish(f, i, str(L))
   return "\n".join(f.globals) + "\n" + text
+
+
+def k_step(f, ety: str, N: int, K: int, a: str, b: str, sz: int, tag: str) -> tuple[str, str]:
+  """Inside the m and k loops (%mm, %kk): A[m, k] of the row-major (M x K) matrix at `a` splat over N lanes, and row
+  k of the (K x N) one at `b` (<N x ety>; elements `sz` bytes, TBAA tag `tag`)."""
+  mk = f.op(f"add i64 {f.op(f'mul i64 %mm, {K}')}, %kk")
+  x = f.ld(ety, f.gep(a, f.op(f"mul i64 {mk}, {sz}")), tag)
+  xs = f.op(f"shufflevector <1 x {ety}> {f.op(f'insertelement <1 x {ety}> poison, {ety} {x}, i64 0')}, "
+            f"<1 x {ety}> poison, <{N} x i32> zeroinitializer")
+  return xs, f.ld(f"<{N} x {ety}>", f.gep(b, f.op(f"mul i64 %kk, {N * sz}")), tag, f", align {sz}")
 
 
 def _splat(n: int, ty: str, v: str) -> str:

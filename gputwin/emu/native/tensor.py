@@ -22,7 +22,7 @@ import re
 
 import numpy as np
 
-from gputwin.emu.native.matrix import _loop, _table  # (one loop and table writer for both)
+from gputwin.emu.native.matrix import _loop, _table, k_step  # (one loop, table writer and k step for both)
 from gputwin.emu.native.runtime import C_LDS, C_LDSZ, C_V, C_VSTR, C_VSTW, C_WG, F_GLOBAL, F_LDSOFF
 from gputwin.emu.program import Src
 from gputwin.emu.ptx import tensor as ref
@@ -509,11 +509,7 @@ def _gemm(comp, i: int, op, f) -> None:
     f.emit(f"store {vty} {new}, ptr {run}")
 
   close_k = _loop(f, K, "kk")
-  mk = f.op(f"add i64 {f.op(f'mul i64 %mm, {K}')}, %kk")
-  x = f.ld(ety, f.gep(av, f.op(f"mul i64 {mk}, 8")), "tx")
-  xs = f.op(f"shufflevector <1 x {ety}> {f.op(f'insertelement <1 x {ety}> poison, {ety} {x}, i64 0')}, "
-            f"<1 x {ety}> poison, <{N} x i32> zeroinitializer")
-  brow = f.ld(vty, f.gep(bv, f.op(f"mul i64 %kk, {8 * N}")), "tx", ", align 8")
+  xs, brow = k_step(f, ety, N, K, av, bv, 8, "tx")
   add(f.op(f"{'mul' if integer else 'fmul'} {vty} {xs}, {brow}"))
   close_k()
   add(f.ld(vty, f.gep(cv, f.op(f"mul i64 %mm, {8 * N}")), "tx", ", align 8"))
