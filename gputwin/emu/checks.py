@@ -313,6 +313,11 @@ class Checks:
       self._own_queued()
     return True
 
+  def interpreted(self, op: Op) -> bool:
+    """Per-thread PCs: must `op` run on the interpreter for the per-thread checkers (a native block then ends before
+    it: native.Tier.stop)? See _simt_ok."""
+    return not _simt_ok(self, op)
+
   def ran(self, eng, blk, ix, log) -> None:
     """After `blk` ran natively for waves `ix` (`native` said yes): its LDS accesses, from `log` (runtime.Native's
     [wave, site, lane] addresses), go through the race checker in the interpreter's order; then the checkers' state

@@ -14,7 +14,8 @@ from gputwin.emu.binding import LDS_BITS, LDS_SHIFT, float_result, sets_pc, va_b
 from gputwin.emu.native import matrix, plan, tensor
 from gputwin.emu.native.runtime import (C_IEEE, C_INIT, C_LANES, C_LDS, C_LDSZ, C_LOG, C_PC, C_REGS, C_RES, C_RESN, C_S,
                                         C_SCC, C_SSTR, C_SSTW, C_TAKEN, C_A, C_V, C_VSTR, C_VSTW, C_WG, F_GLOBAL,
-                                        F_HIGH, F_LDSBASE, PRELUDE, TBAA_FIXED)
+                                        F_HIGH, F_LDSBASE, HINT_BASE, HINT_HI, HINT_LO, HINT_PROBE, HINT_REGION,
+                                        HINTS, PRELUDE, TBAA_FIXED)
 from gputwin.emu.program import Op, Src
 from gputwin.pcode import analysis, llvm as backend
 from gputwin.pcode.ir import Ty, locals_of
@@ -22,10 +23,6 @@ from gputwin.pcode.llvm import TBAA_BASE, Lower, Unsupported, default_bits, fcon
 
 M32 = 0xffffffff
 PROBE_CONTIG, PROBE_EXACT, PROBE_FAST = 0, 1, 2  # what a probe answers
-# per instruction, in the block's %hints array: the region its last access hit, the probed contiguous base, the
-# probe's answer and the lowest and highest effective address it found (a later access from the same address registers
-# reuses them, moved by its offset: plan.owners)
-HINT_REGION, HINT_BASE, HINT_PROBE, HINT_LO, HINT_HI, HINTS = 0, 1, 2, 3, 4, 5
 SITES = "@sites"  # a logging block's LDS accesses per wave (Block.sites): a constant the module defines at its end
 
 

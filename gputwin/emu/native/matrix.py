@@ -36,7 +36,7 @@ def supported(op, fam: str) -> None:
     raise Unsupported("AccVGPRs")
 
 
-def _table(f, name: str, ty: str, values) -> str:
+def table(f, name: str, ty: str, values) -> str:
   """A module constant of `values` (emitted ahead of the function by `lower`)."""
   f.globals.append(f"@{name} = internal unnamed_addr constant [{len(values)} x {ty}] "
                    f"[{', '.join(f'{ty} {int(v)}' for v in values)}], align 64")
@@ -51,7 +51,7 @@ def _row(comp, f, file: str, idx: int) -> str:
   return f.gep(f.ctxp(C_V if file == "v" else C_A), off)
 
 
-def _loop(f, n: int, tag: str):
+def loop(f, n: int, tag: str):
   """Open `for (%{tag} = 0; %{tag} < n; ...)`; returns the function closing it."""
   pre, head = f.label(f"{tag}pre"), f.label(f"{tag}head")
   f.emit(f"br label %{pre}")
@@ -101,9 +101,9 @@ def lower(comp, i: int, op, f) -> str:
   mats = []
   for k, (tab, signed) in enumerate(((t.a, sa), (t.b, sb))):
     flat = tab.reshape(-1, 3)
-    g = _table(f, f"mx{i}.{'ab'[k]}", "i32", (flat[:, 0] * L + flat[:, 1]) << SHIFT | flat[:, 2])
+    g = table(f, f"mx{i}.{'ab'[k]}", "i32", (flat[:, 0] * L + flat[:, 1]) << SHIFT | flat[:, 2])
     mat = f.alloca(f"[{len(flat)} x {ety}], align 64")
-    close = _loop(f, len(flat), f"u{k}")
+    close = loop(f, len(flat), f"u{k}")
     e = f.ld("i32", f.gep(g, f.op(f"mul i64 %u{k}, 4")), "mxtab")
     word = f.op(f"lshr i32 {e}, {SHIFT}")
     at = f.op(f"zext i32 {f.op(f'shl i32 {word}, 2')} to i64")
@@ -117,9 +117,9 @@ def lower(comp, i: int, op, f) -> str:
   N, K = t.n, t.k
   vty, add, mul = f"<{N} x {ety}>", "add" if integer else "fadd", "mul" if integer else "fmul"
   acc, run = f.alloca(f"[{t.m * N} x {ety}], align 64"), f.alloca(vty)
-  close_m = _loop(f, t.m, "mm")
+  close_m = loop(f, t.m, "mm")
   f.emit(f"store {vty} {'zeroinitializer' if integer else _splat(N, 'double', '-0.0')}, ptr {run}")
-  close_k = _loop(f, K, "kk")
+  close_k = loop(f, K, "kk")
   xs, brow = k_step(f, ety, N, K, am, bm, sz, "mx")
   cur, prod = f.op(f"load {vty}, ptr {run}"), f.op(f"{mul} {vty} {xs}, {brow}")
   f.emit(f"store {vty} {f.op(f'{add} {vty} {cur}, {prod}')}, ptr {run}")
@@ -128,9 +128,9 @@ def lower(comp, i: int, op, f) -> str:
   close_m()
   # 4. D register v of lane l = acc[d[v, l]] + C, rounded (a NaN: the default NaN), then the D rows stored
   n = t.regs[2] * L
-  g = _table(f, f"mx{i}.d", "i32", t.d.reshape(-1))
+  g = table(f, f"mx{i}.d", "i32", t.d.reshape(-1))
   out = f.alloca(f"[{n} x i32], align 64")
-  close = _loop(f, n, "dd")
+  close = loop(f, n, "dd")
   at = f.op(f"zext i32 {f.ld('i32', f.gep(g, f.op('mul i64 %dd, 4')), 'mxtab')} to i64")
   y = f.ld(ety, f.gep(acc, f.op(f"mul i64 {at}, {sz}")), "mx")
   cv = None if cbuf is None else f.ld("i32", f.gep(cbuf, f.op("mul i64 %dd, 4")), "mx")

@@ -98,6 +98,12 @@ def emit(mod, lean: bool = False) -> bytes:
   return tm.emit_object(mod)
 
 
+# per instruction, in a block's %hints array (codegen, tensor): the region its last access hit, the probed contiguous
+# base, the probe's answer and the lowest and highest effective address it found (a later access from the same address
+# registers reuses them, moved by its offset: plan.owners)
+HINT_REGION, HINT_BASE, HINT_PROBE, HINT_LO, HINT_HI, HINTS = 0, 1, 2, 3, 4, 5
+
+
 BLOCK_TYPE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)
 
 

@@ -1,6 +1,6 @@
 """PTX warp-level tensor instructions in the native tier (gputwin/emu/README.md, "Native tier"): wmma.load.{a,b,c},
 wmma.store.d, wmma.mma and mma.sync, one warp at a time, bit for bit as gputwin/emu/ptx/tensor.py runs them. The
-fragment layouts are that module's (`_frag`, `_wmma_frag`, `_slots`), turned into constant tables here; nothing
+fragment layouts are that module's (`frag`, `wmma_frag`, `_slots`), turned into constant tables here; nothing
 about a layout is derived twice. The scheduler runs a block holding one only for warps whose 32 threads all stand at
 it (core.run_simt, runtime.Block.whole): the interpreter's rendezvous and its partial-warp error stay its own.
 
@@ -22,8 +22,9 @@ import re
 
 import numpy as np
 
-from gputwin.emu.native.matrix import _loop, _table, k_step  # (one loop, table writer and k step for both)
-from gputwin.emu.native.runtime import C_LDS, C_LDSZ, C_V, C_VSTR, C_VSTW, C_WG, F_GLOBAL, F_LDSOFF
+from gputwin.emu.native.matrix import loop, table, k_step  # (one loop, table writer and k step for both)
+from gputwin.emu.native.runtime import (C_LDS, C_LDSZ, C_V, C_VSTR, C_VSTW, C_WG, F_GLOBAL, F_LDSOFF, HINT_REGION,
+                                        HINTS)
 from gputwin.emu.program import Src
 from gputwin.emu.ptx import tensor as ref
 from gputwin.pcode.llvm import Fn, Unsupported
@@ -78,8 +79,8 @@ def _gemm_tables(op):
   if "f64" in types:
     raise Unsupported("f64 mma")
   wmma = op.info["do"] == "wmma_mma"
-  coords = (lambda which, h, w, bits, n: ref._wmma_frag(h, w, n)) if wmma else \
-      (lambda which, h, w, bits, n: ref._frag(which, bits, n))
+  coords = (lambda which, h, w, bits, n: ref.wmma_frag(h, w, n)) if wmma else \
+      (lambda which, h, w, bits, n: ref.frag(which, bits, n))
   out = []
   for which, t, rs, (h, w) in zip("abc", types[1:], regs[1:], ((R, K), (K, N), (R, N))):
     bits, slots = ref.BITS[t], _slot_regs(rs, ref.BITS[t])
@@ -156,11 +157,11 @@ def _memory(comp, i: int, op, f) -> None:
     k = np.arange(num)[:, None, None]
     src, col = (np.broadcast_to(x, (num, 32, 2)).reshape(-1) for x in (8 * k + r, c))
     tab = ((k * L + lane[None, :, None]) << SHIFT | 16 * np.arange(2)[None, None, :]).reshape(-1)
-    close = _loop(f, 8 * num, "al")  # every row address 16-aligned first
+    close = loop(f, 8 * num, "al")  # every row address 16-aligned first
     b = f.ld("i64", f.gep(base, f.op("mul i64 %al, 8")), "tx")
     _fault_if(f, f.op(f"icmp ne i64 {f.op(f'and i64 {b}, 15')}, 0"), F_GLOBAL, b, 16, store)
     close()
-    st, ct = _table(f, f"tx{i}.l", "i32", src), _table(f, f"tx{i}.c", "i32", col)
+    st, ct = table(f, f"tx{i}.l", "i32", src), table(f, f"tx{i}.c", "i32", col)
 
     def addr(e):
       b = f.ld("i64", f.gep(base, f.op(f"mul i64 {_entry(f, st, e)}, 8")), "tx")
@@ -170,9 +171,9 @@ def _memory(comp, i: int, op, f) -> None:
     bits = ref.BITS[t]
     slots = _slot_regs(regs, bits)
     n = h * w // 32 if store else len(slots)
-    rows, cols = (np.broadcast_to(x, (32, n)) for x in ref._wmma_frag(h, w, n))
+    rows, cols = (np.broadcast_to(x, (32, n)) for x in ref.wmma_frag(h, w, n))
     first, second = (rows, cols) if info["layout"] == "row" else (cols, rows)  # offset: first * ld + second
-    ft, sc = _table(f, f"tx{i}.r", "i32", first.reshape(-1)), _table(f, f"tx{i}.c", "i32", second.reshape(-1))
+    ft, sc = table(f, f"tx{i}.r", "i32", first.reshape(-1)), table(f, f"tx{i}.c", "i32", second.reshape(-1))
     tab = np.array([(k * L + ln) << SHIFT | o for ln in range(32) for k, o in slots[:n]])
     ldv = _strides(comp, f, info)
 
@@ -182,12 +183,12 @@ def _memory(comp, i: int, op, f) -> None:
       ld = f.ld("i64", f.gep(ldv, f.op(f"mul i64 {lane}, 8")), "tx")
       off = f.op(f"add i64 {f.op(f'mul i64 {_entry(f, ft, e)}, {ld}')}, {_entry(f, sc, e)}")
       return f.op(f"add i64 {b}, {f.op(f'mul i64 {off}, {bits // 8}')}")
-  tg = _table(f, f"tx{i}.s", "i32", tab)
+  tg = table(f, f"tx{i}.s", "i32", tab)
   ptrs = _pointers(f, i, a.space, len(tab), bits // 8, store, addr)
   space, ity = ("guest" if a.space == "mem" else "lds"), f"i{bits}"
   if store:  # each element from its register slot, written in order
     buf = _copy_rows(comp, f, regs)
-    close = _loop(f, len(tab), "wr")
+    close = loop(f, len(tab), "wr")
     e = f.ld("i32", f.gep(tg, f.op("mul i64 %wr, 4")), "txtab")
     word = f.ld("i32", f.gep(buf, _word(f, e)), "tx")
     v = f.op(f"lshr i32 {word}, {f.op(f'and i32 {e}, {(1 << SHIFT) - 1}')}")
@@ -196,7 +197,7 @@ def _memory(comp, i: int, op, f) -> None:
     return
   out = f.alloca(f"[{len(regs) * L} x i32], align 64")
   f.emit(f"call void @llvm.memset.p0.i64(ptr {out}, i8 0, i64 {4 * len(regs) * L}, i1 false)")
-  close = _loop(f, len(tab), "rd")
+  close = loop(f, len(tab), "rd")
   e = f.ld("i32", f.gep(tg, f.op("mul i64 %rd, 4")), "txtab")
   v = f.conv(f.ld(ity, f.ld("ptr", f.gep(ptrs, f.op("mul i64 %rd, 8")), "tx"), space, ", align 1"), bits, 32)
   q = f.gep(out, _word(f, e))
@@ -222,7 +223,7 @@ def _entry(f, table: str, e: str) -> str:
 def _bases(comp, f, a) -> str:
   """[32 x i64]: each lane's `[...]` address (binding.Address, as core.Engine.address evaluates it)."""
   base = f.alloca("[32 x i64], align 64")
-  close = _loop(f, 32, "bl")
+  close = loop(f, 32, "bl")
   acc = None
   for x in a.terms:
     v = None
@@ -246,7 +247,7 @@ def _bases(comp, f, a) -> str:
 def _strides(comp, f, info) -> str:
   """[32 x i64]: each lane's leading dimension (elements) of a wmma.load/store, zero-extended as the interpreter's."""
   ldv = f.alloca("[32 x i64], align 64")
-  close = _loop(f, 32, "sl")
+  close = loop(f, 32, "sl")
   s = info["stride"]
   if s is None:
     ld = str(info["dims"][1] if info["layout"] == "row" else info["dims"][0])
@@ -263,10 +264,9 @@ def _strides(comp, f, info) -> str:
 def _pointers(f, i: int, space: str, count: int, nb: int, write: bool, addr) -> str:
   """[count x ptr]: the host pointer of each element's `nb` bytes at addr(f, e), checked as ptx/tensor.py `_mem`
   checks them (alignment, then the global mapping or the CTA's shared window); a fault leaves the function."""
-  from gputwin.emu.native.codegen import HINT_REGION, HINTS  # (codegen imports this module)
   ptrs = f.alloca(f"[{count} x ptr], align 64")
   hint = f.op(f"getelementptr i64, ptr %hints, i64 {HINT_REGION + HINTS * i}")
-  close = _loop(f, count, "el")
+  close = loop(f, count, "el")
   a = addr("%el")
   if nb > 1:
     _fault_if(f, f.op(f"icmp ne i64 {f.op(f'and i64 {a}, {nb - 1}')}, 0"), F_GLOBAL, a, nb, write)
@@ -469,9 +469,9 @@ def _gemm(comp, i: int, op, f) -> None:
   raws, vals = [], []
   ety = "i64" if integer else "double"
   for k, (tab, t, (h, w)) in enumerate(zip((ta, tb, tc), (at, bt, ct), ((R, K), (K, N), (R, N)))):
-    g = _table(f, f"tx{i}.{'abc'[k]}", "i32", tab)
+    g = table(f, f"tx{i}.{'abc'[k]}", "i32", tab)
     raw, val = f.alloca(f"[{h * w} x i32], align 64"), f.alloca(f"[{h * w} x {ety}], align 64")
-    close = _loop(f, h * w, f"u{k}")
+    close = loop(f, h * w, f"u{k}")
     e = f.ld("i32", f.gep(g, f.op(f"mul i64 %u{k}, 4")), "txtab")
     bits = ref.BITS[t]
     x = f.op(f"lshr i32 {f.ld('i32', f.gep(bufs[k], _word(f, e)), 'tx')}, {f.op(f'and i32 {e}, {(1 << SHIFT) - 1}')}")
@@ -488,7 +488,7 @@ def _gemm(comp, i: int, op, f) -> None:
   vty = f"<{N} x {ety}>"
   sums = f.alloca(f"[{R * N} x {ety}], align 64")
   exact = f.alloca(f"[{R * N} x i8], align 64")
-  close_m = _loop(f, R, "mm")
+  close_m = loop(f, R, "mm")
   run, ex = f.alloca(vty), f.alloca(f"<{N} x i1>")
   zero = "zeroinitializer" if integer else "<" + ", ".join(["double -0.0"] * N) + ">"
   f.emit(f"store {vty} {zero}, ptr {run}")
@@ -508,7 +508,7 @@ def _gemm(comp, i: int, op, f) -> None:
     f.emit(f"store <{N} x i1> {f.op(f'and <{N} x i1> {was}, {ok}')}, ptr {ex}")
     f.emit(f"store {vty} {new}, ptr {run}")
 
-  close_k = _loop(f, K, "kk")
+  close_k = loop(f, K, "kk")
   xs, brow = k_step(f, ety, N, K, av, bv, 8, "tx")
   add(f.op(f"{'mul' if integer else 'fmul'} {vty} {xs}, {brow}"))
   close_k()
@@ -519,7 +519,7 @@ def _gemm(comp, i: int, op, f) -> None:
   close_m()
   # 4. each D element's bits
   res = f.alloca(f"[{R * N} x i32], align 64")
-  close = _loop(f, R * N, "dd")
+  close = loop(f, R * N, "dd")
   s = f.ld(ety, f.gep(sums, f.op("mul i64 %dd, 8")), "tx")
   out = f.gep(res, f.op("mul i64 %dd, 4"))
   if integer:
@@ -567,12 +567,12 @@ def _gemm(comp, i: int, op, f) -> None:
   close()
   # 5. the D registers: each slot's element, packed as ptx/tensor.py `_put` does, rows stored whole
   bits = ref.BITS[dt]
-  sel = _table(f, f"tx{i}.d", "i32", dsel.reshape(-1))
+  sel = table(f, f"tx{i}.d", "i32", dsel.reshape(-1))
   pk = f.alloca(f"[{len(regs[0]) * L} x i32], align 64")
   f.emit(f"call void @llvm.memset.p0.i64(ptr {pk}, i8 0, i64 {4 * len(regs[0]) * L}, i1 false)")
   nd = len(dslots)
-  kt = _table(f, f"tx{i}.k", "i32", [k << SHIFT | o for k, o in dslots])
-  close = _loop(f, 32 * nd, "pd")
+  kt = table(f, f"tx{i}.k", "i32", [k << SHIFT | o for k, o in dslots])
+  close = loop(f, 32 * nd, "pd")
   lane, j = f.op(f"udiv i64 %pd, {nd}"), f.op(f"urem i64 %pd, {nd}")
   at_ = f.op(f"zext i32 {f.ld('i32', f.gep(sel, f.op('mul i64 %pd, 4')), 'txtab')} to i64")
   v = f.ld("i32", f.gep(res, f.op(f"mul i64 {at_}, 4")), "tx")

@@ -281,11 +281,10 @@ class Tier:
     checks = self.eng.checks  # the race checker replays the LDS accesses blocks log (checks.Checks.ran)
     self.log = checks is not None and "lds_race" in checks.on
     # per-thread PCs with checkers on: a block ends before an instruction they must see interpreted (a guarded
-    # access under `uninit`...: checks._simt_ok), rather than the whole block being interpreted (core.run_simt)
+    # access under `uninit`...: checks.Checks.interpreted), rather than the whole block being interpreted (run_simt)
     self.stop, self.cut = None, None
     if checks is not None and checks.per_thread:
-      from gputwin.emu.checks import _simt_ok
-      self.stop, self.cut = (lambda op, ch=checks: not _simt_ok(ch, op)), tuple(sorted(checks.on))
+      self.stop, self.cut = checks.interpreted, tuple(sorted(checks.on))
     self.background = mode() == "auto" and self.after > 0
 
   @staticmethod

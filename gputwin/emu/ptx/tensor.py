@@ -16,7 +16,7 @@ p = 1), register r and element j of it (element index i = p*r + j), every m16n8k
     B (K x N)   row = p*t + j + 4p*r          col = g
     C, D        row = g + 8*(i // 2)          col = 2t + i % 2          (one element per register or f16x2 half)
 
-`_frag` is that rule; `MMA` lists the (shape, A type) pairs the manual defines and the oldest target of each.
+`frag` is that rule; `MMA` lists the (shape, A type) pairs the manual defines and the oldest target of each.
 
 wmma ("Matrix Fragments for WMMA"): the manual leaves fragment contents unspecified. Ours: slot s of a fragment
 (register s // p, element s % p, low bits first) of lane l holds element e = (32*s + l) mod (R*C) of the R x C
@@ -89,7 +89,7 @@ WMMA = {"m16n16k16": {"f16", "bf16", "s8", "u8"}, "m32n8k16": {"f16", "bf16", "s
 CD = {"f16", "f32", "s32", "f64"}
 
 
-def _frag(which: str, bits: int, n: int):
+def frag(which: str, bits: int, n: int):
   """(rows, cols), each (32, n): the matrix element each lane's fragment element i holds (mma.sync, see above)."""
   lane, i = np.arange(32)[:, None], np.arange(n)[None, :]
   g, t, p = lane // 4, lane % 4, max(1, 32 // bits)
@@ -98,7 +98,7 @@ def _frag(which: str, bits: int, n: int):
           "c": (g + 8 * (i // 2), 2 * t + i % 2)}[which]
 
 
-def _wmma_frag(rows: int, cols: int, n: int):
+def wmma_frag(rows: int, cols: int, n: int):
   """(rows, cols), each (32, n): our wmma layout (see the module docstring)."""
   e = (32 * np.arange(n)[None, :] + np.arange(32)[:, None]) % (rows * cols)
   return e // cols, e % cols
@@ -439,11 +439,11 @@ def _gemm(eng, ix, m, op: Op, coords) -> None:
 
 
 def _mma(eng, op, ix, m, waves) -> None:
-  _gemm(eng, ix, m, op, lambda which, h, w, bits, n: _frag(which, bits, n))
+  _gemm(eng, ix, m, op, lambda which, h, w, bits, n: frag(which, bits, n))
 
 
 def _wmma_mma(eng, op, ix, m, waves) -> None:
-  _gemm(eng, ix, m, op, lambda which, h, w, bits, n: _wmma_frag(h, w, n))
+  _gemm(eng, ix, m, op, lambda which, h, w, bits, n: wmma_frag(h, w, n))
 
 
 # ------------------------------------------------------------------------------------------------ memory
@@ -527,7 +527,7 @@ def _wmma_mem(eng, op, ix, m, waves) -> None:
   n = _slots(regs, t)
   if info["do"] == "wmma_store":
     n = h * w // 32
-  rows, cols = _wmma_frag(h, w, n)
+  rows, cols = wmma_frag(h, w, n)
   a, space = _lanes(eng, ix, info["at"])
   ld = w if info["layout"] == "row" else h
   if info["stride"] is not None:
