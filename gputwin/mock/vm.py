@@ -250,9 +250,12 @@ class GPUMemory:
   def _copy(self, m: Mapping, off: np.ndarray, buf: np.ndarray, nbytes: int, write: bool):
     """Gather/scatter of user pages reached by copies: one iovec per lane (hostmem.UserPages.copy_iov); the first
     lane whose bytes cannot be reached is the page fault."""
+    pages = m.bo.pages  # (once: a client thread may free the BO meanwhile, which drops its pages)
+    if pages is None:
+      raise GPUPageFault(m.va + int(off[0]), nbytes, "write" if write else "read", self.device, NO_BACKING)
     iov = np.empty((len(off), 2), np.uint64)
-    iov[:, 0], iov[:, 1] = np.uint64(m.bo.pages.user) + off.astype(np.uint64), nbytes
-    done = m.bo.pages.copy_iov(buf.ctypes.data, iov.ctypes.data, len(off), nbytes, write)
+    iov[:, 0], iov[:, 1] = np.uint64(pages.user) + off.astype(np.uint64), nbytes
+    done = pages.copy_iov(buf.ctypes.data, iov.ctypes.data, len(off), nbytes, write)
     if done < len(off):
       raise GPUPageFault(m.va + int(off[done]), nbytes, "write" if write else "read", self.device,
                          f"user pages not {'writable' if write else 'readable'}")
