@@ -191,7 +191,7 @@ def first_child(code: str, kernel: str, arch: str, mode: str) -> None:
     from gputwin.emu.native import Tier, compile_block
     before = dict(STATS)
     for prog, st in list(Tier.programs.items()):
-      for (pc, lanes, log), blk in list(st.blocks.items()):
+      for (pc, lanes, log, *_), blk in list(st.blocks.items()):
         if blk is not None:
           compile_block(prog, pc, lanes, lean=True, log=log)
     out["lean"] = {k: STATS[k] - before[k] for k in ("compile_seconds", "compiled_vector_instructions")}

@@ -24,7 +24,7 @@ def compiled() -> list[tuple[object, int, object]]:
   WORKER.wait()   # background compiles land first
   out = []
   for prog, st in list(Tier.programs.items()):
-    out += [(prog, key[1], blk) for key, blk in sorted(st.blocks.items()) if blk]
+    out += [(prog, key[1], blk) for key, blk in sorted(st.blocks.items(), key=lambda kb: kb[0][:3]) if blk]
   return out
 
 
