@@ -1000,9 +1000,10 @@ def run_simt(eng: Engine, serial: bool = False, max_instructions: int | None = N
 def _inside(eng: Engine, ready, ix, sel, pc: int, blk):
   """Ready threads of warps `ix` outside `sel` inside the block [pc, pc + span)? The interpreter would run the threads
   at pc until they reach them and go on together (one warp-instruction each from there). None: there are none. The
-  mask of them (rows of ix) when they all stand at the block's last instruction, a plain barrier with nothing for a
-  checker to see (binding.plain_barrier; no ir3 sync flags): the block runs for `sel` and they arrive at the barrier
-  with it (_tail). True: the native tier leaves those steps to the interpreter rather than run the block alone."""
+  mask of them (rows of ix) when they all stand at the block's last instruction, a plain barrier or an unguarded exit
+  with nothing for a checker to see (binding.plain_barrier; no ir3 sync flags): the block runs for `sel` and they
+  arrive at the barrier, or exit, with it (_tail). True: the native tier leaves those steps to the interpreter rather
+  than run the block alone."""
   other = ready[ix] & ~sel if not isinstance(ix, slice) else ready & ~sel
   if not other.any():
     return None
@@ -1011,8 +1012,8 @@ def _inside(eng: Engine, ready, ix, sel, pc: int, blk):
   if not inside.any():
     return None
   last = blk.ops[-1]
-  if blk.tail == "barrier" and plain_barrier(last) and (eng.checks is None or "ss" not in last.info) and \
-     not (inside & (at != last.pc)).any():
+  if (blk.tail == "barrier" and plain_barrier(last) or blk.tail == "end" and last.info.get("guard") is None) and \
+     (eng.checks is None or "ss" not in last.info) and not (inside & (at != last.pc)).any():
     return inside
   return True
 
@@ -1061,9 +1062,10 @@ def _tail(eng: Engine, blk, ix, sel, taken: np.ndarray, bits: np.ndarray, join=N
   """After a native block whose last instruction branches, exits or arrives at a barrier (native.plan.tail) and took
   lanes `taken` (bits per warp; `bits`: those of sel): move the threads of `sel` (all standing at the block's first
   PC) as step_simt does for it (the ones it took to its target, out, or into the barrier; the rest on), with the
-  back-edge count of fair scheduling; `join`: threads of these warps standing at its barrier arrive with them (the
-  same warp-instruction: only their lanes are counted). Returns (the PC every thread of `sel` goes on at together,
-  or None; the PC they all stand at now, left for the caller to write into eng.lpc, or None when written here)."""
+  back-edge count of fair scheduling; `join`: threads of these warps standing at its barrier or exit arrive or exit
+  with them (the same warp-instruction: only their lanes are counted). Returns (the PC every thread of `sel` goes on
+  at together, or None; the PC they all stand at now, left for the caller to write into eng.lpc, or None when written
+  here)."""
   last, n, pc = blk.ops[-1], blk.span, blk.pc
   every = bool((taken == bits).all())  # (taken lanes are threads of sel)
   m = sel if every else np.unpackbits(taken.astype(U64).view(np.uint8).reshape(-1, 8), axis=1,
@@ -1077,6 +1079,9 @@ def _tail(eng: Engine, blk, ix, sel, taken: np.ndarray, bits: np.ndarray, join=N
       _arrive(eng, last, ix, m)
     return (pc + n if done else None), pc + n
   if blk.tail == "end":
+    if join is not None:
+      m = m | join
+      eng.lane_count += np.count_nonzero(join)
     if isinstance(ix, slice):
       np.greater(eng.lalive, m, out=eng.lalive)  # (alive and not exiting)
     else:

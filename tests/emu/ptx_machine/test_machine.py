@@ -191,9 +191,9 @@ def test_instruction_counts_are_the_same_on_both_tiers(ptx, monkeypatch, tmp_pat
 
 
 def test_threads_waiting_at_a_barrier_join_the_native_block(ptx, monkeypatch, tmp_path):
-  """tree_sum's diverged steps: the threads that skip the add stand at the barrier ending its block; the block runs
-  natively for the others and they arrive together (core._inside, _tail), so nearly every warp-instruction is native,
-  with the interpreter's counts and numpy's sums."""
+  """tree_sum's diverged steps: the threads that skip the add stand at the barrier ending its block (and at the
+  kernel's exit, after `if (t == 0)`); the block runs natively for the others and they arrive or exit together
+  (core._inside, _tail), so every warp-instruction is native, with the interpreter's counts and numpy's sums."""
   from gputwin.emu.native import STATS
   monkeypatch.setenv("GPUTWIN_NATIVE_CACHE", str(tmp_path))
   x = np.arange(4 * 64, dtype=np.int32) * 7 - 100
@@ -206,4 +206,4 @@ def test_threads_waiting_at_a_barrier_join_the_native_block(ptx, monkeypatch, tm
     assert (out == x.reshape(4, 64).sum(axis=1)).all()
     got[mode] = (st.instructions, st.lane_instructions, STATS["wave_instructions"] - before)
   assert got["0"][:2] == got["force"][:2]
-  assert got["force"][2] >= 0.95 * got["force"][0], got
+  assert got["force"][2] == got["force"][0], got  # (the final t == 0 store's warp: the others exit with it)
