@@ -766,17 +766,15 @@ class _Summary:
           K[c] = k if K[c] is None else max(K[c], k)
         self.clock += 1
         continue
+      if op.kind not in ("alu", "mem", "vopd", "matrix", "tensor"):  # (the scheduler's events: no checker sees them)
+        continue
+      if ch.per_thread and not _simt_ok(ch, op):
+        self.ok = False
       if op.kind == "tensor":  # (PTX's warp-level event: the interpreter's checkers only see what it writes)
-        if not _simt_ok(ch, op):
-          self.ok = False
         for d in op.outs.values():
           for r in range(d.index, d.index + d.dwords) if d.file in "vas" else ():
             self.final[d.file, r] = None
         continue
-      if op.kind not in ("alu", "mem", "vopd", "matrix"):  # (the scheduler's events: no checker sees them)
-        continue
-      if ch.per_thread and not _simt_ok(ch, op):
-        self.ok = False
       for o in list(op.info["pair"]) if op.kind == "vopd" else [op]:
         _, reads, cnts, load, writes, vd, passes = ch._plan(o)
         if vd is not None:

@@ -963,8 +963,8 @@ def run_simt(eng: Engine, serial: bool = False, max_instructions: int | None = N
             to, at = _tail(eng, blk, ix, sel, taken, eng._exec_bits, join)
           else:
             to = at = pc + blk.span
-          # at: where every thread of sel (and those joining at its barrier) stands now, which _tail left unwritten
-          # (None: written)
+          # at: where every thread of sel (and those joining at its closing barrier or exit) stands now, which _tail
+          # left unwritten (None: written)
           stale = None if at is None else (at, ix, sel if join is None else sel | join)
           if not fast and stale is not None:
             _place(eng, *stale)
@@ -1070,18 +1070,15 @@ def _tail(eng: Engine, blk, ix, sel, taken: np.ndarray, bits: np.ndarray, join=N
   every = bool((taken == bits).all())  # (taken lanes are threads of sel)
   m = sel if every else np.unpackbits(taken.astype(U64).view(np.uint8).reshape(-1, 8), axis=1,
                                       bitorder="little")[:, :eng.L].view(bool)
+  if join is not None:  # (at a closing barrier or exit: _inside)
+    m = m | join
+    eng.lane_count += np.count_nonzero(join)
   if blk.tail == "barrier":  # they arrive (and wait), or it completes at once (step_simt); they move past it
-    if join is not None:
-      m = m | join
-      eng.lane_count += np.count_nonzero(join)
     done = _at_once(eng, last, ix, m)
     if not done:
       _arrive(eng, last, ix, m)
     return (pc + n if done else None), pc + n
   if blk.tail == "end":
-    if join is not None:
-      m = m | join
-      eng.lane_count += np.count_nonzero(join)
     if isinstance(ix, slice):
       np.greater(eng.lalive, m, out=eng.lalive)  # (alive and not exiting)
     else:
