@@ -135,6 +135,19 @@ def text_key(name: str, text: str) -> str:
   return hashlib.sha256("\n".join([str(FORMAT), _host(), name, text]).encode()).hexdigest()[:32]
 
 
+def empty() -> bool:
+  """Whether the cache holds nothing (off, or its folder missing or empty): a lookup then needs no key, whose first
+  computation (LLVM's host description, the sources' hash) is most of a fresh process's first block sighting."""
+  d = folder()
+  if d is None:
+    return True
+  try:
+    with os.scandir(d) as it:
+      return next(it, None) is None
+  except OSError:
+    return True
+
+
 def get(k: str):
   """(meta, object code) stored under key `k`, or None (missing, unreadable, truncated or not this key's)."""
   d = folder()
