@@ -336,6 +336,22 @@ def _exp_range(t: str) -> tuple[int, int, int]:
   return 1 - bias - mb, (1 << eb) - 1 - (1 if has_inf else 0) - bias - mb, mb + 1
 
 
+HOST = {"f16": ("i16", "half"), "bf16": ("i16", "bfloat"), "f32": ("i32", "float"), "tf32": ("i32", "float")}  # types
+# whose values the host's own conversion widens to double exactly (what `_decode` then `_double` give, NaNs aside)
+
+
+def _value(f, raw: str, t: str) -> str:
+  """An element's raw bits (i32) of float type t as a double, exactly (a NaN as some NaN: D's is canonical)."""
+  if t not in HOST:
+    return _double(f, _decode(f, raw, t))
+  it, ft = HOST[t]
+  if t == "tf32":
+    raw = f.op(f"and i32 {raw}, {0xffffe000 - (1 << 32)}")
+  if it != "i32":
+    raw = f.op(f"trunc i32 {raw} to {it}")
+  return f.op(f"fpext {ft} {f.op(f'bitcast {it} {raw} to {ft}')} to double")
+
+
 def _double(f, d: dict) -> str:
   """The decoded element as a double (exact: at most 24 significand bits, exponents within double's normal range)."""
   biased = f.op(f"add i64 {d['e']}, 1023")
@@ -478,7 +494,7 @@ def _gemm(comp, i: int, op, f) -> None:
     if bits < 32:
       x = f.op(f"and i32 {x}, {(1 << bits) - 1}")
     f.st("i32", x, f.gep(raw, f.op(f"mul i64 %u{k}, 4")), "tx")
-    v = _decode_int(f, x, t) if integer else _double(f, _decode(f, x, t))
+    v = _decode_int(f, x, t) if integer else _value(f, x, t)
     f.st(ety, v, f.gep(val, f.op(f"mul i64 %u{k}, 8")), "tx")
     close()
     raws.append(raw)
