@@ -23,8 +23,8 @@ import re
 import numpy as np
 
 from gputwin.emu.native.matrix import loop, table, k_step  # (one loop, table writer and k step for both)
-from gputwin.emu.native.runtime import (C_LDS, C_LDSZ, C_V, C_VSTR, C_VSTW, C_WG, F_GLOBAL, F_LDSOFF, HINT_REGION,
-                                        HINTS)
+from gputwin.emu.native.runtime import (C_LDS, C_LDSZ, C_REGS, C_V, C_VSTR, C_VSTW, C_WG, F_GLOBAL, F_LDSOFF,
+                                        HINT_REGION, HINTS)
 from gputwin.emu.program import Src
 from gputwin.emu.ptx import tensor as ref
 from gputwin.pcode.llvm import Fn, Unsupported
@@ -176,15 +176,16 @@ def _memory(comp, i: int, op, f) -> None:
     ft, sc = table(f, f"tx{i}.r", "i32", first.reshape(-1)), table(f, f"tx{i}.c", "i32", second.reshape(-1))
     tab = np.array([(k * L + ln) << SHIFT | o for ln in range(32) for k, o in slots[:n]])
     ldv = _strides(comp, f, info)
+    offset = lambda e, ld: f.op(f"add i64 {f.op(f'mul i64 {_entry(f, ft, e)}, {ld}')}, {_entry(f, sc, e)}")
 
     def addr(e):
       lane = f.op(f"udiv i64 {e}, {n}")
       b = f.ld("i64", f.gep(base, f.op(f"mul i64 {lane}, 8")), "tx")
       ld = f.ld("i64", f.gep(ldv, f.op(f"mul i64 {lane}, 8")), "tx")
-      off = f.op(f"add i64 {f.op(f'mul i64 {_entry(f, ft, e)}, {ld}')}, {_entry(f, sc, e)}")
-      return f.op(f"add i64 {b}, {f.op(f'mul i64 {off}, {bits // 8}')}")
+      return f.op(f"add i64 {b}, {f.op(f'mul i64 {offset(e, ld)}, {bits // 8}')}")
+    direct = _direct(f, i, a.space, bits // 8, base, ldv, int(first.max()), int(second.max()), offset)
   tg = table(f, f"tx{i}.s", "i32", tab)
-  ptrs = _pointers(f, i, a.space, len(tab), bits // 8, store, addr)
+  ptrs = _pointers(f, i, a.space, len(tab), bits // 8, store, addr, direct if do.startswith("wmma") else None)
   space, ity = ("guest" if a.space == "mem" else "lds"), f"i{bits}"
   if store:  # each element from its register slot, written in order
     buf = _copy_rows(comp, f, regs)
@@ -261,10 +262,62 @@ def _strides(comp, f, info) -> str:
   return ldv
 
 
-def _pointers(f, i: int, space: str, count: int, nb: int, write: bool, addr) -> str:
+def _direct(f, i: int, space: str, nb: int, base: str, ldv: str, fmax: int, smax: int, offset):
+  """A wmma.load/store's unchecked path: (cond, the host pointer p of lane 0's base b, offset(e, ld)); when cond
+  holds, element e lies at p + offset(e, ld) * nb. cond: every lane has lane 0's base and leading dimension (PTX
+  asks for it), b is nb-aligned, and [b, b + ((fmax * ld + smax) + 1) * nb), which holds every element, lies in
+  the global region this instruction's hint names (or within the CTA's shared window): no element can fault."""
+  b0, ld0 = f.ld("i64", base, "tx"), f.ld("i64", ldv, "tx")
+  both = lambda x, y: f.op(f"and i1 {x}, {y}")
+  same = f.alloca("i1")
+  f.emit(f"store i1 true, ptr {same}")
+  close = loop(f, 32, "un")
+  at = f.op("mul i64 %un, 8")
+  eq_b = f.op(f"icmp eq i64 {f.ld('i64', f.gep(base, at), 'tx')}, {b0}")
+  eq_ld = f.op(f"icmp eq i64 {f.ld('i64', f.gep(ldv, at), 'tx')}, {ld0}")
+  f.emit(f"store i1 {both(f.op(f'load i1, ptr {same}'), both(eq_b, eq_ld))}, ptr {same}")
+  close()
+  small = f.op(f"icmp ult i64 {ld0}, {1 << 32}")  # (the span then fits in 64 bits)
+  last = f.op(f"add i64 {f.op(f'mul i64 {ld0}, {fmax}')}, {smax + 1}")
+  span = f.op(f"mul i64 {last}, {nb}")
+  aligned = f.op(f"icmp eq i64 {f.op(f'and i64 {b0}, {nb - 1}')}, 0")
+  ok = both(both(f.op(f"load i1, ptr {same}"), small), aligned)
+  if space == "mem":
+    h = f.op(f"load i64, ptr {f.op(f'getelementptr i64, ptr %hints, i64 {HINT_REGION + HINTS * i}')}")
+    row = f.op(f"getelementptr i64, ptr {f.ctxp(C_REGS)}, i64 {f.op(f'mul i64 {h}, 3')}")
+    s0, e0, host = (f.ld("i64", f.op(f"getelementptr i64, ptr {row}, i64 {k}"), "tbl") for k in range(3))
+    hi = f.op(f"add i64 {b0}, {span}")
+    ge, le, nowrap = (f.op(f"icmp uge i64 {b0}, {s0}"), f.op(f"icmp ule i64 {hi}, {e0}"),
+                      f.op(f"icmp uge i64 {hi}, {b0}"))
+    ok = both(ok, both(both(ge, le), nowrap))
+    d = f.op(f"sub i64 {host}, {s0}")
+    p = f.op(f"inttoptr i64 {f.op(f'add i64 {d}, {b0}')} to ptr")
+  else:  # shared: the low 32 bits, in the CTA's window
+    o = f.op(f"and i64 {b0}, {0xffffffff}")
+    ok = both(ok, f.op(f"icmp ule i64 {f.op(f'add i64 {o}, {span}')}, {f.ctx(C_LDSZ)}"))
+    wg = f.ld("i64", f.gep(f.ctxp(C_WG), f.op("mul i64 %w, 8")), "wg")
+    p = f.gep(f.ctxp(C_LDS), f.op(f"add i64 {f.op(f'mul i64 {wg}, {f.ctx(C_LDSZ)}')}, {o}"))
+  return ok, p, lambda e: offset(e, ld0)
+
+
+def _pointers(f, i: int, space: str, count: int, nb: int, write: bool, addr, direct=None) -> str:
   """[count x ptr]: the host pointer of each element's `nb` bytes at addr(f, e), checked as ptx/tensor.py `_mem`
-  checks them (alignment, then the global mapping or the CTA's shared window); a fault leaves the function."""
+  checks them (alignment, then the global mapping or the CTA's shared window); a fault leaves the function.
+  `direct` (`_direct`): when its condition holds, the pointers without checks."""
   ptrs = f.alloca(f"[{count} x ptr], align 64")
+  join = None
+  if direct is not None:
+    ok, p, offset = direct
+    fast, slow, join = f.label("dfast"), f.label("dslow"), f.label("djoin")
+    f.emit(f"br i1 {ok}, label %{fast}, label %{slow}")
+    f.put(fast)
+    close = loop(f, count, "de")
+    off = offset("%de")
+    q = f.op(f"getelementptr i8, ptr {p}, i64 {f.op(f'mul i64 {off}, {nb}')}")
+    f.st("ptr", q, f.gep(ptrs, f.op("mul i64 %de, 8")), "tx")
+    close()
+    f.emit(f"br label %{join}")
+    f.put(slow)
   hint = f.op(f"getelementptr i64, ptr %hints, i64 {HINT_REGION + HINTS * i}")
   close = loop(f, count, "el")
   a = addr("%el")
@@ -282,6 +335,9 @@ def _pointers(f, i: int, space: str, count: int, nb: int, write: bool, addr) -> 
     p = f.gep(f.ctxp(C_LDS), f.op(f"add i64 {f.op(f'mul i64 {wg}, {f.ctx(C_LDSZ)}')}, {o}"))
   f.st("ptr", p, f.gep(ptrs, f.op("mul i64 %el, 8")), "tx")
   close()
+  if join is not None:
+    f.emit(f"br label %{join}")
+    f.put(join)
   return ptrs
 
 

@@ -36,6 +36,20 @@ extern "C" __global__ void wmma_f32(float* D, const __half* A, const __half* B, 
   wmma::store_matrix_sync(D + w * 16 * ldc, c, ldc, wmma::mem_row_major);
 }
 
+// every lane its own base and leading dimension (PTX leaves that undefined; the tiers still agree): the native
+// tier's direct path, one range check for the whole warp, must step aside for the per-element one
+extern "C" __global__ void wmma_lanes(float* D, const __half* A, const __half* B, const float* C) {
+  int l = threadIdx.x;
+  wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> a;
+  wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::col_major> b;
+  wmma::fragment<wmma::accumulator, 16, 16, 16, float> c;
+  wmma::load_matrix_sync(a, A + (l & 3) * 16, 16 + 16 * (l & 1));
+  wmma::load_matrix_sync(b, B, 16);
+  wmma::load_matrix_sync(c, C + l, 16, wmma::mem_row_major);
+  wmma::mma_sync(c, a, b, c);
+  wmma::store_matrix_sync(D, c, 16, wmma::mem_row_major);
+}
+
 // 32x8x16, A col-major, B row-major, f16 accumulators (C and D column-major)
 extern "C" __global__ void wmma_f16(__half* D, const __half* A, const __half* B, const __half* C) {
   wmma::fragment<wmma::matrix_a, 32, 8, 16, __half, wmma::col_major> a;
@@ -193,6 +207,12 @@ def test_wmma_f16_f32_tiers_agree(ptx, monkeypatch):
   got = tiers(monkeypatch, ptx, "wmma_f32", [D, A, B, C, np.int32(16), np.int32(16), np.int32(16)], 0, block=128)
   want = np.concatenate([A[16 * w:16 * w + 16].astype(np.float64) @ B.astype(np.float64).T for w in range(4)]) + C
   np.testing.assert_array_equal(got, want.astype(np.float32))
+
+
+def test_wmma_lanes_apart(ptx, monkeypatch):
+  rng = np.random.default_rng(5)
+  A, B, C = wild(rng, 1024, np.float16, False), wild(rng, 256, np.float16, False), wild(rng, 512, np.float32, False)
+  tiers(monkeypatch, ptx, "wmma_lanes", [np.zeros(256, np.float32), A, B, C], 0)
 
 
 def test_wmma_f16_accumulators(ptx, monkeypatch):
