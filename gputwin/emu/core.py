@@ -504,7 +504,7 @@ class Engine:
       elif name == "SCC":
         self.scc[ix] = np.broadcast_to(np.asarray(v).reshape(-1) if np.ndim(v) else v, (self.nwaves(ix),)).astype(U32)
       elif name in ("EXEC", "EXEC_LO"):
-        self.store(Src("s", self.sp["exec"], 2 if self.L == 64 and name == "EXEC" else 1), v, ix, None)
+        self.store(Src("s", self.sp["exec"], self.L // 32 if name == "EXEC" else 1), v, ix, None)
       elif name == "M0":
         self.store(Src("s", self.sp["m0"]), v, ix, None)
       else:
@@ -840,7 +840,7 @@ def _check_extent(eng: Engine, op: Op, ix) -> None:
 def _native_tier(eng: Engine):
   """The compiled-block tier (emu/native/) for this engine, or None when it is off (GPUTWIN_JIT=0) or unusable."""
   from gputwin.emu import native
-  if native.mode() in ("0", "off", "no") or eng.L > 64:  # (EXEC masks are at most 64 lanes there)
+  if native.mode() in ("0", "off", "no") or eng.L % 32:  # (EXEC: whole dwords of lane bits)
     return None
   key = (eng.prog, eng.wg)  # a restarted engine keeps its tier while these stay (a new address space: rebound)
   t = getattr(eng, "_tier", None)
@@ -941,10 +941,8 @@ def run_simt(eng: Engine, serial: bool = False, max_instructions: int | None = N
           interp, blk = (pc, pc + blk.span), None
         if blk is not None:
           if eng._exec_of is not sel:  # the threads standing here, as EXEC (unchanged after a step that ran them all)
-            b = _bits(sel)[:, 0]
-            eng.S[ix, eng.sp["exec"]] = b.astype(U32)
-            if eng.L == 64:
-              eng.S[ix, eng.sp["exec"] + 1] = (b >> U64(32)).astype(U32)
+            b = _bits(sel)
+            eng.S[ix, eng.sp["exec"]:eng.sp["exec"] + eng.L // 32] = _dwords(b, eng.L)
             eng._exec_of, eng._exec_bits = sel, b
           eng._cur, eng._last_ix = sel, ix
           if eng.pending is not None and not isinstance(ix, slice):
@@ -1060,15 +1058,15 @@ def _same(a: np.ndarray, b: np.ndarray) -> bool:
 
 def _tail(eng: Engine, blk, ix, sel, taken: np.ndarray, bits: np.ndarray, join=None):
   """After a native block whose last instruction branches, exits or arrives at a barrier (native.plan.tail) and took
-  lanes `taken` (bits per warp; `bits`: those of sel): move the threads of `sel` (all standing at the block's first
-  PC) as step_simt does for it (the ones it took to its target, out, or into the barrier; the rest on), with the
-  back-edge count of fair scheduling; `join`: threads of these warps standing at its barrier or exit arrive or exit
-  with them (the same warp-instruction: only their lanes are counted). Returns (the PC every thread of `sel` goes on
-  at together, or None; the PC they all stand at now, left for the caller to write into eng.lpc, or None when written
-  here)."""
+  lanes `taken` (bits per warp, as _bits' words; `bits`: those of sel): move the threads of `sel` (all standing at the
+  block's first PC) as step_simt does for it (the ones it took to its target, out, or into the barrier; the rest on),
+  with the back-edge count of fair scheduling; `join`: threads of these warps standing at its barrier or exit arrive
+  or exit with them (the same warp-instruction: only their lanes are counted). Returns (the PC every thread of `sel`
+  goes on at together, or None; the PC they all stand at now, left for the caller to write into eng.lpc, or None when
+  written here)."""
   last, n, pc = blk.ops[-1], blk.span, blk.pc
   every = bool((taken == bits).all())  # (taken lanes are threads of sel)
-  m = sel if every else np.unpackbits(taken.astype(U64).view(np.uint8).reshape(-1, 8), axis=1,
+  m = sel if every else np.unpackbits(np.ascontiguousarray(taken, U64).view(np.uint8), axis=1,
                                       bitorder="little")[:, :eng.L].view(bool)
   if join is not None:  # (at a closing barrier or exit: _inside)
     m = m | join
@@ -1092,7 +1090,7 @@ def _tail(eng: Engine, blk, ix, sel, taken: np.ndarray, bits: np.ndarray, join=N
   if not every:
     eng.lpc[ix] = np.where(m, to, np.where(sel, pc + n, eng.lpc[ix]))
   if to <= last.pc:  # a back-edge: the warps that took it count towards yielding (step_simt)
-    be = eng.backedges[ix] + (taken != 0)
+    be = eng.backedges[ix] + _per_warp(taken.view(bool))
     tired = be > YIELD_AFTER
     eng.backedges[ix] = np.where(tired, 0, be)
     if tired.any() and eng.its:
@@ -1107,10 +1105,22 @@ def _waiting(mask):
 
 
 def _bits(m: np.ndarray) -> np.ndarray:
-  """(waves, lanes) bool -> (waves, 1) uint64 lane bits."""
-  if LITTLE and m.dtype == bool and m.ndim == 2 and m.shape[1] in (32, 64):  # the bytes of packbits are the words'
-    return np.packbits(m, axis=1, bitorder="little").view(U32 if m.shape[1] == 32 else U64).astype(U64)
-  return (m.astype(U64) << np.arange(m.shape[1], dtype=U64)).sum(axis=1, dtype=U64)[:, None]
+  """(waves, lanes) bool -> (waves, words) uint64 lane bits: lanes 64k..64k+63 in word k (one word up to wave64)."""
+  L = m.shape[1]
+  if LITTLE and m.dtype == bool and L % 32 == 0:  # the bytes of packbits are the words'
+    b = np.packbits(m, axis=1, bitorder="little")
+    return b.view(U64) if L % 64 == 0 else b.view(U32).astype(U64)
+  lanes = np.arange(64, dtype=U64)
+  return np.stack([(m[:, k:k + 64].astype(U64) << lanes[:min(64, L - k)]).sum(axis=1, dtype=U64)
+                   for k in range(0, L, 64)], axis=1)
+
+
+def _dwords(bits: np.ndarray, lanes: int) -> np.ndarray:
+  """_bits' words -> (waves, lanes // 32) uint32: the dwords of an EXEC register of `lanes` bits."""
+  if LITTLE and bits.flags.c_contiguous:
+    return bits.view(U32)[:, :lanes // 32]
+  lo = (bits & U64(M32)).astype(U32)
+  return np.stack([lo, (bits >> U64(32)).astype(U32)], axis=2).reshape(len(bits), -1)[:, :lanes // 32]
 
 
 def step_simt(eng: Engine, op: Op, ix, sel) -> bool:

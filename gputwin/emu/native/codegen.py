@@ -15,7 +15,7 @@ from gputwin.emu.native import matrix, plan, tensor
 from gputwin.emu.native.runtime import (C_IEEE, C_INIT, C_LANES, C_LDS, C_LDSZ, C_LOG, C_PC, C_REGS, C_RES, C_RESN, C_S,
                                         C_SCC, C_SSTR, C_SSTW, C_TAKEN, C_A, C_V, C_VSTR, C_VSTW, C_WG, F_GLOBAL,
                                         F_HIGH, F_LDSBASE, HINT_BASE, HINT_HI, HINT_LO, HINT_PROBE, HINT_REGION,
-                                        HINTS, PRELUDE, TBAA_FIXED)
+                                        HINTS, PRELUDE, TBAA_FIXED, mask_bits)
 from gputwin.emu.program import Op, Src
 from gputwin.pcode import analysis, llvm as backend
 from gputwin.pcode.ir import Ty, locals_of
@@ -281,6 +281,7 @@ class Compiler:
 
   def __init__(self, ops: list[Op], lanes: int, fam: str, frontend, lean: bool = False, log: bool = False):
     self.ops, self.L, self.fam, self.lean = ops, lanes, fam, lean
+    self.M = mask_bits(lanes)  # lane masks (EXEC, guards, the lanes a tail took) are i{M} values
     # `log`: LDS accesses write their addresses to the log (the race checker's, runtime.Block.sites): (op, bytes,
     # write) per access in order, per op while its functions are generated
     self.log, self.sites, self.site0 = log and not plan.dead_reads(ops, getattr(frontend, "simt", False)), [], {}
@@ -391,7 +392,7 @@ done:
        not any(o.vector and o.kind != "nop" for o in ops):
       return self.inst_fn(i, ops)
     f = Fn(self.tags)
-    full = f.op(f"icmp eq i64 {self.lanes_on(f, op)}, {(1 << self.L) - 1}")
+    full = f.op(f"icmp eq i{self.M} {self.lanes_on(f, op)}, {(1 << self.L) - 1}")
     call = lambda fn: f.op(f"call i32 @inst{i}{fn}(ptr %ctx, i64 %w, ptr %hints)")
 
     def either(a: str, b: str) -> str:  # @inst{i}{a} for a full EXEC, else @inst{i}{b}
@@ -465,11 +466,11 @@ done:
     simt = getattr(self.fe, "simt", False)  # (a nop counts the threads running it there, the whole wave on AMD)
     if op.kind == "nop":
       self.bump_pc(f, op)
-      per = f.op(f"call i64 @llvm.ctpop.i64(i64 {self.lanes_on(f, op)})") if simt else str(self.L)
+      per = self.count(f, "ctpop", self.lanes_on(f, op)) if simt else str(self.L)
       return self.finish(f, i, f.op(f"mul i64 {per}, {nops}"))
     nops -= len(ops)
     exec_v = self.lanes_on(f, op)  # (a guarded op is a group of its own)
-    f.first = f.op(f"call i64 @llvm.cttz.i64(i64 {exec_v}, i1 false)")  # the first active lane (none: 64)
+    f.first = self.count(f, "cttz", exec_v)  # the first active lane (none: M)
     pre = ""
     if mode in (Mode.PLAIN, Mode.EXACT) and plan.prechecked(op):  # every lane's faults first (plan.prechecked)
       if not analysis.plain_mem(op.sem.program):
@@ -515,7 +516,7 @@ done:
       self.load_state(g, o, lane=False)
       for nm in o.sem.program.outputs if pure else ():
         w = g.widths[nm]
-        if nm not in g.lane_names and w <= 64 and analysis.lane_bit_only(o.sem.program.body, nm):
+        if nm not in g.lane_names and self.L <= w <= 64 and analysis.lane_bit_only(o.sem.program.body, nm):
           g.masks[nm] = (f.alloca(f"i{w}"), f.alloca(f"i{w}"))
           f.emit(f"store i{w} 0, ptr {g.masks[nm][0]}")
           f.emit(f"store i{w} 0, ptr {g.masks[nm][1]}")
@@ -527,6 +528,7 @@ done:
       f.emit("%lane = add i64 0, 0")
       on = f.on = "true"
     elif vector:
+      flags = self.lane_flags(f, exec_v) if self.M > 64 and not f.full else None
       f.emit("br label %pre")  # the block the lane loop's phi names as its entry
       f.put("pre")
       f.emit("br label %lhead")
@@ -536,8 +538,8 @@ done:
       if self.L == 32:  # 32-bit lanes: twice the lanes per vector register
         bit = f.op(f"lshr i32 {f.op(f'trunc i64 {exec_v} to i32')}, %lane32")
         on = f.on = f.op(f"trunc i32 {bit} to i1")
-      else:
-        on = f.on = f.op(f"trunc i64 {f.op(f'lshr i64 {exec_v}, %lane')} to i1")
+      elif self.M == 64 or not f.full:
+        on = f.on = self.lane_on(f, exec_v, flags)
       if f.full:
         on = f.on = "true"
       if pure or probe:
@@ -633,13 +635,13 @@ done:
           return self.define(f, i, [])
         # contiguous (every active lane at base + lane * stride): the first and last active lanes bound the range
         f.emit(f"store i64 {lo}, ptr {hint_base}")
-        first = f.op(f"call i64 @llvm.cttz.i64(i64 {exec_v}, i1 false)")
-        last = f.op(f"sub i64 63, {f.op(f'call i64 @llvm.ctlz.i64(i64 {exec_v}, i1 false)')}")
+        first = self.count(f, "cttz", exec_v)
+        last = f.op(f"sub i64 {self.M - 1}, {self.count(f, 'ctlz', exec_v)}")
         emin = f.op(f"add i64 {lo}, {f.op(f'mul i64 {first}, {stride}')}")
         emax = f.op(f"add i64 {lo}, {f.op(f'mul i64 {last}, {stride}')}")
         self.keep_range(f, i, emin, emax)
         bad = f.op(f"or i1 {f.ld_bad()}, {g.probe_range(o.sem.program.body, emin, emax)}")
-        none = f.op(f"icmp eq i64 {exec_v}, 0")
+        none = f.op(f"icmp eq i{self.M} {exec_v}, 0")
         contig = f.op(f"or i1 {none}, {f.op(f'icmp eq i64 {lo}, {hi}')}")
         r = f.op(f"select i1 {bad}, i32 {PROBE_EXACT}, i32 {PROBE_CONTIG}")
         f.emit(f"ret i32 {f.op(f'select i1 {contig}, i32 {r}, i32 {PROBE_FAST}')}")
@@ -650,7 +652,7 @@ done:
             f.emit(f"store {lty(t)} {zero(t)}, ptr {p}")
         if wave:  # (Semantics.__call__: the body runs for a wave with an active lane)
           run, skip = f.label("wl"), f.label("wl")
-          f.emit(f"br i1 {f.op(f'icmp ne i64 {exec_v}, 0')}, label %{run}, label %{skip}")
+          f.emit(f"br i1 {f.op(f'icmp ne i{self.M} {exec_v}, 0')}, label %{run}, label %{skip}")
           f.put(run)
         g.block(o.sem.program.body)
         if wave:
@@ -692,11 +694,11 @@ done:
     self.bump_pc(f, last)
     if vector or wave:  # (an unmasked op counts the lanes running it, as the interpreter's event does)
       ran = self.exec_value(f) if op.info.get("unmasked") else exec_v
-      lane_count = f.op(f"mul i64 {f.op(f'call i64 @llvm.ctpop.i64(i64 {ran})')}, {len(ops)}")
+      lane_count = f.op(f"mul i64 {self.count(f, 'ctpop', ran)}, {len(ops)}")
     else:
       lane_count = "1"
     if nops:
-      per = f.op(f"call i64 @llvm.ctpop.i64(i64 {exec_v})") if simt else str(self.L)
+      per = self.count(f, "ctpop", exec_v) if simt else str(self.L)
       lane_count = f.op(f"add i64 {lane_count}, {f.op(f'mul i64 {per}, {nops}')}")
     return pre + self.finish(f, i, lane_count)
 
@@ -730,7 +732,28 @@ done:
   @staticmethod
   def lane_w(f: Fn, w: int) -> str:
     """The lane number as an i{w} shift amount."""
-    return "%lane" if w == 64 else f.op(f"trunc i64 %lane to i{w}")
+    return f.conv("%lane", 64, w)
+
+  def count(self, f: Fn, fn: str, m: str) -> str:
+    """ctpop / cttz / ctlz of a lane mask (i{M}; cttz and ctlz of none: M), as an i64."""
+    z = ", i1 false" if fn != "ctpop" else ""
+    return f.conv(f.op(f"call i{self.M} @llvm.{fn}.i{self.M}(i{self.M} {m}{z})"), self.M, 64)
+
+  def lane_flags(self, f: Fn, m: str) -> str:
+    """Lane mask `m` (i{M}, M > 64) as M bytes of 0/1 in a local array, written before a lane loop: lane_on then
+    reads lane %lane's byte, a load LLVM vectorises (a shift or select of i{M} values in the loop would be
+    legalised into many scalar instructions per lane)."""
+    p = f.alloca(f"[{self.M} x i8], align 16")
+    v = f.op(f"bitcast i{self.M} {m} to <{self.M} x i1>")
+    f.emit(f"store <{self.M} x i8> {f.op(f'zext <{self.M} x i1> {v} to <{self.M} x i8>')}, ptr {p}, align 16")
+    return p
+
+  def lane_on(self, f: Fn, m: str, flags: str | None = None) -> str:
+    """Bit %lane of lane mask `m` (i64; wider: from its lane_flags array)."""
+    if flags is None:
+      return f.op(f"trunc i64 {f.op(f'lshr i64 {m}, %lane')} to i1")
+    b = f.op(f"load i8, ptr {f.op(f'getelementptr i8, ptr {flags}, i64 %lane')}")
+    return f.op(f"trunc i8 {b} to i1")
 
   def finish(self, f: Fn, i: int, lane_count: str) -> str:
     lc = f.live(C_LANES)
@@ -788,14 +811,14 @@ done:
     return z if acc is None else f.op(f"or i{32 * n} {acc}, {z}")
 
   def lanes_on(self, f: Fn, op: Op) -> str:
-    """The lanes `op` runs for, as i64 bits: EXEC, and for a guarded instruction (per-thread PCs) only those whose
+    """The lanes `op` runs for, as i{M} bits: EXEC, and for a guarded instruction (per-thread PCs) only those whose
     guard predicate holds (core.step_simt's m); an `unmasked` one (plan.lowered) for every lane of the wave."""
     if op.info.get("unmasked"):
-      return "-1" if self.L == 64 else str((1 << self.L) - 1)
+      return "-1" if self.L == self.M else str((1 << self.L) - 1)
     e = self.exec_value(f)
     if op.info.get("dpp") is not None:  # DPP: its write mask too (row/bank masks, lanes without a source)
       bits = int((self.fe.write_mask(op, self.L).astype(np.uint64) << np.arange(self.L, dtype=np.uint64)).sum())
-      e = f.op(f"and i64 {e}, {bits - (1 << 64) if bits >> 63 else bits}")
+      e = f.op(f"and i{self.M} {e}, {bits - (1 << self.M) if bits >> (self.M - 1) else bits}")
     g = op.info.get("guard")
     if g is None:
       return e
@@ -806,7 +829,7 @@ done:
     bits = f.op(f"bitcast <{self.L} x i1> {f.op(f'icmp ne <{self.L} x i32> {vec}, zeroinitializer')} to i{self.L}")
     if neg:
       bits = f.op(f"xor i{self.L} {bits}, -1")
-    return f.op(f"and i64 {e}, {f.conv(bits, self.L, 64)}")
+    return f.op(f"and i{self.M} {e}, {f.conv(bits, self.L, self.M)}")
 
   def tail_fn(self, i: int, op: Op) -> str:
     """@inst{i} for a block's last instruction when it is the scheduler's event (plan.tail). Per-thread PCs: it only
@@ -819,12 +842,12 @@ done:
         self.bump_pc(f, op)
       return self.finish(f, i, str(self.L))
     m = self.lanes_on(f, op)
-    f.st("i64", m, f.gep(f.ctxp(C_TAKEN), f.op("mul i64 %w, 8")), "taken")
-    return self.finish(f, i, f.op(f"call i64 @llvm.ctpop.i64(i64 {m})"))
+    f.st(f"i{self.M}", m, f.gep(f.ctxp(C_TAKEN), f.op(f"mul i64 %w, {self.M // 8}")), "taken")
+    return self.finish(f, i, self.count(f, "ctpop", m))
 
   def exec_value(self, f: Fn) -> str:
-    e = self.sgpr(f, self.sp["exec"], 2 if self.L == 64 else 1)
-    return e if self.L == 64 else f.op(f"zext i32 {e} to i64")
+    """EXEC as an i{M} lane mask (its L // 32 dwords)."""
+    return f.conv(self.sgpr(f, self.sp["exec"], self.L // 32), self.L, self.M)
 
   def fetch(self, f: Fn, s: Src, op: Op | None = None) -> tuple[str, int]:
     """core.Engine.fetch: raw bits and their container width (32, 64, or 32 * dwords); `op`'s DPP on its src0."""
@@ -841,8 +864,8 @@ done:
       v, bits = acc, 32 * s.dwords
     elif s.index in (VCCZ, EXECZ):
       base = self.sp["vcc"] if s.index == VCCZ else self.sp["exec"]
-      x = self.sgpr(f, base, 2 if self.L == 64 else 1)
-      z = f.op(f"icmp eq i{64 if self.L == 64 else 32} {x}, 0")
+      x = self.sgpr(f, base, self.L // 32)
+      z = f.op(f"icmp eq i{self.L} {x}, 0")
       v, bits = f.op(f"zext i1 {z} to i32"), 32
     elif s.index == SCC_CODE:
       v, bits = self.scc_load(f), 32
@@ -1074,7 +1097,7 @@ done:
       elif nm == "SCC":
         f.st("i32", f.conv(v, w, 32), f.gep(f.ctxp(C_SCC), f.op("mul i64 %w, 4")), "scc")
       elif nm in ("EXEC", "EXEC_LO"):
-        n = 2 if self.L == 64 and nm == "EXEC" else 1
+        n = self.L // 32 if nm == "EXEC" else 1
         self.store_reg(f, Src("s", self.sp["exec"], n), v, w, o)
       elif nm == "M0":
         self.store_reg(f, Src("s", self.sp["m0"]), v, w, o)
@@ -1156,7 +1179,12 @@ done:
         if idx == self.sp["null"] and self.sp["null"] != self.sp["m0"]:
           continue  # written then reset to 0 by the interpreter
         self.wrote["s"] |= 1 << idx
-        f.st("i32", part, self.sgpr_ptr(f, idx), ("s", idx))
+        ptr = self.sgpr_ptr(f, idx)
+        if d.fmt == "half":  # a half register (ir3's shared hr48.x..): its half of the row, the other kept
+          old = f.ld("i32", ptr, ("s", idx))
+          part = f.op(f"or i32 {f.op(f'and i32 {old}, 65535')}, {f.op(f'shl i32 {part}, 16')}") if d.hi else \
+              f.op(f"or i32 {f.op(f'and i32 {old}, 4294901760')}, {f.op(f'and i32 {part}, 65535')}")
+        f.st("i32", part, ptr, ("s", idx))
       elif d.file in ("v", "a"):
         ptr, tag = self.vgpr_ptr(f, d.index + k, d.file), (d.file, d.index + k)
         self.wrote[d.file] = self.wrote.get(d.file, 0) | 1 << (d.index + k)

@@ -50,6 +50,12 @@ class Block:
     self.sites = sites
 
 
+def mask_bits(lanes: int) -> int:
+  """The width of the native code's lane masks (EXEC, guards, Native.taken) for a wave of `lanes`: an i64 up to
+  wave64 (wave32's zero-extended), an i{lanes} beyond."""
+  return max(64, lanes)
+
+
 PRELUDE = backend.INTRINSICS + (Path(__file__).parent / "prelude.ll").read_text()  # memory helpers, faults
 _CTX = dict(NREG=C_NREG, REGS=C_REGS, LDS=C_LDS, LDSZ=C_LDSZ, FAULT=C_FAULT, FADDR=C_FADDR, FBYTES=C_FBYTES,
             FWRITE=C_FWRITE, FWAVE=C_FWAVE, INIT=C_INIT, V=C_V, VSTW=C_VSTW, VSTR=C_VSTR)
@@ -145,7 +151,8 @@ class Native:
     self.wg = np.ascontiguousarray(eng.wg, dtype=np.int64)
     self.regions = np.zeros((0, 3), np.int64)
     self.key = None
-    self.taken = np.zeros(eng.W, np.uint64)  # per warp: the lanes a block's tail took (branched, exited)
+    # per warp: the lanes a block's tail took (branched, exited), in 64-bit words (codegen's lane masks)
+    self.taken = np.zeros((eng.W, mask_bits(eng.L) // 64), np.uint64)
     self.log = None  # the LDS access log of blocks with Block.sites
     self.res = None  # the bound-buffer tables this table was made from (buffers)
     e, c = eng, self.ctx
