@@ -13,6 +13,7 @@ import pytest
 
 from gputwin.emu.ir3.launch import launch
 from gputwin.emu.native import tier
+from gputwin.errors import GputwinError
 from gputwin.isa.ir3 import assemble, listing
 
 KERNELS = Path(__file__).resolve().parents[4] / "shared" / "vendor" / "ir3" / "kernels"
@@ -162,3 +163,36 @@ def test_divergent_wave128_native(arch, checks, jit):
     assert sn.native_instructions > sn.instructions * 9 // 10, (sn.native_instructions, sn.instructions)
   else:
     assert sn.native_instructions == sn.instructions
+
+
+FAULTS = {  # a store past the end, by fiber 72 of workgroup 1 (lane 72: the second word of the lane masks)
+  "ibo": GID + "add.u r1.x, r0.w, 3\n" + ST.format(n=1, s="r1.x", c="r0.w", b=1) + "end\n",
+  "shared": "shl.b r1.x, r0.x, 2\nadd.u r1.y, r0.x, 1\ncmps.u.lt p0.x, r0.x, 72\nmov.u32u32 r1.z, 4096\npredf\n"
+            "add.u r1.x, r1.x, r1.z\nprede\nstl.u32 l[r1.x], r1.y, 1\nend\n",
+}
+
+
+@pytest.mark.parametrize("arch", GPUS)
+@pytest.mark.parametrize("kind", sorted(FAULTS))
+def test_fault_wave128_native(arch, kind):
+  """A wave128 store faulting first in fiber 72 (IBO 1 has 200 dwords; shared memory 512 bytes, fibers 72..
+  storing 4096 bytes further): the native tier stops with the interpreter's error text (workgroup, fiber, PC,
+  address), and the next launch runs."""
+  code = assemble(FAULTS[kind], arch)
+  sh = listing.Shader.explicit(arch, code, local_size=(128, 1, 1), wave_size=128, shared_size=512)
+  texts = []
+  for mode in ("0", "force"):
+    def run():
+      try:
+        launch(code, "main", grid=(2,), args={1: np.zeros(200, np.uint32)}, arch=arch, shader=sh, checks=False)
+      except GputwinError as e:
+        return f"{type(e).__name__}: {e}"
+      return "no error"
+    texts.append(_launch(mode, run))
+  assert texts[0] == texts[1], texts
+  assert ("workgroup (1,0,0)" in texts[0] and "fiber 72" in texts[0] if kind == "ibo" else "VA 0x1120" in texts[0]), \
+      texts[0]  # (shared: lane 72's offset 4096 + 4 * 72)
+  case = _divergent(2, arch)
+  args, run, check = case()
+  _launch("force", lambda: run(args, False))
+  check(args)
