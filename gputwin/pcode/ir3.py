@@ -261,6 +261,7 @@ def _cov(g: dict) -> str:
 # ------------------------------------------------------------------------------------------------ cat6 memory
 BYTES = {"u8": 1, "s8": 1, "f16": 2, "u16": 2, "s16": 2, "f32": 4, "u32": 4, "s32": 4}
 MEM_TYPES = "f16|f32|u16|u32|s16|s32|u8"  # #type of cat6 (u8 and u8_32: a byte, zero-extended)
+LDCK_SIZES = "1|2|3|4|5|6|7|8"  # ldc.k vec4 counts with a data row (ldc.k.N; larger ones: the LDCK event)
 
 
 def _load(g: dict) -> str:
@@ -274,6 +275,18 @@ def _load(g: dict) -> str:
     out.append(f"D{i}.b32 = 32'{'I' if t[0] == 's' else 'U'}({a}.{'i8' if t == 's8' else 'u8'})" if b == 1 else
                f"D{i}.b{8 * b} = {a}.b{8 * b}")
   return ";\n".join(out)
+
+
+def _const_load(g: dict) -> str:
+  """ldc.k's data: N vec4 (4N dwords) from ADDR into D0..D(4N-1), the const dwords the binding names (ldc.k <doc>)."""
+  n = 4 * int(g["n"])
+  return ";\n".join(f"D{i}.b32 = {'MEM[ADDR]' if i == 0 else f'MEM[ADDR + {4 * i}ULL]'}.b32" for i in range(n))
+
+
+def _resinfo(g: dict) -> str:
+  """The bound IBO's size in elements of the access type: S1:S0 its size in bytes (the high and low dwords of a
+  descriptor field the launch binds, 0 when nothing is bound), divided by the type's bytes (1, 2 or 4)."""
+  return f"D0.u32 = 32'U((64'U(S1.u32) << 32U | 64'U(S0.u32)) >> {BYTES[g['t']].bit_length() - 1}U)"
 
 
 def _store(g: dict) -> str:
@@ -471,6 +484,10 @@ ROWS: tuple[Row, ...] = (
   Row("shfl", _event("SHFL(MODE)"), f"{C6} shfl <doc>: xor/up/down/rup/rdown across the wave",
       "a source fiber outside the wave gives the fiber its own value (undefined in the docs)"),
   Row("ldc.k", _event("LDCK(N)"), f"{C6} ldc.k <doc>: UBO to the const file"),
+  Row(f"ldc.k n={LDCK_SIZES}", _const_load, f"{C6} ldc.k <doc>: UBO to the const file",
+      "its data movement (n vec4), where the binding knows the const destination c[a1.x]; else the LDCK event"),
+  Row(f"resinfo.b t={MEM_TYPES}", _resinfo, f"{C6} resinfo.b (1d: the buffer's size in elements)",
+      "S1:S0: the IBO's size in bytes as the launch bound it; 0 when nothing is bound (the docs are silent)"),
   Row("bar", _event("BARRIER()"), f"{C7} bar"),
   *(Row(op, _event("NOP()"), f"{C7} {op}", "memory ordering and caches: gputwin's memory is coherent")
     for op in ("fence", "lock", "unlock", "sleep", "icinv", "dccln", "dcinv", "dcflu", "ccinv")),
