@@ -87,6 +87,13 @@ def sets_pc(op: Op) -> bool:
   return op.kind in ("alu", "mem") and op.sem is not None and "PC" in op.sem.outputs
 
 
+def join_point(op: Op) -> bool:
+  """A per-thread-PC instruction threads can reach other than from the one before it (op.info["join"]: ir3's branch
+  targets and call returns, decode.py): threads that branched there may wait while the rest of their warp runs the
+  instructions before it, to meet them there."""
+  return bool(op.info.get("join"))
+
+
 def plain_barrier(op: Op) -> bool:
   """A per-thread-PC barrier (op.info["bar"]: id, thread count, reduction predicate) that completes as soon as every
   live thread of its CTA arrives: a constant id, no thread count, reduction, arrive-only form or guard. When every

@@ -7,8 +7,9 @@ row EN = 0), a0.x and a1.x (16 bits), the row a move to r<a0.x + n> goes through
 register n = gpr * 4 + component at row G0 + n (r0.x first). With merged registers (a6xx+) half register n is the low
 (n even) or high half of full register n // 2 (hr0.y = r0.x[31:16]). The launcher sizes the file to the highest row
 a program uses (launch.rows). The shared registers r48.x..r55.w (192..223, one value per wave; their halves pair the
-same way from hr48.x) and the const file (c0.x = dword 0) live in the per-wave scalar file "s": rows 0..31 and
-CONST + n.
+same way from hr48.x), the sizes of the bound IBOs (64 bits each, what resinfo reads: rows IBO_SIZE + 2 * index, for
+the first IBO_SLOTS indices) and the const file (c0.x = dword 0) live in the per-wave scalar file "s": rows 0..31,
+IBO_SIZE.. and CONST + n.
 """
 from __future__ import annotations
 
@@ -30,8 +31,10 @@ SHARED, NUM_A0, NUM_A1, NUM_P0 = 192, 244, 245, 248  # register numbers: r48.x, 
 EN, A0, A1, TMP, P0, R63, G0 = 0, 1, 2, 3, 4, 8, 12  # per-fiber rows: the enable, a0.x, a1.x, TMP, p0.x..w, r63.x..w
 # (the discard destination Mesa's descriptor prefetches write), then r0.x
 GPR_ROWS = G0 + SHARED  # every row a program may use: r<a0.x + n> can name any of r0.x..r47.w
-EXEC, M0, NULL, CONST = 32, 34, 35, 64  # scalar rows: the machine's EXEC (2), M0, NULL; c0.x
+EXEC, M0, NULL, IBO_SIZE, CONST = 32, 34, 35, 36, 64  # scalar rows: the machine's EXEC (2), M0, NULL; IBO sizes; c0.x
+IBO_SLOTS = (CONST - IBO_SIZE) // 2  # IBO indices whose size the launch binds in the scalar file (resinfo)
 SROWS = CONST + CONST_DWORDS
+STORED = 128  # scalar rows an instruction's result reaches (core.Engine.store: rows from 128 are AMD's constants)
 FLUT = (0.0, 0.5, 1.0, 2.0, math.e, math.pi, 1 / math.pi, 1 / math.log2(math.e), math.log2(math.e),
         1 / math.log2(10), math.log2(10), 4.0)  # #mulitsrc-immed-flut <doc>: the float immediates by index
 # the events a body calls -> the machine's kind for it (end/barrier/nop the machine knows; the rest emu/ir3/events.py)
@@ -43,11 +46,14 @@ CONTROL = {"END": "end", "BARRIER": "barrier", "NOP": "nop", "SHPE": "nop", "SHP
 
 class Located:
   """One instruction of a program with what its neighbours decide: whether it lies in a predicated region (after a
-  predt/predf, before the prede: Mesa emits these regions as straight-line code), its index, the code's size."""
-  __slots__ = ("inst", "index", "predicated", "size")
+  predt/predf, before the prede: Mesa emits these regions as straight-line code), its index, the code's size,
+  a1.x at its entry where the code before it fixes it (`a1`, else None: _a1), and whether fibers can reach it other
+  than from the instruction before (`target`: a branch target or call return, _targets)."""
+  __slots__ = ("inst", "index", "predicated", "size", "a1", "target")
 
-  def __init__(self, inst: Inst, index: int, predicated: bool, size: int):
-    self.inst, self.index, self.predicated, self.size = inst, index, predicated, size
+  def __init__(self, inst: Inst, index: int, predicated: bool, size: int, a1: int | None = None,
+               target: bool = False):
+    self.inst, self.index, self.predicated, self.size, self.a1, self.target = inst, index, predicated, size, a1, target
 
   @property
   def text(self) -> str:
@@ -71,8 +77,63 @@ def _regions(text: bytes, gpu: str) -> tuple[bool, ...]:
   return tuple(out)
 
 
+def _insts(text: bytes, gpu: str) -> list[Inst | None]:
+  out = []
+  for off in range(0, len(text) - len(text) % 8, 8):
+    try:
+      out.append(decode(text, gpu, offset=off))
+    except DecodeError:
+      out.append(None)
+  return out
+
+
+def _regs(o) -> list[int]:
+  """The register numbers (gpr * 4 + component) an operand's fields name."""
+  if not isinstance(o, Operand):
+    return []
+  f = o.fields
+  return ([f["GPR"] * 4 + f["SWIZ"]] if "GPR" in f and "SWIZ" in f else []) + [n for v in f.values() for n in _regs(v)]
+
+
+@functools.lru_cache(maxsize=64)
+def _targets(text: bytes, gpu: str) -> frozenset[int]:
+  """The instructions (indices) a fiber can reach other than from the one before: branch targets, call returns."""
+  out = set()
+  for i, inst in enumerate(_insts(text, gpu)):
+    if inst is not None and inst.cat == 0 and "IMMED" in inst.fields and inst.name != "nop":
+      out.add(i + inst.fields["IMMED"])
+      if inst.name == "call":
+        out.add(i + 1)
+  return frozenset(out)
+
+
+@functools.lru_cache(maxsize=64)
+def _a1(text: bytes, gpu: str) -> tuple[int | None, ...]:
+  """Per instruction: a1.x at its entry where straight-line code fixes it (a `mova1 a1.x, imm`, outside predicated
+  regions, with no branch target and nothing naming a1.x since), else None. Mesa sets a1.x so right before an
+  `ldc.k c[a1.x], ...` of its preamble, whose const destination the binding then knows."""
+  insts, regions, targets = _insts(text, gpu), _regions(text, gpu), _targets(text, gpu)
+  out, val = [], None
+  for i, inst in enumerate(insts):
+    val = None if i in targets else val
+    out.append(val)
+    if inst is None:
+      val = None
+      continue
+    f = inst.fields
+    names = [n for v in f.values() for n in _regs(v)]
+    if inst.name == "mov-immed" and names == [NUM_A1] and not f.get("REPEAT") and not regions[i] and \
+       f.get("SRC_TYPE") == f.get("DST_TYPE"):
+      val = int(f["SRC"].fields["IMMED"]) & 0xffff  # (a1.x holds 16 bits)
+    elif any(n <= NUM_A1 <= n + f.get("REPEAT", 0) for n in names):
+      val = None
+  return tuple(out)
+
+
 def locate(text: bytes, gpu: str, offset: int) -> Located:
-  return Located(decode(text, gpu, offset=offset), offset // 8, _regions(bytes(text), gpu)[offset // 8], len(text))
+  i, text = offset // 8, bytes(text)
+  return Located(decode(text, gpu, offset=offset), i, _regions(text, gpu)[i], len(text), _a1(text, gpu)[i],
+                 i in _targets(text, gpu))
 
 
 @functools.lru_cache(maxsize=None)
@@ -194,7 +255,7 @@ def bind(loc: Located, pc: int, family: str, wave: int) -> Op:
   inst = loc.inst
   f, cat = inst.fields, inst.cat
   op = Op(loc, pc, 8, "alu")
-  op.info.update(ss=bool(f.get("SS")), sy=bool(f.get("SY")), jp=bool(f.get("JP")), cat=cat)
+  op.info.update(ss=bool(f.get("SS")), sy=bool(f.get("SY")), jp=bool(f.get("JP")), cat=cat, join=loc.target)
   try:
     if cat == 0:
       _cat0(op, inst, pc, loc.size)
@@ -203,7 +264,7 @@ def bind(loc: Located, pc: int, family: str, wave: int) -> Op:
     elif cat == 5:
       _cat5(op, inst)
     elif cat == 6:
-      _cat6(op, inst)
+      _cat6(op, inst, loc.a1)
     else:
       _cat7(op, inst)
   except PcodeError as e:
@@ -213,12 +274,14 @@ def bind(loc: Located, pc: int, family: str, wave: int) -> Op:
     op.info["sync"] = "either" if op.atomic else "ss"  # (shared atomics: either flag, the docs do not say which)
   elif op.kind == "shfl":
     op.info["sync"] = "either"  # (a cross-fiber read through the memory pipe: the docs do not say which flag)
-  elif cat == 5 or op.kind == "resinfo" or op.mem and op.sem is not None and "r" in op.sem.mem:
+  elif cat == 5 or inst.name.startswith("resinfo") or op.mem and op.sem is not None and "r" in op.sem.mem:
     op.info["sync"] = "sy"  # what (sy) waits for: memory loads, atomics, resinfo, cat5
   if loc.predicated and op.kind not in ("nop", "pred"):
     if op.info.get("guard") is not None:
       op.kind, op.info["why"] = "unsupported", "a branch inside a predt/prede region"
     op.info["guard"] = (EN, False)
+    if op.info.get("lowered") is not None:  # (the instruction the native tier runs for it: the same fibers)
+      op.info["lowered"].info["guard"] = op.info["guard"]
   return op
 
 
@@ -377,9 +440,10 @@ def _type(f: dict) -> str:
   return "u8" if t == "u8_32" else t
 
 
-def _cat6(op: Op, inst: Inst) -> None:
+def _cat6(op: Op, inst: Inst, a1: int | None = None) -> None:
   """Memory: op.info["space"] (global | shared | private | ibo | ubo), the address parts (op.info["addr"]: the
-  base register or constant, the index/offset operands memory.py combines), components, data registers."""
+  base register or constant, the index/offset operands memory.py combines), components, data registers. `a1`: a1.x
+  at the instruction where the code fixes it (Located.a1)."""
   f, n = inst.fields, inst.name
   t = _type(f)
   half = bool(f["TYPE_HALF"]) if "TYPE_HALF" in f else t in ("f16", "u16", "s16")  # (8-bit loads: as printed)
@@ -392,15 +456,22 @@ def _cat6(op: Op, inst: Inst) -> None:
     _control(op, "ldc.k")
     op.info["n"] = f["LOAD_SIZE"]
     op.ins["S0"], op.ins["S1"] = _cat6_src(f, "SRC1", "SRC1_IM"), _cat6_src(f, "SRC2", "SRC2_IM")
+    if a1 is not None:
+      _const_load(op, a1)
     return
   if n in ("getspid", "getwid", "getfiberid"):
     op.kind, op.info["id"] = "id", n[3:]
     op.outs["D0"] = reg(_num(f["DST"]))
     return
-  if n in ("resinfo.b", "resinfo"):
-    op.kind = "resinfo"
-    op.info.update(ibo=_cat6_src(f, "SSBO", "SSBO_IM"), t=t)
+  if n in ("resinfo.b", "resinfo"):  # the IBO's size in elements: its descriptor's, which the launch binds
+    ibo = _cat6_src(f, "SSBO", "SSBO_IM")
+    op.info.update(ibo=ibo, t=t)
     op.outs["D0"] = reg(_num(f["DST"]))
+    if ibo.file == "k" and ibo.value < IBO_SLOTS and t in P.BYTES:  # its size in the scalar file: an ALU read
+      op.sem = _sem(f"resinfo.b.{t}")
+      op.ins["S0"], op.ins["S1"] = (Src("s", IBO_SIZE + 2 * ibo.value + k) for k in (0, 1))
+    else:  # a register index (or one past the slots): events.py reads the launch's table
+      op.kind = "resinfo"
     return
   if n == "shfl":  # subgroup shuffle/rotate (ir3-cat6.xml shfl <doc>): the event reads the source fiber's register
     _control(op, "shfl")
@@ -484,6 +555,21 @@ def _cat6(op: Op, inst: Inst) -> None:
     info["address"] = Address((b,), info["off"], 64 if space == "global" else 32, 1, "mem" if space == "global" else
                               "lds")
   op.info.update(info)
+
+
+def _const_load(op: Op, a1: int) -> None:
+  """ldc.k with its const destination c[a1.x] known (Located.a1) as the load the native tier runs (op.info
+  ["lowered"]; events.py runs it too): N vec4 of UBO S1 at vec4 S0, a binding.Buffer access, into const dwords
+  a1.x.. (scalar rows: the first active fiber's load, as a vector op's per-wave result). Only with per-wave sources
+  (the event reads the first active fiber's; every fiber then loads the same bytes) and destinations the machine's
+  stores reach; else the LDCK event alone."""
+  n, (s0, s1) = 4 * op.info["n"], (op.ins["S0"], op.ins["S1"])
+  per_wave = all(s.file == "k" or s.file == "s" and s.index >= CONST for s in (s0, s1))
+  if not (per_wave and str(op.info["n"]) in P.LDCK_SIZES.split("|") and CONST + a1 + n <= STORED):
+    return
+  op.info["lowered"] = Op(op.inst, op.pc, op.size, "alu", sem=_sem(f"ldc.k.{op.info['n']}"), mem="global",
+                          outs={f"D{i}": const(a1 + i) for i in range(n)},
+                          info=dict(space="ubo", n=n, esize=4, off=0, buffer=Buffer("ubo", s1, s0, 16, 0, 4 * n)))
 
 
 def _cat6_src(f: dict, name: str, im: str) -> Src:

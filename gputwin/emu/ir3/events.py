@@ -102,6 +102,9 @@ def run(eng, op: Op, ix, sel, m) -> np.ndarray:
       eng.S[W, CONST + dst + r] = _uniform(eng, step(op.ins["S0"], r, False), ix, m)
     eng.mark("s", CONST + dst, op.info["n"])  # (the next batch's restart clears them, the launch restores the file)
     return sel
+  if k == "ldck" and "lowered" in op.info:  # its destination known: the load the native tier runs (decode._const_load)
+    memory.memop(eng, op.info["lowered"], ix, m, {})
+    return sel
   if k == "ldck":  # N vec4 of a UBO -> const components a1.x.. (ldc.k <doc>), once per distinct (source, target)
     n = op.info["n"] * 4
     one = _first(m)
@@ -123,7 +126,7 @@ def run(eng, op: Op, ix, sel, m) -> np.ndarray:
          "spid": lambda: np.zeros(m.shape, U32)}[op.info["id"]]()
     eng.store(op.outs["D0"], v, ix, m)
     return sel
-  if k == "resinfo":  # the bound IBO's size in elements of the access type (1d)
+  if k == "resinfo":  # the bound IBO's size in elements of the access type (1d), by a register's index (decode._cat6)
     idx = np.broadcast_to(np.asarray(eng.fetch(op.info["ibo"], ix)), m.shape).astype(np.int64)
     size = np.zeros(m.shape, np.int64)
     for i in np.unique(idx[m]).tolist():

@@ -25,7 +25,7 @@ import numpy as np
 from gputwin.emu import batches, core
 from gputwin.emu.checks import Checks
 from gputwin.emu.ir3 import FRONTEND
-from gputwin.emu.ir3.decode import CONST, CONST_DWORDS, EN, G0, GPR_ROWS, reg, regname
+from gputwin.emu.ir3.decode import CONST, CONST_DWORDS, EN, G0, GPR_ROWS, IBO_SIZE, IBO_SLOTS, reg, regname
 from gputwin.emu.memory import GuestMemory
 from gputwin.emu.program import Program, Src
 from gputwin.errors import GputwinError, LaunchError
@@ -190,13 +190,19 @@ def rows(prog: Program) -> int:
 
 def _init(eng, sh: listing.Shader, grid, block, c0: int, nw: int, threads: int, consts: np.ndarray) -> None:
   """Each fiber's initial state: alive, PC 0, enabled; the inputs (local id per fiber, workgroup id per wave); the
-  const file."""
+  bound IBOs' sizes (what resinfo reads) and the const file."""
   W, L = eng.W, eng.L
   t = np.arange(nw)[:, None] * L + np.arange(L)[None, :]
   eng.lalive.reshape(-1, nw, L)[:] = t < threads
   eng.launched[:] = eng.lalive
   eng.entry = 0  # (every fiber starts at PC 0: core.run_simt places them, eng.lpc need not be written)
   eng.V[:, EN, :] = 1
+  sizes = np.zeros(IBO_SLOTS, np.uint64)  # (64 bits each; 0: nothing bound)
+  for i, (_, nbytes) in eng.res.get("ibo", {}).items():
+    if i < IBO_SLOTS:
+      sizes[i] = nbytes
+  eng.S[:, IBO_SIZE:IBO_SIZE + 2 * IBO_SLOTS] = sizes.view(np.uint32)
+  eng.mark("s", IBO_SIZE, 2 * IBO_SLOTS)
   # the const file, in every wave's scalar rows: a new engine's are zero (its nonzero words are enough); the next
   # batch's hold it still, unless restart cleared rows an event (stc, ldc.k) wrote (run: then its nonzero words)
   if eng.__dict__.get("ir3_consts") is not consts:
@@ -228,7 +234,8 @@ def _init(eng, sh: listing.Shader, grid, block, c0: int, nw: int, threads: int, 
   if eng.checks is not None:  # the inputs and the whole const file (the driver uploads it) count as written
     regs = [reg(i.reg + k) for i in sh.inputs for k in range(3) if i.compmask >> k & 1]
     eng.checks.initial(eng, 0, [EN] + [r.index for r in regs if r.file == "v"],
-                       [r.index for r in regs if r.file == "s"] + list(range(CONST, CONST + CONST_DWORDS)))
+                       [r.index for r in regs if r.file == "s"] + list(range(IBO_SIZE, IBO_SIZE + 2 * IBO_SLOTS)) +
+                       list(range(CONST, CONST + CONST_DWORDS)))
 
 
 def _raise(st: core.Stop, eng, kernel: str, arch: str, c0: int, nw: int, grid):

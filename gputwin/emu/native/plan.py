@@ -6,7 +6,7 @@ from __future__ import annotations
 
 
 from gputwin.emu.amd.decode import APERTURE, EXECZ, SCC_CODE, VCCZ
-from gputwin.emu.binding import float_result, plain_barrier, scalar_valu, sets_pc
+from gputwin.emu.binding import float_result, join_point, plain_barrier, scalar_valu, sets_pc
 from gputwin.emu.native import matrix, tensor
 from gputwin.emu.program import Op, Src
 from gputwin.pcode import analysis
@@ -111,13 +111,15 @@ def outmod_float(d: Src) -> bool:
 
 def collect(prog, pc: int, fam: str, limit: int = 1 << 30, stop=None) -> list[Op]:
   """The longest run (at most `limit`) of supported ops from pc (a branch ends it; so does an op `stop` holds for:
-  one the checkers must see interpreted, native.Tier.stop)."""
+  one the checkers must see interpreted, native.Tier.stop). With per-thread PCs a join point (binding.join_point)
+  starts a block of its own: the threads that branched there wait for the others to run up to it, which they then
+  can natively (core.run_simt leaves a block to the interpreter while threads of its warps stand inside it)."""
   ops, simt = [], getattr(prog.frontend, "simt", False)
   while len(ops) < limit:
     try:
       op = prog.op(pc)
       supported(op, fam, simt, getattr(prog, "arch", ""))
-      if stop is not None and stop(op):
+      if stop is not None and stop(op) or simt and ops and join_point(op):
         break
     except Exception:
       break

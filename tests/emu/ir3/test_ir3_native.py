@@ -42,8 +42,8 @@ def _launch(jit: str, run):
 @pytest.mark.parametrize("name", sorted(MESA.CASES))
 def test_mesa_kernel_tiers_agree(name, adreno):
   """Each Mesa kernel on both tiers: the same output bits (and numpy's reference), the same instruction counts; a
-  wave64 saxpy (predt, guarded ldib/stib, prede) runs wholly natively on a630 (a730's has a preamble of fiber events
-  that stays interpreted: getone, resinfo, ldc.k)."""
+  wave64 saxpy (predt, guarded ldib/stib, prede) runs natively but for a730's getone (one per wave: the preamble's
+  shps, mova1, resinfo, ldc.k and shpe are native)."""
   outs = []
   for jit in ("0", "force"):
     grid, args, check = MESA.CASES[name]()
@@ -55,7 +55,7 @@ def test_mesa_kernel_tiers_agree(name, adreno):
   assert outs[0][:2] == outs[1][:2]
   assert outs[0][2] == 0
   if name == "saxpy":
-    assert outs[1][2] == outs[1][0][0] if adreno == "a630" else outs[1][2] > 0, outs[1][::2]
+    assert outs[1][0][0] - outs[1][2] == (grid if adreno == "a730" else 0), outs[1][::2]
 
 
 # ------------------------------------------------------------------------------------------------ random programs
@@ -151,3 +151,134 @@ def test_saxpy_over_several_batches(adreno):
                                       args={0: x, 1: out, 4: ubo}, arch=adreno, checks=False))
     assert got[0] == "ok", got
     np.testing.assert_array_equal(out, ref)
+
+
+# ------------------------------------------------------------------------------------------------ a7xx's preamble
+# Mesa's a7xx preamble (shps, getone, mova1 a1.x, resinfo descriptor prefetches, ldc.k c[a1.x], shpe) runs natively:
+# resinfo of an immediate IBO index reads the size the launch binds in the scalar file, and ldc.k whose destination
+# c[a1.x] the code before it fixes is a UBO load into const dwords. Their other forms (a register index, a1.x from a
+# register, sources per fiber) stay the interpreter's events, which are the oracle here: each case runs in both forms.
+UBO = np.arange(16, dtype=np.uint32) * 0x01010101 + 7  # 4 vec4
+IBOS = {0: np.arange(68, dtype=np.uint32), 1: np.arange(41, dtype=np.uint16), 20: np.zeros(9, np.uint32)}
+
+
+def _preamble_run(code: bytes, gpu: str, jit: str, checks: bool, ubo: int = 4) -> tuple:
+  bufs = {**{k: v.copy() for k, v in IBOS.items()}, ubo: UBO.copy(), 3: np.zeros(2 * 64 * 8, np.uint32)}
+  sh = listing.Shader.explicit(gpu, code)
+  got = _launch(jit, lambda: launch(code, "main", grid=(2,), args=bufs, arch=gpu, shader=sh, checks=checks))
+  return got[:2] + ((bufs[3].tobytes().hex(),) if got[0] == "ok" else ()), got[2]
+
+
+def _ldck(a1: int, off, ubo: int, n: int, known: bool) -> str:
+  """mova1 a1.x (an immediate: known; else from a register: the event), ldc.k, then the first and last dword loaded
+  (and c0.x, which no case writes) stored per fiber to IBO 3."""
+  c = lambda k: f"c{k // 4}.{'xyzw'[k % 4]}"
+  last = min(a1 + 4 * n - 1, 2047)
+  return (GID + f"mov.u32u32 r0.z, {a1}\nmov.u32u32 r2.x, 1\n" +
+          (f"mova1 a1.x, {a1}\n" if known else "mova1 a1.x, hr1.x\n") +
+          f"ldc.{n}.k.imm.base0 c[a1.x], {off}, {ubo}\n" +
+          f"mov.u32u32 r1.x, {c(a1)}\nmov.u32u32 r1.y, {c(last)}\nmov.u32u32 r1.z, c0.x\nmov.u32u32 r1.w, r0.w\n"
+          "shl.b r3.y, r0.w, 3\nstib.b.untyped.1d.u32.4.imm.base0 r1.x, r3.y, 3\nend\n")
+
+
+def _resinfo(known: bool) -> str:
+  """resinfo of IBOs 0 (u32), 1 (as u16, and u8), 2 (unbound), 20 (past the scalar file's slots), per fiber 0 or 1,
+  and inside a predicated region; stored per fiber to IBO 3. `known`: immediate indices, else the same indices from
+  registers (the event)."""
+  idx = lambda i, r: f"{i}" if known else r
+  ri = lambda t, d, i, r: f"resinfo.b.untyped.1d.{t}.1.{'imm' if known else 'nonuniform'}.base0 {d}, {idx(i, r)}\n"
+  return (GID + "mov.u32u32 r4.x, 0\nmov.u32u32 r4.y, 1\nmov.u32u32 r4.z, 2\nmov.u32u32 r4.w, 20\n"
+          "mov.u32u32 r5.x, 0\n" +
+          ri("u32", "r1.x", 0, "r4.x") + ri("u16", "r1.y", 1, "r4.y") + ri("u8", "r1.z", 1, "r4.y") +
+          ri("u32", "r1.w", 2, "r4.z") + ri("u32", "r2.x", 20, "r4.w") +
+          "and.b r4.x, r0.x, 1\nresinfo.b.untyped.1d.u32.1.nonuniform.base0 r2.y, r4.x\n"
+          "mov.u32u32 r2.z, 77\ncmps.u.lt p0.x, r0.x, 40\npredt\n" + ri("u16", "r2.z", 0, "r5.x") + "prede\n"
+          "mov.u32u32 r2.w, r0.w\n(sy)shl.b r3.y, r0.w, 3\nstib.b.untyped.1d.u32.4.imm.base0 r1.x, r3.y, 3\n"
+          "add.u r3.y, r3.y, 4\nstib.b.untyped.1d.u32.4.imm.base0 r2.x, r3.y, 3\nend\n")
+
+
+LDCK = {"in bounds": (8, 1, 4, 2), "UBO past its end": (8, 3, 4, 2), "unbound UBO": (0, 0, 7, 1),
+        "all of it": (0, 0, 4, 4), "past c15 (event)": (60, 0, 4, 2), "past the const file": (2040, 0, 4, 4)}
+
+
+@pytest.mark.parametrize("chip", ["a630", "a730"])
+@pytest.mark.parametrize("checks", [False, True])
+@pytest.mark.parametrize("case", sorted(LDCK))
+def test_ldck_natively_as_the_event(case, checks, chip):
+  """ldc.k with a known c[a1.x]: the UBO's bytes (numpy's view of it) in the const file, the same bits, counts and
+  fault text on both tiers and as the LDCK event gives them (a1.x from a register); in bounds, wholly native."""
+  a1, off, ubo, n = LDCK[case]
+  known, event = (ir3.assemble(_ldck(a1, off, ubo, n, k), chip) for k in (True, False))
+  ref = _preamble_run(event, chip, "0", checks)
+  nat = {}
+  for code, jit in ((known, "0"), (known, "force"), (event, "force")):
+    got, nat[code, jit] = _preamble_run(code, chip, jit, checks)
+    assert got == ref[0], (jit, got[:2], ref[0][:2])
+  if ref[0][0] == "error":
+    assert {"UBO past its end": "UBO 4 byte offset 48 is past its 64 bytes", "unbound UBO": "UBO 7 is not bound",
+            "past the const file": "const dwords [2040, 2056) are outside the const file"}[case] in ref[0][1], ref
+    return
+  out = np.frombuffer(bytes.fromhex(ref[0][2]), np.uint32).reshape(-1, 8)[:, :4]
+  words = np.zeros(2048, np.uint32)
+  words[a1:a1 + 4 * n] = UBO[4 * off:4 * off + 4 * n]
+  np.testing.assert_array_equal(out[:, 0], words[a1])
+  np.testing.assert_array_equal(out[:, 1], words[a1 + 4 * n - 1])
+  np.testing.assert_array_equal(out[:, 3], np.arange(128))
+  if not checks and a1 + 4 * n <= 64:
+    assert nat[known, "force"] == ref[0][1][0], (nat, ref[0][1])  # (every wave-instruction native)
+  assert not tier.FAILED, tier.FAILED[:3]
+
+
+@pytest.mark.parametrize("chip", ["a630", "a730"])
+@pytest.mark.parametrize("checks", [False, True])
+def test_resinfo_natively_as_the_event(checks, chip):
+  """resinfo of an immediate index: each IBO's size in elements (numpy's nbytes // itemsize; 0 unbound), the same
+  bits and counts on both tiers and as the event gives them (indices from registers); checkers off, all native."""
+  known, event = (ir3.assemble(_resinfo(k), chip) for k in (True, False))
+  ref = _preamble_run(event, chip, "0", checks)
+  assert ref[0][0] == "ok", ref
+  nat = {}
+  for code, jit in ((known, "0"), (known, "force"), (event, "force")):
+    got, nat[code, jit] = _preamble_run(code, chip, jit, checks)
+    assert got == ref[0], (jit, got[:2], ref[0][:2])
+  out = np.frombuffer(bytes.fromhex(ref[0][2]), np.uint32).reshape(-1, 8)
+  b = {k: v.nbytes for k, v in IBOS.items()}
+  lid = np.arange(128) % 64
+  want = np.stack([np.full(128, b[0] // 4), np.full(128, b[1] // 2), np.full(128, b[1]), np.zeros(128),
+                   np.full(128, b[20] // 4), np.where(lid & 1, b[1] // 4, b[0] // 4),
+                   np.where(lid < 40, b[0] // 2, 77), np.arange(128)], axis=1)
+  np.testing.assert_array_equal(out, want)
+  if not checks:  # (all but the register-indexed resinfo and IBO 20's, past the slots: two per wave, two waves)
+    assert nat[known, "force"] == ref[0][1][0] - 4, (nat, ref[0][1])
+  assert not tier.FAILED, tier.FAILED[:3]
+
+
+def _ranks(wave: int) -> str:
+  """Fibers with (local id & 3) != 0 rank themselves with getone: each round the lowest waiting one falls through,
+  takes the round number and leaves; the others count the round and retry. Stored per fiber to IBO 3 (-1: none)."""
+  return (f"shl.b r0.w, r48.x, {wave.bit_length() - 1}\nadd.u r0.w, r0.w, r0.x\n"
+          "mov.u32u32 r1.x, 0xffffffff\nmov.u32u32 r1.y, 0\nand.b r2.x, r0.x, 3\ncmps.u.eq p0.x, r2.x, 0\nbr p0.x, #out\n"
+          "loop:\n(jp)getone #other\nmov.u32u32 r1.x, r1.y\njump #out\n"
+          "other:\n(jp)add.u r1.y, r1.y, 1\njump #loop\n"
+          "out:\n(jp)stib.b.untyped.1d.u32.1.imm.base0 r1.x, r0.w, 3\nend\n")
+
+
+@pytest.mark.parametrize("chip,wave", [("a630", 64), ("a730", 64), ("a730", 128)])
+@pytest.mark.parametrize("checks", [False, True])
+def test_getone_ranks_fibers_on_both_tiers(checks, wave, chip):
+  """getone in a loop (Mesa's elect): the lowest waiting fiber falls through each round, so each fiber's round is
+  its rank among its wave's fibers that loop (numpy's cumulative count); the same bits and counts on both tiers."""
+  code = ir3.assemble(_ranks(wave), chip)
+  sh = listing.Shader.explicit(chip, code, local_size=(wave, 1, 1), wave_size=wave)
+  outs = []
+  for jit in ("0", "force"):
+    out = np.zeros(3 * wave, np.uint32)
+    got = _launch(jit, lambda: launch(code, "main", grid=(3,), args={3: out}, arch=chip, shader=sh, checks=checks))
+    assert got[0] == "ok", got
+    outs.append((got[1], out.tobytes()))
+  assert outs[0] == outs[1]
+  lid = np.arange(3 * wave) % wave
+  loops = (lid & 3) != 0
+  rank = np.cumsum(loops.reshape(3, wave), axis=1).reshape(-1) - 1
+  np.testing.assert_array_equal(np.frombuffer(outs[0][1], np.uint32), np.where(loops, rank, -1).astype(np.uint32))
+  assert not tier.FAILED, tier.FAILED[:3]
