@@ -29,7 +29,8 @@ from tests.emu.test_asm import kernel
 from tests.emu.test_native_cache import BODY
 out = np.zeros(256, np.int32)
 st = launch(kernel(sys.argv[1], BODY.format(c=int(sys.argv[2]))), "k", grid=1, block=256, args=[out], checks=False)
-print(json.dumps(dict(native.STATS, native_instructions=st.native_instructions, out=out.tolist())))
+print(json.dumps(dict(native.STATS, native_instructions=st.native_instructions, out=out.tolist(),
+                      llvm="llvmlite.binding" in sys.modules)))
 """
 
 
@@ -66,6 +67,17 @@ def test_a_new_process_with_a_warm_cache_compiles_nothing(tmp_path):
   assert auto["out"] == first["out"]
   # an interpreted run agrees
   assert _child(tmp_path, jit="0")["out"] == first["out"]
+
+
+def test_an_empty_cache_costs_a_cold_launch_no_llvm(tmp_path):
+  """A fresh process whose cache holds nothing: a launch too small to make a block hot looks up no key (the first
+  one asks LLVM for the host) and never loads LLVM; with the cache filled it loads the blocks from their first sight."""
+  cold = _child(tmp_path / "none", jit="auto")
+  assert not cold["llvm"] and cold["compiles"] == 0 and cold["native_instructions"] == 0
+  assert cold["out"] == _want()
+  _child(tmp_path / "filled")
+  warm = _child(tmp_path / "filled", jit="auto")
+  assert warm["llvm"] and warm["compiles"] == 0 and warm["cache_loads"] > 0 and warm["native_instructions"] > 0
 
 
 def test_broken_cache_files_are_ignored_and_rewritten(tmp_path):
