@@ -97,14 +97,22 @@ def _regs(o) -> list[int]:
 
 @functools.lru_cache(maxsize=64)
 def _targets(text: bytes, gpu: str) -> frozenset[int]:
-  """The instructions (indices) a fiber can reach other than from the one before: branch targets, call returns."""
+  """The instructions (indices) a fiber can reach other than from the one before: branch targets (of the flow
+  instructions whose body takes a TARGET), call returns."""
   out = set()
   for i, inst in enumerate(_insts(text, gpu)):
-    if inst is not None and inst.cat == 0 and "IMMED" in inst.fields and inst.name != "nop":
+    if inst is not None and inst.cat == 0 and "IMMED" in inst.fields and _branches(inst.name):
       out.add(i + inst.fields["IMMED"])
       if inst.name == "call":
         out.add(i + 1)
   return frozenset(out)
+
+
+def _branches(name: str) -> bool:
+  try:
+    return "TARGET" in _sem(name).inputs
+  except PcodeError:
+    return False
 
 
 @functools.lru_cache(maxsize=64)
