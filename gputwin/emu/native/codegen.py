@@ -12,10 +12,10 @@ from gputwin.emu.amd.decode import EXECZ, SCC_CODE, VCCZ  # computed scalar oper
 from gputwin.emu.amd.lanes import OMOD, sdwa_field  # VOP3 output modifiers, SDWA selects: AMD's
 from gputwin.emu.binding import LDS_BITS, LDS_SHIFT, float_result, sets_pc, va_bits
 from gputwin.emu.native import matrix, plan, tensor
-from gputwin.emu.native.runtime import (C_IEEE, C_INIT, C_LANES, C_LDS, C_LDSZ, C_LOG, C_PC, C_REGS, C_RES, C_RESN, C_S,
-                                        C_SCC, C_SSTR, C_SSTW, C_TAKEN, C_A, C_V, C_VSTR, C_VSTW, C_WG, F_GLOBAL,
-                                        F_HIGH, F_LDSBASE, HINT_BASE, HINT_HI, HINT_LO, HINT_PROBE, HINT_REGION,
-                                        HINTS, PRELUDE, TBAA_FIXED, mask_bits)
+from gputwin.emu.native.runtime import (C_IEEE, C_INIT, C_LANES, C_LDS, C_LDSZ, C_LOG, C_PC, C_RAN, C_REGS, C_RES,
+                                        C_RESN, C_S, C_SCC, C_SSTR, C_SSTW, C_TAKEN, C_A, C_V, C_VSTR, C_VSTW, C_WG,
+                                        F_GLOBAL, F_HIGH, F_LDSBASE, HINT_BASE, HINT_HI, HINT_LO, HINT_PROBE,
+                                        HINT_REGION, HINTS, PRELUDE, TBAA_FIXED, mask_bits)
 from gputwin.emu.program import Op, Src
 from gputwin.pcode import analysis, llvm as backend
 from gputwin.pcode.ir import Ty, locals_of
@@ -276,6 +276,27 @@ def _assigned(body, name: str, lanes: int) -> list | None:
   return out
 
 
+def guard_classes(ops: list[Op]) -> list[int | None]:
+  """Per op of a block (per-thread PCs), its guard class, numbered in order of first use (None: no guard). Ops of
+  one class have one guard (predicate row and sense) that no op between them writes, so they hold for the same
+  threads: for the threads standing at the block, all of a class run or none does (core.step_simt skips an
+  instruction whose guard holds for no thread, and the checkers see nothing of it). The block's code records which
+  classes ran for some thread (Native.ran, bit c), for the checkers (checks.Checks.ran)."""
+  out, live, n = [], {}, 0  # live: guard -> its class, while no op wrote its row
+  for o in ops:
+    g = o.info.get("guard")
+    if g is not None and g not in live:
+      live[g], n = n, n + 1
+    out.append(None if g is None else live[g])
+    for p in plan.parts(plan.lowered(o)):
+      if p.sem is not None and "VGPR" in p.sem.regfiles:  # (registers by number: any row)
+        live.clear()
+      for d in p.outs.values():
+        if isinstance(d, Src) and d.file == "v":
+          live = {h: c for h, c in live.items() if not d.index <= h[0] < d.index + d.dwords}
+  return out
+
+
 class Compiler:
   """LLVM IR for one block: a function per instruction (one wave), a driver looping instructions then waves."""
 
@@ -297,6 +318,13 @@ class Compiler:
     self.wrote = {"v": 0, "s": 0}  # register rows the block writes (Engine.mark)
     self.nv = self.ns = 0  # registers the block touches: an engine with fewer stays interpreted
     self.checked = set()  # instructions whose CHECK function is defined (inst_fn)
+    # per-thread PCs: the first op of each guard class (guard_classes; the first 64) -> its class, whose bit the
+    # block sets in ctx[C_RAN] for a wave where the op's lanes are not empty (ran_fn)
+    firsts = {}
+    for i, c in enumerate(guard_classes(ops) if self.simt else ()):
+      if c is not None and c < 64:
+        firsts.setdefault(c, i)
+    self.ran = {i: c for c, i in firsts.items()}
 
   def declined(self, i: int, ops: list[Op]) -> int:
     """Which op of a group the code generator declines (the group's second if only the group is declined)."""
@@ -321,7 +349,10 @@ class Compiler:
         raise
     # wave-major: each wave runs the whole block (its registers stay in cache), then the next wave
     calls = []
-    for i, _ in groups:
+    for i, ops in groups:  # (a guarded op is a group of its own: plan.groups)
+      if i in self.ran:
+        self.funcs.append(self.ran_fn(i, ops[0], self.ran[i]))
+        calls.append(f"  call i32 @inst{i}g(ptr %ctx, i64 %w, ptr %hints)")
       calls.append(f"""  %r{i} = call i32 @inst{i}(ptr %ctx, i64 %w, ptr %hints)
   %f{i} = icmp ne i32 %r{i}, 0
   br i1 %f{i}, label %fail{i}, label %e{i}
@@ -844,6 +875,16 @@ done:
     m = self.lanes_on(f, op)
     f.st(f"i{self.M}", m, f.gep(f.ctxp(C_TAKEN), f.op(f"mul i64 %w, {self.M // 8}")), "taken")
     return self.finish(f, i, self.count(f, "ctpop", m))
+
+  def ran_fn(self, i: int, op: Op, c: int) -> str:
+    """@inst{i}g: sets bit c of ctx[C_RAN] when `op`, the first of guard class c (guard_classes), runs for some lane
+    of the wave."""
+    f = Fn(self.tags, suffix="g")
+    on = f.op(f"icmp ne i{self.M} {self.lanes_on(f, plan.lowered(op))}, 0")
+    bit = f.op(f"select i1 {on}, i64 {(1 << c) - (1 << 64 if c == 63 else 0)}, i64 0")
+    f.set_ctx(C_RAN, f.op(f"or i64 {f.live(C_RAN)}, {bit}"))
+    f.emit("ret i32 0")
+    return self.define(f, i, [])
 
   def exec_value(self, f: Fn) -> str:
     """EXEC as an i{M} lane mask (its L // 32 dwords)."""

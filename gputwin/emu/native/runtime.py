@@ -22,7 +22,7 @@ TBAA_FIXED = ("ctx", "tbl")  # tags the prelude uses: ctx fields the block write
 
 # ctx: one int64 array shared by Python and the native code
 (C_V, C_S, C_SCC, C_PC, C_WG, C_VSTW, C_VSTR, C_SSTW, C_SSTR, C_LDS, C_LDSZ, C_NREG, C_REGS, C_FAULT, C_FADDR,
- C_FBYTES, C_FWRITE, C_FWAVE, C_LANES, C_INIT, C_IEEE, C_TAKEN, C_LOG, C_A, C_RES, C_RESN, C_N) = range(27)
+ C_FBYTES, C_FWRITE, C_FWAVE, C_LANES, C_INIT, C_IEEE, C_TAKEN, C_LOG, C_A, C_RES, C_RESN, C_RAN, C_N) = range(28)
 F_GLOBAL, F_HIGH, F_LDSBASE, F_LDSOFF = 1, 2, 3, 4  # what a fault in ctx[C_FAULT] was
 
 # this process's tier work: blocks made, of them compiled by LLVM (their vector instructions) or loaded from the disk
@@ -154,6 +154,8 @@ class Native:
     # per warp: the lanes a block's tail took (branched, exited), in 64-bit words (codegen's lane masks)
     self.taken = np.zeros((eng.W, mask_bits(eng.L) // 64), np.uint64)
     self.log = None  # the LDS access log of blocks with Block.sites
+    self.ran = 0  # per-thread PCs: the guard classes of the last block that ran for some thread (bit c: class c,
+    # codegen.guard_classes), over all the waves it ran for
     self.res = None  # the bound-buffer tables this table was made from (buffers)
     e, c = eng, self.ctx
     c[C_TAKEN] = self.taken.ctypes.data
@@ -207,8 +209,7 @@ class Native:
     if blk.na > eng.A.shape[1]:  # (Tier.block declines it: AccVGPRs past the allocation)
       raise GputwinError(f"native block at {blk.pc:#x} reaches AccVGPR {blk.na - 1} of {eng.A.shape[1]}")
     waves = self.all if isinstance(ix, slice) else np.ascontiguousarray(ix, dtype=np.int64)
-    c[C_FAULT] = 0
-    c[C_LANES] = 0
+    c[C_FAULT] = c[C_LANES] = c[C_RAN] = 0
     c[C_IEEE] = eng.ieee
     if getattr(eng, "res", None) is not None:
       self.buffers()
@@ -232,7 +233,7 @@ class Native:
       finally:
         c[C_INIT] = 0
     STATS["runs"] += 1
-    eng._exec = None
+    eng._exec, self.ran = None, int(c[C_RAN])
     if r:  # waves before the faulting one ran the whole block, it ran r - 1 instructions, the rest none
       done, w = r - 1, int(c[C_FWAVE])
       k = int(np.flatnonzero(waves == w)[0])
