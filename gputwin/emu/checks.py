@@ -31,7 +31,6 @@ import functools
 
 import numpy as np
 
-from gputwin.emu.binding import sets_pc
 from gputwin.emu.program import Op, Src
 from gputwin.isa import hwdata
 
@@ -249,16 +248,22 @@ class Checks:
       self.clock[ix] = 0
 
   # ---- native blocks (emu/native): each checker's effect over a whole straight-line block, decided before it runs
-  def native(self, eng, blk, ix, every: bool | None = None) -> bool:
+  def native(self, eng, blk, ix, every: bool | None = None, alone: bool = True) -> bool:
     """May the compiled block `blk` run for waves `ix`? Yes when no checker can fail inside it: its register reads
     (uninit), loads' results (waitcnt) and MFMA distances (hazard) are decided from the block's summary (`_Summary`,
     worked out once per block) and the waves' state at its entry; LDS races are checked after it ran, from the
     addresses it logged (`ran`). No: the caller interprets the block, and the checkers stop at the exact instruction.
     `every`: every live wave (per-thread PCs: thread) of the batch runs it, none waits at a barrier (default: `ix` is
-    the whole batch)."""
+    the whole batch). `alone` (per-thread PCs): no other thread is ready; else eng.lpc says where each stands."""
     s = self._summary(blk)
     if not s.ok:
       return False
+    if s.guard_to >= 0 and not alone and (self.uninit or "sync" in self.on):
+      # a guarded op runs, for the checkers, for every warp standing at it when its guard holds for any of their
+      # threads (core.step_simt): threads that would join the block's up to its last guarded op leave it interpreted
+      at = (eng.lpc > blk.pc) & (eng.lpc <= s.guard_to) & eng.lalive & (eng.lbar == 0)
+      if at.any():
+        return False
     if blk.sites and len(getattr(getattr(eng, "cp_async", None), "rows", ())) and "async" in self.on:
       return False  # (PTX: a cp.async in flight; the shared-memory reads are checked against it interpreted)
     if s.sync_reads and self.sync_pc:  # ir3: registers read before the block produces them, still pending?
@@ -318,10 +323,12 @@ class Checks:
     it: native.Tier.stop)? See _simt_ok."""
     return not _simt_ok(self, op)
 
-  def ran(self, eng, blk, ix, log) -> None:
+  def ran(self, eng, blk, ix, log, guards: int = 0) -> None:
     """After `blk` ran natively for waves `ix` (`native` said yes): its LDS accesses, from `log` (runtime.Native's
     [wave, site, lane] addresses), go through the race checker in the interpreter's order; then the checkers' state
-    moves as the interpreter's `after` and `wait` would have moved it, instruction by instruction."""
+    moves as the interpreter's `after` and `wait` would have moved it, instruction by instruction. `guards`
+    (per-thread PCs, runtime.Native.ran): bit c, the ops of guard class c ran for some thread (codegen.guard_classes);
+    the others did not run for the checkers."""
     s = self._summary(blk)
     if blk.sites and self.on & {"lds_race", "async"}:
       self._replay(eng, blk, ix, log)
@@ -333,9 +340,11 @@ class Checks:
       self.retired[ix, c] = np.maximum(self.retired[ix, c], issued[:, c] + k)
     rows = ix if whole else np.asarray(ix)[:, None]
     if s.wrote_seen is not full:  # registers the block writes (uninit), per file at once
-      for f, regs in s.wrote.items():
-        self.ws[f][rows, regs] = True
-      if all(key in full for key in s.final):
+      for c, by in s.wrote.items():
+        if c is None or guards >> c & 1:
+          for f, regs in by.items():
+            self.ws[f][rows, regs] = True
+      if all(key in full for key in s.written):
         s.wrote_seen = full
     if self.waitcnt:
       for key in [key for key in s.plain if key in pend]:  # a non-load wrote them last: no longer pending
@@ -347,8 +356,10 @@ class Checks:
         self.ps[f][rows, regs, 1] = issued[:, c] + a
         for r, cr in zip(regs.tolist(), c.tolist()):
           pend[f, r] = pend.get((f, r), 0) | 1 << cr
-    if s.sync_made or s.sync_clears:  # ir3: the flags cleared what was pending, the producers made theirs pending
-      self._synced(eng, ix, s)
+    if s.sync_on:  # ir3: the flags cleared what was pending, the producers made theirs pending
+      made, clears = s.synced(guards)
+      if made or clears:
+        self._synced(eng, ix, made, clears)
     if s.mfma is None:
       if self.mfma_regs:  # (wait states since a wave's last MFMA: none ran yet, none to count)
         self.clock[ix] += s.clock
@@ -358,16 +369,17 @@ class Checks:
       self.mfma[ix] = pc
       self.clock[ix] = s.clock
 
-  def _synced(self, eng, ix, s: "_Summary") -> None:
-    """The sync checker's state after a native block, as `_sync` would have left it instruction by instruction."""
+  def _synced(self, eng, ix, made: dict, clears: tuple) -> None:
+    """The sync checker's state after a native block, as `_sync` would have left it instruction by instruction
+    (_Summary.synced: the halves the block made pending, the classes its flags cleared)."""
     if self.sync_pc is None:
       self.sync_pc = {}
     w, pend = np.arange(eng.W)[ix], self.sync_pc
-    for k in s.sync_clears:
+    for k in clears:
       for kind, _ in pend.values():
         kw = kind[w]
         kind[w] = np.where((kw == k) | (kw == 3), 0, kw)
-    for h, (cls, pc) in s.sync_made.items():
+    for h, (cls, pc) in made.items():
       got = pend.get(h)
       if got is None and cls:
         got = pend[h] = (np.zeros(eng.W, np.int8), np.zeros(eng.W, np.int64))
@@ -672,18 +684,15 @@ class Checks:
 
 def _simt_ok(ch: "Checks", op: Op) -> bool:
   """Per-thread PCs: whether the per-thread checkers (`simt`) have nothing to decide at `op` inside a native block. A
-  guarded instruction that does not branch may run for no thread (the interpreter then skips its checks and leaves
-  its destinations unwritten, which a summary cannot know); a guarded `.uni` branch may diverge; collectives,
-  atomics of scopes, and ir3's (ss)/(sy) tracking are per thread: such blocks are interpreted. A warp-level tensor
-  op's block runs only for warps all of whose threads stand at it (runtime.Block.whole): its constant full member
-  mask can name no absent or exited thread."""
-  guard = op.info.get("guard") is not None  # ((ss)/(sy) flags on a guarded instruction may clear nothing)
+  guarded `.uni` branch may diverge; collectives and atomics of scopes are per thread: such blocks are interpreted.
+  (A guarded instruction may run for no thread, and the interpreter then skips its checks (uninit, ir3's (ss)/(sy))
+  and leaves its destinations unwritten: a block's summary follows both cases per guard class, and its code says
+  which ran: _Summary, Checks.ran.) A warp-level tensor op's block runs only for warps all of whose threads stand at
+  it (runtime.Block.whole): its constant full member mask can name no absent or exited thread."""
   mm = op.info.get("members")
   full = op.kind == "tensor" and isinstance(mm, Src) and mm.file == "k" and mm.value & 0xffffffff == 0xffffffff
-  return not (guard and ch.uninit and not sets_pc(op) or guard and op.info.get("uniform") and "divergence" in ch.on
-              or mm is not None and "members" in ch.on and not full or op.atomic and "scope" in ch.on
-              or guard and "sync" in ch.on and "ss" in op.info and (op.info["ss"] or op.info["sy"] or
-                                                                     op.info.get("sync") or any(_dsts(op))))
+  return not (op.info.get("guard") is not None and op.info.get("uniform") and "divergence" in ch.on
+              or mm is not None and "members" in ch.on and not full or op.atomic and "scope" in ch.on)
 
 
 def _retired(counters: int, K) -> bool:
@@ -739,21 +748,32 @@ class _Summary:
     hazards  CDNA: (registers, wait states since entry, PC) of vector instructions before the block's first MFMA
     final    per register written: (counter, issue number) of the load that wrote it last, or None
     inc, waits, clock, mfma: the counters' increments, (counter, K) at the end, wait states, the last MFMA
-  ok is False when some instruction fails whatever the state (or writes registers by number): never run natively."""
+  ok is False when some instruction fails whatever the state (or writes registers by number): never run natively.
+  Per-thread PCs: a guarded op runs for the checkers when its guard holds for some thread standing at it, else not
+  at all (core.step_simt), which only the run says (Checks.ran: which guard classes ran, codegen.guard_classes). Its
+  writes then cover a later read only by an op of its own class (`cond`: register -> the classes that wrote it; an
+  operand read is exposed unless some register of it is in `final` or written by the reader's class), so `exposed`
+  holds every read that some outcome leaves to the state at entry (checked there as if its op ran: the interpreter
+  decides a block the entry state cannot), and `ran` marks a class's writes only when it ran."""
 
   def __init__(self, ch: "Checks", ops):
     self.width, self.seen = (ch.vw.shape[1], ch.aw.shape[1], ch.fam), None
+    from gputwin.emu.native.codegen import guard_classes
     from gputwin.emu.native.plan import dead_reads
-    self.dead_reads = dead_reads(list(ops), ch.per_thread)
-    self.sync_reads, self.sync_made, self.sync_clears = [], {}, ()
-    if ch.per_thread and "sync" in ch.on:
-      self._sync(ops)
+    ops = self.ops = list(ops)
+    self.dead_reads = dead_reads(ops, ch.per_thread)
+    cls = self.classes = guard_classes(ops) if ch.per_thread else [None] * len(ops)
+    self.ncls = 1 + max((c for c in cls if c is not None), default=-1)
+    self.guard_to = max((o.pc for o, c in zip(ops, cls) if c is not None), default=-1)  # the last guarded op's PC
     nc = len(ch.cnames)
     inc, K = np.zeros(nc, np.int64), [None] * nc
-    self.ok, self.exposed, self.loads, self.hazards, self.final, self.mfma, self.clock = True, [], [], [], {}, None, 0
+    # (ok: Native.ran has a bit for each of the first 64 guard classes)
+    self.ok, self.exposed, self.loads, self.hazards, self.final, self.mfma, self.clock = \
+        self.ncls <= 64, [], [], [], {}, None, 0
+    cond = {}
     hazard = "hazard" in ch.on and ch.fam == "cdna"
     never = -(1 << 62)
-    for op in ops:
+    for op, cl in zip(ops, cls):
       if op.kind == "nop":
         if ch.per_thread:  # (no wait counters, no wait states: AMD's)
           continue
@@ -773,14 +793,17 @@ class _Summary:
       if op.kind == "tensor":  # (PTX's warp-level event: the interpreter's checkers only see what it writes)
         for d in op.outs.values():
           for r in range(d.index, d.index + d.dwords) if d.file in "vas" else ():
-            self.final[d.file, r] = None
+            if cl is None:
+              self.final[d.file, r] = None
+            else:
+              cond.setdefault((d.file, r), set()).add(cl)
         continue
       for o in list(op.info["pair"]) if op.kind == "vopd" else [op]:
         _, reads, cnts, load, writes, vd, passes = ch._plan(o)
         if vd is not None:
           self.ok = False
         for n, src, f, sl, keys in reads:
-          if not any(k in self.final for k in keys):
+          if not any(k in self.final or cl is not None and cl in cond.get(k, ()) for k in keys):
             self.exposed.append((f, sl, keys))
           for key in keys:
             w = self.final.get(key, False)
@@ -802,51 +825,85 @@ class _Summary:
           inc[c] += 1
         for f, sl, keys in writes:
           for key in keys:
-            self.final[key] = (cnts[0], int(inc[cnts[0]])) if load else None
+            if cl is None:
+              self.final[key] = (cnts[0], int(inc[cnts[0]])) if load else None
+            else:  # (per-thread PCs: no wait counters)
+              cond.setdefault(key, set()).add(cl)
         self.clock += 1
         if passes:
           self.mfma, self.clock = (o.pc, o.outs["D0"], passes), 0
     self.inc = inc
     self.waits = [(c, k) for c, k in enumerate(K) if k is not None]
-    # the final writes grouped for Checks.ran: per file the rows written, and the loads' (rows, counters, issue
-    # numbers); the keys a non-load wrote last
+    # the final writes grouped for Checks.ran: per guard class (None: unguarded) and file the rows written, and the
+    # loads' (rows, counters, issue numbers); the keys a non-load wrote last
     self.wrote, self.loaded, self.plain, self.wrote_seen = {}, {}, [], None
+    self.written = set(self.final) | set(cond)
+    for (f, r), cs in cond.items():
+      for c in () if (f, r) in self.final else cs:
+        self.wrote.setdefault(c, {}).setdefault(f, []).append(r)
     for (f, r), w in self.final.items():
-      self.wrote.setdefault(f, []).append(r)
+      self.wrote.setdefault(None, {}).setdefault(f, []).append(r)
       if w is None:
         self.plain.append((f, r))
       elif r < ch.ps[f].shape[1]:
         self.loaded.setdefault(f, []).append((r, *w))
     self.loaded = {f: tuple(np.array(x, np.int64) for x in zip(*rows)) for f, rows in self.loaded.items()}
+    self.sync_on, self.sync_reads, self.sync_by = ch.per_thread and "sync" in ch.on, [], {}
+    if self.sync_on:
+      self._sync()
 
-  def _sync(self, ops) -> None:
-    """ir3's (ss)/(sy) over the block, as Checks._sync goes instruction by instruction: `sync_made` the halves the
-    block writes, (class pending at its end or 0, producer PC); `sync_clears` the classes its flags clear in what was
-    pending at entry; `sync_reads` the halves read before the block writes them, with the flags seen by then (the
-    entry state must be cleared by them: Checks.native). A read of a half the block made pending and did not wait
-    for fails in every wave: ok is False."""
-    ss = sy = False
-    made = self.sync_made
-    for op in ops:
-      if "ss" not in op.info:
-        continue
-      for flag, k in (("ss", 1), ("sy", 2)):
-        if op.info.get(flag):
-          ss, sy = ss or k == 1, sy or k == 2
-          for h, (c, pc) in made.items():
-            if c == k or c == 3:
-              made[h] = (0, pc)
-      for r in _sync_reads(op):
-        for h in ((r.file, x) for x in _halves(r)):
-          if h in made:
-            if made[h][0]:
-              self.ok = False
-          else:
-            self.sync_reads.append((h, ss, sy))
-      cls = {"ss": 1, "sy": 2, "either": 3}.get(op.info.get("sync"), 0)
-      for h in _dsts(op):
-        made[h] = (cls, op.pc)
-    self.sync_clears = tuple(k for k, on in ((1, ss), (2, sy)) if on)
+  def _sync(self) -> None:
+    """ir3's (ss)/(sy) at entry, for every outcome of the guard classes (which ran): `sync_reads` the halves some
+    outcome reads before the block writes them, with the flags seen by then (Checks.native: the entry state must be
+    cleared by them); ok is False when some outcome reads a half the block made pending and did not wait for. Any
+    such outcome has one where only the reader's class and the producer's ran (more classes run only add flags, and
+    a later producer's pending half is its own case), so the outcomes of at most two classes decide it."""
+    n = self.ncls
+    reads = {}
+    for ran in [0] + [1 << a for a in range(n)] + [1 << a | 1 << b for a in range(n) for b in range(a)]:
+      ok, rd, made, clears = _sync_walk(self.ops, self.classes, ran)
+      self.ok = self.ok and ok
+      reads.update(dict.fromkeys(rd))
+      self.sync_by[ran] = (made, clears)
+    self.sync_reads = list(reads)
+
+  def synced(self, guards: int) -> tuple[dict, tuple]:
+    """The sync checker's effect of the block when the guard classes in `guards` (bits) ran: the halves it made
+    pending, (class pending at its end or 0, producer PC), and the classes its flags clear in what was pending at
+    entry."""
+    ran = guards & ((1 << self.ncls) - 1)
+    got = self.sync_by.get(ran)
+    if got is None:
+      got = self.sync_by[ran] = _sync_walk(self.ops, self.classes, ran)[2:]
+    return got
+
+
+def _sync_walk(ops, classes, ran: int):
+  """ir3's (ss)/(sy) over a block's ops of guard class None or one in `ran` (bits), as Checks._sync goes instruction
+  by instruction: (False when a read of a half the block made pending and did not wait for fails in every wave, the
+  halves read before the block writes them with the flags seen by then (h, ss, sy), the halves it writes -> (class
+  pending at its end or 0, producer PC), the classes its flags clear in what was pending at entry)."""
+  ss = sy = False
+  ok, reads, made = True, [], {}
+  for op, cl in zip(ops, classes):
+    if "ss" not in op.info or cl is not None and not ran >> cl & 1:
+      continue
+    for flag, k in (("ss", 1), ("sy", 2)):
+      if op.info.get(flag):
+        ss, sy = ss or k == 1, sy or k == 2
+        for h, (c, pc) in made.items():
+          if c == k or c == 3:
+            made[h] = (0, pc)
+    for r in _sync_reads(op):
+      for h in ((r.file, x) for x in _halves(r)):
+        if h in made:
+          ok = ok and not made[h][0]
+        else:
+          reads.append((h, ss, sy))
+    cls = {"ss": 1, "sy": 2, "either": 3}.get(op.info.get("sync"), 0)
+    for h in _dsts(op):
+      made[h] = (cls, op.pc)
+  return ok, reads, made, tuple(k for k, on in ((1, ss), (2, sy)) if on)
 
 
 def _sync_reads(op: Op):

@@ -937,7 +937,7 @@ def run_simt(eng: Engine, serial: bool = False, max_instructions: int | None = N
         # (every live thread stands here: every ready one does, and none waits at a barrier (which it would count) or
         # for a collective's members; a plain barrier that ends the block then completes at once)
         if blk is not None and checks is not None and not checks.native(
-            eng, blk, ix, covers and not _counting(eng) and not eng.lwait.any()):
+            eng, blk, ix, covers and not _counting(eng) and not eng.lwait.any(), covers):
           interp, blk = (pc, pc + blk.span), None
         if blk is not None:
           if eng._exec_of is not sel:  # the threads standing here, as EXEC (unchanged after a step that ran them all)
@@ -956,7 +956,7 @@ def run_simt(eng: Engine, serial: bool = False, max_instructions: int | None = N
               _refault(eng, lambda st=e: step_simt(eng, st.op, np.array([st.wave]), sel[row:row + 1]), e)
             raise
           if checks is not None:
-            checks.ran(eng, blk, ix, tier.native.log)
+            checks.ran(eng, blk, ix, tier.native.log, tier.native.ran)
           if blk.tail and taken.any():
             to, at = _tail(eng, blk, ix, sel, taken, eng._exec_bits, join)
           else:
