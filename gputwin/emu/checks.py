@@ -62,7 +62,7 @@ class Checks:
     # many waves, which then lie in a few pages (wave-major, each wave's row was a page of its own to fault in)
     per_reg = lambda n, *tail, dt=bool: np.zeros((n, W) + tail, dt).swapaxes(0, 1)
     self.vw, self.aw, self.sw = per_reg(nv), per_reg(eng.A.shape[1]), per_reg(eng.S.shape[1])
-    self.sw[:, 106:] = True  # specials (VCC, M0, EXEC, constants) are not tracked
+    self.sw.T[106:] = True  # specials (VCC, M0, EXEC, constants) are not tracked (written register-major)
     # (counter + 1, sequence number) of the outstanding load, int32 (a wave issues far fewer than 2**31 loads);
     # SGPRs from 106 up are specials, never tracked: no pending entries for them (slices past the end are empty)
     self.vp = per_reg(nv, 2, dt=np.int32)
