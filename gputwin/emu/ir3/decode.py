@@ -61,30 +61,29 @@ class Located:
 
 
 @functools.lru_cache(maxsize=64)
-def _regions(text: bytes, gpu: str) -> tuple[bool, ...]:
-  """Per instruction: inside a predt/predf .. prede region (words that do not decode count as outside)."""
-  out, on = [], False
-  for off in range(0, len(text) - len(text) % 8, 8):
-    try:
-      n = decode(text, gpu, offset=off).name
-    except DecodeError:
-      n = ""
-    if n == "prede":
-      on = False
-    out.append(on and n not in ("predt", "predf"))
-    if n in ("predt", "predf"):
-      on = True
-  return tuple(out)
-
-
-def _insts(text: bytes, gpu: str) -> list[Inst | None]:
+def _insts(text: bytes, gpu: str) -> tuple[Inst | None, ...]:
+  """Every instruction of the code, decoded (None: a word that does not decode)."""
   out = []
   for off in range(0, len(text) - len(text) % 8, 8):
     try:
       out.append(decode(text, gpu, offset=off))
     except DecodeError:
       out.append(None)
-  return out
+  return tuple(out)
+
+
+@functools.lru_cache(maxsize=64)
+def _regions(text: bytes, gpu: str) -> tuple[bool, ...]:
+  """Per instruction: inside a predt/predf .. prede region (words that do not decode count as outside)."""
+  out, on = [], False
+  for inst in _insts(text, gpu):
+    n = inst.name if inst is not None else ""
+    if n == "prede":
+      on = False
+    out.append(on and n not in ("predt", "predf"))
+    if n in ("predt", "predf"):
+      on = True
+  return tuple(out)
 
 
 def _regs(o) -> list[int]:
@@ -109,6 +108,7 @@ def _targets(text: bytes, gpu: str) -> frozenset[int]:
 
 
 def _branches(name: str) -> bool:
+  """Does flow instruction `name` name a target its fibers may jump to (its body takes TARGET)?"""
   try:
     return "TARGET" in _sem(name).inputs
   except PcodeError:
