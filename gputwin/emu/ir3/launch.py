@@ -133,13 +133,16 @@ def run(code: bytes, sh: listing.Shader, grid, mem, res: dict, consts: np.ndarra
     if eng is not None and eng.shape == shape:
       if eng.written["s"] < 0 or eng.written["s"] >> CONST:  # (restart clears const rows: _init writes them again)
         eng.__dict__.pop("ir3_consts", None)
-      eng.restart(wg, prog, mem)  # the previous batch's files: only the rows it wrote are cleared
+      dirty = (eng.written["v"], eng.written["s"])  # rows the batch wrote: restart clears them, _init's are gone
+      # the previous batch's files: only the rows it wrote are cleared (VGPR rows by the native tier per wave, in
+      # cache, right before its first instruction)
+      eng.restart(wg, prog, mem, defer=tr is None and not serial, keep_v=_init_rows(sh))
       eng._batch(ck)  # (the checkers' state is the batch's own: fresh)
       eng.__dict__.pop("ir3_stack", None)  # (the call stacks: events.py makes them again)
     else:
-      eng = core.Engine(prog, mem, W, L, nrows, 1, max(sh.shared_size, 4), priv, wg, ck, arch)
+      eng, dirty = core.Engine(prog, mem, W, L, nrows, 1, max(sh.shared_size, 4), priv, wg, ck, arch), None
     eng.res = res
-    _init(eng, sh, grid, block, c0, nw, threads, consts)
+    _init(eng, sh, grid, block, c0, nw, threads, consts, dirty)
     if tr is not None:
       eng.hooks.append(_tracer(tr, c0 * nw))
     st = batches.run(eng, stats, serial, max_instructions, c1, nw)
@@ -188,21 +191,37 @@ def rows(prog: Program) -> int:
   return min(top, GPR_ROWS)
 
 
-def _init(eng, sh: listing.Shader, grid, block, c0: int, nw: int, threads: int, consts: np.ndarray) -> None:
+def _init_rows(sh: listing.Shader) -> int:
+  """The VGPR rows (a bit mask) _init writes whole: EN and the inputs there (restart leaves them to it)."""
+  rows = 1 << EN
+  for i in sh.inputs:
+    for k in range(3):
+      if i.compmask >> k & 1 and reg(i.reg + k).file == "v":
+        rows |= 1 << reg(i.reg + k).index
+  return rows
+
+
+def _init(eng, sh: listing.Shader, grid, block, c0: int, nw: int, threads: int, consts: np.ndarray,
+          dirty: tuple[int, int] | None = None) -> None:
   """Each fiber's initial state: alive, PC 0, enabled; the inputs (local id per fiber, workgroup id per wave); the
-  bound IBOs' sizes (what resinfo reads) and the const file."""
+  bound IBOs' sizes (what resinfo reads) and the const file. The rows it writes are left unmarked (Engine.mark), so a
+  restart keeps them: a batch of the same launch (`dirty`: the VGPR / SGPR rows the previous one wrote; None: a new
+  engine, all zero) rewrites only those the shader wrote and the workgroup ids, which differ per batch."""
   W, L = eng.W, eng.L
+  fresh, dirty = dirty is None, (-1, -1) if dirty is None else dirty
+  gone = lambda rows, r, n=1: rows < 0 or rows >> r & ((1 << n) - 1)
   t = np.arange(nw)[:, None] * L + np.arange(L)[None, :]
   eng.lalive.reshape(-1, nw, L)[:] = t < threads
   eng.launched[:] = eng.lalive
   eng.entry = 0  # (every fiber starts at PC 0: core.run_simt places them, eng.lpc need not be written)
-  eng.V[:, EN, :] = 1
-  sizes = np.zeros(IBO_SLOTS, np.uint64)  # (64 bits each; 0: nothing bound)
-  for i, (_, nbytes) in eng.res.get("ibo", {}).items():
-    if i < IBO_SLOTS:
-      sizes[i] = nbytes
-  eng.S[:, IBO_SIZE:IBO_SIZE + 2 * IBO_SLOTS] = sizes.view(np.uint32)
-  eng.mark("s", IBO_SIZE, 2 * IBO_SLOTS)
+  if gone(dirty[0], EN):
+    eng.V[:, EN, :] = 1
+  if gone(dirty[1], IBO_SIZE, 2 * IBO_SLOTS):  # (the launch's buffers: the same for each of its batches)
+    sizes = np.zeros(IBO_SLOTS, np.uint64)  # (64 bits each; 0: nothing bound)
+    for i, (_, nbytes) in eng.res.get("ibo", {}).items():
+      if i < IBO_SLOTS:
+        sizes[i] = nbytes
+    eng.S[:, IBO_SIZE:IBO_SIZE + 2 * IBO_SLOTS] = sizes.view(np.uint32)
   # the const file, in every wave's scalar rows: a new engine's are zero (its nonzero words are enough); the next
   # batch's hold it still, unless restart cleared rows an event (stc, ldc.k) wrote (run: then its nonzero words)
   if eng.__dict__.get("ir3_consts") is not consts:
@@ -220,8 +239,11 @@ def _init(eng, sh: listing.Shader, grid, block, c0: int, nw: int, threads: int, 
       raise LaunchError(f"[{eng.prog.arch}] system value {inp.sysval} in {inp.name} is not supported")
     for k in range(3):
       if inp.compmask >> k & 1:
-        v, s = np.asarray(vals[inp.sysval](k)), reg(inp.reg + k)
-        if not v.any():  # (the row is zero already: a new engine's, or cleared by restart as a row written before)
+        s = reg(inp.reg + k)
+        if inp.sysval == listing.LOCAL_ID and not gone(dirty[s.file == "s"], s.index):
+          continue  # (the same in every batch: still there)
+        v = np.asarray(vals[inp.sysval](k))
+        if fresh and not v.any():  # (a new engine's row is zero already)
           continue
         if s.file == "s":  # a per-wave value (a local id there would be meaningless)
           eng.S[:, s.index] = v if v.ndim == 1 else 0
@@ -229,8 +251,6 @@ def _init(eng, sh: listing.Shader, grid, block, c0: int, nw: int, threads: int, 
           eng.V[:, s.index, :].reshape(-1, nw, L)[:] = v
         else:
           eng.V[:, s.index, :] = v[:, None]
-        eng.mark(s.file, s.index)
-  eng.mark("v", EN)
   if eng.checks is not None:  # the inputs and the whole const file (the driver uploads it) count as written
     regs = [reg(i.reg + k) for i in sh.inputs for k in range(3) if i.compmask >> k & 1]
     eng.checks.initial(eng, 0, [EN] + [r.index for r in regs if r.file == "v"],
