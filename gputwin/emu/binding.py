@@ -87,6 +87,12 @@ def sets_pc(op: Op) -> bool:
   return op.kind in ("alu", "mem") and op.sem is not None and "PC" in op.sem.outputs
 
 
+def elect(op: Op) -> bool:
+  """A per-thread-PC branch that every thread running it takes but the lowest, which falls through (ir3's getone,
+  given to the native tier as such a jump: decode.py; the interpreter's event keeps the same fiber, events.py)."""
+  return bool(op.info.get("elect"))
+
+
 def join_point(op: Op) -> bool:
   """A per-thread-PC instruction threads can reach other than from the one before it (op.info["join"]: ir3's branch
   targets and call returns, decode.py): threads that branched there may wait while the rest of their warp runs the

@@ -318,6 +318,9 @@ def _cat0(op: Op, inst: Inst, pc: int, size: int) -> None:
     op.ins["NEXT"] = Src("k", value=pc + 8, dwords=2)
   elif n in ("bany", "ball"):
     op.info.update(pred=Src("v", P0 + f["COMP1"], neg=1 if f["INV1"] else 0), all=n == "ball")
+  elif n == "getone":  # for the native tier: a jump that all but the lowest of its fibers take (binding.elect)
+    op.info["lowered"] = Op(op.inst, pc, op.size, "alu", sem=_sem("jump"), ins={"TARGET": op.ins["TARGET"]},
+                            info={"elect": True})
   elif n == "getlast":
     op.info["cluster"] = 8  # the <doc>: it behaves as if CLUSTER_SIZE is always 8
   elif n in ("predt", "predf", "prede"):

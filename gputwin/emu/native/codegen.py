@@ -10,7 +10,7 @@ import numpy as np
 
 from gputwin.emu.amd.decode import EXECZ, SCC_CODE, VCCZ  # computed scalar operand codes: AMD's
 from gputwin.emu.amd.lanes import OMOD, sdwa_field  # VOP3 output modifiers, SDWA selects: AMD's
-from gputwin.emu.binding import LDS_BITS, LDS_SHIFT, float_result, sets_pc, va_bits
+from gputwin.emu.binding import LDS_BITS, LDS_SHIFT, elect, float_result, sets_pc, va_bits
 from gputwin.emu.native import matrix, plan, tensor
 from gputwin.emu.native.runtime import (C_IEEE, C_INIT, C_LANES, C_LDS, C_LDSZ, C_LOG, C_PC, C_RAN, C_REGS, C_RES,
                                         C_RESN, C_S, C_SCC, C_SSTR, C_SSTW, C_TAKEN, C_A, C_V, C_VSTR, C_VSTW, C_WG,
@@ -872,8 +872,10 @@ done:
       if op.kind == "barrier":
         self.bump_pc(f, op)
       return self.finish(f, i, str(self.L))
+    op = plan.lowered(op)
     m = self.lanes_on(f, op)
-    f.st(f"i{self.M}", m, f.gep(f.ctxp(C_TAKEN), f.op(f"mul i64 %w, {self.M // 8}")), "taken")
+    t = f.op(f"and i{self.M} {m}, {f.op(f'sub i{self.M} {m}, 1')}") if elect(op) else m  # (the lowest stays)
+    f.st(f"i{self.M}", t, f.gep(f.ctxp(C_TAKEN), f.op(f"mul i64 %w, {self.M // 8}")), "taken")
     return self.finish(f, i, self.count(f, "ctpop", m))
 
   def ran_fn(self, i: int, op: Op, c: int) -> str:

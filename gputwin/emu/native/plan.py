@@ -25,12 +25,13 @@ def tail(op: Op, simt: bool = True) -> str | None:
   """How a block may end with `op`, the scheduler's event after it: "end" (the waves or threads exit), "barrier"
   (they arrive at a barrier; core.run / core.run_simt park or release them), and with per-thread PCs (`simt`: the
   scheduler moves the threads by the lanes the block says this last instruction took, Native.taken) "branch" (a body
-  that only sets PC to a constant TARGET, guarded or not); else None. (One PC per wave: a branch is a body that
-  writes the PC, like any other.)"""
+  that only sets PC to a constant TARGET, guarded or not, as `op` or as the instruction it is lowered to); else None.
+  (One PC per wave: a branch is a body that writes the PC, like any other.)"""
   if op.kind in ("end", "barrier"):
     return op.kind
   if not simt:
     return None
+  op = lowered(op)  # (ir3's getone: a jump all but the lowest of its threads take, binding.elect)
   t = op.ins.get("TARGET")
   if op.kind == "alu" and sets_pc(op) and set(op.sem.outputs) == {"PC"} and set(op.sem.inputs) <= {"TARGET"} and \
      isinstance(t, Src) and t.file == "k":
