@@ -76,6 +76,17 @@ def _reduce(wave):
   return reduce
 
 
+# after r1.x is loaded: a loop whose trip count is per fiber (r1.x & 15) with a data-dependent if/else inside
+# (br / jump, (jp) at both joins), acc in r2.y, iterations in r2.x; the caller's code follows at `done:` (a join)
+LOOP = ("(sy)and.b r1.y, r1.x, 15\nmov.u32u32 r2.x, 0\nmov.u32u32 r2.y, r1.x\n"
+        "top:\n"
+        "cmps.u.ge p0.x, r2.x, r1.y\nbr p0.x, #done\n"
+        "and.b r2.z, r2.y, 1\ncmps.u.eq p0.x, r2.z, 0\nbr p0.x, #even\n"
+        "shl.b r2.w, r2.y, 1\nadd.u r2.y, r2.y, r2.w\nadd.u r2.y, r2.y, r2.x\njump #next\n"
+        "even:\n(jp)shr.b r2.y, r2.y, 1\nxor.b r2.y, r2.y, r2.x\n"
+        "next:\n(jp)add.u r2.x, r2.x, 1\njump #top\n")
+
+
 def divergent_loop(arch):
   """A loop whose trip count is per fiber (x & 15) with a data-dependent if/else inside (br / jump, (jp) at both
   joins): odd acc -> 3*acc + k, even acc -> (acc >> 1) ^ k. o[2i] = acc, o[2i+1] = iterations run."""
@@ -88,14 +99,7 @@ def divergent_loop(arch):
     for k in range(v & 15):
       acc = (3 * acc + k) & M32 if acc & 1 else (acc >> 1) ^ k
     ref += [acc, v & 15]
-  text = (GID + LD.format(n=1, d="r1.x", c="r0.w", b=0) +
-          "(sy)and.b r1.y, r1.x, 15\nmov.u32u32 r2.x, 0\nmov.u32u32 r2.y, r1.x\n"
-          "top:\n"
-          "cmps.u.ge p0.x, r2.x, r1.y\nbr p0.x, #done\n"
-          "and.b r2.z, r2.y, 1\ncmps.u.eq p0.x, r2.z, 0\nbr p0.x, #even\n"
-          "shl.b r2.w, r2.y, 1\nadd.u r2.y, r2.y, r2.w\nadd.u r2.y, r2.y, r2.x\njump #next\n"
-          "even:\n(jp)shr.b r2.y, r2.y, 1\nxor.b r2.y, r2.y, r2.x\n"
-          "next:\n(jp)add.u r2.x, r2.x, 1\njump #top\n"
+  text = (GID + LD.format(n=1, d="r1.x", c="r0.w", b=0) + LOOP +
           "done:\n(jp)shl.b r0.w, r0.w, 1\nmov.u32u32 r3.x, r2.y\nmov.u32u32 r3.y, r2.x\n" +
           ST.format(n=2, s="r3.x", c="r0.w", b=1) + "end\n")
   return text, (n // 64,), {0: x, 1: o}, {}, lambda: np.testing.assert_array_equal(o, np.array(ref, np.uint32))

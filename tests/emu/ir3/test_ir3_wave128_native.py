@@ -15,6 +15,7 @@ from gputwin.emu.ir3.launch import launch
 from gputwin.emu.native import tier
 from gputwin.errors import GputwinError
 from gputwin.isa.ir3 import assemble, listing
+from tests.emu.ir3.test_ir3_asm_kernels import LOOP
 
 KERNELS = Path(__file__).resolve().parents[4] / "shared" / "vendor" / "ir3" / "kernels"
 GPUS = ("a630", "a730")
@@ -99,15 +100,7 @@ GID = "shl.b r0.w, r48.x, 7\nadd.u r0.w, r0.w, r0.x\n"  # r0.w = global id (loca
 LD = "ldib.b.untyped.1d.u32.{n}.imm.base0 {d}, {c}, {b}\n"
 ST = "stib.b.untyped.1d.u32.{n}.imm.base0 {s}, {c}, {b}\n"
 DIVERGENT = (
-  GID + LD.format(n=1, d="r1.x", c="r0.w", b=0) +
-  # a loop whose trip count is per fiber (x & 15), an if/else inside (both joins (jp))
-  "(sy)and.b r1.y, r1.x, 15\nmov.u32u32 r2.x, 0\nmov.u32u32 r2.y, r1.x\n"
-  "top:\n"
-  "cmps.u.ge p0.x, r2.x, r1.y\nbr p0.x, #done\n"
-  "and.b r2.z, r2.y, 1\ncmps.u.eq p0.x, r2.z, 0\nbr p0.x, #even\n"
-  "shl.b r2.w, r2.y, 1\nadd.u r2.y, r2.y, r2.w\nadd.u r2.y, r2.y, r2.x\njump #next\n"
-  "even:\n(jp)shr.b r2.y, r2.y, 1\nxor.b r2.y, r2.y, r2.x\n"
-  "next:\n(jp)add.u r2.x, r2.x, 1\njump #top\n"
+  GID + LD.format(n=1, d="r1.x", c="r0.w", b=0) + LOOP +  # (acc in r2.y, iterations in r2.x)
   "done:\n(jp)shl.b r3.w, r0.x, 2\n"
   # fibers 64..127 (the second word of every lane mask) put acc into shared memory at their local id, in a
   # predicated region; then fibers 0..63 read their mirror's value (127 - l) there, in one of their own
