@@ -26,3 +26,25 @@ def clang_co(tmp_path_factory):
       cache[arch, name, flags] = co
     return cache[arch, name, flags]
   return get
+
+
+@pytest.fixture
+def tier_runs(monkeypatch, tmp_path):
+  """Run fn() interpreted (GPUTWIN_JIT=0) and with every block compiled at first sight (force), on a native cache of
+  its own: per tier (its result or None, the GputwinError it raised or None, the native block runs it made)."""
+  from gputwin.emu.native import STATS
+  from gputwin.errors import GputwinError
+  monkeypatch.setenv("GPUTWIN_NATIVE_CACHE", str(tmp_path))
+
+  def both(fn):
+    out = []
+    for mode in ("0", "force"):
+      monkeypatch.setenv("GPUTWIN_JIT", mode)
+      runs = STATS["runs"]
+      try:
+        res, err = fn(), None
+      except GputwinError as e:
+        res, err = None, e
+      out.append((res, err, STATS["runs"] - runs))
+    return out
+  return both

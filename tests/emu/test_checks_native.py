@@ -5,8 +5,7 @@ import numpy as np
 import pytest
 
 from gputwin.emu import launch
-from gputwin.emu.native import STATS
-from gputwin.errors import EmuCheckError, EmuError, EmuFault
+from gputwin.errors import EmuCheckError
 from tests.emu.test_asm import kernel
 from tests.emu.test_checks_errors import GFX12_LOAD, GOOD, LDS_RACE, MFMA, MFMA_F32, RAW
 
@@ -14,23 +13,12 @@ pytest.importorskip("llvmlite")
 
 
 @pytest.fixture
-def tiers(monkeypatch, tmp_path):
+def tiers(tier_runs):
   """Run `fn` interpreted and with every block compiled at first sight; (error text or None, result) of each, and how
   many native block runs the second made (checker errors and faults: the text must be the same)."""
-  monkeypatch.setenv("GPUTWIN_NATIVE_CACHE", str(tmp_path))
-
   def both(fn):
-    out = []
-    for mode in ("0", "force"):
-      monkeypatch.setenv("GPUTWIN_JIT", mode)
-      runs = STATS["runs"]
-      try:
-        res, err = fn(), None
-      except (EmuCheckError, EmuFault, EmuError) as e:
-        res, err = None, str(e)
-      out.append((err, res, STATS["runs"] - runs))
-    (e0, r0, _), (e1, r1, n) = out
-    return e0, e1, r0, r1, n
+    (r0, e0, _), (r1, e1, n) = tier_runs(fn)
+    return None if e0 is None else str(e0), None if e1 is None else str(e1), r0, r1, n
   return both
 
 

@@ -10,8 +10,7 @@ import pytest
 
 from gputwin.emu import launch as emu_launch
 from gputwin.emu.ir3.launch import launch
-from gputwin.emu.native import STATS, tier
-from gputwin.errors import GputwinError
+from gputwin.emu.native import tier
 from gputwin.isa import ir3
 from gputwin.isa.ir3 import listing
 from tests.emu.ir3.test_ir3_mesa_run import CASES as MESA_CASES, KERNELS
@@ -22,22 +21,11 @@ GID = "shl.b r0.w, r48.x, 6\nadd.u r0.w, r0.w, r0.x\n"  # global id (local size 
 
 
 @pytest.fixture
-def tiers(monkeypatch, tmp_path):
+def tiers(tier_runs):
   """Run fn() interpreted and with every block compiled at first sight: per tier (("ok", result) or ("error", text),
   native block runs)."""
-  monkeypatch.setenv("GPUTWIN_NATIVE_CACHE", str(tmp_path))
-
   def both(fn):
-    out = []
-    for mode in ("0", "force"):
-      monkeypatch.setenv("GPUTWIN_JIT", mode)
-      runs = STATS["runs"]
-      try:
-        got = ("ok", fn())
-      except GputwinError as e:
-        got = ("error", f"{type(e).__name__}: {e}")
-      out.append((got, STATS["runs"] - runs))
-    return out
+    return [(("ok", r) if e is None else ("error", f"{type(e).__name__}: {e}"), n) for r, e, n in tier_runs(fn)]
   return both
 
 
