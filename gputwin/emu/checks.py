@@ -61,8 +61,16 @@ class Checks:
     # per wave and register, indexed [wave, reg], stored register-major: an instruction touches a few registers of
     # many waves, which then lie in a few pages (wave-major, each wave's row was a page of its own to fault in)
     per_reg = lambda n, *tail, dt=bool: np.zeros((n, W) + tail, dt).swapaxes(0, 1)
-    self.vw, self.aw, self.sw = per_reg(nv), per_reg(eng.A.shape[1]), per_reg(eng.S.shape[1])
-    self.sw.T[106:] = True  # specials (VCC, M0, EXEC, constants) are not tracked (written register-major)
+    # written-flags: the engine's previous batch's, cleared, when it had this shape (a fresh SGPR table is mostly
+    # untracked rows to fill, whose pages cost more to fault in than a native batch runs: ir3's const file)
+    key, got = (W, nv, eng.A.shape[1], eng.S.shape[1]), getattr(eng, "written_flags", None)
+    if got is not None and got[0] == key:
+      self.vw, self.aw, self.sw = got[1]
+      self.vw[:], self.aw[:], self.sw.T[:106] = False, False, False
+    else:
+      self.vw, self.aw, self.sw = per_reg(nv), per_reg(eng.A.shape[1]), per_reg(eng.S.shape[1])
+      self.sw.T[106:] = True  # specials (VCC, M0, EXEC, constants) are not tracked (written register-major)
+      eng.written_flags = (key, (self.vw, self.aw, self.sw))
     # (counter + 1, sequence number) of the outstanding load, int32 (a wave issues far fewer than 2**31 loads);
     # SGPRs from 106 up are specials, never tracked: no pending entries for them (slices past the end are empty)
     self.vp = per_reg(nv, 2, dt=np.int32)
@@ -98,7 +106,9 @@ class Checks:
     """The ABI initialised SGPRs below `nsgpr`, the scalar rows `srows` and the vector rows `vrows` (AMD: v0, the
     work-item ids; ir3: the inputs, the const file)."""
     self.sw[:, :nsgpr] = True
-    self.sw[:, list(srows)] = True
+    srows = sorted(set(srows))
+    for a, b in _runs(srows):  # (as slices: contiguous rows of the register-major table)
+      self.sw[:, a:b] = True
     self.vw[:, list(vrows)] = True
 
   def poked(self, eng, w, f, i) -> None:
@@ -680,6 +690,17 @@ class Checks:
             waited = int(self.clock[ix][sel][0])
             self._fail(eng, op, ix, f"MFMA hazard: {_name(s)} ({n}) used {waited} wait states after "
                                     f"the MFMA at PC {pc:#x} wrote it; {passes} passes need {passes + 2} (s_nop)")
+
+
+def _runs(rows: list[int]):
+  """[start, stop) of each run of consecutive numbers in sorted `rows`."""
+  start = None
+  for k, r in enumerate(rows):
+    if start is None:
+      start = r
+    if k + 1 == len(rows) or rows[k + 1] != r + 1:
+      yield start, r + 1
+      start = None
 
 
 def _simt_ok(ch: "Checks", op: Op) -> bool:
