@@ -73,7 +73,13 @@ def memop(eng, op: Op, ix, m, st) -> None:
       raise
   off = (base.astype(np.int64) + (0 if plan is not None else i["off"])) & 0xffffffff
   if space == "shared":
-    return eng.run_body(op, ix, m, st, eng.lds, eng.lds_address(op, ix, m, off.astype(U32)))
+    try:
+      return eng.run_body(op, ix, m, st, eng.lds, eng.lds_address(op, ix, m, off.astype(U32)))
+    except GPUPageFault as e:  # (its VA: the fiber's offset, or its base past the LDS reach): name that fiber
+      hit = m & ((off == e.va) | ((off & eng.lds.offset_mask) == e.va))
+      w, lane = (int(x[0]) for x in np.nonzero(hit if hit.any() else m))
+      e.thread = (int(np.arange(eng.W)[ix][w]), lane)
+      raise
   return eng.run_scratch(op, ix, m, st, off.astype(U64))
 
 

@@ -183,8 +183,8 @@ def test_fault_wave128_native(arch, kind):
       return "no error"
     texts.append(_launch(mode, run))
   assert texts[0] == texts[1], texts
-  assert ("workgroup (1,0,0)" in texts[0] and "fiber 72" in texts[0] if kind == "ibo" else "VA 0x1120" in texts[0]), \
-      texts[0]  # (shared: lane 72's offset 4096 + 4 * 72)
+  assert "fiber 72" in texts[0] and ("workgroup (1,0,0)" in texts[0] if kind == "ibo" else "VA 0x1120" in texts[0]), \
+      texts[0]  # (shared: lane 72's offset 4096 + 4 * 72, in workgroup 0)
   case = _divergent(2, arch)
   args, run, check = case()
   _launch("force", lambda: run(args, False))
