@@ -106,10 +106,8 @@ class Checks:
     """The ABI initialised SGPRs below `nsgpr`, the scalar rows `srows` and the vector rows `vrows` (AMD: v0, the
     work-item ids; ir3: the inputs, the const file)."""
     self.sw[:, :nsgpr] = True
-    srows = sorted(set(srows))
-    for a, b in _runs(srows):  # (as slices: contiguous rows of the register-major table)
-      self.sw[:, a:b] = True
-    self.vw[:, list(vrows)] = True
+    self.sw.T[list(srows)] = True  # (whole rows of the register-major tables)
+    self.vw.T[list(vrows)] = True
 
   def poked(self, eng, w, f, i) -> None:
     {"v": self.vw, "a": self.aw, "s": self.sw}.get(f, np.zeros((eng.W, eng.S.shape[1]), bool))[w, i] = True
@@ -690,17 +688,6 @@ class Checks:
             waited = int(self.clock[ix][sel][0])
             self._fail(eng, op, ix, f"MFMA hazard: {_name(s)} ({n}) used {waited} wait states after "
                                     f"the MFMA at PC {pc:#x} wrote it; {passes} passes need {passes + 2} (s_nop)")
-
-
-def _runs(rows: list[int]):
-  """[start, stop) of each run of consecutive numbers in sorted `rows`."""
-  start = None
-  for k, r in enumerate(rows):
-    if start is None:
-      start = r
-    if k + 1 == len(rows) or rows[k + 1] != r + 1:
-      yield start, r + 1
-      start = None
 
 
 def _simt_ok(ch: "Checks", op: Op) -> bool:
