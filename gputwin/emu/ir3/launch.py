@@ -131,8 +131,6 @@ def run(code: bytes, sh: listing.Shader, grid, mem, res: dict, consts: np.ndarra
     ck = Checks.make(checks)
     shape = (W, L, nrows, 1, max(sh.shared_size, 4), priv, arch)
     if eng is not None and eng.shape == shape:
-      if eng.written["s"] < 0 or eng.written["s"] >> CONST:  # (restart clears const rows: _init writes them again)
-        eng.__dict__.pop("ir3_consts", None)
       dirty = (eng.written["v"], eng.written["s"])  # rows the batch wrote: restart clears them, _init's are gone
       # the previous batch's files: only the rows it wrote are cleared (VGPR rows by the native tier per wave, in
       # cache, right before its first instruction)
@@ -222,13 +220,12 @@ def _init(eng, sh: listing.Shader, grid, block, c0: int, nw: int, threads: int, 
       if i < IBO_SLOTS:
         sizes[i] = nbytes
     eng.S[:, IBO_SIZE:IBO_SIZE + 2 * IBO_SLOTS] = sizes.view(np.uint32)
-  # the const file, in every wave's scalar rows: a new engine's are zero (its nonzero words are enough); the next
-  # batch's hold it still, unless restart cleared rows an event (stc, ldc.k) wrote (run: then its nonzero words)
-  if eng.__dict__.get("ir3_consts") is not consts:
+  # the const file, in every wave's scalar rows: its nonzero words on a new engine (zero) or after restart cleared
+  # rows an event (stc, ldc.k) wrote; the other batches hold it still
+  if gone(dirty[1], CONST, CONST_DWORDS):
     nz = np.flatnonzero(consts)
-    top = CONST_DWORDS if "ir3_consts" in eng.__dict__ else int(nz[-1]) + 1 if nz.size else 0
+    top = int(nz[-1]) + 1 if nz.size else 0
     eng.S[:, CONST:CONST + top] = consts[:top]
-    eng.ir3_consts = consts
   cta = c0 + np.arange(W) // nw
   bx, by, _ = block
   gx, gy, _ = grid

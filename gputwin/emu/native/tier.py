@@ -56,9 +56,9 @@ def lookup(prog, pc: int, lanes: int, lean: bool = True, log: bool = False, stop
   """The Block at pc from code this process linked or the disk cache holds (no compiling): the full compile, else
   (`lean`) the lean one; None when neither is there. `log`: the variant logging LDS accesses (Block.sites); `stop`:
   plan.collect's."""
-  ops = collect(prog, pc, prog.family, stop=stop)
   if not _LINKED and cache.empty():  # (nothing linked here or stored: no key to compute)
     return None
+  ops = collect(prog, pc, prog.family, stop=stop)
   for v in (False, True)[:1 + lean] if ops else ():
     k = _key(prog, ops, lanes, v, log)
     blk = None if k is None else _linked(k, pc, ops, v)
