@@ -262,6 +262,17 @@ def _strides(comp, f, info) -> str:
   return ldv
 
 
+def _hint(f, i: int) -> str:
+  """Pointer to instruction i's region hint (runtime HINT_REGION: the region its last access hit)."""
+  return f.op(f"getelementptr i64, ptr %hints, i64 {HINT_REGION + HINTS * i}")
+
+
+def _shared(f, o: str) -> str:
+  """The host pointer of byte `o` (i64, below C_LDSZ) of warp %w's CTA's shared window."""
+  wg = f.ld("i64", f.gep(f.ctxp(C_WG), f.op("mul i64 %w, 8")), "wg")
+  return f.gep(f.ctxp(C_LDS), f.op(f"add i64 {f.op(f'mul i64 {wg}, {f.ctx(C_LDSZ)}')}, {o}"))
+
+
 def _direct(f, i: int, space: str, nb: int, base: str, ldv: str, fmax: int, smax: int, offset):
   """A wmma.load/store's unchecked path: (cond, the host pointer p of lane 0's base b, offset(e, ld)); when cond
   holds, element e lies at p + offset(e, ld) * nb. cond: every lane has lane 0's base and leading dimension (PTX
@@ -283,7 +294,7 @@ def _direct(f, i: int, space: str, nb: int, base: str, ldv: str, fmax: int, smax
   aligned = f.op(f"icmp eq i64 {f.op(f'and i64 {b0}, {nb - 1}')}, 0")
   ok = both(both(f.op(f"load i1, ptr {same}"), small), aligned)
   if space == "mem":
-    h = f.op(f"load i64, ptr {f.op(f'getelementptr i64, ptr %hints, i64 {HINT_REGION + HINTS * i}')}")
+    h = f.op(f"load i64, ptr {_hint(f, i)}")
     row = f.op(f"getelementptr i64, ptr {f.ctxp(C_REGS)}, i64 {f.op(f'mul i64 {h}, 3')}")
     s0, e0, host = (f.ld("i64", f.op(f"getelementptr i64, ptr {row}, i64 {k}"), "tbl") for k in range(3))
     hi = f.op(f"add i64 {b0}, {span}")
@@ -295,8 +306,7 @@ def _direct(f, i: int, space: str, nb: int, base: str, ldv: str, fmax: int, smax
   else:  # shared: the low 32 bits, in the CTA's window
     o = f.op(f"and i64 {b0}, {0xffffffff}")
     ok = both(ok, f.op(f"icmp ule i64 {f.op(f'add i64 {o}, {span}')}, {f.ctx(C_LDSZ)}"))
-    wg = f.ld("i64", f.gep(f.ctxp(C_WG), f.op("mul i64 %w, 8")), "wg")
-    p = f.gep(f.ctxp(C_LDS), f.op(f"add i64 {f.op(f'mul i64 {wg}, {f.ctx(C_LDSZ)}')}, {o}"))
+    p = _shared(f, o)
   return ok, p, lambda e: offset(e, ld0)
 
 
@@ -318,7 +328,7 @@ def _pointers(f, i: int, space: str, count: int, nb: int, write: bool, addr, dir
     close()
     f.emit(f"br label %{join}")
     f.put(slow)
-  hint = f.op(f"getelementptr i64, ptr %hints, i64 {HINT_REGION + HINTS * i}")
+  hint = _hint(f, i)
   close = loop(f, count, "el")
   a = addr("%el")
   if nb > 1:
@@ -331,8 +341,7 @@ def _pointers(f, i: int, space: str, count: int, nb: int, write: bool, addr, dir
   else:  # shared: the low 32 bits, in the CTA's window
     o = f.op(f"and i64 {a}, {0xffffffff}")
     _fault_if(f, f.op(f"icmp ugt i64 {f.op(f'add i64 {o}, {nb}')}, {f.ctx(C_LDSZ)}"), F_LDSOFF, o, nb, write)
-    wg = f.ld("i64", f.gep(f.ctxp(C_WG), f.op("mul i64 %w, 8")), "wg")
-    p = f.gep(f.ctxp(C_LDS), f.op(f"add i64 {f.op(f'mul i64 {wg}, {f.ctx(C_LDSZ)}')}, {o}"))
+    p = _shared(f, o)
   f.st("ptr", p, f.gep(ptrs, f.op("mul i64 %el, 8")), "tx")
   close()
   if join is not None:
