@@ -78,6 +78,8 @@ class Gen:
       return f"cv({self.ex(a[0])}, {s.kind!r}, {s.bits}, {t.kind!r}, {t.bits})"
     if op == "bin":
       o, x, y = a
+      if t.kind == "f" and t.bits == 16 and o in "+-*/":  # (the NaN rule numpy's f16 loops do not keep)
+        return f"h16({o!r}, {self.ex(x)}, {self.ex(y)})"
       if o == "/" and not t.isf:
         r = f"idiv({self.ex(x)}, {self.ex(y)})"
       elif o == "%":

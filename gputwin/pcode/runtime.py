@@ -10,6 +10,7 @@ multiplies, wraps and slices.
 """
 from __future__ import annotations
 
+import ctypes
 import math
 from fractions import Fraction
 
@@ -321,6 +322,27 @@ def rbf(x, from64: bool = False):
   nan = (u & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000)
   r = np.where(nan, (u | np.uint32(0x00400000)) & np.uint32(0xFFFF0000), r)
   return r.astype(np.uint32).view(np.float32)
+
+
+_F16_OPS = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.divide}
+
+
+def h16(o: str, x, y):
+  """x o y for f16 o in + - * /, its NaN as the wider floats' (x86's rule, as numpy's f32/f64 loops give it): the
+  first NaN operand, quieted; else (an invalid operation) the default NaN 0xfe00. numpy's own f16 loops pick the
+  operand by CPU (an AVX512-FP16 host returns the second), so the rule is applied here, not left to them."""
+  return nan16(_F16_OPS[o](x, y), x, y)
+
+
+def nan16(r, x, y):
+  """r with each NaN replaced by x86's choice from operands x, y (f16 arrays or scalars): see h16."""
+  n = np.isnan(r)
+  if not n.any():
+    return r
+  x, y = (np.asarray(v).astype(np.float16, copy=False) for v in (x, y))
+  quiet = lambda v: (v.view(np.uint16) | np.uint16(0x200)).view(np.float16)
+  out = np.where(np.isnan(x), quiet(x), np.where(np.isnan(y), quiet(y), np.uint16(0xfe00).view(np.float16)))
+  return np.where(n, out, r).astype(np.float16, copy=False)
 
 
 def f64_to_f32_odd(d):
@@ -796,20 +818,45 @@ def _fract(ret, tys, x):
 def _sqrt(ret, tys, x): return np.sqrt(x)
 
 
+# The transcendentals: the C library's f64 function (numpy's own loops are SIMD approximations chosen by CPU), rounded
+# once to the operand's type. The LLVM backend calls the same functions (llvm.py Lower._libm).
+_LIBC = ctypes.CDLL(None)  # this process's symbols, the C math library's among them
+LIBM = {"sin": 1, "cos": 1, "log2": 1, "exp2": 1, "tanh": 1, "pow": 2}  # function -> argument count
+
+
+def _libm_fn(name: str):
+  fn = getattr(_LIBC, name)
+  fn.restype, fn.argtypes = ctypes.c_double, [ctypes.c_double] * LIBM[name]
+  return np.frompyfunc(fn, LIBM[name], 1)
+
+
+_LIBM_UFUNCS = {n: _libm_fn(n) for n in LIBM}
+
+
+def _transcendental(name, *xs):
+  """`name` (a C library function, or an f64 function of numpy's that IEEE fixes) over xs in f64, rounded once to
+  the first operand's type."""
+  d = arr(xs[0]).dtype
+  fn = _LIBM_UFUNCS[name] if isinstance(name, str) else name
+  with np.errstate(all="ignore"):
+    r = np.asarray(fn(*(arr(x).astype(np.float64) for x in xs))).astype(np.float64)
+    return r if d == np.float64 else f64_to_f32_odd(r).astype(d) if d == np.float16 else r.astype(d)
+
+
 @builtin("sin")
-def _sin(ret, tys, x): return np.sin(arr(x).astype(np.float64)).astype(arr(x).dtype)
+def _sin(ret, tys, x): return _transcendental("sin", x)
 
 
 @builtin("cos")
-def _cos(ret, tys, x): return np.cos(arr(x).astype(np.float64)).astype(arr(x).dtype)
+def _cos(ret, tys, x): return _transcendental("cos", x)
 
 
 @builtin("log2")
-def _log2(ret, tys, x): return np.log2(x)
+def _log2(ret, tys, x): return _transcendental("log2", x)
 
 
 @builtin("pow")
-def _pow(ret, tys, x, y): return np.power(x, y)
+def _pow(ret, tys, x, y): return _transcendental("pow", x, y)
 
 
 @builtin("fma")
@@ -830,6 +877,12 @@ def _fma(ret, tys, a, b, c):
       except OverflowError:
         return math.inf if r > 0 else -math.inf
     return np.vectorize(one, otypes=[np.float64])(a, b, c)
+  r = _fma_narrow(a, b, c, dt)
+  return nan16(r, h16("*", a, b), c) if dt == np.float16 else r  # (f16 NaNs: h16's rule, product then sum)
+
+
+def _fma_narrow(a, b, c, dt):
+  """_fma for f16/f32 (dt): the exact f64 product plus c, made round-to-odd where it matters, rounded to dt."""
   with np.errstate(all="ignore"):
     if isinstance(a, np.ndarray) and a.shape == np.broadcast_shapes(a.shape, np.shape(b), np.shape(c)):
       s = a.astype(np.float64)  # a new array: multiply and add in place (the product is recomputed if needed below)
@@ -1213,7 +1266,8 @@ def _ftz(ret, tys, x):
   return np.where(_isdenorm(ret, tys, x), np.copysign(x.dtype.type(0), x), x).astype(x.dtype)
 
 
-_APPROX = {"sin": np.sin, "cos": np.cos, "lg2": np.log2, "ex2": np.exp2, "tanh": np.tanh, "sqrt": np.sqrt,
-           "rcp": lambda v: 1.0 / v, "rsqrt": lambda v: 1.0 / np.sqrt(v)}
-for _n, _fn in _APPROX.items():  # .approx: evaluated in f64, rounded once to the operand's format
-  BUILTINS[f"approx_{_n}"] = (lambda fn: lambda ret, tys, x: fn(arr(x).astype(np.float64)).astype(arr(x).dtype))(_fn)
+# .approx: evaluated in f64 (the C library's functions, IEEE for sqrt and division), rounded once to the operand's type
+APPROX = {"sin": "sin", "cos": "cos", "lg2": "log2", "ex2": "exp2", "tanh": "tanh", "sqrt": np.sqrt,
+          "rcp": lambda v: 1.0 / v, "rsqrt": lambda v: 1.0 / np.sqrt(v)}
+for _n, _fn in APPROX.items():
+  BUILTINS[f"approx_{_n}"] = (lambda fn: lambda ret, tys, x: _transcendental(fn, x))(_fn)
