@@ -20,6 +20,8 @@ import numpy as np
 from gputwin.pcode.analysis import lane_bit_of
 from gputwin.pcode.ir import Program, Ty, locals_of, lv_ty
 from gputwin.pcode.runtime import DEFAULTS
+from gputwin.pcode.runtime import APPROX, LIBM
+from gputwin.pcode.runtime import typed as rt_typed
 
 QUIET = {16: 1 << 9, 32: 1 << 22, 64: 1 << 51}  # the quiet bit of a NaN, by float width
 DEFAULT_NAN = {16: 0xfe00, 32: 0xffc00000, 64: 0xfff8000000000000}  # x86's result of an invalid operation
@@ -39,8 +41,8 @@ def lty(t: Ty) -> str:
     raise Unsupported("bfloat16")
   if t.kind == "int":
     return "i64"
-  if t.kind == "arr":
-    raise Unsupported("arrays")
+  if t.kind == "arr":  # a local array (`declare tmp : 32'B[64]`): its elements' raw bits, one i64 each
+    return f"[{t.bits} x i64]"
   return f"i{t.bits}"
 
 
@@ -212,10 +214,10 @@ class Lower:
       return self.convert(op, self.ex(a[0]), a[0].ty, t)
     if op == "bin":
       o, x, y = a
+      if o == "**":  # (2.0 ** 64 in V_DIV_FMAS_F64): constants only, folded as numpy's power computes them
+        return self.power(x, y, t)
       xv, yv = self.coerce(self.ex(x), x.ty, t), self.coerce(self.ex(y), y.ty, t)
       lt = lty(t)
-      if t.kind == "f" and t.bits == 16:  # which NaN numpy's f16 loops return is not the x86 rule (see README)
-        raise Unsupported("f16 arithmetic")
       if t.isf and o in "+-*/":
         r = f.op(f"{ {'+': 'fadd', '-': 'fsub', '*': 'fmul', '/': 'fdiv'}[o]} {lt} {xv}, {yv}")
         return self.nan_rule(t, [xv, yv], r)
@@ -304,10 +306,19 @@ class Lower:
       return self.lcall(a[0], a[1])
     if op == "mem":
       return self.mem_read(self.ex(a[0]), a[0].ty, a[1], t)
+    if op == "aget":
+      return self.aget(a[0], a[1], t)
     if op == "reg":  # a register by number (readlane's VGPR[lane][SRC0]): where the binding says
       v = f.op(f"load i{a[2]}, ptr {self.bind.reg(a[0], a[1], a[2], False)}")
       return self.from_bits(v, a[2], t) if t.kind != "bool" and t.bits == a[2] else self.coerce(v, Ty("b", a[2]), t)
     raise Unsupported(f"IR op {op}")
+
+  def power(self, x, y, t: Ty) -> str:
+    if x.op != "const" or y.op != "const" or not t.isf or x.ty.kind == "bf" or y.ty.kind == "bf":
+      raise Unsupported(f"operator ** on {t}")
+    with np.errstate(all="ignore"):
+      r = np.power(rt_typed(x.args[0], x.ty.kind, x.ty.bits), rt_typed(y.args[0], y.ty.kind, y.ty.bits))
+    return fconst(float(r), t.bits)
 
   def lcall(self, key, args) -> str:
     """A lambda of the body (`GT_NEG_ZERO = lambda(a, b) (...)`), inlined: its parameters and locals are allocas of
@@ -439,6 +450,8 @@ class Lower:
     f = self.f
     src, dst = name.split("_to_")[:2]
     s = x.ty
+    if dst in ("snorm", "unorm") and s.kind == "f" and t.kind in "uib" and t.bits == 16:
+      return self.to_norm(self.ex(x), s, dst == "snorm")
     if s.kind == "bf" or t.kind == "bf" or dst in ("snorm", "unorm", "bf16") or src == "bf16":
       raise Unsupported(name)
     if src in ("u4", "i4", "u8", "i8", "u16", "i16", "u32", "i32") and not dst.startswith("f"):
@@ -464,10 +477,11 @@ class Lower:
     f = self.f
     if fb == tb:
       return v
-    if fb == 64 and tb == 16:
-      raise Unsupported("f64 -> f16 (round to odd)")
     st, tt = {16: "half", 32: "float", 64: "double"}[fb], {16: "half", 32: "float", 64: "double"}[tb]
-    r = f.op(f"{'fpext' if tb > fb else 'fptrunc'} {st} {v} to {tt}")
+    if fb == 64 and tb == 16:  # (LLVM's own f64 -> f16 is a libcall the host process may not have)
+      r = self.to_half(v)
+    else:
+      r = f.op(f"{'fpext' if tb > fb else 'fptrunc'} {st} {v} to {tt}")
     (mf, _), (mt, et) = {16: (10, 5), 32: (23, 8), 64: (52, 11)}[fb], {16: (10, 5), 32: (23, 8), 64: (52, 11)}[tb]
     u = self.f.conv(f.op(f"bitcast {st} {v} to i{fb}"), fb, 64)
     sign = f.op(f"shl i64 {f.op(f'lshr i64 {u}, {fb - 1}')}, {tb - 1}")
@@ -480,6 +494,33 @@ class Lower:
     nan = f.op(f"bitcast i{tb} {nb} to {tt}")
     isn = f.op(f"fcmp uno {st} {v}, {v}")
     return f.op(f"select i1 {isn}, {tt} {nan}, {tt} {r}")
+
+  def to_norm(self, v: str, s: Ty, signed: bool) -> str:
+    """runtime.convert's *_to_snorm/unorm: x in f64, NaN -> 0, clamped to [-1 or 0, 1], times 32767 or 65535 (exact),
+    rounded half to even, as 16 bits."""
+    f = self.f
+    d = v if s.bits == 64 else f.op(f"fpext {lty(s)} {v} to double")
+    d = f.op(f"select i1 {f.op(f'fcmp uno double {d}, {d}')}, double 0.0, double {d}")
+    d = f.op(f"call double @llvm.maxnum.f64(double {d}, double {fconst(-1.0 if signed else 0.0, 64)})")
+    d = f.op(f"call double @llvm.minnum.f64(double {d}, double {fconst(1.0, 64)})")
+    d = f.op(f"fmul double {d}, {fconst(32767.0 if signed else 65535.0, 64)}")
+    r = f.op(f"fptosi double {f.op(f'call double @llvm.roundeven.f64(double {d})')} to i64")
+    return f.conv(r, 64, 16)
+
+  def to_half(self, d: str) -> str:
+    """A double rounded once to f16 (nearest even): rounded to odd into f32 first (runtime.f64_to_f32_odd), which
+    makes the second rounding exact."""
+    f = self.f
+    r = f.op(f"fptrunc double {d} to float")
+    back = f.op(f"fpext float {r} to double")
+    inexact = f.op(f"and i1 {f.op(f'fcmp one double {back}, {d}')}, {self.finite(back, Ty('f', 64))}")
+    u = f.op(f"bitcast float {r} to i32")
+    fd, fb = (f.op(f"call double @llvm.fabs.f64(double {x})") for x in (d, back))
+    step = f.op(f"select i1 {f.op(f'fcmp ogt double {fd}, {fb}')}, i32 1, i32 -1")  # toward d (sign-magnitude)
+    low = f.op(f"and i32 {u}, 1")
+    odd = f.op(f"and i1 {inexact}, {f.op(f'icmp eq i32 {low}, 0')}")
+    u = f.op(f"select i1 {odd}, i32 {f.op(f'add i32 {u}, {step}')}, i32 {u}")
+    return f.op(f"fptrunc float {f.op(f'bitcast i32 {u} to float')} to half")
 
   def fp_to_int(self, v: str, s: Ty, t: Ty) -> str:
     """runtime.f2i: truncate toward zero, NaN -> 0, saturate (only widths <= 32 here)."""
@@ -499,19 +540,6 @@ class Lower:
 
   def call(self, name: str, args, t: Ty) -> str:
     f = self.f
-    if name == "fma" and t.kind == "f" and t.bits in (32, 64) and all(x.ty == t for x in args):
-      a, b, c = (self.ex(x) for x in args)
-      lt = lty(t)
-      r = f.op(f"call {lt} @llvm.fma.f{t.bits}({lt} {a}, {lt} {b}, {lt} {c})")
-      if t.bits == 64:  # runtime._fma: exact for finite inputs with non-zero factors, else x * y + z (the same bits)
-        fin = f.op(f"and i1 {f.op(f'and i1 {self.finite(a, t)}, {self.finite(b, t)}')}, {self.finite(c, t)}")
-        p = self.nan_rule(t, [a, b], f.op(f"fmul double {a}, {b}"))
-        z = f.op(f"or i1 {f.op(f'fcmp oeq double {a}, 0.0')}, {f.op(f'fcmp oeq double {b}, 0.0')}")
-        two = f.op(f"or i1 {f.op(f'xor i1 {fin}, true')}, {z}")
-        return f.op(f"select i1 {two}, double {self.nan_rule(t, [p, c], f.op(f'fadd double {p}, {c}'))}, double {r}")
-      # f32 goes through an f64 product and sum: NaNs follow those two x86 operations, a then b, then c
-      p = self.nan_rule(t, [a, b], f.op(f"fmul float {a}, {b}"))
-      return self.nan_rule(t, [p, c], r)
     ea = self.bind.address() if name.startswith("Calc") and name.endswith("Addr") and not t.isf else None
     if ea is not None:
       for x in args:  # the executor's effective address answers, whatever the arguments
@@ -519,9 +547,6 @@ class Lower:
       return self.coerce(ea, Ty("u", 64), t)
     if "_to_" in name and "scale" not in name and "_sr" not in name.lower() and len(args) == 1:
       return self.convert_named(name, args[0], t)
-    if name in ("trunc", "floor") and t.kind == "f" and t.bits in (32, 64) and args[0].ty == t:
-      lt = lty(t)
-      return f.op(f"call {lt} @llvm.{name}.f{t.bits}({lt} {self.ex(args[0])})")
     if name in ("isSignalNAN", "isQuietNAN") and args[0].ty.kind == "f" and t.kind == "bool":
       x, xt = self.ex(args[0]), args[0].ty  # runtime._nanq: a NaN whose quiet bit is clear / set
       q = f.op(f"icmp ne i{xt.bits} {f.op(f'and i{xt.bits} {self.raw(x, xt)[0]}, {QUIET[xt.bits]}')}, 0")
@@ -564,7 +589,216 @@ class Lower:
       s = args[0].ty
       sb = 64 if s.kind == "int" else s.bits
       return self.f.conv(self.ex(args[0]), sb, 64 if t.kind == "int" else t.bits, True)
+    xt = args[0].ty if args else t
+    if name.startswith("rint_") and name[5:] in RINT and xt.kind == "f" and t == xt:
+      x, lt = self.ex(args[0]), lty(t)  # runtime's rint_*: numpy's rint/trunc/floor/ceil (a NaN comes out quiet)
+      return self.nan_rule(t, [x], f.op(f"call {lt} @llvm.{RINT[name[5:]]}.f{t.bits}({lt} {x})"))
+    if name.startswith("round_rn_f") and len(args) == 1 and xt.kind in "iu" and xt.bits <= 32 and t.kind == "f" \
+       and name == f"round_rn_f{t.bits}":  # runtime._ptx_round from an integer: exact in f64, rounded once
+      return self.narrow(f.op(f"{'sitofp' if xt.kind == 'i' else 'uitofp'} i{xt.bits} {self.ex(args[0])} to double"), t)
+    if name.startswith("approx_") and name[7:] in APPROX and len(args) == 1 and xt.kind == "f" and t == xt:
+      fn, x = APPROX[name[7:]], self.ex(args[0])
+      if isinstance(fn, str):
+        return self.libm(fn, [x], [xt], t)
+      d = x if t.bits == 64 else f.op(f"fpext {lty(t)} {x} to double")
+      r = {"sqrt": lambda: f.op(f"call double @llvm.sqrt.f64(double {d})"),
+           "rcp": lambda: f.op(f"fdiv double 1.0, {d}"),
+           "rsqrt": lambda: f.op(f"fdiv double 1.0, {f.op(f'call double @llvm.sqrt.f64(double {d})')}")}[name[7:]]()
+      return self.narrow(r, t)
+    if xt.kind == "f" and name in LIBM and len(args) == LIBM[name]:
+      return self.libm(name, [self.ex(x) for x in args], [x.ty for x in args], t)
+    if xt.kind == "f" and name in FLOAT_BUILTINS and len(args) == FLOAT_BUILTINS[name]:
+      return getattr(self, "_" + name)([self.ex(x) for x in args], [x.ty for x in args], t)
+    if name in ("v_cvt_i16_f32", "v_cvt_u16_f32") and xt.kind == "f" and t.kind in "uib" and t.bits == 16:
+      return self.fp_to_int(self.ex(args[0]), xt, Ty("i" if name[6] == "i" else "u", 16))  # runtime._cvt16
+    if name in ("s_ff1_i32_b32", "s_ff1_i32_b64") and xt.kind in "uib" and t.kind in "uib" and t.bits == 32:
+      u, ub = self.raw(self.ex(args[0]), xt)  # runtime._ff1: the lowest set bit's index, -1 for none
+      z = f.op(f"call i64 @llvm.cttz.i64(i64 {self.f.conv(u, ub, 64)}, i1 false)")
+      return f.conv(f.op(f"select i1 {f.op(f'icmp eq i64 {z}, 64')}, i64 -1, i64 {z}"), 64, 32)
+    if name.startswith(("v_", "s_")):
+      return self.helper(name, args, t)
     raise Unsupported(f"built-in {name}")
+
+  # ---------------------------------------------------------------- float built-ins (runtime.py's, bit for bit)
+  def libm(self, name: str, v, ts, t):
+    """runtime._transcendental: the C library's f64 function (a call LLVM may not treat as the built-in it knows:
+    no folding, no rewriting pow(2, x) to exp2), rounded once to t."""
+    if any(x != t for x in ts):
+      raise Unsupported(f"{name} types")
+    f = self.f
+    ds = [x if t.bits == 64 else f.op(f"fpext {lty(t)} {x} to double") for x in v]
+    return self.narrow(f.op(f"call double @{name}({', '.join('double ' + d for d in ds)}) nobuiltin nounwind"), t)
+
+  def narrow(self, d: str, t: Ty) -> str:
+    """An f64 value rounded once to float type t."""
+    return d if t.bits == 64 else self.to_half(d) if t.bits == 16 else self.f.op(f"fptrunc double {d} to float")
+
+  def _sqrt(self, v, ts, t):
+    """runtime._sqrt: IEEE (correctly rounded; f16 through f32, which rounds it once), x86's NaNs."""
+    (x,), (xt,) = v, ts
+    if t != xt:
+      raise Unsupported("sqrt type")
+    lt = lty(t)
+    return self.nan_rule(t, [x], self.f.op(f"call {lt} @llvm.sqrt.f{t.bits}({lt} {x})"))
+
+  def _round(self, name: str, v, ts, t):
+    (x,), (xt,) = v, ts
+    if t != xt:
+      raise Unsupported(f"{name} type")
+    lt = lty(t)
+    r = self.f.op(f"call {lt} @llvm.{name}.f{t.bits}({lt} {x})")
+    if t.bits != 16:  # (f16: numpy's loop goes through f32, whose rounding quiets a NaN)
+      return r
+    return self.nan_rule(t, [x], r)
+
+  def _trunc(self, v, ts, t):
+    return self._round("trunc", v, ts, t)
+
+  def _floor(self, v, ts, t):
+    return self._round("floor", v, ts, t)
+
+  def _exponent(self, v, ts, t):
+    """runtime._exponent: the biased exponent field, as i32."""
+    (x,), (xt,) = v, ts
+    if t.kind not in "uib" or t.bits != 32:
+      raise Unsupported("exponent type")
+    m, e = MANT[xt.bits]
+    u, ub = self.raw(x, xt)
+    return self.f.conv(self.f.op(f"and i{ub} {self.f.op(f'lshr i{ub} {u}, {m}')}, {(1 << e) - 1}"), ub, 32)
+
+  def _mantissa(self, v, ts, t):
+    """runtime._mantissa (numpy's frexp): the significand in [0.5, 1.0) with x's sign, a denormal normalised;
+    zeros, infinities and NaNs as they are (f16's loop goes through f32 and quiets a NaN)."""
+    (x,), (xt,) = v, ts
+    if t != xt:
+      raise Unsupported("mantissa type")
+    f, b = self.f, t.bits
+    m, e = MANT[b]
+    u, _ = self.raw(x, t)
+    ex = f.op(f"and i{b} {f.op(f'lshr i{b} {u}, {m}')}, {(1 << e) - 1}")
+    man = f.op(f"and i{b} {u}, {(1 << m) - 1}")
+    lz = f.op(f"call i{b} @llvm.ctlz.i{b}(i{b} {man}, i1 false)")
+    sh = f.op(f"sub i{b} {lz}, {b - 1 - m}")  # (a denormal's leading 1 moved up to the hidden bit)
+    den = f.op(f"and i{b} {f.op(f'shl i{b} {man}, {sh}')}, {(1 << m) - 1}")
+    normal = f.op(f"and i1 {f.op(f'icmp ne i{b} {ex}, 0')}, {f.op(f'icmp ne i{b} {ex}, {(1 << e) - 1}')}")
+    sub = f.op(f"and i1 {f.op(f'icmp eq i{b} {ex}, 0')}, {f.op(f'icmp ne i{b} {man}, 0')}")
+    frac = f.op(f"select i1 {normal}, i{b} {man}, i{b} {den}")
+    sign = f.op(f"and i{b} {u}, {1 << (b - 1)}")
+    r = f.op(f"or i{b} {f.op(f'or i{b} {sign}, {((1 << (e - 1)) - 2) << m}')}, {frac}")
+    r = f.op(f"select i1 {f.op(f'or i1 {normal}, {sub}')}, i{b} {r}, i{b} {u}")
+    r = self.from_bits(r, b, t)
+    return self.nan_rule(t, [x], r) if b == 16 else r
+
+  def _isDENORM(self, v, ts, t):
+    """runtime._isdenorm: exponent field 0, significand not."""
+    (x,), (xt,) = v, ts
+    f, b = self.f, xt.bits
+    m, _ = MANT[b]
+    u, _ = self.raw(x, xt)
+    sub = f.op(f"icmp ult i{b} {f.op(f'and i{b} {u}, {(1 << (b - 1)) - 1}')}, {1 << m}")
+    man = f.op(f"and i{b} {u}, {(1 << m) - 1}")
+    return f.op(f"and i1 {sub}, {f.op(f'icmp ne i{b} {man}, 0')}")
+
+  def _ftz(self, v, ts, t):
+    """runtime._ftz: a denormal flushed to zero of the same sign."""
+    (x,), (xt,) = v, ts
+    if t != xt:
+      raise Unsupported("ftz type")
+    f, b = self.f, t.bits
+    u, _ = self.raw(x, t)
+    z = self.from_bits(f.op(f"and i{b} {u}, {1 << (b - 1)}"), b, t)
+    return f.op(f"select i1 {self._isDENORM(v, ts, Ty('bool', 1))}, {lty(t)} {z}, {lty(t)} {x}")
+
+  def _ldexp(self, v, ts, t):
+    """runtime._ldexp: x * 2**e in f64 (e clamped to +-4000), rounded once into x's type; a NaN x comes out quieted."""
+    (x, e), (xt, et) = v, ts
+    if t != xt or et.isf or et.kind == "bool":
+      raise Unsupported("ldexp type")
+    f = self.f
+    d = x if t.bits == 64 else f.op(f"fpext {lty(t)} {x} to double")
+    n = self.coerce(e, et, Ty("i", 64)) if et.kind != "int" else e
+    n = f.op(f"call i64 @llvm.smax.i64(i64 {f.op(f'call i64 @llvm.smin.i64(i64 {n}, i64 4000)')}, i64 -4000)")
+    r = f.op(f"call double @llvm.ldexp.f64.i32(double {d}, i32 {f.conv(n, 64, 32)})")
+    r = r if t.bits == 64 else f.op(f"fptrunc double {r} to {lty(t)}")
+    return f.op(f"select i1 {f.op(f'fcmp uno {lty(t)} {x}, {x}')}, {lty(t)} {self.quieted(x, t)}, {lty(t)} {r}")
+
+  def _isEven(self, v, ts, t):
+    """runtime._iseven: fmod(trunc(x as f64), 2) == 0 (false for infinities and NaNs)."""
+    (x,), (xt,) = v, ts
+    if t.kind != "bool":
+      raise Unsupported("isEven type")
+    f = self.f
+    d = x if xt.bits == 64 else f.op(f"fpext {lty(xt)} {x} to double")
+    r = f.op(f"frem double {f.op(f'call double @llvm.trunc.f64(double {d})')}, 2.0")
+    return f.op(f"fcmp oeq double {r}, 0.0")
+
+  def _fma(self, v, ts, t):
+    """runtime._fma: one rounding (f64: LLVM's fma; f16: the exact f64 product plus c, made round-to-odd, then
+    narrowed; f32: LLVM's fma), NaNs as x86's f64 product then sum give them: a, then b, then c, quieted."""
+    if any(x != t for x in ts):
+      raise Unsupported("fma types")
+    a, b, c = v
+    f, lt = self.f, lty(t)
+    if t.bits == 64:  # runtime._fma: exact for finite inputs with non-zero factors, else x * y + z (the same bits)
+      r = f.op(f"call double @llvm.fma.f64(double {a}, double {b}, double {c})")
+      fin = f.op(f"and i1 {f.op(f'and i1 {self.finite(a, t)}, {self.finite(b, t)}')}, {self.finite(c, t)}")
+      p = self.nan_rule(t, [a, b], f.op(f"fmul double {a}, {b}"))
+      z = f.op(f"or i1 {f.op(f'fcmp oeq double {a}, 0.0')}, {f.op(f'fcmp oeq double {b}, 0.0')}")
+      two = f.op(f"or i1 {f.op(f'xor i1 {fin}, true')}, {z}")
+      return f.op(f"select i1 {two}, double {self.nan_rule(t, [p, c], f.op(f'fadd double {p}, {c}'))}, double {r}")
+    if t.bits == 32:
+      r = f.op(f"call float @llvm.fma.f32(float {a}, float {b}, float {c})")
+    else:
+      ad, bd, cd = (f.op(f"fpext half {x} to double") for x in (a, b, c))
+      pd = f.op(f"fmul double {ad}, {bd}")  # exact: 2 x 11 significand bits
+      s = f.op(f"fadd double {pd}, {cd}")
+      bb = f.op(f"fsub double {s}, {pd}")  # TwoSum: s + err == pd + cd exactly
+      da = f.op(f"fsub double {pd}, {f.op(f'fsub double {s}, {bb}')}")
+      err = f.op(f"fadd double {da}, {f.op(f'fsub double {cd}, {bb}')}")
+      sb = f.op(f"bitcast double {s} to i64")
+      even = f.op(f"icmp eq i64 {f.op(f'and i64 {sb}, 1')}, 0")
+      up = f.op(f"icmp eq i1 {f.op(f'fcmp olt double {err}, 0.0')}, {f.op(f'icmp slt i64 {sb}, 0')}")
+      odd = f.op(f"add i64 {sb}, {f.op(f'select i1 {up}, i64 1, i64 -1')}")
+      fin = self.finite(s, Ty("f", 64))
+      fix = f.op(f"and i1 {f.op(f'and i1 {even}, {fin}')}, {f.op(f'fcmp one double {err}, 0.0')}")
+      r = self.to_half(f.op(f"bitcast i64 {f.op(f'select i1 {fix}, i64 {odd}, i64 {sb}')} to double"))
+    # NaNs: x86's f64 product then sum (a, then b, then c)
+    p = self.nan_rule(t, [a, b], f.op(f"fmul {lt} {a}, {b}"))
+    return self.nan_rule(t, [p, c], r)
+
+  # ---------------------------------------------------------------- another instruction's body as a helper
+  def helper(self, name: str, args, t: Ty) -> str:
+    """`v_max_f32(a, b)` inside V_MAX3_F32: that instruction's body inlined (pcode.Semantics._sub): its S0.. the
+    raw bits of the arguments, its other inputs their defaults, its D0 the result, resized to `t`."""
+    from gputwin.pcode import semantics  # (the package imports this module)
+    from gputwin.errors import PcodeError
+    try:
+      p = semantics(self.program.arch, name.upper()).program
+    except PcodeError as e:
+      raise Unsupported(f"built-in {name}") from e
+    if "D0" not in p.outputs or set(p.outputs) - {"D0"} or p.mem or p.regfiles or p.lambdas and p is self.program:
+      raise Unsupported(f"helper {name}")
+    f = self.f
+    vals = [self.raw(self.ex(x), x.ty) for x in args]
+    sub = Lower(f, p, self.L, self.bind)
+    for nm, w in {**p.inputs, "D0": p.outputs["D0"]}.items():
+      sub.state[nm] = (f.alloca(f"i{w}"), w)
+      k = int(nm[1:]) if nm[:1] == "S" and nm[1:].isdigit() else None
+      if k is not None and k < len(vals):
+        u, ub = vals[k]
+        if args[k].ty.kind == "bool":
+          u, ub = f.conv(u, 8, 1), 1
+        f.emit(f"store i{w} {f.conv(u, ub, w)}, ptr {sub.state[nm][0]}")
+      else:
+        f.emit(f"store i{w} {default_bits(nm, w)}, ptr {sub.state[nm][0]}")
+    for nm, lt in locals_of(p.body).items():
+      sub.vars[nm] = (f.alloca(lty(lt)), lt)
+      f.emit(f"store {lty(lt)} {zero(lt)}, ptr {sub.vars[nm][0]}")
+    sub.block(p.body)
+    ptr, w = sub.state["D0"]
+    d = f.op(f"load i{w}, ptr {ptr}")
+    tb = 1 if t.kind == "bool" else 64 if t.kind == "int" else t.bits
+    return self.from_bits(f.conv(d, w, tb), tb, t) if t.kind != "bool" else f.op(f"trunc i{w} {d} to i1")
 
   # ---------------------------------------------------------------- memory (pcode MEM[...])
   def mem_read(self, addr: str, at: Ty, bits: int, t: Ty) -> str:
@@ -610,8 +844,12 @@ class Lower:
       self.ex(a[0])
     elif op == "assign":
       lv, val = a
-      if val.op == "array":
-        raise Unsupported("arrays")
+      if val.op == "array":  # (re)declared: all zeros (runtime.newarr)
+        if lv[0] != "var" or lv[1] not in self.vars or val.ty.kind in ("arr", "bf") or val.ty.bits > 64:
+          raise Unsupported("arrays")
+        p, t = self.vars[lv[1]]
+        f.emit(f"store {lty(t)} zeroinitializer, ptr {p}")
+        return
       self.store(lv, self.ex(val), val.ty)
     elif op == "if":
       arms, els = a
@@ -661,8 +899,25 @@ class Lower:
     else:
       raise Unsupported(f"statement {op}")
 
+  def element(self, name: str, idx) -> str:
+    """The host pointer of local array `name`'s element at index expression idx, clamped into the array as
+    runtime.ag/aset clamp it (lanes masked off there may hold any index)."""
+    f = self.f
+    p, t = self.vars[name]
+    i = self.u64(self.ex(idx), idx.ty)
+    i = f.op(f"call i64 @llvm.smax.i64(i64 {f.op(f'call i64 @llvm.smin.i64(i64 {i}, i64 {t.bits - 1})')}, i64 0)")
+    return f.op(f"getelementptr {lty(t)}, ptr {p}, i64 0, i64 {i}")
+
+  def aget(self, name: str, idx, t: Ty) -> str:
+    if t.kind in ("arr", "bf", "int") or t.bits > 64:
+      raise Unsupported("arrays")
+    v = self.f.op(f"load i64, ptr {self.element(name, idx)}")
+    return self.from_bits(v, 64, t) if t.kind != "bool" else self.f.op(f"trunc i64 {v} to i1")
+
   def lv_read(self, lv) -> tuple[str, Ty]:
     k = lv[0]
+    if k == "aset":
+      return self.aget(lv[1], lv[2], lv[3]), lv[3]
     if k == "var":
       p, t = self.vars[lv[1]]
       return self.f.op(f"load {lty(t)}, ptr {p}"), t
@@ -676,6 +931,15 @@ class Lower:
 
   def store(self, lv, val: str, vt: Ty) -> None:
     f, k = self.f, lv[0]
+    if k == "aset":
+      t = lv[3]
+      if t.kind in ("arr", "bf", "int") or t.bits > 64:
+        raise Unsupported("arrays")
+      u, ub = self.raw(self.coerce(val, vt, t) if vt != t else val, t)
+      if t.kind == "bool":
+        u, ub = f.conv(u, 8, 1), 1
+      f.emit(f"store i64 {f.conv(u, ub, 64)}, ptr {self.element(lv[1], lv[2])}")
+      return
     if k == "var":
       if lv[1] not in self.vars:
         raise Unsupported(f"unknown local {lv[1]}")
@@ -755,13 +1019,19 @@ class Lower:
 
 
 
+MANT = {16: (10, 5), 32: (23, 8), 64: (52, 11)}  # significand and exponent bits by float width
+FLOAT_BUILTINS = {"sqrt": 1, "trunc": 1, "floor": 1, "exponent": 1, "mantissa": 1, "ldexp": 2, "isEven": 1,
+                  "isDENORM": 1, "ftz": 1, "fma": 3}
+RINT = {"rn": "roundeven", "rz": "trunc", "rm": "floor", "rp": "ceil"}  # PTX's rint_* built-ins: LLVM's rounding  # float built-ins Lower emits (its `_name` methods), with their argument counts
+
+
 def default_bits(name: str, w: int) -> int:
   """The raw value of a state register nobody gave (runtime.DEFAULTS: WAVE_MODE.IEEE is 1), in w bits."""
   return DEFAULTS.get(name, 0) & ((1 << w) - 1)
 
 
 def zero(t: Ty) -> str:
-  return "0.0" if t.kind == "f" else "false" if t.kind == "bool" else "0"
+  return "0.0" if t.kind == "f" else "false" if t.kind == "bool" else "zeroinitializer" if t.kind == "arr" else "0"
 
 
 # ------------------------------------------------------------------------------------------------ host code
@@ -902,6 +1172,28 @@ declare i64 @llvm.umin.i64(i64, i64)
 declare i64 @llvm.umax.i64(i64, i64)
 declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)
 declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)
+declare i16 @llvm.ctlz.i16(i16, i1)
+declare i32 @llvm.ctlz.i32(i32, i1)
+declare i64 @llvm.smin.i64(i64, i64)
+declare i64 @llvm.smax.i64(i64, i64)
+declare half @llvm.sqrt.f16(half)
+declare float @llvm.sqrt.f32(float)
+declare double @llvm.sqrt.f64(double)
+declare half @llvm.trunc.f16(half)
+declare half @llvm.floor.f16(half)
+declare double @llvm.ldexp.f64.i32(double, i32)
+declare double @llvm.roundeven.f64(double)
+declare half @llvm.roundeven.f16(half)
+declare float @llvm.roundeven.f32(float)
+declare half @llvm.ceil.f16(half)
+declare float @llvm.ceil.f32(float)
+declare double @llvm.ceil.f64(double)
+declare double @sin(double)
+declare double @cos(double)
+declare double @log2(double)
+declare double @exp2(double)
+declare double @tanh(double)
+declare double @pow(double, double)
 declare float @llvm.fma.f32(float, float, float)
 declare double @llvm.fma.f64(double, double, double)
 declare double @llvm.trunc.f64(double)
