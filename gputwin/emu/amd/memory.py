@@ -11,6 +11,9 @@ from gputwin.errors import GputwinError
 
 U32, U64 = np.uint32, np.uint64
 M32, M64 = 0xffffffff, 0xffffffffffffffff
+# the V# (buffer resource, 4 SGPRs) fields MUBUF addressing reads, (first bit, width) of its 128 bits (RDNA3/RDNA4/
+# CDNA3 ISA guides, "Buffer Resource"); the native tier emits the same fields (codegen.Compiler.buffer_vsharp)
+VSHARP = {"base": (0, 48), "stride": (48, 14), "num_records": (64, 32)}
 
 
 def memop(eng, op: Op, ix, m, st) -> None:
@@ -46,10 +49,9 @@ def memop(eng, op: Op, ix, m, st) -> None:
 def _buffer(eng, op, ix, m, st):
   """MUBUF: base/stride/num_records from the V# in 4 SGPRs; out-of-range lanes load 0 and store nothing."""
   info = op.info
-  d = eng.S[ix, info["srsrc"]:info["srsrc"] + 4].astype(U64)
-  base = d[:, 0] | ((d[:, 1] & U64(0xffff)) << U64(32))
-  stride = (d[:, 1] >> U64(16)) & U64(0x3fff)
-  nrec = d[:, 2]
+  d = eng.S[ix, info["srsrc"]:info["srsrc"] + 4].astype(object)
+  v = d[:, 0] | d[:, 1] << 32 | d[:, 2] << 64 | d[:, 3] << 96
+  base, stride, nrec = ((v >> lo & (1 << n) - 1).astype(U64) for lo, n in VSHARP.values())
   so = eng.S[ix, info["soffset"]].astype(U64) if info["soffset"] is not None else U64(info["soffset_k"])
   v0 = eng.V[ix, info["vaddr"]].astype(U64) if info["vaddr"] is not None else 0
   idx = v0 if info["idxen"] else U64(0)

@@ -8,13 +8,14 @@ import enum
 
 import numpy as np
 
-from gputwin.emu.amd.decode import EXECZ, SCC_CODE, VCCZ  # computed scalar operand codes: AMD's
+from gputwin.emu.amd.decode import APERTURE, EXECZ, SCC_CODE, VCCZ  # computed scalar operand codes: AMD's
 from gputwin.emu.amd.lanes import OMOD, sdwa_field  # VOP3 output modifiers, SDWA selects: AMD's
+from gputwin.emu.amd.memory import VSHARP  # the V# fields of buffer accesses: AMD's
 from gputwin.emu.binding import LDS_BITS, LDS_SHIFT, elect, float_result, sets_pc, va_bits
 from gputwin.emu.native import matrix, plan, tensor
 from gputwin.emu.native.runtime import (C_IEEE, C_INIT, C_LANES, C_LDS, C_LDSZ, C_LOG, C_PC, C_RAN, C_REGS, C_RES,
-                                        C_RESN, C_S, C_SCC, C_SSTR, C_SSTW, C_TAKEN, C_A, C_V, C_VSTR, C_VSTW, C_WG,
-                                        F_GLOBAL, F_HIGH, F_LDSBASE, HINT_BASE, HINT_HI, HINT_LO, HINT_PROBE,
+                                        C_RESN, C_S, C_SCC, C_PRIV, C_SCRST, C_SSTR, C_SSTW, C_TAKEN, C_A, C_V, C_VSTR, C_VSTW,
+                                        C_WG, F_GLOBAL, F_HIGH, F_LDSBASE, HINT_BASE, HINT_HI, HINT_LO, HINT_PROBE,
                                         HINT_REGION, HINTS, PRELUDE, TBAA_FIXED, mask_bits)
 from gputwin.emu.program import Op, Src
 from gputwin.pcode import analysis, llvm as backend
@@ -24,6 +25,7 @@ from gputwin.pcode.llvm import TBAA_BASE, Lower, Unsupported, default_bits, fcon
 M32 = 0xffffffff
 PROBE_CONTIG, PROBE_EXACT, PROBE_FAST = 0, 1, 2  # what a probe answers
 SITES = "@sites"  # a logging block's LDS accesses per wave (Block.sites): a constant the module defines at its end
+SPACES = {"ds": "lds", "scratch": "scr", "flat": "flat"}  # Op.mem -> prelude.ll's access helper (@{space}_ptr); else gm
 
 
 class Mode(enum.Enum):
@@ -106,7 +108,9 @@ class Gen(Lower):
     self.hint = None
     self.row = None  # Gen.region
     self.dptr = None  # Gen.delta
-    self.space = "lds" if eng_info["space"] == "lds" else "guest"  # TBAA of its memory accesses
+    # TBAA of its memory accesses: flat ones may reach any window, "mem" (the parent of the three: Compiler.metadata)
+    self.space = {"lds": "lds", "scr": "scratch", "flat": "mem"}.get(eng_info["space"], "guest")
+    self.route = None  # flat: the lane's window, an i8 alloca (Compiler.addresses: 0 global, 1 LDS, 2 scratch)
     self.logged = 0  # LDS accesses logged so far (access)
 
   def address(self) -> str | None:
@@ -215,28 +219,48 @@ class Gen(Lower):
     """The host pointer of guest bytes [a, a + nb) in this instruction's space; a fault leaves the function. In a
     logging block (Compiler `log`) an LDS access first writes its address to the log (Block.sites)."""
     f = self.f
-    if self.space == "lds" and self.info.get("log") is not None:
-      sites, k = self.info["log"], self.info["site0"] + self.logged
-      self.logged += 1
-      if len(sites) == k:  # (every variant of the instruction makes the same accesses in the same order)
-        sites.append((self.info["op"], nb, write))
-      per = f.op(f"load i64, ptr {SITES}, !invariant.load !0")
-      row = f.op(f"add i64 {f.op(f'mul i64 %w, {per}')}, {k}")
-      lanes = self.info["lanes"]
-      at = f.op(f"add i64 {f.op(f'mul i64 {row}, {lanes}')}, %lane")
-      a32 = f.op(f"trunc i64 {a} to i32")  # (LDS addresses: workgroup slot << LDS_SHIFT | offset, below 2**32)
-      f.emit(f"store i32 {a32}, ptr {f.gep(f.ctxp(C_LOG), f.op(f'mul i64 {at}, 4'))}, {f.tbaa('log')}")
+    logs = self.info.get("log") is not None
+    if self.space == "lds" and logs:
+      self.log(a, nb, write)
     if f.mode in (Mode.FAST, Mode.CONTIG):  # probed: in the region (global), within the allocation (LDS)
       return f.op(f"getelementptr i8, ptr {self.delta()}, i64 {a}")
     if self.hint is None:  # the region the last access of this instruction hit (kept across waves)
       self.hint = f"%hint{self.info['slot']}"
       f.pro.append(f"  {self.hint} = getelementptr i64, ptr %hints, i64 {HINT_REGION + HINTS * self.info['slot']}")
-    p = f.op(f"call ptr @{self.info['space']}_ptr(ptr %ctx, i64 {a}, i64 {nb}, i64 {int(write)}, i64 %w, "
-             f"ptr {self.hint})")
+    at = lambda sp: f.op(f"call ptr @{sp}_ptr(ptr %ctx, i64 {a}, i64 {nb}, i64 {int(write)}, i64 %w, ptr {self.hint})")
+    if self.info["space"] != "flat":
+      p = at(self.info["space"])
+    else:  # flat: the window the lane's address fell in (Compiler.addresses)
+      got, join = [], f.label("win")
+      arms = [(f.label("gm"), "gm"), (f.label("lds"), "lds"), (f.label("scr"), "scr")]
+      f.emit(f"switch i8 {f.op(f'load i8, ptr {self.route}')}, label %{arms[0][0]} "
+             f"[ i8 1, label %{arms[1][0]}  i8 2, label %{arms[2][0]} ]")
+      for lab, sp in arms:
+        f.put(lab)
+        if sp == "lds" and logs:  # (a lane in another window leaves its log entry unset: no LDS access)
+          self.log(a, nb, write)
+        got.append(f"[{at(sp)}, %{lab}]")
+        f.emit(f"br label %{join}")
+      f.put(join)
+      p = f.op(f"phi ptr {', '.join(got)}")
     ok = f.label("ok")
     f.emit(f"br i1 {f.op(f'icmp eq ptr {p}, null')}, label %fault, label %{ok}")
     f.put(ok)
     return p
+
+  def log(self, a: str, nb: int, write: bool) -> None:
+    """A logging block (Compiler `log`): this lane's LDS access at `a` into the log (Block.sites), before it is made."""
+    f = self.f
+    sites, k = self.info["log"], self.info["site0"] + self.logged
+    self.logged += 1
+    if len(sites) == k:  # (every variant of the instruction makes the same accesses in the same order)
+      sites.append((self.info["op"], nb, write))
+    per = f.op(f"load i64, ptr {SITES}, !invariant.load !0")
+    row = f.op(f"add i64 {f.op(f'mul i64 %w, {per}')}, {k}")
+    lanes = self.info["lanes"]
+    at = f.op(f"add i64 {f.op(f'mul i64 {row}, {lanes}')}, %lane")
+    a32 = f.op(f"trunc i64 {a} to i32")  # (LDS addresses: workgroup slot << LDS_SHIFT | offset, below 2**32)
+    f.emit(f"store i32 {a32}, ptr {f.gep(f.ctxp(C_LOG), f.op(f'mul i64 {at}, 4'))}, {f.tbaa('log')}")
 
 
 def _assigned(body, name: str, lanes: int) -> list | None:
@@ -314,7 +338,7 @@ class Compiler:
     self.simt = bool(getattr(frontend, "simt", False))
     self.tail = plan.tail(ops[-1], self.simt) is not None
     self.funcs: list[str] = []
-    self.tags = {k: i for i, k in enumerate(TBAA_FIXED)}
+    self.tags = {k: i for i, k in enumerate(TBAA_FIXED + ("mem",))}  # ("mem": guest memory, LDS or scratch)
     self.wrote = {"v": 0, "s": 0}  # register rows the block writes (Engine.mark)
     self.nv = self.ns = 0  # registers the block touches: an engine with fewer stays interpreted
     self.checked = set()  # instructions whose CHECK function is defined (inst_fn)
@@ -401,11 +425,13 @@ done:
     return PRELUDE + sites + "\n".join(self.funcs) + drv + self.metadata()
 
   def metadata(self) -> str:
-    """!0 marks invariant loads (ctx fields); each TBAA tag is a scalar type of its own under one root."""
+    """!0 marks invariant loads (ctx fields); each TBAA tag is a scalar type of its own under one root, but guest
+    memory, LDS and scratch, which are types under "mem" (a flat access's: it may reach any of them)."""
     out = ['attributes #0 = { "prefer-vector-width"="512" }', "!0 = !{}", f'!{TBAA_BASE - 1} = !{{!"gputwin"}}']
     for what, i in self.tags.items():
       t = TBAA_BASE + 2 * i
-      out.append(f'!{t} = !{{!"{what}", !{TBAA_BASE - 1}, i64 0}}')
+      up = TBAA_BASE + 2 * self.tags["mem"] if what in ("guest", "lds", "scratch") else TBAA_BASE - 1
+      out.append(f'!{t} = !{{!"{what}", !{up}, i64 0}}')
       out.append(f"!{t + 1} = !{{!{t}, !{t}, i64 0}}")
     return "\n".join(out) + "\n"
 
@@ -484,9 +510,9 @@ done:
     last, nops = ops[-1], len(ops)
     ops = [o for o in ops if o.kind != "nop"] or ops[-1:]  # s_nop, s_delay_alu... in a group: PC and counts only
     op = ops[0]
-    info = {"lanes": self.L, "family": self.fam, "space": "lds" if op.mem == "ds" else "gm", "vgpr": self.vgpr_at,
+    info = {"lanes": self.L, "family": self.fam, "space": SPACES.get(op.mem, "gm"), "vgpr": self.vgpr_at,
             "slot": self.owner.get(i, (i, 0))[0], "delta": self.owner.get(i, (i, 0))[1]}
-    if self.log and op.mem == "ds" and mode is not Mode.CHECK:
+    if self.log and op.mem in plan.LDS_KINDS and mode is not Mode.CHECK:
       k0 = self.site0.setdefault(i, len(self.sites))  # (the sites of the ops before it are all known by now)
       info.update(log=self.sites, site0=k0, op=i)
     # a wave-level body (readlane, writelane: registers by lane number) runs once per wave with an active lane
@@ -905,6 +931,8 @@ done:
         ptr = self.vgpr_ptr(f, s.index + k, s.file)
         acc = self.join(f, acc, f.ld("i32", ptr, (s.file, s.index + k)), k, s.dwords)
       v, bits = acc, 32 * s.dwords
+    elif s.index in APERTURE and getattr(self.fe, "apertures", None):  # (AMD's Frontend.sreg: a 64-bit read gives
+      v, bits = str(APERTURE[s.index] << (32 * (s.dwords - 1))), 32 * s.dwords  # the aperture's base, 32-bit its hi)
     elif s.index in (VCCZ, EXECZ):
       base = self.sp["vcc"] if s.index == VCCZ else self.sp["exec"]
       x = self.sgpr(f, base, self.L // 32)
@@ -965,14 +993,17 @@ done:
     g.widths = names
     g.lane_names, g.lane0 = set(), set()
     g.ea = g.f.alloca("i64")
+    if g.info["space"] == "flat":
+      g.route = g.f.alloca("i8")
     g.masks = {}  # lane-mask outputs reduced after the lane loop: name -> (bits, written lanes) accumulators
     for nm, w in names.items():
       if w > 1024:
         raise Unsupported("huge state")
       g.state[nm] = (g.f.alloca(f"i{w}"), w)
       s = plan.state_src(o, nm)
-      per_lane = vector and (isinstance(s, Src) and s.file in ("v", "a") or nm == "ADDR" and o.mem in ("global", "ds")
-                             or nm in p.outputs and plan.discarded(o, nm, self.sp))
+      # (flat: OFFSET is 0 for the lanes in LDS, as the interpreter runs their body: amd/memory.py)
+      per_lane = vector and (isinstance(s, Src) and s.file in ("v", "a") or nm == "ADDR" and bool(o.mem) or
+                             nm == "OFFSET" and o.mem == "flat" or nm in p.outputs and plan.discarded(o, nm, self.sp))
       if vector and nm in p.outputs and not per_lane and not analysis.bit_written(p.body, nm):
         # a per-wave register written whole by every lane (V_MAD_U64_U32's D1): the interpreter keeps the first
         # active lane's value (its initial value when no lane is active: core.Engine._store_parts)
@@ -1049,43 +1080,115 @@ done:
       a = f.op(f"add nuw i64 {cb}, {f.op(f'mul nuw i64 %lane, {analysis.stride(o.sem.program)}')}")
     elif info.get("buffer") is not None:  # relative to a bound buffer (binding.Buffer)
       a = self.buffer_address(f, info["buffer"], o)
+    elif info.get("address") is None and plan.vsharp(o):  # AMD buffer: through the V# (amd/memory.py _buffer)
+      a = self.buffer_vsharp(f, o)
     else:  # the instruction's Address plan (binding.Address), as core.Engine.address evaluates it
-      plan = info.get("address")
-      if plan is None or plan.space not in ("mem", "lds"):
+      p = info.get("address")
+      if p is None or p.space not in ("mem", "lds", "scratch", "split"):
         raise Unsupported("address form")
-      w = plan.width
+      w = p.width
       a = None
-      for t in plan.terms:
+      for t in p.terms:
         if t.file == "s":
           v = f.conv(self.sgpr(f, t.index, t.dwords), 32 * t.dwords, w)
         else:
           v = f.conv(self.fetch(f, t)[0], 32 * t.dwords, w)
         a = v if a is None else f.op(f"add i{w} {a}, {v}")
       a = a or "0"
-      if plan.offset:
-        a = f.op(f"add i{w} {a}, {plan.offset & ((1 << w) - 1)}")
-      if plan.align > 1:
-        a = f.op(f"and i{w} {a}, {-plan.align}")
-      if plan.space == "mem":
+      if p.offset:
+        a = f.op(f"add i{w} {a}, {p.offset & ((1 << w) - 1)}")
+      if p.align > 1:
+        a = f.op(f"and i{w} {a}, {-p.align}")
+      if p.space == "mem":
         a = f.conv(a, w, 64)
         if va_bits(o, self.fe) < 64:
           self.high_check(f, a, va_bits(o, self.fe))
-      else:  # LDS: a 32-bit base (a 64-bit plan's low half, as the interpreter takes it); the slot on top
-        base = f.conv(a, w, 32) if w != 32 else a
-        reach = 1 << (LDS_BITS - 1)
-        near = f.op(f"add i32 {base}, {reach}")
-        bad = f.op(f"icmp uge i32 {near}, {2 * reach}")
-        self.fault_if(f, bad, F_LDSBASE, f.op(f"zext i32 {base} to i64"), 4, "r" not in o.sem.mem)
-        wgp = f.gep(f.ctxp(C_WG), f.op("mul i64 %w, 8"))
-        wg = f.ld("i64", wgp, "wg")
-        lo = f.op(f"zext i32 {f.op(f'and i32 {base}, {(1 << LDS_BITS) - 1}')} to i64")
-        a = f.op(f"or i64 {f.op(f'shl i64 {wg}, {LDS_SHIFT}')}, {lo}")
+      elif p.space == "lds":  # a 32-bit base (a 64-bit plan's low half, as the interpreter takes it)
+        a = self.lds_address(f, f.conv(a, w, 32) if w != 32 else a, o)
+      elif p.space == "scratch":  # the lane's private offset (zero-extended)
+        a = self.scratch_address(f, f.conv(a, w, 64))
+      else:
+        a = self.flat_address(g, f.conv(a, w, 64), o)
     f.emit(f"store i64 {a}, ptr {g.ea}")  # what the Calc*Addr built-ins answer
-    if "ADDR" in g.state:  # pcode's own ADDR input: the low 32 bits, in the width the body declares
+    if "ADDR" in g.state:  # pcode's own ADDR input: the low `bits` bits, in the width the body declares
       ptr, w = g.state["ADDR"]
-      bits = va_bits(o, self.fe) if o.mem != "ds" else 32  # (contig: probed below 2**bits)
+      bits = 32 if o.mem in ("ds", "scratch") else va_bits(o, self.fe)  # (windows: below 2**32; contig: probed)
       a32 = a if f.mode is Mode.CONTIG or bits == 64 else f.op(f"and i64 {a}, {(1 << bits) - 1}")
+      if g.route is not None and bits == 64:  # flat: the lanes in LDS or scratch take a window's address
+        win = f.op(f"icmp ne i8 {f.op(f'load i8, ptr {g.route}')}, 0")
+        a32 = f.op(f"select i1 {win}, i64 {f.op(f'and i64 {a}, {M32}')}, i64 {a32}")
       f.emit(f"store i{w} {f.conv(a32, 64, w)}, ptr {ptr}")
+
+  def lds_address(self, f: Fn, base: str, o: Op, lanes: str | None = None) -> str:
+    """core.Engine.lds_address for one lane: its 32-bit base kept mod 2**LDS_BITS (a base further than 256 KiB from
+    0 faults; `lanes`: only where that i1 holds), the workgroup slot on top."""
+    reach = 1 << (LDS_BITS - 1)
+    near = f.op(f"add i32 {base}, {reach}")
+    bad = f.op(f"icmp uge i32 {near}, {2 * reach}")
+    bad = bad if lanes is None else f.op(f"and i1 {bad}, {lanes}")
+    self.fault_if(f, bad, F_LDSBASE, f.op(f"zext i32 {base} to i64"), 4, "r" not in o.sem.mem)
+    wgp = f.gep(f.ctxp(C_WG), f.op("mul i64 %w, 8"))
+    wg = f.ld("i64", wgp, "wg")
+    lo = f.op(f"zext i32 {f.op(f'and i32 {base}, {(1 << LDS_BITS) - 1}')} to i64")
+    return f.op(f"or i64 {f.op(f'shl i64 {wg}, {LDS_SHIFT}')}, {lo}")
+
+  def scratch_address(self, f: Fn, off: str) -> str:
+    """core.Engine.run_scratch: private offset `off` (i64) of this lane -> the scratch window's address, the lane's
+    slot (wave * lanes + lane) shifted by the window's stride (prelude.ll scr_ptr checks the offset in the slot)."""
+    slot = f.op(f"add i64 {f.op(f'mul i64 %w, {self.L}')}, %lane")
+    return f.op(f"add i64 {f.op(f'shl i64 {slot}, {f.ctx(C_SCRST)}')}, {off}")
+
+  def flat_address(self, g: Gen, a: str, o: Op) -> str:
+    """amd/memory.py memop's flat routing for this lane: the high dword of 64-bit address `a` in the shared aperture
+    -> LDS (the low dword its base; the body's OFFSET 0), in the private one -> scratch (the low dword its private
+    offset), else guest memory (the frontend's apertures: Frontend.apertures). Sets the lane's route (Gen.route), the
+    access helper Gen.access takes."""
+    f = g.f
+    shared, private = self.fe.apertures
+    hi = f.op(f"trunc i64 {f.op(f'lshr i64 {a}, 32')} to i32")
+    lo = f.op(f"trunc i64 {a} to i32")
+    sh, pr = f.op(f"icmp eq i32 {hi}, {shared}"), f.op(f"icmp eq i32 {hi}, {private}")
+    route = f.op(f"select i1 {sh}, i8 1, i8 {f.op(f'select i1 {pr}, i8 2, i8 0')}")
+    f.emit(f"store i8 {route}, ptr {g.route}")
+    yes, no = f.label("priv"), f.label("npriv")  # (a lane in scratch: Engine.scratch_used, runtime.Native.run)
+    f.emit(f"br i1 {pr}, label %{yes}, label %{no}")
+    f.put(yes)
+    f.set_ctx(C_PRIV, "1")
+    f.emit(f"br label %{no}")
+    f.put(no)
+    if "OFFSET" in g.state:
+      ptr, w = g.state["OFFSET"]
+      old = f.op(f"load i{w}, ptr {ptr}")
+      f.emit(f"store i{w} {f.op(f'select i1 {sh}, i{w} 0, i{w} {old}')}, ptr {ptr}")
+    gm = a
+    if va_bits(o, self.fe) < 64:
+      bits = va_bits(o, self.fe)
+      self.fault_if(f, f.op(f"and i1 {f.op(f'icmp ugt i64 {a}, {(1 << bits) - 1}')}, "
+                            f"{f.op(f'icmp eq i8 {route}, 0')}"), F_HIGH, a, 4, False)
+    lds = self.lds_address(f, lo, o, sh)
+    scr = self.scratch_address(f, f.op(f"zext i32 {lo} to i64"))
+    return f.op(f"select i1 {sh}, i64 {lds}, i64 {f.op(f'select i1 {pr}, i64 {scr}, i64 {gm}')}")
+
+  def buffer_vsharp(self, f: Fn, o: Op) -> str:
+    """amd/memory.py _buffer for this lane: base, stride and num_records from the V# (4 SGPRs, VSHARP's fields),
+    index (idxen) and offset (offen) from vaddr, plus soffset and the instruction's offset. A lane out of the
+    buffer's range (offset past num_records with stride 0, else index past it) is skipped: it loads and stores
+    nothing, as the interpreter leaves it out of the body's lanes."""
+    i = o.info
+    d = self.sgpr(f, i["srsrc"], 4)
+    base, stride, nrec = (f.conv(f.op(f"and i128 {f.op(f'lshr i128 {d}, {lo}') if lo else d}, {(1 << n) - 1}"), 128, 64)
+                          for lo, n in VSHARP.values())
+    so = f.conv(self.sgpr(f, i["soffset"], 1), 32, 64) if i["soffset"] is not None else str(i["soffset_k"] & M32)
+    vgpr = lambda k: f.conv(f.ld("i32", self.vgpr_ptr(f, i["vaddr"] + k), ("v", i["vaddr"] + k)), 32, 64)
+    idx = vgpr(0) if i["idxen"] else "0"
+    off = f.op(f"add i64 {vgpr(1 if i['idxen'] else 0) if i['offen'] else '0'}, {i['offset'] & ((1 << 64) - 1)}")
+    inside = f.op(f"select i1 {f.op(f'icmp eq i64 {stride}, 0')}, i1 {f.op(f'icmp ult i64 {off}, {nrec}')}, "
+                  f"i1 {f.op(f'icmp ult i64 {idx}, {nrec}')}")
+    yes = f.label("inb")
+    f.emit(f"br i1 {inside}, label %{yes}, label %lnext")
+    f.put(yes)
+    a = f.op(f"add i64 {f.op(f'add i64 {base}, {so}')}, {off}")
+    return f.op(f"add i64 {a}, {f.op(f'mul i64 {idx}, {stride}')}")
 
   def buffer_address(self, f: Fn, b, o: Op) -> str:
     """The guest address of a lane's access to bound buffer `b` (binding.Buffer), from the launch's tables

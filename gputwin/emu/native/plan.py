@@ -13,7 +13,11 @@ from gputwin.pcode import analysis
 from gputwin.pcode.llvm import Unsupported
 
 BLOCK_KINDS = ("alu", "mem", "vopd", "nop", "matrix")
-MEM_KINDS = ("global", "smem", "ds")
+MEM_KINDS = ("global", "smem", "ds", "scratch", "buffer", "flat")
+# kinds whose addresses go through a frontend's own rule with per-thread PCs (PTX's .local with its by-space bodies,
+# ir3's private memory): interpreted there; one PC per wave (AMD) runs them natively (codegen.Compiler.addresses)
+WAVE_ONLY = ("scratch", "buffer", "flat")
+LDS_KINDS = ("ds", "flat")  # accesses that may reach LDS (flat: lanes in the shared aperture): the race checker's
 
 
 def parts(op: Op) -> list[Op]:
@@ -71,7 +75,8 @@ def supported(op: Op, fam: str, simt: bool = False, arch: str = "") -> None:
     if (o.info.get("clamp") or o.info.get("omod")) and isinstance(d, Src) and not outmod_float(d) and \
        (float_result(d) or o.info.get("clamp")):  # (f16: see README; clamp on an integer: the interpreter stops)
       raise Unsupported("output modifier")
-    if o.mem and (o.mem not in MEM_KINDS or o.info.get("address") is None and o.info.get("buffer") is None):
+    if o.mem and (o.mem not in MEM_KINDS or simt and o.mem in WAVE_ONLY or
+                  o.info.get("address") is None and o.info.get("buffer") is None and not vsharp(o)):
       raise Unsupported(o.mem)
     if "ROUND_MODE" in sem.inputs or "ROUND_MODE" in sem.outputs:
       raise Unsupported("ROUND_MODE")
@@ -79,9 +84,16 @@ def supported(op: Op, fam: str, simt: bool = False, arch: str = "") -> None:
     # interpreter's one value; one PC per wave: EXEC may be empty, the interpreter writes it anyway)
     if o.kind == "alu" and scalar_valu(o) and not (simt and op.info.get("guard") is None):
       raise Unsupported("scalar VALU")
-    for s in list(o.ins.values()) + list(o.outs.values()):
-      if isinstance(s, Src) and (s.file == "a" and fam != "cdna" or s.file == "s" and s.index in APERTURE):
+    for s in list(o.ins.values()) + list(o.outs.values()):  # (the flat apertures: read as constants, not written)
+      if isinstance(s, Src) and (s.file == "a" and fam != "cdna" or s.file == "s" and s.index in APERTURE and
+                                 s in o.outs.values()):
         raise Unsupported("operand")
+
+
+def vsharp(op: Op) -> bool:
+  """Is `op` an AMD buffer access through a V# (MUBUF/VBUFFER: op.info's srsrc, soffset, vaddr, idxen, offen,
+  offset; amd/memory.py `_buffer`) that writes no LDS (the encoding's lds bit: loads into LDS at M0)?"""
+  return op.mem == "buffer" and op.info.get("srsrc") is not None and not op.inst.get("lds", 0)
 
 
 def lowered(op: Op) -> Op:
@@ -97,8 +109,9 @@ def prechecked(op: Op) -> bool:
   first, and the instruction it re-runs after a native fault must read the registers as they were."""
   if not (op.vector and op.mem):
     return False
-  a, b = op.info.get("address"), op.info.get("buffer")
-  srcs = list(a.terms) if a is not None else [b.coord, b.index] if b is not None else []
+  a, b, i = op.info.get("address"), op.info.get("buffer"), op.info
+  srcs = list(a.terms) if a is not None else [b.coord, b.index] if b is not None else \
+      [Src("v", i["vaddr"], i["vdwords"])] if vsharp(op) and i.get("vaddr") is not None else []
   reads = {(s.file, s.index + k) for s in srcs if s.file in "va" for k in range(s.dwords)}
   return any((d.file, d.index + k) in reads for o in parts(op) for d in o.outs.values() if isinstance(d, Src)
              for k in range(d.dwords))
@@ -297,5 +310,5 @@ def dead_reads(ops: list[Op], simt: bool) -> bool:
   the race checker runs it natively only under those conditions. Per-thread PCs: the barrier must be a plain one
   (binding.plain_barrier) and every live thread must run the block (checks.native's `every`)."""
   return bool(ops) and tail(ops[-1], simt) == "barrier" and (not simt or plain_barrier(ops[-1])) and \
-      not any(o.mem == "ds" and "w" in (o.sem.mem if o.sem is not None else "w") for o in ops) and \
-      any(o.mem == "ds" for o in ops)
+      not any(o.mem in LDS_KINDS and "w" in (o.sem.mem if o.sem is not None else "w") for o in ops) and \
+      any(o.mem in LDS_KINDS for o in ops)

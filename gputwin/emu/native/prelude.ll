@@ -163,3 +163,40 @@ fail:
   call void @fault(ptr %ctx, i64 F_LDSOFF, i64 %off, i64 %nb, i64 %wr, i64 %w)
   ret ptr null
 }
+
+; the scratch window (core.Engine.run_scratch, memory.Window): address = slot << C_SCRST | offset, one slot per lane,
+; C_SCRSZ bytes stored per slot; an offset past them faults as the window's check does (a slot past the last one: the
+; interpreter's re-run reports it)
+define internal ptr @scr_ptr(ptr %ctx, i64 %a, i64 %nb, i64 %wr, i64 %w, ptr %hint) alwaysinline {
+entry:
+  %shp = getelementptr i64, ptr %ctx, i64 C_SCRST
+  %sh = load i64, ptr %shp, !invariant.load !0
+  %szp = getelementptr i64, ptr %ctx, i64 C_SCRSZ
+  %sz = load i64, ptr %szp, !invariant.load !0
+  %one = shl i64 1, %sh
+  %mask = sub i64 %one, 1
+  %off = and i64 %a, %mask
+  %end = add i64 %off, %nb
+  %bad = icmp ugt i64 %end, %sz
+  br i1 %bad, label %fail, label %slot
+slot:
+  %s = lshr i64 %a, %sh
+  %np = getelementptr i64, ptr %ctx, i64 C_SCRN
+  %n = load i64, ptr %np, !invariant.load !0
+  %in = icmp ult i64 %s, %n
+  br i1 %in, label %ok, label %past
+ok:
+  %base = mul i64 %s, %sz
+  %idx = add i64 %base, %off
+  %bp = getelementptr i64, ptr %ctx, i64 C_SCR
+  %b = load i64, ptr %bp, !invariant.load !0
+  %h = add i64 %b, %idx
+  %r = inttoptr i64 %h to ptr
+  ret ptr %r
+fail:
+  call void @fault(ptr %ctx, i64 F_SCROFF, i64 %off, i64 %nb, i64 %wr, i64 %w)
+  ret ptr null
+past:
+  call void @fault(ptr %ctx, i64 F_SCRSLOT, i64 %a, i64 %nb, i64 %wr, i64 %w)
+  ret ptr null
+}

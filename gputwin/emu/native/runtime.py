@@ -22,8 +22,10 @@ TBAA_FIXED = ("ctx", "tbl")  # tags the prelude uses: ctx fields the block write
 
 # ctx: one int64 array shared by Python and the native code
 (C_V, C_S, C_SCC, C_PC, C_WG, C_VSTW, C_VSTR, C_SSTW, C_SSTR, C_LDS, C_LDSZ, C_NREG, C_REGS, C_FAULT, C_FADDR,
- C_FBYTES, C_FWRITE, C_FWAVE, C_LANES, C_INIT, C_IEEE, C_TAKEN, C_LOG, C_A, C_RES, C_RESN, C_RAN, C_N) = range(28)
-F_GLOBAL, F_HIGH, F_LDSBASE, F_LDSOFF = 1, 2, 3, 4  # what a fault in ctx[C_FAULT] was
+ C_FBYTES, C_FWRITE, C_FWAVE, C_LANES, C_INIT, C_IEEE, C_TAKEN, C_LOG, C_A, C_RES, C_RESN, C_RAN, C_SCR, C_SCRSZ,
+ C_SCRST, C_SCRN, C_PRIV, C_N) = range(33)  # (C_SCR...: the scratch window's bytes, slot size, log2 of its address
+# stride, slots; C_PRIV: set by a flat access with a lane in the private aperture)
+F_GLOBAL, F_HIGH, F_LDSBASE, F_LDSOFF, F_SCROFF, F_SCRSLOT = 1, 2, 3, 4, 5, 6  # what a fault in ctx[C_FAULT] was
 
 # this process's tier work: blocks made, of them compiled by LLVM (their vector instructions) or loaded from the disk
 # cache, runs, wave-instructions run, seconds compiling (IR, LLVM, object code) and loading
@@ -48,6 +50,7 @@ class Block:
     # LDS accesses the code logs (compiled for the race checker): (op index, bytes, write) in the order they run; each
     # writes its lanes' addresses into Native.log[wave, site, lane] (uint32; all ones: the lane did not access)
     self.sites = sites
+    self.private = any(o.mem == "scratch" for o in ops)  # it runs scratch accesses (Engine.scratch_used)
 
 
 def mask_bits(lanes: int) -> int:
@@ -58,9 +61,11 @@ def mask_bits(lanes: int) -> int:
 
 PRELUDE = backend.INTRINSICS + (Path(__file__).parent / "prelude.ll").read_text()  # memory helpers, faults
 _CTX = dict(NREG=C_NREG, REGS=C_REGS, LDS=C_LDS, LDSZ=C_LDSZ, FAULT=C_FAULT, FADDR=C_FADDR, FBYTES=C_FBYTES,
-            FWRITE=C_FWRITE, FWAVE=C_FWAVE, INIT=C_INIT, V=C_V, VSTW=C_VSTW, VSTR=C_VSTR)
+            FWRITE=C_FWRITE, FWAVE=C_FWAVE, INIT=C_INIT, V=C_V, VSTW=C_VSTW, VSTR=C_VSTR, SCR=C_SCR, SCRSZ=C_SCRSZ,
+            SCRST=C_SCRST, SCRN=C_SCRN)
 PRELUDE = re.sub(r"i64 C_(\w+)\n", lambda m: f"i64 {_CTX[m.group(1)]}\n", PRELUDE)  # ctx slots by name
 for _k, _v in dict(LDS_MASK=(1 << LDS_BITS) - 1, LDS_SHIFT=LDS_SHIFT, F_GLOBAL=F_GLOBAL, F_LDSOFF=F_LDSOFF,
+                   F_SCROFF=F_SCROFF, F_SCRSLOT=F_SCRSLOT,
                    TB_CTX=f"!{TBAA_BASE + 2 * TBAA_FIXED.index('ctx') + 1}",  # (Fn.tbaa's numbering)
                    TB_TBL=f"!{TBAA_BASE + 2 * TBAA_FIXED.index('tbl') + 1}").items():
   PRELUDE = PRELUDE.replace(_k, str(_v))
@@ -164,6 +169,8 @@ class Native:
     c[C_SSTW], c[C_SSTR] = e.S.strides[0], e.S.strides[1]
     c[C_SCC], c[C_PC], c[C_WG] = e.scc.ctypes.data, e.pc.ctypes.data, self.wg.ctypes.data
     c[C_LDS], c[C_LDSZ] = e.lds.buf.ctypes.data, e.lds.size
+    sc = e.scratch  # one slot per lane (core.Engine.run_scratch): 2**shift apart in addresses, `size` bytes stored
+    c[C_SCR], c[C_SCRSZ], c[C_SCRST], c[C_SCRN] = sc.buf.ctypes.data, sc.size, sc.shift, e.W * e.L
     assert e.scc.dtype == np.uint32 and e.pc.dtype == np.int64 and e.V.strides[2] == 4 and e.A.strides == e.V.strides
     self.buffers()
     self.rebind()
@@ -209,12 +216,14 @@ class Native:
     if blk.na > eng.A.shape[1]:  # (Tier.block declines it: AccVGPRs past the allocation)
       raise GputwinError(f"native block at {blk.pc:#x} reaches AccVGPR {blk.na - 1} of {eng.A.shape[1]}")
     waves = self.all if isinstance(ix, slice) else np.ascontiguousarray(ix, dtype=np.int64)
-    c[C_FAULT] = c[C_LANES] = c[C_RAN] = 0
+    c[C_FAULT] = c[C_LANES] = c[C_RAN] = c[C_PRIV] = 0
     c[C_IEEE] = eng.ieee
     if getattr(eng, "res", None) is not None:
       self.buffers()
     for file, rows in blk.wrote.items():
       eng.written[file] |= rows
+    if blk.private:  # (as core.Engine.run_scratch: the next restart clears the window; flat accesses: C_PRIV)
+      eng.scratch_used = True
     if blk.sites:  # [wave, site, lane] addresses for the race checker (the code clears each wave's rows first)
       need = eng.W * len(blk.sites) * eng.L
       if self.log is None or self.log.size < need:
@@ -234,6 +243,8 @@ class Native:
         c[C_INIT] = 0
     STATS["runs"] += 1
     eng._exec, self.ran = None, int(c[C_RAN])
+    if c[C_PRIV]:
+      eng.scratch_used = True
     if r:  # waves before the faulting one ran the whole block, it ran r - 1 instructions, the rest none
       done, w = r - 1, int(c[C_FWAVE])
       k = int(np.flatnonzero(waves == w)[0])
@@ -265,5 +276,10 @@ class Native:
       return GPUPageFault(addr, 4, whole, eng.lds.device, f"LDS address past the {eng.lds.size}-byte allocation")
     if kind == F_LDSOFF:
       return GPUPageFault(addr, nb, access, eng.lds.device, f"LDS offset past its {eng.lds.size}-byte allocation")
+    if kind == F_SCROFF:
+      return GPUPageFault(addr, nb, access, eng.scratch.device,
+                          f"scratch offset past its {eng.scratch.size}-byte allocation")
+    if kind == F_SCRSLOT:  # (the interpreter's window has no such slot either: its own error comes from the re-run)
+      return GPUPageFault(addr, nb, access, eng.scratch.device, "scratch address past the last lane's slot")
     return GPUPageFault(addr, 4 if kind == F_HIGH else nb, whole if kind == F_HIGH else access,
                         getattr(eng.mem, "device", ""))

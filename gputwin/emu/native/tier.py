@@ -15,7 +15,7 @@ from pathlib import Path
 from gputwin.emu.binding import sets_pc
 from gputwin.emu.native import cache
 from gputwin.emu.native.codegen import Compiler
-from gputwin.emu.native.plan import collect, dead_reads, tail
+from gputwin.emu.native.plan import LDS_KINDS, collect, dead_reads, tail
 from gputwin.emu.native.runtime import STATS, Block, Native, emit, load, parse
 from gputwin.pcode.llvm import Unsupported
 
@@ -47,7 +47,7 @@ FAILED: list = []  # (arch, ops, LLVM error) of blocks LLVM rejected; tests asse
 
 def _key(prog, ops, lanes: int, lean: bool, log: bool = False) -> str | None:
   # (a block without LDS accesses, or whose reads cannot matter, logs nothing: one compile serves)
-  log = log and any(o.mem == "ds" for o in ops) and not dead_reads(ops, getattr(prog.frontend, "simt", False))
+  log = log and any(o.mem in LDS_KINDS for o in ops) and not dead_reads(ops, getattr(prog.frontend, "simt", False))
   return cache.key(ops, lanes, prog.family, prog.arch, prog.frontend,
                    f"{f'{LEAN_PIPELINE}-lean' if lean else PIPELINE}{'-log' * log}")
 
