@@ -128,11 +128,13 @@ def _tiers(prog, blk, L, seed):
   return out
 
 
-def _compare(arch, kind, seeds=1):
+def _compare(arch, kind, seeds=1, lean=False):
+  """(encodings of `kind` run on both tiers, of them without a fault, their opcodes, mismatches); `lean`: the
+  tier's cold compile (masked functions only)."""
   both, ok, kinds, mismatches = 0, 0, set(), []
   pick = lambda op: op.mem == kind and not any(isinstance(x, Src) and x.file == "a"
                                                for x in [*op.ins.values(), *op.outs.values()])
-  for s, prog, op, blk, L, seed in compiled_encodings(arch, seeds, pick):
+  for s, prog, op, blk, L, seed in compiled_encodings(arch, seeds, pick, lean):
     (ka, a), (kb, b) = _tiers(prog, blk, L, zlib.crc32(s.data) + seed)
     if ka == "error":
       continue
@@ -156,6 +158,15 @@ def test_random_encodings_native_equal_interpreter(arch, kind, seeds, floor):
   both, ok, kinds, mismatches = _compare(arch, kind, seeds)
   print(f"{arch} {kind}: {both} encodings ({len(kinds)} opcodes) on both tiers, {ok} without a fault")
   assert ok >= floor, f"only {ok} of {both} {kind} encodings ran without a fault"
+  assert not mismatches, f"{len(mismatches)} of {both} differ:\n" + "\n".join(mismatches[:40])
+
+
+@pytest.mark.parametrize("arch", ["gfx1100", "gfx942"])
+@pytest.mark.parametrize("kind, seeds", [("scratch", 2), ("buffer", 1), ("flat", 1)])
+def test_random_encodings_lean_compile(arch, kind, seeds):
+  """The same on the tier's cold (lean) compile of each block."""
+  both, ok, kinds, mismatches = _compare(arch, kind, seeds, lean=True)
+  assert ok >= 25, f"only {ok} of {both} {kind} encodings ran without a fault"
   assert not mismatches, f"{len(mismatches)} of {both} differ:\n" + "\n".join(mismatches[:40])
 
 
