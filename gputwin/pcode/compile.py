@@ -78,8 +78,9 @@ class Gen:
       return f"cv({self.ex(a[0])}, {s.kind!r}, {s.bits}, {t.kind!r}, {t.bits})"
     if op == "bin":
       o, x, y = a
-      if t.kind == "f" and t.bits == 16 and o in "+-*/":  # (the NaN rule numpy's f16 loops do not keep)
-        return f"h16({o!r}, {self.ex(x)}, {self.ex(y)})"
+      if t.isf and o in "+-*/":  # (the NaN rule numpy's loops do not keep; bf16: in its f32 container, then rounded)
+        r = f"fop({o!r}, {self.ex(x)}, {self.ex(y)})"
+        return r if t.kind == "f" else f"rbf({r})"
       if o == "/" and not t.isf:
         r = f"idiv({self.ex(x)}, {self.ex(y)})"
       elif o == "%":

@@ -37,8 +37,8 @@ def lty(t: Ty) -> str:
     return "i1"
   if t.kind == "f":
     return {16: "half", 32: "float", 64: "double"}[t.bits]
-  if t.kind == "bf":
-    raise Unsupported("bfloat16")
+  if t.kind == "bf":  # (runtime.py keeps bf16 values rounded in an f32 container; so does this backend)
+    return "float"
   if t.kind == "int":
     return "i64"
   if t.kind == "arr":  # a local array (`declare tmp : 32'B[64]`): its elements' raw bits, one i64 each
@@ -151,6 +151,9 @@ class Lower:
     """ubits: the raw unsigned bits of a typed value, and their width."""
     if t.kind == "f":
       return self.f.op(f"bitcast {lty(t)} {v} to i{t.bits}"), t.bits
+    if t.kind == "bf":  # the container's upper half
+      u = self.f.op(f"bitcast float {v} to i32")
+      return self.f.op(f"trunc i32 {self.f.op(f'lshr i32 {u}, 16')} to i16"), 16
     if t.kind == "bool":
       return self.f.op(f"zext i1 {v} to i8"), 8
     return v, (64 if t.kind == "int" else t.bits)
@@ -162,6 +165,9 @@ class Lower:
     u = self.f.conv(u, ub, t.bits if t.kind != "int" else 64, False)
     if t.kind == "f":
       return self.f.op(f"bitcast i{t.bits} {u} to {lty(t)}")
+    if t.kind == "bf":
+      w = self.f.conv(u, 16, 32)
+      return self.f.op(f"bitcast i32 {self.f.op(f'shl i32 {w}, 16')} to float")
     return u
 
   def coerce(self, v: str, s: Ty, t: Ty) -> str:
@@ -169,7 +175,7 @@ class Lower:
     if s == t or (s.kind in "uib" and t.kind in "uib" and s.bits == t.bits):
       return v
     if s.isf or t.isf:
-      if s.isf and t.isf and s.bits == t.bits:
+      if s.isf and t.isf and s.bits == t.bits and s.kind == t.kind:
         return v
       if s.kind == "int" and t.isf:
         return self.f.op(f"sitofp i64 {v} to {lty(t)}")
@@ -187,7 +193,9 @@ class Lower:
         return fconst(float(a[0]), t.bits)
       if t.kind == "bool":
         return "true" if int(a[0]) & 1 else "false"
-      if t.kind in ("bf", "arr"):
+      if t.kind == "bf":
+        return fconst(float(rt_typed(a[0], "bf", 16)), 32)
+      if t.kind == "arr":
         raise Unsupported(t.kind)
       bits = 64 if t.kind == "int" else t.bits
       v = int(a[0]) & ((1 << bits) - 1)
@@ -205,7 +213,7 @@ class Lower:
         return f.op(f"trunc i{w} {v} to i1")
       tb = 64 if t.kind == "int" else t.bits
       v = self.f.conv(v, w, tb, False)
-      return f.op(f"bitcast i{tb} {v} to {lty(t)}") if t.kind == "f" else v
+      return self.from_bits(v, tb, t) if t.isf else v
     if op == "wave":
       if a[0] == "laneId":
         return "%lane32" if t.bits == 32 else self.f.conv("%lane32", 32, t.bits, False)
@@ -218,6 +226,11 @@ class Lower:
         return self.power(x, y, t)
       xv, yv = self.coerce(self.ex(x), x.ty, t), self.coerce(self.ex(y), y.ty, t)
       lt = lty(t)
+      if t.kind == "bf":  # runtime: rbf(fop(...)), the f32 operation rounded to bf16
+        if o not in "+-*/":
+          raise Unsupported(f"operator {o} on bf16")
+        r = f.op(f"{ {'+': 'fadd', '-': 'fsub', '*': 'fmul', '/': 'fdiv'}[o]} float {xv}, {yv}")
+        return self.rbf(self.nan_rule(F32, [xv, yv], r))
       if t.isf and o in "+-*/":
         r = f.op(f"{ {'+': 'fadd', '-': 'fsub', '*': 'fmul', '/': 'fdiv'}[o]} {lt} {xv}, {yv}")
         return self.nan_rule(t, [xv, yv], r)
@@ -255,7 +268,7 @@ class Lower:
     if op == "sel":
       c = self.ex(a[0])
       x, y = self.coerce(self.ex(a[1]), a[1].ty, t), self.coerce(self.ex(a[2]), a[2].ty, t)
-      return f.op(f"select i1 {c}, {lty(t)} {x}, {lty(t)} {y}")
+      return self.select(c, x, y, t)
     if op == "shift":
       o, x, y = a
       if t.isf or t.kind == "bool":
@@ -351,14 +364,24 @@ class Lower:
     a = f.op(f"call {lt} @llvm.fabs.f{t.bits}({lt} {v})")
     return f.op(f"fcmp olt {lt} {a}, {fconst(float('inf'), t.bits)}")
 
+  def select(self, c: str, x: str, y: str, t: Ty) -> str:
+    """c ? x : y. Floats are chosen by their bits: LLVM may fold `isnan(v) ? NaN : v` to `v`, any NaN being as
+    good as another to it, where the pcode picks one NaN (PTX's canonical NaN, x86's)."""
+    f, lt = self.f, lty(t)
+    if not t.isf:
+      return f.op(f"select i1 {c}, {lt} {x}, {lt} {y}")
+    b = 32 if t.kind == "bf" else t.bits
+    xb, yb = f.op(f"bitcast {lt} {x} to i{b}"), f.op(f"bitcast {lt} {y} to i{b}")
+    return f.op(f"bitcast i{b} {f.op(f'select i1 {c}, i{b} {xb}, i{b} {yb}')} to {lt}")
+
   def nan_rule(self, t: Ty, ins: list[str], r: str) -> str:
     """IEEE results of an x86 SSE operation as numpy computes them, whatever operand order LLVM picks: the first
     NaN input, quieted; else, when the result is NaN (invalid operation), the default NaN, which is negative."""
     f, lt, b = self.f, lty(t), t.bits
     default = f.op(f"bitcast i{b} {DEFAULT_NAN[b] - (1 << b)} to {lt}")  # negative: the literal is signed
-    out = f.op(f"select i1 {f.op(f'fcmp uno {lt} {r}, {r}')}, {lt} {default}, {lt} {r}")
+    out = self.select(f.op(f"fcmp uno {lt} {r}, {r}"), default, r, t)
     for x in reversed(ins):
-      out = f.op(f"select i1 {f.op(f'fcmp uno {lt} {x}, {x}')}, {lt} {self.quieted(x, t)}, {lt} {out}")
+      out = self.select(f.op(f"fcmp uno {lt} {x}, {x}"), self.quieted(x, t), out, t)
     return out
 
   def quieted(self, x: str, t: Ty) -> str:
@@ -394,7 +417,7 @@ class Lower:
     if y.kind == "int":
       return x
     if x.isf or y.isf:
-      if x.isf and y.isf and x.bits == y.bits:
+      if x.isf and y.isf and x.bits == y.bits and x.kind == y.kind:
         return x
       raise Unsupported(f"compare {x}/{y}")
     if x.kind == "bool" or y.kind == "bool":
@@ -405,8 +428,8 @@ class Lower:
 
   def convert(self, op: str, v: str, s: Ty, t: Ty) -> str:
     f = self.f
-    if s.kind == "bf" or t.kind == "bf":
-      raise Unsupported("bfloat16")
+    if op == "cvt" and (s.kind == "bf" or t.kind == "bf") and s != t:
+      return self.convert_bf(v, s, t)
     if op == "bitcast":
       if s.isf and t.isf and s.bits == t.bits:
         return v
@@ -463,7 +486,7 @@ class Lower:
       return self.convert("cvt", self.from_bits(self.f.conv(u, ub, sb, False), sb, mid), mid, t)
     if src in ("f32", "f16", "f64") and dst in ("f32", "f16", "f64") and s.kind == "f" and t.kind == "f":
       r = self.convert("cvt", self.ex(x), s, t)  # then an IEEE conversion quiets a signalling NaN
-      return f.op(f"select i1 {f.op(f'fcmp uno {lty(t)} {r}, {r}')}, {lty(t)} {self.quieted(r, t)}, {lty(t)} {r}")
+      return self.select(f.op(f"fcmp uno {lty(t)} {r}, {r}"), self.quieted(r, t), r, t)
     if src in ("f32", "f16", "f64") and dst in ("u32", "i32", "u16", "i16", "u8") and s.kind == "f":
       return self.convert("cvt", self.ex(x), s, t)
     if src in ("u32", "i32", "u16", "i16") and dst in ("f32", "f16", "f64") and s.kind in "uib":
@@ -493,7 +516,32 @@ class Lower:
     nb = self.f.conv(nb, 64, tb, False)
     nan = f.op(f"bitcast i{tb} {nb} to {tt}")
     isn = f.op(f"fcmp uno {st} {v}, {v}")
-    return f.op(f"select i1 {isn}, {tt} {nan}, {tt} {r}")
+    return self.select(isn, nan, r, Ty("f", tb))
+
+  def rbf(self, v: str) -> str:
+    """runtime.rbf: an f32 value rounded to bf16 (nearest even), in its f32 container; a NaN stays NaN, quiet."""
+    f = self.f
+    u = f.op(f"bitcast float {v} to i32")
+    lsb = f.op(f"and i32 {f.op(f'lshr i32 {u}, 16')}, 1")
+    up = f.op(f"add i32 {u}, 32767")
+    r = f.op(f"and i32 {f.op(f'add i32 {up}, {lsb}')}, -65536")
+    nan = f.op(f"icmp ugt i32 {f.op(f'and i32 {u}, 2147483647')}, 2139095040")
+    q = f.op(f"and i32 {f.op(f'or i32 {u}, 4194304')}, -65536")
+    return f.op(f"bitcast i32 {f.op(f'select i1 {nan}, i32 {q}, i32 {r}')} to float")
+
+  def convert_bf(self, v: str, s: Ty, t: Ty) -> str:
+    """runtime.cv to or from bf16: from bf16 as from its f32 container; to bf16 rbf of the value in f32 (f16: exact),
+    of f64 rounded to odd into f32 first, of an integer through f64."""
+    f = self.f
+    if s.kind == "bf":
+      return self.convert("cvt", v, F32, t) if t.kind != "bf" else v
+    if s.kind == "f":
+      x = v if s.bits == 32 else self.odd32(v) if s.bits == 64 else f.op(f"fpext half {v} to float")
+      return self.rbf(x)
+    if s.kind == "bool" or s.kind in "uib" and s.bits > 64:
+      raise Unsupported(f"{s} -> bf16")
+    sb = 64 if s.kind == "int" else s.bits
+    return self.rbf(self.odd32(f.op(f"{'sitofp' if s.kind in ('i', 'int') else 'uitofp'} i{sb} {v} to double")))
 
   def to_norm(self, v: str, s: Ty, signed: bool) -> str:
     """runtime.convert's *_to_snorm/unorm: x in f64, NaN -> 0, clamped to [-1 or 0, 1], times 32767 or 65535 (exact),
@@ -508,8 +556,12 @@ class Lower:
     return f.conv(r, 64, 16)
 
   def to_half(self, d: str) -> str:
-    """A double rounded once to f16 (nearest even): rounded to odd into f32 first (runtime.f64_to_f32_odd), which
-    makes the second rounding exact."""
+    """A double rounded once to f16 (nearest even): rounded to odd into f32 first, which makes the second rounding
+    exact."""
+    return self.f.op(f"fptrunc float {self.odd32(d)} to half")
+
+  def odd32(self, d: str) -> str:
+    """runtime.f64_to_f32_odd: a double rounded to f32 with a sticky low bit (round to odd)."""
     f = self.f
     r = f.op(f"fptrunc double {d} to float")
     back = f.op(f"fpext float {r} to double")
@@ -520,7 +572,7 @@ class Lower:
     low = f.op(f"and i32 {u}, 1")
     odd = f.op(f"and i1 {inexact}, {f.op(f'icmp eq i32 {low}, 0')}")
     u = f.op(f"select i1 {odd}, i32 {f.op(f'add i32 {u}, {step}')}, i32 {u}")
-    return f.op(f"fptrunc float {f.op(f'bitcast i32 {u} to float')} to half")
+    return f.op(f"bitcast i32 {u} to float")
 
   def fp_to_int(self, v: str, s: Ty, t: Ty) -> str:
     """runtime.f2i: truncate toward zero, NaN -> 0, saturate (only widths <= 32 here)."""
@@ -554,7 +606,7 @@ class Lower:
       return f.op(f"and i1 {f.op(f'fcmp uno {lty(xt)} {x}, {x}')}, {q}")
     if name == "cvtToQuietNAN" and args[0].ty.kind == "f" and t == args[0].ty:
       x = self.ex(args[0])
-      return f.op(f"select i1 {f.op(f'fcmp uno {lty(t)} {x}, {x}')}, {lty(t)} {self.quieted(x, t)}, {lty(t)} {x}")
+      return self.select(f.op(f"fcmp uno {lty(t)} {x}, {x}"), self.quieted(x, t), x, t)
     if name == "sign" and t.kind == "bool" and args[0].ty.kind in ("f", "u", "i", "b"):
       u, ub = self.raw(self.ex(args[0]), args[0].ty)  # runtime._sign: the top bit
       return f.op(f"icmp slt i{ub} {u}, 0")
@@ -565,12 +617,13 @@ class Lower:
       if t.kind != "i":  # numpy's abs of an unsigned value is the value
         return x
       return f.op(f"select i1 {f.op(f'icmp slt {lt} {x}, 0')}, {lt} {f.op(f'sub {lt} 0, {x}')}, {lt} {x}")
-    if name in ("isNAN", "isINF") and args[0].ty.kind == "f":
-      x, lt = self.ex(args[0]), lty(args[0].ty)
+    if name in ("isNAN", "isINF") and args[0].ty.isf:
+      xt = args[0].ty if args[0].ty.kind == "f" else F32  # (bf16: its f32 container)
+      x, lt = self.ex(args[0]), lty(xt)
       if name == "isNAN":
         return f.op(f"fcmp uno {lt} {x}, {x}")
-      a = f.op(f"call {lt} @llvm.fabs.f{args[0].ty.bits}({lt} {x})")
-      return f.op(f"fcmp oeq {lt} {a}, {fconst(float('inf'), args[0].ty.bits)}")
+      a = f.op(f"call {lt} @llvm.fabs.f{xt.bits}({lt} {x})")
+      return f.op(f"fcmp oeq {lt} {a}, {fconst(float('inf'), xt.bits)}")
     if name == "signext_from_bit" and len(args) == 2 and args[0].ty.kind in "uib" and not t.isf:
       # runtime._sext_bit: the low n bits of x sign-extended from bit n-1 (n == 0: all zeros), as 64 bits
       u, ub = self.raw(self.ex(args[0]), args[0].ty)
@@ -607,6 +660,8 @@ class Lower:
       return self.narrow(r, t)
     if xt.kind == "f" and name in LIBM and len(args) == LIBM[name]:
       return self.libm(name, [self.ex(x) for x in args], [x.ty for x in args], t)
+    if name == "ftz" and xt.kind == "bf" and t == xt:  # (a bf16 denormal is one of its f32 container)
+      return self._ftz([self.ex(args[0])], [F32], F32)
     if xt.kind == "f" and name in FLOAT_BUILTINS and len(args) == FLOAT_BUILTINS[name]:
       return getattr(self, "_" + name)([self.ex(x) for x in args], [x.ty for x in args], t)
     if name in ("v_cvt_i16_f32", "v_cvt_u16_f32") and xt.kind == "f" and t.kind in "uib" and t.bits == 16:
@@ -615,6 +670,10 @@ class Lower:
       u, ub = self.raw(self.ex(args[0]), xt)  # runtime._ff1: the lowest set bit's index, -1 for none
       z = f.op(f"call i64 @llvm.cttz.i64(i64 {self.f.conv(u, ub, 64)}, i1 false)")
       return f.conv(f.op(f"select i1 {f.op(f'icmp eq i64 {z}, 64')}, i64 -1, i64 {z}"), 64, 32)
+    if name in ("s_nop", "nop"):  # runtime._nop: the manual's explicit no-operation (V_PERMLANE64 in wave32)
+      for x in args:
+        self.ex(x)
+      return zero(t) if t.kind != "int" else "0"
     if name.startswith(("v_", "s_")):
       return self.helper(name, args, t)
     raise Unsupported(f"built-in {name}")
@@ -707,7 +766,7 @@ class Lower:
     f, b = self.f, t.bits
     u, _ = self.raw(x, t)
     z = self.from_bits(f.op(f"and i{b} {u}, {1 << (b - 1)}"), b, t)
-    return f.op(f"select i1 {self._isDENORM(v, ts, Ty('bool', 1))}, {lty(t)} {z}, {lty(t)} {x}")
+    return self.select(self._isDENORM(v, ts, Ty("bool", 1)), z, x, t)
 
   def _ldexp(self, v, ts, t):
     """runtime._ldexp: x * 2**e in f64 (e clamped to +-4000), rounded once into x's type; a NaN x comes out quieted."""
@@ -720,7 +779,7 @@ class Lower:
     n = f.op(f"call i64 @llvm.smax.i64(i64 {f.op(f'call i64 @llvm.smin.i64(i64 {n}, i64 4000)')}, i64 -4000)")
     r = f.op(f"call double @llvm.ldexp.f64.i32(double {d}, i32 {f.conv(n, 64, 32)})")
     r = r if t.bits == 64 else f.op(f"fptrunc double {r} to {lty(t)}")
-    return f.op(f"select i1 {f.op(f'fcmp uno {lty(t)} {x}, {x}')}, {lty(t)} {self.quieted(x, t)}, {lty(t)} {r}")
+    return self.select(f.op(f"fcmp uno {lty(t)} {x}, {x}"), self.quieted(x, t), r, t)
 
   def _isEven(self, v, ts, t):
     """runtime._iseven: fmod(trunc(x as f64), 2) == 0 (false for infinities and NaNs)."""
@@ -745,7 +804,7 @@ class Lower:
       p = self.nan_rule(t, [a, b], f.op(f"fmul double {a}, {b}"))
       z = f.op(f"or i1 {f.op(f'fcmp oeq double {a}, 0.0')}, {f.op(f'fcmp oeq double {b}, 0.0')}")
       two = f.op(f"or i1 {f.op(f'xor i1 {fin}, true')}, {z}")
-      return f.op(f"select i1 {two}, double {self.nan_rule(t, [p, c], f.op(f'fadd double {p}, {c}'))}, double {r}")
+      return self.select(two, self.nan_rule(t, [p, c], f.op(f"fadd double {p}, {c}")), r, t)
     if t.bits == 32:
       r = f.op(f"call float @llvm.fma.f32(float {a}, float {b}, float {c})")
     else:
@@ -853,6 +912,11 @@ class Lower:
       self.store(lv, self.ex(val), val.ty)
     elif op == "if":
       arms, els = a
+      for k, (c, body) in enumerate(arms):  # a test of the wave size is known here: only its arm is lowered
+        if c.op == "wave" and c.args[0] in ("wave32", "wave64"):
+          if (c.args[0] == "wave32") == (self.L == 32):
+            return self.block(body)
+          return self.stmt(type(st)("if", (arms[k + 1:], els), st.at)) if arms[k + 1:] else self.block(els)
       end = f.label("endif")
       for c, body in arms:
         cv = self.ex(c)
@@ -1019,7 +1083,8 @@ class Lower:
 
 
 
-MANT = {16: (10, 5), 32: (23, 8), 64: (52, 11)}  # significand and exponent bits by float width
+MANT = {16: (10, 5), 32: (23, 8), 64: (52, 11)}
+F32 = Ty("f", 32)  # significand and exponent bits by float width
 FLOAT_BUILTINS = {"sqrt": 1, "trunc": 1, "floor": 1, "exponent": 1, "mantissa": 1, "ldexp": 2, "isEven": 1,
                   "isDENORM": 1, "ftz": 1, "fma": 3}
 RINT = {"rn": "roundeven", "rz": "trunc", "rm": "floor", "rp": "ceil"}  # PTX's rint_* built-ins: LLVM's rounding  # float built-ins Lower emits (its `_name` methods), with their argument counts
@@ -1031,7 +1096,7 @@ def default_bits(name: str, w: int) -> int:
 
 
 def zero(t: Ty) -> str:
-  return "0.0" if t.kind == "f" else "false" if t.kind == "bool" else "zeroinitializer" if t.kind == "arr" else "0"
+  return "0.0" if t.isf else "false" if t.kind == "bool" else "zeroinitializer" if t.kind == "arr" else "0"
 
 
 # ------------------------------------------------------------------------------------------------ host code

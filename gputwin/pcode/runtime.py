@@ -324,25 +324,31 @@ def rbf(x, from64: bool = False):
   return r.astype(np.uint32).view(np.float32)
 
 
-_F16_OPS = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.divide}
+_FOPS = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.divide}
+_QUIET = {2: np.uint16(1 << 9), 4: np.uint32(1 << 22), 8: np.uint64(1 << 51)}  # the quiet bit, by float bytes
+_DEFAULT_NAN = {2: np.uint16(0xfe00), 4: np.uint32(0xffc00000), 8: np.uint64(0xfff8000000000000)}  # x86's
 
 
-def h16(o: str, x, y):
-  """x o y for f16 o in + - * /, its NaN as the wider floats' (x86's rule, as numpy's f32/f64 loops give it): the
-  first NaN operand, quieted; else (an invalid operation) the default NaN 0xfe00. numpy's own f16 loops pick the
-  operand by CPU (an AVX512-FP16 host returns the second), so the rule is applied here, not left to them."""
-  return nan16(_F16_OPS[o](x, y), x, y)
+def fop(o: str, x, y):
+  """x o y for floats, o in + - * /, with x86's NaN rule applied here: the first NaN operand, quieted; else (an
+  invalid operation) the default NaN, which is negative. numpy's loops do not keep it: its SIMD loops move a scalar
+  operand to the front (so the NaN depended on the batch shape), and its f16 loops pick by CPU (an AVX512-FP16
+  host returned the second operand)."""
+  return fnan(_FOPS[o](x, y), x, y)
 
 
-def nan16(r, x, y):
-  """r with each NaN replaced by x86's choice from operands x, y (f16 arrays or scalars): see h16."""
+def fnan(r, *xs):
+  """r with each NaN replaced by x86's choice from the operands xs (arrays or scalars of r's type): see fop."""
   n = np.isnan(r)
   if not n.any():
     return r
-  x, y = (np.asarray(v).astype(np.float16, copy=False) for v in (x, y))
-  quiet = lambda v: (v.view(np.uint16) | np.uint16(0x200)).view(np.float16)
-  out = np.where(np.isnan(x), quiet(x), np.where(np.isnan(y), quiet(y), np.uint16(0xfe00).view(np.float16)))
-  return np.where(n, out, r).astype(np.float16, copy=False)
+  d = np.asarray(r).dtype
+  u = U[8 * d.itemsize]
+  out = np.broadcast_to(_DEFAULT_NAN[d.itemsize].view(d), np.shape(r))
+  for x in reversed(xs):
+    x = np.asarray(x).astype(d, copy=False)
+    out = np.where(np.isnan(x), (x.view(u) | _QUIET[d.itemsize]).view(d), out)
+  return np.where(n, out, r).astype(d, copy=False)
 
 
 def f64_to_f32_odd(d):
@@ -876,9 +882,8 @@ def _fma(ret, tys, a, b, c):
         return float(r)  # Fraction -> float rounds correctly to nearest even
       except OverflowError:
         return math.inf if r > 0 else -math.inf
-    return np.vectorize(one, otypes=[np.float64])(a, b, c)
-  r = _fma_narrow(a, b, c, dt)
-  return nan16(r, h16("*", a, b), c) if dt == np.float16 else r  # (f16 NaNs: h16's rule, product then sum)
+    return fnan(np.vectorize(one, otypes=[np.float64])(a, b, c), fop("*", a, b), c)
+  return fnan(_fma_narrow(a, b, c, dt), fop("*", a, b), c)  # (NaNs: fop's rule, the product then the sum)
 
 
 def _fma_narrow(a, b, c, dt):
