@@ -200,6 +200,15 @@ ERRATA += (
           "instead. clang-22 `cross_lane` (tests/emu/kernels/suite.cl, __builtin_amdgcn_ds_bpermute with lane ^ 1) "
           "with -mwavefrontsize64 on gfx1100 reads the neighbour in the same half "
           "(tests/emu/test_clang.py::test_rdna_wave64)."),
+  Erratum(("rdna3", "rdna4"), r"32'I\(VGPR\[i\]\[ADDR\] \+ OFFSET\.b32\) / 4 %", "sub",
+          "32'U(VGPR[i][ADDR] + OFFSET.b32) / 4U %",
+          "RDNA3/RDNA4 DS_PERMUTE_B32 / DS_BPERMUTE_B32 take the byte address as a signed integer, so an address "
+          "with bit 31 set (0xfffffffc) gives a negative lane (-1 % 32 == -1 in C), which reaches no lane. The "
+          "hardware keeps only the address bits that select a lane: the lane is the unsigned address / 4 modulo the "
+          "lanes.",
+          "The text's own note 'High-order bits are ignored'; the CDNA3 text of the same instruction computes "
+          "`(VGPR[i][ADDR].u32 + OFFSET.u32) / 4U % 64U`, unsigned.",
+          only=r"DS_B?PERMUTE_B32"),
 )
 
 ERRATA += (

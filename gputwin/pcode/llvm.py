@@ -130,6 +130,8 @@ class Binding(Protocol):
     wide; raises Unsupported where the binding cannot prove the access the interpreter's (a register file it lacks,
     an index it cannot bound)."""
 
+  # optional: across(name, args, t) -> str, a built-in that reads other lanes (ds_swizzle), or Unsupported
+
 
 class Lower:
   """One pcode body as LLVM IR, for one lane (`%lane32`) of a wave of `lanes`, as compile.py + runtime.py evaluate
@@ -234,6 +236,8 @@ class Lower:
       if t.isf and o in "+-*/":
         r = f.op(f"{ {'+': 'fadd', '-': 'fsub', '*': 'fmul', '/': 'fdiv'}[o]} {lt} {xv}, {yv}")
         return self.nan_rule(t, [xv, yv], r)
+      if o in "/%" and t.kind in "uib" and t.bits in (8, 16, 32, 64) and not (t.kind == "i" and t.bits == 64):
+        return self.divide(o, xv, yv, t)
       if t.isf:
         ins = {"%": "frem"}.get(o)
       elif t.kind == "bool":
@@ -325,6 +329,19 @@ class Lower:
       v = f.op(f"load i{a[2]}, ptr {self.bind.reg(a[0], a[1], a[2], False)}")
       return self.from_bits(v, a[2], t) if t.kind != "bool" and t.bits == a[2] else self.coerce(v, Ty("b", a[2]), t)
     raise Unsupported(f"IR op {op}")
+
+  def divide(self, o: str, x: str, y: str, t: Ty) -> str:
+    """runtime.idiv / irem: C's truncating division (signed through i64, so never overflowing), x / 0 all ones
+    (unsigned) or 0 (signed); x % y = x - (x / y) * y, wrapping."""
+    f, b = self.f, t.bits
+    zero_div = f.op(f"icmp eq i{b} {y}, 0")
+    safe = f.op(f"select i1 {zero_div}, i{b} 1, i{b} {y}")
+    if t.kind == "i":
+      q = f.conv(f.op(f"sdiv i64 {f.conv(x, b, 64, True)}, {f.conv(safe, b, 64, True)}"), 64, b)
+      q = f.op(f"select i1 {zero_div}, i{b} 0, i{b} {q}")
+    else:
+      q = f.op(f"select i1 {zero_div}, i{b} -1, i{b} {f.op(f'udiv i{b} {x}, {safe}')}")
+    return q if o == "/" else f.op(f"sub i{b} {x}, {f.op(f'mul i{b} {q}, {y}')}")
 
   def power(self, x, y, t: Ty) -> str:
     if x.op != "const" or y.op != "const" or not t.isf or x.ty.kind == "bf" or y.ty.kind == "bf":
@@ -676,6 +693,9 @@ class Lower:
       return zero(t) if t.kind != "int" else "0"
     if name.startswith(("v_", "s_")):
       return self.helper(name, args, t)
+    across = getattr(self.bind, "across", None)  # a built-in reading other lanes (ds_swizzle): the executor's
+    if across is not None:
+      return across(name, args, t)
     raise Unsupported(f"built-in {name}")
 
   # ---------------------------------------------------------------- float built-ins (runtime.py's, bit for bit)
@@ -1083,11 +1103,12 @@ class Lower:
 
 
 
-MANT = {16: (10, 5), 32: (23, 8), 64: (52, 11)}
-F32 = Ty("f", 32)  # significand and exponent bits by float width
+MANT = {16: (10, 5), 32: (23, 8), 64: (52, 11)}  # significand and exponent bits by float width
+F32 = Ty("f", 32)
+# the float built-ins Lower emits (its `_name` methods), with their argument counts
 FLOAT_BUILTINS = {"sqrt": 1, "trunc": 1, "floor": 1, "exponent": 1, "mantissa": 1, "ldexp": 2, "isEven": 1,
                   "isDENORM": 1, "ftz": 1, "fma": 3}
-RINT = {"rn": "roundeven", "rz": "trunc", "rm": "floor", "rp": "ceil"}  # PTX's rint_* built-ins: LLVM's rounding  # float built-ins Lower emits (its `_name` methods), with their argument counts
+RINT = {"rn": "roundeven", "rz": "trunc", "rm": "floor", "rp": "ceil"}  # PTX's rint_* built-ins: LLVM's roundings
 
 
 def default_bits(name: str, w: int) -> int:
