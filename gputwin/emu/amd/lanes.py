@@ -11,6 +11,7 @@ import numpy as np
 from gputwin.errors import GputwinError
 from gputwin.isa import hwdata
 from gputwin.isa.targets import target
+from gputwin.pcode.runtime import fop
 
 U32 = np.uint32
 
@@ -102,8 +103,8 @@ def outmod(v: np.ndarray, bits: int, clamp: int, omod: int) -> np.ndarray:
   ut = {16: np.uint16, 64: np.uint64}.get(bits, np.uint32)
   x = v.astype(ut).view(ft)
   with np.errstate(all="ignore"):
-    if omod:
-      x = x * ft(OMOD[omod])
+    if omod:  # (a NaN by x86's rule, as pcode's float arithmetic: numpy's f16 loops pick by CPU)
+      x = fop("*", x, ft(OMOD[omod]))
     if clamp:
       x = np.where(np.isnan(x), ft(0), np.clip(x, ft(0), ft(1)))
   return x.astype(ft).view(ut)

@@ -13,13 +13,15 @@ from gputwin.emu.amd.lanes import OMOD, sdwa_field  # VOP3 output modifiers, SDW
 from gputwin.emu.amd.memory import VSHARP  # the V# fields of buffer accesses: AMD's
 from gputwin.emu.binding import LDS_BITS, LDS_SHIFT, elect, float_result, sets_pc, va_bits
 from gputwin.emu.native import matrix, plan, tensor
-from gputwin.emu.native.runtime import (C_IEEE, C_INIT, C_LANES, C_LDS, C_LDSZ, C_LOG, C_PC, C_RAN, C_REGS, C_RES,
-                                        C_RESN, C_S, C_SCC, C_PRIV, C_SCRST, C_SSTR, C_SSTW, C_TAKEN, C_A, C_V, C_VSTR, C_VSTW,
-                                        C_WG, F_GLOBAL, F_HIGH, F_LDSBASE, HINT_BASE, HINT_HI, HINT_LO, HINT_PROBE,
-                                        HINT_REGION, HINTS, PRELUDE, TBAA_FIXED, mask_bits)
+from gputwin.emu.native.runtime import (C_A, C_IEEE, C_INIT, C_LANES, C_LDS, C_LDSZ, C_LOG, C_PC, C_PRIV, C_RAN,
+                                        C_REGS, C_RES, C_RESN, C_S, C_SCC, C_SCRST, C_SSTR, C_SSTW, C_TAKEN, C_V,
+                                        C_VSTR, C_VSTW, C_WG, F_GLOBAL, F_HIGH, F_LANE, F_LDSBASE, HINT_BASE, HINT_HI,
+                                        HINT_LO, HINT_PROBE, HINT_REGION, HINTS, PRELUDE, TBAA_FIXED, mask_bits)
 from gputwin.emu.program import Op, Src
+from gputwin.errors import PcodeError
 from gputwin.pcode import analysis, llvm as backend
 from gputwin.pcode.ir import Ty, locals_of
+from gputwin.pcode.runtime import BUILTINS
 from gputwin.pcode.llvm import TBAA_BASE, Lower, Unsupported, default_bits, fconst, lty, zero
 
 M32 = 0xffffffff
@@ -175,16 +177,44 @@ class Gen(Lower):
     return f.op(f"or i1 {out}, {wrap}")
 
   def reg(self, name: str, index: tuple, bits: int, write: bool) -> str:
-    """VGPR[lane][reg] of this wave (readlane, writelane): the register number must be a constant operand (the
-    block's register reach then covers it: Tier.block) and the lane an index the body keeps below the wave size
-    (`bound`), so no access leaves the file, where the interpreter would raise."""
+    """VGPR[lane][reg] of this wave (readlane, writelane, readfirstlane, permlane, ds_(b)permute): the register
+    number must be a constant operand (the block's register reach then covers it: Tier.block). A lane the body does
+    not keep below the wave size (`bound`: s_ff1's, a permute's computed lane) is checked where it is used: past the
+    file the block stops there (F_LANE), and the interpreter's run of the instruction raises its error."""
     if name != "VGPR" or len(index) != 2 or bits != 32:
       raise Unsupported(f"{name}[...] access")
     lane_e, reg_e = index
     r, hi = self.constant(reg_e), self.bound(lane_e, set())
-    if r is None or hi is None or hi >= self.L:
+    if r is None:
       raise Unsupported("register index not bounded")
-    return self.info["vgpr"](self.f, r, self.u64(self.ex(lane_e), lane_e.ty), write)
+    lane = self.u64(self.ex(lane_e), lane_e.ty)
+    if hi is None or hi >= self.L:
+      self.info["fault"](self.f, self.f.op(f"icmp uge i64 {lane}, {self.L}"), F_LANE, lane, 4, write)
+    return self.info["vgpr"](self.f, r, lane, write)
+
+  def across(self, name: str, args, t: Ty) -> str:
+    """A built-in reading other lanes (Lower.call asks the binding): ds_swizzle(OFFSET, DATA, EXEC), with OFFSET a
+    constant operand, is DATA's VGPR routed by the runtime's own table of source lanes (read off it once, as DPP's:
+    Compiler.routed), 0 where the source lane is not in EXEC."""
+    if name != "ds_swizzle" or len(args) != 3 or t.kind not in "uib" or t.bits != 32:
+      raise Unsupported(f"built-in {name}")
+    off, e = self.constant(args[0]), args[1]
+    while e.op in ("bitcast", "cvt") and e.ty.kind in "uib" and e.args[0].ty.kind in "uib" and e.ty.bits == 32:
+      e = e.args[0]
+    s = self.op.ins.get(e.args[0]) if e.op == "state" else None
+    if off is None or not (isinstance(s, Src) and s.file == "v" and s.dwords == 1 and not (s.hi or s.abs or s.neg)):
+      raise Unsupported("ds_swizzle operands")
+    L, f = self.L, self.f
+    try:
+      src = BUILTINS["ds_swizzle"](None, None, np.uint32(off), np.arange(1, L + 1, dtype=np.uint32)[None, :],
+                                   np.uint64((1 << L) - 1)).reshape(-1)
+    except PcodeError as err:  # (the modes the interpreter does not model)
+      raise Unsupported(str(err)) from err
+    v = self.info["routed"](f, s, src)
+    j = f.op(f"extractelement <{L} x i64> <{', '.join(f'i64 {int(x) - 1}' for x in src)}>, i64 %lane")
+    ex = self.u64(self.ex(args[2]), args[2].ty)
+    on = f.op(f"trunc i64 {f.op(f'lshr i64 {ex}, {j}')} to i1")
+    return f.op(f"select i1 {on}, i32 {v}, i32 0")
 
   def constant(self, e) -> int | None:
     """The value of an index expression that is a constant or an input bound to a constant operand, else None."""
@@ -511,6 +541,7 @@ done:
     ops = [o for o in ops if o.kind != "nop"] or ops[-1:]  # s_nop, s_delay_alu... in a group: PC and counts only
     op = ops[0]
     info = {"lanes": self.L, "family": self.fam, "space": SPACES.get(op.mem, "gm"), "vgpr": self.vgpr_at,
+            "fault": self.fault_if, "routed": self.routed,
             "slot": self.owner.get(i, (i, 0))[0], "delta": self.owner.get(i, (i, 0))[1]}
     if self.log and op.mem in plan.LDS_KINDS and mode is not Mode.CHECK:
       k0 = self.site0.setdefault(i, len(self.sites))  # (the sites of the ops before it are all known by now)
@@ -964,13 +995,16 @@ done:
 
   def dpp_source(self, f: Fn, s: Src, op: Op) -> str:
     """src0 of a DPP instruction in lane %lane. The routing is the frontend's (Frontend.source_lanes), read off as a
-    table (each lane's source lane, or none: 0) and applied as one shuffle to the whole register, read in the entry
-    block before any lane writes (the destination may be the source)."""
+    table (each lane's source lane, or none: 0)."""
     if s.file != "v" or s.dwords != 1:
       raise Unsupported("DPP operand")
+    return self.routed(f, s, self.fe.source_lanes(np.arange(1, self.L + 1, dtype=np.uint32)[None, :], op, self.L))
+
+  def routed(self, f: Fn, s: Src, src) -> str:
+    """VGPR s in lane %lane's source lane (src: each lane's source lane + 1, or 0 for none, which reads 0), as one
+    shuffle of the whole register, read in the entry block before any lane writes (the destination may be s)."""
     L = self.L
-    src = self.fe.source_lanes(np.arange(1, L + 1, dtype=np.uint32)[None, :], op, L).reshape(-1)
-    sel = ", ".join(f"i32 {int(x) - 1 if x else L}" for x in src)  # lane L: the zero vector's first
+    sel = ", ".join(f"i32 {int(x) - 1 if x else L}" for x in np.asarray(src).reshape(-1))  # lane L: the zeros' first
     self.nv = max(self.nv, s.index + 1)
     stw, stv, base = f.ctx(C_VSTW), f.ctx(C_VSTR), f.ctxp(C_V)
     f.n += 1

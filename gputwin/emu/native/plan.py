@@ -73,7 +73,7 @@ def supported(op: Op, fam: str, simt: bool = False, arch: str = "") -> None:
       raise Unsupported("cross-lane")
     d = o.outs.get("D0")
     if (o.info.get("clamp") or o.info.get("omod")) and isinstance(d, Src) and not outmod_float(d) and \
-       (float_result(d) or o.info.get("clamp")):  # (f16: see README; clamp on an integer: the interpreter stops)
+       (float_result(d) or o.info.get("clamp")):  # (clamp on an integer: the interpreter stops)
       raise Unsupported("output modifier")
     if o.mem and (o.mem not in MEM_KINDS or simt and o.mem in WAVE_ONLY or
                   o.info.get("address") is None and o.info.get("buffer") is None and not vsharp(o)):
@@ -118,9 +118,9 @@ def prechecked(op: Op) -> bool:
 
 
 def outmod_float(d: Src) -> bool:
-  """Is `d` an f32/f64 result, whose VOP3 output modifiers the tier emits (codegen.Compiler.output_modifier)? (f16:
-  see README; clamp on an integer result is saturation, which neither tier models: core.Engine.retire stops.)"""
-  return float_result(d) and d.bits in (32, 64)
+  """Is `d` a float result, whose VOP3 output modifiers the tier emits (codegen.Compiler.output_modifier)? (Clamp on
+  an integer result is saturation, which neither tier models: core.Engine.retire stops.)"""
+  return float_result(d) and d.bits in (16, 32, 64)
 
 
 def collect(prog, pc: int, fam: str, limit: int = 1 << 30, stop=None) -> list[Op]:

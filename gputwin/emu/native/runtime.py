@@ -25,7 +25,8 @@ TBAA_FIXED = ("ctx", "tbl")  # tags the prelude uses: ctx fields the block write
  C_FBYTES, C_FWRITE, C_FWAVE, C_LANES, C_INIT, C_IEEE, C_TAKEN, C_LOG, C_A, C_RES, C_RESN, C_RAN, C_SCR, C_SCRSZ,
  C_SCRST, C_SCRN, C_PRIV, C_N) = range(33)  # (C_SCR...: the scratch window's bytes, slot size, log2 of its address
 # stride, slots; C_PRIV: set by a flat access with a lane in the private aperture)
-F_GLOBAL, F_HIGH, F_LDSBASE, F_LDSOFF, F_SCROFF, F_SCRSLOT = 1, 2, 3, 4, 5, 6  # what a fault in ctx[C_FAULT] was
+# what a fault in ctx[C_FAULT] was
+F_GLOBAL, F_HIGH, F_LDSBASE, F_LDSOFF, F_SCROFF, F_SCRSLOT, F_LANE = 1, 2, 3, 4, 5, 6, 7
 
 # this process's tier work: blocks made, of them compiled by LLVM (their vector instructions) or loaded from the disk
 # cache, runs, wave-instructions run, seconds compiling (IR, LLVM, object code) and loading
@@ -279,6 +280,8 @@ class Native:
     if kind == F_SCROFF:
       return GPUPageFault(addr, nb, access, eng.scratch.device,
                           f"scratch offset past its {eng.scratch.size}-byte allocation")
+    if kind == F_LANE:  # (a VGPR by lane number past the wave: the interpreter's re-run raises its own error first)
+      return GPUPageFault(addr, nb, access, "", f"VGPR lane {addr} past the {eng.L}-lane wave")
     if kind == F_SCRSLOT:  # (the interpreter's window has no such slot either: its own error comes from the re-run)
       return GPUPageFault(addr, nb, access, eng.scratch.device, "scratch address past the last lane's slot")
     return GPUPageFault(addr, 4 if kind == F_HIGH else nb, whole if kind == F_HIGH else access,
