@@ -808,8 +808,8 @@ class _Summary:
         continue
       for o in list(op.info["pair"]) if op.kind == "vopd" else [op]:
         _, reads, cnts, load, writes, vd, passes = ch._plan(o)
-        if vd is not None:
-          self.ok = False
+        if vd is not None:  # the VGPR a wave-level body writes by number (permlane, ds_bpermute): written, as `after`
+          writes = [*writes, ("v", slice(vd, vd + 1), (("v", vd),))]
         for n, src, f, sl, keys in reads:
           if not any(k in self.final or cl is not None and cl in cond.get(k, ()) for k in keys):
             self.exposed.append((f, sl, keys))

@@ -4,7 +4,7 @@ lane's bit. Answers come from the IR, never from the pcode text.
 """
 from __future__ import annotations
 
-from gputwin.pcode.ir import Program, locals_of
+from gputwin.pcode.ir import E, Program, locals_of
 
 
 def statements(body, in_loop: bool = False):
@@ -137,14 +137,26 @@ def is_addr(e, avars=frozenset()) -> bool:
 
 
 def addr_offset(idx, avars=frozenset()):
-  """K of an access at `ADDR + K` (None: the access is at ADDR); raises ValueError for other shapes."""
+  """K of an access at `ADDR + K` (None: the access is at ADDR), K the sum of the other terms of a chain of 64-bit
+  additions (`ADDR + OFFSET.u32 + 4U`: DS_LOAD_B128's later dwords); raises ValueError for other shapes."""
   if is_addr(idx, avars):
     return None
-  if idx.op == "bin" and idx.args[0] == "+" and idx.ty.bits == 64:
-    for a, b in ((idx.args[1], idx.args[2]), (idx.args[2], idx.args[1])):
-      if is_addr(a, avars):
-        return b
-  raise ValueError("not ADDR + K")
+  terms = _terms(idx)
+  at = [k for k, t in enumerate(terms) if is_addr(t, avars)]
+  if len(terms) < 2 or len(at) != 1:
+    raise ValueError("not ADDR + K")
+  rest = terms[:at[0]] + terms[at[0] + 1:]
+  k = rest[0]
+  for t in rest[1:]:
+    k = E("bin", ("+", k, t), idx.ty)
+  return k
+
+
+def _terms(e) -> list:
+  """The terms of a chain of 64-bit additions (wrapping: any grouping gives the same sum)."""
+  if e.op == "bin" and e.args[0] == "+" and e.ty.bits == 64 and e.ty.kind in "ub":
+    return _terms(e.args[1]) + _terms(e.args[2])
+  return [e]
 
 
 def stride(p: Program) -> int:

@@ -6,7 +6,9 @@ import pytest
 
 from gputwin.emu import launch
 from gputwin.errors import EmuCheckError
+from tests.emu.cases import CASES as SUITE, EXTRA
 from tests.emu.test_asm import kernel
+from tests.emu.test_jit import PARTLY
 from tests.emu.test_checks_errors import GFX12_LOAD, GOOD, LDS_RACE, MFMA, MFMA_F32, RAW
 
 pytest.importorskip("llvmlite")
@@ -129,3 +131,24 @@ def test_clang_suite_kernels_natively_with_checkers(tiers, clang_co):
   e0, e1, r0, r1, runs = tiers(go)
   assert e0 is None and e1 is None and runs > 0
   np.testing.assert_array_equal(r1, r0)
+
+
+@pytest.mark.parametrize("arch", ["gfx1100", "gfx942"])
+@pytest.mark.parametrize("name", sorted({**SUITE, **EXTRA}))
+def test_suite_kernels_native_with_checkers(clang_co, monkeypatch, tmp_path, arch, name):
+  """Every clang-22 suite kernel in the default mode (checkers on): no false report, the interpreter's outputs and
+  counts, and every wave-instruction native (test_jit.PARTLY: the kernel reading a clock the interpreter keeps)."""
+  monkeypatch.setenv("GPUTWIN_NATIVE_CACHE", str(tmp_path))
+  case = {**SUITE, **EXTRA}[name]
+  co = clang_co(arch, case().get("src", "suite"))
+  runs = []
+  for mode in ("0", "force"):
+    monkeypatch.setenv("GPUTWIN_JIT", mode)
+    c = case()
+    st = launch(co, name, grid=c["grid"], block=c["block"], args=c["args"], checks=True)
+    runs.append((st, [np.array(a, copy=True) for a in c["args"] if isinstance(a, np.ndarray)]))
+  (st_i, out_i), (st_n, out_n) = runs
+  assert (st_i.instructions, st_i.lane_instructions) == (st_n.instructions, st_n.lane_instructions)
+  assert all(a.tobytes() == b.tobytes() for a, b in zip(out_i, out_n))
+  assert st_n.native_instructions >= PARTLY.get(name, 1.0) * st_n.instructions, \
+      f"{st_n.native_instructions} of {st_n.instructions} wave-instructions native"

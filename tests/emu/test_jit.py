@@ -3,9 +3,9 @@
 1. Every opcode the tier accepts, as random valid encodings (gputwin.isa.strategies), on random register files
    seeded with IEEE special values: registers, SCC, PC, memory and faults must match the interpreter exactly.
 2. Every clang-22 kernel of the suite on every target: outputs equal numpy's and the interpreter's bits, with the
-   same wave- and lane-instruction counts, and the tier really ran most of the work.
+   same wave- and lane-instruction counts, and every wave-instruction native (PARTLY: the kernel with an
+   instruction the tier leaves to the interpreter).
 """
-import re
 import zlib
 
 import numpy as np
@@ -97,27 +97,6 @@ def _state(eng, buf):
           eng.lane_count)
 
 
-def _is_nan(x, bits):
-  e = (1 << (bits - 1)) - (1 << (bits - {16: 6, 32: 9, 64: 12}[bits]))
-  return ((x & e) == e) & ((x & ((1 << (bits - 1)) - 1)) != e)
-
-
-def _only_nan_payloads(opcodes, a, b) -> bool:
-  """Which NaN an IEEE operation returns when several inputs are NaN is not defined, and numpy itself answers
-  differently by array length (its SIMD loops swap a scalar operand to the front): for float instructions, two
-  NaNs in the same register are the same result."""
-  if not any(re.search(r"_F(32|64)\b|_DX9", o) for o in opcodes):
-    return False
-  d = a[0] != b[0]
-  if any(not np.array_equal(x, y) for x, y in zip(a[1:], b[1:])):
-    return False
-  x, y = a[0][d].astype(np.uint64), b[0][d].astype(np.uint64)
-  nan32 = _is_nan(x, 32) & _is_nan(y, 32)
-  nan16 = _is_nan(x & 0xffff, 16) & _is_nan(y & 0xffff, 16) & ((x >> 16) == (y >> 16))
-  nan16h = _is_nan(x >> 16, 16) & _is_nan(y >> 16, 16) & ((x & 0xffff) == (y & 0xffff))
-  return bool(np.all(nan32 | nan16 | nan16h))
-
-
 def compiled_encodings(arch: str, seeds: int = 1, pick=lambda op: True, lean: bool = False):
   """(strategy sample, program, op, block, wave size, seed) for each random encoding of `arch` the interpreter binds,
   `pick` accepts and the native tier compiles into a block starting with it (the op, then s_endpgm unless it
@@ -158,8 +137,6 @@ def test_each_opcode_native_equals_interpreter(arch, lean):
     # a fault must happen at the same instruction; which lane's address is reported first may differ (the
     # interpreter checks every lane of the group before any access, the native tier goes lane by lane)
     same = ka == kb and (all(np.array_equal(x, y) for x, y in zip(a, b)) if ka == "ok" else True)
-    if not same and ka == kb == "ok" and _only_nan_payloads(s.opcodes, a, b):
-      same = True
     if not same:
       what = f"{ka}/{kb}: {a if ka != 'ok' else ''} / {b if kb != 'ok' else ''}"
       if ka == kb == "ok":
@@ -180,6 +157,10 @@ def _run(co, name, c, monkeypatch, mode):
   return st, outs
 
 
+# kernels with an instruction the tier leaves to the interpreter: the share of their wave-instructions run natively
+PARTLY = {"dynlds": 0.9}  # s_getreg_b32 hwreg(HW_REG_SHADER_CYCLES): a clock the interpreter keeps
+
+
 @pytest.mark.parametrize("arch", TARGETS)
 @pytest.mark.parametrize("name", sorted(CASES) + sorted(EXTRA))
 def test_kernels_native_equals_interpreter(clang_co, monkeypatch, arch, name):
@@ -189,7 +170,8 @@ def test_kernels_native_equals_interpreter(clang_co, monkeypatch, arch, name):
   c = {**CASES, **EXTRA}[name]()
   st_n, out_n = _run(co, name, c, monkeypatch, "force")
   ran = st_n.native_instructions
-  assert ran > 0.3 * st_n.instructions, f"only {ran} of {st_n.instructions} wave-instructions ran natively"
+  share = PARTLY.get(name, 1.0)
+  assert ran >= share * st_n.instructions, f"only {ran} of {st_n.instructions} wave-instructions ran natively"
   assert st_i.native_instructions == 0
   for a, b in zip(out_i, out_n):
     assert a.tobytes() == b.tobytes()
