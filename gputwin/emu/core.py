@@ -115,8 +115,10 @@ def zeros(shape, dtype) -> np.ndarray:
 
 
 def scratch_stride(priv_size: int) -> int:
-  """Address stride of one lane's private segment in the scratch window (a power of two, >= 16)."""
-  return 1 << max(4, int(max(priv_size, 1) - 1).bit_length())
+  """Address stride of one lane's private segment in the scratch window: a power of two at least 16 bytes past the
+  segment, so an access starting inside it (Engine.run_scratch checks that) and reaching past it (up to a 16-byte
+  one) keeps its slot and faults in the window's check instead of landing in the next lane's slot."""
+  return 1 << max(4, int(max(priv_size, 1) + 15).bit_length())
 
 
 class Engine:
@@ -492,7 +494,7 @@ class Engine:
       return self.clock[ix].astype(U64)[:, None]
     return U32(0)  # "none": inputs only hooks read (SBASE, v_addr, ...), WAVE_STATUS.PRIV, ...
 
-  def retire(self, op: Op, ix, m, out: dict) -> None:
+  def retire(self, op: Op, ix, m, out: dict, counted: bool = True) -> None:
     if len(out) > 1:  # outputs may alias register views read as inputs: snapshot those before writing any
       out = {k: np.array(v) if self._aliases(v) else v for k, v in out.items()}
     for name, v in out.items():
@@ -517,7 +519,7 @@ class Engine:
           elif op.info.get("clamp"):
             raise GputwinError(f"clamp on the integer result of {op.inst.op} (saturating arithmetic) is not modelled")
         self.store(d, v, ix, m if d.file in ("v", "a") or op.vector else None, op)
-    if self.checks is not None:
+    if self.checks is not None and counted:
       self.checks.after(self, op, ix, m)
 
   def _aliases(self, v) -> bool:
@@ -581,14 +583,21 @@ class Engine:
     self._lds32 = (a, a32)  # bodies with a 32-bit ADDR (CDNA) take this one as it is (see _run)
     return a
 
-  def run_scratch(self, op, ix, m, st, a):
-    """Private segment offsets -> one scratch slot per lane (the hardware's swizzle is invisible to a kernel)."""
+  def run_scratch(self, op, ix, m, st, a, counted: bool = True):
+    """Private segment offsets -> one scratch slot per lane (the hardware's swizzle is invisible to a kernel). An
+    offset at or past the segment size faults here (an access reaching past it: in the window's check)."""
+    bad = (a >= U64(self.scratch.size)) & np.broadcast_to(True if m is None else m, np.shape(a))
+    if bad.any():
+      raise GPUPageFault(int(np.asarray(a)[bad][0]), 4, "read" if "r" in op.sem.mem else "write",
+                         self.scratch.device, f"scratch offset past its {self.scratch.size}-byte allocation")
     lane = self._slots(ix)[:, None] * U64(self.L) + self.lane.astype(U64)
     self.scratch_used = True
-    return self.run_body(op, ix, m, st, self.scratch, lane * U64(self.scratch.stride) + a)
+    return self.run_body(op, ix, m, st, self.scratch, lane * U64(self.scratch.stride) + a, counted)
 
-  def run_body(self, op: Op, ix, m, st, space, a):
-    """Run a memory instruction's body on `space` at the addresses `a` the frontend computed (Frontend.memop)."""
+  def run_body(self, op: Op, ix, m, st, space, a, counted: bool = True):
+    """Run a memory instruction's body on `space` at the addresses `a` the frontend computed (Frontend.memop).
+    `counted`: False for all but one of the runs of an instruction whose lanes go to several spaces (the checkers
+    count one issued instruction)."""
     bits = va_bits(op, self.fe) if space is self.mem else 32  # (windows: addresses below 4 GiB)
     if space is self.mem and bits < 64:  # guest VAs are `bits` wide (AMD: below 4 GiB): anything above faults
       act = a if m is None or (m is self._exec and self._exec_all) else np.where(m, a, U64(0))
@@ -603,7 +612,7 @@ class Engine:
         a32 = a if space is self.lds or bits == 64 else a & U64((1 << bits) - 1)
         st["ADDR"] = a32 if op.sem.inputs["ADDR"] > 32 else a32.astype(U32)
     out = op.sem(st, exec=self._pexec(op, m), mem=_Mem(space, a), lanes=self.L, wave64=self.L == 64)
-    self.retire(op, ix, m, out)
+    self.retire(op, ix, m, out, counted)
 
   def _pexec(self, op: Op, m):
     """The mask pcode sees: None when every lane of the batch is active (saves its masked merges; loads and stores

@@ -35,19 +35,41 @@ def memop(eng, op: Op, ix, m, st) -> None:
   if plan.space == "split":  # flat: the shared and private apertures route lanes to LDS and scratch
     hi = (a >> U64(32)).astype(U32)
     sh, pr = (hi == U32(SHARED_HI)) & m, (hi == U32(PRIVATE_HI)) & m
-    if sh.any():
-      lds = eng.lds_address(op, ix, sh, (a & U64(M32)).astype(U32))
-      eng.run_body(op, ix, sh, dict(st, OFFSET=U32(0)), eng.lds, lds)
-    if pr.any():
-      eng.run_scratch(op, ix, pr, dict(st), a & U64(M32))
-    m = m & ~sh & ~pr
-    if not m.any():
+    parts = [(k, lanes) for k, lanes in (("lds", sh), ("scratch", pr), ("mem", m & ~sh & ~pr)) if lanes.any()]
+    for i, (k, lanes) in enumerate(parts):  # one body run per space; the checkers count the last one (one issue)
+      last = i == len(parts) - 1
+      if k == "lds":
+        lds = eng.lds_address(op, ix, lanes, (a & U64(M32)).astype(U32))
+        eng.run_body(op, ix, lanes, dict(st, OFFSET=U32(0)), eng.lds, lds, last)
+      elif k == "scratch":
+        eng.run_scratch(op, ix, lanes, dict(st), a & U64(M32), last)
+      else:
+        eng.run_body(op, ix, lanes, st, eng.mem, a, last)
+    if parts:
       return
   eng.run_body(op, ix, m, st, eng.mem, a)
 
 
+class _Nowhere:
+  """The space of buffer lanes out of the V#'s range: reads are 0, writes are dropped (the ISA guides' "Buffer
+  Instructions": an out-of-range read returns zero, a write is ignored; an atomic's pre-op value is then 0)."""
+  device = ""
+
+  @staticmethod
+  def gather(addr, nbytes):
+    return np.zeros(np.size(addr), {1: np.uint8, 2: np.uint16, 4: U32, 8: U64}[nbytes])
+
+  @staticmethod
+  def scatter(addr, vals, nbytes):
+    pass
+
+
+NOWHERE = _Nowhere()
+
+
 def _buffer(eng, op, ix, m, st):
-  """MUBUF: base/stride/num_records from the V# in 4 SGPRs; out-of-range lanes load 0 and store nothing."""
+  """MUBUF: base/stride/num_records from the V# in 4 SGPRs; out-of-range lanes load 0 and store nothing (the range
+  is checked once per instruction, at its first byte)."""
   info = op.info
   d = eng.S[ix, info["srsrc"]:info["srsrc"] + 4].astype(object)
   v = d[:, 0] | d[:, 1] << 32 | d[:, 2] << 64 | d[:, 3] << 96
@@ -59,5 +81,8 @@ def _buffer(eng, op, ix, m, st):
   off = voff + U64(info["offset"])
   inrange = np.where(stride[:, None] == 0, off < nrec[:, None], idx < nrec[:, None])
   a = base[:, None] + (so if np.ndim(so) == 0 else so[:, None]) + off + idx * stride[:, None]
+  out = m & ~inrange
+  if out.any():  # their body runs on NOWHERE: destinations get 0, memory is untouched (not counted: one issue)
+    eng.run_body(op, ix, out, dict(st), NOWHERE, a, False)
   eng.run_body(op, ix, m & inrange, st, eng.mem, a)
 

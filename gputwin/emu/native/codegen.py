@@ -14,9 +14,10 @@ from gputwin.emu.amd.memory import VSHARP  # the V# fields of buffer accesses: A
 from gputwin.emu.binding import LDS_BITS, LDS_SHIFT, elect, float_result, sets_pc, va_bits
 from gputwin.emu.native import matrix, plan, tensor
 from gputwin.emu.native.runtime import (C_A, C_IEEE, C_INIT, C_LANES, C_LDS, C_LDSZ, C_LOG, C_PC, C_PRIV, C_RAN,
-                                        C_REGS, C_RES, C_RESN, C_S, C_SCC, C_SCRST, C_SSTR, C_SSTW, C_TAKEN, C_V,
-                                        C_VSTR, C_VSTW, C_WG, F_GLOBAL, F_HIGH, F_LANE, F_LDSBASE, HINT_BASE, HINT_HI,
-                                        HINT_LO, HINT_PROBE, HINT_REGION, HINTS, PRELUDE, TBAA_FIXED, mask_bits)
+                                        C_REGS, C_RES, C_RESN, C_S, C_SCC, C_SCRST, C_SCRSZ, C_SSTR, C_SSTW, C_TAKEN,
+                                        C_V, C_VSTR, C_VSTW, C_WG, F_GLOBAL, F_HIGH, F_LANE, F_LDSBASE, F_SCROFF,
+                                        HINT_BASE, HINT_HI, HINT_LO, HINT_PROBE, HINT_REGION, HINTS, PRELUDE,
+                                        TBAA_FIXED, mask_bits)
 from gputwin.emu.program import Op, Src
 from gputwin.errors import PcodeError
 from gputwin.pcode import analysis, llvm as backend
@@ -112,7 +113,9 @@ class Gen(Lower):
     self.dptr = None  # Gen.delta
     # TBAA of its memory accesses: flat ones may reach any window, "mem" (the parent of the three: Compiler.metadata)
     self.space = {"lds": "lds", "scr": "scratch", "flat": "mem"}.get(eng_info["space"], "guest")
-    self.route = None  # flat: the lane's window, an i8 alloca (Compiler.addresses: 0 global, 1 LDS, 2 scratch)
+    # flat and buffer: the lane's window, an i8 alloca (Compiler.addresses: 0 global, 1 LDS, 2 scratch, 3 a buffer
+    # lane out of range: reads 0, writes nowhere)
+    self.route = None
     self.logged = 0  # LDS accesses logged so far (access)
 
   def address(self) -> str | None:
@@ -258,7 +261,21 @@ class Gen(Lower):
       self.hint = f"%hint{self.info['slot']}"
       f.pro.append(f"  {self.hint} = getelementptr i64, ptr %hints, i64 {HINT_REGION + HINTS * self.info['slot']}")
     at = lambda sp: f.op(f"call ptr @{sp}_ptr(ptr %ctx, i64 {a}, i64 {nb}, i64 {int(write)}, i64 %w, ptr {self.hint})")
-    if self.info["space"] != "flat":
+    if self.route is not None and self.info["space"] != "flat":  # buffer: a lane out of range (route 3) reads
+      if nb > 256:  # zeros and writes a sink (prelude.ll @nowhere_r, @nowhere_w), not memory
+        raise Unsupported("buffer access wider than 256 bytes")
+      got, inb, out, join = [], f.label("inb"), f.label("oob"), f.label("bwin")
+      r = f.op(f"load i8, ptr {self.route}")
+      f.emit(f"br i1 {f.op(f'icmp eq i8 {r}, 3')}, label %{out}, label %{inb}")
+      f.put(inb)
+      got.append(f"[{at(self.info['space'])}, %{inb}]")
+      f.emit(f"br label %{join}")
+      f.put(out)
+      got.append(f"[@nowhere_{'w' if write else 'r'}, %{out}]")
+      f.emit(f"br label %{join}")
+      f.put(join)
+      p = f.op(f"phi ptr {', '.join(got)}")
+    elif self.info["space"] != "flat":
       p = at(self.info["space"])
     else:  # flat: the window the lane's address fell in (Compiler.addresses)
       got, join = [], f.label("win")
@@ -1027,7 +1044,7 @@ done:
     g.widths = names
     g.lane_names, g.lane0 = set(), set()
     g.ea = g.f.alloca("i64")
-    if g.info["space"] == "flat":
+    if g.info["space"] == "flat" or o.info.get("address") is None and plan.vsharp(o):
       g.route = g.f.alloca("i8")
     g.masks = {}  # lane-mask outputs reduced after the lane loop: name -> (bits, written lanes) accumulators
     for nm, w in names.items():
@@ -1115,7 +1132,7 @@ done:
     elif info.get("buffer") is not None:  # relative to a bound buffer (binding.Buffer)
       a = self.buffer_address(f, info["buffer"], o)
     elif info.get("address") is None and plan.vsharp(o):  # AMD buffer: through the V# (amd/memory.py _buffer)
-      a = self.buffer_vsharp(f, o)
+      a = self.buffer_vsharp(g, o)
     else:  # the instruction's Address plan (binding.Address), as core.Engine.address evaluates it
       p = info.get("address")
       if p is None or p.space not in ("mem", "lds", "scratch", "split"):
@@ -1140,7 +1157,7 @@ done:
       elif p.space == "lds":  # a 32-bit base (a 64-bit plan's low half, as the interpreter takes it)
         a = self.lds_address(f, f.conv(a, w, 32) if w != 32 else a, o)
       elif p.space == "scratch":  # the lane's private offset (zero-extended)
-        a = self.scratch_address(f, f.conv(a, w, 64))
+        a = self.scratch_address(f, f.conv(a, w, 64), o)
       else:
         a = self.flat_address(g, f.conv(a, w, 64), o)
     f.emit(f"store i64 {a}, ptr {g.ea}")  # what the Calc*Addr built-ins answer
@@ -1166,9 +1183,12 @@ done:
     lo = f.op(f"zext i32 {f.op(f'and i32 {base}, {(1 << LDS_BITS) - 1}')} to i64")
     return f.op(f"or i64 {f.op(f'shl i64 {wg}, {LDS_SHIFT}')}, {lo}")
 
-  def scratch_address(self, f: Fn, off: str) -> str:
+  def scratch_address(self, f: Fn, off: str, o: Op, lanes: str | None = None) -> str:
     """core.Engine.run_scratch: private offset `off` (i64) of this lane -> the scratch window's address, the lane's
-    slot (wave * lanes + lane) shifted by the window's stride (prelude.ll scr_ptr checks the offset in the slot)."""
+    slot (wave * lanes + lane) shifted by the window's stride. An offset at or past the segment size faults here
+    (`lanes`: only where that i1 holds); an access reaching past it, in prelude.ll scr_ptr, as in memory.Window."""
+    bad = f.op(f"icmp uge i64 {off}, {f.ctx(C_SCRSZ)}")
+    self.fault_if(f, bad if lanes is None else f.op(f"and i1 {bad}, {lanes}"), F_SCROFF, off, 4, "r" not in o.sem.mem)
     slot = f.op(f"add i64 {f.op(f'mul i64 %w, {self.L}')}, %lane")
     return f.op(f"add i64 {f.op(f'shl i64 {slot}, {f.ctx(C_SCRST)}')}, {off}")
 
@@ -1200,15 +1220,15 @@ done:
       self.fault_if(f, f.op(f"and i1 {f.op(f'icmp ugt i64 {a}, {(1 << bits) - 1}')}, "
                             f"{f.op(f'icmp eq i8 {route}, 0')}"), F_HIGH, a, 4, False)
     lds = self.lds_address(f, lo, o, sh)
-    scr = self.scratch_address(f, f.op(f"zext i32 {lo} to i64"))
+    scr = self.scratch_address(f, f.op(f"zext i32 {lo} to i64"), o, pr)
     return f.op(f"select i1 {sh}, i64 {lds}, i64 {f.op(f'select i1 {pr}, i64 {scr}, i64 {gm}')}")
 
-  def buffer_vsharp(self, f: Fn, o: Op) -> str:
+  def buffer_vsharp(self, g: Gen, o: Op) -> str:
     """amd/memory.py _buffer for this lane: base, stride and num_records from the V# (4 SGPRs, VSHARP's fields),
     index (idxen) and offset (offen) from vaddr, plus soffset and the instruction's offset. A lane out of the
-    buffer's range (offset past num_records with stride 0, else index past it) is skipped: it loads and stores
-    nothing, as the interpreter leaves it out of the body's lanes."""
-    i = o.info
+    buffer's range (offset past num_records with stride 0, else index past it) takes route 3 (Gen.access): its
+    reads are 0 and its writes go nowhere, as the interpreter runs it on amd/memory.py NOWHERE."""
+    f, i = g.f, o.info
     d = self.sgpr(f, i["srsrc"], 4)
     base, stride, nrec = (f.conv(f.op(f"and i128 {f.op(f'lshr i128 {d}, {lo}') if lo else d}, {(1 << n) - 1}"), 128, 64)
                           for lo, n in VSHARP.values())
@@ -1218,9 +1238,7 @@ done:
     off = f.op(f"add i64 {vgpr(1 if i['idxen'] else 0) if i['offen'] else '0'}, {i['offset'] & ((1 << 64) - 1)}")
     inside = f.op(f"select i1 {f.op(f'icmp eq i64 {stride}, 0')}, i1 {f.op(f'icmp ult i64 {off}, {nrec}')}, "
                   f"i1 {f.op(f'icmp ult i64 {idx}, {nrec}')}")
-    yes = f.label("inb")
-    f.emit(f"br i1 {inside}, label %{yes}, label %lnext")
-    f.put(yes)
+    f.emit(f"store i8 {f.op(f'select i1 {inside}, i8 0, i8 3')}, ptr {g.route}")
     a = f.op(f"add i64 {f.op(f'add i64 {base}, {so}')}, {off}")
     return f.op(f"add i64 {a}, {f.op(f'mul i64 {idx}, {stride}')}")
 

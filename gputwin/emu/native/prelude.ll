@@ -1,6 +1,9 @@
 ; The native tier's hand-written LLVM IR, prepended to every block's module; native/runtime.py replaces the
 ; upper-case placeholders with ctx slot numbers, the LDS address layout, fault kinds and access tags.
 ; Memory helpers: global memory through a region table [start, end, host pointer], LDS through one window.
+; AMD buffer lanes out of the V#'s range (codegen Gen.access, route 3): reads of zeros, writes into a sink
+@nowhere_r = internal constant [256 x i8] zeroinitializer, align 16
+@nowhere_w = internal global [256 x i8] zeroinitializer, align 16
 define internal ptr @gm_ptr(ptr %ctx, i64 %a, i64 %nb, i64 %wr, i64 %w, ptr %hint) alwaysinline {
 entry:
   %tp = getelementptr i64, ptr %ctx, i64 C_REGS
