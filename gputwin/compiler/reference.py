@@ -5,7 +5,8 @@ This is the semantic oracle every backend is tested against, so it spells the IR
   shift amounts are taken modulo the bit width; `shr` is arithmetic for signed types, logical for unsigned;
   float -> int casts saturate and map NaN to 0; float `min`/`max` return the non-NaN operand (IEEE minNum);
   `ne` on floats is unordered (true for NaN), the other comparisons ordered; bf16 results are rounded to nearest
-  even after every op; `for` counts up (`for (i = lo; i < hi; i += step)`, step > 0); atomics act in lane order.
+  even after every op; exp/exp2/log/log2/sin/cos are computed in f64 and rounded once to the type; `for` counts
+  up (`for (i = lo; i < hi; i += step)`, step > 0); atomics act in lane order.
 Lock-step execution makes `barrier` a no-op here: a kernel that races without it is a bug the emulator catches.
 """
 from __future__ import annotations
@@ -13,6 +14,8 @@ from __future__ import annotations
 import numpy as np
 
 from gputwin.compiler import ir
+
+_TRANSCENDENTAL = {"exp": np.exp, "exp2": np.exp2, "log": np.log, "log2": np.log2, "sin": np.sin, "cos": np.cos}
 from gputwin.compiler.ir import Block, Kernel, Op, Type
 from gputwin.errors import CompileError, GputwinError
 
@@ -120,8 +123,10 @@ class _Group:
         return _round(t, -x if code == "neg" else np.abs(x))
       if cls == "math":
         x = a[0]
-        f = {"sqrt": np.sqrt, "rsqrt": lambda v: (1 / np.sqrt(v)).astype(v.dtype), "exp": np.exp, "exp2": np.exp2,
-             "log": np.log, "log2": np.log2, "sin": np.sin, "cos": np.cos, "floor": np.floor, "ceil": np.ceil,
+        if code in _TRANSCENDENTAL:  # in f64, rounded once: the correctly rounded value (numpy's own f32/f16 loops
+          with np.errstate(all="ignore"):  # are SIMD approximations that differ by CPU)
+            return _round(t, _TRANSCENDENTAL[code](x.astype(np.float64)).astype(x.dtype))
+        f = {"sqrt": np.sqrt, "rsqrt": lambda v: (1 / np.sqrt(v)).astype(v.dtype), "floor": np.floor, "ceil": np.ceil,
              "trunc": np.trunc}[code]
         return _round(t, f(x).astype(x.dtype))
       if cls == "fma":

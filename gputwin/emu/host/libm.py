@@ -1,6 +1,7 @@
 """The C runtime calls compiled host code makes (libm, compiler-rt's float conversions), serviced by the launcher
 instead of linked: each undefined symbol is a stub the launcher answers from the registers of the C calling
-convention. Math is numpy's (the reference interpreter's library: the same functions on one-element arrays);
+convention. Math is numpy's (the reference interpreter's library: the same functions on one-element arrays, the
+transcendentals in f64 rounded once, as the reference computes them);
 conversions round to nearest even as IEEE 754 says; fma is exact before its one rounding (fractions)."""
 from __future__ import annotations
 
@@ -13,6 +14,12 @@ F = {"f16": np.float16, "f32": np.float32, "f64": np.float64}
 
 def _ufunc(fn, t):
   return lambda x: fn(np.array([x], F[t]))[0]
+
+
+def _wide(fn, t):
+  """A transcendental as the reference computes it: in f64, rounded once to t (numpy's f32 loops are SIMD
+  approximations that differ by CPU)."""
+  return lambda x: F[t](fn(np.array([x], np.float64))[0])
 
 
 def _to_odd(exact: Fraction, r):
@@ -52,15 +59,16 @@ def bf16_bits(x) -> int:
 SERVICES = {}
 for _t, _sfx in (("f32", "f"), ("f64", "")):
   for _name, _fn in (("sin", np.sin), ("cos", np.cos), ("exp", np.exp), ("exp2", np.exp2), ("log", np.log),
-                     ("log2", np.log2), ("floor", np.floor), ("ceil", np.ceil), ("trunc", np.trunc),
-                     ("sqrt", np.sqrt)):
+                     ("log2", np.log2)):
+    SERVICES[_name + _sfx] = ((_t,), _t, _wide(_fn, _t))
+  for _name, _fn in (("floor", np.floor), ("ceil", np.ceil), ("trunc", np.trunc), ("sqrt", np.sqrt)):
     SERVICES[_name + _sfx] = ((_t,), _t, _ufunc(_fn, _t))
   for _name, _fn in (("fmod", np.fmod), ("fmin", np.fmin), ("fmax", np.fmax)):
     SERVICES[_name + _sfx] = ((_t, _t), _t, (lambda f, t: lambda x, y: f(np.array([x], F[t]), np.array([y], F[t]))[0])
                               (_fn, _t))
   SERVICES["fma" + _sfx] = ((_t, _t, _t), _t, _fma(_t))
   SERVICES["sincos" + _sfx] = ((_t, "*" + _t, "*" + _t), None,   # results stored through the pointers
-                               (lambda t: lambda x: (_ufunc(np.sin, t)(x), _ufunc(np.cos, t)(x)))(_t))
+                               (lambda t: lambda x: (_wide(np.sin, t)(x), _wide(np.cos, t)(x)))(_t))
 SERVICES.update({
   "__truncsfhf2": (("f32",), "f16", np.float16), "__truncdfhf2": (("f64",), "f16", np.float16),
   "__extendhfsf2": (("f16",), "f32", np.float32), "__gnu_h2f_ieee": (("f16",), "f32", np.float32),
