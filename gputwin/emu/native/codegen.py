@@ -213,7 +213,7 @@ class Gen(Lower):
                                    np.uint64((1 << L) - 1)).reshape(-1)
     except PcodeError as err:  # (the modes the interpreter does not model)
       raise Unsupported(str(err)) from err
-    v = self.info["routed"](f, s, src)
+    v = self.info["routed"](f, s.index, src)
     j = f.op(f"extractelement <{L} x i64> <{', '.join(f'i64 {int(x) - 1}' for x in src)}>, i64 %lane")
     ex = self.u64(self.ex(args[2]), args[2].ty)
     on = f.op(f"trunc i64 {f.op(f'lshr i64 {ex}, {j}')} to i1")
@@ -972,7 +972,7 @@ done:
       w = 64 if s.dwords == 2 or s.value > M32 else 32
       v, bits = str(s.value & ((1 << w) - 1)), w
     elif op is not None and op.info.get("dpp") is not None and s is op.ins.get("S0"):
-      v, bits = self.dpp_source(f, s, op), 32
+      v, bits = self.dpp_source(f, s, op), 32 * s.dwords
     elif s.file in ("v", "a"):
       acc = None
       for k in range(s.dwords):
@@ -1012,23 +1012,27 @@ done:
 
   def dpp_source(self, f: Fn, s: Src, op: Op) -> str:
     """src0 of a DPP instruction in lane %lane. The routing is the frontend's (Frontend.source_lanes), read off as a
-    table (each lane's source lane, or none: 0)."""
-    if s.file != "v" or s.dwords != 1:
+    table (each lane's source lane, or none: 0); a 64-bit src0 moves whole, each dword by the same table."""
+    if s.file != "v" or s.dwords > 2:
       raise Unsupported("DPP operand")
-    return self.routed(f, s, self.fe.source_lanes(np.arange(1, self.L + 1, dtype=np.uint32)[None, :], op, self.L))
+    src = self.fe.source_lanes(np.arange(1, self.L + 1, dtype=np.uint32)[None, :], op, self.L)
+    acc = None
+    for k in range(s.dwords):
+      acc = self.join(f, acc, self.routed(f, s.index + k, src), k, s.dwords)
+    return acc
 
-  def routed(self, f: Fn, s: Src, src) -> str:
-    """VGPR s in lane %lane's source lane (src: each lane's source lane + 1, or 0 for none, which reads 0), as one
-    shuffle of the whole register, read in the entry block before any lane writes (the destination may be s)."""
+  def routed(self, f: Fn, idx: int, src) -> str:
+    """VGPR idx in lane %lane's source lane (src: each lane's source lane + 1, or 0 for none, which reads 0), as one
+    shuffle of the whole register, read in the entry block before any lane writes (the destination may be idx)."""
     L = self.L
     sel = ", ".join(f"i32 {int(x) - 1 if x else L}" for x in np.asarray(src).reshape(-1))  # lane L: the zeros' first
-    self.nv = max(self.nv, s.index + 1)
+    self.nv = max(self.nv, idx + 1)
     stw, stv, base = f.ctx(C_VSTW), f.ctx(C_VSTR), f.ctxp(C_V)
     f.n += 1
     r = f"%dpp{f.n}"
-    f.pro += [f"  {r}.w = mul i64 %w, {stw}", f"  {r}.i = mul i64 {s.index}, {stv}", f"  {r}.o = add i64 {r}.w, {r}.i",
+    f.pro += [f"  {r}.w = mul i64 %w, {stw}", f"  {r}.i = mul i64 {idx}, {stv}", f"  {r}.o = add i64 {r}.w, {r}.i",
               f"  {r}.p = getelementptr i8, ptr {base}, i64 {r}.o",
-              f"  {r}.v = load <{L} x i32>, ptr {r}.p, align 4, {f.tbaa(('v', s.index))}",
+              f"  {r}.v = load <{L} x i32>, ptr {r}.p, align 4, {f.tbaa(('v', idx))}",
               f"  {r} = shufflevector <{L} x i32> {r}.v, <{L} x i32> zeroinitializer, <{L} x i32> <{sel}>"]
     return f.op(f"extractelement <{L} x i32> {r}, i64 %lane")
 
