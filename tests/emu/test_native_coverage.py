@@ -125,20 +125,9 @@ def test_packed_operands_native_equal_interpreter(arch):
   assert not mismatches, f"{len(mismatches)} of {both} differ:\n" + "\n".join(mismatches[:40])
 
 
-LANE_ACCESS = ["v_readlane_b32 s5, v3, s2", "v_readlane_b32 s7, v200, 13", "v_readlane_b32 s9, v4, m0",
-               "v_writelane_b32 v3, s4, 17", "v_writelane_b32 v9, -7, s6",
-               "v_writelane_b32 v3, 5, s2\nv_readlane_b32 s6, v3, s2\nv_add_u32 v5, v3, v3\nv_readlane_b32 s8, v5, s10"]
-
-
-@pytest.mark.parametrize("arch", TARGETS)
-@pytest.mark.parametrize("text", LANE_ACCESS)
-def test_lane_access_native_equal_interpreter(arch, text):
-  """Wave-level bodies that address a VGPR by lane number (v_readlane, v_writelane; our assembler's encodings), lane
-  selects from random SGPRs, random EXEC, and a wave whose EXEC is 0 (the body does not run)."""
-  fam = target_info(arch).family
-  L = 32 if arch.startswith("gfx1") else 64
-  if fam == "rdna3" or fam == "rdna4":
-    text = text.replace("v_add_u32", "v_add_nc_u32")
+def _one_block_equal(arch: str, fam: str, text: str, L: int) -> None:
+  """`text` then s_endpgm is one native block, and it leaves the interpreter's state on random register files
+  (_engine's seeds 0-2, one wave with every lane on) and with a wave whose EXEC is 0 (seed 3)."""
   prog = Program(assemble(text, arch) + ENDPGM[fam], 0x1000, arch, fam, L, for_arch(arch))
   blk = native.compile_block(prog, 0x1000, L)
   assert blk is not None and blk.n == text.count("\n") + 2, "not one native block"
@@ -160,6 +149,23 @@ def test_lane_access_native_equal_interpreter(arch, text):
     assert all(np.array_equal(x, y) for x, y in zip(a, b)), \
         [n for n, x, y in zip(names, a, b) if not np.array_equal(x, y)]
   assert not native.FAILED, native.FAILED[:3]
+
+
+LANE_ACCESS = ["v_readlane_b32 s5, v3, s2", "v_readlane_b32 s7, v200, 13", "v_readlane_b32 s9, v4, m0",
+               "v_writelane_b32 v3, s4, 17", "v_writelane_b32 v9, -7, s6",
+               "v_writelane_b32 v3, 5, s2\nv_readlane_b32 s6, v3, s2\nv_add_u32 v5, v3, v3\nv_readlane_b32 s8, v5, s10"]
+
+
+@pytest.mark.parametrize("arch", TARGETS)
+@pytest.mark.parametrize("text", LANE_ACCESS)
+def test_lane_access_native_equal_interpreter(arch, text):
+  """Wave-level bodies that address a VGPR by lane number (v_readlane, v_writelane; our assembler's encodings), lane
+  selects from random SGPRs, random EXEC, and a wave whose EXEC is 0 (the body does not run)."""
+  fam = target_info(arch).family
+  L = 32 if arch.startswith("gfx1") else 64
+  if fam == "rdna3" or fam == "rdna4":
+    text = text.replace("v_add_u32", "v_add_nc_u32")
+  _one_block_equal(arch, fam, text, L)
 
 
 CROSS_LANE = [("v_readfirstlane_b32 s5, v3", "rdna cdna"),
@@ -187,27 +193,7 @@ def test_cross_lane_native_equal_interpreter(arch, text, fams, L):
     pytest.skip(f"{text.split()[0]} is not a {fam} wave{L} instruction")
   if fam != "cdna":
     text = text.replace("v_add_u32", "v_add_nc_u32")
-  prog = Program(assemble(text, arch) + ENDPGM[fam], 0x1000, arch, fam, L, for_arch(arch))
-  blk = native.compile_block(prog, 0x1000, L)
-  assert blk is not None and blk.n == text.count("\n") + 2, "not one native block"
-  for seed in range(4):
-    results = []
-    for mode in ("interp", "native"):
-      eng, buf = _engine(prog, L, seed)
-      if seed == 3:
-        eng.S[1, 126:128] = 0
-        eng._exec = None
-      if mode == "interp":
-        for o in blk.ops:
-          core.step(eng, o, slice(None))
-      else:
-        native.Native(eng).run(blk, slice(None))
-      results.append(_state(eng, buf))
-    a, b = results
-    names = ("VGPR", "SGPR", "SCC", "PC", "memory", "LDS", "count", "lanes")
-    assert all(np.array_equal(x, y) for x, y in zip(a, b)), \
-        [n for n, x, y in zip(names, a, b) if not np.array_equal(x, y)]
-  assert not native.FAILED, native.FAILED[:3]
+  _one_block_equal(arch, fam, text, L)
 
 
 @pytest.mark.parametrize("arch", [t for t in TARGETS if target_info(t).family == "cdna"])
