@@ -592,16 +592,23 @@ class Lower:
     return f.op(f"bitcast i32 {u} to float")
 
   def fp_to_int(self, v: str, s: Ty, t: Ty) -> str:
-    """runtime.f2i: truncate toward zero, NaN -> 0, saturate (only widths <= 32 here)."""
+    """runtime.f2i: truncate toward zero, NaN -> 0, saturate (widths <= 32, and 64)."""
     f = self.f
     tb = 1 if t.kind == "bool" else t.bits
-    if t.kind == "bool" or tb > 32 or t.kind not in ("i", "u", "b"):
+    if t.kind == "bool" or 32 < tb < 64 or tb > 64 or t.kind not in ("i", "u", "b"):
       raise Unsupported(f"float -> {t}")
     d = v if s.bits == 64 else f.op(f"fpext {lty(s)} {v} to double")
     tr = f.op(f"call double @llvm.trunc.f64(double {d})")
     isn = f.op(f"fcmp uno double {tr}, {tr}")
     tr = f.op(f"select i1 {isn}, double 0.0, double {tr}")
     lo, hi = (-(2 ** (tb - 1)), 2 ** (tb - 1) - 1) if t.kind == "i" else (0, 2 ** tb - 1)
+    if tb == 64:  # the bounds' doubles are 2**63 / 2**64 / -2**63: at or past them the result saturates
+      big = f.op(f"fcmp oge double {tr}, {fconst(float(hi), 64)}")
+      small = f.op(f"fcmp ole double {tr}, {fconst(float(lo), 64)}")
+      mid = f.op(f"select i1 {f.op(f'or i1 {big}, {small}')}, double 0.0, double {tr}")
+      i = f.op(f"{'fptosi' if t.kind == 'i' else 'fptoui'} double {mid} to i64")
+      i = f.op(f"select i1 {big}, i64 {hi - (1 << 64) if hi >> 63 else hi}, i64 {i}")
+      return f.op(f"select i1 {small}, i64 {lo}, i64 {i}")
     tr = f.op(f"call double @llvm.maxnum.f64(double {tr}, double {fconst(float(lo), 64)})")
     tr = f.op(f"call double @llvm.minnum.f64(double {tr}, double {fconst(float(hi), 64)})")
     i = f.op(f"fptosi double {tr} to i64")
@@ -663,9 +670,10 @@ class Lower:
     if name.startswith("rint_") and name[5:] in RINT and xt.kind == "f" and t == xt:
       x, lt = self.ex(args[0]), lty(t)  # runtime's rint_*: numpy's rint/trunc/floor/ceil (a NaN comes out quiet)
       return self.nan_rule(t, [x], f.op(f"call {lt} @llvm.{RINT[name[5:]]}.f{t.bits}({lt} {x})"))
-    if name.startswith("round_rn_f") and len(args) == 1 and xt.kind in "iu" and xt.bits <= 32 and t.kind == "f" \
-       and name == f"round_rn_f{t.bits}":  # runtime._ptx_round from an integer: exact in f64, rounded once
-      return self.narrow(f.op(f"{'sitofp' if xt.kind == 'i' else 'uitofp'} i{xt.bits} {self.ex(args[0])} to double"), t)
+    if name == ("round_rn_bf16" if t.kind == "bf" else f"round_rn_f{t.bits}") and t.isf and len(args) == 1 and \
+       xt.kind in "iu" and xt.bits <= 32:  # runtime._ptx_round from an integer: exact in f64, rounded once
+      d = f.op(f"{'sitofp' if xt.kind == 'i' else 'uitofp'} i{xt.bits} {self.ex(args[0])} to double")
+      return self.rbf(self.odd32(d)) if t.kind == "bf" else self.narrow(d, t)
     if name.startswith("approx_") and name[7:] in APPROX and len(args) == 1 and xt.kind == "f" and t == xt:
       fn, x = APPROX[name[7:]], self.ex(args[0])
       if isinstance(fn, str):
