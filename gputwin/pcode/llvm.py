@@ -806,8 +806,7 @@ class Lower:
     n = self.coerce(e, et, Ty("i", 64)) if et.kind != "int" else e
     n = f.op(f"call i64 @llvm.smax.i64(i64 {f.op(f'call i64 @llvm.smin.i64(i64 {n}, i64 4000)')}, i64 -4000)")
     r = f.op(f"call double @llvm.ldexp.f64.i32(double {d}, i32 {f.conv(n, 64, 32)})")
-    r = r if t.bits == 64 else f.op(f"fptrunc double {r} to {lty(t)}")
-    return self.select(f.op(f"fcmp uno {lty(t)} {x}, {x}"), self.quieted(x, t), r, t)
+    return self.select(f.op(f"fcmp uno {lty(t)} {x}, {x}"), self.quieted(x, t), self.narrow(r, t), t)
 
   def _isEven(self, v, ts, t):
     """runtime._iseven: fmod(trunc(x as f64), 2) == 0 (false for infinities and NaNs)."""
@@ -1145,6 +1144,39 @@ def native():
   return _NATIVE
 
 
+def undefined_symbols(obj: bytes) -> list[str]:
+  """The names a host ELF64 object (little-endian) imports: its symbol table's undefined entries."""
+  if obj[:6] != b"\x7fELF\x02\x01":
+    return []
+  shoff, = struct.unpack_from("<Q", obj, 0x28)
+  shentsize, shnum = struct.unpack_from("<HH", obj, 0x3a)
+  secs = [struct.unpack_from("<IIQQQQIIQQ", obj, shoff + i * shentsize) for i in range(shnum)]
+  out = []
+  for _, kind, _, _, off, size, link, _, _, ent in secs:
+    if kind != 2:  # SHT_SYMTAB
+      continue
+    stroff = secs[link][4]
+    for at in range(off + ent, off + size, ent):  # (entry 0 is the null symbol)
+      name, _, _, shndx = struct.unpack_from("<IBBH", obj, at)
+      if shndx == 0 and name:
+        out.append(obj[stroff + name:obj.index(b"\0", stroff + name)].decode())
+  return out
+
+
+IMPORTS = frozenset(LIBM) | {"ldexp", "memcpy", "memmove", "memset"}  # what host code may call: the C library
+
+
+def checked(obj: bytes) -> bytes:
+  """Host object code that imports only C library functions (IMPORTS) this process has; else RuntimeError naming the
+  others. MCJIT aborts the process on an unresolved symbol, and LLVM lowers some operations to compiler-rt calls
+  (f64 -> f16 is __truncdfhf2 on hosts without AVX512-FP16) that only some processes happen to have loaded."""
+  llvm = native()[0]
+  bad = [n for n in undefined_symbols(obj) if n not in IMPORTS or not llvm.address_of_symbol(n)]
+  if bad:
+    raise RuntimeError(f"host code imports {', '.join(bad)}, not a C library function this process has")
+  return obj
+
+
 def target_machine(opt: int = 2):
   """A new target machine for the host CPU (a thread compiling on its own needs its own); `opt`: LLVM's code
   generation level (0: the fast instruction selector)."""
@@ -1333,15 +1365,13 @@ def compile_host(programs: dict[str, Program], lanes: int, speed: int = 2) -> tu
   pto = llvm.create_pipeline_tuning_options(speed_level=speed)
   pb = llvm.create_pass_builder(tm, pto)
   pb.getModulePassManager().run(mod, pb)
-  ee.add_module(mod)
+  ee.add_object_file(llvm.ObjectFileRef.from_data(checked(tm.emit_object(mod))))
   ee.finalize_object()
   proto = ctypes.CFUNCTYPE(ctypes.c_int64, *[ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64] * 2)
   out = {name: HostFn(p, names, proto(ee.get_function_address(f"body{k}"))) for name, (k, p, names) in fns.items()}
-  _KEEP.append(mod)
   return out, declined
 
 
-_KEEP: list = []  # modules whose machine code the returned functions call
 _SEQ = itertools.count()
 
 

@@ -107,7 +107,7 @@ def emit(mod, lean: bool = False) -> bytes:
   pto.loop_unrolling = pto.loop_interleaving = False  # halves compile time; the lane loops still vectorise
   pb = llvm.create_pass_builder(tm, pto)
   pb.getModulePassManager().run(mod, pb)
-  return tm.emit_object(mod)
+  return backend.checked(tm.emit_object(mod))
 
 
 # per instruction, in a block's %hints array (codegen, tensor): the region its last access hit, the probed contiguous

@@ -135,11 +135,10 @@ def _build(prog, lanes: int, ops, lean: bool, log: bool = False):
       return None
     with _IR:
       try:
-        mod = parse(text)
+        obj = emit(parse(text), lean)
       except RuntimeError as e:  # a code generator bug: stay interpreted, and keep the evidence for the tests
         FAILED.append((prog.arch, [o.text for o in ops], str(e)))
         return None
-      obj = emit(mod, lean)
     STATS["compiles"] += 1
     STATS["compiled_vector_instructions"] += sum(o.vector and o.kind != "nop" for o in ops)
   finally:
