@@ -20,6 +20,7 @@ import numpy as np
 from gputwin.pcode.analysis import lane_bit_of
 from gputwin.pcode.ir import Program, Ty, locals_of, lv_ty
 from gputwin.pcode.runtime import DEFAULTS
+from gputwin.pcode.runtime import _RFMT as RFMT
 from gputwin.pcode.runtime import APPROX, LIBM
 from gputwin.pcode.runtime import typed as rt_typed
 
@@ -140,8 +141,10 @@ class Lower:
 
   def __init__(self, f: Fn, program: Program, lanes: int, bind: Binding):
     self.f, self.program, self.L, self.bind = f, program, lanes, bind
+    self.rmode: int | None = 0  # ROUND_MODE as the body set it last (a constant), None: the wave's own (unknown)
     if "ROUND_MODE" in program.inputs or "ROUND_MODE" in program.outputs:
-      raise Unsupported("ROUND_MODE")  # conversions here round to nearest even
+      self.rmode = None
+    self.nested = 0  # inside a branch, a loop or a lambda (where a store to ROUND_MODE may not happen)
     self.vars: dict[str, tuple[str, Ty]] = {}
     self.state: dict[str, tuple[str, int]] = {}
     self.loop_exit: list[str] = []
@@ -367,9 +370,11 @@ class Lower:
     ret, end = f.alloca(lty(rt)), f.label("ret")
     f.emit(f"store {lty(rt)} {zero(rt)}, ptr {ret}")
     self.returns.append((ret, rt, end))
+    self.nested += 1
     try:
       self.block(body)
     finally:
+      self.nested -= 1
       self.returns.pop()
       self.vars = saved
     f.emit(f"br label %{end}")
@@ -492,6 +497,17 @@ class Lower:
     s = x.ty
     if dst in ("snorm", "unorm") and s.kind == "f" and t.kind in "uib" and t.bits == 16:
       return self.to_norm(self.ex(x), s, dst == "snorm")
+    fl = ("f32", "f16", "f64", "bf16")
+    if src in fl and dst in fl and s.isf and t.isf and (s.kind == "bf") == (src == "bf16") and \
+       (t.kind == "bf") == (dst == "bf16"):
+      v = self.ex(x)
+      r = self.convert("cvt", v, s, t)
+      if t.kind == "bf":  # (rounded to bf16, a NaN quiet: runtime.rbf)
+        return r
+      r = self.select(f.op(f"fcmp uno {lty(t)} {r}, {r}"), self.quieted(r, t), r, t)  # an IEEE conversion quiets
+      if self.rmode is None:
+        raise Unsupported("ROUND_MODE of the wave")  # (the native tier has no MODE register)
+      return self.toward_zero(v, s, r, t) if self.rmode == 3 else r
     if s.kind == "bf" or t.kind == "bf" or dst in ("snorm", "unorm", "bf16") or src == "bf16":
       raise Unsupported(name)
     if src in ("u4", "i4", "u8", "i8", "u16", "i16", "u32", "i32") and not dst.startswith("f"):
@@ -501,9 +517,6 @@ class Lower:
         u, ub = self.f.conv(u, 8, 1, False), 1
       mid = Ty(sk, sb)
       return self.convert("cvt", self.from_bits(self.f.conv(u, ub, sb, False), sb, mid), mid, t)
-    if src in ("f32", "f16", "f64") and dst in ("f32", "f16", "f64") and s.kind == "f" and t.kind == "f":
-      r = self.convert("cvt", self.ex(x), s, t)  # then an IEEE conversion quiets a signalling NaN
-      return self.select(f.op(f"fcmp uno {lty(t)} {r}, {r}"), self.quieted(r, t), r, t)
     if src in ("f32", "f16", "f64") and dst in ("u32", "i32", "u16", "i16", "u8") and s.kind == "f":
       return self.convert("cvt", self.ex(x), s, t)
     if src in ("u32", "i32", "u16", "i16") and dst in ("f32", "f16", "f64") and s.kind in "uib":
@@ -511,6 +524,16 @@ class Lower:
         raise Unsupported("int -> f16 (one rounding)")
       return self.convert("cvt", self.ex(x), s, t)
     raise Unsupported(name)
+
+  def toward_zero(self, x: str, s: Ty, r: str, t: Ty) -> str:
+    """runtime.toward_zero (ROUND_MODE = ROUND_TOWARD_ZERO): the nearest-even result r of finite x stepped one ulp
+    toward zero where it is larger in magnitude than x (an infinity becomes the largest finite value)."""
+    f, d = self.f, Ty("f", 64)
+    xd, rd = (v if lty(vt) == "double" else f.op(f"fpext {lty(vt)} {v} to double") for v, vt in ((x, s), (r, t)))
+    ax, ar = (f.op(f"call double @llvm.fabs.f64(double {v})") for v in (xd, rd))
+    fix = f.op(f"and i1 {self.finite(xd, d)}, {f.op(f'fcmp ogt double {ar}, {ax}')}")
+    u = f.op(f"bitcast {lty(t)} {r} to i{t.bits}")
+    return self.select(fix, f.op(f"bitcast i{t.bits} {f.op(f'sub i{t.bits} {u}, 1')} to {lty(t)}"), r, t)
 
   def fp_to_fp(self, v: str, fb: int, tb: int) -> str:
     """runtime.fcvt: round to nearest even; a NaN keeps sign, quiet bit and top payload bits (not quieted)."""
@@ -631,7 +654,7 @@ class Lower:
     if name == "cvtToQuietNAN" and args[0].ty.kind == "f" and t == args[0].ty:
       x = self.ex(args[0])
       return self.select(f.op(f"fcmp uno {lty(t)} {x}, {x}"), self.quieted(x, t), x, t)
-    if name == "sign" and t.kind == "bool" and args[0].ty.kind in ("f", "u", "i", "b"):
+    if name == "sign" and t.kind == "bool" and args[0].ty.kind in ("f", "bf", "u", "i", "b"):
       u, ub = self.raw(self.ex(args[0]), args[0].ty)  # runtime._sign: the top bit
       return f.op(f"icmp slt i{ub} {u}, 0")
     if name == "abs" and t == args[0].ty and t.kind in ("f", "i", "u", "b"):
@@ -667,13 +690,20 @@ class Lower:
       sb = 64 if s.kind == "int" else s.bits
       return self.f.conv(self.ex(args[0]), sb, 64 if t.kind == "int" else t.bits, True)
     xt = args[0].ty if args else t
-    if name.startswith("rint_") and name[5:] in RINT and xt.kind == "f" and t == xt:
-      x, lt = self.ex(args[0]), lty(t)  # runtime's rint_*: numpy's rint/trunc/floor/ceil (a NaN comes out quiet)
-      return self.nan_rule(t, [x], f.op(f"call {lt} @llvm.{RINT[name[5:]]}.f{t.bits}({lt} {x})"))
+    if name.startswith("rint_") and name[5:] in RINT and xt.isf and t == xt:
+      ct = F32 if t.kind == "bf" else t  # (bf16: its f32 container, whose integral values are bf16 values)
+      x, lt = self.ex(args[0]), lty(ct)  # runtime's rint_*: numpy's rint/trunc/floor/ceil (a NaN comes out quiet)
+      return self.nan_rule(ct, [x], f.op(f"call {lt} @llvm.{RINT[name[5:]]}.f{ct.bits}({lt} {x})"))
+    op, _, mode = name.partition("_")
+    if op in PTX_ARITY and mode in SET_ROUNDING:
+      return self.ptx_arith(op, mode, args, t)
     if name == ("round_rn_bf16" if t.kind == "bf" else f"round_rn_f{t.bits}") and t.isf and len(args) == 1 and \
        xt.kind in "iu" and xt.bits <= 32:  # runtime._ptx_round from an integer: exact in f64, rounded once
       d = f.op(f"{'sitofp' if xt.kind == 'i' else 'uitofp'} i{xt.bits} {self.ex(args[0])} to double")
       return self.rbf(self.odd32(d)) if t.kind == "bf" else self.narrow(d, t)
+    rnd, _, fmt = mode.partition("_")
+    if op == "round" and rnd in ROUNDINGS and fmt in RFMT and len(args) == 1:
+      return self.ptx_round(rnd, fmt, args[0], t)
     if name.startswith("approx_") and name[7:] in APPROX and len(args) == 1 and xt.kind == "f" and t == xt:
       fn, x = APPROX[name[7:]], self.ex(args[0])
       if isinstance(fn, str):
@@ -836,21 +866,160 @@ class Lower:
       r = f.op(f"call float @llvm.fma.f32(float {a}, float {b}, float {c})")
     else:
       ad, bd, cd = (f.op(f"fpext half {x} to double") for x in (a, b, c))
-      pd = f.op(f"fmul double {ad}, {bd}")  # exact: 2 x 11 significand bits
-      s = f.op(f"fadd double {pd}, {cd}")
-      bb = f.op(f"fsub double {s}, {pd}")  # TwoSum: s + err == pd + cd exactly
-      da = f.op(f"fsub double {pd}, {f.op(f'fsub double {s}, {bb}')}")
-      err = f.op(f"fadd double {da}, {f.op(f'fsub double {cd}, {bb}')}")
-      sb = f.op(f"bitcast double {s} to i64")
-      even = f.op(f"icmp eq i64 {f.op(f'and i64 {sb}, 1')}, 0")
-      up = f.op(f"icmp eq i1 {f.op(f'fcmp olt double {err}, 0.0')}, {f.op(f'icmp slt i64 {sb}, 0')}")
-      odd = f.op(f"add i64 {sb}, {f.op(f'select i1 {up}, i64 1, i64 -1')}")
-      fin = self.finite(s, Ty("f", 64))
-      fix = f.op(f"and i1 {f.op(f'and i1 {even}, {fin}')}, {f.op(f'fcmp one double {err}, 0.0')}")
-      r = self.to_half(f.op(f"bitcast i64 {f.op(f'select i1 {fix}, i64 {odd}, i64 {sb}')} to double"))
+      r = self.to_half(self.sum_odd(f.op(f"fmul double {ad}, {bd}"), cd))  # (the product is exact: 2 x 11 bits)
     # NaNs: x86's f64 product then sum (a, then b, then c)
     p = self.nan_rule(t, [a, b], f.op(f"fmul {lt} {a}, {b}"))
     return self.nan_rule(t, [p, c], r)
+
+  def sum_odd(self, x: str, y: str) -> str:
+    """x + y (doubles) rounded to odd: TwoSum's exact error decides the sticky low bit. Infinities and NaNs come out
+    as the plain sum's."""
+    f = self.f
+    s = f.op(f"fadd double {x}, {y}")
+    bb = f.op(f"fsub double {s}, {x}")  # TwoSum: s + err == x + y exactly
+    da = f.op(f"fsub double {x}, {f.op(f'fsub double {s}, {bb}')}")
+    err = f.op(f"fadd double {da}, {f.op(f'fsub double {y}, {bb}')}")
+    sb = f.op(f"bitcast double {s} to i64")
+    even = f.op(f"icmp eq i64 {f.op(f'and i64 {sb}, 1')}, 0")
+    up = f.op(f"icmp eq i1 {f.op(f'fcmp olt double {err}, 0.0')}, {f.op(f'icmp slt i64 {sb}, 0')}")
+    odd = f.op(f"add i64 {sb}, {f.op(f'select i1 {up}, i64 1, i64 -1')}")
+    fin = self.finite(s, Ty("f", 64))
+    fix = f.op(f"and i1 {f.op(f'and i1 {even}, {fin}')}, {f.op(f'fcmp one double {err}, 0.0')}")
+    return f.op(f"bitcast i64 {f.op(f'select i1 {fix}, i64 {odd}, i64 {sb}')} to double")
+
+  # ---------------------------------------------------------------- PTX's directed roundings (runtime._ptx_*)
+  def ptx_arith(self, op: str, mode: str, args, t: Ty) -> str:
+    """runtime._ptx_arith: the exact result rounded once with `mode`. f32/f64: the host's own operation under that
+    rounding (`@gputwin.rounded`, which sets the host's rounding mode around LLVM's constrained operations and
+    restores round to nearest); f16/bf16 (add, sub, mul, fma): the exact double, rounded to odd, then once into the
+    format (`round_once`). NaNs: x86's rule, as the numpy backend computes the special cases in f64."""
+    if len(args) != PTX_ARITY[op] or any(x.ty != t for x in args) or not t.isf:
+      raise Unsupported(f"{op}_{mode} types")
+    f, lt, ct = self.f, lty(t), F32 if t.kind == "bf" else t
+    v = [self.ex(x) for x in args]
+    a, b = v[0], v[1] if len(v) > 1 else None
+    p = self.nan_rule(ct, v[:2], f.op(f"fmul {lt} {a}, {b}")) if op == "fma" else None  # (only its NaN counts)
+    if t.kind == "f" and t.bits in (32, 64):
+      xs = {"sub": lambda: [a, f.op(f"fneg {lt} {b}")], "rcp": lambda: [fconst(1.0, t.bits), a]}.get(op, lambda: v)()
+      ins = {"add": "fadd", "sub": "fadd", "mul": "fmul", "div": "fdiv", "rcp": "fdiv"}.get(op, op)
+      code = [r[0] for r in ROUNDED].index(ins)
+      xs = (xs + [zero(t)] * 3)[:3]
+      r = f.op(f"call {lt} @gputwin.rounded.f{t.bits}(i32 {code}, i32 {SET_ROUNDING[mode]}, "
+               f"{', '.join(f'{lt} {x}' for x in xs)})")
+      if op != "fma":
+        return self.nan_rule(t, v, r)
+      if t.bits == 64:  # runtime: x * y + z in f64 unless every input is finite
+        fin = f.op(f"and i1 {f.op(f'and i1 {self.finite(a, t)}, {self.finite(b, t)}')}, {self.finite(v[2], t)}")
+        r = self.select(fin, r, f.op(f"fadd double {p}, {v[2]}"), t)
+      return self.nan_rule(t, [p, v[2]], r)
+    if op not in ("add", "sub", "mul", "fma") or t.bits != 16:
+      raise Unsupported(f"{op}_{mode} on {t}")
+    d = [f.op(f"fpext {lt} {x} to double") for x in v]
+    x = f.op(f"fmul double {d[0]}, {d[1]}") if op in ("mul", "fma") else d[0]
+    y = {"add": lambda: d[1], "sub": lambda: f.op(f"fneg double {d[1]}"), "mul": lambda: "-0.0",
+         "fma": lambda: d[2]}[op]()  # (x + -0 is x, -0 too)
+    s = self.sum_odd(x, y)  # exact products of 11-bit significands; the sum rounded to odd
+    if mode == "rm" and op != "mul":  # an exact zero of a sum is -0 unless both terms are +0
+      nx, ny = f.op(f"fneg double {x}"), f.op(f"fneg double {y}")
+      neg0 = f.op(f"fneg double {f.op(f'fadd double {nx}, {ny}')}")
+      s = self.select(f.op(f"fcmp oeq double {s}, 0.0"), neg0, s, Ty("f", 64))
+    normal = f.op(f"and i1 {self.finite(s, Ty('f', 64))}, {f.op(f'fcmp one double {s}, 0.0')}")
+    r = self.select(normal, self.round_once(*self.decompose(s), "bf16" if t.kind == "bf" else "f16", mode), s,
+                    Ty("f", 64))
+    r = f.op(f"fptrunc double {r} to float") if t.kind == "bf" else self.narrow(r, t)
+    xs = [p, v[2]] if op == "fma" else v
+    return self.nan_rule(ct, xs, r)
+
+  def ptx_round(self, mode: str, fmt: str, x, t: Ty) -> str:
+    """runtime._ptx_round: a float or integer rounded once into fmt with mode (zeros, infinities and NaNs as they
+    are); e4m3/e5m2: the byte, saturated to the largest finite value, NaN 0x7f."""
+    f, xt = self.f, x.ty
+    v = self.ex(x)
+    if xt.kind in ("i", "u", "b", "int") and (xt.kind == "int" or xt.bits <= 64):
+      sb, sg = (64, True) if xt.kind == "int" else (xt.bits, xt.kind == "i")
+      w = f.conv(v, sb, 64, sg)
+      neg = f.op(f"icmp slt i64 {w}, 0") if sg else "false"
+      mag = f.op(f"select i1 {neg}, i64 {f.op(f'sub i64 0, {w}')}, i64 {w}")  # (-2**63: 2**63 unsigned)
+      nz = f.op(f"icmp ne i64 {mag}, 0")
+      r = self.round_once(neg, f.op(f"select i1 {nz}, i64 {mag}, i64 1"), "0", fmt, mode)
+      d = self.select(nz, r, "0.0", Ty("f", 64))
+    elif xt.isf:
+      d = v if xt.kind == "f" and xt.bits == 64 else f.op(f"fpext {lty(xt)} {v} to double")
+      normal = f.op(f"and i1 {self.finite(d, Ty('f', 64))}, {f.op(f'fcmp one double {d}, 0.0')}")
+      special = self.select(f.op(f"fcmp uno double {d}, {d}"), self.quieted(d, Ty("f", 64)), d, Ty("f", 64))
+      d = self.select(normal, self.round_once(*self.decompose(d), fmt, mode), special, Ty("f", 64))
+    else:
+      raise Unsupported(f"round_{mode}_{fmt} of {xt}")
+    if fmt in ("e4m3", "e5m2"):
+      return self.encode8(d, fmt)
+    return f.op(f"fptrunc double {d} to float") if t.kind == "bf" or t.bits == 32 else self.narrow(d, t)
+
+  def decompose(self, d: str) -> tuple[str, str, str]:
+    """A finite non-zero double as (negative, significand, exponent): (-1)**negative * significand * 2**exponent."""
+    f = self.f
+    u = f.op(f"bitcast double {d} to i64")
+    ex = f.op(f"and i64 {f.op(f'lshr i64 {u}, 52')}, 2047")
+    man = f.op(f"and i64 {u}, {(1 << 52) - 1}")
+    sub = f.op(f"icmp eq i64 {ex}, 0")
+    m = f.op(f"select i1 {sub}, i64 {man}, i64 {f.op(f'or i64 {man}, {1 << 52}')}")
+    return f.op(f"icmp slt i64 {u}, 0"), m, f.op(f"select i1 {sub}, i64 -1074, i64 {f.op(f'sub i64 {ex}, 1075')}")
+
+  def round_once(self, neg: str, m: str, e: str, fmt: str, mode: str) -> str:
+    """runtime.round_exact in integers: (-1)**neg * m * 2**e (m a non-zero i64 taken unsigned, e an i64) rounded once
+    into fmt with mode, as a double (every format fits in one): the significand cut to the format's precision at its
+    exponent (or the denormal one), incremented as the mode and the bits cut off say; past the largest finite value,
+    infinity or that value as the mode says. A double rounded to odd stands for the exact value it came from."""
+    f = self.f
+    p, emin, top = RFMT[fmt]
+    lz = f.op(f"call i64 @llvm.ctlz.i64(i64 {m}, i1 false)")
+    big = f.op(f"add i64 {e}, {f.op(f'sub i64 63, {lz}')}")  # m * 2**e is in [2**big, 2**(big + 1))
+    u = f.op(f"sub i64 {f.op(f'call i64 @llvm.smax.i64(i64 {big}, i64 {emin})')}, {p - 1}")  # the result's ulp
+    s = f.op(f"sub i64 {u}, {e}")  # bits cut off
+    sc = f.op(f"call i64 @llvm.smax.i64(i64 {s}, i64 0)")
+    sc = f.op(f"call i64 @llvm.umin.i64(i64 {sc}, i64 64)")
+    n = self.shift("lshr", m, 64, sc)
+    kept = self.shift("shl", "-1", 64, sc)
+    low = f.op(f"and i64 {m}, {f.op(f'xor i64 {kept}, -1')}")
+    low = f.op(f"select i1 {f.op(f'icmp sgt i64 {s}, 64')}, i64 1, i64 {low}")  # far below half an ulp: sticky only
+    half = self.shift("shl", "1", 64, f.op(f"sub i64 {sc}, 1"))  # (0 when nothing is cut)
+    inexact = f.op(f"icmp ne i64 {low}, 0")
+    above = f.op(f"icmp ugt i64 {low}, {half}")
+    tie = f.op(f"and i1 {f.op(f'icmp eq i64 {low}, {half}')}, {inexact}")
+    odd = f.op(f"trunc i64 {n} to i1")
+    inc = {"rn": lambda: f.op(f"or i1 {above}, {f.op(f'and i1 {tie}, {odd}')}"),
+           "rna": lambda: f.op(f"or i1 {above}, {tie}"), "rz": lambda: "false",
+           "rm": lambda: f.op(f"and i1 {neg}, {inexact}"),
+           "rp": lambda: f.op(f"and i1 {f.op(f'xor i1 {neg}, true')}, {inexact}")}[mode]()
+    n = f.op(f"add i64 {n}, {f.op(f'zext i1 {inc} to i64')}")
+    x = f.conv(f.op(f"select i1 {f.op(f'icmp sgt i64 {s}, 0')}, i64 {u}, i64 {e}"), 64, 32)
+    v = f.op(f"call double @llvm.ldexp.f64.i32(double {f.op(f'uitofp i64 {n} to double')}, i32 {x})")
+    inf, fin = fconst(float("inf"), 64), fconst(top, 64)
+    over = {"rn": inf, "rna": inf, "rz": fin}.get(mode) or \
+        self.select(neg, *((inf, fin) if mode == "rm" else (fin, inf)), Ty("f", 64))  # toward the mode's infinity
+    v = self.select(f.op(f"fcmp ogt double {v}, {fin}"), over, v, Ty("f", 64))
+    sign = f.op(f"shl i64 {f.op(f'zext i1 {neg} to i64')}, 63")
+    w = f.op(f"or i64 {f.op(f'bitcast double {v} to i64')}, {sign}")
+    return f.op(f"bitcast i64 {w} to double")
+
+  def encode8(self, d: str, fmt: str) -> str:
+    """runtime._encode8: a double already in e4m3/e5m2 (or an infinity, a NaN) as its byte, saturated to the largest
+    finite value; NaN 0x7f."""
+    f = self.f
+    p, emin, top = RFMT[fmt]
+    m = p - 1
+    u = f.op(f"bitcast double {d} to i64")
+    a = f.op(f"call double @llvm.fabs.f64(double {d})")
+    a = f.op(f"call double @llvm.minnum.f64(double {a}, double {fconst(top, 64)})")
+    au = f.op(f"bitcast double {a} to i64")
+    ex = f.op(f"sub i64 {f.op(f'lshr i64 {au}, 52')}, 1023")
+    field = f.op(f"shl i64 {f.op(f'add i64 {ex}, {1 - emin}')}, {m}")
+    frac = f.op(f"lshr i64 {f.op(f'and i64 {au}, {(1 << 52) - 1}')}, {52 - m}")
+    normal = f.op(f"or i64 {field}, {frac}")
+    den = f.op(f"fptoui double {f.op(f'fmul double {a}, {fconst(2.0 ** (m - emin), 64)}')} to i64")  # exact
+    code = f.op(f"select i1 {f.op(f'icmp slt i64 {ex}, {emin}')}, i64 {den}, i64 {normal}")
+    top_byte = f.op(f"lshr i64 {u}, 56")  # (its sign, as bit 7)
+    code = f.op(f"or i64 {code}, {f.op(f'and i64 {top_byte}, 128')}")
+    return f.op(f"select i1 {f.op(f'fcmp uno double {d}, {d}')}, i8 127, i8 {f.conv(code, 64, 8)}")
 
   # ---------------------------------------------------------------- another instruction's body as a helper
   def helper(self, name: str, args, t: Ty) -> str:
@@ -937,6 +1106,11 @@ class Lower:
         f.emit(f"store {lty(t)} zeroinitializer, ptr {p}")
         return
       self.store(lv, self.ex(val), val.ty)
+      root = lv
+      while root[0] in ("as", "slice", "bit"):
+        root = root[1]
+      if root[:2] == ("state", "ROUND_MODE"):  # a constant stored unconditionally rounds the conversions that follow
+        self.rmode = int(val.args[0]) if val.op == "const" and root is lv and not self.nested else None
     elif op == "if":
       arms, els = a
       for k, (c, body) in enumerate(arms):  # a test of the wave size is known here: only its arm is lowered
@@ -945,6 +1119,7 @@ class Lower:
             return self.block(body)
           return self.stmt(type(st)("if", (arms[k + 1:], els), st.at)) if arms[k + 1:] else self.block(els)
       end = f.label("endif")
+      self.nested += 1
       for c, body in arms:
         cv = self.ex(c)
         yes, no = f.label("then"), f.label("else")
@@ -954,6 +1129,7 @@ class Lower:
         f.emit(f"br label %{end}")
         f.put(no)
       self.block(els)
+      self.nested -= 1
       f.emit(f"br label %{end}")
       f.put(end)
     elif op == "for":
@@ -969,7 +1145,9 @@ class Lower:
       f.emit(f"br i1 {go}, label %{bod}, label %{end}")
       f.put(bod)
       self.loop_exit.append(end)
+      self.nested += 1
       self.block(body)
+      self.nested -= 1
       self.loop_exit.pop()
       i2 = f.op(f"add i64 {f.op(f'load i64, ptr {p}')}, 1")
       f.emit(f"store i64 {i2}, ptr {p}")
@@ -1116,6 +1294,9 @@ F32 = Ty("f", 32)
 FLOAT_BUILTINS = {"sqrt": 1, "trunc": 1, "floor": 1, "exponent": 1, "mantissa": 1, "ldexp": 2, "isEven": 1,
                   "isDENORM": 1, "ftz": 1, "fma": 3}
 RINT = {"rn": "roundeven", "rz": "trunc", "rm": "floor", "rp": "ceil"}  # PTX's rint_* built-ins: LLVM's roundings
+PTX_ARITY = {"add": 2, "sub": 2, "mul": 2, "div": 2, "fma": 3, "sqrt": 1, "rcp": 1}  # PTX's {op}_{mode} built-ins
+SET_ROUNDING = {"rz": 0, "rn": 1, "rp": 2, "rm": 3}  # a PTX rounding as llvm.set.rounding numbers it
+ROUNDINGS = ("rn", "rna", "rz", "rm", "rp")  # PTX's round_{mode}_{format} built-ins (runtime.round_exact's modes)
 
 
 def default_bits(name: str, w: int) -> int:
@@ -1290,6 +1471,33 @@ def _host_ir(fname: str, program: Program, lanes: int, tags: dict) -> tuple[str,
   return "\n".join(head + f.allocas + f.pro + f.lines + tail), names
 
 
+ROUNDED = (("fadd", "%a, %b"), ("fmul", "%a, %b"), ("fdiv", "%a, %b"), ("sqrt", "%a"), ("fma", "%a, %b, %c"))
+
+
+def rounded(bits: int) -> str:
+  """@gputwin.rounded.f{bits}(op, mode, a, b, c): ROUNDED[op] of a, b (, c) rounded as llvm.set.rounding's `mode`
+  numbers it (SET_ROUNDING), the host's rounding mode round to nearest again after. LLVM's constrained operations
+  under a rounding mode set at run time, in a function of its own: strictfp, as LLVM requires of every operation in
+  a function that changes the mode, and never inlined into its callers, whose operations assume round to nearest."""
+  t = {32: "float", 64: "double"}[bits]
+  arms = "".join(f"""{op}:
+  %{op}.r = call {t} @llvm.experimental.constrained.{op}.f{bits}({args.replace("%", t + " %")}, \
+metadata !"round.dynamic", metadata !"fpexcept.ignore") strictfp
+  br label %done
+""" for op, args in ROUNDED)
+  return "".join(f"declare {t} @llvm.experimental.constrained.{op}.f{bits}({', '.join([t] * (args.count('%')))}, "
+                 "metadata, metadata)\n" for op, args in ROUNDED) + f"""\
+define internal {t} @gputwin.rounded.f{bits}(i32 %op, i32 %mode, {t} %a, {t} %b, {t} %c) noinline strictfp {{
+  call void @llvm.set.rounding(i32 %mode) strictfp
+  switch i32 %op, label %fma [{" ".join(f"i32 {k}, label %{op}" for k, (op, _) in enumerate(ROUNDED[:-1]))}]
+{arms}done:
+  %r = phi {t} {", ".join(f"[%{op}.r, %{op}]" for op, _ in ROUNDED)}
+  call void @llvm.set.rounding(i32 1) strictfp
+  ret {t} %r
+}}
+"""
+
+
 INTRINSICS = """\
 declare i64 @llvm.ctpop.i64(i64)
 declare i64 @llvm.cttz.i64(i64, i1)
@@ -1335,7 +1543,8 @@ declare i8 @llvm.bitreverse.i8(i8)
 declare i16 @llvm.bitreverse.i16(i16)
 declare i32 @llvm.bitreverse.i32(i32)
 declare i64 @llvm.bitreverse.i64(i64)
-"""  # what Lower may call
+declare void @llvm.set.rounding(i32)
+""" + "".join(rounded(b) for b in (32, 64))  # what Lower may call
 
 
 def _metadata(tags: dict) -> str:

@@ -8,7 +8,7 @@ at the lane's own bit). Memory is one byte buffer in which each lane addresses i
 effective address the Calc*Addr built-ins answer are given per lane, the same to both); the buffers must agree after.
 Bodies that index register files or read other lanes are an executor's to bind (tests/emu/test_jit.py compares the
 native tier with the interpreter on those); the LLVM backend declines them, with a reason, as it declines what it
-cannot match bit for bit (ROUND_MODE, transcendental built-ins...).
+cannot match bit for bit (a conversion under the wave's own ROUND_MODE, transcendental built-ins...).
 
 NaN payloads agree too: both backends apply x86's rule (the first NaN operand, quieted; else the default NaN) rather
 than numpy's loops' choice (gputwin/emu/UPSTREAM.md #3).

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from gputwin.errors import PcodeError
-from gputwin.pcode import FlatMemory, family_of, llvm, ptx, semantics
+from gputwin.pcode import FlatMemory, Semantics, build, family_of, llvm, ptx, semantics
 
 MD = Path("/work/shared/vendor/ptx/isa-9.0")
 N = 96  # lanes per batch
@@ -184,6 +184,7 @@ def test_setp_integer_and_predicate_combine():
 FMT = {"f16": (16, np.float16, np.uint16), "f32": (32, np.float32, np.uint32), "f64": (64, np.float64, np.uint64),
        "bf16": (16, None, None)}
 CANON = {"f16": 0x7fff, "bf16": 0x7fff, "f32": 0x7fffffff, "f64": 0x7fffffffffffffff}
+FMT_MAN = {"f16": 10, "bf16": 7, "f32": 23, "f64": 52}  # significand bits stored
 
 
 def decode(bits: int, t: str) -> float:
@@ -750,6 +751,114 @@ def test_llvm_backend_agrees_with_numpy():
   print(f"ptx: {exact} keys bit-exact through LLVM, {len(declined)} declined, "
         f"{len(ptx.keys()) - len(sems)} bound by an executor (memory, lanes, events)")
   assert exact > 1000
+
+
+def spread(t: str, rng, n: int) -> list[int]:
+  """Raw bits of format t with every exponent (denormals and the top binades too) and random signs and significands."""
+  w, e = {"f16": (16, 5), "bf16": (16, 8), "f32": (32, 8), "f64": (64, 11)}[t]
+  m = w - 1 - e
+  return [int(rng.integers(0, 2)) << (w - 1) | int(rng.integers(0, (1 << e) - 1)) << m |
+          int(rng.integers(0, 1 << min(m, 62))) << max(m - 62, 0) for _ in range(n)]
+
+
+def test_llvm_directed_roundings_against_fractions():
+  """PTX's directed roundings through the LLVM backend (.rz/.rm/.rp arithmetic on f32/f64, bf16 fma, one-rounding
+  conversions into f16/bf16/f32/f64) give the numpy backend's bits and those of the exact Fraction result rounded here
+  (oracle_round), on operands where the modes differ: inexact results, ties, cancellations to zero (-0 under .rm),
+  sums and products past the largest finite value (inf or that value, by mode), denormal results."""
+  arith = [f"{op}.{m}.{t}" for op in ("add", "sub", "mul", "fma", "div") for m in ("rz", "rm", "rp")
+           for t in ("f32", "f64")] + ["fma.rn.bf16"]
+  conv = [f"cvt.{m}.{d}.{s}" for m in ("rz", "rm", "rp") for d, s in (("f16", "f32"), ("bf16", "f32"), ("f32", "f64"),
+                                                                    ("f16", "f64"), ("f32", "s64"), ("f64", "s64"),
+                                                                    ("f64", "u64"), ("bf16", "s64"))]
+  conv += ["cvt.rn.f16.s64", "cvt.rn.bf16.u64"]
+  unary = [f"{op}.{m}.{t}" for op in ("sqrt", "rcp") for m in ("rz", "rm", "rp") for t in ("f32", "f64")]
+  fns, declined = llvm.compile_host({k: semantics("ptx", k).program for k in arith + conv + unary}, 32)
+  assert not declined, declined
+  rng = np.random.default_rng(21)
+
+  def both(k: str, srcs: list[list[int]]) -> list[int]:
+    ref = run(k, **{f"S{j}": x for j, x in enumerate(srcs)})["D0"]
+    got = fns[k]({f"S{j}": np.array(x, np.uint64) for j, x in enumerate(srcs)}, np.ones(N, bool))["D0"]
+    assert [int(x) for x in got] == ref, (k, next(i for i in range(N) if got[i] != ref[i]))
+    return ref
+
+  for k in arith:
+    op, mode, t = k.split(".")
+    w, sign = FMT[t][0], 1 << (FMT[t][0] - 1)
+    top, one, two = sign - (1 << FMT_MAN[t]) - 1, (1 << (w - 2)) - (1 << FMT_MAN[t]), 1 << (w - 2)  # (bits)
+    srcs = [float_pool(t, rng, N) if j % 2 else spread(t, rng, N) for j in range(3 if op == "fma" else 2)]
+    for i in range(0, N, 8):
+      a = srcs[0][i]  # an exact cancellation: a - a, a + -a, a * 1 + -a
+      srcs[1][i] = one if op == "fma" else a if op == "sub" else a ^ sign
+      if op == "fma":
+        srcs[2][i] = a ^ sign
+      srcs[0][i + 1] = srcs[1][i + 1] = top - int(rng.integers(0, 3))  # past the largest finite value by far
+      srcs[0][i + 2], srcs[1][i + 2] = top, two  # top + 2: between it and infinity (top * 2: past both)
+      srcs[0][i + 3] = srcs[1][i + 3] = (1 << (w - 3)) - int(rng.integers(0, 1 << FMT_MAN[t]))  # a square: denormal
+    check_float(k, t, op, mode, srcs, both(k, srcs))
+
+  for t in ("f16", "bf16"):  # bodies of our own: f16/bf16 arithmetic with every rounding (PTX has fma.rn.bf16)
+    for op in ("add", "sub", "mul", "fma"):
+      args = ", ".join(f"S{j}.{t}" for j in range(3 if op == "fma" else 2))
+      nan = "16'BF(0x7fff)" if t == "bf16" else "16'F(0x7fff)"  # D0: the raw result (NaNs too), D1 canonical NaNs
+      texts = {m: f"r = {op}_{m}({args});\nD0.b32 = 32'B(r.b16);\nD1.b32 = 32'B((isNAN(r) ? {nan} : r).b16)"
+               for m in ("rz", "rm", "rp")}
+      sems = {}
+      for m, x in texts.items():
+        src, consts, *rest = build("ptx", f"{op}.{m}.{t}", x)
+        sems[m] = Semantics("ptx", f"{op}.{m}.{t}", "", x, [], src, *rest, consts)
+      own, declined = llvm.compile_host({m: sm.program for m, sm in sems.items()}, 32)
+      assert not declined, declined
+      for m, sm in sems.items():
+        srcs = [spread(t, rng, N) if j % 2 else float_pool(t, rng, N) for j in range(3 if op == "fma" else 2)]
+        srcs[1][::4] = [x ^ 0x8000 if op != "sub" else x for x in srcs[0][::4]]  # exact cancellations
+        ref = sm({f"S{j}": np.array(x, np.uint32)[None, :] for j, x in enumerate(srcs)}, exec=np.ones((1, N), bool))
+        got = own[m]({f"S{j}": np.array(x, np.uint64) for j, x in enumerate(srcs)}, np.ones(N, bool))
+        for d in ("D0", "D1"):
+          assert [int(x) for x in got[d]] == [int(x) for x in ref[d][0]], (op, m, t, d)
+        check_float(f"{op}.{m}.{t}", t, op, m, srcs, [int(x) for x in got["D1"]])
+
+  for k in unary:
+    op, mode, t = k.split(".")
+    a = spread(t, rng, N)
+    a = [x & ~(1 << (FMT[t][0] - 1)) if op == "sqrt" else x for x in a]
+    out = both(k, [a])
+    for i in range(N):
+      x = Fraction(decode(a[i], t))
+      q = 1 / x if op == "rcp" else None
+      if op == "rcp":
+        assert out[i] == encode(oracle_round(q, t, mode), t), (k, hex(a[i]))
+        continue
+      r = Fraction(decode(out[i], t))  # sqrt: r**2 on the right side of x, its neighbour's on the other
+      step = np.nextafter(FMT[t][1](decode(out[i], t)), FMT[t][1](np.inf if mode != "rp" else 0))
+      nb = Fraction(float(step)) if np.isfinite(step) else None
+      if mode == "rp":
+        assert (nb is None or nb * nb < x) and x <= r * r, (k, hex(a[i]))
+      else:
+        assert r * r <= x and (nb is None or x < nb * nb), (k, hex(a[i]))
+
+  for k in conv:
+    _, mode, dt, st = k.split(".")
+    if st[0] in "su":  # integers of every length, and ties: 2**n + 2**(n - p) (n past the format's precision)
+      bits = rng.integers(1, 65, N)
+      x = [int(rng.integers(0, 1 << 62)) * 4 + int(rng.integers(0, 4)) >> (64 - int(b)) for b in bits]
+      x = [(1 << int(b) - 1) + (1 << int(b) - 1 - {"f16": 11, "bf16": 8, "f32": 24, "f64": 53}[dt]) if i % 5 == 0 and
+           b > 54 else v for i, (v, b) in enumerate(zip(x, bits))]
+      x = [v if st[0] == "u" or i % 2 else -v & (2 ** 64 - 1) for i, v in enumerate(x)]
+      vals = [Fraction(sx(v, 64) if st[0] == "s" else v) for v in x]
+    else:
+      cut = FMT_MAN[st] - FMT_MAN[dt]  # the first quarter exactly half-way between two results (where normal)
+      x = [v & ~((1 << cut) - 1) | 1 << (cut - 1) if i < N // 4 else v for i, v in enumerate(spread(st, rng, N))]
+      vals = [decode(v, st) for v in x]
+    out = both(k, [x])
+    for i in range(N):
+      v = vals[i]
+      if isinstance(v, float) and (np.isnan(v) or np.isinf(v) or v == 0):
+        want = CANON[dt] if np.isnan(v) else encode(v, dt)
+      else:
+        want = encode(oracle_round(Fraction(v), dt, mode), dt)
+      assert out[i] == want, (k, hex(x[i]), hex(out[i]), hex(want))
 
 
 # prmt's modes, as the manual's tables print them: the source byte of d.b3 d.b2 d.b1 d.b0 for c[1:0] = 0..3
