@@ -847,10 +847,13 @@ done:
   def lane_flags(self, f: Fn, m: str) -> str:
     """Lane mask `m` (i{M}, M > 64) as M bytes of 0/1 in a local array, written before a lane loop: lane_on then
     reads lane %lane's byte, a load LLVM vectorises (a shift or select of i{M} values in the loop would be
-    legalised into many scalar instructions per lane)."""
+    legalised into many scalar instructions per lane). Expanded 64 lanes at a time: on AVX2 hosts (znver3) LLVM 22
+    gives wrong bytes for `zext (bitcast i128 (and ..., bitcast <128 x i1> ...))` in one piece."""
     p = f.alloca(f"[{self.M} x i8], align 16")
-    v = f.op(f"bitcast i{self.M} {m} to <{self.M} x i1>")
-    f.emit(f"store <{self.M} x i8> {f.op(f'zext <{self.M} x i1> {v} to <{self.M} x i8>')}, ptr {p}, align 16")
+    for k in range(0, self.M, 64):
+      word = f.op(f"trunc i{self.M} {f.op(f'lshr i{self.M} {m}, {k}') if k else m} to i64")
+      v = f.op(f"zext <64 x i1> {f.op(f'bitcast i64 {word} to <64 x i1>')} to <64 x i8>")
+      f.emit(f"store <64 x i8> {v}, ptr {f.op(f'getelementptr i8, ptr {p}, i64 {k}')}, align 16")
     return p
 
   def lane_on(self, f: Fn, m: str, flags: str | None = None) -> str:
