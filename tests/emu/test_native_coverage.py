@@ -9,6 +9,9 @@ interpreter: bit-identical registers, memory and counts.
 4. VOP3 output modifiers (clamp, omod) on float results; packed (VOP3P) operands.
 5. Registers by lane number (v_readlane, v_writelane): wave-level bodies. 6. SDWA selects (CDNA).
 7. Cross-lane bodies (readfirstlane, permlane, ds_bpermute/permute) and ds_swizzle's modes.
+8. A carry-in read from a VGPR (V_ADD_CO_CI_U32's VOP3 form): the SGPR carry-out from the lanes' copies.
+9. Scalar registers by number (s_movrels, s_movreld, s_movrelsd_2: M0-relative), M0 past the scalar file included:
+   the scheduler's run (core.run) on both tiers, the native one stopping where the interpreter raises its error.
 """
 import zlib
 
@@ -202,4 +205,76 @@ def test_sdwa_native_equal_interpreter(arch):
   both, ok, mismatches = _compare(arch, lambda op: op.info.get("sdwa") is not None)
   print(f"{arch}: {both} SDWA encodings on both tiers")
   assert both > 100, f"only {both} SDWA encodings ran on both tiers"
+  assert not mismatches, f"{len(mismatches)} of {both} differ:\n" + "\n".join(mismatches[:40])
+
+
+def _scheduled(prog, L: int, seed: int, m0, mode: str, monkeypatch) -> tuple:
+  """core.run of `prog` from _engine's random state (seed) with M0 = m0 per wave, interpreted (GPUTWIN_JIT=0) or
+  natively (force): ("ok", state, wave-instructions run natively) or (the Stop's kind, its text, that count)."""
+  monkeypatch.setenv("GPUTWIN_JIT", mode)
+  eng, buf = _engine(prog, L, seed)
+  eng.S[:, 124 if prog.family == "cdna" else 125] = m0
+  try:
+    core.run(eng)
+  except core.Stop as e:
+    return e.kind, str(e), eng.native_count
+  return "ok", _state(eng, buf), eng.native_count
+
+
+MOVREL = [("s_movrels_b32 s5, s10", "rdna cdna"), ("s_movrels_b64 s[4:5], s[10:11]", "rdna cdna"),
+          ("s_movreld_b32 s5, s10", "rdna cdna"), ("s_movreld_b64 s[4:5], s[10:11]", "rdna cdna"),
+          ("s_movrelsd_2_b32 s5, s10", "rdna"),
+          ("s_movrels_b32 s5, s10\ns_and_b32 s6, s5, 63\ns_movreld_b32 s7, s6", "rdna cdna")]
+
+
+@pytest.mark.parametrize("arch, text", [(a, t) for a in TARGETS for t, fams in MOVREL
+                                        if target_info(a).family.rstrip("34") in fams.split()])
+def test_movrel_scalar_native_equal_interpreter(arch, text, monkeypatch):
+  """s_movrels / s_movreld / s_movrelsd_2 (SGPR[base + M0], the SGPR number the body computes) as one native block:
+  the interpreter's registers for M0 that lands in the file (VCC, NULL, M0, EXEC among its rows; a sum that wraps
+  at 32 bits), and the interpreter's error, the native run stopping before it writes anything, for one whose rows
+  (a 64-bit access: either row) are past the scalar file, in either wave."""
+  fam = target_info(arch).family
+  L = 32 if fam != "cdna" else 64
+  prog = Program(assemble(text, arch) + ENDPGM[fam], 0x1000, arch, fam, L, for_arch(arch))
+  blk = native.compile_block(prog, 0x1000, L)
+  assert blk is not None and blk.n == text.count("\n") + 2, "not one native block"
+  rng = np.random.default_rng(zlib.crc32(text.encode()))
+  m0s = [rng.integers(0, 96, 2), [96, 110], [100, 115], [116, 118], [114, 120], [0, 245], [0xfffffff8, 3],
+         [0, 246], [0, 1000], [0x7fffffff, 0], [300, 2]]  # (base s10: 10 + M0; the last four are past the file)
+  stopped = 0  # runs that end in the interpreter's error
+  for k, m0 in enumerate(m0s):
+    a = _scheduled(prog, L, k, np.asarray(m0, np.uint32), "0", monkeypatch)
+    b = _scheduled(prog, L, k, np.asarray(m0, np.uint32), "force", monkeypatch)
+    assert a[0] == b[0], (m0, a[:2], b[:2])
+    if a[0] == "ok":
+      names = ("VGPR", "SGPR", "SCC", "PC", "memory", "LDS", "count", "lanes")
+      assert all(np.array_equal(x, y) for x, y in zip(a[1], b[1])), \
+          (m0, [n for n, x, y in zip(names, a[1], b[1]) if not np.array_equal(x, y)])
+      assert b[2] == a[1][6] and a[2] == 0, "not run natively"
+    else:  # (the same error; the interpreter names the batch's register file, the native re-run one wave's)
+      assert a[1].split(": the register file")[0] == b[1].split(": the register file")[0], (m0, a[1], b[1])
+      stopped += 1
+  assert 3 <= stopped < len(m0s) - 3, stopped
+  assert not native.FAILED, native.FAILED[:3]
+
+
+def _vgpr_mask(op) -> bool:
+  """Does `op` read a lane mask from a VGPR and write it back to an SGPR (V_ADD_CO_CI_U32 v, s, v, v, v)?"""
+  return any(isinstance(s, Src) and s.file == "v" and isinstance(op.outs.get(nm), Src) and op.outs[nm].file == "s"
+             for nm, s in op.ins.items() if op.sem is not None and nm in op.sem.outputs)
+
+
+@pytest.mark.parametrize("arch", [t for t in TARGETS if target_info(t).family != "cdna"])
+def test_vgpr_carry_in_native_equal_interpreter(arch):
+  """VOP3 carry-in/out ops whose carry-in is a VGPR: each lane adds the bit of its own copy, and the SGPR carry-out
+  gets the first active lane's copy with its bit replaced (lane 0's input when no lane is active: the second wave's
+  EXEC is 0 for half of the seeds; DPP row/bank masks leave lanes out too)."""
+  def no_exec(eng, op, rng):
+    if rng.integers(0, 2):
+      eng.S[1, 126:128] = 0
+      eng._exec = None
+  both, ok, mismatches = _compare(arch, _vgpr_mask, no_exec, seeds=4)
+  print(f"{arch}: {both} encodings with a VGPR carry-in on both tiers")
+  assert both >= 8, f"only {both} VGPR carry-in encodings ran on both tiers"
   assert not mismatches, f"{len(mismatches)} of {both} differ:\n" + "\n".join(mismatches[:40])

@@ -183,7 +183,21 @@ class Gen(Lower):
     """VGPR[lane][reg] of this wave (readlane, writelane, readfirstlane, permlane, ds_(b)permute): the register
     number must be a constant operand (the block's register reach then covers it: Tier.block). A lane the body does
     not keep below the wave size (`bound`: s_ff1's, a permute's computed lane) is checked where it is used: past the
-    file the block stops there (F_LANE), and the interpreter's run of the instruction raises its error."""
+    file the block stops there (F_LANE), and the interpreter's run of the instruction raises its error.
+    SGPR[reg] (s_movrels, s_movreld: a number the body computes, M0-relative): `rows`. A read wider than a register
+    is gathered into a local (the rows lie a register stride apart); a wide write is Gen.store's."""
+    if name == "SGPR" and len(index) == 1:
+      rows = self.rows(index[0], bits, write)
+      if len(rows) == 1:
+        return rows[0]
+      if write:
+        raise Unsupported("a wide SGPR[...] write outside Gen.store")
+      f, acc = self.f, None
+      for k, p in enumerate(rows):  # (no TBAA tag, as the backend's own accesses: it may be any row)
+        acc = self.info["join"](f, acc, f.op(f"load i32, ptr {p}"), k, len(rows))
+      p = f.alloca(f"i{bits}")
+      f.emit(f"store i{bits} {acc}, ptr {p}")
+      return p
     if name != "VGPR" or len(index) != 2 or bits != 32:
       raise Unsupported(f"{name}[...] access")
     lane_e, reg_e = index
@@ -194,6 +208,33 @@ class Gen(Lower):
     if hi is None or hi >= self.L:
       self.info["fault"](self.f, self.f.op(f"icmp uge i64 {lane}, {self.L}"), F_LANE, lane, 4, write)
     return self.info["vgpr"](self.f, r, lane, write)
+
+  def rows(self, e, bits: int, write: bool) -> list[str]:
+    """The SGPR rows of SGPR[e] (bits / 32 of them from e, or one for a narrower access) of this wave, numbered as
+    runtime.rrd / rwr index the interpreter's file: e + k, each below the file's rows (core.Engine's scalar file,
+    the frontend's `sgprs`), which the interpreter checks before it reads (and, for a write, before it writes the
+    first). Past the file the block stops there, before any write (F_LANE), and the interpreter's run of the
+    instruction raises its error."""
+    if bits % 32 and bits not in (8, 16):
+      raise Unsupported(f"SGPR[...] access of {bits} bits")
+    f, n = self.f, max(bits // 32, 1)
+    r = self.u64(self.ex(e), e.ty)
+    last, top = f.op(f"add i64 {r}, {n - 1}"), self.info["sgprs"]
+    bad = f.op(f"or i1 {f.op(f'icmp uge i64 {last}, {top}')}, {f.op(f'icmp ult i64 {last}, {r}')}")
+    self.info["fault"](f, bad, F_LANE, r, 4, write)
+    return [self.info["sgpr"](f, f.op(f"add i64 {r}, {k}") if k else r, write) for k in range(n)]
+
+  def store(self, lv, val: str, vt: Ty) -> None:
+    """Lower.store, but a wide SGPR[...] write (s_movreld_b64): split into its rows (Gen.rows)."""
+    if lv[0] != "reg" or lv[1] != "SGPR" or lv[3] <= 32:
+      return super().store(lv, val, vt)
+    f, bits = self.f, lv[3]
+    if len(lv[2]) != 1 or vt.kind == "bool":
+      raise Unsupported("SGPR[...] write")
+    u, ub = self.raw(val, vt)
+    v = f.conv(u, ub, bits, vt.kind == "i")
+    for k, p in enumerate(self.rows(lv[2][0], bits, True)):
+      f.emit(f"store i32 {f.conv(f.op(f'lshr i{bits} {v}, {32 * k}') if k else v, bits, 32)}, ptr {p}")
 
   def across(self, name: str, args, t: Ty) -> str:
     """A built-in reading other lanes (Lower.call asks the binding): ds_swizzle(OFFSET, DATA, EXEC), with OFFSET a
@@ -558,7 +599,8 @@ done:
     ops = [o for o in ops if o.kind != "nop"] or ops[-1:]  # s_nop, s_delay_alu... in a group: PC and counts only
     op = ops[0]
     info = {"lanes": self.L, "family": self.fam, "space": SPACES.get(op.mem, "gm"), "vgpr": self.vgpr_at,
-            "fault": self.fault_if, "routed": self.routed,
+            "fault": self.fault_if, "routed": self.routed, "sgpr": self.sgpr_row, "sgprs": self.sgprs,
+            "join": self.join,
             "slot": self.owner.get(i, (i, 0))[0], "delta": self.owner.get(i, (i, 0))[1]}
     if self.log and op.mem in plan.LDS_KINDS and mode is not Mode.CHECK:
       k0 = self.site0.setdefault(i, len(self.sites))  # (the sites of the ops before it are all known by now)
@@ -625,8 +667,11 @@ done:
           g.masks[nm] = (f.alloca(f"i{w}"), f.alloca(f"i{w}"))
           f.emit(f"store i{w} 0, ptr {g.masks[nm][0]}")
           f.emit(f"store i{w} 0, ptr {g.masks[nm][1]}")
-      for nm in g.lane0 & o.outs.keys():  # no lane may be active: the register then gets the initial value
-        self.store_reg(f, o.outs[nm], str(default_bits(nm, g.widths[nm])), g.widths[nm], o)
+      for nm in g.lane0 & o.outs.keys():  # no lane may be active: the register then gets the initial value, or for
+        # an input read from a VGPR lane 0's (pcode: an inactive lane's output is its input)
+        w, s = g.widths[nm], o.ins.get(nm) if nm in o.sem.program.inputs else None
+        v = f.conv(*self.fetch(f, s, lane="0"), w) if isinstance(s, Src) else str(default_bits(nm, w))
+        self.store_reg(f, o.outs[nm], v, w, o)
     on = None
     if peel:  # lane 0 alone, no loop
       f.emit("%lane32 = add i32 0, 0")
@@ -888,12 +933,12 @@ done:
     off = f.op(f"add i64 {f.op(f'mul i64 %w, {f.ctx(C_SSTW)}')}, {f.op(f'mul i64 {idx}, {f.ctx(C_SSTR)}')}")
     return f.gep(f.ctxp(C_S), off)
 
-  def vgpr_ptr(self, f: Fn, idx: int, file: str = "v") -> str:
-    """Lane %lane of VGPR `idx` (`file` "a": AccVGPR, same strides; its reach is Block.na) of wave %w."""
+  def vgpr_ptr(self, f: Fn, idx: int, file: str = "v", lane: str = "%lane") -> str:
+    """Lane `lane` (%lane) of VGPR `idx` (`file` "a": AccVGPR, same strides; its reach is Block.na) of wave %w."""
     if file == "v":
       self.nv = max(self.nv, idx + 1)
     off = f.op(f"add i64 {f.op(f'mul i64 %w, {f.ctx(C_VSTW)}')}, {f.op(f'mul i64 {idx}, {f.ctx(C_VSTR)}')}")
-    return f.gep(f.gep(f.ctxp(C_V if file == "v" else C_A), off), f.op("mul i64 %lane, 4"))
+    return f.gep(f.gep(f.ctxp(C_V if file == "v" else C_A), off), f.op(f"mul i64 {lane}, 4"))
 
   def vgpr_at(self, f: Fn, idx: int, lane: str, write: bool) -> str:
     """VGPR `idx` of wave %w in lane `lane` (an i64 value below the wave size): a register by lane number."""
@@ -902,6 +947,20 @@ done:
       self.wrote["v"] |= 1 << idx
     off = f.op(f"add i64 {f.op(f'mul i64 %w, {f.ctx(C_VSTW)}')}, {f.op(f'mul i64 {idx}, {f.ctx(C_VSTR)}')}")
     return f.gep(f.gep(f.ctxp(C_V), off), f.op(f"mul i64 {lane}, 4"))
+
+  @property
+  def sgprs(self) -> int:
+    """The rows of the scalar file (core.Engine's: the frontend's `sgprs`)."""
+    return getattr(self.fe, "sgprs", 256)
+
+  def sgpr_row(self, f: Fn, idx: str, write: bool) -> str:
+    """SGPR row `idx` (an i64 value below `sgprs`) of wave %w: a register by number, which may be any row (the
+    block's reach is the whole file; a write marks every row written, as the interpreter's does)."""
+    self.ns = max(self.ns, self.sgprs)
+    if write:
+      self.wrote["s"] = -1
+    return f.gep(f.ctxp(C_S), f.op(f"add i64 {f.op(f'mul i64 %w, {f.ctx(C_SSTW)}')}, "
+                                   f"{f.op(f'mul i64 {idx}, {f.ctx(C_SSTR)}')}"))
 
   def sgpr(self, f: Fn, idx: int, dwords: int) -> str:
     acc = None
@@ -969,8 +1028,9 @@ done:
     """EXEC as an i{M} lane mask (its L // 32 dwords)."""
     return f.conv(self.sgpr(f, self.sp["exec"], self.L // 32), self.L, self.M)
 
-  def fetch(self, f: Fn, s: Src, op: Op | None = None) -> tuple[str, int]:
-    """core.Engine.fetch: raw bits and their container width (32, 64, or 32 * dwords); `op`'s DPP on its src0."""
+  def fetch(self, f: Fn, s: Src, op: Op | None = None, lane: str = "%lane") -> tuple[str, int]:
+    """core.Engine.fetch: raw bits and their container width (32, 64, or 32 * dwords); `op`'s DPP on its src0; a
+    VGPR in lane `lane` (%lane)."""
     if s.file == "k":
       w = 64 if s.dwords == 2 or s.value > M32 else 32
       v, bits = str(s.value & ((1 << w) - 1)), w
@@ -979,7 +1039,7 @@ done:
     elif s.file in ("v", "a"):
       acc = None
       for k in range(s.dwords):
-        ptr = self.vgpr_ptr(f, s.index + k, s.file)
+        ptr = self.vgpr_ptr(f, s.index + k, s.file, lane)
         acc = self.join(f, acc, f.ld("i32", ptr, (s.file, s.index + k)), k, s.dwords)
       v, bits = acc, 32 * s.dwords
     elif s.index in APERTURE and getattr(self.fe, "apertures", None):  # (AMD's Frontend.sreg: a 64-bit read gives
@@ -1071,7 +1131,11 @@ done:
         per_lane = True
       d = o.outs.get(nm)
       if per_lane and nm in p.outputs and isinstance(s, Src) and s.file == "v" and isinstance(d, Src) and d.file == "s":
-        raise Unsupported(f"{nm}: a lane mask read from a VGPR")  # (an SGPR written from per-lane copies of it)
+        # a lane mask read from a VGPR (V_ADD_CO_CI_U32's VOP3 carry-in): each lane works on its copy, and the SGPR
+        # gets the first active lane's (lane 0's input when none is active: core.Engine._store_parts), as lane0's
+        if nm in o.old:
+          raise Unsupported(f"{nm}: a lane mask read from a VGPR, kept in part")
+        g.lane0.add(nm)
       if per_lane:
         g.lane_names.add(nm)
     for nm, t in locals_of(p.body).items():
@@ -1122,8 +1186,8 @@ done:
       return f.conv(f.ctx(C_IEEE), 64, 32), 32
     if kind == "field":
       return str(o.info.get(arg[0], 0) & M32), 32
-    if kind == "round":
-      raise Unsupported("ROUND_MODE")
+    # kind "round" (the wave's MODE.FP_ROUND): the LLVM lowering declines a conversion that would read it, so in a
+    # body it compiles the value only feeds the body's own ROUND_MODE output, which no operand takes (store_state)
     return "0", 32
 
   def addresses(self, g: Gen, o: Op) -> None:

@@ -66,8 +66,10 @@ def supported(op: Op, fam: str, simt: bool = False, arch: str = "") -> None:
 
   for o in parts(op):
     sem = o.sem
-    # registers by number: only a wave-level body's VGPR[lane][reg] (readlane, writelane; codegen.Gen.reg decides)
-    if sem is None or sem.regfiles and not (sem.wave_level and sem.regfiles == {"VGPR"} and o.kind == "alu"):
+    # registers by number: a wave-level body's VGPR[lane][reg] (readlane, writelane) and a scalar body's SGPR[reg]
+    # (s_movrels, s_movreld: M0-relative); codegen.Gen.reg decides
+    if sem is None or sem.regfiles and not (o.kind == "alu" and (sem.wave_level and sem.regfiles == {"VGPR"} or
+                                                                 not o.vector and sem.regfiles == {"SGPR"})):
       raise Unsupported("register-file access")
     if sem.cross_lane and not sem.wave_level:
       raise Unsupported("cross-lane")
@@ -78,8 +80,6 @@ def supported(op: Op, fam: str, simt: bool = False, arch: str = "") -> None:
     if o.mem and (o.mem not in MEM_KINDS or simt and o.mem in WAVE_ONLY or
                   o.info.get("address") is None and o.info.get("buffer") is None and not vsharp(o)):
       raise Unsupported(o.mem)
-    if "ROUND_MODE" in sem.inputs or "ROUND_MODE" in sem.outputs:
-      raise Unsupported("ROUND_MODE")
     # (per-thread PCs: every wave a block runs for has a thread running an unguarded op, whose lane-0 result is the
     # interpreter's one value; one PC per wave: EXEC may be empty, the interpreter writes it anyway)
     if o.kind == "alu" and scalar_valu(o) and not (simt and op.info.get("guard") is None):
@@ -268,9 +268,11 @@ def _lane_pure(op: Op, sp: dict) -> bool:
     if o.info.get("dpp") is not None or o.sem.wave_level:  # reads other lanes (DPP: src0 before the loop)
       return False
     for nm in p.outputs:
-      s = state_src(o, nm)
+      s, d = state_src(o, nm), o.outs.get(nm)
       if isinstance(s, Src) and s.file == "s" and s.index <= sp["exec"] + 1 and s.index + s.dwords > sp["exec"]:
         return False
+      if isinstance(s, Src) and s.file == "v" and isinstance(d, Src) and d.file == "s":
+        return False  # (an SGPR from per-lane copies read from a VGPR: the first active lane's, codegen's lane0)
       if not (isinstance(s, Src) and s.file in ("v", "a") or discarded(o, nm, sp) or analysis.bit_written(p.body, nm)):
         return False
   return True
