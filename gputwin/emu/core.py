@@ -499,7 +499,7 @@ class Engine:
       out = {k: np.array(v) if self._aliases(v) else v for k, v in out.items()}
     for name, v in out.items():
       if name == "PC" and self.simt:  # per-thread PCs: the lanes that ran it branch
-        self.lpc[ix] = np.where(m, np.broadcast_to(np.asarray(v).astype(np.int64), m.shape), self.lpc[ix])
+        move(self, ix, (np.asarray(v).astype(np.int64), m))
         self._pc_to = int(v) if np.ndim(v) == 0 else None  # (one target for all: run_simt needs no scan)
       elif name == "PC":
         self.pc[ix] = np.asarray(v).reshape(-1).astype(np.int64) if np.ndim(v) else int(v)
@@ -1027,10 +1027,17 @@ def _inside(eng: Engine, ready, ix, sel, pc: int, blk):
 
 def _place(eng: Engine, pc: int, ix, sel) -> None:
   """Threads `sel` of warps `ix` stand at `pc`: say so in eng.lpc."""
-  if isinstance(ix, slice):
-    np.copyto(eng.lpc, pc, where=sel)
-  else:
-    eng.lpc[ix] = np.where(sel, pc, eng.lpc[ix])
+  move(eng, ix, (pc, sel))
+
+
+def move(eng: Engine, ix, *moves) -> None:
+  """For each (pc, mask) of `moves` in order (a later one wins where both say), the threads in mask (rows of warps ix)
+  stand at pc: written in place (np.where with a scalar operand would build whole (waves, lanes) arrays)."""
+  sub = eng.lpc[ix]  # (a view for a slice of warps, else a copy written back)
+  for pc, m in moves:
+    np.copyto(sub, pc, where=m)
+  if not isinstance(ix, slice):
+    eng.lpc[ix] = sub
 
 
 def _per_warp(m: np.ndarray) -> np.ndarray:
@@ -1093,11 +1100,11 @@ def _tail(eng: Engine, blk, ix, sel, taken: np.ndarray, bits: np.ndarray, join=N
     release_barriers(eng)
     if every:  # (an exited thread's PC stays at its exit)
       return None, pc + n - last.size
-    eng.lpc[ix] = np.where(m, pc + n - last.size, np.where(sel, pc + n, eng.lpc[ix]))
+    move(eng, ix, (pc + n, sel), (pc + n - last.size, m))
     return None, None
   to = int(last.ins["TARGET"].value)
   if not every:
-    eng.lpc[ix] = np.where(m, to, np.where(sel, pc + n, eng.lpc[ix]))
+    move(eng, ix, (pc + n, sel), (to, m))
   if to <= last.pc:  # a back-edge: the warps that took it count towards yielding (step_simt)
     be = eng.backedges[ix] + _per_warp(taken.view(bool))
     tired = be > YIELD_AFTER

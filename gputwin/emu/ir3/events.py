@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from gputwin.emu import core
 from gputwin.emu.binding import Stop
 from gputwin.emu.ir3 import memory
 from gputwin.emu.ir3.decode import CONST, CONST_DWORDS, G0, NUM_A1, TMP, reg, step
@@ -26,7 +27,7 @@ def _first(m: np.ndarray) -> np.ndarray:
 
 
 def _jump(eng, ix, go: np.ndarray, target: int) -> None:
-  eng.lpc[ix] = np.where(go, target, eng.lpc[ix])
+  core.move(eng, ix, (target, go))
 
 
 def _uniform(eng, s, ix, m) -> np.ndarray:

@@ -34,6 +34,7 @@ from gputwin.isa.kernargs import LaunchStats, three
 
 ARCHES = ("a630", "a660", "a730", "a740")  # a6xx/a7xx: merged registers, bindless IBOs
 SHARED_LIMIT = 32 << 10  # bytes of shared memory per workgroup (Mesa's a6xx compute limit)
+SPARE_BYTES = 256 << 20  # register files up to this size are kept for the next launch of the code (_Code.spare)
 
 
 def load(code, arch: str | None, shader: listing.Shader | None) -> tuple[bytes, listing.Shader]:
@@ -113,7 +114,8 @@ def run(code: bytes, sh: listing.Shader, grid, mem, res: dict, consts: np.ndarra
   L = sh.wave_size
   threads = block[0] * block[1] * block[2]
   nw = -(-threads // L)
-  prog, nrows = program(bytes(code), arch, L)
+  entry = _code(bytes(code), arch, L)
+  prog, nrows = entry.prog, entry.rows
   nrows = max([nrows] + [reg(i.reg + 2).index + 1 for i in sh.inputs if reg(i.reg).file == "v"])  # (+ the inputs)
   if nrows > GPR_ROWS:
     raise LaunchError(f"[{arch}] kernel {kernel}: an input register is outside r0.x-r47.w", arch, kernel)
@@ -123,7 +125,7 @@ def run(code: bytes, sh: listing.Shader, grid, mem, res: dict, consts: np.ndarra
   per = max(1, core.MAX_WAVES // nw)
   priv = max(sh.pvtmem_size, 16)
   tr = [] if trace is not None else None
-  c0, eng = 0, None
+  c0, eng, dirty = 0, entry.take(), (-1, -1)  # (a spare from another launch: everything _init writes is stale)
   while c0 < ncta:
     c1 = min(ncta, c0 + per)
     W = (c1 - c0) * nw
@@ -131,45 +133,69 @@ def run(code: bytes, sh: listing.Shader, grid, mem, res: dict, consts: np.ndarra
     ck = Checks.make(checks)
     shape = (W, L, nrows, 1, max(sh.shared_size, 4), priv, arch)
     if eng is not None and eng.shape == shape:
-      dirty = (eng.written["v"], eng.written["s"])  # rows the batch wrote: restart clears them, _init's are gone
-      # the previous batch's files: only the rows it wrote are cleared (VGPR rows by the native tier per wave, in
-      # cache, right before its first instruction)
+      if c0:  # the rows the previous batch wrote: restart clears them, _init's are gone
+        dirty = (eng.written["v"], eng.written["s"])
+      # the previous batch's (or launch's) files: only the rows it wrote are cleared (VGPR rows by the native tier
+      # per wave, in cache, right before its first instruction)
       eng.restart(wg, prog, mem, defer=tr is None and not serial, keep_v=_init_rows(sh))
       eng._batch(ck)  # (the checkers' state is the batch's own: fresh)
       eng.__dict__.pop("ir3_stack", None)  # (the call stacks: events.py makes them again)
     else:
       eng, dirty = core.Engine(prog, mem, W, L, nrows, 1, max(sh.shared_size, 4), priv, wg, ck, arch), None
     eng.res = res
-    _init(eng, sh, grid, block, c0, nw, threads, consts, dirty)
+    eng.const_top = _init(eng, sh, grid, block, c0, nw, threads, consts, dirty, getattr(eng, "const_top", 0))
     if tr is not None:
       eng.hooks.append(_tracer(tr, c0 * nw))
     st = batches.run(eng, stats, serial, max_instructions, c1, nw)
     if st is not None:
       _raise(st, eng, kernel, arch, c0, nw, grid)
     c0 = c1
+  if eng is not None and sum(a.nbytes for a in eng.files.values()) <= SPARE_BYTES:
+    eng.hooks = []
+    entry.spare = eng  # the next launch of this shape starts on these register files
   stats.seconds = time.perf_counter() - t0
   batches.hand_back(stats, tr, trace)
   return stats
 
 
-_PROGRAMS: OrderedDict = OrderedDict()  # (code digest, arch, wave size) -> (Program, rows), least recently used out
+class _Code:
+  """Machine code decoded for one target and wave size: its Program (bound lazily, kept across launches so its ops
+  and native blocks are reused), the per-fiber rows its instructions name, and the register files of its last launch
+  (`spare`: a launch takes them, the next batch of the same shape restarts them instead of allocating and zeroing
+  every file again)."""
+
+  def __init__(self, code: bytes, arch: str, wave: int):
+    self.prog = Program(code, 0, arch, "ir3", wave, FRONTEND)
+    self.rows, self.spare = rows(self.prog), None
+
+  def take(self):
+    with _LOCK:  # (a launch on another thread at the same time allocates its own)
+      eng, self.spare = self.spare, None
+    return eng
+
+
+_CODES: OrderedDict = OrderedDict()  # (code digest, arch, wave size) -> _Code, least recently used out
 _LOCK = threading.Lock()
 
 
-def program(code: bytes, arch: str, wave: int) -> tuple[Program, int]:
-  """The decoded program of `code` (bound lazily, kept across launches so its ops and native blocks are reused) and
-  the per-fiber rows its instructions name (the file the launch allocates: G0 + the highest full register row any
-  operand reaches, plus vector/(rptN)/movmsk/stc reach; all of r0-r47 when it addresses registers relatively)."""
+def _code(code: bytes, arch: str, wave: int) -> _Code:
   key = (hashlib.sha1(code).digest(), arch, wave)
   with _LOCK:
-    got = _PROGRAMS.pop(key, None)
+    got = _CODES.pop(key, None)
     if got is None:
-      prog = Program(code, 0, arch, "ir3", wave, FRONTEND)
-      got = (prog, rows(prog))
-    _PROGRAMS[key] = got
-    while len(_PROGRAMS) > 16:
-      _PROGRAMS.popitem(last=False)
+      got = _Code(code, arch, wave)
+    _CODES[key] = got
+    while len(_CODES) > 16:
+      _CODES.popitem(last=False)
   return got
+
+
+def program(code: bytes, arch: str, wave: int) -> tuple[Program, int]:
+  """The decoded program of `code` and the per-fiber rows its instructions name (the file the launch allocates: G0 +
+  the highest full register row any operand reaches, plus vector/(rptN)/movmsk/stc reach; all of r0-r47 when it
+  addresses registers relatively)."""
+  got = _code(code, arch, wave)
+  return got.prog, got.rows
 
 
 def rows(prog: Program) -> int:
@@ -200,11 +226,12 @@ def _init_rows(sh: listing.Shader) -> int:
 
 
 def _init(eng, sh: listing.Shader, grid, block, c0: int, nw: int, threads: int, consts: np.ndarray,
-          dirty: tuple[int, int] | None = None) -> None:
+          dirty: tuple[int, int] | None = None, const_top: int = 0) -> int:
   """Each fiber's initial state: alive, PC 0, enabled; the inputs (local id per fiber, workgroup id per wave); the
   bound IBOs' sizes (what resinfo reads) and the const file. The rows it writes are left unmarked (Engine.mark), so a
   restart keeps them: a batch of the same launch (`dirty`: the VGPR / SGPR rows the previous one wrote; None: a new
-  engine, all zero) rewrites only those the shader wrote and the workgroup ids, which differ per batch."""
+  engine, all zero; -1: another launch's files) rewrites only those the shader wrote and the workgroup ids, which
+  differ per batch. Returns the const file's length in use (`const_top` is the length an earlier launch left)."""
   W, L = eng.W, eng.L
   fresh, dirty = dirty is None, (-1, -1) if dirty is None else dirty
   gone = lambda rows, r, n=1: rows < 0 or rows >> r & ((1 << n) - 1)
@@ -225,7 +252,8 @@ def _init(eng, sh: listing.Shader, grid, block, c0: int, nw: int, threads: int, 
   if gone(dirty[1], CONST, CONST_DWORDS):
     nz = np.flatnonzero(consts)
     top = int(nz[-1]) + 1 if nz.size else 0
-    eng.S[:, CONST:CONST + top] = consts[:top]
+    eng.S[:, CONST:CONST + max(top, const_top)] = consts[:max(top, const_top)]  # (and an earlier launch's words)
+    const_top = top
   cta = c0 + np.arange(W) // nw
   bx, by, _ = block
   gx, gy, _ = grid
@@ -253,6 +281,7 @@ def _init(eng, sh: listing.Shader, grid, block, c0: int, nw: int, threads: int, 
     eng.checks.initial(eng, 0, [EN] + [r.index for r in regs if r.file == "v"],
                        [r.index for r in regs if r.file == "s"] + list(range(IBO_SIZE, IBO_SIZE + 2 * IBO_SLOTS)) +
                        list(range(CONST, CONST + CONST_DWORDS)))
+  return const_top
 
 
 def _raise(st: core.Stop, eng, kernel: str, arch: str, c0: int, nw: int, grid):

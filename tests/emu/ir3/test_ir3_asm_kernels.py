@@ -371,3 +371,23 @@ def test_sync_checker_same_text_on_both_tiers(arch, monkeypatch, tmp_path):
   _run(text, arch, grid, args, True, **facts)
   assert STATS["runs"] > runs
   check()
+
+
+@pytest.mark.parametrize("arch", GPUS)
+def test_next_launch_reuses_register_files(arch, monkeypatch):
+  """A launch of the same code and shape starts on the previous one's register files (launch._Code.spare), which
+  must then hold nothing of it: a const word the first launch set and the second does not (c0.z) reads 0, the second
+  launch's own buffers and constants are used. Checked against numpy on the interpreter and the native tier."""
+  text = (GID + "cmps.u.lt p0.x, r0.w, c0.y\npredt\n" + LD.format(n=1, d="r1.x", c="r0.w", b=0) +
+          LD.format(n=1, d="r1.y", c="r0.w", b=1) + "(sy)mad.f32 r1.x, c0.x, r1.x, r1.y\n(nop3) add.f r1.x, r1.x, c0.z\n"
+          + ST.format(n=1, s="r1.x", c="r0.w", b=1) + "prede\nend\n")
+  for jit in ("0", "force"):
+    monkeypatch.setenv("GPUTWIN_JIT", jit)
+    for k, (a, n, c) in enumerate([(1.5, 256, 3.0), (-0.5, 200, 0.0), (2.0, 256, 0.0)]):
+      x, y = _rng(k).standard_normal(256).astype(np.float32), _rng(k + 7).standard_normal(256).astype(np.float32)
+      ref = y.copy()
+      ref[:n] = (np.float32(a) * x[:n]).astype(np.float32) + y[:n] + np.float32(c)
+      consts = (_f32(a), n, _f32(c), 0) if c else (_f32(a), n)
+      stats = _run(text, arch, (4,), {0: x, 1: y}, False, consts=((0, consts),))
+      np.testing.assert_array_equal(y, ref)
+      assert (stats.native_instructions > 0) == (jit == "force"), stats
