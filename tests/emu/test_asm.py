@@ -254,3 +254,31 @@ def test_ds_atomic_and_byte_store_add_the_offset(arch):
   launch(kernel(arch, body, lds=2048, wave32=False), "k", grid=1, block=64, args=[out])
   want = (np.arange(64, dtype=np.float32).view(np.uint32) & ~np.uint32(0xff00)) | np.uint32(0x7f00)
   np.testing.assert_array_equal(out, (want.view(np.float32) + np.float32(0.5)).view(np.uint32))
+
+
+@pytest.mark.parametrize("arch", ["gfx1100", "gfx942"])
+def test_movrel_destination_is_relative_to_m0(arch):
+  """s_movreld / v_movreld write register DST + M0 (the ISA: `SGPR[DST + M0] = S0`), s_movrels / v_movrels read
+  SRC0 + M0; M0 = 2 here, so s5 -> s7 and v5 -> v7 (gfx9 has no v_movrel*: scalar only there)."""
+  store = "global_store_b32 v1, v3, s[2:3]" if arch == "gfx1100" else "global_store_dword v1, v3, s[2:3]"
+  vector = "v_movreld_b32 v5, v2\n  v_movrels_b32 v3, v5" if arch == "gfx1100" else "v_mov_b32 v3, v2"  # (gfx9: none)
+  co = kernel(arch, f"""
+  s_load_b64 s[2:3], s[0:1], 0x0
+  s_mov_b32 m0, 2
+  s_mov_b32 s10, 0x1234
+  s_mov_b32 s7, 0
+  s_movreld_b32 s5, s10
+  s_movrels_b32 s6, s5
+  v_lshlrev_b32 v1, 2, v0
+  v_mov_b32 v7, 0
+  v_add_nc_u32 v2, 0x100, v0
+  {vector}
+  v_add_nc_u32 v3, s6, v3
+  v_add_nc_u32 v3, s7, v3
+  s_waitcnt lgkmcnt(0)
+  {store}""".replace("v_add_nc_u32", "v_add_nc_u32" if arch == "gfx1100" else "v_add_u32")
+    .replace("s_load_b64", "s_load_b64" if arch == "gfx1100" else "s_load_dwordx2"))
+  n = 32 if arch == "gfx1100" else 64
+  out = np.zeros(n, np.uint32)
+  launch(co, "k", grid=1, block=n, args=[out])
+  np.testing.assert_array_equal(out, 0x100 + np.arange(n, dtype=np.uint32) + 2 * 0x1234)

@@ -260,6 +260,8 @@ def _destination(op: Op, inst: Inst, opnds: dict, slots: dict, sem) -> None:
       op.old[n] = Src(d.file, d.index, max(1, min(sem.outputs[n] // 32, d.dwords)))
   if "VDST" in sem.inputs and "VGPR" in sem.regfiles:  # V_WRITELANE: a VGPR number (DS_BPERMUTE's is bound above)
     op.ins.setdefault("VDST", Src("k", value=dst.index))
+  if "DST" in sem.inputs and sem.regfiles:  # S_/V_MOVRELD, V_SWAPREL: the destination's register number (+ M0)
+    op.ins.setdefault("DST", Src("k", value=dst.index))
 
 
 def _vopd(op: Op, inst: Inst, fam: str, wave: int) -> Op:
