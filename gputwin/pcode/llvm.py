@@ -20,7 +20,7 @@ import numpy as np
 from gputwin.pcode.analysis import lane_bit_of
 from gputwin.pcode.ir import Program, Ty, locals_of, lv_ty
 from gputwin.pcode.runtime import DEFAULTS
-from gputwin.pcode.runtime import _RFMT as RFMT
+from gputwin.pcode.runtime import RFMT
 from gputwin.pcode.runtime import APPROX, LIBM
 from gputwin.pcode.runtime import typed as rt_typed
 

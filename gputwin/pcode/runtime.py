@@ -1109,8 +1109,9 @@ def call(ctx: Ctx, name: str, ret, tys, *args):
     return fn(ret, tys, *args)
   if "_to_" in name and "scale" not in name and "_sr" not in name.lower():
     r = convert(name, ret, tys, *args)
-    if ret[0] in ("f", "bf") and tys[0][0] in ("f", "bf") and np.any(np.asarray(ctx.rmode) == 3):
-      r = toward_zero(args[0], r) if ret[0] == "f" else r
+    tz = np.asarray(ctx.rmode) == 3  # (per lane: an inactive lane keeps the mode it came with)
+    if ret[0] == "f" and tys[0][0] in ("f", "bf") and tz.any():
+      r = np.where(tz, toward_zero(args[0], r), r)
     return r
   if ctx.sub is not None and name.startswith(("v_", "s_")):
     return ctx.sub(name, ret, tys, args)
@@ -1126,7 +1127,7 @@ def call(ctx: Ctx, name: str, ret, tys, *args):
 # f16/bf16/f32/f64/tf32/e4m3/e5m2, rounding to integral values, denormal flushing and the .approx functions.
 # Directed roundings are exact: the exact result as a Fraction (sqrt: an integer square root with a sticky bit),
 # rounded once (`round_exact`).
-_RFMT = {"f16": (11, -14, 65504.0), "bf16": (8, -126, float.fromhex("0x1.fep127")),
+RFMT = {"f16": (11, -14, 65504.0), "bf16": (8, -126, float.fromhex("0x1.fep127")),
          "f32": (24, -126, float.fromhex("0x1.fffffep127")), "f64": (53, -1022, float.fromhex("0x1.fffffffffffffp1023")),
          "tf32": (11, -126, float.fromhex("0x1.ffcp127")), "e4m3": (4, -6, 448.0), "e5m2": (3, -14, 57344.0)}
 
@@ -1134,7 +1135,7 @@ _RFMT = {"f16": (11, -14, 65504.0), "bf16": (8, -126, float.fromhex("0x1.fep127"
 def round_exact(q: Fraction, fmt: str, mode: str) -> float:
   """The exact value q rounded once into format fmt (significand bits, minimum exponent, largest finite value) with
   mode rn (ties to even), rna (ties away), rz, rm or rp; overflow gives inf or the largest finite value per mode."""
-  p, emin, top = _RFMT[fmt]
+  p, emin, top = RFMT[fmt]
   if q == 0:
     return 0.0
   neg, a = q < 0, abs(q)
@@ -1224,7 +1225,7 @@ for _op in ("add", "sub", "mul", "fma", "div", "sqrt", "rcp"):
 def _encode8(v: float, fmt: str) -> int:
   """An fp8 value (already rounded into the format, or +-inf / NaN) as its e4m3/e5m2 byte, saturated to the
   largest finite value (.satfinite): NaN -> 0x7f."""
-  p, emin, top = _RFMT[fmt]
+  p, emin, top = RFMT[fmt]
   if math.isnan(v):
     return 0x7f
   s = 0x80 if math.copysign(1, v) < 0 else 0
@@ -1257,7 +1258,7 @@ def _ptx_round(mode: str, fmt: str, ret, tys, x):
 
 
 for _m in ("rn", "rna", "rz", "rm", "rp"):
-  for _f in _RFMT:
+  for _f in RFMT:
     BUILTINS[f"round_{_m}_{_f}"] = (lambda m, f: lambda ret, tys, x: _ptx_round(m, f, ret, tys, x))(_m, _f)
 
 for _m, _fn in (("rn", np.rint), ("rz", np.trunc), ("rm", np.floor), ("rp", np.ceil)):
