@@ -21,9 +21,13 @@ from gputwin.pcode.analysis import lane_bit_of
 from gputwin.pcode.ir import Program, Ty, locals_of, lv_ty
 from gputwin.pcode.runtime import DEFAULTS
 from gputwin.pcode.runtime import RFMT
-from gputwin.pcode.runtime import APPROX, LIBM
+from gputwin.pcode.runtime import APPROX, LIBM, libc_address
 from gputwin.pcode.runtime import typed as rt_typed
 
+# The C library functions bodies call (the transcendentals in f64, ldexp), by names bound to the very functions the numpy
+# backend calls (runtime.libc_address), not by their own names, which a process may bind to something else
+# (llvmlite's add_symbol is process-wide: a host-code test services `log2` with numpy's)
+LIBC, C_FUNCTIONS = "gputwin.libm.", (*LIBM, "ldexp")
 QUIET = {16: 1 << 9, 32: 1 << 22, 64: 1 << 51}  # the quiet bit of a NaN, by float width
 DEFAULT_NAN = {16: 0xfe00, 32: 0xffc00000, 64: 0xfff8000000000000}  # x86's result of an invalid operation
 TBAA_BASE = 10  # metadata numbers of the access tags (Fn.tbaa); the module's author emits them
@@ -744,7 +748,7 @@ class Lower:
       raise Unsupported(f"{name} types")
     f = self.f
     ds = [x if t.bits == 64 else f.op(f"fpext {lty(t)} {x} to double") for x in v]
-    return self.narrow(f.op(f"call double @{name}({', '.join('double ' + d for d in ds)}) nobuiltin nounwind"), t)
+    return self.narrow(f.op(f"call double @{LIBC}{name}({', '.join('double ' + d for d in ds)}) nounwind"), t)
 
   def narrow(self, d: str, t: Ty) -> str:
     """An f64 value rounded once to float type t."""
@@ -835,7 +839,7 @@ class Lower:
     d = x if t.bits == 64 else f.op(f"fpext {lty(t)} {x} to double")
     n = self.coerce(e, et, Ty("i", 64)) if et.kind != "int" else e
     n = f.op(f"call i64 @llvm.smax.i64(i64 {f.op(f'call i64 @llvm.smin.i64(i64 {n}, i64 4000)')}, i64 -4000)")
-    r = f.op(f"call double @llvm.ldexp.f64.i32(double {d}, i32 {f.conv(n, 64, 32)})")
+    r = f.op(f"call double @gputwin.libm.ldexp(double {d}, i32 {f.conv(n, 64, 32)})")
     return self.select(f.op(f"fcmp uno {lty(t)} {x}, {x}"), self.quieted(x, t), self.narrow(r, t), t)
 
   def _isEven(self, v, ts, t):
@@ -992,7 +996,7 @@ class Lower:
            "rp": lambda: f.op(f"and i1 {f.op(f'xor i1 {neg}, true')}, {inexact}")}[mode]()
     n = f.op(f"add i64 {n}, {f.op(f'zext i1 {inc} to i64')}")
     x = f.conv(f.op(f"select i1 {f.op(f'icmp sgt i64 {s}, 0')}, i64 {u}, i64 {e}"), 64, 32)
-    v = f.op(f"call double @llvm.ldexp.f64.i32(double {f.op(f'uitofp i64 {n} to double')}, i32 {x})")
+    v = f.op(f"call double @gputwin.libm.ldexp(double {f.op(f'uitofp i64 {n} to double')}, i32 {x})")
     inf, fin = fconst(float("inf"), 64), fconst(top, 64)
     over = {"rn": inf, "rna": inf, "rz": fin}.get(mode) or \
         self.select(neg, *((inf, fin) if mode == "rm" else (fin, inf)), Ty("f", 64))  # toward the mode's infinity
@@ -1321,6 +1325,8 @@ def native():
     llvm.initialize_native_asmprinter()
     tm = target_machine()
     ee = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)
+    for name in C_FUNCTIONS:  # (process-wide names no one else defines: another add_symbol of `log2` cannot move them)
+      llvm.add_symbol(LIBC + name, libc_address(name))
     _NATIVE = (llvm, tm, ee)
   return _NATIVE
 
@@ -1344,7 +1350,7 @@ def undefined_symbols(obj: bytes) -> list[str]:
   return out
 
 
-IMPORTS = frozenset(LIBM) | {"ldexp", "memcpy", "memmove", "memset"}  # what host code may call: the C library
+IMPORTS = frozenset(LIBC + n for n in C_FUNCTIONS) | {"memcpy", "memmove", "memset"}  # what host code may call
 
 
 def checked(obj: bytes) -> bytes:
@@ -1515,19 +1521,19 @@ declare float @llvm.sqrt.f32(float)
 declare double @llvm.sqrt.f64(double)
 declare half @llvm.trunc.f16(half)
 declare half @llvm.floor.f16(half)
-declare double @llvm.ldexp.f64.i32(double, i32)
+declare double @gputwin.libm.ldexp(double, i32)
 declare double @llvm.roundeven.f64(double)
 declare half @llvm.roundeven.f16(half)
 declare float @llvm.roundeven.f32(float)
 declare half @llvm.ceil.f16(half)
 declare float @llvm.ceil.f32(float)
 declare double @llvm.ceil.f64(double)
-declare double @sin(double)
-declare double @cos(double)
-declare double @log2(double)
-declare double @exp2(double)
-declare double @tanh(double)
-declare double @pow(double, double)
+declare double @gputwin.libm.sin(double)
+declare double @gputwin.libm.cos(double)
+declare double @gputwin.libm.log2(double)
+declare double @gputwin.libm.exp2(double)
+declare double @gputwin.libm.tanh(double)
+declare double @gputwin.libm.pow(double, double)
 declare float @llvm.fma.f32(float, float, float)
 declare double @llvm.fma.f64(double, double, double)
 declare double @llvm.trunc.f64(double)

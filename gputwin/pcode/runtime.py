@@ -827,6 +827,11 @@ def _sqrt(ret, tys, x): return np.sqrt(x)
 # The transcendentals: the C library's f64 function (numpy's own loops are SIMD approximations chosen by CPU), rounded
 # once to the operand's type. The LLVM backend calls the same functions (llvm.py Lower._libm).
 _LIBC = ctypes.CDLL(None)  # this process's symbols, the C math library's among them
+
+
+def libc_address(name: str) -> int:
+  """The address of the C library function `name` the numpy backend calls (the LLVM backend binds its calls to it)."""
+  return ctypes.cast(getattr(_LIBC, name), ctypes.c_void_p).value
 LIBM = {"sin": 1, "cos": 1, "log2": 1, "exp2": 1, "tanh": 1, "pow": 2}  # function -> argument count
 
 
