@@ -20,14 +20,14 @@ import numpy as np
 from gputwin.pcode.analysis import lane_bit_of
 from gputwin.pcode.ir import Program, Ty, locals_of, lv_ty
 from gputwin.pcode.runtime import DEFAULTS
-from gputwin.pcode.runtime import RFMT
-from gputwin.pcode.runtime import APPROX, LIBM, libc_address
+from gputwin.pcode.runtime import APPROX, LIBM, RFMT, libc_address
 from gputwin.pcode.runtime import typed as rt_typed
 
-# The C library functions bodies call (the transcendentals in f64, ldexp), by names bound to the very functions the numpy
-# backend calls (runtime.libc_address), not by their own names, which a process may bind to something else
-# (llvmlite's add_symbol is process-wide: a host-code test services `log2` with numpy's)
-LIBC, C_FUNCTIONS = "gputwin.libm.", (*LIBM, "ldexp")
+# The C library functions bodies call (the transcendentals in f64, ldexp), name -> argument types (a double result):
+# called by names bound to the very functions the numpy backend calls (runtime.libc_address), not by their own names,
+# which a process may bind to something else (llvmlite's add_symbol is process-wide: a host-code test services `log2`
+# with numpy's)
+LIBC, C_FUNCTIONS = "gputwin.libm.", {**{n: ("double",) * k for n, k in LIBM.items()}, "ldexp": ("double", "i32")}
 QUIET = {16: 1 << 9, 32: 1 << 22, 64: 1 << 51}  # the quiet bit of a NaN, by float width
 DEFAULT_NAN = {16: 0xfe00, 32: 0xffc00000, 64: 0xfff8000000000000}  # x86's result of an invalid operation
 TBAA_BASE = 10  # metadata numbers of the access tags (Fn.tbaa); the module's author emits them
@@ -839,8 +839,12 @@ class Lower:
     d = x if t.bits == 64 else f.op(f"fpext {lty(t)} {x} to double")
     n = self.coerce(e, et, Ty("i", 64)) if et.kind != "int" else e
     n = f.op(f"call i64 @llvm.smax.i64(i64 {f.op(f'call i64 @llvm.smin.i64(i64 {n}, i64 4000)')}, i64 -4000)")
-    r = f.op(f"call double @gputwin.libm.ldexp(double {d}, i32 {f.conv(n, 64, 32)})")
+    r = self.ldexp(d, f.conv(n, 64, 32))
     return self.select(f.op(f"fcmp uno {lty(t)} {x}, {x}"), self.quieted(x, t), self.narrow(r, t), t)
+
+  def ldexp(self, d: str, e: str) -> str:
+    """d * 2**e (a double, an i32) rounded once: the C library's ldexp."""
+    return self.f.op(f"call double @{LIBC}ldexp(double {d}, i32 {e})")
 
   def _isEven(self, v, ts, t):
     """runtime._iseven: fmod(trunc(x as f64), 2) == 0 (false for infinities and NaNs)."""
@@ -996,7 +1000,7 @@ class Lower:
            "rp": lambda: f.op(f"and i1 {f.op(f'xor i1 {neg}, true')}, {inexact}")}[mode]()
     n = f.op(f"add i64 {n}, {f.op(f'zext i1 {inc} to i64')}")
     x = f.conv(f.op(f"select i1 {f.op(f'icmp sgt i64 {s}, 0')}, i64 {u}, i64 {e}"), 64, 32)
-    v = f.op(f"call double @gputwin.libm.ldexp(double {f.op(f'uitofp i64 {n} to double')}, i32 {x})")
+    v = self.ldexp(f.op(f"uitofp i64 {n} to double"), x)
     inf, fin = fconst(float("inf"), 64), fconst(top, 64)
     over = {"rn": inf, "rna": inf, "rz": fin}.get(mode) or \
         self.select(neg, *((inf, fin) if mode == "rm" else (fin, inf)), Ty("f", 64))  # toward the mode's infinity
@@ -1521,19 +1525,12 @@ declare float @llvm.sqrt.f32(float)
 declare double @llvm.sqrt.f64(double)
 declare half @llvm.trunc.f16(half)
 declare half @llvm.floor.f16(half)
-declare double @gputwin.libm.ldexp(double, i32)
 declare double @llvm.roundeven.f64(double)
 declare half @llvm.roundeven.f16(half)
 declare float @llvm.roundeven.f32(float)
 declare half @llvm.ceil.f16(half)
 declare float @llvm.ceil.f32(float)
 declare double @llvm.ceil.f64(double)
-declare double @gputwin.libm.sin(double)
-declare double @gputwin.libm.cos(double)
-declare double @gputwin.libm.log2(double)
-declare double @gputwin.libm.exp2(double)
-declare double @gputwin.libm.tanh(double)
-declare double @gputwin.libm.pow(double, double)
 declare float @llvm.fma.f32(float, float, float)
 declare double @llvm.fma.f64(double, double, double)
 declare double @llvm.trunc.f64(double)
@@ -1550,7 +1547,8 @@ declare i16 @llvm.bitreverse.i16(i16)
 declare i32 @llvm.bitreverse.i32(i32)
 declare i64 @llvm.bitreverse.i64(i64)
 declare void @llvm.set.rounding(i32)
-""" + "".join(rounded(b) for b in (32, 64))  # what Lower may call
+""" + "".join(f"declare double @{LIBC}{n}({', '.join(a)})\n" for n, a in C_FUNCTIONS.items()) + \
+  "".join(rounded(b) for b in (32, 64))  # what Lower may call
 
 
 def _metadata(tags: dict) -> str:

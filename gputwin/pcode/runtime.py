@@ -1114,9 +1114,9 @@ def call(ctx: Ctx, name: str, ret, tys, *args):
     return fn(ret, tys, *args)
   if "_to_" in name and "scale" not in name and "_sr" not in name.lower():
     r = convert(name, ret, tys, *args)
-    tz = np.asarray(ctx.rmode) == 3  # (per lane: an inactive lane keeps the mode it came with)
-    if ret[0] == "f" and tys[0][0] in ("f", "bf") and tz.any():
-      r = np.where(tz, toward_zero(args[0], r), r)
+    if ret[0] == "f" and tys[0][0] in ("f", "bf"):
+      tz = np.asarray(ctx.rmode) == 3  # (per lane: an inactive lane keeps the mode it came with)
+      r = np.where(tz, toward_zero(args[0], r), r) if tz.any() else r
     return r
   if ctx.sub is not None and name.startswith(("v_", "s_")):
     return ctx.sub(name, ret, tys, args)
@@ -1133,8 +1133,8 @@ def call(ctx: Ctx, name: str, ret, tys, *args):
 # Directed roundings are exact: the exact result as a Fraction (sqrt: an integer square root with a sticky bit),
 # rounded once (`round_exact`).
 RFMT = {"f16": (11, -14, 65504.0), "bf16": (8, -126, float.fromhex("0x1.fep127")),
-         "f32": (24, -126, float.fromhex("0x1.fffffep127")), "f64": (53, -1022, float.fromhex("0x1.fffffffffffffp1023")),
-         "tf32": (11, -126, float.fromhex("0x1.ffcp127")), "e4m3": (4, -6, 448.0), "e5m2": (3, -14, 57344.0)}
+        "f32": (24, -126, float.fromhex("0x1.fffffep127")), "f64": (53, -1022, float.fromhex("0x1.fffffffffffffp1023")),
+        "tf32": (11, -126, float.fromhex("0x1.ffcp127")), "e4m3": (4, -6, 448.0), "e5m2": (3, -14, 57344.0)}
 
 
 def round_exact(q: Fraction, fmt: str, mode: str) -> float:

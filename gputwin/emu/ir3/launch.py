@@ -143,7 +143,7 @@ def run(code: bytes, sh: listing.Shader, grid, mem, res: dict, consts: np.ndarra
     else:
       eng, dirty = core.Engine(prog, mem, W, L, nrows, 1, max(sh.shared_size, 4), priv, wg, ck, arch), None
     eng.res = res
-    eng.const_top = _init(eng, sh, grid, block, c0, nw, threads, consts, dirty, getattr(eng, "const_top", 0))
+    _init(eng, sh, grid, block, c0, nw, threads, consts, dirty)
     if tr is not None:
       eng.hooks.append(_tracer(tr, c0 * nw))
     st = batches.run(eng, stats, serial, max_instructions, c1, nw)
@@ -226,12 +226,12 @@ def _init_rows(sh: listing.Shader) -> int:
 
 
 def _init(eng, sh: listing.Shader, grid, block, c0: int, nw: int, threads: int, consts: np.ndarray,
-          dirty: tuple[int, int] | None = None, const_top: int = 0) -> int:
+          dirty: tuple[int, int] | None = None) -> None:
   """Each fiber's initial state: alive, PC 0, enabled; the inputs (local id per fiber, workgroup id per wave); the
   bound IBOs' sizes (what resinfo reads) and the const file. The rows it writes are left unmarked (Engine.mark), so a
   restart keeps them: a batch of the same launch (`dirty`: the VGPR / SGPR rows the previous one wrote; None: a new
   engine, all zero; -1: another launch's files) rewrites only those the shader wrote and the workgroup ids, which
-  differ per batch. Returns the const file's length in use (`const_top` is the length an earlier launch left)."""
+  differ per batch; the const file up to the longer of its and the last launch's nonzero words (eng.const_top)."""
   W, L = eng.W, eng.L
   fresh, dirty = dirty is None, (-1, -1) if dirty is None else dirty
   gone = lambda rows, r, n=1: rows < 0 or rows >> r & ((1 << n) - 1)
@@ -252,8 +252,9 @@ def _init(eng, sh: listing.Shader, grid, block, c0: int, nw: int, threads: int, 
   if gone(dirty[1], CONST, CONST_DWORDS):
     nz = np.flatnonzero(consts)
     top = int(nz[-1]) + 1 if nz.size else 0
-    eng.S[:, CONST:CONST + max(top, const_top)] = consts[:max(top, const_top)]  # (and an earlier launch's words)
-    const_top = top
+    n = max(top, getattr(eng, "const_top", 0))  # (an earlier launch's words too: restart keeps _init's rows)
+    eng.S[:, CONST:CONST + n] = consts[:n]
+    eng.const_top = top
   cta = c0 + np.arange(W) // nw
   bx, by, _ = block
   gx, gy, _ = grid
@@ -281,7 +282,6 @@ def _init(eng, sh: listing.Shader, grid, block, c0: int, nw: int, threads: int, 
     eng.checks.initial(eng, 0, [EN] + [r.index for r in regs if r.file == "v"],
                        [r.index for r in regs if r.file == "s"] + list(range(IBO_SIZE, IBO_SIZE + 2 * IBO_SLOTS)) +
                        list(range(CONST, CONST + CONST_DWORDS)))
-  return const_top
 
 
 def _raise(st: core.Stop, eng, kernel: str, arch: str, c0: int, nw: int, grid):
