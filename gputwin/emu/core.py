@@ -317,9 +317,10 @@ class Engine:
       t, m = (U64, U64(M32)) if w == 32 else (U32, U32(0xffff))
       v = np.asarray(v).astype(t)
       v = ((v >> t(w * lo)) & m) | (((v >> t(w * hi)) & m) << t(w))
-    if s.abs or s.neg:
-      t = U64 if max(s.neg, s.abs) > M32 else U32
-      v = (np.asarray(v).astype(t) & t(~s.abs & (M64 if t is U64 else M32))) ^ t(s.neg)
+    if s.abs or s.neg:  # as wide as the operand (a 64-bit one may carry a mask for its low dword only: neg_lo)
+      v = np.asarray(v)
+      t = U64 if v.dtype.itemsize == 8 or max(s.neg, s.abs) > M32 else U32
+      v = (v.astype(t) & t(~s.abs & (M64 if t is U64 else M32))) ^ t(s.neg)
     return v
 
   def store(self, d: Src, v, ix, m, op: Op | None = None):

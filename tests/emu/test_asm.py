@@ -175,6 +175,37 @@ def test_pk_f32_inline_constant(arch):
   np.testing.assert_array_equal(out.reshape(64, 8), want)
 
 
+@pytest.mark.parametrize("arch", ["gfx942", "gfx950"])
+def test_pk_f32_neg_lo_hi_on_vgprs(tier_runs, arch):
+  """CDNA V_PK_*_F32 on VGPR pairs with neg_lo / neg_hi: each flips the sign of one element of a 64-bit operand. The
+  interpreter built its modifier mask 32 bits wide when only neg_lo was set and cut the high element to 0."""
+  body = """
+  s_load_dwordx2 s[2:3], s[0:1], 0x0
+  v_lshlrev_b32 v1, 5, v0
+  v_cvt_f32_u32 v2, v0
+  v_add_f32 v3, 0.5, v2
+  v_pk_add_f32 v[4:5], v[2:3], v[2:3] neg_lo:[1,0]
+  v_pk_add_f32 v[6:7], v[2:3], v[2:3] neg_hi:[0,1]
+  v_pk_mul_f32 v[8:9], v[2:3], v[2:3] neg_lo:[0,1] neg_hi:[1,0]
+  v_pk_fma_f32 v[10:11], v[2:3], v[2:3], v[2:3] neg_lo:[0,0,1]
+  s_waitcnt lgkmcnt(0)
+  global_store_dwordx4 v1, v[4:7], s[2:3]
+  global_store_dwordx4 v1, v[8:11], s[2:3] offset:16"""
+  co = kernel(arch, body)
+
+  def go():
+    out = np.zeros(64 * 8, np.float32)
+    launch(co, "k", grid=1, block=64, args=[out])
+    return out.reshape(64, 8)
+  (interp, e0, _), (native, e1, _) = tier_runs(go)
+  assert e0 is None and e1 is None, (e0, e1)
+  lo = np.arange(64, dtype=np.float32)
+  hi = lo + np.float32(0.5)
+  want = np.stack([-lo + lo, hi + hi, lo + lo, hi - hi, lo * -lo, -hi * hi, lo * lo - lo, hi * hi + hi], 1)
+  np.testing.assert_array_equal(interp, want)
+  np.testing.assert_array_equal(native, want)
+
+
 def test_accvgpr_moves_and_sdwa_sgpr_gfx942():
   """V_ACCVGPR_WRITE/MOV/READ run their (errata) pcode `D0.b32 = S0.b32` on the operands isa decodes (AccVGPR a0 is
   no longer the immediate 256); an SDWA source with the s0 bit reads an SGPR. Expected values: numpy."""
