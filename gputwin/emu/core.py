@@ -950,24 +950,11 @@ def run_simt(eng: Engine, serial: bool = False, max_instructions: int | None = N
             eng, blk, ix, covers and not _counting(eng) and not eng.lwait.any(), covers):
           interp, blk = (pc, pc + blk.span), None
         if blk is not None:
-          if eng._exec_of is not sel:  # the threads standing here, as EXEC (unchanged after a step that ran them all)
-            b = _bits(sel)
-            eng.S[ix, eng.sp["exec"]:eng.sp["exec"] + eng.L // 32] = _dwords(b, eng.L)
-            eng._exec_of, eng._exec_bits = sel, b
-          eng._cur, eng._last_ix = sel, ix
-          if eng.pending is not None and not isinstance(ix, slice):
-            eng.settle()
-          try:
-            taken = tier.run(blk, ix)[ix]  # (a pending setup goes with the batch's first block, which every warp runs
-            # first); the lanes its last instruction took when it branches or exits (native.plan.tail)
-          except Stop as e:
-            if e.kind == "fault":  # the interpreter's error for it (the thread it names, the address it reports)
-              row = e.wave if isinstance(ix, slice) else int(np.flatnonzero(ix == e.wave)[0])
-              _refault(eng, lambda st=e: step_simt(eng, st.op, np.array([st.wave]), sel[row:row + 1]), e)
-            raise
-          if checks is not None:
-            checks.ran(eng, blk, ix, tier.native.log, tier.native.ran)
-          if blk.tail and taken.any():
+          taken = _run_block(eng, tier, blk, ix, sel)
+          then = fast and blk.tail == "branch" and taken.any() and _hammock(eng, tier, blk, ix, sel, taken)
+          if then:  # the untaken threads ran the block up to the target: every thread of sel stands there
+            to = at = then
+          elif blk.tail and taken.any():
             to, at = _tail(eng, blk, ix, sel, taken, eng._exec_bits, join)
           else:
             to = at = pc + blk.span
@@ -1003,6 +990,49 @@ def run_simt(eng: Engine, serial: bool = False, max_instructions: int | None = N
   finally:
     if stale is not None:
       _place(eng, *stale)
+
+
+def _run_block(eng: Engine, tier, blk, ix, sel, bits: np.ndarray | None = None) -> np.ndarray:
+  """Run the native block `blk` for threads `sel` of warps `ix` (as EXEC; `bits`: _bits(sel) when known); the lanes
+  its last instruction took when it branches or exits (native.plan.tail), as _bits' words per warp of ix."""
+  if eng._exec_of is not sel:  # the threads standing here, as EXEC (unchanged after a step that ran them all)
+    b = _bits(sel) if bits is None else bits
+    eng.S[ix, eng.sp["exec"]:eng.sp["exec"] + eng.L // 32] = _dwords(b, eng.L)
+    eng._exec_of, eng._exec_bits = sel, b
+  eng._cur, eng._last_ix = sel, ix
+  if eng.pending is not None and not isinstance(ix, slice):
+    eng.settle()
+  try:
+    taken = tier.run(blk, ix)[ix]  # (a pending setup goes with the batch's first block, which every warp runs first)
+  except Stop as e:
+    if e.kind == "fault":  # the interpreter's error for it (the thread it names, the address it reports)
+      row = e.wave if isinstance(ix, slice) else int(np.flatnonzero(ix == e.wave)[0])
+      _refault(eng, lambda st=e: step_simt(eng, st.op, np.array([st.wave]), sel[row:row + 1]), e)
+    raise
+  if eng.checks is not None:
+    eng.checks.ran(eng, blk, ix, tier.native.log, tier.native.ran)
+  return taken
+
+
+def _hammock(eng: Engine, tier, blk, ix, sel, taken: np.ndarray) -> int | None:
+  """After a native block ending in a forward branch that some threads of `sel` took (every ready thread stands in
+  sel): when the threads it did not take, in every warp, go on into a compiled block that ends without an event just
+  where the others went, the scheduler would run that block for them next and then every thread of sel together.
+  Run it now, and return the target, where they all stand (unwritten in eng.lpc); None: nothing ran."""
+  last, nxt = blk.ops[-1], blk.pc + blk.span
+  to = int(last.ins["TARGET"].value)
+  if to <= nxt or not tier.compiled(nxt):
+    return None
+  rest = eng._exec_bits & ~taken
+  if not _per_warp(rest.view(bool)).all():  # (a warp none of whose threads goes on: it does not run the block)
+    return None
+  then = tier.block(nxt, eng.nwaves(ix))
+  if then is None or then.tail or then.whole or then.pc + then.span != to:
+    return None
+  if eng.checks is not None and not eng.checks.native(eng, then, ix, False, True):
+    return None  # (alone: the threads that took the branch stand past the block; none can join it)
+  _run_block(eng, tier, then, ix, sel & ~_lanes(taken, eng.L), rest)
+  return to
 
 
 def _inside(eng: Engine, ready, ix, sel, pc: int, blk):
@@ -1083,8 +1113,7 @@ def _tail(eng: Engine, blk, ix, sel, taken: np.ndarray, bits: np.ndarray, join=N
   written here)."""
   last, n, pc = blk.ops[-1], blk.span, blk.pc
   every = bool((taken == bits).all())  # (taken lanes are threads of sel)
-  m = sel if every else np.unpackbits(np.ascontiguousarray(taken, U64).view(np.uint8), axis=1,
-                                      bitorder="little")[:, :eng.L].view(bool)
+  m = sel if every else _lanes(taken, eng.L)
   if join is not None:  # (at a closing barrier or exit: _inside)
     m = m | join
     eng.lane_count += np.count_nonzero(join)
@@ -1130,6 +1159,11 @@ def _bits(m: np.ndarray) -> np.ndarray:
   lanes = np.arange(64, dtype=U64)
   return np.stack([(m[:, k:k + 64].astype(U64) << lanes[:min(64, L - k)]).sum(axis=1, dtype=U64)
                    for k in range(0, L, 64)], axis=1)
+
+
+def _lanes(bits: np.ndarray, lanes: int) -> np.ndarray:
+  """_bits' words -> (waves, lanes) bool."""
+  return np.unpackbits(np.ascontiguousarray(bits, U64).view(np.uint8), axis=1, bitorder="little")[:, :lanes].view(bool)
 
 
 def _dwords(bits: np.ndarray, lanes: int) -> np.ndarray:

@@ -322,6 +322,10 @@ class Tier:
       return None  # registers past this dispatch's allocation: the interpreter reports it
     return blk
 
+  def compiled(self, pc: int) -> bool:
+    """Is the block at `pc` compiled (block() then returns it at once)?"""
+    return bool(self.state.blocks.get((pc, self.eng.L, self.log, self.cut)))
+
   def settle(self, key: tuple) -> None:
     """Take the background compile of the block at `key` once done."""
     job = self.state.pending.get(key)
