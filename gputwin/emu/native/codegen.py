@@ -54,6 +54,8 @@ class Fn(backend.Fn):
   def __init__(self, tags: dict | None = None, mode: Mode = Mode.PLAIN, full: bool = False, suffix: str = ""):
     super().__init__(tags)
     self.mode, self.full, self.suffix = mode, full, suffix  # Compiler.inst_fn's (suffix: of the function's name)
+    self.ones = None  # in a lane loop: i64 all ones when lane %lane is on (`on`), else 0 (Compiler.lane_mask)
+    self.lane_end = None  # a lane loop's end when it is not the wave's: one past the last active lane
 
   def ctx(self, k: int) -> str:
     """A ctx field that does not change while a block runs (pointers, strides): one load in the entry block."""
@@ -679,11 +681,16 @@ done:
       on = f.on = "true"
     elif vector:
       flags = self.lane_flags(f, exec_v) if self.M > 64 and not f.full else None
+      start = "0"
+      if not (pure or probe or f.full):  # a loop that branches per lane: from the first active lane to the last
+        start = f.op(f"call i64 @llvm.umin.i64(i64 {f.first}, i64 {self.L - 1})")  # (none: one turn, lane off)
+        top = f.op(f"sub i64 {self.M}, {self.count(f, 'ctlz', exec_v)}")
+        f.lane_end = f.op(f"call i64 @llvm.umin.i64(i64 {top}, i64 {self.L})")
       f.emit("br label %pre")  # the block the lane loop's phi names as its entry
       f.put("pre")
       f.emit("br label %lhead")
       f.put("lhead")
-      f.emit("%lane = phi i64 [0, %pre], [%lane.n, %lnext]")
+      f.emit(f"%lane = phi i64 [{start}, %pre], [%lane.n, %lnext]")
       f.emit("%lane32 = trunc i64 %lane to i32")
       if self.L == 32:  # 32-bit lanes: twice the lanes per vector register
         bit = f.op(f"lshr i32 {f.op(f'trunc i64 {exec_v} to i32')}, %lane32")
@@ -692,6 +699,8 @@ done:
         on = f.on = self.lane_on(f, exec_v, flags)
       if f.full:
         on = f.on = "true"
+      else:
+        f.ones = self.lane_mask(f, exec_v, flags)
       if pure or probe:
         f.emit("br label %lbody")
       else:
@@ -741,11 +750,7 @@ done:
           k = analysis.addr_offset(idx, analysis.addr_vars(body))
           g.access(ea if k is None else f.op(f"add i64 {ea}, {g.u64(g.ex(k), k.ty)}"), max(bits // 8, 1),
                    "r" not in o.sem.mem)
-        f.emit("br label %lnext")
-        f.put("lnext")
-        f.emit("%lane.n = add i64 %lane, 1")
-        f.emit(f"br i1 {f.op(f'icmp eq i64 %lane.n, {self.L}')}, label %lend, label %lhead")
-        f.put("lend")
+        self.lane_next(f)
         f.emit("ret i32 0")
         return self.define(f, i, ["fault:", "  ret i32 1"])
       if probe:  # nothing written: a lane that would fault sets `bad`, the rest is reduced for after the loop
@@ -813,7 +818,7 @@ done:
       for snap in snaps:
         for (ptr, w), old in snap:
           new = f.op(f"load i{w}, ptr {ptr}")
-          f.emit(f"store i{w} {f.op(f'select i1 {on}, i{w} {new}, i{w} {old}')}, ptr {ptr}")
+          f.emit(f"store i{w} {self.keep(f, on, new, old, w)}, ptr {ptr}")
       for g, nm, bit, written, *_ in masks[first:]:  # hand this op's mask bits to later ops of the group
         d = g.op.outs.get(nm)
         if isinstance(d, Src):
@@ -827,12 +832,7 @@ done:
         cur = f.op(f"load i{w}, ptr {a}")
         f.emit(f"store i{w} {f.op(f'or i{w} {cur}, {placed}')}, ptr {a}")
     if vector:
-      f.emit("br label %lnext")
-      f.put("lnext")
-      f.emit("%lane.n = add i64 %lane, 1")
-      done = f.op(f"icmp eq i64 %lane.n, {self.L}")
-      f.emit(f"br i1 {done}, label %lend, label %lhead")
-      f.put("lend")
+      self.lane_next(f)
     for g, nm, bit, written, acc, wm, w in masks:  # mask = (old & ~written lanes) | their bits
       ptr = g.state[nm][0]
       lanes = f.op(f"load i{w}, ptr {wm}")
@@ -907,6 +907,41 @@ done:
       return f.op(f"trunc i64 {f.op(f'lshr i64 {m}, %lane')} to i1")
     b = f.op(f"load i8, ptr {f.op(f'getelementptr i8, ptr {flags}, i64 %lane')}")
     return f.op(f"trunc i8 {b} to i1")
+
+  def lane_next(self, f: Fn) -> None:
+    """The lane loop's latch: on to the next lane, or out (%lend) past the last (Fn.lane_end, else the wave's)."""
+    f.emit("br label %lnext")
+    f.put("lnext")
+    f.emit("%lane.n = add i64 %lane, 1")
+    done = f.op(f"icmp uge i64 %lane.n, {f.lane_end}") if f.lane_end else f.op(f"icmp eq i64 %lane.n, {self.L}")
+    f.emit(f"br i1 {done}, label %lend, label %lhead")
+    f.put("lend")
+
+  def lane_mask(self, f: Fn, m: str, flags: str | None = None) -> str:
+    """Lane %lane of mask `m` (lane_on's bit) spread to an i64 of all ones or zeros by shifts (not sext of the bit,
+    which LLVM folds back into a select: Compiler.keep)."""
+    if flags is not None:
+      b = f.op(f"load i8, ptr {f.op(f'getelementptr i8, ptr {flags}, i64 %lane')}")
+      return f.op(f"sub i64 0, {f.op(f'zext i8 {b} to i64')}")
+    w = 32 if self.L == 32 else 64
+    x = f.conv(m, self.M, w) if self.M != w else m
+    lane = f.conv("%lane", 64, w)
+    top = f.op(f"shl i{w} {x}, {f.op(f'sub i{w} {w - 1}, {lane}')}")
+    return f.conv(f.op(f"ashr i{w} {top}, {w - 1}"), w, 64, True)
+
+  @staticmethod
+  def keep(f: Fn, on: str, new: str, old: str, w: int) -> str:
+    """`new` where the lane's `on` holds, else `old` (i{w}: a register's value before an instruction's write). For the
+    lane loop's own `on`, as bit operations on its mask (f.ones): a select whose result is stored back where `old`
+    was loaded would become a masked store (LLVM 22's DAGCombiner, PR 145176), which AVX2 hosts (znver3) run
+    microcoded, ~6x slower per register row than a plain vector store (emu/UPSTREAM.md #5)."""
+    if on == "true":
+      return new
+    if on is not f.on or f.ones is None:
+      return f.op(f"select i1 {on}, i{w} {new}, i{w} {old}")
+    ones = f.conv(f.ones, 64, w) if w != 64 else f.ones
+    flip = f.op(f"xor i{w} {old}, {new}")
+    return f.op(f"xor i{w} {old}, {f.op(f'and i{w} {flip}, {ones}')}")
 
   def finish(self, f: Fn, i: int, lane_count: str) -> str:
     lc = f.live(C_LANES)
@@ -1470,7 +1505,7 @@ done:
         if sd is not None:  # (core.Engine._store_parts: Frontend.select_output)
           part = self.sdwa_dest(f, part, old, sd[4], sd[5])
         if on is not None:
-          part = f.op(f"select i1 {on}, i32 {part}, i32 {old}")
+          part = self.keep(f, on, part, old, 32)
         f.st("i32", part, ptr, tag)
       else:
         raise Unsupported("store file")
