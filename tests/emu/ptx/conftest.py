@@ -3,6 +3,7 @@ session (skipped without nvcc/ptxas)."""
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
@@ -35,7 +36,7 @@ def ptx(request, tmp_path_factory) -> dict[tuple[str, str], Path]:
     key = hashlib.sha1("\0".join((src.read_text(), arch, *FLAGS, nvcc)).encode()).hexdigest()[:12]
     dst = out / f"{name}-{arch}-{key}.ptx"
     if not dst.exists():
-      tmp = dst.with_suffix(".tmp")
+      tmp = dst.with_suffix(f".{os.getpid()}.tmp")  # (xdist workers build the same files at once)
       r = subprocess.run(["nvcc", "-ptx", f"-arch={arch}", *FLAGS, str(src), "-o", str(tmp)], capture_output=True,
                          text=True)
       assert r.returncode == 0, f"nvcc failed on {src.name} ({arch}):\n{r.stderr}"

@@ -3,6 +3,7 @@ without nvcc), kept in the pytest cache."""
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -25,7 +26,7 @@ def ptx(request, tmp_path_factory):
     src = (KERNELS / f"{name}.cu").read_text()
     dst = out / f"{name}-{arch}-{hashlib.sha1((src + arch + version).encode()).hexdigest()[:12]}.ptx"
     if not dst.exists():
-      tmp = dst.with_suffix(".tmp")
+      tmp = dst.with_suffix(f".{os.getpid()}.tmp")  # (xdist workers build the same files at once)
       r = subprocess.run(["nvcc", "-ptx", f"-arch={arch}", "-O3", str(KERNELS / f"{name}.cu"), "-o", str(tmp)],
                          capture_output=True, text=True)
       assert r.returncode == 0, f"nvcc failed on {name}.cu ({arch}):\n{r.stderr}"

@@ -3,6 +3,7 @@ ptxas)."""
 from __future__ import annotations
 
 import hashlib
+import os
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -25,7 +26,7 @@ def ptx_modules(request, tmp_path_factory) -> dict[tuple[str, str, str], Path]:
     key = hashlib.sha1("\0".join((src, arch, flags, nvcc)).encode()).hexdigest()[:12]
     dst = out / f"{variant_id(v)}-{key}.ptx"
     if not dst.exists():
-      tmp = dst.with_suffix(".tmp")
+      tmp = dst.with_suffix(f".{os.getpid()}.tmp")  # (xdist workers build the same files at once)
       r = subprocess.run(["nvcc", "-ptx", f"-arch={arch}", *flags.split(), str(KERNELS / f"{name}.cu"), "-o", str(tmp)],
                          capture_output=True, text=True)
       assert r.returncode == 0, f"nvcc failed on {name}.cu ({arch} {flags}):\n{r.stderr}"
