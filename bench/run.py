@@ -213,7 +213,9 @@ def _fresh(flag: str, code: str, kernel: str, arch: str, vendor_cache: Path, run
   with tempfile.TemporaryDirectory(prefix="gputwin-fresh-") as d:
     for p in vendor_cache.glob("*-tables-*.pkl"):
       shutil.copy(p, d)
-    env = {k: v for k, v in os.environ.items() if k not in ("GPUTWIN_NATIVE_CACHE", "PYTHONDONTWRITEBYTECODE")}
+    # (as a user's process starts: the default tier, whatever mode the row measured last set here)
+    env = {k: v for k, v in os.environ.items() if k not in ("GPUTWIN_NATIVE_CACHE", "PYTHONDONTWRITEBYTECODE",
+                                                            "GPUTWIN_JIT")}
     env["GPUTWIN_CACHE"] = d
     for _ in range(runs):
       r = subprocess.run([sys.executable, __file__, flag, code, kernel, arch, *rest], env=env, capture_output=True,
