@@ -952,8 +952,8 @@ def run_simt(eng: Engine, serial: bool = False, max_instructions: int | None = N
         if blk is not None:
           taken = _run_block(eng, tier, blk, ix, sel)
           then = fast and blk.tail == "branch" and taken.any() and _hammock(eng, tier, blk, ix, sel, taken)
-          if then:  # the untaken threads ran the block up to the target: every thread of sel stands there
-            to = at = then
+          if then:  # the untaken threads ran the block up to the target: every thread of sel is there, or past its
+            to, at = then  # barrier
           elif blk.tail and taken.any():
             to, at = _tail(eng, blk, ix, sel, taken, eng._exec_bits, join)
           else:
@@ -1014,25 +1014,45 @@ def _run_block(eng: Engine, tier, blk, ix, sel, bits: np.ndarray | None = None) 
   return taken
 
 
-def _hammock(eng: Engine, tier, blk, ix, sel, taken: np.ndarray) -> int | None:
+def _hammock(eng: Engine, tier, blk, ix, sel, taken: np.ndarray) -> tuple[int | None, int] | None:
   """After a native block ending in a forward branch that some threads of `sel` took (every ready thread stands in
-  sel): when the threads it did not take, in every warp, go on into a compiled block that ends without an event just
-  where the others went, the scheduler would run that block for them next and then every thread of sel together.
-  Run it now, and return the target, where they all stand (unwritten in eng.lpc); None: nothing ran."""
+  sel): when the threads it did not take go on into a compiled block that ends where the others went, without an
+  event or at a plain barrier there, the scheduler would run that block for them next (the warps they are in) and then
+  every thread of sel together: the target's barrier, or on from the target. Run it now; returns _tail's (the PC
+  every thread of sel goes on at together, or None; the PC they stand at, unwritten in eng.lpc), or None when
+  nothing ran."""
   last, nxt = blk.ops[-1], blk.pc + blk.span
   to = int(last.ins["TARGET"].value)
   if to <= nxt or not tier.compiled(nxt):
     return None
   rest = eng._exec_bits & ~taken
-  if not _per_warp(rest.view(bool)).all():  # (a warp none of whose threads goes on: it does not run the block)
+  rows = _per_warp(rest.view(bool))  # (a warp none of whose threads goes on does not run the block)
+  if not rows.any():
     return None
-  then = tier.block(nxt, eng.nwaves(ix))
-  if then is None or then.tail or then.whole or then.pc + then.span != to:
+  sub, on = ix, sel & ~_lanes(taken, eng.L)
+  if not rows.all():
+    sub = np.flatnonzero(rows) if isinstance(ix, slice) else ix[rows]
+    on, rest = on[rows], rest[rows]
+  then = tier.block(nxt, eng.nwaves(sub))
+  if then is None or then.whole:
     return None
-  if eng.checks is not None and not eng.checks.native(eng, then, ix, False, True):
+  end, bar = then.pc + then.span, then.ops[-1]
+  if not (then.tail is None and end == to or then.tail == "barrier" and plain_barrier(bar) and end - bar.size == to):
+    return None
+  if eng.checks is not None and not eng.checks.native(eng, then, sub, False, True):
     return None  # (alone: the threads that took the branch stand past the block; none can join it)
-  _run_block(eng, tier, then, ix, sel & ~_lanes(taken, eng.L), rest)
-  return to
+  _run_block(eng, tier, then, sub, on, rest)
+  if then.tail is None:
+    return to, to
+  # every thread of sel is at the barrier: the ones that took the branch run it too, in the same warp-instruction as
+  # the others of their warp (or one of its own: warps that ran no part of the block)
+  if sub is not ix:
+    tier.native.ran_event(np.flatnonzero(~rows) if isinstance(ix, slice) else ix[~rows])
+  eng.lane_count += int(np.count_nonzero(sel)) - int(np.count_nonzero(on))
+  done = _at_once(eng, bar, ix, sel)
+  if not done:
+    _arrive(eng, bar, ix, sel)
+  return (end if done else None), end
 
 
 def _inside(eng: Engine, ready, ix, sel, pc: int, blk):

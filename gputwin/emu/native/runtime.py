@@ -268,6 +268,15 @@ class Native:
     eng.lane_count += int(c[C_LANES])
     eng.clock[ix] += blk.n
 
+  def ran_event(self, ix) -> None:
+    """Waves `ix` ran one instruction natively outside a block: the barrier a block ends with, for warps none of whose
+    threads ran the block (core._hammock: the scheduler moved them); counted as a block's instructions are."""
+    eng, n = self.eng, self.eng.nwaves(ix)
+    STATS["wave_instructions"] += n
+    eng.count += n
+    eng.native_count += n
+    eng.clock[ix] += 1
+
   def fault(self, op: Op) -> GPUPageFault:
     c, eng = self.ctx, self.eng
     kind, addr, nb = int(c[C_FAULT]), int(c[C_FADDR]) & 0xffffffffffffffff, int(c[C_FBYTES])

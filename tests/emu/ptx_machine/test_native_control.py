@@ -57,3 +57,61 @@ def test_guards_branches_and_exits_in_native_blocks(n, m, monkeypatch):
     assert (mode == "force") == (st.native_instructions == st.instructions)  # every instruction compiled
     got.append((out.tobytes(), st.instructions, st.lane_instructions))
   assert got[0] == got[1]
+
+
+H = """.version 9.0
+.target sm_90
+.address_size 64
+.visible .entry h(.param .u64 out, .param .u64 inp)
+{
+  .reg .pred %p<2>; .reg .b32 %r<10>; .reg .b64 %rd<6>;
+  .shared .align 4 .b8 s[512];
+  ld.param.u64 %rd1, [out]; ld.param.u64 %rd2, [inp];
+  mov.u32 %r1, %tid.x; mov.u32 %r2, %ctaid.x; mad.lo.s32 %r3, %r2, 128, %r1;
+  mul.wide.u32 %rd3, %r3, 4; add.s64 %rd4, %rd2, %rd3;
+  ld.global.u32 %r4, [%rd4];
+  shl.b32 %r5, %r1, 2; mov.u32 %r6, s; add.s32 %r6, %r6, %r5;
+  st.shared.u32 [%r6], %r4;
+  bar.sync 0;
+  setp.ge.u32 %p1, %r1, 64;
+  @%p1 bra L1;
+  ld.shared.u32 %r7, [%r6+256]; add.s32 %r4, %r4, %r7; st.shared.u32 [%r6], %r4;
+L1:
+  bar.sync 0;
+  setp.ge.u32 %p1, %r1, 20;
+  @%p1 bra L2;
+  ld.shared.u32 %r7, [%r6+80]; add.s32 %r4, %r4, %r7; st.shared.u32 [%r6], %r4;
+L2:
+  bar.sync 0;
+  setp.lt.u32 %p1, %r4, 1900;
+  @%p1 bra L3;
+  mul.lo.u32 %r4, %r4, 3;
+L3:
+  bar.sync 0;
+  add.s64 %rd5, %rd1, %rd3; st.global.u32 [%rd5], %r4;
+  ret;
+}
+"""
+
+
+def test_if_then_bodies_before_a_barrier_native(monkeypatch):
+  """`@%p bra L; body; L: bar.sync` with whole warps taking the branch, some lanes of a warp, or none: the scheduler
+  runs the body for the threads that go on and lets every thread arrive at once (core._hammock). A second launch
+  (the bodies compiled) gives the interpreter's outputs and counts, and numpy's values."""
+  inp = np.random.default_rng(5).integers(0, 1000, 3 * 128).astype(np.uint32)
+  s0 = inp.reshape(3, 128).astype(np.int64)
+  v = s0.copy()
+  v[:, :64] += s0[:, 64:]
+  s1 = v.copy()
+  v[:, :20] += s1[:, 20:40]
+  v = np.where(v < 1900, v, v * 3)
+  got = []
+  for mode in ("0", "force"):
+    monkeypatch.setenv("GPUTWIN_JIT", mode)
+    for _ in range(2):
+      out = np.zeros(3 * 128, np.uint32)
+      st = launch(H, "h", grid=3, block=128, args=[out, inp], arch="sm_90", checks=False)
+    np.testing.assert_array_equal(out, v.reshape(-1).astype(np.uint32))
+    assert (mode == "force") == (st.native_instructions == st.instructions)
+    got.append((st.instructions, st.lane_instructions))
+  assert got[0] == got[1]
