@@ -1025,7 +1025,8 @@ def _hammock(eng: Engine, tier, blk, ix, sel, taken: np.ndarray) -> tuple[int | 
   to = int(last.ins["TARGET"].value)
   if to <= nxt or not tier.compiled(nxt):
     return None
-  rest = eng._exec_bits & ~taken
+  bits = eng._exec_bits  # (sel's: every thread of sel reaches the target)
+  rest = bits & ~taken
   rows = _per_warp(rest.view(bool))  # (a warp none of whose threads goes on does not run the block)
   if not rows.any():
     return None
@@ -1045,14 +1046,12 @@ def _hammock(eng: Engine, tier, blk, ix, sel, taken: np.ndarray) -> tuple[int | 
   if then.tail is None:
     return to, to
   # every thread of sel is at the barrier: the ones that took the branch run it too, in the same warp-instruction as
-  # the others of their warp (or one of its own: warps that ran no part of the block)
+  # the others of their warp (or one of its own: warps that ran no part of the block); as _tail moves a block's
+  # threads into its closing barrier, every one of sel arriving
   if sub is not ix:
-    tier.native.ran_event(np.flatnonzero(~rows) if isinstance(ix, slice) else ix[~rows])
+    tier.native.counted(np.flatnonzero(~rows) if isinstance(ix, slice) else ix[~rows])
   eng.lane_count += int(np.count_nonzero(sel)) - int(np.count_nonzero(on))
-  done = _at_once(eng, bar, ix, sel)
-  if not done:
-    _arrive(eng, bar, ix, sel)
-  return (end if done else None), end
+  return _tail(eng, then, ix, sel, bits, bits)
 
 
 def _inside(eng: Engine, ready, ix, sel, pc: int, blk):

@@ -965,6 +965,11 @@ done:
   # -------------------------------------------------------------------------------- register files
   def sgpr_ptr(self, f: Fn, idx: int) -> str:
     self.ns = max(self.ns, idx + 1)
+    return self.srow(f, idx)
+
+  @staticmethod
+  def srow(f: Fn, idx) -> str:
+    """SGPR row `idx` (a constant or an i64 value) of wave %w."""
     off = f.op(f"add i64 {f.op(f'mul i64 %w, {f.ctx(C_SSTW)}')}, {f.op(f'mul i64 {idx}, {f.ctx(C_SSTR)}')}")
     return f.gep(f.ctxp(C_S), off)
 
@@ -977,11 +982,9 @@ done:
 
   def vgpr_at(self, f: Fn, idx: int, lane: str, write: bool) -> str:
     """VGPR `idx` of wave %w in lane `lane` (an i64 value below the wave size): a register by lane number."""
-    self.nv = max(self.nv, idx + 1)
     if write:
       self.wrote["v"] |= 1 << idx
-    off = f.op(f"add i64 {f.op(f'mul i64 %w, {f.ctx(C_VSTW)}')}, {f.op(f'mul i64 {idx}, {f.ctx(C_VSTR)}')}")
-    return f.gep(f.gep(f.ctxp(C_V), off), f.op(f"mul i64 {lane}, 4"))
+    return self.vgpr_ptr(f, idx, "v", lane)
 
   @property
   def sgprs(self) -> int:
@@ -994,8 +997,7 @@ done:
     self.ns = max(self.ns, self.sgprs)
     if write:
       self.wrote["s"] = -1
-    return f.gep(f.ctxp(C_S), f.op(f"add i64 {f.op(f'mul i64 %w, {f.ctx(C_SSTW)}')}, "
-                                   f"{f.op(f'mul i64 {idx}, {f.ctx(C_SSTR)}')}"))
+    return self.srow(f, idx)
 
   def sgpr(self, f: Fn, idx: int, dwords: int) -> str:
     acc = None

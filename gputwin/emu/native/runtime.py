@@ -261,21 +261,17 @@ class Native:
       e = self.fault(op)
       raise Stop("fault", str(e), w, op, e)
     eng.pending = None
-    n = len(waves)
-    STATS["wave_instructions"] += blk.n * n
-    eng.count += blk.n * n
-    eng.native_count += blk.n * n
     eng.lane_count += int(c[C_LANES])
-    eng.clock[ix] += blk.n
+    self.counted(ix, blk.n)
 
-  def ran_event(self, ix) -> None:
-    """Waves `ix` ran one instruction natively outside a block: the barrier a block ends with, for warps none of whose
-    threads ran the block (core._hammock: the scheduler moved them); counted as a block's instructions are."""
-    eng, n = self.eng, self.eng.nwaves(ix)
-    STATS["wave_instructions"] += n
-    eng.count += n
-    eng.native_count += n
-    eng.clock[ix] += 1
+  def counted(self, ix, n: int = 1) -> None:
+    """Waves `ix` ran `n` instructions natively: a block's, or (n = 1) the barrier a block ends with, for warps none
+    of whose threads ran the block (core._hammock: the scheduler moved them there)."""
+    eng, k = self.eng, self.eng.nwaves(ix)
+    STATS["wave_instructions"] += n * k
+    eng.count += n * k
+    eng.native_count += n * k
+    eng.clock[ix] += n
 
   def fault(self, op: Op) -> GPUPageFault:
     c, eng = self.ctx, self.eng

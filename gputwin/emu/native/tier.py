@@ -296,8 +296,12 @@ class Tier:
       return None
     return Tier(eng, native) if native.ok else None
 
+  def key(self, pc: int) -> tuple:
+    """The block at `pc` as this tier keys it: wave size, LDS logging, the collect cut."""
+    return pc, self.eng.L, self.log, self.cut
+
   def block(self, pc: int, waves: int = 1):
-    key = (pc, self.eng.L, self.log, self.cut)
+    key = self.key(pc)
     st = self.state
     if st.pending:
       self.settle(key)
@@ -324,7 +328,7 @@ class Tier:
 
   def compiled(self, pc: int) -> bool:
     """Is the block at `pc` compiled (block() then returns it at once)?"""
-    return bool(self.state.blocks.get((pc, self.eng.L, self.log, self.cut)))
+    return bool(self.state.blocks.get(self.key(pc)))
 
   def settle(self, key: tuple) -> None:
     """Take the background compile of the block at `key` once done."""
