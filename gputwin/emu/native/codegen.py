@@ -38,6 +38,7 @@ class Mode(enum.Enum):
   PROBE = "p"   # 1 when an active lane's access would leave the region (or fault), else 0; writes nothing
   RANGE = "r"   # the same for lanes scattered within one region
   FIRST = "q"   # lane 0's base, for a full wave's probe
+  UNIFORM = "u"  # an address no lane register forms: lane 0's access in the region (FAST, for every lane) or EXACT
   FAST = "f"    # accesses unchecked (probed: all in one region)
   CONTIG = "c"  # accesses unchecked at base + lane * stride (probed: contiguous)
   SHIFT = "s"   # an owner's probed range moved by this access's offset: still in the region (FAST), else EXACT
@@ -45,7 +46,7 @@ class Mode(enum.Enum):
 
   @property
   def probes(self) -> bool:
-    return self in (Mode.PROBE, Mode.RANGE, Mode.FIRST)
+    return self in (Mode.PROBE, Mode.RANGE, Mode.FIRST, Mode.UNIFORM)
 
 
 class Fn(backend.Fn):
@@ -559,20 +560,25 @@ done:
       f.emit(f"ret i32 {either('a', 'n')}")
       return "\n".join([self.inst_fn(i, ops, full=True), self.inst_fn(i, ops, suffix="n"), self.define(f, i, [])])
     j, d = self.owner.get(i, (i, 0))  # j != i: instruction j's addresses moved by d bytes; j probed them
+    # every lane at one address (parameters, constants by SGPR): lane 0's access stands for all, no lane loop probes
+    a = op.info.get("address")
+    uniform = a is not None and not any(t.file in "va" for t in a.terms)
     pp = f.op(f"getelementptr i32, ptr %hints, i64 {2 * (HINT_PROBE + HINTS * j)}")
     if j == i:  # the answer kept for later accesses: contiguous or scattered within the region, else exact
-      probe = either("pa", "p")
+      probe = call("u") if uniform else either("pa", "p")
       f.emit(f"store i32 {probe}, ptr {pp}")
     else:
       probe = f.op(f"load i32, ptr {pp}")
       if d:  # the owner's range moved by d: still in the region?
         moved = f.op(f"icmp eq i32 {call('s')}, {PROBE_FAST}")
         probe = f.op(f"select i1 {moved}, i32 {probe}, i32 {PROBE_EXACT}")
-    f.emit(f"switch i32 {probe}, label %exact [ i32 {PROBE_CONTIG}, label %contig  i32 {PROBE_FAST}, label %fast ]")
-    f.put("contig")
-    f.emit(f"ret i32 {either('ca', 'c')}")
+    contig = f"  i32 {PROBE_CONTIG}, label %contig" * (not uniform)
+    f.emit(f"switch i32 {probe}, label %exact [{contig}  i32 {PROBE_FAST}, label %fast ]")
+    if not uniform:
+      f.put("contig")
+      f.emit(f"ret i32 {either('ca', 'c')}")
     f.put("fast")
-    if j == i:  # scattered: all of them in the region?
+    if j == i and not uniform:  # scattered: all of them in the region?
       ok = f.op(f"icmp eq i32 {call('r')}, {PROBE_FAST}")
       f.emit(f"store i32 {f.op(f'select i1 {ok}, i32 {PROBE_FAST}, i32 {PROBE_EXACT}')}, ptr {pp}")
       f.emit(f"br i1 {ok}, label %gather, label %exact")
@@ -582,10 +588,11 @@ done:
     f.emit(f"ret i32 {either('fa', 'f')}")
     f.put("exact")
     f.emit(f"ret i32 {call('x')}")
-    modes = [Mode.PROBE, Mode.RANGE] * (j == i) + [Mode.SHIFT] * (j != i and d != 0) + \
-        [Mode.CONTIG, Mode.FAST, Mode.EXACT]
-    fulls = [self.inst_fn(i, [op], m, full=True) for m in ([Mode.FIRST, Mode.PROBE] * (j == i) +
-                                                           [Mode.CONTIG, Mode.FAST])]
+    probes = [Mode.UNIFORM] if uniform else [Mode.PROBE, Mode.RANGE]
+    contigs = [] if uniform else [Mode.CONTIG]
+    modes = probes * (j == i) + [Mode.SHIFT] * (j != i and d != 0) + contigs + [Mode.FAST, Mode.EXACT]
+    fulls = [self.inst_fn(i, [op], m, full=True) for m in [Mode.FIRST, Mode.PROBE] * (j == i and not uniform) +
+             contigs + [Mode.FAST]]
     return "\n".join([self.inst_fn(i, [op], m) for m in modes] + fulls + [self.define(f, i, [])])
 
   def inst_fn(self, i: int, ops: list[Op], mode: Mode = Mode.PLAIN, full: bool = False, suffix: str = "") -> str:
@@ -645,7 +652,7 @@ done:
         not any(analysis.has_loop(o.sem.program.body) for _, o in gens)
     if len(ops) > 1 and not pure:
       raise Unsupported("a lane-pure group with an impure member")
-    probe, peel = mode.probes, mode is Mode.FIRST
+    probe, peel = mode.probes, mode in (Mode.FIRST, Mode.UNIFORM)
     same = f.full and mode is Mode.PROBE  # every lane on: compared with lane 0's base (the FIRST function)
     hint_base = f"%hints.b{i}"
     if probe:  # min / max over the active lanes of address - lane * stride (probe) or of the address (range)
@@ -758,6 +765,11 @@ done:
         stride = analysis.stride(o.sem.program)
         ea = f.op(f"load i64, ptr {g.ea}")
         v = ea if mode is Mode.RANGE else f.op(f"sub i64 {ea}, {f.op(f'mul i64 %lane, {stride}')}")
+        if mode is Mode.UNIFORM:  # lane 0's access is every lane's
+          self.keep_range(f, i, ea, ea)
+          bad = f.op(f"or i1 {f.ld_bad()}, {g.probe_range(o.sem.program.body, ea, ea)}")
+          f.emit(f"ret i32 {f.op(f'select i1 {bad}, i32 {PROBE_EXACT}, i32 {PROBE_FAST}')}")
+          return self.define(f, i, [])
         if peel:
           f.emit(f"store i64 {v}, ptr {hint_base}")
           f.emit("ret i32 0")

@@ -1,11 +1,13 @@
 """Addresses on the PTX machine: 64-bit global addresses (guest memory mapped far above 4 GiB, as NVIDIA's UVM VAs
 are), the generic windows (cvta, isspacep) and the address of a second `.local` array, on both tiers (GPUTWIN_JIT=0
-interprets, `force` compiles every block at first sight). References are numpy."""
+interprets, `force` compiles every block at first sight), and addresses every thread shares (a global variable, a
+shared one, a parameter: the native tier checks one lane's access for all). References are numpy."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from gputwin.emu import launch
 from gputwin.emu.memory import GuestMemory
 from gputwin.emu.ptx.launch import Loaded, run
 from gputwin.errors import EmuFault
@@ -157,3 +159,51 @@ def test_address_of_a_second_local_array(mode, monkeypatch):
   j = t % 16
   assert (out[:64] == (t * 1000 + j) + (t * 100 + 15 - j)).all()
   assert (out[64:] == 1 + 2 + 16 + 64).all()
+
+
+# every thread reads the same global and shared words: out[i] = 17 * n + 11 + i (tab[3] * n + tab[1] + tid)
+SHARED_ADDRESS = """.global .align 4 .u32 tab[4] = {7, 11, 13, 17};
+.visible .entry k(.param .u64 out, .param .u32 n)
+{
+  .reg .b32 %r<8>; .reg .b64 %rd<4>;
+  .shared .align 4 .b8 sm[16];
+  ld.param.u64 %rd1, [out]; ld.param.u32 %r1, [n];
+  ld.global.u32 %r2, [tab+4];
+  ld.global.u32 %r3, [tab+OFFSET];
+  mad.lo.s32 %r4, %r3, %r1, %r2;
+  st.shared.u32 [sm+4], %r4;
+  bar.sync 0;
+  ld.shared.u32 %r5, [sm+4];
+  mov.u32 %r6, %tid.x;
+  add.s32 %r5, %r5, %r6;
+  mul.wide.u32 %rd2, %r6, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.u32 [%rd3], %r5;
+  ret;
+}
+"""
+
+
+def _shared_address(mode, monkeypatch, offset: int, block: int = 64):
+  monkeypatch.setenv("GPUTWIN_JIT", mode)
+  out = np.zeros(block, np.int32)
+  st = launch(HEAD + SHARED_ADDRESS.replace("OFFSET", str(offset)), "k", grid=1, block=block,
+              args=[out, np.uint32(5)], arch="sm_90", checks=False)
+  return out, st
+
+
+@pytest.mark.parametrize("mode", TIERS)
+@pytest.mark.parametrize("block", (64, 40))  # (40: a partial second warp)
+def test_addresses_every_thread_shares(mode, block, monkeypatch):
+  out, st = _shared_address(mode, monkeypatch, 12, block)
+  assert (out == 17 * 5 + 11 + np.arange(block)).all()
+  assert (mode == "force") == (st.native_instructions == st.instructions)
+
+
+def test_a_shared_address_out_of_range_faults_alike(monkeypatch):
+  errs = []
+  for mode in TIERS:
+    with pytest.raises(EmuFault) as e:
+      _shared_address(mode, monkeypatch, 1 << 24)
+    errs.append(str(e.value))
+  assert errs[0] == errs[1] and "ld.global.u32 %r3, [tab+16777216]" in errs[0], errs
