@@ -178,24 +178,26 @@ def groups(ops: list[Op], sp: dict, lanes: int) -> list[tuple[int, list[Op]]]:
 def owners(ops: list[Op], sp: dict, lanes: int) -> dict[int, tuple[int, int]]:
   """Plain memory instruction i -> (j, d): an earlier one j whose probe holds for i too, its addresses moved by d
   bytes: the same space, address registers, access extents and fields but the plan's constant offset (d = the
-  difference, a multiple of its alignment), and nothing in between (j included) writes those registers or EXEC."""
+  difference, a multiple of its alignment; a bound buffer's accesses only at the same offset), and nothing in
+  between (j included) writes those registers or EXEC."""
   out, seen = {}, []  # seen: (index, address key, plan offset, plan width) of probed instructions still valid
   for i, op in enumerate(ops):
     key = _probe_key(op)
     if key is not None:
-      a = op.info["address"]
+      a = op.info.get("address")
+      off, width, align = (a.offset, a.width, a.align) if a is not None else (0, 64, 1)
       hit = None
-      for j, k, off, w in seen:
+      for j, k, o, w in seen:
         if k == key:
-          d = (a.offset - off) & ((1 << w) - 1)
+          d = (off - o) & ((1 << w) - 1)
           d -= (d >> (w - 1)) << w  # as a signed w-bit difference
-          if d % max(a.align, 1) == 0 and abs(d) < 1 << 31:
+          if d % max(align, 1) == 0 and abs(d) < 1 << 31:
             hit = (j, d)
             break
       if hit is not None:
         out[i] = hit
       else:
-        seen.append((i, key, a.offset, a.width))
+        seen.append((i, key, off, width))
     vw = {s.index + d for o in parts(op) for s in o.outs.values() if isinstance(s, Src) and s.file == "v"
           for d in range(s.dwords)}
     ww = _wave_regs(op, sp, lanes)[1] if op.sem is not None or op.kind == "vopd" else set()
@@ -209,15 +211,21 @@ def owners(ops: list[Op], sp: dict, lanes: int) -> dict[int, tuple[int, int]]:
 
 def _probe_key(op: Op):
   """What a plain global/LDS access's probe depends on, but the plan's constant offset: (space and accesses, VGPRs,
-  SGPRs of the address), or None for an instruction that does not probe."""
+  SGPRs of the address), or None for an instruction that does not probe. A bound buffer's (binding.Buffer) keeps
+  its offset in the key: its bound is checked per lane, so a range moved from another access's proves nothing."""
   if not (op.vector and op.mem in ("global", "ds") and op.sem is not None and analysis.plain_mem(op.sem.program)):
     return None
-  a, p = op.info.get("address"), op.sem.program
-  if a is None:
+  a, b, p = op.info.get("address"), op.info.get("buffer"), op.sem.program
+  if a is not None:
+    terms, fields = a.terms, (a.width, a.align, a.space)
+  elif b is not None:
+    terms = (b.coord, b.index)
+    fields = (b.kind, b.scale, b.offset, b.nbytes, b.index.value if b.index.file == "k" else None)
+  else:
     return None
-  vregs = tuple(r for t in a.terms if t.file == "v" for r in range(t.index, t.index + t.dwords))
-  sregs = tuple(r for t in a.terms if t.file == "s" for r in range(t.index, t.index + t.dwords))
-  fields = (a.width, a.align, a.space) + tuple(op.info.get(k) for k in ("offset", "offset0", "offset1", "guard"))
+  vregs = tuple(r for t in terms if t.file == "v" for r in range(t.index, t.index + t.dwords))
+  sregs = tuple(r for t in terms if t.file == "s" for r in range(t.index, t.index + t.dwords))
+  fields += tuple(op.info.get(k) for k in ("offset", "offset0", "offset1", "guard"))
   g = op.info.get("guard")  # (a guarded access's lanes are its guard's too: a write to that row ends the reuse)
   vregs += (g[0],) if g is not None else ()
   accesses = tuple((repr(idx), bits) for idx, bits in analysis.mem_accesses(p.body))
