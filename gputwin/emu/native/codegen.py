@@ -11,7 +11,7 @@ import numpy as np
 from gputwin.emu.amd.decode import APERTURE, EXECZ, SCC_CODE, VCCZ  # computed scalar operand codes: AMD's
 from gputwin.emu.amd.lanes import OMOD, sdwa_field  # VOP3 output modifiers, SDWA selects: AMD's
 from gputwin.emu.amd.memory import VSHARP  # the V# fields of buffer accesses: AMD's
-from gputwin.emu.binding import LDS_BITS, LDS_SHIFT, elect, float_result, sets_pc, va_bits
+from gputwin.emu.binding import LDS_BITS, LDS_SHIFT, elect, float_result, scalar_valu, sets_pc, va_bits
 from gputwin.emu.native import matrix, plan, tensor
 from gputwin.emu.native.runtime import (C_A, C_IEEE, C_INIT, C_LANES, C_LDS, C_LDSZ, C_LOG, C_PC, C_PRIV, C_RAN,
                                         C_REGS, C_RES, C_RESN, C_S, C_SCC, C_SCRST, C_SCRSZ, C_SSTR, C_SSTW, C_TAKEN,
@@ -689,10 +689,12 @@ done:
     elif vector:
       flags = self.lane_flags(f, exec_v) if self.M > 64 and not f.full else None
       start = "0"
-      if not (pure or probe or f.full):  # a loop that branches per lane: from the first active lane to the last
+      # one value per wave from per-wave sources (a SIMT scalar VALU op): the first active lane's turn computes it
+      once = len(ops) == 1 and not op.mem and scalar_valu(op)
+      if once or not (pure or probe or f.full):  # a loop that branches per lane: from the first active lane to the last
         start = f.op(f"call i64 @llvm.umin.i64(i64 {f.first}, i64 {self.L - 1})")  # (none: one turn, lane off)
         top = f.op(f"sub i64 {self.M}, {self.count(f, 'ctlz', exec_v)}")
-        f.lane_end = f.op(f"call i64 @llvm.umin.i64(i64 {top}, i64 {self.L})")
+        f.lane_end = f.op(f"add i64 {start}, 1" if once else f"call i64 @llvm.umin.i64(i64 {top}, i64 {self.L})")
       f.emit("br label %pre")  # the block the lane loop's phi names as its entry
       f.put("pre")
       f.emit("br label %lhead")
