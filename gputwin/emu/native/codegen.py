@@ -690,7 +690,7 @@ done:
       flags = self.lane_flags(f, exec_v) if self.M > 64 and not f.full else None
       start = "0"
       # one value per wave from per-wave sources (a SIMT scalar VALU op): the first active lane's turn computes it
-      once = len(ops) == 1 and not op.mem and scalar_valu(op)
+      once = len(ops) == 1 and not op.mem and op.sem is not None and scalar_valu(op)
       if once or not (pure or probe or f.full):  # a loop that branches per lane: from the first active lane to the last
         start = f.op(f"call i64 @llvm.umin.i64(i64 {f.first}, i64 {self.L - 1})")  # (none: one turn, lane off)
         top = f.op(f"sub i64 {self.M}, {self.count(f, 'ctlz', exec_v)}")
