@@ -653,7 +653,9 @@ done:
     if len(ops) > 1 and not pure:
       raise Unsupported("a lane-pure group with an impure member")
     probe, peel = mode.probes, mode in (Mode.FIRST, Mode.UNIFORM)
-    same = f.full and mode is Mode.PROBE  # every lane on: compared with lane 0's base (the FIRST function)
+    coords = mode in (Mode.PROBE, Mode.RANGE) and self.coord_probe(op)  # a bound buffer's: buffer_probe
+    dwords = mode is Mode.PROBE and self.lane_term(op) is not None  # one VGPR (pair) plus per-wave terms: dword_probe
+    same = f.full and mode is Mode.PROBE and not (coords or dwords)  # every lane on: against lane 0's (FIRST's)
     hint_base = f"%hints.b{i}"
     if probe:  # min / max over the active lanes of address - lane * stride (probe) or of the address (range)
       f.pro.append(f"  store i1 false, ptr {f.bad}")
@@ -750,6 +752,9 @@ done:
           # other per-wave results this lane may write: kept as they were if the lane is off
           snaps.append([(g.state[nm], f.op(f"load i{g.state[nm][1]}, ptr {g.state[nm][0]}"))
                         for nm in o.sem.program.outputs if nm not in g.lane_names and nm not in g.lanebit])
+      if coords or dwords:
+        (g, o), = unit
+        return (self.buffer_probe if coords else self.dword_probe)(f, g, o, i, exec_v)
       for g, o in unit:
         self.addresses(g, o)
       if mode is Mode.CHECK:  # each access of the body, at ADDR + K (analysis.plain_mem), looked up: faults leave
@@ -810,11 +815,7 @@ done:
         emax = f.op(f"add i64 {lo}, {f.op(f'mul i64 {last}, {stride}')}")
         self.keep_range(f, i, emin, emax)
         bad = f.op(f"or i1 {f.ld_bad()}, {g.probe_range(o.sem.program.body, emin, emax)}")
-        none = f.op(f"icmp eq i{self.M} {exec_v}, 0")
-        contig = f.op(f"or i1 {none}, {f.op(f'icmp eq i64 {lo}, {hi}')}")
-        r = f.op(f"select i1 {bad}, i32 {PROBE_EXACT}, i32 {PROBE_CONTIG}")
-        f.emit(f"ret i32 {f.op(f'select i1 {contig}, i32 {r}, i32 {PROBE_FAST}')}")
-        return self.define(f, i, [])
+        return self.answer(f, i, exec_v, f.op(f"icmp eq i64 {lo}, {hi}"), bad)
       for g, o in unit:
         for name, (p, t) in list(g.vars.items()):
           if not name.startswith("@"):
@@ -865,6 +866,121 @@ done:
       per = self.count(f, "ctpop", exec_v) if simt else str(self.L)
       lane_count = f.op(f"add i64 {lane_count}, {f.op(f'mul i64 {per}, {nops}')}")
     return pre + self.finish(f, i, lane_count)
+
+  def coord_probe(self, op: Op) -> bool:
+    """Does `op` access a bound buffer (binding.Buffer) by a one-dword coordinate, contiguous lanes a whole number
+    of elements apart: then its probes reduce the 32-bit coordinates (buffer_probe), not 64-bit addresses."""
+    b, stride = op.info.get("buffer"), analysis.stride(op.sem.program)
+    return b is not None and b.index.file == "k" and b.kind in getattr(self.fe, "buffers", ()) and \
+        b.coord.dwords == 1 and b.coord.file != "k" and stride % b.scale == 0
+
+  @staticmethod
+  def reduce32(f: Fn, values: list[str]) -> list[str]:
+    """In a probe's lane loop: allocas holding the least and the greatest of each i32 value over the active lanes
+    (after the loop; none active: -1 and 0)."""
+    accs = []
+    for v in values:
+      for pick, idle in (("umin", "-1"), ("umax", "0")):  # (plain reductions: vectorised)
+        acc = f.alloca("i32")
+        f.pro.append(f"  store i32 {idle}, ptr {acc}")
+        mine, cur = f.op(f"select i1 {f.on}, i32 {v}, i32 {idle}"), f.op(f"load i32, ptr {acc}")
+        f.emit(f"store i32 {f.op(f'call i32 @llvm.{pick}.i32(i32 {cur}, i32 {mine})')}, ptr {acc}")
+        accs.append(acc)
+    return accs
+
+  def lane_term(self, op: Op) -> Src | None:
+    """The one per-lane term (a VGPR or VGPR pair) of a global access's 64-bit address plan (binding.Address: summed
+    with per-wave terms and the offset, not aligned), or None: dword_probe probes such accesses."""
+    a = op.info.get("address")
+    if op.mem != "global" or a is None or a.space != "mem" or a.align != 1 or a.width != 64:
+      return None
+    lanes = [t for t in a.terms if t.file in "va"]
+    return lanes[0] if len(lanes) == 1 and lanes[0].dwords in (1, 2) else None
+
+  def dword_probe(self, f: Fn, g: Gen, o: Op, i: int, exec_v: str) -> str:
+    """@inst{i}p of a global access with one per-lane term (lane_term), answering as the 64-bit probe does, from
+    32-bit lanes: the term's low dword minus lane * stride and its high dword, each reduced to its least and
+    greatest. Contiguous when both are the same in every active lane and the low dwords of lane 0 to the last
+    active lane carry nothing into the high one; the range [first, last active lane] is then checked once (the
+    address plan's sum, the guest's address bits, the region). Otherwise scattered: the RANGE probe decides."""
+    a, t = o.info["address"], self.lane_term(o)
+    stride = analysis.stride(o.sem.program)
+    lo = f.ld("i32", self.vgpr_ptr(f, t.index, t.file), (t.file, t.index))
+    vals = [f.op(f"sub i32 {lo}, {f.op(f'mul i32 %lane32, {stride}')}")]
+    if t.dwords == 2:
+      vals.append(f.ld("i32", self.vgpr_ptr(f, t.index + 1, t.file), (t.file, t.index + 1)))
+    accs = self.reduce32(f, vals)
+    self.lane_next(f)
+    got = [f.conv(f.op(f"load i32, ptr {acc}"), 32, 64) for acc in accs]
+    base = got[0] if t.dwords == 1 else f.op(f"or i64 {got[0]}, {f.op(f'shl i64 {got[2]}, 32')}")  # lane 0's term
+    same = f.op(f"icmp eq i64 {got[0]}, {got[1]}")
+    if t.dwords == 2:
+      same = f.op(f"and i1 {same}, {f.op(f'icmp eq i64 {got[2]}, {got[3]}')}")
+    first = self.count(f, "cttz", exec_v)
+    last = f.op(f"sub i64 {self.M - 1}, {self.count(f, 'ctlz', exec_v)}")
+    top = f.op(f"add i64 {got[0]}, {f.op(f'mul i64 {last}, {stride}')}")  # the last active lane's low dword
+    same = f.op(f"and i1 {same}, {f.op(f'icmp ule i64 {top}, {M32}')}")
+    u = f.op(f"add i64 {a.offset & ((1 << 64) - 1)}, 0")  # the per-wave terms and the offset
+    for x in a.terms:
+      if x.file == "s":
+        u = f.op(f"add i64 {u}, {f.conv(self.sgpr(f, x.index, x.dwords), 32 * x.dwords, 64)}")
+
+    def at(lane: str) -> str:  # the plan's address of lane `lane` (contiguous: lane 0's term + lane * stride)
+      term = f.op(f"add i64 {base}, {f.op(f'mul i64 {lane}, {stride}')}")
+      return f.op(f"add i64 {u}, {term}")
+    f.emit(f"store i64 {at('0')}, ptr %hints.b{i}")
+    emin, emax = at(first), at(last)
+    self.keep_range(f, i, emin, emax)
+    bad = f.op(f"icmp ugt i64 {emin}, {emax}")  # (the sum wrapped inside the range)
+    bits = va_bits(o, self.fe)
+    if bits < 64:
+      bad = f.op(f"or i1 {bad}, {f.op(f'icmp ugt i64 {emax}, {(1 << bits) - 1}')}")
+    bad = f.op(f"or i1 {bad}, {g.probe_range(o.sem.program.body, emin, emax)}")
+    return self.answer(f, i, exec_v, same, bad)
+
+  def buffer_probe(self, f: Fn, g: Gen, o: Op, i: int, exec_v: str) -> str:
+    """@inst{i}p / @inst{i}r of a bound-buffer access (coord_probe), answering as an address plan's probe does: the
+    active lanes' coordinates (PROBE: coordinate - lane * k, k elements a lane) reduced to their least and greatest
+    in the lane loop, 32 bits a lane; the buffer's bound and the region are then checked once, for the range. PROBE:
+    contiguous when every lane's value is the same and lane 0's coordinate plus the last active lane's k's does not
+    pass 2**32 (else scattered, for the RANGE probe to decide), its base (lane 0's address) kept for CONTIG."""
+    b, mode = o.info["buffer"], f.mode
+    k = analysis.stride(o.sem.program) // b.scale
+    v, bits = self.fetch(f, b.coord)
+    c = f.conv(v, bits, 32)
+    if mode is Mode.PROBE:
+      c = f.op(f"sub i32 {c}, {f.op(f'mul i32 %lane32, {k}')}")
+    accs = self.reduce32(f, [c])
+    self.lane_next(f)
+    lo, hi = (f.conv(f.op(f"load i32, ptr {acc}"), 32, 64) for acc in accs)
+    base, size = self.buffer_row(f, b)
+
+    def at(x: str) -> str:  # the guest address of coordinate x
+      off = f.op(f"add i64 {f.op(f'mul i64 {x}, {b.scale}')}, {b.offset}")
+      return f.op(f"add i64 {base}, {off}")
+    cmin, cmax = lo, hi
+    if mode is Mode.PROBE:
+      first = self.count(f, "cttz", exec_v)
+      last = f.op(f"sub i64 {self.M - 1}, {self.count(f, 'ctlz', exec_v)}")
+      cmin, cmax = (f.op(f"add i64 {lo}, {f.op(f'mul i64 {x}, {k}')}") for x in (first, last))
+      f.emit(f"store i64 {at(lo)}, ptr %hints.b{i}")
+    emin, emax = at(cmin), at(cmax)
+    self.keep_range(f, i, emin, emax)
+    end = f.op(f"add i64 {f.op(f'sub i64 {emax}, {base}')}, {b.nbytes}")
+    bad = f.op(f"or i1 {f.op(f'icmp sgt i64 {end}, {size}')}, {g.probe_range(o.sem.program.body, emin, emax)}")
+    if mode is Mode.RANGE:
+      f.emit(f"ret i32 {f.op(f'select i1 {bad}, i32 {PROBE_EXACT}, i32 {PROBE_FAST}')}")
+      return self.define(f, i, [])
+    same = f.op(f"and i1 {f.op(f'icmp eq i64 {lo}, {hi}')}, {f.op(f'icmp ule i64 {cmax}, {M32}')}")
+    return self.answer(f, i, exec_v, same, bad)
+
+  def answer(self, f: Fn, i: int, exec_v: str, contig: str, bad: str) -> str:
+    """Return a PROBE's answer and define @inst{i}p: CONTIG for contiguous lanes (or none active) whose range is
+    good, EXACT when it is not, FAST for scattered lanes (the RANGE probe then decides)."""
+    contig = f.op(f"or i1 {f.op(f'icmp eq i{self.M} {exec_v}, 0')}, {contig}")
+    r = f.op(f"select i1 {bad}, i32 {PROBE_EXACT}, i32 {PROBE_CONTIG}")
+    f.emit(f"ret i32 {f.op(f'select i1 {contig}, i32 {r}, i32 {PROBE_FAST}')}")
+    return self.define(f, i, [])
 
   @staticmethod
   def keep_range(f: Fn, i: int, lo: str, hi: str) -> None:
@@ -1369,6 +1485,16 @@ done:
     (runtime.Native.buffers): coord * scale + offset bytes into it; an unbound index, or an access not inside the
     buffer, faults (the interpreter's frontend memop: the same lanes). Only a constant index (one buffer for every
     wave, whose fault the interpreter then reports at the same wave and lane)."""
+    base, size = self.buffer_row(f, b)
+    v, bits = self.fetch(f, b.coord)
+    off = f.op(f"add i64 {f.op(f'mul i64 {f.conv(v, bits, 64)}, {b.scale}')}, {b.offset}")  # (below 2**37)
+    bad = f.op(f"icmp sgt i64 {f.op(f'add i64 {off}, {b.nbytes}')}, {size}")
+    a = f.op(f"add i64 {base}, {off}")
+    self.fault_if(f, bad, F_GLOBAL, a, b.nbytes, "r" not in o.sem.mem)
+    return a
+
+  def buffer_row(self, f: Fn, b) -> tuple[str, str]:
+    """Bound buffer `b`'s guest address and bytes (-1: unbound, or past the table), read once per wave."""
     kinds = getattr(self.fe, "buffers", ())
     if b.index.file != "k" or b.kind not in kinds:
       raise Unsupported("buffer index")
@@ -1381,12 +1507,7 @@ done:
               f"  {r}.a = load i64, ptr {r}.p, !invariant.load !0", f"  {r}.q = getelementptr i64, ptr {r}.p, i64 1",
               f"  {r}.m = load i64, ptr {r}.q, !invariant.load !0",
               f"  {r}.s = select i1 {r}.in, i64 {r}.m, i64 -1"]
-    v, bits = self.fetch(f, b.coord)
-    off = f.op(f"add i64 {f.op(f'mul i64 {f.conv(v, bits, 64)}, {b.scale}')}, {b.offset}")  # (below 2**37)
-    bad = f.op(f"icmp sgt i64 {f.op(f'add i64 {off}, {b.nbytes}')}, {r}.s")
-    a = f.op(f"add i64 {r}.a, {off}")
-    self.fault_if(f, bad, F_GLOBAL, a, b.nbytes, "r" not in o.sem.mem)
-    return a
+    return f"{r}.a", f"{r}.s"
 
   def high_check(self, f: Fn, a: str, bits: int) -> None:
     hi = f.op(f"icmp ugt i64 {a}, {(1 << bits) - 1}")

@@ -285,3 +285,43 @@ def test_getone_ranks_fibers_on_both_tiers(checks, wave, chip):
   rank = np.cumsum(loops.reshape(3, wave), axis=1).reshape(-1) - 1
   np.testing.assert_array_equal(np.frombuffer(outs[0][1], np.uint32), np.where(loops, rank, -1).astype(np.uint32))
   assert not tier.FAILED, tier.FAILED[:3]
+
+
+# ------------------------------------------------------------------------------------------------ IBO probes
+# The native tier probes a wave's IBO accesses by their 32-bit coordinates (codegen.buffer_probe): contiguous lanes
+# run as vector loads; scattered ones, ones past the buffer's end and coordinates that wrap past 2**32 take the
+# exact path, which faults where the interpreter does.
+COORDS = {"contiguous": "mov.u32u32 r1.x, r0.x", "reversed": "xor.b r1.x, r0.x, 63",
+          "past the end": "add.u r1.x, r0.x, 8", "wrapping": "add.u r1.x, r0.x, -10", "two apart": "shl.b r1.x, r0.x, 1"}
+
+
+@pytest.mark.parametrize("chip", ["a630", "a730"])
+@pytest.mark.parametrize("guard", [None, 37])
+@pytest.mark.parametrize("coord", sorted(COORDS))
+def test_ibo_probe_coordinates(coord, guard, chip):
+  """out[lane] = x[coord(lane)] + 1000 for one wave64 (under p0.x = lane < 37 when guarded): both tiers give numpy's
+  values, or the same fault (an IBO index past the 68 elements of x)."""
+  pred = f"cmps.u.lt p0.x, r0.x, {guard}\n(rpt1)nop\npredt\n" if guard else ""
+  src = (COORDS[coord] + "\n" + pred + "ldib.b.untyped.1d.u32.1.imm.base0 r1.y, r1.x, 0\n(sy)add.u r1.y, r1.y, 1000\n"
+         "stib.b.untyped.1d.u32.1.imm.base0 r1.y, r0.x, 1\n" + "prede\n" * bool(guard) + "end\n")
+  code = ir3.assemble(src, chip)
+  lane = np.arange(64, dtype=np.uint64)
+  idx = {"contiguous": lane, "reversed": lane ^ 63, "past the end": lane + 8, "wrapping": (lane - 10) % 2 ** 32,
+         "two apart": lane * 2}[coord]
+  on = lane < (guard or 64)
+  x = np.arange(68, dtype=np.uint32) * 7 + 3
+  got = []
+  for jit in ("0", "force"):
+    out = np.zeros(64, np.uint32)
+    r = _launch(jit, lambda: launch(code, "main", grid=(1,), args={0: x, 1: out}, arch=chip,
+                                    shader=listing.Shader.explicit(chip, code), checks=False))
+    got.append((r[0], r[1], out.tobytes() if r[0] == "ok" else None))
+    if jit == "force":
+      assert r[2] > 0 or r[0] == "error"
+  assert got[0] == got[1], got
+  if (idx[on] < 68).all():
+    assert got[0][0] == "ok"
+    ref = np.where(on, x[np.minimum(idx, 67).astype(np.int64)] + 1000, 0).astype(np.uint32)
+    assert got[0][2] == ref.tobytes()
+  else:
+    assert got[0][0] == "error" and "ldib" in got[0][1], got[0]

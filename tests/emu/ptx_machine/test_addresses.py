@@ -62,6 +62,16 @@ def test_global_memory_far_above_4gib(mode, monkeypatch):
   assert (mode == "force") == (st.native_instructions > 0)
 
 
+@pytest.mark.parametrize("mode", TIERS)
+def test_global_memory_across_a_4gib_line(mode, monkeypatch):
+  """x and out straddle a 4 GiB line: a warp's contiguous addresses carry from the low dword into the high one
+  mid-warp (the native tier's dword probe then hands the warp to its 64-bit range probe)."""
+  x, out, st = _high(mode, monkeypatch, base=HIGH + (1 << 32) - 100)
+  assert (out[:200] == np.float32(2) * x[:200] + np.float32(1)).all()
+  assert (out[1024:1224] == x[1:201]).all()
+  assert (mode == "force") == (st.native_instructions > 0)
+
+
 def test_both_tiers_agree_far_above_4gib(monkeypatch):
   a, b = (_high(m, monkeypatch)[1] for m in TIERS)
   assert a.tobytes() == b.tobytes()
