@@ -176,6 +176,7 @@ class Engine:
     self._exec_of = self._exec_bits = None  # simt: the threads the EXEC row holds (run_simt), as bits per warp
     self._pc_to = self._moved_to = None  # simt: a branch's one target; where step_simt moved all its threads
     self.entry = None  # simt: the PC every live thread of a new batch stands at (the launcher's), none waiting yet
+    self.entry_bits = None  # simt: the threads alive at `entry`, as _bits' words per wave (start)
     self._batch(checks)
 
   def _batch(self, checks) -> None:
@@ -262,8 +263,17 @@ class Engine:
         a.fill(0)
       for k in ("barcount", "barexp", "barred"):  # (sized by the batch's CTAs: made again at the first barrier)
         self.__dict__.pop(k, None)
-      self._cur = self._last_ix = self._exec_of = self.entry = None
+      self._cur = self._last_ix = self._exec_of = self.entry = self.entry_bits = None
     self._batch(None)
+
+  def start(self, pc: int, alive: np.ndarray) -> None:
+    """Per-thread PCs: every thread of the new batch stands at `pc`; `alive` (waves of one workgroup, lanes) bool:
+    the threads each workgroup launches, the same in every one. run_simt starts from it without scanning the batch
+    (its EXEC words: one workgroup's, repeated)."""
+    nw = len(alive)
+    self.lalive.reshape(-1, nw, self.L)[:] = alive
+    self.launched[:] = self.lalive
+    self.entry, self.entry_bits = pc, np.tile(_bits(np.asarray(alive, bool)), (self.W // nw, 1))
 
   # ------------------------------------------------------------------ register access
   def exec_mask(self, ix) -> np.ndarray:
@@ -887,16 +897,19 @@ def run_simt(eng: Engine, serial: bool = False, max_instructions: int | None = N
   together = None  # (pc, ix, sel) when every ready thread ran the last, straight-line, step: they all stand there
   # (pc, ix, sel): threads sel of warps ix stand at pc, which eng.lpc does not say yet. While native blocks move
   # every ready thread together (`fast`), their PCs are written once, when that ends (_place), not after each block
-  stale = None
-  if eng.entry is not None and not serial and not eng.lwait.any() and _per_warp(eng.lalive).all():
+  stale = bits = None  # bits: the first step's threads as _bits' words, when the launcher gave them (Engine.start)
+  if eng.entry is not None and not serial and not eng.lwait.any() and \
+     (_per_warp(eng.lalive) if eng.entry_bits is None else eng.entry_bits.any(axis=1)).all():
     together = stale = (eng.entry, slice(None), eng.lalive.copy())  # a new batch: all at the entry, none waiting
+    bits = eng.entry_bits
   elif eng.entry is not None:
     eng.lpc[:] = eng.entry
-  eng.entry = None
+  eng.entry = eng.entry_bits = None
   try:
     while steps is None or steps > 0:
       if steps is not None:
         steps -= 1
+      known, bits = bits, None  # (the launcher's words: the first step's only)
       if together is not None:
         (pc, ix, sel), together, covers = together, None, True
       else:
@@ -950,7 +963,7 @@ def run_simt(eng: Engine, serial: bool = False, max_instructions: int | None = N
             eng, blk, ix, covers and not _counting(eng) and not eng.lwait.any(), covers):
           interp, blk = (pc, pc + blk.span), None
         if blk is not None:
-          taken = _run_block(eng, tier, blk, ix, sel)
+          taken = _run_block(eng, tier, blk, ix, sel, known)
           then = fast and blk.tail == "branch" and taken.any() and _hammock(eng, tier, blk, ix, sel, taken)
           if then:  # the untaken threads ran the block up to the target: every thread of sel is there, or past its
             to, at = then  # barrier

@@ -236,9 +236,7 @@ def _init(eng, sh: listing.Shader, grid, block, c0: int, nw: int, threads: int, 
   fresh, dirty = dirty is None, (-1, -1) if dirty is None else dirty
   gone = lambda rows, r, n=1: rows < 0 or rows >> r & ((1 << n) - 1)
   t = np.arange(nw)[:, None] * L + np.arange(L)[None, :]
-  eng.lalive.reshape(-1, nw, L)[:] = t < threads
-  eng.launched[:] = eng.lalive
-  eng.entry = 0  # (every fiber starts at PC 0: core.run_simt places them, eng.lpc need not be written)
+  eng.start(0, t < threads)  # (every fiber starts at PC 0: core.run_simt places them, eng.lpc need not be written)
   if gone(dirty[0], EN):
     eng.V[:, EN, :] = 1
   if gone(dirty[1], IBO_SIZE, 2 * IBO_SLOTS):  # (the launch's buffers: the same for each of its batches)

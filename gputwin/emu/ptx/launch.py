@@ -257,9 +257,7 @@ def _init(eng, img: Image, fn, grid, block, c0: int, nw: int, threads: int, shar
   cta = c0 + np.arange(W)[::nw] // nw  # per CTA of the batch
   lane = np.arange(L)
   t = warp[:, None] * L + lane[None, :]  # (nw, L): thread index in the CTA
-  eng.lalive.reshape(-1, nw, L)[:] = t < threads
-  eng.launched[:] = eng.lalive
-  eng.entry = fn.entry  # every thread's PC: core.run_simt starts there without looking (and writes eng.lpc)
+  eng.start(fn.entry, t < threads)  # every thread's PC: core.run_simt starts there without looking (and writes lpc)
   bx, by, _ = block
   gx, gy, _ = grid
   vals = {"%tid.x": lambda: t % bx, "%tid.y": lambda: (t // bx) % by, "%tid.z": lambda: t // (bx * by),
