@@ -809,8 +809,7 @@ done:
           return self.define(f, i, [])
         # contiguous (every active lane at base + lane * stride): the first and last active lanes bound the range
         f.emit(f"store i64 {lo}, ptr {hint_base}")
-        first = self.count(f, "cttz", exec_v)
-        last = f.op(f"sub i64 {self.M - 1}, {self.count(f, 'ctlz', exec_v)}")
+        first, last = f.first, self.last_lane(f, exec_v)
         emin = f.op(f"add i64 {lo}, {f.op(f'mul i64 {first}, {stride}')}")
         emax = f.op(f"add i64 {lo}, {f.op(f'mul i64 {last}, {stride}')}")
         self.keep_range(f, i, emin, emax)
@@ -916,11 +915,10 @@ done:
     same = f.op(f"icmp eq i64 {got[0]}, {got[1]}")
     if t.dwords == 2:
       same = f.op(f"and i1 {same}, {f.op(f'icmp eq i64 {got[2]}, {got[3]}')}")
-    first = self.count(f, "cttz", exec_v)
-    last = f.op(f"sub i64 {self.M - 1}, {self.count(f, 'ctlz', exec_v)}")
+    first, last = f.first, self.last_lane(f, exec_v)
     top = f.op(f"add i64 {got[0]}, {f.op(f'mul i64 {last}, {stride}')}")  # the last active lane's low dword
     same = f.op(f"and i1 {same}, {f.op(f'icmp ule i64 {top}, {M32}')}")
-    u = f.op(f"add i64 {a.offset & ((1 << 64) - 1)}, 0")  # the per-wave terms and the offset
+    u = str(a.offset & ((1 << 64) - 1))  # the offset and the per-wave terms
     for x in a.terms:
       if x.file == "s":
         u = f.op(f"add i64 {u}, {f.conv(self.sgpr(f, x.index, x.dwords), 32 * x.dwords, 64)}")
@@ -960,8 +958,7 @@ done:
       return f.op(f"add i64 {base}, {off}")
     cmin, cmax = lo, hi
     if mode is Mode.PROBE:
-      first = self.count(f, "cttz", exec_v)
-      last = f.op(f"sub i64 {self.M - 1}, {self.count(f, 'ctlz', exec_v)}")
+      first, last = f.first, self.last_lane(f, exec_v)
       cmin, cmax = (f.op(f"add i64 {lo}, {f.op(f'mul i64 {x}, {k}')}") for x in (first, last))
       f.emit(f"store i64 {at(lo)}, ptr %hints.b{i}")
     emin, emax = at(cmin), at(cmax)
@@ -1013,6 +1010,10 @@ done:
   def lane_w(f: Fn, w: int) -> str:
     """The lane number as an i{w} shift amount."""
     return f.conv("%lane", 64, w)
+
+  def last_lane(self, f: Fn, m: str) -> str:
+    """The last lane on in lane mask `m` (i{M}; none: -1), as an i64 (the first: Fn.first)."""
+    return f.op(f"sub i64 {self.M - 1}, {self.count(f, 'ctlz', m)}")
 
   def count(self, f: Fn, fn: str, m: str) -> str:
     """ctpop / cttz / ctlz of a lane mask (i{M}; cttz and ctlz of none: M), as an i64."""
