@@ -323,7 +323,7 @@ EVENTS: dict[str, str] = {
   "GETLAST": "GETLAST(TARGET, CLUSTER): the active fibers of the first cluster with any, except its last active one, "
              "jump; fibers of later clusters fall through; clusters behave as 8 fibers wide (getlast <doc>)",
   "SHPS": "SHPS(TARGET): shader prologue start: jump to TARGET when the prologue already ran for this dispatch "
-          "(each wave runs its own copy here, so no fiber jumps)",
+          "(the launch runs it once, in one wave, and starts the others at TARGET: here no fiber jumps)",
   "SHPE": "SHPE(): shader prologue end",
   "PREDT": "PREDT(): predicated execution: fibers whose p0.x is 0 become disabled until prede (predt <doc>)",
   "PREDF": "PREDF(): predicated execution: fibers whose p0.x is set become disabled until prede (predt <doc>)",

@@ -115,6 +115,16 @@ def _branches(name: str) -> bool:
     return False
 
 
+def prologue(text: bytes, gpu: str) -> int | None:
+  """Where the main shader starts when the code opens with a prologue (Mesa's a7xx preamble: `shps #target` as
+  instruction 0, the prologue up to its `shpe`, the main shader at the target): that byte offset, else None."""
+  first = _insts(text, gpu)[:1]
+  if not first or first[0] is None or first[0].name != "shps":
+    return None
+  to = 8 * int(first[0].fields.get("IMMED", 0))
+  return to if 0 < to < len(text) - len(text) % 8 else None
+
+
 @functools.lru_cache(maxsize=64)
 def _a1(text: bytes, gpu: str) -> tuple[int | None, ...]:
   """Per instruction: a1.x at its entry where straight-line code fixes it (a `mova1 a1.x, imm`, outside predicated

@@ -9,8 +9,9 @@ descriptor index; a writeable C-contiguous array is mapped in place, others copi
 listing's ubo_state names) are read-only: the driver's push of their ranges to the const file (a6xx) or the
 preamble's `ldc.k` (a7xx) reads them. What a driver uploads before the launch is written here: the `@const`
 immediates, the pushed UBO ranges, `struct ir3_driver_params_cs` at its offset, the local invocation id (per fiber)
-and the workgroup id (shared registers) where the listing's inputs say. Every wave runs the preamble itself (its
-results are the same for all).
+and the workgroup id (shared registers) where the listing's inputs say. An a7xx prologue (`shps` ... `shpe`: Mesa's
+preamble) runs once per dispatch, as on the hardware: one wave of the first workgroup runs it, then every wave starts
+at shps's target with the const file it wrote.
 """
 from __future__ import annotations
 
@@ -25,11 +26,12 @@ import numpy as np
 from gputwin.emu import batches, core
 from gputwin.emu.checks import Checks
 from gputwin.emu.ir3 import FRONTEND
-from gputwin.emu.ir3.decode import CONST, CONST_DWORDS, EN, G0, GPR_ROWS, IBO_SIZE, IBO_SLOTS, reg, regname
+from gputwin.emu.ir3.decode import CONST, CONST_DWORDS, EN, G0, GPR_ROWS, IBO_SIZE, IBO_SLOTS, prologue, reg, regname
 from gputwin.emu.memory import GuestMemory
 from gputwin.emu.program import Program, Src
 from gputwin.errors import GputwinError, LaunchError
 from gputwin.isa.ir3 import listing
+from gputwin.isa.ir3.asm import assemble_line
 from gputwin.isa.kernargs import LaunchStats, three
 
 ARCHES = ("a630", "a660", "a730", "a740")  # a6xx/a7xx: merged registers, bindless IBOs
@@ -125,6 +127,9 @@ def run(code: bytes, sh: listing.Shader, grid, mem, res: dict, consts: np.ndarra
   per = max(1, core.MAX_WAVES // nw)
   priv = max(sh.pvtmem_size, 16)
   tr = [] if trace is not None else None
+  if entry.pre is not None:  # (its counts go first into stats; a fault there names workgroup 0, wave 0)
+    consts = _prologue(entry, sh, grid, block, mem, res, consts, min(threads, L), nrows, priv, Checks.make(checks),
+                       tr, stats, serial, max_instructions, kernel, arch)
   c0, eng, dirty = 0, entry.take(), (-1, -1)  # (a spare from another launch: everything _init writes is stale)
   while c0 < ncta:
     c1 = min(ncta, c0 + per)
@@ -143,7 +148,7 @@ def run(code: bytes, sh: listing.Shader, grid, mem, res: dict, consts: np.ndarra
     else:
       eng, dirty = core.Engine(prog, mem, W, L, nrows, 1, max(sh.shared_size, 4), priv, wg, ck, arch), None
     eng.res = res
-    _init(eng, sh, grid, block, c0, nw, threads, consts, dirty)
+    _init(eng, sh, grid, block, c0, nw, threads, consts, dirty, entry.main)
     if tr is not None:
       eng.hooks.append(_tracer(tr, c0 * nw))
     st = batches.run(eng, stats, serial, max_instructions, c1, nw)
@@ -162,11 +167,15 @@ class _Code:
   """Machine code decoded for one target and wave size: its Program (bound lazily, kept across launches so its ops
   and native blocks are reused), the per-fiber rows its instructions name, and the register files of its last launch
   (`spare`: a launch takes them, the next batch of the same shape restarts them instead of allocating and zeroing
-  every file again)."""
+  every file again). Code that opens with a prologue has it as a program of its own too (`pre`: the instructions
+  before the main shader, then an `end` where the main shader starts) and the main shader's PC (`main`, else 0)."""
 
   def __init__(self, code: bytes, arch: str, wave: int):
     self.prog = Program(code, 0, arch, "ir3", wave, FRONTEND)
     self.rows, self.spare = rows(self.prog), None
+    self.main = prologue(code, arch) or 0
+    end = assemble_line("end", arch).to_bytes(8, "little")
+    self.pre = Program(code[:self.main] + end, 0, arch, "ir3", wave, FRONTEND) if self.main else None
 
   def take(self):
     with _LOCK:  # (a launch on another thread at the same time allocates its own)
@@ -225,9 +234,29 @@ def _init_rows(sh: listing.Shader) -> int:
   return rows
 
 
+def _prologue(entry: _Code, sh: listing.Shader, grid, block, mem, res: dict, consts: np.ndarray, threads: int,
+              nrows: int, priv: int, ck, tr, stats: LaunchStats, serial: bool, max_instructions: int | None,
+              kernel: str, arch: str) -> np.ndarray:
+  """The const file every wave of the dispatch starts with: `consts` after the code's prologue ran once, as the
+  hardware runs it (shps: the first wave falls through, the others jump to its target): the first wave of workgroup 0
+  (its first `threads` fibers, with their inputs) runs entry.pre, whose `ldc.k`/`stc` write the const file; its
+  instructions count in the launch, the `end` where the main shader starts too. Its other writes (registers, a1.x,
+  p0.x) end with it: a compiler keeps nothing the main shader reads there (other waves never run it)."""
+  eng = core.Engine(entry.pre, mem, 1, sh.wave_size, nrows, 1, max(sh.shared_size, 4), priv, np.zeros(1, np.int64),
+                    ck, arch)
+  eng.res = res
+  _init(eng, sh, grid, block, 0, 1, threads, consts)
+  if tr is not None:
+    eng.hooks.append(_tracer(tr, 0))
+  st = batches.run(eng, stats, serial, max_instructions, 0, 1)
+  if st is not None:
+    _raise(st, eng, kernel, arch, 0, 1, grid)
+  return eng.S[0, CONST:CONST + CONST_DWORDS].copy()
+
+
 def _init(eng, sh: listing.Shader, grid, block, c0: int, nw: int, threads: int, consts: np.ndarray,
-          dirty: tuple[int, int] | None = None) -> None:
-  """Each fiber's initial state: alive, PC 0, enabled; the inputs (local id per fiber, workgroup id per wave); the
+          dirty: tuple[int, int] | None = None, pc: int = 0) -> None:
+  """Each fiber's initial state: alive, at `pc`, enabled; the inputs (local id per fiber, workgroup id per wave); the
   bound IBOs' sizes (what resinfo reads) and the const file. The rows it writes are left unmarked (Engine.mark), so a
   restart keeps them: a batch of the same launch (`dirty`: the VGPR / SGPR rows the previous one wrote; None: a new
   engine, all zero; -1: another launch's files) rewrites only those the shader wrote and the workgroup ids, which
@@ -236,7 +265,7 @@ def _init(eng, sh: listing.Shader, grid, block, c0: int, nw: int, threads: int, 
   fresh, dirty = dirty is None, (-1, -1) if dirty is None else dirty
   gone = lambda rows, r, n=1: rows < 0 or rows >> r & ((1 << n) - 1)
   t = np.arange(nw)[:, None] * L + np.arange(L)[None, :]
-  eng.start(0, t < threads)  # (every fiber starts at PC 0: core.run_simt places them, eng.lpc need not be written)
+  eng.start(pc, t < threads)  # (every fiber starts at pc: core.run_simt places them, eng.lpc need not be written)
   if gone(dirty[0], EN):
     eng.V[:, EN, :] = 1
   if gone(dirty[1], IBO_SIZE, 2 * IBO_SLOTS):  # (the launch's buffers: the same for each of its batches)

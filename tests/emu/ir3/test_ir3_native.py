@@ -253,6 +253,43 @@ def test_resinfo_natively_as_the_event(checks, chip):
   assert not tier.FAILED, tier.FAILED[:3]
 
 
+def _prologue(ubo: int) -> tuple[str, int, int]:
+  """A prologue as Mesa's a7xx code opens (shps, getone, mova1, ldc.k of UBO `ubo`'s vec4 1..2 into c2.x..c3.w, a
+  value computed from them stored with stc to c1.x, shpe), then a main shader storing c2.x, c3.w, c1.x and the global
+  id per fiber to IBO 3; with the instruction counts of the prologue and the main shader."""
+  pre = ("shps #main\ngetone #main\nmova1 a1.x, 8\nldc.2.k.imm.base0 c[a1.x], 1, " + str(ubo) + "\n"
+         "(sy)add.u r0.y, c2.y, 5\nstc.u32 c[4], r0.y, 1\n(sy)(ss)shpe\n")
+  main = (GID + "mov.u32u32 r1.x, c2.x\nmov.u32u32 r1.y, c3.w\nmov.u32u32 r1.z, c1.x\nmov.u32u32 r1.w, r0.w\n"
+          "shl.b r3.y, r0.w, 2\nstib.b.untyped.1d.u32.4.imm.base0 r1.x, r3.y, 3\nend\n")
+  return pre + "main:\n" + main, pre.count("\n"), main.count("\n")
+
+
+@pytest.mark.parametrize("chip", ["a630", "a730"])
+@pytest.mark.parametrize("checks", [False, True])
+def test_prologue_runs_once_per_dispatch(checks, chip):
+  """shps..shpe runs once for the dispatch (stc's doc: the prologue stores uniform values to the const file; the first
+  wave runs it, the others start at shps's target): every fiber of every workgroup reads the const words it loaded
+  (numpy's view of the UBO) and computed, on both tiers, and the launch counts the prologue's instructions once (its
+  elected fiber runs all of them, the others shps and getone; all of them the `end` standing for the main shader). A fault there names workgroup 0, wave 0."""
+  text, npre, nmain = _prologue(4)
+  code = ir3.assemble(text, chip)
+  waves = 3
+  for jit in ("0", "force"):
+    out = np.zeros(4 * 64 * waves, np.uint32)
+    got = _launch(jit, lambda: launch(code, "main", grid=(waves,), args={4: UBO.copy(), 3: out},
+                                      arch=chip, shader=listing.Shader.explicit(chip, code), checks=checks))
+    assert got[0] == "ok", got
+    assert got[1][0] == npre + 1 + waves * nmain, (jit, got[1])  # (+1: the end where the prologue hands off)
+    want = np.stack([np.full(64 * waves, UBO[4]), np.full(64 * waves, UBO[11]), np.full(64 * waves, UBO[5] + 5),
+                     np.arange(64 * waves)], axis=1)
+    np.testing.assert_array_equal(out.reshape(-1, 4), want)
+    assert jit == "0" or checks or got[2] == got[1][0] - 1, got  # (checkers off: all native but stc, an event)
+  bad = ir3.assemble(_prologue(7)[0], chip)
+  got = _launch("0", lambda: launch(bad, "main", grid=(waves,), args={4: UBO.copy(), 3: np.zeros(4096, np.uint32)},
+                                    arch=chip, shader=listing.Shader.explicit(chip, bad), checks=checks))
+  assert got[0] == "error" and "UBO 7 is not bound" in got[1] and "workgroup (0,0,0), wave 0" in got[1], got
+
+
 def _ranks(wave: int) -> str:
   """Fibers with (local id & 3) != 0 rank themselves with getone: each round the lowest waiting one falls through,
   takes the round number and leaves; the others count the round and retry. Stored per fiber to IBO 3 (-1: none)."""
