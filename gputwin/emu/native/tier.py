@@ -32,8 +32,8 @@ def threshold() -> int:
 
 
 PIPELINE = "O2-nounroll"  # the LLVM pipeline runtime.emit runs (part of the cache key)
-LEAN_PIPELINE = "O1-nounroll-fastisel"  # the one it runs for a lean block
-FULL_AFTER = 40  # a lean block gets its full compile once GPUTWIN_JIT_AFTER x this many lanes entered it (below)
+LEAN_PIPELINE = "inline-attrs-sroa-instcombine-simplifycfg-dce-fastisel"  # the one it runs for a lean block
+FULL_AFTER = 13  # a lean block gets its full compile once GPUTWIN_JIT_AFTER x this many lanes entered it (below)
 _IR = threading.RLock()  # the tier's LLVM work (each thread has its own context and target machine: runtime._llvm)
 _ENGINE = threading.RLock()  # the process's one MCJIT engine (mock GPUs run their command processors on threads)
 # a fork (verify.fuzz's pools) waits for the LLVM work in flight: a child must not inherit it half done, nor a lock
@@ -261,10 +261,10 @@ class Tier:
 
   A block whose code this process linked or the disk cache holds runs from its first sight. Otherwise it compiles
   once `GPUTWIN_JIT_AFTER` lanes have reached its first instruction interpreted (rent, then buy: a lean compile
-  costs ~5-10 ms of CPU per vector instruction, interpreting ~3-10 ns per lane-instruction, so by then the
+  costs ~3-8 ms of CPU per vector instruction, interpreting ~3-10 ns per lane-instruction, so by then the
   interpreter has spent about what the compile costs, whatever the block's length), and gets its full compile (probed
-  memory paths and full-EXEC variants: ~5x the compile, about twice as fast) once FULL_AFTER times as many lanes
-  entered it (by then the lean code has lost about that much to the full code). In `auto` mode both compile on the
+  memory paths, full-EXEC variants, vectorised lane loops: ~10x the compile, about 4x as fast) once FULL_AFTER times
+  as many lanes entered it (by then the lean code has lost about that much to the full code). In `auto` mode both compile on the
   Worker thread, the block running as it did until its new code is ready; `force` compiles the full block at once.
   Only block leaders count: a PC the interpreter reached by falling through a compilable, non-branch instruction is
   the middle of a block that starts earlier, and compiling its tail would be wasted."""
