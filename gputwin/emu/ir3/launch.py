@@ -173,9 +173,10 @@ class _Code:
   def __init__(self, code: bytes, arch: str, wave: int):
     self.prog = Program(code, 0, arch, "ir3", wave, FRONTEND)
     self.rows, self.spare = rows(self.prog), None
-    self.main = prologue(code, arch) or 0
-    end = assemble_line("end", arch).to_bytes(8, "little")
-    self.pre = Program(code[:self.main] + end, 0, arch, "ir3", wave, FRONTEND) if self.main else None
+    self.main, self.pre = prologue(code, arch) or 0, None
+    if self.main:
+      end = assemble_line("end", arch).to_bytes(8, "little")
+      self.pre = Program(code[:self.main] + end, 0, arch, "ir3", wave, FRONTEND)
 
   def take(self):
     with _LOCK:  # (a launch on another thread at the same time allocates its own)

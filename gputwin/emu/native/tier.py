@@ -264,8 +264,9 @@ class Tier:
   costs ~3-8 ms of CPU per vector instruction, interpreting ~3-10 ns per lane-instruction, so by then the
   interpreter has spent about what the compile costs, whatever the block's length), and gets its full compile (probed
   memory paths, full-EXEC variants, vectorised lane loops: ~10x the compile, about 4x as fast) once FULL_AFTER times
-  as many lanes entered it (by then the lean code has lost about that much to the full code). In `auto` mode both compile on the
-  Worker thread, the block running as it did until its new code is ready; `force` compiles the full block at once.
+  as many lanes entered it (by then the lean code has lost about that much to the full code). In `auto` mode both
+  compile on the Worker thread, the block running as it did until its new code is ready; `force` compiles the full
+  block at once.
   Only block leaders count: a PC the interpreter reached by falling through a compilable, non-branch instruction is
   the middle of a block that starts earlier, and compiling its tail would be wasted."""
 

@@ -270,7 +270,8 @@ def test_prologue_runs_once_per_dispatch(checks, chip):
   """shps..shpe runs once for the dispatch (stc's doc: the prologue stores uniform values to the const file; the first
   wave runs it, the others start at shps's target): every fiber of every workgroup reads the const words it loaded
   (numpy's view of the UBO) and computed, on both tiers, and the launch counts the prologue's instructions once (its
-  elected fiber runs all of them, the others shps and getone; all of them the `end` standing for the main shader). A fault there names workgroup 0, wave 0."""
+  elected fiber runs all of them, the others shps and getone; all of them the `end` standing for the main shader).
+  A fault there names workgroup 0, wave 0."""
   text, npre, nmain = _prologue(4)
   code = ir3.assemble(text, chip)
   waves = 3
