@@ -15,7 +15,7 @@ from gputwin.errors import AsmError, GputwinError
 from gputwin.isa.disasm import MSGS, format_inst
 from gputwin.isa.encoding import encode, make
 from gputwin.isa.model import FMT, OPS, Inst, family_kind, isa
-from gputwin.isa.operands import Slot, signature
+from gputwin.isa.operands import Slot, byte_sel_bits, signature
 from gputwin.isa.syntax import (f16_bits, f32_bits, f64_bits, image_fallback, image_sizes, inline_code, int16_fmt,
                                 swizzle_value)
 
@@ -786,6 +786,14 @@ def _mod(c: _Ctx, sig, tok: str):
     if om is None:
       raise _NoFit("invalid omod")
     return c.set("omod", om)
+  if key == "byte_sel" and key in sig.mods:
+    v = _num(val)
+    if not 0 <= v < 4:
+      raise _NoFit("invalid byte_sel value.")
+    for i, b in enumerate(byte_sel_bits(c.I.target.family, c.op)):
+      if v >> i & 1:
+        c.orbit("opsel", b)
+    return
   if key in ("op_sel", "op_sel_hi") and re.search(FMT["opsel_not_accepted"].get(c.I.target.family, "^$"), c.op):
     raise _NoFit("invalid op_sel operand")
   nsrc = sum(1 for x in sig.slots if x.field in ("src0", "src1", "src2", "vsrc0"))

@@ -16,6 +16,7 @@ from gputwin.isa.vendor import Encoding, Operand
 MODS = (
   ("op_sel", ("opsel",)),
   ("op_sel_hi", ("opsel_hi",)),
+  ("byte_sel", ("opsel",)),
   ("neg_lo", ("neg", "neg_hi")),
   ("neg_hi", ("neg_hi",)),
   ("format", ("vdata",)),
@@ -237,8 +238,15 @@ def _mnemonic(I, e: Encoding, op: str) -> str:
   return name
 
 
+def byte_sel_bits(family: str, op: str) -> list[int] | None:
+  """The op_sel bits that byte_sel's bits 0 and 1 are kept in (formats.json "byte_sel"), None: no byte_sel."""
+  return next((b for p, b in FMT["byte_sel"].get(family, {}).items() if re.search(p, op)), None)
+
+
 def _mod_applies(key: str, I, e: Encoding, op: str, slots) -> bool:
   v = e.variant
+  if key == "byte_sel":
+    return e.base == "VOP3" and byte_sel_bits(I.target.family, op) is not None
   if key == "lds":
     return e.base in FMT["lds_load"].get(I.target.family, []) and bool(re.search(FMT["lds_load"]["ops"], op))
   if key == "op_sel" and I.target.family == "cdna" and e.base in ("VOP3", "VOP3SD"):

@@ -9,7 +9,7 @@ import re
 import struct
 
 from gputwin.isa.model import FMT, OPS, TRUE16, isa, scalar_tables
-from gputwin.isa.operands import Slot
+from gputwin.isa.operands import Slot, byte_sel_bits
 
 
 
@@ -241,12 +241,18 @@ def _p_opsel(inst, sig):
     return f"op_sel:[{','.join(map(str, bits))}]" if any(bits) else None
   dst = any(x.field == "vdst" for x in sig.slots)  # an SGPR destination (v_cmp_*_e64) keeps its slot too
   packed = {i for i, f in enumerate(("src0", "src1", "src2")) for x in sig.slots
-            if x.field in (f, "vsrc0" if f == "src0" else f) and "PK" in x.fmt}  # 32-bit packed sources show 0
+            if x.field in (f, "vsrc0" if f == "src0" else f) and "PK" in x.fmt and x.bits == 32}  # 32-bit packed
+  # sources show 0 (a 16-bit packed one, V_CVT_PK_F32_FP8's, has its word picked by op_sel)
   bits = [(v >> i) & 1 if i not in packed else 0 for i in range(srcs)] + ([(v >> 3) & 1] if dst else [])
   if inst.arch.startswith("gfx9"):  # gfx9: width per opcode from the llvm-mc-22 probe; the last element is dst
     w = TRUE16["opsel_cdna"].get(inst.arch, {}).get(inst.op, 4)
     bits = [(v >> i) & 1 for i in range(w - 1)] + [(v >> 3) & 1]
   return f"op_sel:[{','.join(map(str, bits))}]" if any(bits) else None
+
+
+def _p_byte_sel(inst, sig):
+  v = sum((inst["opsel"] >> b & 1) << i for i, b in enumerate(byte_sel_bits(isa(inst.arch).target.family, inst.op)))
+  return f"byte_sel:{v}" if v else None
 
 
 def _nsrc(sig) -> int:
@@ -374,6 +380,7 @@ def _p_blgp(inst, sig):
 MOD_PRINTERS = {  # modifier -> its printer, for operands.MODS
   "op_sel": _p_opsel,
   "op_sel_hi": _p_opsel_hi,
+  "byte_sel": _p_byte_sel,
   "neg_lo": _p_neg("neg_lo", "neg"),
   "neg_hi": _p_neg("neg_hi", "neg_hi"),
   "format": lambda inst, sig: buf_format_text(inst),

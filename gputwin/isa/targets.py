@@ -29,6 +29,7 @@ class Target:
   mach: int  # EF_AMDGPU_MACH in a code object's e_flags
   major: int  # gfx major version: 9, 11, 12
   gfx90a: bool  # unified VGPR/AccVGPR file: accum_offset, tg_split, VGPR granule 8, kernarg preload
+  fp8: str  # what FP8/BF8 mean (pcode.runtime.FP8): "ocp" (E4M3/E5M2), "fnuz" (gfx942's), "" (no such instructions)
 
   @property
   def is_cdna(self) -> bool: return self.family == "cdna"
@@ -47,13 +48,13 @@ class Target:
   def packed_tid(self) -> bool: return True  # work-item ids arrive packed in v0 on gfx90a+ and gfx11+ (all here)
 
 
-#          family   wave  waves     true16 ISA      mach  major
+#          family   wave  waves     true16 ISA      mach  major fp8
 _TARGETS = {
-  "gfx1100": ("rdna3", 32, (32, 64), True, "RDNA3", 0x41, 11),
-  "gfx1200": ("rdna4", 32, (32, 64), False, "RDNA4", 0x48, 12),
-  "gfx1201": ("rdna4", 32, (32, 64), False, "RDNA4", 0x4e, 12),
-  "gfx942": ("cdna", 64, (64,), False, "CDNA3", 0x4c, 9),
-  "gfx950": ("cdna", 64, (64,), False, "CDNA4", 0x4f, 9),
+  "gfx1100": ("rdna3", 32, (32, 64), True, "RDNA3", 0x41, 11, ""),
+  "gfx1200": ("rdna4", 32, (32, 64), False, "RDNA4", 0x48, 12, "ocp"),
+  "gfx1201": ("rdna4", 32, (32, 64), False, "RDNA4", 0x4e, 12, "ocp"),
+  "gfx942": ("cdna", 64, (64,), False, "CDNA3", 0x4c, 9, "fnuz"),
+  "gfx950": ("cdna", 64, (64,), False, "CDNA4", 0x4f, 9, "ocp"),
 }
 TARGETS = tuple(_TARGETS)
 MACH = {v[5]: k for k, v in _TARGETS.items()}
@@ -72,7 +73,7 @@ def target(name: str) -> Target:
   """Look up a target by LLVM processor name (gfx1100, gfx1200, gfx1201, gfx942, gfx950)."""
   if name not in _TARGETS:
     raise GputwinError(f"unknown target {name!r}; supported: {', '.join(TARGETS)}")
-  fam, wave, waves, true16, isa, mach, major = _TARGETS[name]
+  fam, wave, waves, true16, isa, mach, major, fp8 = _TARGETS[name]
   mattr = f"+wavefrontsize{wave}" + (",+real-true16" if true16 else "")
   return Target(name, fam, wave, waves, true16, mattr, frozenset(_deltas().get(name, ())), isa, mach, major,
-                fam == "cdna")
+                fam == "cdna", fp8)

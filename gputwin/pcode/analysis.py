@@ -4,6 +4,9 @@ lane's bit. Answers come from the IR, never from the pcode text.
 """
 from __future__ import annotations
 
+import functools
+import operator
+
 from gputwin.pcode.ir import E, Program, locals_of
 
 
@@ -24,6 +27,37 @@ def root(lv: tuple) -> tuple:
   while lv[0] in ("as", "slice", "bit"):
     lv = lv[1]
   return lv
+
+
+def sliced_outputs(body, bits: dict[str, int]) -> set[str]:
+  """State registers (of widths `bits`) that some path through the body writes only part of, by bit ranges
+  (`D0[15 : 0].b16 = ...` in one branch, `D0[31 : 16]` in the other): the bits left keep their old value, which the
+  caller passes in."""
+  sliced: set[str] = set()
+
+  def written(body, acc: dict) -> dict:  # name -> bits every path so far writes
+    for st in body:
+      if st.op == "assign":
+        lv = st.args[0]
+        while lv[0] == "as":
+          lv = lv[1]
+        if lv[0] == "state":
+          acc[lv[1]] = (1 << bits.get(lv[1], 64)) - 1
+        elif lv[0] == "slice" and root(lv)[0] == "state":
+          name, lo = root(lv)[1], lv[2]
+          sliced.add(name)
+          base = lv[1]
+          while base[0] == "as":
+            base = base[1]
+          if base[0] == "state" and getattr(lo, "op", None) == "const":
+            acc[name] = acc.get(name, 0) | ((1 << lv[3]) - 1) << int(lo.args[0])
+      elif st.op == "if":
+        paths = [written(b, dict(acc)) for _, b in st.args[0]] + [written(st.args[1], dict(acc))]
+        acc = {k: functools.reduce(operator.and_, (p.get(k, 0) for p in paths)) for k in paths[0]}
+    return acc
+
+  done = written(body, {})
+  return {n for n in sliced if ~done.get(n, 0) & ((1 << bits.get(n, 64)) - 1)}
 
 
 def peel(e, ops):

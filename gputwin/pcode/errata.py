@@ -300,6 +300,38 @@ ERRATA += (
           "tests/isa/test_isa_reliability.py::test_far_branches runs such branches on both tiers."),
 )
 
+ERRATA += (
+  Erratum(("cdna",), r"\b(fp8|bf8)_to_f32\(([^()]*)\)", "sub", r"(FP8_FNUZ ? \1fnuz_to_f32(\2) : \1_to_f32(\2))",
+          "CDNA FP8/BF8 conversions: the family's text is CDNA4's (gfx950, OCP E4M3/E5M2), but gfx942 (CDNA3) "
+          "defines FP8/BF8 as the FNUZ formats (bias 8/16, 0x80 the only NaN, no infinities, no -0). FP8_FNUZ is "
+          "the target's choice (isa.targets: the fp8 column), a constant the binding gives the body.",
+          "ROCm's HIP headers: amd_hip_fp8.h takes the hardware conversion path with the FNUZ types on "
+          "gfx940/941/942 only, the OCP types (amd_hip_ocp) on gfx950 and gfx12; composable_kernel's "
+          "amd_ck_fp8.hpp: CK_OCP_FP8_CVT_FAST_PATH for gfx950/gfx12, the FNUZ fast path for gfx942. "
+          "Values: tests/emu/test_fp8.py against ml_dtypes' float8 types."),
+  Erratum(("cdna",), r"\bf32_to_(fp8|bf8)\(([^()]*)\)", "sub", r"(FP8_FNUZ ? f32_to_\1fnuz(\2) : f32_to_\1(\2))",
+          "CDNA F32 -> FP8/BF8 conversions: OCP on gfx950, FNUZ on gfx942 (see the erratum above).",
+          "As above (amd_hip_fp8.h, amd_ck_fp8.hpp); tests/emu/test_fp8.py."),
+  Erratum(("rdna4",), r"\b32'F\(([^()]*)\.(fp8|bf8)\)", "sub", r"\2_to_f32(\1.\2)",
+          "RDNA4 V_DOT4_F32_{FP8,BF8}_{FP8,BF8}: `32'F(S0[7 : 0].fp8)` casts an 8-bit float to f32; run as a plain "
+          "cast it read the byte as an integer (four 1.0 * 1.0 products summed to 12544, not 4). The value "
+          "conversion is meant: FP8/BF8 values are exact in f32.",
+          "RDNA4 ISA guide, V_DOT4_F32_FP8_FP8 ('dot product of packed FP8 values'); llvm-mc-22 (gfx1200) "
+          "accepts v_dot4_f32_fp8_fp8; tests/emu/test_fp8.py::test_dot4_of_fp8_values against ml_dtypes' "
+          "float8_e4m3fn/float8_e5m2 values summed in f32."),
+  Erratum(("rdna4", "cdna"), r"VGPR\[laneId\]\[SRC0\.u32\]", "sub", "S0",
+          "RDNA4/CDNA4 FP8/BF8 conversions read their source as VGPR[laneId][SRC0.u32], the VGPR numbered by the "
+          "source field; the source may be an SGPR or a constant as well, whose value S0 is.",
+          "llvm-mc-22 (gfx1200) encodes `v_cvt_f32_fp8_e32 v3, s2` with src0 = 2 (SGPR s2); "
+          "tests/emu/test_fp8.py runs SGPR and VGPR sources."),
+  Erratum(("rdna4", "cdna"), r"VGPR\[laneId\]\[VDST\.u32\]", "sub", "D0",
+          "RDNA4/CDNA FP8/BF8 packing conversions write part of VGPR[laneId][VDST.u32], the lane's own destination "
+          "register, keeping the rest: D0's bit range, so the binding passes the old value of D0 and the body "
+          "stays per lane (an indexed VGPR access would make it a cross-lane body).",
+          "llvm-mc-22 (gfx942, gfx950, gfx1200) encodes v_cvt_pk_fp8_f32's destination in the vdst field; "
+          "tests/emu/test_fp8.py checks the preserved half."),
+)
+
 _SCHED = "changes no architectural register or memory state in gputwin's model"
 _NOTE = '"{}: ' + _SCHED + '"'
 

@@ -74,7 +74,9 @@ CONSTS = {"PI": (3.141592653589793, F64), "INF": (float("inf"), F64), "NAN": (fl
           "MAX_FLOAT_F32": (3.4028234663852886e38, F64), "UNDERFLOW_F32": (0.0, F32),
           "OVERFLOW_F32": (float("inf"), F32), "UNDERFLOW_F64": (0.0, F64),
           "OVERFLOW_F64": (float("inf"), F64), "ROUND_NEAREST_EVEN": (0, INT), "ROUND_TOWARD_ZERO": (3, INT),
-          "true": (1, BOOL), "false": (0, BOOL)}
+          "true": (1, BOOL), "false": (0, BOOL),
+          # SDWA operand selects (SDWA_SRC0_SEL == BYTE1): llvm-mc-22 encodes src0_sel:BYTE_1 as 1, WORD_1 as 5
+          **{f"BYTE{i}": (i, INT) for i in range(4)}, "WORD0": (4, INT), "WORD1": (5, INT), "DWORD": (6, INT)}
 REGFILES = {"VGPR": 2, "SGPR": 1, "TTMP": 1, "HW_REGISTERS": 1, "WAVE_BARRIER_COMPLETE": 1, "BARRIER_STATE": 1,
             "CVT_OFF_TABLE": 1, "LDS": 1}
 HALVES = {"EXEC_LO": ("EXEC", 0), "EXEC_HI": ("EXEC", 32), "VCC_LO": ("VCC", 0), "VCC_HI": ("VCC", 32)}
@@ -197,7 +199,7 @@ def slice_width(hi: Node, lo: Node) -> int | None:
 
 
 def _conv_ty(tok: str) -> Ty:
-  m = re.fullmatch(r"(u|i|f|b|bf|fp)(\d+)", tok)
+  m = re.fullmatch(r"(u|i|f|b|bf|fp)(\d+)(?:fnuz)?", tok)  # (fp8fnuz/bf8fnuz: gfx942's 8-bit floats, runtime.FP8)
   if tok == "snorm":
     return Ty("i", 16)
   if tok == "unorm":

@@ -20,7 +20,7 @@ import numpy as np
 from gputwin.pcode.analysis import lane_bit_of
 from gputwin.pcode.ir import Program, Ty, locals_of, lv_ty
 from gputwin.pcode.runtime import DEFAULTS
-from gputwin.pcode.runtime import APPROX, LIBM, RFMT, libc_address
+from gputwin.pcode.runtime import APPROX, FP8, LIBM, RFMT, fp8_spec, fp8_special, libc_address
 from gputwin.pcode.runtime import typed as rt_typed
 
 # The C library functions bodies call (the transcendentals in f64, ldexp), name -> argument types (a double result):
@@ -499,6 +499,10 @@ class Lower:
     f = self.f
     src, dst = name.split("_to_")[:2]
     s = x.ty
+    if src in FP8 and dst == "f32" and s.kind in "uib" and s.bits == 8 and t.kind == "f" and t.bits == 32:
+      return self.fp8_decode(self.ex(x), src)
+    if src == "f32" and dst in FP8 and s.kind == "f" and s.bits == 32 and t.kind in "uib" and t.bits == 8:
+      return self.fp8_encode(self.ex(x), dst)
     if dst in ("snorm", "unorm") and s.kind == "f" and t.kind in "uib" and t.bits == 16:
       return self.to_norm(self.ex(x), s, dst == "snorm")
     fl = ("f32", "f16", "f64", "bf16")
@@ -962,6 +966,58 @@ class Lower:
       return self.encode8(d, fmt)
     return f.op(f"fptrunc double {d} to float") if t.kind == "bf" or t.bits == 32 else self.narrow(d, t)
 
+  def fp8_decode(self, v: str, fmt: str) -> str:
+    """runtime.fp8_decode: an 8-bit code as its f32 value, exactly: (2**mb + m) * 2**(e - bias - mb), denormals
+    m * 2**(1 - bias - mb); a NaN code is the quiet NaN with the code's top bit as its sign."""
+    f = self.f
+    eb, mb, bias, kind = FP8[fmt]
+    b = f.conv(v, 8, 32)
+    e = f.op(f"and i32 {f.op(f'lshr i32 {b}, {mb}')}, {(1 << eb) - 1}")
+    m = f.op(f"and i32 {b}, {(1 << mb) - 1}")
+    sub = f.op(f"icmp eq i32 {e}, 0")
+    sig = f.op(f"select i1 {sub}, i32 {m}, i32 {f.op(f'or i32 {m}, {1 << mb}')}")
+    k = f.op(f"select i1 {sub}, i32 {128 - bias - mb}, i32 {f.op(f'add i32 {e}, {127 - bias - mb}')}")  # biased
+    scale = f.op(f"bitcast i32 {f.op(f'shl i32 {k}, 23')} to float")
+    mag = f.op(f"fmul float {f.op(f'uitofp i32 {sig} to float')}, {scale}")
+    sign = f.op(f"and i32 {f.op(f'shl i32 {b}, 24')}, {1 << 31}")
+    bits = f.op(f"or i32 {f.op(f'bitcast float {mag} to i32')}, {sign}")
+    if kind == "ieee":  # the top exponent: infinity (m == 0) or NaN
+      inf = f.op(f"and i1 {f.op(f'icmp eq i32 {e}, {(1 << eb) - 1}')}, {f.op(f'icmp eq i32 {m}, 0')}")
+      bits = f.op(f"select i1 {inf}, i32 {f.op(f'or i32 {sign}, {0x7f800000}')}, i32 {bits}")
+      nan = f.op(f"and i1 {f.op(f'icmp eq i32 {e}, {(1 << eb) - 1}')}, {f.op(f'icmp ne i32 {m}, 0')}")
+    else:
+      nan = f.op(f"icmp eq i32 {b}, 128") if kind == "fnuz" else f.op(f"icmp eq i32 {f.op(f'and i32 {b}, 127')}, 127")
+    bits = f.op(f"select i1 {nan}, i32 {f.op(f'or i32 {sign}, {0x7fc00000}')}, i32 {bits}")
+    return f.op(f"bitcast i32 {bits} to float")
+
+  def fp8_encode(self, x: str, fmt: str) -> str:
+    """runtime.fp8_encode: an f32 rounded to nearest even into an 8-bit format, not saturated (past the largest
+    finite value: fp8_special's overflow code; a NaN: its NaN code; fnuz: no -0)."""
+    f = self.f
+    p, emin, top = fp8_spec(fmt)
+    mb, f64 = p - 1, Ty("f", 64)
+    d = f.op(f"fpext float {x} to double")
+    nz = f.op(f"and i1 {self.finite(d, f64)}, {f.op(f'fcmp one double {d}, 0.0')}")
+    r = self.select(nz, self.round_once(*self.decompose(d), fmt, "rn", (p, emin, top)), d, f64)  # 0, inf as they are
+    a = f.op(f"call double @llvm.fabs.f64(double {r})")
+    au = f.op(f"bitcast double {a} to i64")
+    ex = f.op(f"sub i64 {f.op(f'lshr i64 {au}, 52')}, 1023")
+    frac = f.op(f"lshr i64 {f.op(f'and i64 {au}, {(1 << 52) - 1}')}, {52 - mb}")
+    field = f.op(f"shl i64 {f.op(f'add i64 {ex}, {1 - emin}')}, {mb}")
+    normal = f.op(f"or i64 {field}, {frac}")
+    den = f.op(f"fptoui double {f.op(f'fmul double {a}, {fconst(2.0 ** (mb - emin), 64)}')} to i64")  # exact
+    mag = f.conv(f.op(f"select i1 {f.op(f'icmp slt i64 {ex}, {emin}')}, i64 {den}, i64 {normal}"), 64, 8)
+    neg = f.op(f"icmp slt i64 {f.op(f'bitcast double {d} to i64')}, 0")
+    fnuz = FP8[fmt][3] == "fnuz"
+    signed = f.op(f"or i8 {mag}, {f.op(f'select i1 {neg}, i8 -128, i8 0')}")
+    code = f.op(f"select i1 {f.op(f'icmp eq i8 {mag}, 0')}, i8 0, i8 {signed}") if fnuz else signed
+    over, isnan = f.op(f"fcmp ogt double {a}, {fconst(top, 64)}"), f.op(f"fcmp uno double {d}, {d}")
+    for cond, nan in ((over, False), (isnan, True)):
+      lo, hi = fp8_special(fmt, False, nan), fp8_special(fmt, True, nan)
+      special = f.op(f"select i1 {neg}, i8 {hi - 256 if hi > 127 else hi}, i8 {lo - 256 if lo > 127 else lo}")
+      code = f.op(f"select i1 {cond}, i8 {special}, i8 {code}")
+    return code
+
   def decompose(self, d: str) -> tuple[str, str, str]:
     """A finite non-zero double as (negative, significand, exponent): (-1)**negative * significand * 2**exponent."""
     f = self.f
@@ -972,13 +1028,13 @@ class Lower:
     m = f.op(f"select i1 {sub}, i64 {man}, i64 {f.op(f'or i64 {man}, {1 << 52}')}")
     return f.op(f"icmp slt i64 {u}, 0"), m, f.op(f"select i1 {sub}, i64 -1074, i64 {f.op(f'sub i64 {ex}, 1075')}")
 
-  def round_once(self, neg: str, m: str, e: str, fmt: str, mode: str) -> str:
+  def round_once(self, neg: str, m: str, e: str, fmt: str, mode: str, spec: tuple | None = None) -> str:
     """runtime.round_exact in integers: (-1)**neg * m * 2**e (m a non-zero i64 taken unsigned, e an i64) rounded once
     into fmt with mode, as a double (every format fits in one): the significand cut to the format's precision at its
     exponent (or the denormal one), incremented as the mode and the bits cut off say; past the largest finite value,
     infinity or that value as the mode says. A double rounded to odd stands for the exact value it came from."""
     f = self.f
-    p, emin, top = RFMT[fmt]
+    p, emin, top = spec or RFMT[fmt]  # (spec: another format's, runtime.fp8_spec)
     lz = f.op(f"call i64 @llvm.ctlz.i64(i64 {m}, i1 false)")
     big = f.op(f"add i64 {e}, {f.op(f'sub i64 63, {lz}')}")  # m * 2**e is in [2**big, 2**(big + 1))
     u = f.op(f"sub i64 {f.op(f'call i64 @llvm.smax.i64(i64 {big}, i64 {emin})')}, {p - 1}")  # the result's ulp

@@ -11,6 +11,7 @@ multiplies, wraps and slices.
 from __future__ import annotations
 
 import ctypes
+import functools
 import math
 from fractions import Fraction
 
@@ -1076,11 +1077,98 @@ def _iseven(ret, tys, x):
   return np.fmod(np.trunc(arr(x).astype(np.float64)), 2.0) == 0
 
 
+# The 8-bit float formats of the x_to_y conversions: exponent bits, mantissa bits, bias, and how the top codes read.
+# fp8/bf8 are OCP's E4M3 ("fn": no infinities, S.1111.111 is NaN, largest 448) and E5M2 ("ieee": S.11111.00 is
+# infinity, S.11111.xx NaN); the "fnuz" ones (gfx942's FP8/BF8) have one NaN, 0x80, no infinities and no -0.
+FP8 = {"fp8": (4, 3, 7, "fn"), "bf8": (5, 2, 15, "ieee"), "fp8fnuz": (4, 3, 8, "fnuz"), "bf8fnuz": (5, 2, 16, "fnuz")}
+
+
+def fp8_top(fmt: str) -> int:
+  """The code of the largest finite value."""
+  eb, mb, _, kind = FP8[fmt]
+  return {"fn": 0x7e, "ieee": (((1 << eb) - 2) << mb) | ((1 << mb) - 1), "fnuz": 0x7f}[kind]
+
+
+def fp8_special(fmt: str, negative: bool, nan: bool) -> int:
+  """The code a NaN input (nan) or a value past the largest finite one (overflow, infinities included) converts to:
+  OCP keeps the sign (E4M3's NaN, E5M2's NaN 0x7e / infinity 0x7c), the fnuz formats have only 0x80."""
+  eb, mb, _, kind = FP8[fmt]
+  if kind == "fnuz":
+    return 0x80
+  code = 0x7f if kind == "fn" else (((1 << eb) - 1) << mb) | (1 << (mb - 1) if nan else 0)
+  return code | (0x80 if negative else 0)
+
+
+def fp8_spec(fmt: str) -> tuple[int, int, float]:
+  """(significand bits, minimum exponent, largest finite value), as RFMT gives them for rounding."""
+  eb, mb, bias, _ = FP8[fmt]
+  return mb + 1, 1 - bias, fp8_value(fmt, fp8_top(fmt))
+
+
+def fp8_value(fmt: str, code: int) -> float:
+  """The value of one code (NaN, +-inf as they are)."""
+  eb, mb, bias, kind = FP8[fmt]
+  s, e, m = code >> 7, code >> mb & ((1 << eb) - 1), code & ((1 << mb) - 1)
+  if (kind == "fnuz" and code == 0x80) or (kind == "fn" and code & 0x7f == 0x7f) or \
+     (kind == "ieee" and e == (1 << eb) - 1 and m):
+    return math.nan
+  if kind == "ieee" and e == (1 << eb) - 1:
+    return -math.inf if s else math.inf
+  v = math.ldexp(m, 1 - bias - mb) if e == 0 else math.ldexp(m | 1 << mb, e - bias - mb)
+  return -v if s else v
+
+
+@functools.cache
+def _fp8_table(fmt: str) -> np.ndarray:
+  """f32 bits of every code: exact values; a NaN code reads as the quiet NaN with the code's top bit as its sign."""
+  out = np.array([fp8_value(fmt, c) for c in range(256)], np.float32).view(np.uint32)
+  nan = np.isnan(out.view(np.float32))
+  out[nan] = 0x7fc00000 | (np.arange(256, dtype=np.uint32)[nan] >> 7 << 31)
+  return out
+
+
+def fp8_decode(x, fmt: str):
+  """Codes -> f32 (exact)."""
+  return _fp8_table(fmt)[np.asarray(x).astype(np.uint8)].view(np.float32)
+
+
+def fp8_encode(x, fmt: str):
+  """Floats -> codes, rounded to nearest even, not saturated: past the largest finite value (after rounding) is
+  fp8_special's overflow code, as is an infinity; a NaN is its NaN code; fnuz formats turn -0 into 0."""
+  top = fp8_top(fmt)
+  pos = _fp8_table(fmt)[:top + 1].view(np.float32).astype(np.float64)  # codes 0..top ascending
+  ext = np.append(pos, 2 * pos[-1] - pos[-2])  # and the first value past the top, as if the exponent went on
+  x = np.asarray(x)
+  a = np.abs(x.astype(np.float64))
+  i = np.clip(np.searchsorted(ext, a, side="right") - 1, 0, len(ext) - 2)
+  mid = (ext[i] + ext[i + 1]) / 2
+  k = i + ((a > mid) | ((a == mid) & (i % 2 == 1)))  # ties to the even code (its mantissa's low bit)
+  neg = np.signbit(x)
+  fnuz = FP8[fmt][3] == "fnuz"
+  code = np.where(neg & ~(fnuz & (k == 0)), 0x80, 0) | k
+  code = np.where(k > top, np.where(neg, fp8_special(fmt, True, False), fp8_special(fmt, False, False)), code)
+  code = np.where(np.isnan(a), np.where(neg, fp8_special(fmt, True, True), fp8_special(fmt, False, True)), code)
+  return code.astype(np.uint8)
+
+
+def convertible(name: str) -> bool:
+  """Whether `convert` implements the x_to_y conversion `name` (coverage: pcode.unsupported_calls)."""
+  src, dst = name.split("_to_")[:2]
+  fl, ints = ("f32", "f16", "f64", "bf16"), ("u32", "i32", "u16", "i16")
+  return dst in ("snorm", "unorm") or (src in ints + ("u4", "i4", "u8", "i8") and not dst.startswith(("f", "bf"))) \
+      or (src in fl and dst in fl + ints + ("u8",)) or (src in ints and dst in ("f32", "f16", "f64")) or \
+      (src in FP8 and dst == "f32") or (src == "f32" and dst in FP8)
+
+
 def convert(name: str, ret, tys, *args):
   """x_to_y(...) conversions: value conversion, except the *norm forms (scale and saturate)."""
   src, dst = name.split("_to_")[:2]
   x = args[0]
   k, b = tys[0]
+  if src in FP8 and dst == "f32":
+    return fp8_decode(ubits(x, k, b), src)
+  if src == "f32" and dst in FP8 and k == "f":
+    return fp8_encode(x, dst)
   if dst in ("snorm", "unorm"):
     v = arr(x).astype(np.float64)
     lo, sc = (-1.0, 32767.0) if dst == "snorm" else (0.0, 65535.0)

@@ -135,8 +135,8 @@ MTBUF = r"typed buffer access \(MTBUF\)"
 STOPS = [
   ("gfx1100", "  s_mov_b32 m0, 0x7fff\n  v_movrels_b32 v1, v2", "v_movrels_b32", r"VGPR index \d+ out of range"),
   ("gfx1100", "  s_mov_b32 m0, 0x7fff\n  s_movrels_b32 s1, s2", "s_movrels_b32", r"SGPR index \d+ out of range"),
-  ("gfx942", "  v_mov_b32 v1, 0\n  v_cvt_pk_f32_fp8 v[2:3], v1", "v_cvt_pk_f32_fp8", "fp8_to_f32"),
-  ("gfx942", "  v_mov_b32 v1, 0\n  v_cvt_f32_bf8 v2, v1", "v_cvt_f32_bf8", "bf8_to_f32"),
+  ("gfx942", "  v_mov_b32 v1, 0\n  v_cvt_sr_fp8_f32 v2, v1, v1", "v_cvt_sr_fp8_f32", "float32"),
+  ("gfx1200", "  v_mov_b32 v1, 0\n  v_cvt_sr_bf8_f32 v2, v1, v1 byte_sel:2", "v_cvt_sr_bf8_f32", "float32"),
   ("gfx942", "  s_setreg_imm32_b32 hwreg(HW_REG_MODE, 0, 32), 0xffffffff", "s_setreg_imm32_b32", "HwRegWriteMask"),
   ("gfx1100", "  v_mov_b32 v1, 0\n  ds_append v1", "ds_append", "DS_APPEND_CONSUME_COUNTER"),
   ("gfx1100", "  v_mov_b32 v1, 0\n  ds_consume v1", "ds_consume", "DS_APPEND_CONSUME_COUNTER"),

@@ -101,3 +101,21 @@ def test_decode_does_not_depend_on_following_bytes(arch, lines):
   assert disassemble(code, arch) == mc_disasm(code, arch)
   assert [" ".join(x.split()) for x in disassemble(code[:len(mc(lines[0], arch))], arch)] == mc_disasm(
     code[:len(mc(lines[0], arch))], arch)
+
+
+@pytest.mark.parametrize("arch,line", [
+  ("gfx1200", "v_cvt_f32_fp8_e64 v3, v2 byte_sel:1"),  # gfx12 byte_sel: op_sel bits 1/0, reversed
+  ("gfx1200", "v_cvt_f32_bf8_e64 v3, s2 byte_sel:2"),
+  ("gfx1201", "v_cvt_f32_fp8_e64 v3, v2 byte_sel:3"),
+  ("gfx1200", "v_cvt_sr_fp8_f32 v3, v2, v1 byte_sel:1"),  # op_sel bits 2/3
+  ("gfx1200", "v_cvt_sr_bf8_f32 v3, v2, v1 byte_sel:3"),
+  ("gfx1200", "v_cvt_pk_f32_fp8_e64 v[4:5], v2 op_sel:[1,0]"),  # a 16-bit packed source's word, printed
+  ("gfx1200", "v_cvt_pk_bf8_f32 v3, v2, v1 op_sel:[0,0,1]"),
+  ("gfx942", "v_cvt_pk_fp8_f32 v3, -v2, |v1| op_sel:[0,0,1]"),
+  ("gfx950", "v_cvt_f32_bf8_sdwa v3, v2 src0_sel:BYTE_3"),
+])
+def test_fp8_selects_match_llvm_mc(arch, line):
+  from gputwin.isa import assemble
+  want = mc(line, arch)
+  assert assemble(line, arch) == want
+  assert [" ".join(t.split()) for t in disassemble(want, arch)] == mc_disasm(want, arch)

@@ -16,8 +16,9 @@ from gputwin.errors import GputwinError, PcodeError
 from gputwin.isa import Inst
 from gputwin.isa.model import FMT
 from gputwin.isa.operands import operands, returns, signature, vopd_halves
+from gputwin.isa.targets import target
 from gputwin.pcode import semantics
-from gputwin.pcode.analysis import adds_offset as body_adds_offset, writes_memory
+from gputwin.pcode.analysis import adds_offset as body_adds_offset, sliced_outputs, writes_memory
 
 # scalar operand codes (vendor "SSRC" enumeration): family kind -> name -> code
 SPECIAL = {"rdna": dict(vcc=106, null=124, m0=125, exec=126), "cdna": dict(vcc=106, null=125, m0=124, exec=126)}
@@ -35,7 +36,7 @@ VCCZ, EXECZ, SCC_CODE = 251, 252, 253
 SPECIAL_INPUTS = {"SCC": ("scc",), "EXEC": ("sgpr", "exec", 0), "EXEC_LO": ("sgpr", "exec", 1),
                   "VCCZ": ("zero", VCCZ), "EXECZ": ("zero", EXECZ), "M0": ("sgpr", "m0", 1), "PC": ("pc",),
                   "WAVE_MODE.IEEE": ("ieee",), "ROUND_MODE": ("round",), "OFFSET": ("field", "offset"),
-                  "OFFSET0": ("field", "offset0"), "OFFSET1": ("field", "offset1")}
+                  "OFFSET0": ("field", "offset0"), "OFFSET1": ("field", "offset1"), "FP8_FNUZ": ("field", "fp8fnuz")}
 
 
 # What the pcode cannot express, keyed by the call a body makes (our bodies in pcode/errata.py): the wave's end, the
@@ -111,6 +112,13 @@ def _sign(fmt: str, bits: int, bitwise: bool = False) -> int:
 
 
 @functools.lru_cache(maxsize=None)
+def _sliced(fam: str, name: str, dwords: int) -> bool:
+  """Whether some path through the body writes only bit ranges of D0 (a register of `dwords`), leaving the rest."""
+  sem = _sem(fam, name)
+  return "D0" in sem.outputs and "D0" in sliced_outputs(sem.program.body, {"D0": 32 * dwords})
+
+
+@functools.lru_cache(maxsize=None)
 def _sem(fam: str, name: str):
   try:
     return semantics(fam, name)
@@ -179,6 +187,10 @@ def build_op(inst: Inst, pc: int, fam: str, wave: int) -> Op:
       op.ins["S0"] = _src(opnds["sdst"], None)
   op.ins["SIMM32"] = Src("k", value=f.get("literal", f.get("simm32", 0)))
   op.info.update(clamp=f.get("clmp", 0), omod=0 if fields_read else f.get("omod", 0), dpp=_dpp(inst), sdwa=_sdwa(inst))
+  if _own_opsel(op, inst):
+    op.ins["OPSEL"] = Src("k", value=f.get("opsel", 0))
+  if "FP8_FNUZ" in ins:  # (pcode errata: what FP8/BF8 mean on this target)
+    op.info["fp8fnuz"] = int(target(inst.arch).fp8 == "fnuz")
   return _extent(op, opnds.values())
 
 
@@ -216,6 +228,7 @@ def _sources(op: Op, inst: Inst, opnds: dict, slots: dict, modifiers: bool) -> N
     opsel_hi = f.get("opsel_hi", 0) | f.get("opsel_hi2", 0) << 2
     op.ins["OPSEL"], op.ins["OPSEL_HI"] = Src("k", value=opsel), Src("k", value=opsel_hi)
   srcs = [next(opnds[n] for n in names if n in opnds) for names in SRC_FIELDS if any(n in opnds for n in names)]
+  own = _own_opsel(op, inst)  # (a packed source's word is the body's to pick)
   for i, o in enumerate(srcs):
     sl = slots.get(o.field) or slots.get("vsrc0" if o.field == "src0" else o.field)
     bits, sfmt = (sl.bits, sl.fmt) if sl else (32, "")
@@ -230,9 +243,16 @@ def _sources(op: Op, inst: Inst, opnds: dict, slots: dict, modifiers: bool) -> N
       sgn = _sign(sfmt, bits, bitwise=inst.format != "VOP3P")
       n_ = sgn if (neg >> i & 1 or f.get(f"src{i}_neg", 0)) else 0
       a_ = sgn if (abs_ >> i & 1 or f.get(f"src{i}_abs", 0)) else 0
-      op.ins[f"S{i}"] = _src(o, sl, neg=n_, abs_=a_, hi=bits == 16 and inst.format == "VOP3" and bool(opsel >> i & 1))
+      hi = bits == 16 and inst.format == "VOP3" and bool(opsel >> i & 1) and not (own and "PK" in sfmt)
+      op.ins[f"S{i}"] = _src(o, sl, neg=n_, abs_=a_, hi=hi)
   if srcs and op.sem is not None and "SRC0" in op.sem.inputs:  # V_READLANE/READFIRSTLANE: the VGPR *number*
     op.ins["SRC0"] = Src("k", value=srcs[0].index)
+
+
+def _own_opsel(op: Op, inst: Inst) -> bool:
+  """A VOP3 body that reads OPSEL picks bytes, halves or its destination's half by op_sel itself (the FP8/BF8
+  conversions): it gets the raw field and whole registers, not the halves op_sel selects for 16-bit operands."""
+  return inst.format == "VOP3" and op.sem is not None and "OPSEL" in op.sem.inputs
 
 
 def _destination(op: Op, inst: Inst, opnds: dict, slots: dict, sem) -> None:
@@ -245,6 +265,8 @@ def _destination(op: Op, inst: Inst, opnds: dict, slots: dict, sem) -> None:
   if dst is None or not returns(inst):  # an atomic without return writes no register (MUBUF's vdata is its data)
     return
   sl = slots.get(dst.field)
+  if _own_opsel(op, inst):  # the body writes the half op_sel names itself: the whole register is its destination
+    sl = None
   hi = bool(sl and sl.bits == 16 and inst.format == "VOP3" and f.get("opsel", 0) >> 3 & 1)
   d = Src(dst.file, dst.index, dst.dwords, hi=hi or dst.hi, bits=sl.bits if sl else 32, fmt=sl.fmt if sl else "")
   if inst.format == "VOP3P" and re.search(FMT["mix_abs_in_neg_hi"], inst.op):  # FMA_MIXLO/HI write one f16 half
@@ -255,6 +277,10 @@ def _destination(op: Op, inst: Inst, opnds: dict, slots: dict, sem) -> None:
     return
   if "D0" in sem.inputs:  # accumulators (V_FMAC_F32, V_DOT2ACC)
     op.ins["D0"] = d
+  elif d.file in "va" and _sliced(sem.family, sem.name, d.dwords):  # V_CVT_PK_FP8_F32 writes half of D0: pass
+    op.old.setdefault("D0", d)  # the other
+
+    op.old.setdefault("D0", d)
   for n in ("VDATA", "RETURN_DATA", "SDATA"):  # partial writes (D16 loads) keep the rest: pass the old value
     if n in sem.outputs and n not in sem.inputs and d.file in "va":
       op.old[n] = Src(d.file, d.index, max(1, min(sem.outputs[n] // 32, d.dwords)))
