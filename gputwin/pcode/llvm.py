@@ -500,7 +500,7 @@ class Lower:
     src, dst = name.split("_to_")[:2]
     s = x.ty
     if src in FP8 and dst == "f32" and s.kind in "uib" and s.bits == 8 and t.kind == "f" and t.bits == 32:
-      return self.fp8_decode(self.ex(x), src)
+      return fp8_decode(f, self.ex(x), src)
     if src == "f32" and dst in FP8 and s.kind == "f" and s.bits == 32 and t.kind in "uib" and t.bits == 8:
       return self.fp8_encode(self.ex(x), dst)
     if dst in ("snorm", "unorm") and s.kind == "f" and t.kind in "uib" and t.bits == 16:
@@ -966,30 +966,6 @@ class Lower:
       return self.encode8(d, fmt)
     return f.op(f"fptrunc double {d} to float") if t.kind == "bf" or t.bits == 32 else self.narrow(d, t)
 
-  def fp8_decode(self, v: str, fmt: str) -> str:
-    """runtime.fp8_decode: an 8-bit code as its f32 value, exactly: (2**mb + m) * 2**(e - bias - mb), denormals
-    m * 2**(1 - bias - mb); a NaN code is the quiet NaN with the code's top bit as its sign."""
-    f = self.f
-    eb, mb, bias, kind = FP8[fmt]
-    b = f.conv(v, 8, 32)
-    e = f.op(f"and i32 {f.op(f'lshr i32 {b}, {mb}')}, {(1 << eb) - 1}")
-    m = f.op(f"and i32 {b}, {(1 << mb) - 1}")
-    sub = f.op(f"icmp eq i32 {e}, 0")
-    sig = f.op(f"select i1 {sub}, i32 {m}, i32 {f.op(f'or i32 {m}, {1 << mb}')}")
-    k = f.op(f"select i1 {sub}, i32 {128 - bias - mb}, i32 {f.op(f'add i32 {e}, {127 - bias - mb}')}")  # biased
-    scale = f.op(f"bitcast i32 {f.op(f'shl i32 {k}, 23')} to float")
-    mag = f.op(f"fmul float {f.op(f'uitofp i32 {sig} to float')}, {scale}")
-    sign = f.op(f"and i32 {f.op(f'shl i32 {b}, 24')}, {1 << 31}")
-    bits = f.op(f"or i32 {f.op(f'bitcast float {mag} to i32')}, {sign}")
-    if kind == "ieee":  # the top exponent: infinity (m == 0) or NaN
-      inf = f.op(f"and i1 {f.op(f'icmp eq i32 {e}, {(1 << eb) - 1}')}, {f.op(f'icmp eq i32 {m}, 0')}")
-      bits = f.op(f"select i1 {inf}, i32 {f.op(f'or i32 {sign}, {0x7f800000}')}, i32 {bits}")
-      nan = f.op(f"and i1 {f.op(f'icmp eq i32 {e}, {(1 << eb) - 1}')}, {f.op(f'icmp ne i32 {m}, 0')}")
-    else:
-      nan = f.op(f"icmp eq i32 {b}, 128") if kind == "fnuz" else f.op(f"icmp eq i32 {f.op(f'and i32 {b}, 127')}, 127")
-    bits = f.op(f"select i1 {nan}, i32 {f.op(f'or i32 {sign}, {0x7fc00000}')}, i32 {bits}")
-    return f.op(f"bitcast i32 {bits} to float")
-
   def fp8_encode(self, x: str, fmt: str) -> str:
     """runtime.fp8_encode: an f32 rounded to nearest even into an 8-bit format, not saturated (past the largest
     finite value: fp8_special's overflow code; a NaN: its NaN code; fnuz: no -0)."""
@@ -1361,6 +1337,30 @@ RINT = {"rn": "roundeven", "rz": "trunc", "rm": "floor", "rp": "ceil"}  # PTX's 
 PTX_ARITY = {"add": 2, "sub": 2, "mul": 2, "div": 2, "fma": 3, "sqrt": 1, "rcp": 1}  # PTX's {op}_{mode} built-ins
 SET_ROUNDING = {"rz": 0, "rn": 1, "rp": 2, "rm": 3}  # a PTX rounding as llvm.set.rounding numbers it
 ROUNDINGS = ("rn", "rna", "rz", "rm", "rp")  # PTX's round_{mode}_{format} built-ins (runtime.round_exact's modes)
+
+
+def fp8_decode(f: Fn, v: str, fmt: str) -> str:
+  """runtime.fp8_decode: an 8-bit code as its f32 value, exactly: (2**mb + m) * 2**(e - bias - mb), denormals
+  m * 2**(1 - bias - mb); a NaN code is the quiet NaN with the code's top bit as its sign."""
+  eb, mb, bias, kind = FP8[fmt]
+  b = f.conv(v, 8, 32)
+  e = f.op(f"and i32 {f.op(f'lshr i32 {b}, {mb}')}, {(1 << eb) - 1}")
+  m = f.op(f"and i32 {b}, {(1 << mb) - 1}")
+  sub = f.op(f"icmp eq i32 {e}, 0")
+  sig = f.op(f"select i1 {sub}, i32 {m}, i32 {f.op(f'or i32 {m}, {1 << mb}')}")
+  k = f.op(f"select i1 {sub}, i32 {128 - bias - mb}, i32 {f.op(f'add i32 {e}, {127 - bias - mb}')}")  # biased
+  scale = f.op(f"bitcast i32 {f.op(f'shl i32 {k}, 23')} to float")
+  mag = f.op(f"fmul float {f.op(f'uitofp i32 {sig} to float')}, {scale}")
+  sign = f.op(f"and i32 {f.op(f'shl i32 {b}, 24')}, {1 << 31}")
+  bits = f.op(f"or i32 {f.op(f'bitcast float {mag} to i32')}, {sign}")
+  if kind == "ieee":  # the top exponent: infinity (m == 0) or NaN
+    inf = f.op(f"and i1 {f.op(f'icmp eq i32 {e}, {(1 << eb) - 1}')}, {f.op(f'icmp eq i32 {m}, 0')}")
+    bits = f.op(f"select i1 {inf}, i32 {f.op(f'or i32 {sign}, {0x7f800000}')}, i32 {bits}")
+    nan = f.op(f"and i1 {f.op(f'icmp eq i32 {e}, {(1 << eb) - 1}')}, {f.op(f'icmp ne i32 {m}, 0')}")
+  else:
+    nan = f.op(f"icmp eq i32 {b}, 128") if kind == "fnuz" else f.op(f"icmp eq i32 {f.op(f'and i32 {b}, 127')}, 127")
+  bits = f.op(f"select i1 {nan}, i32 {f.op(f'or i32 {sign}, {0x7fc00000}')}, i32 {bits}")
+  return f.op(f"bitcast i32 {bits} to float")
 
 
 def default_bits(name: str, w: int) -> int:

@@ -192,3 +192,78 @@ def test_dot4_of_fp8_values(tier_runs):
     assert same.all(), [(int(i), int(j), float(got[i, j]), float(want[i, j])) for i, j in np.argwhere(~same)[:6]]
   assert runs > 0
 
+
+
+# One matrix instruction per kernel, A and B packed per lane by the ISA guides' layouts (amd/matrix.py docstring:
+# MFMA 16x16x32, wave64: lane l holds row/column l % 16, k = 8 * (l // 16) + byte; its D register v is
+# D[4 * (l // 16) + v, l % 16]. RDNA4 WMMA 16x16x16, wave32: k = 8 * (l // 16) + byte; D[v + 8 * (l // 16), l % 16]).
+MATRIX = {
+  "cdna": ("""
+  s_load_dwordx4 s[4:7], s[0:1], 0x0
+  s_load_dwordx4 s[12:15], s[0:1], 0x10
+  v_lshlrev_b32 v1, 3, v0
+  v_lshlrev_b32 v2, 5, v0
+  s_waitcnt lgkmcnt(0)
+  global_load_dwordx2 v[4:5], v1, s[4:5]
+  global_load_dwordx2 v[6:7], v1, s[6:7]
+  global_load_dwordx2 v[20:21], v1, s[12:13]
+  s_waitcnt vmcnt(0)
+  v_mfma_f32_16x16x32_fp8_fp8 v[8:11], v[4:5], v[6:7], 0
+  v_mfma_f32_16x16x32_fp8_bf8 v[12:15], v[4:5], v[20:21], 0
+  s_nop 7
+  s_nop 7
+  s_nop 7
+  global_store_dwordx4 v2, v[8:11], s[14:15]
+  global_store_dwordx4 v2, v[12:15], s[14:15] offset:16""", 64, 4),
+  "rdna4": ("""
+  s_load_b128 s[4:7], s[0:1], 0x0
+  s_load_b128 s[12:15], s[0:1], 0x10
+  v_lshlrev_b32 v1, 3, v0
+  v_lshlrev_b32 v2, 6, v0
+  s_wait_kmcnt 0
+  global_load_b64 v[4:5], v1, s[4:5]
+  global_load_b64 v[6:7], v1, s[6:7]
+  global_load_b64 v[30:31], v1, s[12:13]
+  s_wait_loadcnt 0
+  v_wmma_f32_16x16x16_fp8_fp8 v[8:15], v[4:5], v[6:7], 0
+  v_wmma_f32_16x16x16_fp8_bf8 v[16:23], v[4:5], v[30:31], 0
+  global_store_b128 v2, v[8:11], s[14:15]
+  global_store_b128 v2, v[12:15], s[14:15] offset:16
+  global_store_b128 v2, v[16:19], s[14:15] offset:32
+  global_store_b128 v2, v[20:23], s[14:15] offset:48""", 32, 8),
+}
+
+
+@pytest.mark.parametrize("arch", sorted(TARGET_FORMATS))
+def test_fp8_matrix_products(tier_runs, arch):
+  """MFMA (gfx942: FNUZ, gfx950: OCP) and RDNA4 WMMA on FP8/BF8 matrices: A x B in float64 of the decoded values
+  (values whose products and sums are exact, so the order of additions does not matter), both tiers."""
+  fam = "cdna" if arch.startswith("gfx9") else "rdna4"
+  body, L, nd = MATRIX[fam]
+  K = 32 if fam == "cdna" else 16
+  rng = np.random.default_rng(11)
+  vals = np.array([0.25, 0.5, 1.0, 1.5, 2.0, 3.0, -0.5, -1.0, -2.0, -3.0, 0.0])
+  A, B = rng.choice(vals, (16, K)), rng.choice(vals, (K, 16))
+  f8, b8 = FORMATS[TARGET_FORMATS[arch]]
+  lane = np.arange(L)
+  k = 8 * (lane[:, None] // 16) + np.arange(8)[None, :]  # (L, 8): k of each byte of a lane
+  pack = lambda m, t: m.astype(t).view(np.uint8).reshape(L, 8).copy().view(np.uint32)  # noqa: E731
+  a = pack(A[lane[:, None] % 16, k], f8)
+  b = pack(B[k, lane[:, None] % 16], f8)
+  bb = pack(B[k, lane[:, None] % 16], b8)
+  co = kernel(arch, body, vgprs=40)
+
+  def go():
+    out = np.zeros(L * 2 * nd, np.float32)
+    launch(co, "k", grid=1, block=L, args=[a, b, bb, out])
+    return out.reshape(L, 2, nd)
+  (interp, e0, _), (native, e1, runs) = tier_runs(go)
+  assert e0 is None and e1 is None, (e0, e1)
+  D = (A @ B).astype(np.float32)
+  v = np.arange(nd)[None, :]
+  row = (4 * (lane[:, None] // 16) + v) if fam == "cdna" else (v + 8 * (lane[:, None] // 16))
+  want = D[row, lane[:, None] % 16]
+  for got in (interp, native):
+    np.testing.assert_array_equal(got[:, 0], want)
+    np.testing.assert_array_equal(got[:, 1], want)  # (B as BF8: the same values)
+  assert runs > 0

@@ -22,6 +22,9 @@ from gputwin.isa import assemble, hwdata, strategies
 from gputwin.isa.targets import target as target_info
 
 pytest.importorskip("llvmlite")
+ml_dtypes = pytest.importorskip("ml_dtypes", reason="ml_dtypes (the float8 oracle) is not installed")
+F8_TYPES = {"fp8": ml_dtypes.float8_e4m3fn, "bf8": ml_dtypes.float8_e5m2, "fp8fnuz": ml_dtypes.float8_e4m3fnuz,
+            "bf8fnuz": ml_dtypes.float8_e5m2fnuz}
 
 TARGETS = {"gfx1100": 32, "gfx1200": 32, "gfx942": 64, "gfx950": 64}
 # 16-bit specials (f16 and bf16: infinities, NaNs quiet and signalling, denormals, zeros, extremes) and f32 ones
@@ -248,9 +251,14 @@ def test_suite_matrix_kernels_on_both_tiers(clang_co, monkeypatch, arch):
 
 
 def _finite(rng, ins: str, shape) -> np.ndarray:
-  """Register words of finite elements with exponents from about 2**-10 to 2**10 (both signs); 8-bit: any bits."""
+  """Register words of finite elements with exponents from about 2**-10 to 2**10 (both signs); 8-bit integers: any
+  bits; 8-bit floats: any code but 0x80 and those whose low seven bits are all ones (the NaNs of FNUZ and E4M3)
+  or whose exponent field is all ones in E5M2 (0x7c..0x7f, 0xfc..0xff)."""
   if ins in ("IU8", "I8"):
     return rng.integers(0, 1 << 32, shape, dtype=np.uint64).astype(np.uint32)
+  if ins in ("FP8", "BF8"):
+    ok = np.array([c for c in range(256) if c != 0x80 and c & 0x7f != 0x7f and c & 0x7c != 0x7c], np.uint32)
+    return sum(ok[rng.integers(0, len(ok), shape)] << np.uint32(8 * i) for i in range(4)).astype(np.uint32)
   sign = lambda: rng.integers(0, 2, shape).astype(np.uint32)
   if ins == "F32":
     return sign() << 31 | rng.integers(117, 137, shape).astype(np.uint32) << 23 | \
@@ -260,13 +268,16 @@ def _finite(rng, ins: str, shape) -> np.ndarray:
   return (half() | half() << 16).astype(np.uint32)
 
 
-def _exact(raw: int, ins: str, signed: bool):
-  """An element's exact value from its raw bits (numpy's f16 and f32 decoding; bf16 as the high half of an f32)."""
-  if ins == "F16":
+def _exact(raw: int, kind: str):
+  """An element's exact value from its raw bits (numpy's f16 and f32 decoding; bf16 as the high half of an f32;
+  8-bit floats by ml_dtypes' float8 types, an oracle of their own)."""
+  if kind == "F16":
     return Fraction(float(np.array([raw], np.uint16).view(np.float16)[0]))
-  if ins in ("BF16", "F32"):
-    return Fraction(float(np.array([raw << 16 if ins == "BF16" else raw], np.uint32).view(np.float32)[0]))
-  return raw - 256 if signed and raw >= 128 else raw
+  if kind in ("BF16", "F32"):
+    return Fraction(float(np.array([raw << 16 if kind == "BF16" else raw], np.uint32).view(np.float32)[0]))
+  if kind in F8_TYPES:
+    return Fraction(float(np.array([raw], np.uint8).view(F8_TYPES[kind])[0]))
+  return raw - 256 if kind == "I8" and raw >= 128 else raw
 
 
 @pytest.mark.parametrize("arch", TARGETS)
@@ -279,7 +290,7 @@ def test_results_are_the_exact_product_rounded(arch):
   for name in _modelled(arch):
     prog = _program(arch, assemble(_asm(arch, name), arch))
     op = prog.op(0x1000)
-    t, sa, sb = layouts.operands(fam, op, L)
+    t, ka, kb = layouts.operands(fam, op, L)
     eng = _engine(prog, L, 7, 0.0)
     a, b, c, d = op.ins["S0"], op.ins["S1"], op.ins["S2"], op.outs["D0"]
     rows = lambda s: (eng.V if s.file == "v" else eng.A)[:, s.index:s.index + s.dwords]
@@ -289,9 +300,9 @@ def test_results_are_the_exact_product_rounded(arch):
     C = rows(c)[0].copy()
     core.step(eng, op, slice(None))
     D = rows(d)[0]
-    elem = lambda s, at, signed: _exact(int(rows(s)[0, at[0], at[1]]) >> int(at[2]) & (1 << t.bits) - 1, t.ins, signed)
-    A = [[elem(a, t.a[m, k], sa) for k in range(t.k)] for m in range(t.m)]
-    B = [[elem(b, t.b[k, n], sb) for n in range(t.n)] for k in range(t.k)]
+    elem = lambda s, at, kind: _exact(int(rows(s)[0, at[0], at[1]]) >> int(at[2]) & (1 << t.bits) - 1, kind)
+    A = [[elem(a, t.a[m, k], ka) for k in range(t.k)] for m in range(t.m)]
+    B = [[elem(b, t.b[k, n], kb) for n in range(t.n)] for k in range(t.k)]
     for v in range(t.regs[2]):
       for lane in range(L):
         m, n = divmod(int(t.d[v, lane]), t.n)

@@ -189,7 +189,7 @@ def build_op(inst: Inst, pc: int, fam: str, wave: int) -> Op:
   op.info.update(clamp=f.get("clmp", 0), omod=0 if fields_read else f.get("omod", 0), dpp=_dpp(inst), sdwa=_sdwa(inst))
   if _own_opsel(op, inst):
     op.ins["OPSEL"] = Src("k", value=f.get("opsel", 0))
-  if "FP8_FNUZ" in ins:  # (pcode errata: what FP8/BF8 mean on this target)
+  if "FP8_FNUZ" in ins or op.kind == "matrix":  # what FP8/BF8 mean on this target (pcode errata, amd/matrix.py)
     op.info["fp8fnuz"] = int(target(inst.arch).fp8 == "fnuz")
   return _extent(op, opnds.values())
 

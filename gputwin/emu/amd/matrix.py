@@ -18,7 +18,9 @@ register v of lane l holds. Arithmetic (the same in both tiers, bit for bit): ea
 float64 (int64 for integers), the products of D[m, n] summed in k order starting from -0.0 (in float64 every
 product is exact and the order fixes the roundings), then C added and the sum rounded once (RNE) to f32 (integers:
 the low 32 bits); a NaN result is the default quiet NaN 0x7fc00000 (which NaN operand the hardware returns is not
-documented; one fixed answer keeps both tiers identical). Denormals are kept, inputs and results.
+documented; one fixed answer keeps both tiers identical). Denormals are kept, inputs and results. FP8/BF8 elements
+(the target's formats, pcode.runtime.FP8) take the layouts of the 8-bit integer opcodes of the same shape and are
+exact in float64 like the others.
 """
 from __future__ import annotations
 
@@ -29,11 +31,12 @@ import numpy as np
 
 from gputwin.errors import GputwinError
 from gputwin.isa import hwdata
+from gputwin.pcode.runtime import FP8, fp8_decode
 
 U32 = np.uint32
 
 
-_BITS = {"F16": 16, "BF16": 16, "IU8": 8, "I8": 8, "F32": 32}  # input element types the layouts take
+_BITS = {"F16": 16, "BF16": 16, "IU8": 8, "I8": 8, "F32": 32, "FP8": 8, "BF8": 8}  # element types the layouts take
 
 
 @functools.lru_cache(maxsize=None)
@@ -101,8 +104,10 @@ def tables(family: str, name: str, L: int) -> Tables:
   return Tables(M, N, K, acc, ins, bits, a, b, d, (ne * bits // 32, ne * bits // 32, M * N // L))
 
 
-def operands(family: str, op, L: int) -> tuple[Tables, bool, bool]:
-  """(tables, A signed, B signed) of matrix instruction `op`; a GputwinError for what the model lacks."""
+def operands(family: str, op, L: int) -> tuple[Tables, str, str]:
+  """(tables, A's element kind, B's) of matrix instruction `op`; a GputwinError for what the model lacks. Kinds
+  (`_value`): F16, BF16, F32, I8 / U8 (signed or not), and the 8-bit floats of the target (pcode.runtime.FP8: fp8,
+  bf8, fp8fnuz, bf8fnuz)."""
   name, f = op.inst.op, op.inst.f
   t = tables(family, name, L)
   if f.get("cbsz", 0) or f.get("abid", 0) or f.get("blgp", 0):
@@ -119,9 +124,15 @@ def operands(family: str, op, L: int) -> tuple[Tables, bool, bool]:
       raise GputwinError(f"{name}: a non-zero constant C operand is not modelled")
     if s.file != "k" and s.dwords < need:
       raise GputwinError(f"{name}: the {k} matrix takes {need} registers, not {s.dwords}")
-  # IU8: neg_lo bits 0/1 say A/B are signed (RDNA3 WMMA); I8 is signed
-  sa, sb = (bool(f.get("neg", 0) & 1), bool(f.get("neg", 0) & 2)) if t.ins == "IU8" else (t.ins == "I8",) * 2
-  return t, sa, sb
+  row = hwdata.matrix(family, name)
+
+  def kind(ty: str, i: int) -> str:
+    if ty == "IU8":  # neg_lo bits 0/1 say A/B are signed (RDNA3 WMMA)
+      return "I8" if f.get("neg", 0) >> i & 1 else "U8"
+    if ty in ("FP8", "BF8"):  # what they mean on this target (isa.targets' fp8 column, bound by amd/decode)
+      return ty.lower() + ("fnuz" if op.info.get("fp8fnuz") else "")
+    return ty
+  return t, kind(row.a, 0), kind(row.b, 1)
 
 
 def _gather(regs: np.ndarray, src: np.ndarray, bits: int) -> np.ndarray:
@@ -129,32 +140,35 @@ def _gather(regs: np.ndarray, src: np.ndarray, bits: int) -> np.ndarray:
   return (regs[:, src[..., 0], src[..., 1]] >> src[..., 2].astype(U32)) & U32((1 << bits) - 1)
 
 
-def _value(raw: np.ndarray, ins: str, signed: bool):
-  if ins == "F16":
+def _value(raw: np.ndarray, kind: str):
+  """Raw elements as exact float64 (int64 for integers)."""
+  if kind == "F16":
     return raw.astype(np.uint16).view(np.float16).astype(np.float64)
-  if ins == "BF16":
+  if kind == "BF16":
     return (raw.astype(U32) << U32(16)).view(np.float32).astype(np.float64)
-  if ins == "F32":
+  if kind == "F32":
     return raw.astype(U32).view(np.float32).astype(np.float64)
-  return (raw.astype(np.uint8).view(np.int8) if signed else raw.astype(np.uint8)).astype(np.int64)
+  if kind in FP8:
+    return fp8_decode(raw, kind).astype(np.float64)
+  return (raw.astype(np.uint8).view(np.int8) if kind == "I8" else raw.astype(np.uint8)).astype(np.int64)
 
 
 def execute(eng, op, ix) -> None:
   """D = A x B + C for every wave in `ix` (EXEC is ignored: matrix instructions require all lanes)."""
-  t, sa, sb = operands(eng.fam, op, eng.L)
+  t, ka, kb = operands(eng.fam, op, eng.L)
   with np.errstate(all="ignore"):  # (NaN and infinity operands, overflow to infinity: IEEE results)
-    raw = _compute(eng, op, ix, t, sa, sb)
+    raw = _compute(eng, op, ix, t, ka, kb)
   d = op.outs["D0"]
   eng.mark(d.file, d.index, t.regs[2])
   (eng.V if d.file == "v" else eng.A)[ix, d.index:d.index + t.regs[2]] = raw
 
 
-def _compute(eng, op, ix, t: Tables, sa: bool, sb: bool) -> np.ndarray:
+def _compute(eng, op, ix, t: Tables, ka: str, kb: str) -> np.ndarray:
   """The raw D registers (W, regs, L)."""
   n, integer = eng.nwaves(ix), t.acc == "I32"
   regs = lambda s, k: (eng.V if s.file == "v" else eng.A)[ix, s.index:s.index + t.regs[k]]
-  A = _value(_gather(regs(op.ins["S0"], 0), t.a, t.bits), t.ins, sa)  # (W, M, K)
-  B = _value(_gather(regs(op.ins["S1"], 1), t.b, t.bits), t.ins, sb)  # (W, K, N)
+  A = _value(_gather(regs(op.ins["S0"], 0), t.a, t.bits), ka)  # (W, M, K)
+  B = _value(_gather(regs(op.ins["S1"], 1), t.b, t.bits), kb)  # (W, K, N)
   acc = np.zeros((n, t.m, t.n), np.int64) if integer else np.full((n, t.m, t.n), -0.0)
   for k in range(t.k):  # in k order (module docstring)
     acc += A[:, :, k, None] * B[:, None, k, :]

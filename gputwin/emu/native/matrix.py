@@ -14,13 +14,14 @@ from __future__ import annotations
 from gputwin.emu.amd import matrix as layouts
 from gputwin.emu.native.runtime import C_A, C_V, C_VSTR, C_VSTW
 from gputwin.errors import GputwinError
-from gputwin.pcode.llvm import Unsupported
+from gputwin.pcode.llvm import Unsupported, fp8_decode
+from gputwin.pcode.runtime import FP8
 
 SHIFT = 5  # a table entry: (register * L + lane) << SHIFT | bit offset
 
 
 def operands(op, fam: str, lanes: int):
-  """amd/matrix.py's operands check: (tables, A signed, B signed), or Unsupported (the interpreter then raises)."""
+  """amd/matrix.py's operands check: (tables, A's element kind, B's), or Unsupported (the interpreter then raises)."""
   if fam not in ("rdna3", "rdna4", "cdna"):
     raise Unsupported("matrix family")
   try:
@@ -75,7 +76,7 @@ def lower(comp, i: int, op, f) -> str:
   """@inst{i} (and its tables) for matrix instruction `op`: D = A x B + C for one wave, as amd/matrix.py computes
   it. `comp`: the block's codegen.Compiler; `f`: a fresh codegen.Fn."""
   L = comp.L
-  t, sa, sb = operands(op, comp.fam, L)
+  t, ka, kb = operands(op, comp.fam, L)
   srcs = (op.ins["S0"], op.ins["S1"], op.ins["S2"], op.outs["D0"])
   if any(s.file == "a" for s in srcs) and comp.fam != "cdna":
     raise Unsupported("AccVGPRs")
@@ -99,7 +100,7 @@ def lower(comp, i: int, op, f) -> str:
       f.st(f"<{L} x i32>", v, f.gep(cbuf, str(4 * L * r)), "mx", ", align 64")
   # 2. A (M x K) and B (K x N) unpacked through the tables
   mats = []
-  for k, (tab, signed) in enumerate(((t.a, sa), (t.b, sb))):
+  for k, (tab, kind) in enumerate(((t.a, ka), (t.b, kb))):
     flat = tab.reshape(-1, 3)
     g = table(f, f"mx{i}.{'ab'[k]}", "i32", (flat[:, 0] * L + flat[:, 1]) << SHIFT | flat[:, 2])
     mat = f.alloca(f"[{len(flat)} x {ety}], align 64")
@@ -109,7 +110,7 @@ def lower(comp, i: int, op, f) -> str:
     at = f.op(f"zext i32 {f.op(f'shl i32 {word}, 2')} to i64")
     sh = f.op(f"and i32 {e}, {(1 << SHIFT) - 1}")
     raw = f.op(f"lshr i32 {f.ld('i32', f.gep(bufs[k], at), 'mx')}, {sh}")
-    f.st(ety, _element(f, raw, t.ins, signed), f.gep(mat, f.op(f"mul i64 %u{k}, {sz}")), "mx")
+    f.st(ety, _element(f, raw, kind), f.gep(mat, f.op(f"mul i64 %u{k}, {sz}")), "mx")
     close()
     mats.append(mat)
   am, bm = mats
@@ -166,15 +167,17 @@ def _splat(n: int, ty: str, v: str) -> str:
   return f"<{', '.join([f'{ty} {v}'] * n)}>"
 
 
-def _element(f, raw: str, ins: str, signed: bool) -> str:
+def _element(f, raw: str, kind: str) -> str:
   """The element in the low bits of i32 `raw`, exactly as a double (i32 for integers): amd/matrix.py's _value."""
-  if ins == "F16":
+  if kind in FP8:
+    return f.op(f"fpext float {fp8_decode(f, f.op(f'trunc i32 {raw} to i8'), kind)} to double")
+  if kind == "F16":
     h = f.op(f"bitcast i16 {f.op(f'trunc i32 {raw} to i16')} to half")
     return f.op(f"fpext half {h} to double")
-  if ins == "BF16":
+  if kind == "BF16":
     x = f.op(f"bitcast i32 {f.op(f'shl i32 {raw}, 16')} to float")
     return f.op(f"fpext float {x} to double")
-  if ins == "F32":
+  if kind == "F32":
     return f.op(f"fpext float {f.op(f'bitcast i32 {raw} to float')} to double")
   b = f.op(f"trunc i32 {raw} to i8")
-  return f.op(f"{'sext' if signed else 'zext'} i8 {b} to i32")
+  return f.op(f"{'sext' if kind == 'I8' else 'zext'} i8 {b} to i32")
