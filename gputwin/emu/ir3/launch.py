@@ -127,16 +127,29 @@ def run(code: bytes, sh: listing.Shader, grid, mem, res: dict, consts: np.ndarra
   per = max(1, core.MAX_WAVES // nw)
   priv = max(sh.pvtmem_size, 16)
   tr = [] if trace is not None else None
-  if entry.pre is not None:  # (its counts go first into stats; a fault there names workgroup 0, wave 0)
-    consts = _prologue(entry, sh, grid, block, mem, res, consts, min(threads, L), nrows, priv, Checks.make(checks),
-                       tr, stats, serial, max_instructions, kernel, arch)
+  shared = max(sh.shared_size, 4)
+
+  def go(eng, c0: int, c1: int, nw: int, threads: int, dirty, pc: int) -> None:
+    """One batch: workgroups c0..c1 of nw waves (their first `threads` fibers each) from `pc`."""
+    eng.res = res
+    _init(eng, sh, grid, block, c0, nw, threads, consts, dirty, pc)
+    if tr is not None:
+      eng.hooks.append(_tracer(tr, c0 * nw))
+    st = batches.run(eng, stats, serial, max_instructions, c1, nw)
+    if st is not None:
+      _raise(st, eng, kernel, arch, c0, nw, grid)
+
+  if entry.pre is not None:  # the prologue, once (_Code); a fault there names workgroup 0, wave 0
+    pre = core.Engine(entry.pre, mem, 1, L, nrows, 1, shared, priv, np.zeros(1, np.int64), Checks.make(checks), arch)
+    go(pre, 0, 0, 1, min(threads, L), None, 0)
+    consts = pre.S[0, CONST:CONST + CONST_DWORDS].copy()
   c0, eng, dirty = 0, entry.take(), (-1, -1)  # (a spare from another launch: everything _init writes is stale)
   while c0 < ncta:
     c1 = min(ncta, c0 + per)
     W = (c1 - c0) * nw
     wg = np.repeat(np.arange(c1 - c0), nw)
     ck = Checks.make(checks)
-    shape = (W, L, nrows, 1, max(sh.shared_size, 4), priv, arch)
+    shape = (W, L, nrows, 1, shared, priv, arch)
     if eng is not None and eng.shape == shape:
       if c0:  # the rows the previous batch wrote: restart clears them, _init's are gone
         dirty = (eng.written["v"], eng.written["s"])
@@ -146,14 +159,8 @@ def run(code: bytes, sh: listing.Shader, grid, mem, res: dict, consts: np.ndarra
       eng._batch(ck)  # (the checkers' state is the batch's own: fresh)
       eng.__dict__.pop("ir3_stack", None)  # (the call stacks: events.py makes them again)
     else:
-      eng, dirty = core.Engine(prog, mem, W, L, nrows, 1, max(sh.shared_size, 4), priv, wg, ck, arch), None
-    eng.res = res
-    _init(eng, sh, grid, block, c0, nw, threads, consts, dirty, entry.main)
-    if tr is not None:
-      eng.hooks.append(_tracer(tr, c0 * nw))
-    st = batches.run(eng, stats, serial, max_instructions, c1, nw)
-    if st is not None:
-      _raise(st, eng, kernel, arch, c0, nw, grid)
+      eng, dirty = core.Engine(prog, mem, W, L, nrows, 1, shared, priv, wg, ck, arch), None
+    go(eng, c0, c1, nw, threads, dirty, entry.main)
     c0 = c1
   if eng is not None and sum(a.nbytes for a in eng.files.values()) <= SPARE_BYTES:
     eng.hooks = []
@@ -168,7 +175,11 @@ class _Code:
   and native blocks are reused), the per-fiber rows its instructions name, and the register files of its last launch
   (`spare`: a launch takes them, the next batch of the same shape restarts them instead of allocating and zeroing
   every file again). Code that opens with a prologue has it as a program of its own too (`pre`: the instructions
-  before the main shader, then an `end` where the main shader starts) and the main shader's PC (`main`, else 0)."""
+  before the main shader, then an `end` where the main shader starts) and the main shader's PC (`main`, else 0).
+  `run` runs the prologue once, as the hardware does (shps: the first wave falls through, the others jump to its
+  target), in the first wave of workgroup 0 with that wave's inputs; its `ldc.k`/`stc` write the const file every
+  wave then starts with, its instructions (the `end` too) count in the launch; its other writes (registers, a1.x,
+  p0.x) end with it: a compiler keeps nothing the main shader reads there (other waves never run it)."""
 
   def __init__(self, code: bytes, arch: str, wave: int):
     self.prog = Program(code, 0, arch, "ir3", wave, FRONTEND)
@@ -233,26 +244,6 @@ def _init_rows(sh: listing.Shader) -> int:
       if i.compmask >> k & 1 and reg(i.reg + k).file == "v":
         rows |= 1 << reg(i.reg + k).index
   return rows
-
-
-def _prologue(entry: _Code, sh: listing.Shader, grid, block, mem, res: dict, consts: np.ndarray, threads: int,
-              nrows: int, priv: int, ck, tr, stats: LaunchStats, serial: bool, max_instructions: int | None,
-              kernel: str, arch: str) -> np.ndarray:
-  """The const file every wave of the dispatch starts with: `consts` after the code's prologue ran once, as the
-  hardware runs it (shps: the first wave falls through, the others jump to its target): the first wave of workgroup 0
-  (its first `threads` fibers, with their inputs) runs entry.pre, whose `ldc.k`/`stc` write the const file; its
-  instructions count in the launch, the `end` where the main shader starts too. Its other writes (registers, a1.x,
-  p0.x) end with it: a compiler keeps nothing the main shader reads there (other waves never run it)."""
-  eng = core.Engine(entry.pre, mem, 1, sh.wave_size, nrows, 1, max(sh.shared_size, 4), priv, np.zeros(1, np.int64),
-                    ck, arch)
-  eng.res = res
-  _init(eng, sh, grid, block, 0, 1, threads, consts)
-  if tr is not None:
-    eng.hooks.append(_tracer(tr, 0))
-  st = batches.run(eng, stats, serial, max_instructions, 0, 1)
-  if st is not None:
-    _raise(st, eng, kernel, arch, 0, 1, grid)
-  return eng.S[0, CONST:CONST + CONST_DWORDS].copy()
 
 
 def _init(eng, sh: listing.Shader, grid, block, c0: int, nw: int, threads: int, consts: np.ndarray,
