@@ -333,7 +333,7 @@ def unsupported_calls(sem: Semantics) -> set[str]:
   for c in sem.calls:
     if c in rt.BUILTINS or callable(getattr(FlatMemory, c, None)):  # address built-ins: FlatMemory's defaults
       continue
-    if re.fullmatch(r"[a-z0-9]+_to_[a-z0-9]+", c) and rt.convertible(c):
+    if re.fullmatch(r"[a-z0-9]+_to_[a-z0-9]+", c) and rt.conversion(c):
       continue
     if c.startswith(("v_", "s_")):
       try:

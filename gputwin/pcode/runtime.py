@@ -1151,39 +1151,49 @@ def fp8_encode(x, fmt: str):
   return code.astype(np.uint8)
 
 
-def convertible(name: str) -> bool:
-  """Whether `convert` implements the x_to_y conversion `name` (coverage: pcode.unsupported_calls)."""
+_FLOATS, _INTS = ("f32", "f16", "f64", "bf16"), ("u32", "i32", "u16", "i16")
+
+
+def conversion(name: str) -> str | None:
+  """How `convert` does the x_to_y conversion `name`, None where it does not (pcode.unsupported_calls' coverage)."""
   src, dst = name.split("_to_")[:2]
-  fl, ints = ("f32", "f16", "f64", "bf16"), ("u32", "i32", "u16", "i16")
-  return dst in ("snorm", "unorm") or (src in ints + ("u4", "i4", "u8", "i8") and not dst.startswith(("f", "bf"))) \
-      or (src in fl and dst in fl + ints + ("u8",)) or (src in ints and dst in ("f32", "f16", "f64")) or \
-      (src in FP8 and dst == "f32") or (src == "f32" and dst in FP8)
+  if src in FP8 and dst == "f32":
+    return "fp8 decode"
+  if src == "f32" and dst in FP8:
+    return "fp8 encode"
+  if dst in ("snorm", "unorm"):
+    return "norm"
+  if src in _INTS + ("u4", "i4", "u8", "i8") and not dst.startswith(("f", "bf")):
+    return "integer"
+  if src in _FLOATS and dst in _FLOATS:
+    return "ieee"
+  if (src in _FLOATS and dst in _INTS + ("u8",)) or (src in _INTS and dst in ("f32", "f16", "f64")):
+    return "value"
+  return None
 
 
 def convert(name: str, ret, tys, *args):
   """x_to_y(...) conversions: value conversion, except the *norm forms (scale and saturate)."""
-  src, dst = name.split("_to_")[:2]
+  how, (src, dst) = conversion(name), name.split("_to_")[:2]
   x = args[0]
   k, b = tys[0]
-  if src in FP8 and dst == "f32":
+  if how == "fp8 decode":
     return fp8_decode(ubits(x, k, b), src)
-  if src == "f32" and dst in FP8 and k == "f":
+  if how == "fp8 encode" and k == "f":
     return fp8_encode(x, dst)
-  if dst in ("snorm", "unorm"):
+  if how == "norm":
     v = arr(x).astype(np.float64)
     lo, sc = (-1.0, 32767.0) if dst == "snorm" else (0.0, 65535.0)
     v = np.where(np.isnan(v), 0.0, np.clip(v, lo, 1.0))
     r = np.round(v * sc)  # numpy rounds half to even
     return r.astype(np.int64).astype(np.int16 if dst == "snorm" else np.uint16)
-  if src in ("u4", "i4", "u8", "i8", "u16", "i16", "u32", "i32") and not dst.startswith(("f", "bf")):
+  if how == "integer":
     sk, sb = src[0], int(src[1:])
     return cv(from_bits(resize(ubits(x, k, b), b, sb), sk, sb), sk, sb, *ret)
-  if src in ("f32", "f16", "f64", "bf16") and dst in ("f32", "f16", "f64", "bf16"):
+  if how == "ieee":
     r = cv(x, k, b, *ret)  # an IEEE conversion quiets a signalling NaN (casts like 64'F(x) keep it)
     return _quiet(ret, tys, r) if ret[0] == "f" else r
-  if src in ("f32", "f16", "f64", "bf16") and dst in ("u32", "i32", "u16", "i16", "u8"):
-    return cv(x, k, b, *ret)
-  if src in ("u32", "i32", "u16", "i16") and dst in ("f32", "f16", "f64"):
+  if how == "value":
     return cv(x, k, b, *ret)
   raise PcodeError(f"conversion {name} is not supported by gputwin.pcode yet")
 
