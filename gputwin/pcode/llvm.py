@@ -976,13 +976,7 @@ class Lower:
     nz = f.op(f"and i1 {self.finite(d, f64)}, {f.op(f'fcmp one double {d}, 0.0')}")
     r = self.select(nz, self.round_once(*self.decompose(d), fmt, "rn", (p, emin, top)), d, f64)  # 0, inf as they are
     a = f.op(f"call double @llvm.fabs.f64(double {r})")
-    au = f.op(f"bitcast double {a} to i64")
-    ex = f.op(f"sub i64 {f.op(f'lshr i64 {au}, 52')}, 1023")
-    frac = f.op(f"lshr i64 {f.op(f'and i64 {au}, {(1 << 52) - 1}')}, {52 - mb}")
-    field = f.op(f"shl i64 {f.op(f'add i64 {ex}, {1 - emin}')}, {mb}")
-    normal = f.op(f"or i64 {field}, {frac}")
-    den = f.op(f"fptoui double {f.op(f'fmul double {a}, {fconst(2.0 ** (mb - emin), 64)}')} to i64")  # exact
-    mag = f.conv(f.op(f"select i1 {f.op(f'icmp slt i64 {ex}, {emin}')}, i64 {den}, i64 {normal}"), 64, 8)
+    mag = f.conv(self.code8(a, mb, emin), 64, 8)
     neg = f.op(f"icmp slt i64 {f.op(f'bitcast double {d} to i64')}, 0")
     fnuz = FP8[fmt][3] == "fnuz"
     signed = f.op(f"or i8 {mag}, {f.op(f'select i1 {neg}, i8 -128, i8 0')}")
@@ -1041,6 +1035,18 @@ class Lower:
     w = f.op(f"or i64 {f.op(f'bitcast double {v} to i64')}, {sign}")
     return f.op(f"bitcast i64 {w} to double")
 
+  def code8(self, a: str, m: int, emin: int) -> str:
+    """The i64 code of a double `a` >= 0 that a format of `m` mantissa bits and minimum exponent `emin` holds exactly:
+    exponent field and mantissa, or the denormal's multiple of its ulp."""
+    f = self.f
+    au = f.op(f"bitcast double {a} to i64")
+    ex = f.op(f"sub i64 {f.op(f'lshr i64 {au}, 52')}, 1023")
+    field = f.op(f"shl i64 {f.op(f'add i64 {ex}, {1 - emin}')}, {m}")
+    frac = f.op(f"lshr i64 {f.op(f'and i64 {au}, {(1 << 52) - 1}')}, {52 - m}")
+    normal = f.op(f"or i64 {field}, {frac}")
+    den = f.op(f"fptoui double {f.op(f'fmul double {a}, {fconst(2.0 ** (m - emin), 64)}')} to i64")  # exact
+    return f.op(f"select i1 {f.op(f'icmp slt i64 {ex}, {emin}')}, i64 {den}, i64 {normal}")
+
   def encode8(self, d: str, fmt: str) -> str:
     """runtime._encode8: a double already in e4m3/e5m2 (or an infinity, a NaN) as its byte, saturated to the largest
     finite value; NaN 0x7f."""
@@ -1049,14 +1055,7 @@ class Lower:
     m = p - 1
     u = f.op(f"bitcast double {d} to i64")
     a = f.op(f"call double @llvm.fabs.f64(double {d})")
-    a = f.op(f"call double @llvm.minnum.f64(double {a}, double {fconst(top, 64)})")
-    au = f.op(f"bitcast double {a} to i64")
-    ex = f.op(f"sub i64 {f.op(f'lshr i64 {au}, 52')}, 1023")
-    field = f.op(f"shl i64 {f.op(f'add i64 {ex}, {1 - emin}')}, {m}")
-    frac = f.op(f"lshr i64 {f.op(f'and i64 {au}, {(1 << 52) - 1}')}, {52 - m}")
-    normal = f.op(f"or i64 {field}, {frac}")
-    den = f.op(f"fptoui double {f.op(f'fmul double {a}, {fconst(2.0 ** (m - emin), 64)}')} to i64")  # exact
-    code = f.op(f"select i1 {f.op(f'icmp slt i64 {ex}, {emin}')}, i64 {den}, i64 {normal}")
+    code = self.code8(f.op(f"call double @llvm.minnum.f64(double {a}, double {fconst(top, 64)})"), m, emin)
     top_byte = f.op(f"lshr i64 {u}, 56")  # (its sign, as bit 7)
     code = f.op(f"or i64 {code}, {f.op(f'and i64 {top_byte}, 128')}")
     return f.op(f"select i1 {f.op(f'fcmp uno double {d}, {d}')}, i8 127, i8 {f.conv(code, 64, 8)}")

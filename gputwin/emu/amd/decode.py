@@ -279,8 +279,6 @@ def _destination(op: Op, inst: Inst, opnds: dict, slots: dict, sem) -> None:
     op.ins["D0"] = d
   elif d.file in "va" and _sliced(sem.family, sem.name, d.dwords):  # V_CVT_PK_FP8_F32 writes half of D0: pass
     op.old.setdefault("D0", d)  # the other
-
-    op.old.setdefault("D0", d)
   for n in ("VDATA", "RETURN_DATA", "SDATA"):  # partial writes (D16 loads) keep the rest: pass the old value
     if n in sem.outputs and n not in sem.inputs and d.file in "va":
       op.old[n] = Src(d.file, d.index, max(1, min(sem.outputs[n] // 32, d.dwords)))
