@@ -267,3 +267,26 @@ def test_fp8_matrix_products(tier_runs, arch):
     np.testing.assert_array_equal(got[:, 0], want)
     np.testing.assert_array_equal(got[:, 1], want)  # (B as BF8: the same values)
   assert runs > 0
+
+
+@pytest.mark.parametrize("arch", sorted(TARGET_FORMATS))
+def test_clang_fp8_roundtrip(tier_runs, clang_co, arch):
+  """clang-22's code for __builtin_amdgcn_cvt_pk_fp8_f32 / cvt_f32_fp8 (SDWA byte selects on gfx942/gfx950,
+  byte_sel on gfx1200): x -> E4M3 -> f32 is ml_dtypes' rounding of x, on both tiers."""
+  co = clang_co(arch, "fp8").read_bytes()
+  rng = np.random.default_rng(9)
+  x = np.concatenate([_inputs()[1], (rng.standard_normal(384) * np.exp2(rng.integers(-12, 10, 384)))]).astype(
+    np.float32)[:512]
+
+  def go():
+    y = np.zeros_like(x)
+    launch(co, "roundtrip", grid=4, block=64, args=[y, x])
+    return y
+  (interp, e0, _), (native, e1, runs) = tier_runs(go)
+  assert e0 is None and e1 is None, (e0, e1)
+  with np.errstate(all="ignore"):
+    want = x.astype(FORMATS[TARGET_FORMATS[arch]][0]).astype(np.float32)
+  for got in (interp, native):
+    same = (got.view(np.uint32) == want.view(np.uint32)) | (np.isnan(got) & np.isnan(want))
+    assert same.all(), [(float(x[i]), float(got[i]), float(want[i])) for i in np.nonzero(~same)[0][:6]]
+  assert runs > 0
