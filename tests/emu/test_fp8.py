@@ -290,3 +290,26 @@ def test_clang_fp8_roundtrip(tier_runs, clang_co, arch):
     same = (got.view(np.uint32) == want.view(np.uint32)) | (np.isnan(got) & np.isnan(want))
     assert same.all(), [(float(x[i]), float(got[i]), float(want[i])) for i in np.nonzero(~same)[0][:6]]
   assert runs > 0
+
+
+@pytest.mark.parametrize("arch", ["gfx942", "gfx950"])
+def test_clang_fp8_mfma(tier_runs, clang_co, arch):
+  """clang-22's __builtin_amdgcn_mfma_f32_16x16x32_fp8_fp8 (kernels/fp8.cl): D = A @ B + C of the decoded values
+  (exact sums) on both tiers, with the target's E4M3."""
+  co = clang_co(arch, "fp8").read_bytes()
+  rng = np.random.default_rng(4)
+  vals = np.array([0.25, 0.5, 1.0, 1.5, 2.0, 3.0, -0.5, -1.0, -2.0, -3.0, 0.0])
+  A, B = rng.choice(vals, (16, 32)), rng.choice(vals, (32, 16))
+  C = rng.integers(-8, 8, (16, 16)).astype(np.float32)
+  t = FORMATS[TARGET_FORMATS[arch]][0]
+
+  def go():
+    D = np.zeros((16, 16), np.float32)
+    launch(co, "mfma_fp8", grid=1, block=64, args=[D, A.astype(t).view(np.uint8), B.astype(t).view(np.uint8), C])
+    return D
+  (interp, e0, _), (native, e1, runs) = tier_runs(go)
+  assert e0 is None and e1 is None, (e0, e1)
+  want = (A @ B + C).astype(np.float32)
+  np.testing.assert_array_equal(interp, want)
+  np.testing.assert_array_equal(native, want)
+  assert runs > 0
