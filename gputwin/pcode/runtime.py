@@ -1232,7 +1232,7 @@ def call(ctx: Ctx, name: str, ret, tys, *args):
 # rounded once (`round_exact`).
 RFMT = {"f16": (11, -14, 65504.0), "bf16": (8, -126, float.fromhex("0x1.fep127")),
         "f32": (24, -126, float.fromhex("0x1.fffffep127")), "f64": (53, -1022, float.fromhex("0x1.fffffffffffffp1023")),
-        "tf32": (11, -126, float.fromhex("0x1.ffcp127")), "e4m3": (4, -6, 448.0), "e5m2": (3, -14, 57344.0)}
+        "tf32": (11, -126, float.fromhex("0x1.ffcp127")), "e4m3": fp8_spec("fp8"), "e5m2": fp8_spec("bf8")}
 
 
 def round_exact(q: Fraction, fmt: str, mode: str) -> float:

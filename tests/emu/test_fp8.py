@@ -16,9 +16,21 @@ FORMATS = {"fnuz": (ml_dtypes.float8_e4m3fnuz, ml_dtypes.float8_e5m2fnuz),
 TARGET_FORMATS = {"gfx942": "fnuz", "gfx950": "ocp", "gfx1200": "ocp"}
 
 # per lane: the word of 4 codes (lane l holds codes 4l..4l+3), the f32 pair (a, b) at xs[2l], xs[2l + 1]; out: 16 words
-CDNA = """
+S10 = 0x3c  # an SGPR source: 1.5 in OCP E4M3, 0.75 in FNUZ
+# the packing conversions (both halves of v22, the kept half of v23, modifiers) and the SGPR source: the same text on
+# every target
+PACK = """  v_cvt_pk_f32_bf8 v[20:21], v4
+  v_mov_b32 v22, 0
+  v_cvt_pk_fp8_f32 v22, v6, v7
+  v_cvt_pk_bf8_f32 v22, v7, v6 op_sel:[0,0,1]
+  v_mov_b32 v23, -1
+  v_cvt_pk_fp8_f32 v23, -v6, |v7| op_sel:[0,0,1]
+  v_cvt_f32_fp8 v24, s10
+"""
+CDNA = f"""
   s_load_dwordx4 s[4:7], s[0:1], 0x0
   s_load_dwordx2 s[8:9], s[0:1], 0x10
+  s_mov_b32 s10, {S10}
   v_lshlrev_b32 v1, 2, v0
   v_lshlrev_b32 v2, 3, v0
   v_lshlrev_b32 v3, 6, v0
@@ -35,21 +47,15 @@ CDNA = """
   v_cvt_f32_bf8_sdwa v16, v4 src0_sel:BYTE_2
   v_cvt_f32_bf8_sdwa v17, v4 src0_sel:BYTE_3
   v_cvt_pk_f32_fp8_sdwa v[18:19], v4 src0_sel:WORD_1
-  v_cvt_pk_f32_bf8 v[20:21], v4
-  v_mov_b32 v22, 0
-  v_cvt_pk_fp8_f32 v22, v6, v7
-  v_cvt_pk_bf8_f32 v22, v7, v6 op_sel:[0,0,1]
-  v_mov_b32 v23, -1
-  v_cvt_pk_fp8_f32 v23, -v6, |v7| op_sel:[0,0,1]
-  v_cvt_f32_fp8 v24, s10
-  global_store_dwordx4 v3, v[10:13], s[8:9]
+{PACK}  global_store_dwordx4 v3, v[10:13], s[8:9]
   global_store_dwordx4 v3, v[14:17], s[8:9] offset:16
   global_store_dwordx4 v3, v[18:21], s[8:9] offset:32
   global_store_dwordx3 v3, v[22:24], s[8:9] offset:48"""
 
-RDNA4 = """
+RDNA4 = f"""
   s_load_b128 s[4:7], s[0:1], 0x0
   s_load_b64 s[8:9], s[0:1], 0x10
+  s_mov_b32 s10, {S10}
   v_lshlrev_b32 v1, 2, v0
   v_lshlrev_b32 v2, 3, v0
   v_lshlrev_b32 v3, 6, v0
@@ -66,14 +72,7 @@ RDNA4 = """
   v_cvt_f32_bf8_e64 v16, v4 byte_sel:2
   v_cvt_f32_bf8_e64 v17, v4 byte_sel:3
   v_cvt_pk_f32_fp8_e64 v[18:19], v4 op_sel:[1,0]
-  v_cvt_pk_f32_bf8 v[20:21], v4
-  v_mov_b32 v22, 0
-  v_cvt_pk_fp8_f32 v22, v6, v7
-  v_cvt_pk_bf8_f32 v22, v7, v6 op_sel:[0,0,1]
-  v_mov_b32 v23, -1
-  v_cvt_pk_fp8_f32 v23, -v6, |v7| op_sel:[0,0,1]
-  v_cvt_f32_fp8 v24, s10
-  global_store_b128 v3, v[10:13], s[8:9]
+{PACK}  global_store_b128 v3, v[10:13], s[8:9]
   global_store_b128 v3, v[14:17], s[8:9] offset:16
   global_store_b128 v3, v[18:21], s[8:9] offset:32
   global_store_b96 v3, v[22:24], s[8:9] offset:48"""
@@ -115,11 +114,7 @@ def _want(fmt: str, codes, xs, s10: int) -> np.ndarray:
 @pytest.mark.parametrize("arch", sorted(TARGET_FORMATS))
 def test_fp8_bf8_conversions_match_ml_dtypes(tier_runs, arch):
   codes, xs = _inputs()
-  s10 = 0x3c  # an SGPR source: 1.5 in OCP E4M3, 0.75 in FNUZ
-  body = (CDNA if arch.startswith("gfx9") else RDNA4).replace("s_load_dwordx2 s[8:9]", f"s_mov_b32 s10, {s10}\n"
-                                                              "  s_load_dwordx2 s[8:9]").replace(
-    "s_load_b64 s[8:9]", f"s_mov_b32 s10, {s10}\n  s_load_b64 s[8:9]")
-  co = kernel(arch, body, vgprs=32)
+  co = kernel(arch, CDNA if arch.startswith("gfx9") else RDNA4, vgprs=32)
 
   def go():
     out = np.zeros(64 * 16, np.uint32)
@@ -127,7 +122,7 @@ def test_fp8_bf8_conversions_match_ml_dtypes(tier_runs, arch):
     return out.reshape(64, 16)
   (interp, e0, _), (native, e1, runs) = tier_runs(go)
   assert e0 is None and e1 is None, (e0, e1)
-  want = _want(TARGET_FORMATS[arch], codes, xs, s10)
+  want = _want(TARGET_FORMATS[arch], codes, xs, S10)
   for got in (interp, native):
     bad = np.argwhere(got != want)
     assert not len(bad), [(int(i), int(j), hex(got[i, j]), hex(want[i, j]), float(xs[2 * i]), float(xs[2 * i + 1]))
