@@ -146,9 +146,12 @@ class Checks:
                if not (s.file == "s" and s.index >= 106)]
       outs = set(op.sem.outputs) if op.sem is not None else {"D0"}
       dsts = {id(d): d for n, d in op.outs.items() if n in outs and isinstance(d, Src) and d.file in "vas"}.values()
-      reads_mem = bool(op.mem) and "r" in op.sem.mem and bool(self.cnames)  # its result waits on cnts[0] (atomics
-      # with return: loads; without wait counters (PTX) a load's result is there when the next instruction reads)
-      cnts = hwdata.increments(self.fam, op.mem, not (reads_mem and op.sem.outputs)) if op.mem and self.cnames else ()
+      # its result waits on cnts[0]: loads, atomics with return, and a time source read through a memory path (AMD
+      # S_MEMTIME: op.info["counter"]); without wait counters (PTX) a load's result is there when the next instruction
+      # reads it
+      path = op.mem or op.info.get("counter", "")
+      reads_mem = bool(path) and ("r" in op.sem.mem or not op.mem) and bool(self.cnames)
+      cnts = hwdata.increments(self.fam, path, not (reads_mem and op.sem.outputs)) if path and self.cnames else ()
       writes = [(d.file, slice(d.index, min(d.index + d.dwords, width[d.file])), keys(d.file, d.index, d.index + d.dwords))
                 for d in dsts]
       vd = op.ins.get("VDST")

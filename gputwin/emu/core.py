@@ -680,16 +680,16 @@ def step(eng: Engine, op: Op, ix) -> None:
     eng.execute(op, ix)
     if not sets_pc(op):
       eng.pc[ix] += op.size
-  elif k == "matrix":  # WMMA/MFMA: the frontend's operand layouts
+  elif k in ("matrix", "clock"):  # WMMA/MFMA: the frontend's operand layouts; a time source: the wave's clock
     m = eng.exec_mask(ix)
     if eng.checks is not None:
       eng.checks.before(eng, op, ix, m)
-    eng.fe.matrix(eng, op, ix)
+    if k == "matrix":
+      eng.fe.matrix(eng, op, ix)
+    else:
+      eng.store(op.outs["D0"], eng.clock[ix].astype(U64), ix, None)
     if eng.checks is not None:
       eng.checks.after(eng, op, ix, m)
-    eng.pc[ix] += op.size
-  elif k == "clock":
-    eng.store(op.outs["D0"], eng.clock[ix].astype(U64), ix, None)
     eng.pc[ix] += op.size
   elif k == "nop":
     if eng.checks is not None:

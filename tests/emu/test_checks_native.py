@@ -60,6 +60,16 @@ TWO_READERS = """
   v_lshlrev_b32 v3, 2, v0
   global_store_b32 v3, v2, s[2:3]"""
 
+# S_MEMTIME is a scalar memory instruction: its time returns like a load's data, counted by lgkmcnt
+MEMTIME = """
+  s_load_dwordx2 s[2:3], s[0:1], 0x0
+  v_lshlrev_b32 v1, 2, v0
+  s_memtime s[4:5]
+  {wait}
+  v_mov_b32 v2, s4
+  s_waitcnt lgkmcnt(0)
+  global_store_dword v1, v2, s[2:3]"""
+
 CASES = {
   "lds_race_two_readers": _k(TWO_READERS, lds=64),
   "waitcnt": _k(GOOD.replace("  s_waitcnt lgkmcnt(0)\n", "")),
@@ -84,6 +94,7 @@ CASES = {
   "mfma_hazard_passes": _k(MFMA_F32.format(zero="\n".join(f"  v_accvgpr_write_b32 a{i}, 0" for i in range(16)),
                                            nops="s_nop 7\n  s_nop 7"), arch="gfx942", checks={"hazard"},
                            vgprs=48, wave32=False),
+  "memtime_waitcnt": _k(MEMTIME.format(wait=""), arch="gfx942", wave32=False),
 }
 
 
@@ -107,6 +118,7 @@ CLEAN = {
   "split_waited": _k(SPLIT.format(read_early="", wait="s_waitcnt vmcnt(0)", interp=""), grid=4),
   "gfx1200_waited": _k(GFX12_LOAD.format(kwait="s_wait_kmcnt 0", wait="s_wait_loadcnt 0"), arch="gfx1200", n=32),
   "mfma_waited": _k(MFMA.format(nops="s_nop 7"), arch="gfx942", checks={"hazard"}, wave32=False),
+  "memtime_waited": _k(MEMTIME.format(wait="s_waitcnt lgkmcnt(0)"), arch="gfx942", wave32=False),
 }
 
 

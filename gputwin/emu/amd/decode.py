@@ -136,6 +136,8 @@ def build_op(inst: Inst, pc: int, fam: str, wave: int) -> Op:
   if gap is not None:
     op.kind, op.info["why"] = "unsupported", gap
     return op
+  if op.kind == "clock" and fmt in MEMFMT:  # S_MEMTIME: the time returns through the scalar memory path, counted as
+    op.info["counter"] = MEMFMT[fmt]  # its loads are (lgkmcnt / kmcnt): checks.Checks._plan
   op.atomic = sem is not None and "r" in sem.mem and writes_memory(sem.program.body)  # read-modify-write
   opnds = {o.field: o for o in operands(inst)}
   op.vector = not (fmt.startswith("SOP") or fmt == "SMEM")
