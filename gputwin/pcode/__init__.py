@@ -338,7 +338,7 @@ def unsupported_calls(sem: Semantics) -> set[str]:
     if c.startswith(("v_", "s_")):
       try:
         from gputwin.isa.vendor import tables
-        if c.upper() in tables(sem.family).pcode:
+        if c.upper() in tables(sem.family).pcode or added(sem.family, c.upper()):
           continue
       except Exception:
         pass

@@ -7,6 +7,7 @@ the evidence. Kinds:
   sub      - a local textual fix (regex -> replacement) for a PDF-extraction artefact or a wrong formula.
   add      - the vendor gives no pseudocode at all; `match` is a regex over the instruction *name* (there is no text
              to match) and `text` is pcode of ours. Program control uses calls the executor implements (EXECUTOR).
+             HELPERS are `add` entries for names no instruction has: helpers other bodies call (`v_maximum_f32(...)`).
 Graphics-only bodies are not corrected but excluded (see EXCLUDED), each with its reason.
 """
 from __future__ import annotations
@@ -376,9 +377,38 @@ ADDED: tuple[Erratum, ...] = (
 )
 
 
+def _ieee_extreme(kind: str, t: str) -> str:
+  """Our body of IEEE 754-2019 maximum / minimum (kind "MAXIMUM" / "MINIMUM") on float type t: a NaN operand wins,
+  signalling ones first and quieted, S0 before S1; +0 is above -0."""
+  w, cmp, zero = t[1:], ">" if kind == "MAXIMUM" else "<", "!sign(S0.{t}) && sign(S1.{t})" if kind == "MAXIMUM" \
+      else "sign(S0.{t}) && !sign(S1.{t})"
+  return (f"if isSignalNAN(64'F(S0.{t})) then\nD0.{t} = {w}'F(cvtToQuietNAN(64'F(S0.{t})))\n"
+          f"elsif isSignalNAN(64'F(S1.{t})) then\nD0.{t} = {w}'F(cvtToQuietNAN(64'F(S1.{t})))\n"
+          f"elsif isQuietNAN(64'F(S0.{t})) then\nD0.{t} = S0.{t}\nelsif isQuietNAN(64'F(S1.{t})) then\nD0.{t} = S1.{t}\n"
+          f"elsif ((S0.{t} {cmp} S1.{t}) || ((S0.{t} == S1.{t}) && {zero.format(t=t)})) then\nD0.{t} = S0.{t}\n"
+          f"else\nD0.{t} = S1.{t}\nendif")
+
+
+_EXTREMES = ("CDNA4's V_MAXIMUM3_F32, V_MINIMUM3_F32, V_PK_MAXIMUM3_F16 and V_PK_MINIMUM3_F16 call v_maximum_f32, "
+             "v_minimum_f32, v_maximum3_f16 and v_minimum3_f16, which the CDNA4 guide never defines (CDNA has no such "
+             "instructions): without a body they stopped as unsupported. These are our helper bodies: IEEE 754-2019 "
+             "maximum/minimum, the NaN and signed-zero order of the RDNA4 guide's instructions of the same names "
+             "(its TRAPSTS.INVALID write left out: trap status is not modelled).")
+_EXTREMES_EVIDENCE = ("AMD CDNA4 ISA guide, VOP3/VOP3P V_MAXIMUM3_F32, V_PK_MAXIMUM3_F16 (and MINIMUM); RDNA4 ISA "
+                      "guide V_MAXIMUM_F32/F16, V_MAXIMUM3_F16; clang-22 lowers __builtin_elementwise_maximum/minimum "
+                      "(llvm.maximum/minimum) on gfx950 to these instructions (tests/emu/test_ieee_extremes.py).")
+HELPERS: tuple[Erratum, ...] = (
+  *(Erratum(("cdna",), f"V_{k}_{t.upper()}", "add", _ieee_extreme(k, t), _EXTREMES, _EXTREMES_EVIDENCE)
+    for k in ("MAXIMUM", "MINIMUM") for t in ("f32", "f16")),
+  *(Erratum(("cdna",), f"V_{k}3_F16", "add", f"D0.f16 = v_{k.lower()}_f16(v_{k.lower()}_f16(S0.f16, S1.f16), S2.f16)",
+            _EXTREMES, _EXTREMES_EVIDENCE) for k in ("MAXIMUM", "MINIMUM")),
+)
+
+
 def added(family: str, name: str) -> Erratum | None:
-  """Our body for an instruction the vendor gives no pseudocode for, or None."""
-  return next((e for e in ADDED if family in e.families and re.fullmatch(e.match, name)), None)
+  """Our body for an instruction the vendor gives no pseudocode for, or for a helper its bodies call but never define
+  (HELPERS: no instruction of the family has the name), or None."""
+  return next((e for e in ADDED + HELPERS if family in e.families and re.fullmatch(e.match, name)), None)
 
 
 # Graphics-only bodies: not part of the compute emulator. (family regex over names, reason)
