@@ -506,6 +506,8 @@ class Engine:
     return U32(0)  # "none": inputs only hooks read (SBASE, v_addr, ...), WAVE_STATUS.PRIV, ...
 
   def retire(self, op: Op, ix, m, out: dict, counted: bool = True) -> None:
+    if op.info.get("deliver"):  # outputs the frontend sends elsewhere than registers (AMD: a load's data into LDS)
+      out = self.fe.deliver(self, op, ix, m, out)
     if len(out) > 1:  # outputs may alias register views read as inputs: snapshot those before writing any
       out = {k: np.array(v) if self._aliases(v) else v for k, v in out.items()}
     for name, v in out.items():

@@ -43,6 +43,10 @@ class Frontend(Protocol):
   def memop(self, eng, op: Op, ix, m, st: dict) -> None:
     """Effective addresses of a memory instruction, then eng.run_body / lds_address / run_scratch on the space."""
 
+  def deliver(self, eng, op: Op, ix, m, out: dict) -> dict:
+    """Outputs of an instruction whose op.info["deliver"] the frontend set, sent elsewhere than their registers (AMD:
+    a load's data into LDS); returns the outputs left for the registers. Only frontends that set it implement it."""
+
   def matrix(self, eng, op: Op, ix) -> None:
     """A matrix instruction (its operand layouts): kind "matrix"."""
 

@@ -336,8 +336,25 @@ ERRATA += (
 _SCHED = "changes no architectural register or memory state in gputwin's model"
 _NOTE = '"{}: ' + _SCHED + '"'
 
+
+def _load(calc: str, dwords: int) -> str:
+  """Our body of a load of `dwords` dwords at the address `calc` forms (the vendor's plain loads' form)."""
+  return f"addr = {calc}(ADDR.b32, SADDR.b32, OFFSET.b32);\n" + ";\n".join(
+    f"VDATA[{32 * k + 31} : {32 * k}] = MEM[addr{f' + {4 * k}U' if k else ''}].b32" for k in range(dwords))
+
+
 # Instructions the vendor gives no pseudocode for: our bodies (kind "add", `match` over the name).
 ADDED: tuple[Erratum, ...] = (
+  *(Erratum(("cdna",), f"{seg}_LOAD_LDS_DWORD{x}", "add", _load(calc, n),
+            "No vendor pseudocode for the loads into LDS. The body is the plain load's (same address, same data); "
+            "the AMD frontend sends VDATA to LDS at M0 + the instruction offset + lane * bytes instead of a VGPR "
+            "(emu/amd/decode.py TO_LDS). The byte and short forms stay without a body (where their bytes land in LDS "
+            "is not documented).",
+            "CDNA3/CDNA4 ISA guides, FLAT chapter: GLOBAL_LOAD_LDS_DWORD{,X3,X4}, SCRATCH_LOAD_LDS_DWORD; LLVM's "
+            "llvm.amdgcn.global.load.lds (the immediate offset applies to both the global and the LDS address); "
+            "tests/emu/test_lds_dma.py")
+    for seg, calc, xs in (("GLOBAL", "CalcGlobalAddr", ("", "X3", "X4")), ("SCRATCH", "CalcScratchAddr", ("",)))
+    for x in xs for n in ({"": 1, "X3": 3, "X4": 4}[x],)),
   Erratum(_ALL, r"S_ENDPGM|S_ENDPGM_SAVED", "add", '"end of program: the wave terminates";\nENDPGM()',
           "No vendor pseudocode. The wave's end is a machine event: the ENDPGM call is implemented by the executor.",
           f"{_MANUALS}, SOPP chapter: S_ENDPGM ('end of program; terminate wavefront'), S_ENDPGM_SAVED."),

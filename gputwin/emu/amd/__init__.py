@@ -20,6 +20,7 @@ class Amd:
   apertures = abi.APERTURES
   bind = staticmethod(decode.build_op)
   memop = staticmethod(memory.memop)
+  deliver = staticmethod(memory.deliver)
   matrix = staticmethod(matrix.execute)
   init_waves = staticmethod(abi.init_waves)
   user_sgprs = staticmethod(abi.user_sgprs)

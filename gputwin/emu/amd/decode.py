@@ -18,7 +18,7 @@ from gputwin.isa.model import FMT
 from gputwin.isa.operands import operands, returns, signature, vopd_halves
 from gputwin.isa.targets import target
 from gputwin.pcode import semantics
-from gputwin.pcode.analysis import adds_offset as body_adds_offset, sliced_outputs, writes_memory
+from gputwin.pcode.analysis import adds_offset as body_adds_offset, sliced_outputs, stride, writes_memory
 
 # scalar operand codes (vendor "SSRC" enumeration): family kind -> name -> code
 SPECIAL = {"rdna": dict(vcc=106, null=124, m0=125, exec=126), "cdna": dict(vcc=106, null=125, m0=124, exec=126)}
@@ -52,7 +52,12 @@ MEMFMT = {"SMEM": "smem", "DS": "ds", "GLOBAL": "global", "VGLOBAL": "global", "
 # Instructions whose pcode runs but whose meaning needs state the model lacks: they stop the launch as unsupported,
 # naming the feature (opcode regex -> what is missing).
 UNMODELLED = {r"^TBUFFER_": "typed buffer access (MTBUF): converting through the instruction's data/number format "
-                            "is not modelled"}
+                            "is not modelled",
+              r"_LOAD_LDS_[US](BYTE|SHORT)$": (BYTES_TO_LDS := "a byte or short load into LDS: where its bytes land "
+                                                                "in LDS is not documented")}
+# Loads whose data goes to LDS instead of VDATA: these opcodes, and MUBUF loads with the encoding's lds bit (CDNA ISA
+# guides, "global load LDS" / MUBUF "LDS DMA"): lane l's data lands at M0 + the instruction offset + l * bytes
+TO_LDS = r"^(GLOBAL|SCRATCH)_LOAD_LDS_"
 SRC_FIELDS = (("src0", "ssrc0", "vsrc0", "srcx0"), ("src1", "vsrc1", "ssrc1", "vsrcx1"), ("src2",))
 DST_FIELDS = ("vdst", "sdst", "sdata", "vdata", "vdstx")
 
@@ -183,6 +188,13 @@ def build_op(inst: Inst, pc: int, fam: str, wave: int) -> Op:
       op.ins["DATA"] = op.ins["VDATA"] = Src(data.file, data.index, max(data.dwords, bits // 32))
       if "data1" in opnds:
         op.ins["DATA2"] = Src(opnds["data1"].file, opnds["data1"].index, opnds["data1"].dwords)
+    if (f.get("lds") or re.search(TO_LDS, name)) and "VDATA" in sem.outputs:  # memory.deliver: VDATA to LDS
+      nb = stride(sem.program)
+      if nb % 4:
+        op.kind, op.mem, op.info["why"] = "unsupported", "", BYTES_TO_LDS
+        return op
+      op.info["deliver"] = nb
+      op.outs = {k: d for k, d in op.outs.items() if d != op.outs.get("VDATA")}
   if "simm16" in f:  # SOPP/SOPK immediates; SOPK's sdst field is also its register source (s_cmpk, s_setreg)
     op.ins["SIMM16"] = Src("k", value=f["simm16"])
     if fmt == "SOPK" and "sdst" in opnds:

@@ -77,6 +77,8 @@ def supported(op: Op, fam: str, simt: bool = False, arch: str = "") -> None:
     if (o.info.get("clamp") or o.info.get("omod")) and isinstance(d, Src) and not outmod_float(d) and \
        (float_result(d) or o.info.get("clamp")):  # (clamp on an integer: the interpreter stops)
       raise Unsupported("output modifier")
+    if o.info.get("deliver"):  # outputs the frontend sends elsewhere (AMD: into LDS): interpreted
+      raise Unsupported("a load into LDS")
     if o.mem and (o.mem not in MEM_KINDS or simt and o.mem in WAVE_ONLY or
                   o.info.get("address") is None and o.info.get("buffer") is None and not vsharp(o)):
       raise Unsupported(o.mem)

@@ -1,0 +1,119 @@
+"""Loads straight into LDS on CDNA (global_load_lds_dword{,x3,x4}, scratch_load_lds_dword, buffer loads with the lds
+bit): lane l's data lands at M0 + the instruction offset + l * bytes, no VGPR is written (before: the buffer forms
+silently wrote the VGPR the vdata field names, the others stopped as unsupported). Oracles: clang-22's code for
+__builtin_amdgcn_global_load_lds / raw_ptr_buffer_load_lds, whose LLVM contract is that layout, read back with plain
+LDS loads; the ISA guides' out-of-range buffer read (0). Both tiers, checkers on."""
+import numpy as np
+import pytest
+
+from gputwin.emu import launch
+from gputwin.errors import EmuFault
+from gputwin.verify.reliability import kernel
+
+
+@pytest.mark.parametrize("arch", ["gfx942", "gfx950"])
+def test_clang_global_load_lds(tier_runs, clang_co, arch):
+  co = clang_co(arch, "lds_dma").read_bytes()
+  n = 256
+  x = (np.arange(n + 4, dtype=np.uint32) * 2654435761).astype(np.uint32)
+
+  def go():
+    out = np.zeros(2 * n, np.uint32)
+    launch(co, "global_dword", grid=n // 64, block=64, args=[out, x])
+    return out
+  (interp, e0, _), (native, e1, runs) = tier_runs(go)
+  assert e0 is None and e1 is None, (e0, e1)
+  for got in (interp, native):
+    np.testing.assert_array_equal(got[0::2], x[:n])  # the plain load
+    np.testing.assert_array_equal(got[1::2], x[4:n + 4])  # offset:16 moves both addresses
+  assert runs > 0
+
+
+@pytest.mark.parametrize("arch", ["gfx942", "gfx950"])
+def test_clang_buffer_load_lds_and_out_of_range(tier_runs, clang_co, arch):
+  """buffer_load_dword ... offen lds through a V# of 256 dwords: a fifth workgroup's lanes read out of range (0)."""
+  co = clang_co(arch, "lds_dma").read_bytes()
+  x = np.arange(1000, 1256, dtype=np.uint32)
+
+  def go():
+    out = np.full(2 * 320, 7, np.uint32)
+    launch(co, "buffer_dword", grid=5, block=64, args=[out, x])
+    return out
+  (interp, e0, _), (native, e1, _) = tier_runs(go)
+  assert e0 is None and e1 is None, (e0, e1)
+  for got in (interp, native):
+    np.testing.assert_array_equal(got[0::2], np.concatenate([x, np.zeros(64, np.uint32)]))
+
+
+def test_clang_global_load_lds_dwordx4_gfx950(tier_runs, clang_co):
+  co = clang_co("gfx950", "lds_dma").read_bytes()
+  x = np.random.default_rng(1).integers(0, 2 ** 32, 4 * 128, dtype=np.uint32)
+
+  def go():
+    out = np.zeros(4 * 128, np.uint32)
+    launch(co, "global_dwordx4", grid=2, block=64, args=[out, x])
+    return out
+  (interp, e0, _), (native, e1, _) = tier_runs(go)
+  assert e0 is None and e1 is None, (e0, e1)
+  for got in (interp, native):
+    np.testing.assert_array_equal(got, x)
+
+
+# M0 (an LDS byte address) and the offset both move the LDS destination; scratch_load_lds_dword from private memory;
+# the lanes' data contiguous from M0 + offset, read back by each lane from its own slot
+M0 = """
+  s_load_dwordx4 s[4:7], s[0:1], 0x0
+  v_lshlrev_b32 v1, 2, v0
+  v_mov_b32 v3, 0
+  s_waitcnt lgkmcnt(0)
+  s_mov_b32 m0, {m0}
+  global_load_lds_dword v1, s[4:5] offset:8
+  v_add_u32 v4, 0x5a5a0000, v0
+  scratch_store_dword v1, v4, off
+  s_mov_b32 m0, 0x300
+  s_waitcnt vmcnt(0)
+  scratch_load_lds_dword v1, off offset:0
+  s_waitcnt vmcnt(0)
+  v_add_u32 v2, 0x108, v1
+  ds_read_b32 v6, v2
+  v_add_u32 v2, 0x300, v1
+  ds_read_b32 v7, v2
+  v_lshlrev_b32 v8, 3, v0
+  s_waitcnt lgkmcnt(0)
+  global_store_dwordx2 v8, v[6:7], s[6:7]"""
+
+
+def _m0_kernel(m0: int):
+  co = kernel("gfx942", M0.format(m0=m0), vgprs=16, lds=0x400,
+              extra="  .amdhsa_private_segment_fixed_size 256\n  .amdhsa_enable_private_segment 1\n")
+  x = np.arange(3000, 3070, dtype=np.uint32)
+
+  def go():
+    out = np.zeros((64, 2), np.uint32)
+    launch(co, "k", grid=1, block=64, args=[x, out])
+    return out
+  return go, x
+
+
+def test_m0_offset_and_scratch(tier_runs):
+  go, x = _m0_kernel(0x100)
+  (interp, e0, _), (native, e1, _) = tier_runs(go)
+  assert e0 is None and e1 is None, (e0, e1)
+  for got in (interp, native):
+    np.testing.assert_array_equal(got[:, 0], x[2:66])  # global + 8 bytes, LDS at 0x100 + 8 + 4l
+    np.testing.assert_array_equal(got[:, 1], 0x5a5a0000 + np.arange(64, dtype=np.uint32))  # scratch -> LDS 0x300
+
+
+def test_past_the_allocation_faults_on_both_tiers(tier_runs):
+  """M0 near the end of the 1 KiB allocation: lanes past it fault, the same located error on both tiers."""
+  go, _ = _m0_kernel(0x3f0)
+  (_, e0, _), (_, e1, _) = tier_runs(go)
+  assert isinstance(e0, EmuFault) and "global_load_lds_dword" in str(e0) and "LDS" in str(e0), e0
+  assert str(e1) == str(e0)
+
+
+@pytest.mark.parametrize("text", ["global_load_lds_ubyte v1, s[4:5]", "buffer_load_ushort v1, s[4:7], 0 offen lds"])
+def test_sub_dword_loads_into_lds_stop_with_the_reason(text):
+  co = kernel("gfx942", f"  s_load_dwordx4 s[4:7], s[0:1], 0x0\n  s_waitcnt lgkmcnt(0)\n  {text}", vgprs=16, lds=256)
+  with pytest.raises(Exception, match=r"gfx942.*byte or short load into LDS"):
+    launch(co, "k", grid=1, block=64, args=[np.zeros(64, np.uint32)])
