@@ -62,11 +62,11 @@ def scalar_valu(op: Op) -> bool:
   transcendentals: `v_s_rcp_f32 s3, s0`): one value per wave, written whatever EXEC is. Masking it by EXEC left
   the result of an inactive lane 0 in the SGPR (FINDINGS.md #6, clang-22 divides by a uniform value with it inside
   divergent code)."""
-  f = op.info.get("scalar_valu")
+  f = op.info.get("_scalar_valu")
   if f is None:
     d, sem = op.outs.get("D0"), op.sem
     lanes_in = any(isinstance(op.ins.get(n), Src) and op.ins[n].file in "va" for n in sem.inputs)
-    f = op.info["scalar_valu"] = bool(op.vector and d is not None and d.file == "s" and not lanes_in
+    f = op.info["_scalar_valu"] = bool(op.vector and d is not None and d.file == "s" and not lanes_in
                                       and not (sem.program.per_lane or sem.wave_level or sem.cross_lane))
   return f
 
@@ -75,9 +75,9 @@ def va_bits(op: Op, frontend) -> int:
   """How many bits of a guest-memory address `op` reaches: the frontend's virtual-address width (`va_bits`: AMD 32,
   guest VAs handed out below 4 GiB; PTX 64, as NVIDIA's UVM VAs), and no more than the ADDR its body declares. Both
   tiers fault an access at or above 2**bits and hand the body its address in those bits."""
-  b = op.info.get("va_bits")
+  b = op.info.get("_va_bits")
   if b is None:
-    b = op.info["va_bits"] = min(getattr(frontend, "va_bits", 32),
+    b = op.info["_va_bits"] = min(getattr(frontend, "va_bits", 32),
                                  op.sem.inputs.get("ADDR", 64) if op.sem is not None else 64)
   return b
 

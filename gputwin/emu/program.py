@@ -36,7 +36,8 @@ class Op:
   outs: dict = field(default_factory=dict)  # pcode output name -> Src | special name
   mem: str = ""  # smem | ds | global | flat | scratch | buffer
   vector: bool = True  # lanes (VALU/VMEM) or one value per wave (SALU/SMEM)
-  info: dict = field(default_factory=dict)
+  info: dict = field(default_factory=dict)  # the binding's facts; keys starting with "_" are memos a tier adds
+  # on first use (never part of the native cache's key: the same op, whichever tier ran it first)
   old: dict = field(default_factory=dict)  # outputs whose previous value the pcode needs (partial writes)
   atomic: bool = False  # the body reads and writes MEM: lanes must keep their EXEC mask (ordered RMW in pcode)
   _text: str | None = field(default=None, repr=False)

@@ -69,6 +69,36 @@ def test_a_new_process_with_a_warm_cache_compiles_nothing(tmp_path):
   assert _child(tmp_path, jit="0")["out"] == first["out"]
 
 
+# two launches with the checkers on (the default): how many instructions of each ran natively
+TWICE = """
+import json
+import numpy as np
+from gputwin.emu import launch, native
+from tests.emu.test_asm import kernel
+from tests.emu.test_native_cache import BODY
+co, runs = kernel("gfx1100", BODY.format(c=7)), []
+for i in range(2):
+  out = np.zeros(256, np.int32)
+  runs.append(launch(co, "k", grid=1, block=256, args=[out]).native_instructions)
+print(json.dumps(dict(native.STATS, native=runs, out=out.tolist())))
+"""
+
+
+def test_a_block_compiled_once_hot_is_found_at_first_sight(tmp_path):
+  """A block compiled after the interpreter ran it (its ops then carry the tiers' memos: input plans, the checkers')
+  is found by the next process at its first sight: the key leaves Op.info's memos out (it missed, and the next process
+  interpreted until hot and compiled the block again)."""
+  env = dict(os.environ, GPUTWIN_NATIVE_CACHE=str(tmp_path), GPUTWIN_JIT="1", GPUTWIN_JIT_AFTER="300",
+             PYTHONPATH=str(ROOT))
+  run = lambda: _result(subprocess.Popen([sys.executable, "-c", TWICE], cwd=ROOT, env=env,  # noqa: E731
+                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+  first = run()
+  assert first["compiles"] > 0 and first["native"][0] == 0 < first["native"][1], first  # (256 lanes: not hot yet)
+  again = run()
+  assert again["compiles"] == 0 and again["cache_loads"] == first["compiles"], again
+  assert again["native"] == [first["native"][1]] * 2 and again["out"] == first["out"] == _want()
+
+
 def test_an_empty_cache_costs_a_cold_launch_no_llvm(tmp_path):
   """A fresh process whose cache holds nothing: a launch too small to make a block hot looks up no key (the first
   one asks LLVM for the host) and never loads LLVM; with the cache filled it loads the blocks from their first sight."""

@@ -20,7 +20,6 @@ from gputwin.pcode import Semantics
 
 FORMAT = 1  # of the files; part of every key
 LIMIT_MB = 256
-MEMOS = ("va_bits",)  # Op.info entries computed from the op itself on first use (binding.va_bits): left out
 
 
 def folder() -> Path | None:
@@ -85,8 +84,8 @@ def _text(x, out: list) -> None:
   elif isinstance(x, dict):
     items = []
     for k, v in x.items():
-      if k in MEMOS:
-        continue
+      if isinstance(k, str) and k.startswith("_"):  # Op.info memos (binding.va_bits, the checkers' plans ...):
+        continue  # computed from the op on first use, by whichever tier ran it first: never part of a key
       part = []
       _text(k, part)
       part.append(":")
