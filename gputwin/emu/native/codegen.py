@@ -16,8 +16,8 @@ from gputwin.emu.native import matrix, plan, tensor
 from gputwin.emu.native.runtime import (C_A, C_IEEE, C_INIT, C_LANES, C_LDS, C_LDSZ, C_LOG, C_PC, C_PRIV, C_RAN,
                                         C_REGS, C_RES, C_RESN, C_S, C_SCC, C_SCRST, C_SCRSZ, C_SSTR, C_SSTW, C_TAKEN,
                                         C_V, C_VSTR, C_VSTW, C_WG, F_GLOBAL, F_HIGH, F_LANE, F_LDSBASE, F_SCROFF,
-                                        HINT_BASE, HINT_HI, HINT_LO, HINT_PROBE, HINT_REGION, HINTS, PRELUDE,
-                                        TBAA_FIXED, mask_bits)
+                                        HINT_BASE, HINT_HI, HINT_LO, HINT_PROBE, HINT_REGION, HINTS, TBAA_FIXED,
+                                        mask_bits, prelude)
 from gputwin.emu.program import Op, Src
 from gputwin.errors import PcodeError
 from gputwin.pcode import analysis, llvm as backend
@@ -513,7 +513,8 @@ done:
 }}
 """
     sites = f"{SITES} = internal constant i64 {len(self.sites)}\n" if self.log else ""
-    return PRELUDE + sites + "\n".join(self.funcs) + drv + self.metadata()
+    own = sites + "\n".join(self.funcs) + drv
+    return prelude(own) + own + self.metadata()
 
   def metadata(self) -> str:
     """!0 marks invariant loads (ctx fields); each TBAA tag is a scalar type of its own under one root, but guest

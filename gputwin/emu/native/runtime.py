@@ -71,6 +71,40 @@ for _k, _v in dict(LDS_MASK=(1 << LDS_BITS) - 1, LDS_SHIFT=LDS_SHIFT, F_GLOBAL=F
                    TB_TBL=f"!{TBAA_BASE + 2 * TBAA_FIXED.index('tbl') + 1}").items():
   PRELUDE = PRELUDE.replace(_k, str(_v))
 
+_SYMBOL = re.compile(r"@([\w.$]+)")
+
+
+def _entities(text: str) -> dict[str, tuple[str, set[str]]]:
+  """The top-level entities of IR text (declarations, definitions, globals; comments dropped), in order: name ->
+  (its text, the symbols it refers to)."""
+  out, lines, i = {}, text.splitlines(), 0
+  while i < len(lines):
+    line, j = lines[i], i
+    if line.startswith("define "):
+      while lines[j] != "}":
+        j += 1
+    if line.startswith(("declare ", "define ", "@")):
+      name = _SYMBOL.search(line).group(1)
+      body = "\n".join(lines[i:j + 1])
+      out[name] = (body, set(_SYMBOL.findall(body)) - {name})
+    i = j + 1
+  return out
+
+
+_PRELUDE = _entities(PRELUDE)
+
+
+def prelude(body: str) -> str:
+  """The part of PRELUDE a module whose own text is `body` refers to, directly or through it (a block calls a few
+  of its helpers: parsing the rest, only for LLVM to drop it, was most of a small block's compile)."""
+  todo, need = [n for n in set(_SYMBOL.findall(body)) if n in _PRELUDE], set()
+  while todo:
+    n = todo.pop()
+    if n not in need:
+      need.add(n)
+      todo += [r for r in _PRELUDE[n][1] if r in _PRELUDE]
+  return "".join(t + "\n" for n, (t, _) in _PRELUDE.items() if n in need)
+
 
 _LOCAL = threading.local()
 
