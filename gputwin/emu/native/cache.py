@@ -116,11 +116,21 @@ def _join(x) -> str:
   return "".join(out)
 
 
+def _op_text(op) -> str:
+  """An op's canonical text, kept in its Op.info memo (an op's facts are fixed once bound; a block's key is asked at
+  first sight and again when it compiles, and the ops recur in the blocks of several PCs)."""
+  info = op.info
+  t = info.get("_key")
+  if t is None:
+    t = info["_key"] = _join(op)
+  return t
+
+
 def key(ops: list, lanes: int, family: str, arch: str, frontend, variant: str) -> str | None:
   """The cache key of a block compiled from `ops` (its PCs, operands, semantics, the wave size, target and
   frontend, the compile `variant`), this gputwin's sources and the host's LLVM; None when an op has no stable text."""
   try:
-    ops_text = _join(ops)
+    ops_text = "\n".join(map(_op_text, ops))
   except _Unstable:
     return None
   mod = type(frontend).__module__

@@ -32,7 +32,7 @@ def threshold() -> int:
 
 
 PIPELINE = "O2-nounroll"  # the LLVM pipeline runtime.emit runs (part of the cache key)
-LEAN_PIPELINE = "inline-attrs-sroa-instcombine-simplifycfg-dce-fastisel"  # the one it runs for a lean block
+LEAN_PIPELINE = "inline-attrs-sroa-simplifycfg-dce-fastisel"  # the one it runs for a lean block
 FULL_AFTER = 13  # a lean block gets its full compile once GPUTWIN_JIT_AFTER x this many lanes entered it (below)
 _IR = threading.RLock()  # the tier's LLVM work (each thread has its own context and target machine: runtime._llvm)
 _ENGINE = threading.RLock()  # the process's one MCJIT engine (mock GPUs run their command processors on threads)
