@@ -1,7 +1,8 @@
 """Checkers for hand-written assembly, run alongside execution (on by default; `checks=False` or a set of names).
 
   waitcnt  a register written by an outstanding load is read before the matching wait counter retires it
-           (s_waitcnt vmcnt/lgkmcnt, s_waitcnt_vscnt on gfx10+; gfx12 s_wait_loadcnt/storecnt/dscnt/kmcnt)
+           (s_waitcnt vmcnt/lgkmcnt, s_waitcnt_vscnt on gfx10+; gfx12 s_wait_loadcnt/storecnt/dscnt/kmcnt), or
+           LDS bytes a load into LDS (CDNA) still writes are accessed before its vmcnt retires
   uninit   an operand none of whose registers was ever written (by the ABI's initial state or an instruction);
            a partially written multi-dword operand is allowed (clang reads v[0:1] for a 32-bit addend)
   lds_race two waves of one workgroup touch the same LDS dword, at least one writing, with no s_barrier between
@@ -99,7 +100,10 @@ class Checks:
     # -> the wait counters (bit mask) of loads into it that may be outstanding (absent: its entries are all zero)
     self.full, self.pend = set(), {}
     self.narrow: dict[int, tuple[int, bool]] = {}  # global address -> (CTA, .cta-scoped) of atomics (scope checker)
-    if self.on & {"lds_race", "async"}:
+    # loads into LDS (AMD's deliver) still outstanding per wave: (counter + 1, sequence number, first and last byte + 1
+    # of the LDS they write, in the wave's workgroup); made at the first one
+    self.dma = None
+    if self.on & {"lds_race", "async"} or self.waitcnt:
       eng.lds.watch = lambda acc, wg, off, n: self._lds(eng, acc, wg, off, n)
 
   def initial(self, eng, nsgpr: int, vrows=(0,), srows=()) -> None:
@@ -277,6 +281,8 @@ class Checks:
         return False
     if blk.sites and len(getattr(getattr(eng, "cp_async", None), "rows", ())) and "async" in self.on:
       return False  # (PTX: a cp.async in flight; the shared-memory reads are checked against it interpreted)
+    if self.dma is not None and any(o.mem in ("ds", "flat") for o in blk.ops):
+      return False  # (AMD: a load into LDS may be in flight; the block's LDS accesses are checked against it interpreted)
     if s.sync_reads and self.sync_pc:  # ir3: registers read before the block produces them, still pending?
       w = np.arange(eng.W)[ix]
       for h, ss, sy in s.sync_reads:
@@ -580,6 +586,9 @@ class Checks:
     op, slot = self.cur, getattr(eng.lds, "lane_waves", None)
     if acc == "read" and "async" in self.on and len(getattr(getattr(eng, "cp_async", None), "rows", ())):
       self._async(eng, op, wg, off, n)
+    if self.waitcnt and op is not None and slot is not None and len(slot) == len(wg) and \
+       (self.dma is not None or op.info.get("deliver")):
+      self._dma(eng, op, acc, off, n, slot)
     if "lds_race" not in self.on or op is None or op.atomic or op.info.get("strong") or slot is None or \
        len(slot) != len(wg):
       return
@@ -677,6 +686,37 @@ class Checks:
     from gputwin.emu.core import Stop
     raise Stop("check", f"LDS race: wave {int(slot[i])} {acc}s LDS[{int(d[i]) * 4:#x}] that another wave of its "
                         f"workgroup accessed since the last s_barrier", int(slot[i]), op)
+
+  def _dma(self, eng, op: Op, acc: str, off, n: int, slot) -> None:
+    """waitcnt for loads into LDS: their data lands when their counter retires (vmcnt), so an LDS access by any wave
+    of the workgroup to bytes one still writes reads (or is overwritten by) stale data. Recorded per issuing wave as
+    the range it writes; an access checks the ranges of its workgroup's waves whose load has not retired."""
+    off = np.asarray(off, np.int64)
+    if op.info.get("deliver"):  # the load's own writes (issued, after() counts it next): record its range
+      if self.dma is None:
+        self.dma = np.zeros((eng.W, 4), np.int64)
+      c = self._plan(op)[2][0]
+      for w in np.unique(slot):
+        at = off[slot == w]
+        d, lo, hi = self.dma[w], int(at.min()), int(at.max()) + n
+        if d[0] and self.retired[w, d[0] - 1] < d[1]:  # another one still outstanding: the union of both
+          lo, hi = min(lo, int(d[2])), max(hi, int(d[3]))
+        self.dma[w] = (c + 1, self.issued[w, c] + 1, lo, hi)
+      return
+    d = self.dma
+    live = np.flatnonzero(d[:, 0] > 0)
+    live = live[self.retired[live, d[live, 0] - 1] < d[live, 1]]
+    if not len(live):  # every one retired (retired counts only grow): nothing to check until the next
+      self.dma = None
+      return
+    wgs = eng.wg[np.asarray(slot, np.int64)]
+    for w in live:
+      bad = (wgs == eng.wg[w]) & (off < d[w, 3]) & (off + n > d[w, 2])
+      if bad.any():
+        i = int(np.argmax(bad))
+        from gputwin.emu.core import Stop
+        raise Stop("check", f"{acc}s LDS[{int(off[i]):#x}] while wave {int(w)}'s load into LDS writing it is "
+                            f"outstanding: missing s_waitcnt {self.cnames[d[w, 0] - 1]}", int(slot[i]), op)
 
   def _hazard(self, eng, op: Op, ix) -> None:
     used = list(self._regs(op, list(op.sem.inputs) if op.sem else ["S0"]))

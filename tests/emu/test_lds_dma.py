@@ -117,3 +117,39 @@ def test_sub_dword_loads_into_lds_stop_with_the_reason(text):
   co = kernel("gfx942", f"  s_load_dwordx4 s[4:7], s[0:1], 0x0\n  s_waitcnt lgkmcnt(0)\n  {text}", vgprs=16, lds=256)
   with pytest.raises(Exception, match=r"gfx942.*byte or short load into LDS"):
     launch(co, "k", grid=1, block=64, args=[np.zeros(64, np.uint32)])
+
+
+# waitcnt: the load into LDS lands when vmcnt retires it. {wait} before reading back the bytes it writes ({read}: the
+# same bytes, or others, which a double-buffered loop reads while the next tile is in flight)
+WAIT = """
+  s_load_dwordx4 s[4:7], s[0:1], 0x0
+  v_lshlrev_b32 v1, 2, v0
+  s_waitcnt lgkmcnt(0)
+  s_mov_b32 m0, 0x100
+  global_load_lds_dword v1, s[4:5]
+  v_add_u32 v2, {read}, v1
+  {wait}
+  ds_read_b32 v5, v2
+  s_waitcnt vmcnt(0) lgkmcnt(0)
+  global_store_dword v1, v5, s[6:7]"""
+
+
+@pytest.mark.parametrize("read,wait,bad", [("0x100", "", True), ("0x100", "s_waitcnt vmcnt(0)", False),
+                                           ("0", "", False), ("0x1fc", "", True)])
+def test_waitcnt_on_loads_into_lds(tier_runs, read, wait, bad):
+  co = kernel("gfx942", WAIT.format(read=read, wait=wait), vgprs=16, lds=0x300)
+  x = np.arange(64, dtype=np.uint32) + 5
+
+  def go():
+    out = np.zeros(64, np.uint32)
+    launch(co, "k", grid=2, block=64, args=[x, out])
+    return out
+  (interp, e0, _), (native, e1, _) = tier_runs(go)
+  assert str(e1) == str(e0)
+  if bad:
+    assert e0 is not None and "ds_read_b32" in str(e0) and "load into LDS" in str(e0) and "vmcnt" in str(e0), e0
+  else:
+    assert e0 is None, e0
+    want = x if read == "0x100" else np.zeros(64, np.uint32)
+    np.testing.assert_array_equal(interp, want)
+    np.testing.assert_array_equal(native, want)
