@@ -47,7 +47,26 @@ class _Mem:
       return lambda *a: np.uint32(0xffffffff)
     if name == "IsM0":  # RDNA4 DS: is the address operand M0 (GDS-style addressing)? Never for LDS
       return lambda *a: np.bool_(False)
+    if name == "DS_APPEND_CONSUME_COUNTER":
+      return self.counter
     raise AttributeError(name)
+
+  def counter(self, addr, exec_mask, step):
+    """DS_APPEND / DS_CONSUME (pcode errata): wave by wave, in wave order, the dword at the wave's address (one for
+    all its lanes) gains `step` x its active lanes; every lane gets the value before. Waves of one workgroup share
+    the counter and see each other's updates."""
+    a = np.asarray(addr, U64)
+    a = a.reshape(len(a), -1)[:, 0]
+    e = np.ascontiguousarray(np.asarray(exec_mask, U64).reshape(len(a), -1)[:, 0])
+    delta = np.unpackbits(e.view(np.uint8)).reshape(len(a), 64).sum(axis=1).astype(np.int64) * int(step)
+    old = np.zeros(len(a), np.int64)
+    for at in np.unique(a):  # (one counter per workgroup, usually)
+      waves = np.flatnonzero(a == at)
+      v = int(self.space.gather(np.array([at], U64), 4)[0])
+      steps = np.cumsum(delta[waves])
+      old[waves] = v + steps - delta[waves]
+      self.space.scatter(np.array([at], U64), np.array([(v + int(steps[-1])) & 0xffffffff], U32), 4)
+    return (old & 0xffffffff).astype(U32)[:, None]
 
   def read(self, addr, bits):
     if self.space is None:

@@ -89,12 +89,15 @@ ERRATA: tuple[Erratum, ...] = (
           "dispatch with the trap ID) can act on it.",
           f"{_MANUALS}, SOPP chapter, S_TRAP ('enter the trap handler'); the text's own comment that the handler "
           "receives the PC of the S_TRAP itself."),
-  Erratum(_ALL, r"LDS\(addr\) = LDS\(addr\) [+-] countbits\(valid mask\)", "replace",
-          '"wave-level LDS counter update: one read-modify-write per wave, not per lane";\n'
-          "RETURN_DATA.u32 = DS_APPEND_CONSUME_COUNTER(M0.u32, OFFSET.u32, EXEC.u64)",
+  Erratum(_ALL, r"LDS\(addr\) = LDS\(addr\) ([+-]) countbits\(valid mask\)", "replace",
+          lambda m: _counter(1 if m[1] == "+" else -1),
           "DS_APPEND/DS_CONSUME are described in C-like prose with `LDS(addr)` and `GPR[VDST]`. The update is "
-          "per wave, which a per-lane body cannot say; it runs through the DS_APPEND_CONSUME_COUNTER hook.",
-          f"{_MANUALS}, LDS chapter: DS_APPEND/DS_CONSUME (`countbits(valid mask)` added once per wave)."),
+          "per wave, which a per-lane body cannot say; it runs through the DS_APPEND_CONSUME_COUNTER built-in "
+          "(the executor's: core._Mem), at the address the executor forms from M0 and the offset (RDNA4's text "
+          "says `addr = offset`, but clang-22 sets M0 to the counter's address on every target).",
+          f"{_MANUALS}, LDS chapter: DS_APPEND/DS_CONSUME (`countbits(valid mask)` added once per wave, the old "
+          "value returned to all valid threads); clang-22's __builtin_amdgcn_ds_append/consume (s_mov_b32 m0, ptr); "
+          "tests/emu/test_ds_append.py."),
   Erratum(_ALL, r"^offset = offset1:offset0;\nif \(offset >= 0xe000\) \{|^Offset\[4:0\]: Swizzle", "replace",
           '"DS_SWIZZLE: every lane reads DATA of the lane its OFFSET mode selects (0 from inactive lanes)";\n'
           "RETURN_DATA.b32 = ds_swizzle(OFFSET.u32, DATA.u32, EXEC.u64)",
@@ -126,6 +129,12 @@ ERRATA += (
 )
 
 _FLT = {"f16": ("16'0.5", "16'1.0", "16'0.0"), "f32": ("0.5F", "1.0F", "0.0F"), "f64": ("0.5", "1.0", "0.0")}
+
+
+def _counter(step: int) -> str:
+  """Our body of DS_APPEND (step 1) / DS_CONSUME (-1)."""
+  return ('"wave-level LDS counter update: one read-modify-write per wave, not per lane";\n'
+          f"RETURN_DATA.u32 = DS_APPEND_CONSUME_COUNTER(CalcDsAddr(M0.u32, OFFSET.u32), EXEC.u64, {step})")
 
 
 def _rndne(m) -> str:
@@ -345,6 +354,11 @@ def _load(calc: str, dwords: int) -> str:
 
 # Instructions the vendor gives no pseudocode for: our bodies (kind "add", `match` over the name).
 ADDED: tuple[Erratum, ...] = (
+  *(Erratum(("cdna",), name, "add", _counter(step),
+            "No vendor pseudocode for DS_APPEND/DS_CONSUME in the CDNA guides: RDNA's (pcode errata above).",
+            "CDNA3 ISA guide, LDS chapter (DS_APPEND: 'append one or more entries to a buffer'); clang-22's "
+            "__builtin_amdgcn_ds_append/consume on gfx942; tests/emu/test_ds_append.py.")
+    for name, step in (("DS_APPEND", 1), ("DS_CONSUME", -1))),
   *(Erratum(("cdna",), f"{seg}_LOAD_LDS_DWORD{x}", "add", _load(calc, n),
             "No vendor pseudocode for the loads into LDS. The body is the plain load's (same address, same data); "
             "the AMD frontend sends VDATA to LDS at M0 + the instruction offset + lane * bytes instead of a VGPR "

@@ -55,6 +55,9 @@ UNMODELLED = {r"^TBUFFER_": "typed buffer access (MTBUF): converting through the
                             "is not modelled",
               r"_LOAD_LDS_[US](BYTE|SHORT)$": (BYTES_TO_LDS := "a byte or short load into LDS: where its bytes land "
                                                                 "in LDS is not documented")}
+# DS bodies (ours: pcode errata) whose LDS address is M0 + the offset, keyed by the built-in they call: DS_APPEND /
+# DS_CONSUME's counter (clang-22 puts the counter's LDS address in M0)
+M0_ADDRESSED = frozenset({"DS_APPEND_CONSUME_COUNTER"})
 # Loads whose data goes to LDS instead of VDATA: these opcodes, and MUBUF loads with the encoding's lds bit (CDNA ISA
 # guides, "global load LDS" / MUBUF "LDS DMA"): lane l's data lands at M0 + the instruction offset + l * bytes
 TO_LDS = r"^(GLOBAL|SCRATCH)_LOAD_LDS_"
@@ -337,6 +340,7 @@ def _mem_info(inst: Inst, kind: str, opnds: dict, fam: str, k: dict) -> dict:
     off = f.get("offset0", 0) | (f.get("offset1", 0) << 8)
     sem = _sem(fam, inst.op)
     adds_offset = sem is not None and body_adds_offset(sem.program.body)  # `MEM[ADDR + OFFSET.u32]`, or ours
+    m0 = k["m0"] if sem is not None and sem.calls & M0_ADDRESSED else None
   null = {k["null"], 0x7f} if fam != "cdna" else {0x7f}
   saddr = opnds.get("saddr")
   vaddr = opnds.get("addr") or opnds.get("vaddr")
@@ -355,7 +359,7 @@ def _mem_info(inst: Inst, kind: str, opnds: dict, fam: str, k: dict) -> dict:
     else:
       info["soff_reg"] = so if use else None
   if kind == "ds":
-    info["adds_offset"] = adds_offset
+    info["adds_offset"], info["m0"] = adds_offset, m0
   info["address"] = _address(kind, info)
   if kind == "buffer":
     info["vdwords"] = int(bool(info["offen"])) + int(bool(info["idxen"]))
@@ -377,7 +381,8 @@ def _address(kind: str, info: dict) -> Address | None:
     so = () if info.get("soff_reg") is None else (Src("s", info["soff_reg"]),)
     return Address((Src("s", info["sbase"], 2),) + so, off, 64, 4, "mem")
   if kind == "ds":  # 32-bit DS address arithmetic; bodies that add OFFSET themselves get none here
-    return Address(() if v is None else (Src("v", v),), 0 if info["adds_offset"] else off, 32, 1, "lds")
+    base = (Src("s", info["m0"]),) if info["m0"] is not None else () if v is None else (Src("v", v),)
+    return Address(base, 0 if info["adds_offset"] else off, 32, 1, "lds")
   if kind == "scratch":
     return Address((() if s is None else (Src("s", s),)) + ((Src("v", v),) if info["sve"] and v is not None else ()),
                    off, 32, 1, "scratch")
