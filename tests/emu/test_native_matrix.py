@@ -295,7 +295,7 @@ def test_results_are_the_exact_product_rounded(arch):
     a, b, c, d = op.ins["S0"], op.ins["S1"], op.ins["S2"], op.outs["D0"]
     rows = lambda s: (eng.V if s.file == "v" else eng.A)[:, s.index:s.index + s.dwords]
     for s in (a, b):
-      rows(s)[:] = _finite(rng, t.ins, rows(s).shape)
+      rows(s)[:] = _finite(rng, t.ins[0], rows(s).shape)  # (A and B: the same bits)
     rows(c)[:] = _finite(rng, "F32" if t.acc == "F32" else "I8", rows(c).shape)
     C = rows(c)[0].copy()
     core.step(eng, op, slice(None))

@@ -41,16 +41,18 @@ _BITS = {"F16": 16, "BF16": 16, "IU8": 8, "I8": 8, "F32": 32, "FP8": 8, "BF8": 8
 
 @functools.lru_cache(maxsize=None)
 def layout(family: str, name: str, L: int):
-  """(M, N, K, accumulator type, input type, input bits, elements per lane, A/B map, C/D map) of `name` in wave`L`:
-  the A/B map gives per element (row or column, k) lane arrays, the C/D map per register (row, column)."""
+  """(M, N, K, accumulator type, A's and B's element types, input bits, elements per lane, A/B map, C/D map) of
+  `name` in wave`L`: the A/B map gives per element (row or column, k) lane arrays, the C/D map per register (row,
+  column). A and B share a layout (same bits: FP8 x BF8 differ in type only)."""
   row = hwdata.matrix(family, name)
-  if row is None or row.layout is None or (row.layout.startswith("wmma") and L != 32) or row.a not in _BITS:
+  if row is None or row.layout is None or (row.layout.startswith("wmma") and L != 32) or row.a not in _BITS or \
+     _BITS.get(row.b) != _BITS[row.a]:
     raise GputwinError(f"{name}: matrix layout not modelled (wave{L})")
-  return _layout(row.layout, row.m, row.n, row.k, row.c, row.a, L)
+  return _layout(row.layout, row.m, row.n, row.k, row.c, (row.a, row.b), L)
 
 
-def _layout(kind: str, M: int, N: int, K: int, acc: str, ins: str, L: int):
-  bits = _BITS[ins]
+def _layout(kind: str, M: int, N: int, K: int, acc: str, ins: tuple[str, str], L: int):
+  bits = _BITS[ins[0]]
   lane = np.arange(L)
   if kind == "wmma_rdna3":
     ne = K
@@ -80,7 +82,7 @@ class Tables(NamedTuple):
   n: int
   k: int
   acc: str  # accumulator / result type: F32 | I32
-  ins: str  # input element type
+  ins: tuple[str, str]  # A's and B's element types (matrix.json)
   bits: int  # input element bits
   a: np.ndarray  # (M, K, 3) int64
   b: np.ndarray  # (K, N, 3) int64
@@ -114,7 +116,7 @@ def operands(family: str, op, L: int) -> tuple[Tables, str, str]:
     raise GputwinError(f"{name}: cbsz/abid/blgp broadcast controls are not modelled")
   if f.get("clmp", 0):
     raise GputwinError(f"{name}: clamp is not modelled")
-  if t.ins != "IU8" and (f.get("neg", 0) or f.get("neg_hi", 0)):
+  if t.ins[0] != "IU8" and (f.get("neg", 0) or f.get("neg_hi", 0)):
     raise GputwinError(f"{name}: neg modifiers are not modelled")
   for k, s, need in zip("ABCD", (op.ins["S0"], op.ins["S1"], op.ins["S2"], op.outs["D0"]), t.regs + t.regs[2:]):
     if s.file not in ("v", "a") and not (k == "C" and s.file == "k"):  # llvm-mc-22: "Invalid register" (VReg_N)
@@ -124,15 +126,13 @@ def operands(family: str, op, L: int) -> tuple[Tables, str, str]:
       raise GputwinError(f"{name}: a non-zero constant C operand is not modelled")
     if s.file != "k" and s.dwords < need:
       raise GputwinError(f"{name}: the {k} matrix takes {need} registers, not {s.dwords}")
-  row = hwdata.matrix(family, name)
-
   def kind(ty: str, i: int) -> str:
     if ty == "IU8":  # neg_lo bits 0/1 say A/B are signed (RDNA3 WMMA)
       return "I8" if f.get("neg", 0) >> i & 1 else "U8"
     if ty in ("FP8", "BF8"):  # what they mean on this target (isa.targets' fp8 column, bound by amd/decode)
       return ty.lower() + ("fnuz" if op.info.get("fp8fnuz") else "")
     return ty
-  return t, kind(row.a, 0), kind(row.b, 1)
+  return t, kind(t.ins[0], 0), kind(t.ins[1], 1)
 
 
 def _gather(regs: np.ndarray, src: np.ndarray, bits: int) -> np.ndarray:
