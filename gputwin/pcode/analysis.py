@@ -54,6 +54,8 @@ def sliced_outputs(body, bits: dict[str, int]) -> set[str]:
       elif st.op == "if":
         paths = [written(b, dict(acc)) for _, b in st.args[0]] + [written(st.args[1], dict(acc))]
         acc = {k: functools.reduce(operator.and_, (p.get(k, 0) for p in paths)) for k in paths[0]}
+      elif st.op in ("for", "while"):  # (its slices count; what it writes is not taken as written on every path)
+        written(st.args[-1], dict(acc))
     return acc
 
   done = written(body, {})

@@ -120,10 +120,10 @@ def _sign(fmt: str, bits: int, bitwise: bool = False) -> int:
 
 
 @functools.lru_cache(maxsize=None)
-def _sliced(fam: str, name: str, dwords: int) -> bool:
-  """Whether some path through the body writes only bit ranges of D0 (a register of `dwords`), leaving the rest."""
-  sem = _sem(fam, name)
-  return "D0" in sem.outputs and "D0" in sliced_outputs(sem.program.body, {"D0": 32 * dwords})
+def _sliced(fam: str, name: str, widths: tuple) -> frozenset:
+  """The results (name, bits) some path through the body writes only bit ranges of, leaving the rest (V_CVT_PK_FP8_F32's
+  half of D0, a D16 load's half of VDATA): the binding passes their old value in."""
+  return frozenset(sliced_outputs(_sem(fam, name).program.body, dict(widths)))
 
 
 @functools.lru_cache(maxsize=None)
@@ -294,11 +294,13 @@ def _destination(op: Op, inst: Inst, opnds: dict, slots: dict, sem) -> None:
     return
   if "D0" in sem.inputs:  # accumulators (V_FMAC_F32, V_DOT2ACC)
     op.ins["D0"] = d
-  elif d.file in "va" and _sliced(sem.family, sem.name, d.dwords):  # V_CVT_PK_FP8_F32 writes half of D0: pass
-    op.old.setdefault("D0", d)  # the other
-  for n in ("VDATA", "RETURN_DATA", "SDATA"):  # partial writes (D16 loads) keep the rest: pass the old value
-    if n in sem.outputs and n not in sem.inputs and d.file in "va":
-      op.old[n] = Src(d.file, d.index, max(1, min(sem.outputs[n] // 32, d.dwords)))
+  if d.file in "va":  # results written in part keep the rest: their old value goes in
+    widths = {"D0": 32 * d.dwords} | {n: sem.outputs[n] for n in ("VDATA", "RETURN_DATA", "SDATA") if n in sem.outputs}
+    for n in _sliced(sem.family, sem.name, tuple(sorted(widths.items()))):
+      if n == "D0" and "D0" not in sem.inputs:
+        op.old.setdefault("D0", d)
+      elif n != "D0" and n not in sem.inputs:
+        op.old[n] = Src(d.file, d.index, max(1, min(sem.outputs[n] // 32, d.dwords)))
   if "VDST" in sem.inputs and "VGPR" in sem.regfiles:  # V_WRITELANE: a VGPR number (DS_BPERMUTE's is bound above)
     op.ins.setdefault("VDST", Src("k", value=dst.index))
   if "DST" in sem.inputs and sem.regfiles:  # S_/V_MOVRELD, V_SWAPREL: the destination's register number (+ M0)
