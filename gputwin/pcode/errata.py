@@ -367,8 +367,9 @@ ADDED: tuple[Erratum, ...] = (
             "CDNA3/CDNA4 ISA guides, FLAT chapter: GLOBAL_LOAD_LDS_DWORD{,X3,X4}, SCRATCH_LOAD_LDS_DWORD; LLVM's "
             "llvm.amdgcn.global.load.lds (the immediate offset applies to both the global and the LDS address); "
             "tests/emu/test_lds_dma.py")
-    for seg, calc, xs in (("GLOBAL", "CalcGlobalAddr", ("", "X3", "X4")), ("SCRATCH", "CalcScratchAddr", ("",)))
-    for x in xs for n in ({"": 1, "X3": 3, "X4": 4}[x],)),
+    for seg, calc, forms in (("GLOBAL", "CalcGlobalAddr", (("", 1), ("X3", 3), ("X4", 4))),
+                             ("SCRATCH", "CalcScratchAddr", (("", 1),)))
+    for x, n in forms),
   Erratum(_ALL, r"S_ENDPGM|S_ENDPGM_SAVED", "add", '"end of program: the wave terminates";\nENDPGM()',
           "No vendor pseudocode. The wave's end is a machine event: the ENDPGM call is implemented by the executor.",
           f"{_MANUALS}, SOPP chapter: S_ENDPGM ('end of program; terminate wavefront'), S_ENDPGM_SAVED."),
