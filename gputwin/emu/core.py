@@ -23,7 +23,7 @@ from gputwin.emu.binding import (LDS_BITS, LDS_SHIFT, Address, Stop, float_resul
                                  va_bits)
 from gputwin.emu.program import Op, Program, Src
 from gputwin.errors import GPUPageFault, GputwinError
-from gputwin.pcode.runtime import Wide
+from gputwin.pcode.runtime import Wide, dwords
 
 U32, U64 = np.uint32, np.uint64
 MAX_WAVES = 1 << (32 - LDS_SHIFT)
@@ -57,8 +57,8 @@ class _Mem:
     the counter and see each other's updates."""
     a = np.asarray(addr, U64)
     a = a.reshape(len(a), -1)[:, 0]
-    e = np.ascontiguousarray(np.asarray(exec_mask, U64).reshape(len(a), -1)[:, 0])
-    delta = np.unpackbits(e.view(np.uint8)).reshape(len(a), 64).sum(axis=1).astype(np.int64) * int(step)
+    e = np.asarray(exec_mask, U64).reshape(len(a), -1)[:, :1]
+    delta = _count_per_warp(_lanes(e, 64)) * int(step)
     old = np.zeros(len(a), np.int64)
     for at in np.unique(a):  # (one counter per workgroup, usually)
       waves = np.flatnonzero(a == at)
@@ -356,10 +356,7 @@ class Engine:
     """Write raw bits `v` to operand `d` for waves `ix` under lane mask `m` (None: whole wave)."""
     self.mark(d.file, d.index, d.dwords)
     if isinstance(v, Wide) and d.dwords in (3, 4):  # two uint64 words: the dwords without Python ints
-      lo, hi = np.asarray(v.lo, U64), np.asarray(v.hi, U64)
-      shp = np.broadcast_shapes(lo.shape, hi.shape)
-      parts = [np.broadcast_to(p, shp) for p in (lo & U64(M32), lo >> U64(32), hi & U64(M32), hi >> U64(32))]
-      return self._store_parts(d, parts[:d.dwords], ix, m, op)
+      return self._store_parts(d, dwords(v, d.dwords), ix, m, op)
     v = np.asarray(v)
     if d.file in ("v", "a") and isinstance(ix, slice) and d.dwords <= 2 and v.dtype != object and \
        not (d.bits == 16 and d.dwords == 1) and not (op is not None and op.info.get("sdwa")):
@@ -374,8 +371,7 @@ class Engine:
       w = np.ascontiguousarray(v.astype(U64, copy=False)).view(U32).reshape(v.shape + (2,))
       parts = [w[..., 0], w[..., 1]]
     else:
-      parts = [v] if d.dwords == 1 else [(v >> (32 * k)) & M32 if v.dtype == object else v.astype(U64) >> U64(32 * k)
-                                         for k in range(d.dwords)]
+      parts = dwords(v, d.dwords)
     self._store_parts(d, parts, ix, m, op)
 
   def _store_parts(self, d: Src, parts, ix, m, op: Op | None):

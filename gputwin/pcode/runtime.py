@@ -179,6 +179,21 @@ class Wide:
     return r & np.uint64((1 << w) - 1) if w < 64 else r
 
 
+def dwords(v, n: int) -> list:
+  """Raw bits `v` (an integer array, an object array of Python ints, or a Wide) as its `n` low dwords, lowest first:
+  uint64 arrays (object arrays for object input) whose low 32 bits are the dword, for a caller's uint32 cast."""
+  if isinstance(v, Wide):
+    lo, hi = np.asarray(v.lo, np.uint64), np.asarray(v.hi, np.uint64)
+    shp = np.broadcast_shapes(lo.shape, hi.shape)
+    m = np.uint64(0xffffffff)
+    return [np.broadcast_to(p, shp) for p in (lo & m, lo >> np.uint64(32), hi & m, hi >> np.uint64(32))][:n]
+  v = np.asarray(v)
+  if n == 1:
+    return [v]
+  return [(v >> (32 * k)) & 0xffffffff if v.dtype == object else v.astype(np.uint64) >> np.uint64(32 * k)
+          for k in range(n)]
+
+
 def resize(u, bits: int, to: int, sign: bool = False):
   """Unsigned container of `bits` -> unsigned container of `to` (truncate, or extend with zeros/sign)."""
   cf, ct = cbits(bits), cbits(to)

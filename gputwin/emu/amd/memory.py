@@ -8,7 +8,7 @@ import numpy as np
 from gputwin.emu.amd.decode import PRIVATE_HI, SHARED_HI
 from gputwin.emu.program import Op
 from gputwin.errors import GputwinError
-from gputwin.pcode.runtime import Wide
+from gputwin.pcode.runtime import dwords
 
 U32, U64 = np.uint32, np.uint64
 M32, M64 = 0xffffffff, 0xffffffffffffffff
@@ -61,14 +61,8 @@ def deliver(eng, op: Op, ix, m, out: dict) -> dict:
       np.arange(eng.L, dtype=U32)[None, :] * U32(nb)  # (32-bit: wraps as LDS addresses do)
   on = np.broadcast_to(True if m is None else m, (n, eng.L))
   a = eng.lds_address(op, ix, on, base)[on]
-  if isinstance(v, Wide):
-    lo, hi = (np.broadcast_to(np.asarray(w, U64), (n, eng.L))[on] for w in (v.lo, v.hi))
-    parts = [lo & U64(M32), lo >> U64(32), hi & U64(M32), hi >> U64(32)]
-  else:
-    v = np.broadcast_to(np.asarray(v), (n, eng.L))[on]
-    parts = [(v >> (32 * k)) & M32 if v.dtype == object else v.astype(U64) >> U64(32 * k) for k in range(nb // 4)]
-  for k, p in enumerate(parts[:nb // 4]):
-    eng.lds.scatter(a + U64(4 * k), np.asarray(p).astype(U64).astype(U32), 4)
+  for k, p in enumerate(dwords(v, nb // 4)):
+    eng.lds.scatter(a + U64(4 * k), np.broadcast_to(p, (n, eng.L))[on].astype(U64).astype(U32), 4)
   return out
 
 
