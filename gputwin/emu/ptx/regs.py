@@ -27,11 +27,26 @@ def rows(srcs) -> int:
 
 
 def _reads(op) -> int:
+  if op.kind == "tensor":
+    return _tensor_reads(op.info)
   a = op.info.get("address")
   g = op.info.get("guard")
   return rows(list(op.ins.values()) + list(op.old.values()) + list(a.terms if a is not None else ()) +
               [op.info.get("members")] + list(op.info.get("bar") or ()) + list(op.info.get("src") or ())) | \
       (0 if g is None else 1 << g[0])
+
+
+def _tensor_reads(info: dict) -> int:
+  """The rows a warp-level tensor or async instruction (ptx/tensor.py) reads: its source fragments, the registers
+  of its `[...]` operands, and its scalar operands (stride, counts, mbarrier state, cp.async's src-size/ignore)."""
+  do, regs = info.get("do"), info.get("regs") or []
+  read = [s for rs in regs[1:] for s in rs] if do in ("mma", "wmma_mma") else \
+      list(regs) if do in ("wmma_store", "stmatrix") else []
+  for at in (info.get(k) for k in ("at", "dst", "src")):
+    if at is not None:
+      read += list(at.info["address"].terms)
+  return rows(read + [info.get(k) for k in ("stride", "count", "tx", "state", "src_size", "ignore")]) | \
+      (0 if info.get("guard") is None else 1 << info["guard"][0])
 
 
 def _writes(op) -> int:
@@ -42,15 +57,17 @@ def _writes(op) -> int:
 def flow(prog, fn):
   """({pc: (rows read, rows written by every thread that runs it, successor PCs in the function)}, {pc: live rows
   before it}) of kernel `fn` (backward liveness to a fixed point: a thread writes each output of an instruction it
-  runs unless a guard may skip it), or None for code the analysis does not see through (calls, tensor operations)."""
+  runs unless a guard may skip it; a warp-level tensor instruction runs with all of its warp's threads at it, so its
+  reads of other lanes' fragments see rows live there too), or None for code the analysis does not see through
+  (calls)."""
   ops = {}
   for pc in range(fn.entry, fn.end):
     op = prog.op(pc)
-    if op.kind in ("tensor", "call", "ret"):
+    if op.kind in ("call", "ret"):
       return None
     g = op.info.get("guard")
-    writes = rows(op.info["dst"]) if op.kind == "pack" else rows(op.outs.values()) if op.kind in ("alu", "mem") \
-        else 0
+    writes = rows(op.info["dst"]) if op.kind == "pack" else \
+        rows(op.outs.values()) if op.kind in ("alu", "mem", "tensor") else 0
     t = op.ins.get("TARGET")
     jump = op.kind in ("alu", "mem") and "PC" in (op.sem.outputs if op.sem is not None else ())
     succ = [] if op.kind in ("end", "unsupported", "bad") and g is None else \

@@ -82,3 +82,57 @@ def test_each_kernel_of_a_module_has_rows_of_its_own_size(monkeypatch):
         out = np.zeros(64, np.uint32)
         launch(two, name, grid=1, block=64, args=[out, np.uint32(5)], arch="sm_90", checks=checks)
         np.testing.assert_array_equal(out, want)
+
+
+def _regs(p: str, n: int) -> str:
+  return "{" + ", ".join(f"%{p}{k}" for k in range(n)) + "}"
+
+
+# C (16 x 16 f32) = A (16 x K f16, row-major) @ B (K x 16 f16, stored column-major: B^T row-major), K / 16 wmma steps;
+# the accumulator copied back each step so D, A, B and the address temporaries die inside the loop
+GEMM = f""".version 9.0
+.target sm_90
+.address_size 64
+.visible .entry g(.param .u64 A, .param .u64 B, .param .u64 C, .param .u32 K)
+{{
+  .reg .pred %p<2>; .reg .b32 %a<8>; .reg .b32 %b<8>; .reg .f32 %c<8>; .reg .f32 %d<8>; .reg .b32 %r<4>;
+  .reg .b64 %rd<8>;
+  ld.param.u64 %rd1, [A]; ld.param.u64 %rd2, [B]; ld.param.u64 %rd3, [C]; ld.param.u32 %r1, [K];
+  {" ".join(f"mov.f32 %c{k}, 0f00000000;" for k in range(8))}
+  mov.u32 %r2, 0;
+loop:
+  mul.wide.u32 %rd4, %r2, 2;
+  add.s64 %rd5, %rd1, %rd4;
+  add.s64 %rd6, %rd2, %rd4;
+  wmma.load.a.sync.aligned.row.m16n16k16.global.f16 {_regs("a", 8)}, [%rd5], %r1;
+  wmma.load.b.sync.aligned.col.m16n16k16.global.f16 {_regs("b", 8)}, [%rd6], %r1;
+  wmma.mma.sync.aligned.row.col.m16n16k16.f32.f32 {_regs("d", 8)}, {_regs("a", 8)}, {_regs("b", 8)}, {_regs("c", 8)};
+  {" ".join(f"mov.f32 %c{k}, %d{k};" for k in range(8))}
+  add.u32 %r2, %r2, 16;
+  setp.lt.u32 %p1, %r2, %r1;
+  @%p1 bra loop;
+  wmma.store.d.sync.aligned.row.m16n16k16.global.f32 [%rd3], {_regs("c", 8)}, 16;
+  ret;
+}}
+"""
+
+
+def test_tensor_kernels_pack():
+  """Warp-level tensor instructions run with the whole warp at them, so their fragments' rows follow the same
+  liveness as any register's: a wmma loop packs (the fragments of one step share rows with the next step's
+  temporaries) and computes numpy's product in both tiers, packed or not."""
+  rows = lambda lm: {s.index for pc in range(len(lm.image.code)) for s in lm.prog.op(pc).outs.values()
+                     if s.file == "v"}
+  assert len(rows(Loaded(GEMM, "<g>", "sm_90", packed=True))) < len(rows(Loaded(GEMM, "<g>", "sm_90")))
+  K = 64
+  rng = np.random.default_rng(5)
+  A, B = (rng.integers(-8, 8, (16, K)) / 4).astype(np.float16), (rng.integers(-8, 8, (16, K)) / 4).astype(np.float16)
+  want = A.astype(np.float64) @ B.astype(np.float64).T  # (small dyadic values: every sum exact)
+  for mode in ("0", "force"):
+    for checks in (False, True):
+      with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("GPUTWIN_JIT", mode)
+        out = np.zeros((16, 16), np.float32)
+        st = launch(GEMM, "g", grid=1, block=32, args=[A, B, out, np.uint32(K)], arch="sm_90", checks=checks)
+      np.testing.assert_array_equal(out, want.astype(np.float32))
+      assert out.any() and (mode == "0" or checks or st.native_instructions > 0)
