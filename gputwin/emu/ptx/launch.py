@@ -45,9 +45,9 @@ SPARE_BYTES = 256 << 20  # register files up to this size are kept for the next 
 
 class Loaded:
   """A PTX module loaded into one guest memory: image, placed variables, the decoded program (bound lazily).
-  `packed`: registers whose live ranges never overlap share rows (regs.pack; for launches without checkers)."""
+  `packed`: registers whose live ranges never overlap share rows (regs.pack; False: a row per register)."""
 
-  def __init__(self, text: str, path: str, arch: str, mem: GuestMemory | None = None, packed: bool = False):
+  def __init__(self, text: str, path: str, arch: str, mem: GuestMemory | None = None, packed: bool = True):
     from gputwin.isa.ptx import parse
     if arch not in ARCHES:
       raise LaunchError(f"unknown NVIDIA target {arch!r}; expected one of {', '.join(ARCHES)}", arch)
@@ -101,9 +101,8 @@ def launch(ptx, kernel: str, *, grid, block, args, arch: str = "sm_90", shared_b
            checks=True, trace=None, max_instructions: int | None = None) -> LaunchStats:
   """Run `kernel` of PTX module `ptx` (a path, or its text as str/bytes) over `grid` CTAs of `block` threads."""
   text, path = module_text(ptx)
-  packed = not checks  # (the uninit checker tracks rows: it sees each register in a row of its own)
-  key = (hashlib.sha1(text.encode()).digest(), arch, packed)
-  lm = MODULES.take(key) or Loaded(text, path, arch, packed=packed)
+  key = (hashlib.sha1(text.encode()).digest(), arch)
+  lm = MODULES.take(key) or Loaded(text, path, arch)
   try:
     return run(lm, kernel, grid=grid, block=block, args=args, shared_bytes=shared_bytes, serial=serial,
                checks=checks, trace=trace, max_instructions=max_instructions)

@@ -3,8 +3,9 @@
 nvcc writes SSA-like PTX: a `.reg` per value (`%f<57>`), most of them live for a few instructions. The image gives
 each its own row of the register file; `pack` lets registers whose live ranges never overlap share rows, so a warp
 touches a few rows instead of one per value (the native tier then stores fewer rows, and LLVM drops a store a later
-one to the same row overwrites). Used for launches without checkers only: the `uninit` checker tracks rows, and a
-shared row would hide a read of a register nothing wrote.
+one to the same row overwrites). The `uninit` checker, which tracks rows, still sees every read of a register
+nothing wrote: such a register is live from the kernel's entry to that read, so no register written on the way
+shares its row.
 
     flow(prog, fn)   # {pc: (rows read, rows every thread running it writes, successors)}, live rows at each PC
     pack(img, prog)  # an Image whose kernels' registers share rows, or None when nothing can
@@ -50,8 +51,9 @@ def _tensor_reads(info: dict) -> int:
 
 
 def _writes(op) -> int:
-  """Every row `op` may write (whatever its kind: bar.red writes its D0 when the barrier completes)."""
-  return rows(list(op.outs.values()) + list(op.info.get("dst") or ()))
+  """Every row `op` may write (whatever its kind: bar.red writes its D0 when the barrier completes; a tensor op's
+  `dst` is a memory operand)."""
+  return rows(list(op.outs.values()) + list(op.info.get("dst") or () if op.kind != "tensor" else ()))
 
 
 def flow(prog, fn):

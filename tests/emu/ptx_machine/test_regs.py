@@ -1,12 +1,14 @@
-"""Packed register rows (gputwin/emu/ptx/regs.py): a launch without checkers lets registers whose live ranges never
-overlap share rows. Values live across a loop, short-lived temporaries, a guarded (partial) write and 64-bit
-registers must come out as numpy computes them, in both tiers and with the checkers on (the unpacked layout)."""
+"""Packed register rows (gputwin/emu/ptx/regs.py): every launch lets registers whose live ranges never overlap share
+rows. Values live across a loop, short-lived temporaries, a guarded (partial) write and 64-bit registers must come
+out as numpy computes them, in both tiers, with the checkers on and off; the uninit checker still reports a read of a
+register nothing wrote."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
 from gputwin.emu import launch
+from gputwin.errors import EmuCheckError
 from gputwin.emu.ptx.launch import Loaded
 
 K = """.version 9.0
@@ -48,10 +50,14 @@ def reference(n: int, threads: int) -> np.ndarray:
   return ((acc + np.where(t < 16, np.uint64(100), np.uint64(1))) & 0xffffffff).astype(np.uint32)
 
 
+def _rows(lm) -> set[int]:
+  """The rows a loaded module's instructions write."""
+  return {s.index for pc in range(len(lm.image.code)) for s in lm.prog.op(pc).outs.values() if s.file == "v"}
+
+
 def test_packed_layout_shares_rows():
-  rows = lambda lm: {s.index for pc in range(len(lm.image.code)) for s in lm.prog.op(pc).outs.values()
-                     if s.file == "v"}
-  flat, packed = Loaded(K, "<k>", "sm_90"), Loaded(K, "<k>", "sm_90", packed=True)
+  rows = _rows
+  flat, packed = Loaded(K, "<k>", "sm_90", packed=False), Loaded(K, "<k>", "sm_90")
   assert len(rows(packed)) < len(rows(flat))
 
 
@@ -120,10 +126,9 @@ loop:
 def test_tensor_kernels_pack():
   """Warp-level tensor instructions run with the whole warp at them, so their fragments' rows follow the same
   liveness as any register's: a wmma loop packs (the fragments of one step share rows with the next step's
-  temporaries) and computes numpy's product in both tiers, packed or not."""
-  rows = lambda lm: {s.index for pc in range(len(lm.image.code)) for s in lm.prog.op(pc).outs.values()
-                     if s.file == "v"}
-  assert len(rows(Loaded(GEMM, "<g>", "sm_90", packed=True))) < len(rows(Loaded(GEMM, "<g>", "sm_90")))
+  temporaries) and computes numpy's product in both tiers, with the checkers on and off."""
+  rows = _rows
+  assert len(rows(Loaded(GEMM, "<g>", "sm_90"))) < len(rows(Loaded(GEMM, "<g>", "sm_90", packed=False)))
   K = 64
   rng = np.random.default_rng(5)
   A, B = (rng.integers(-8, 8, (16, K)) / 4).astype(np.float16), (rng.integers(-8, 8, (16, K)) / 4).astype(np.float16)
@@ -136,3 +141,16 @@ def test_tensor_kernels_pack():
         st = launch(GEMM, "g", grid=1, block=32, args=[A, B, out, np.uint32(K)], arch="sm_90", checks=checks)
       np.testing.assert_array_equal(out, want.astype(np.float32))
       assert out.any() and (mode == "0" or checks or st.native_instructions > 0)
+
+
+UNINIT = K.replace("  add.u32 %r10, %r5, %r7;", "  add.u32 %r10, %r5, %r0;")  # %r0: never written
+
+
+@pytest.mark.parametrize("mode", ["0", "force"])
+def test_a_read_of_a_register_nothing_wrote_is_still_reported(mode, monkeypatch):
+  """%r0 is live from the entry to its read (nothing writes it), so no register written on the way shares its row:
+  the uninit checker, which tracks rows, reports the read in the packed layout as in the one with a row each."""
+  monkeypatch.setenv("GPUTWIN_JIT", mode)
+  assert len(_rows(Loaded(UNINIT, "<k>", "sm_90"))) < len(_rows(Loaded(UNINIT, "<k>", "sm_90", packed=False)))
+  with pytest.raises(EmuCheckError, match=r"add.u32 %r10, %r5, %r0: reads v\d+ \(S1\), which was never written"):
+    launch(UNINIT, "k", grid=1, block=64, args=[np.zeros(64, np.uint32), np.uint32(5)], arch="sm_90")
