@@ -96,6 +96,51 @@ def test_shared_memory_race_is_reported(ptx):
   run(ptx, "race", grid=1, block=64, args=[np.zeros(64, np.int32)], checks=False)  # unchecked, it runs
 
 
+# warp 1 writes s[lane] (mode 0 or 2), warp 0 reads it (mode 1 or 2), no barrier between: a race only in mode 2
+MODES = """.version 9.0
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u64 out, .param .u32 mode)
+{
+  .reg .pred %p<4>; .reg .b32 %r<8>; .reg .b64 %rd<4>;
+  .shared .align 4 .b32 s[32];
+  ld.param.u64 %rd1, [out]; ld.param.u32 %r1, [mode];
+  mov.u32 %r2, %tid.x;
+  and.b32 %r3, %r2, 31;
+  shl.b32 %r4, %r3, 2;
+  mov.u32 %r5, s;
+  add.u32 %r5, %r5, %r4;
+  setp.ge.u32 %p1, %r2, 32;
+  setp.ne.u32 %p2, %r1, 1;
+  and.pred %p3, %p1, %p2;
+  @%p3 st.shared.u32 [%r5], %r2;
+  setp.ne.u32 %p2, %r1, 0;
+  not.pred %p1, %p1;
+  and.pred %p3, %p1, %p2;
+  mov.u32 %r6, 0;
+  @%p3 ld.shared.u32 %r6, [%r5];
+  mul.wide.u32 %rd2, %r2, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.u32 [%rd3], %r6;
+  ret;
+}
+"""
+
+
+@pytest.mark.parametrize("mode", ["0", "force"])
+def test_the_race_checker_sees_no_access_of_an_earlier_launch(mode, monkeypatch):
+  """A launch starts on the register files and race tables of the last one of its shape (checks.attach): its
+  barrier epochs go on past every one the table holds, so a write of the last launch (warp 1, mode 0) is no race
+  with a read of this one (warp 0, mode 1), while both in one launch (mode 2) are."""
+  monkeypatch.setenv("GPUTWIN_JIT", mode)
+  go = lambda m: launch(MODES, "k", grid=1, block=64, args=[np.zeros(64, np.uint32), np.uint32(m)], arch="sm_90")
+  for m in (0, 1, 0, 1):
+    go(m)
+  with pytest.raises(EmuCheckError, match="LDS race"):
+    go(2)
+  go(1)
+
+
 def test_thread_outside_its_member_mask_is_reported(ptx):
   with pytest.raises(EmuCheckError, match="not in its own member mask"):
     run(ptx, "bad_mask", grid=1, block=32, args=[np.zeros(32, np.int32)])
