@@ -343,9 +343,10 @@ class Checks:
     return True
 
   def interpreted(self, op: Op) -> bool:
-    """Per-thread PCs: must `op` run on the interpreter for the per-thread checkers (a native block then ends before
-    it: native.Tier.stop)? See _simt_ok."""
-    return not _simt_ok(self, op)
+    """Must `op` run on the interpreter for the checkers (a native block then ends before it: native.Tier.stop)? A
+    load into LDS (AMD: `_dma` follows the bytes it writes, for the waitcnt and race checkers); with per-thread PCs,
+    what the per-thread checkers decide (_simt_ok)."""
+    return bool(op.info.get("deliver")) or self.per_thread and not _simt_ok(self, op)
 
   def ran(self, eng, blk, ix, log, guards: int = 0) -> None:
     """After `blk` ran natively for waves `ix` (`native` said yes): its LDS accesses, from `log` (runtime.Native's

@@ -153,3 +153,53 @@ def test_waitcnt_on_loads_into_lds(tier_runs, read, wait, bad):
     want = x if read == "0x100" else np.zeros(64, np.uint32)
     np.testing.assert_array_equal(interp, want)
     np.testing.assert_array_equal(native, want)
+
+
+def _no_checks(co, name, grid, out, src, first=False):
+  """A launch with the checkers off: (its output, wave-instructions run natively, all of them). `first`: the kernel
+  takes (src, out), else (out, src)."""
+  def go():
+    o = out.copy()
+    st = launch(co, name, grid=grid, block=64, args=[src, o] if first else [o, src], checks=False)
+    return o, st.native_instructions, st.instructions
+  return go
+
+
+@pytest.mark.parametrize("arch", ["gfx942", "gfx950"])
+def test_loads_into_lds_run_natively_without_checkers(tier_runs, clang_co, arch):
+  """Checkers off: a load into LDS runs inside its native block (codegen deliver: the data to M0 + offset + lane *
+  bytes through the LDS window's checks), every instruction native, the layout LLVM's contract gives (the buffer
+  form's out-of-range lanes: zeros). (Checkers on, a block ends before one: test_clang_global_load_lds.)"""
+  co = clang_co(arch, "lds_dma").read_bytes()
+  x = (np.arange(512, dtype=np.uint32) * 2654435761).astype(np.uint32)
+  cases = [("global_dword", 4, np.zeros(512, np.uint32), x[:260],
+            lambda o: (o[0::2], o[1::2]), (x[:256], x[4:260])),
+           ("buffer_dword", 5, np.full(640, 7, np.uint32), x[:256],
+            lambda o: (o[0::2],), (np.concatenate([x[:256], np.zeros(64, np.uint32)]),))]
+  if arch == "gfx950":
+    cases.append(("global_dwordx4", 2, np.zeros(512, np.uint32), x, lambda o: (o,), (x,)))
+  for name, grid, out, src, parts, want in cases:
+    (interp, e0, _), (native, e1, _) = tier_runs(_no_checks(co, name, grid, out, src))
+    assert e0 is None and e1 is None, (name, e0, e1)
+    for got in (interp, native):
+      for g, w in zip(parts(got[0]), want):
+        np.testing.assert_array_equal(g, w)
+    assert interp[1] == 0 and native[1] == native[2], (name, native[1:])
+
+
+def test_m0_scratch_and_the_allocation_end_natively(tier_runs):
+  """The M0/offset/scratch kernel and the one whose lanes run past the allocation, checkers off: the same results,
+  the same located error."""
+  x = np.arange(3000, 3070, dtype=np.uint32)
+  for m0 in (0x100, 0x3f0):
+    co = kernel("gfx942", M0.format(m0=m0), vgprs=16, lds=0x400,
+                extra="  .amdhsa_private_segment_fixed_size 256\n  .amdhsa_enable_private_segment 1\n")
+    (interp, e0, _), (native, e1, _) = tier_runs(_no_checks(co, "k", 1, np.zeros((64, 2), np.uint32), x, True))
+    assert str(e0) == str(e1), (e0, e1)
+    if m0 == 0x100:
+      for got in (interp, native):
+        np.testing.assert_array_equal(got[0][:, 0], x[2:66])
+        np.testing.assert_array_equal(got[0][:, 1], 0x5a5a0000 + np.arange(64, dtype=np.uint32))
+      assert native[1] == native[2]
+    else:
+      assert isinstance(e1, EmuFault) and "global_load_lds_dword" in str(e1), e1

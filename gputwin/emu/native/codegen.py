@@ -1544,6 +1544,8 @@ done:
         self.store_reg(f, Src("s", self.sp["exec"], n), v, w, o)
       elif nm == "M0":
         self.store_reg(f, Src("s", self.sp["m0"]), v, w, o)
+      elif nm == "VDATA" and o.info.get("deliver"):
+        self.deliver(f, o, v, w)
       else:
         d = o.outs.get(nm)
         if d is None:
@@ -1559,6 +1561,24 @@ done:
           f.put(no)
           continue
         self.store_reg(f, d, v, w, o, on)
+
+  def deliver(self, f: Fn, o: Op, v: str, w: int) -> None:
+    """amd/memory.deliver for this lane: a load's data (op.info["deliver"] bytes) to LDS at M0 + the instruction
+    offset + lane * bytes (32-bit, wrapping as LDS addresses do), dword by dword, checked as the LDS window checks
+    them; no VGPR is written. (Checks interpret such a block: `_Summary`.)"""
+    nb = o.info["deliver"]
+    m0 = f.ld("i32", self.sgpr_ptr(f, self.sp["m0"]), ("s", self.sp["m0"]))
+    at = f.op(f"add i32 {m0}, {o.info.get('offset', 0) & M32}")
+    lane = f.op(f"trunc i64 {f.op(f'mul i64 %lane, {nb}')} to i32")
+    a = self.lds_address(f, f.op(f"add i32 {at}, {lane}"), o)
+    bits = 8 * nb
+    v = f.conv(v, w, bits)
+    for k in range(nb // 4):
+      p = f.op(f"call ptr @lds_ptr(ptr %ctx, i64 {f.op(f'add i64 {a}, {4 * k}')}, i64 4, i64 1, i64 %w, ptr null)")
+      ok = f.label("ok")
+      f.emit(f"br i1 {f.op(f'icmp eq ptr {p}, null')}, label %fault, label %{ok}")
+      f.put(ok)
+      f.st("i32", f.conv(f.op(f"lshr i{bits} {v}, {32 * k}") if k else v, bits, 32), p, "lds")
 
   @staticmethod
   def sdwa_source(f: Fn, v: str, bits: int, sel: int, sext: int) -> tuple[str, int]:

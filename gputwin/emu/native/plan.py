@@ -77,8 +77,6 @@ def supported(op: Op, fam: str, simt: bool = False, arch: str = "") -> None:
     if (o.info.get("clamp") or o.info.get("omod")) and isinstance(d, Src) and not outmod_float(d) and \
        (float_result(d) or o.info.get("clamp")):  # (clamp on an integer: the interpreter stops)
       raise Unsupported("output modifier")
-    if o.info.get("deliver"):  # outputs the frontend sends elsewhere (AMD: into LDS): interpreted
-      raise Unsupported("a load into LDS")
     if o.mem and (o.mem not in MEM_KINDS or simt and o.mem in WAVE_ONLY or
                   o.info.get("address") is None and o.info.get("buffer") is None and not vsharp(o)):
       raise Unsupported(o.mem)
@@ -94,8 +92,9 @@ def supported(op: Op, fam: str, simt: bool = False, arch: str = "") -> None:
 
 def vsharp(op: Op) -> bool:
   """Is `op` an AMD buffer access through a V# (MUBUF/VBUFFER: op.info's srsrc, soffset, vaddr, idxen, offen,
-  offset; amd/memory.py `_buffer`) that writes no LDS (the encoding's lds bit: loads into LDS at M0)?"""
-  return op.mem == "buffer" and op.info.get("srsrc") is not None and not op.inst.get("lds", 0)
+  offset; amd/memory.py `_buffer`) whose lds bit, if set, is a load into LDS the decoder made (op.info["deliver"])?"""
+  return op.mem == "buffer" and op.info.get("srsrc") is not None and \
+      (not op.inst.get("lds", 0) or bool(op.info.get("deliver")))
 
 
 def lowered(op: Op) -> Op:

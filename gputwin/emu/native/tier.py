@@ -282,10 +282,10 @@ class Tier:
     self.after, self.fallthrough = threshold(), None
     checks = self.eng.checks  # the race checker replays the LDS accesses blocks log (checks.Checks.ran)
     self.log = checks is not None and "lds_race" in checks.on
-    # per-thread PCs with checkers on: a block ends before an instruction they must see interpreted (a guarded
-    # access under `uninit`...: checks.Checks.interpreted), rather than the whole block being interpreted (run_simt)
+    # checkers on: a block ends before an instruction they must see interpreted (a load into LDS; per-thread PCs: a
+    # guarded access under `uninit`...: checks.Checks.interpreted), rather than the whole block being interpreted
     self.stop, self.cut = None, None
-    if checks is not None and checks.per_thread:
+    if checks is not None:
       self.stop, self.cut = checks.interpreted, tuple(sorted(checks.on))
     self.background = mode() == "auto" and self.after > 0
 
