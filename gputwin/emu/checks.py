@@ -35,6 +35,7 @@ import numpy as np
 from gputwin.emu.program import Op, Src
 from gputwin.isa import hwdata
 
+EPOCHS = 1 << 30  # a reused race table starts its epochs below this (int32 entries: 2**31 would wrap)
 ALL = frozenset({"waitcnt", "uninit", "lds_race", "hazard", "divergence", "members", "async", "scope", "sync"})
 
 
@@ -84,16 +85,18 @@ class Checks:
     self.clock = np.zeros(W, np.int64)
     self.nd = nd = max(eng.lds.size // 4 + 1, 1)  # per workgroup and LDS dword, flat (workgroup * nd + dword):
     # per dword f: the last writer (wave, epoch) and the last reader (wave or -2 for many, epoch), one row of four
-    # (a check reads all four: one cache line); lw and lr are views of its columns. An entry counts only in its
-    # epoch, so zeros (epoch 0, before any) mean none: the pages stay untouched until used. The engine's previous
-    # batch's table, when it had this shape, is taken as it is, the epochs going on past every one it reached, so
-    # none of its entries counts (clearing megabytes a batch cost more than the checks on a short one)
+    # int32 (a check reads all four: one cache line; int64 rows missed cache twice as often); lw and lr are views of
+    # its columns. An entry counts only in its epoch, so zeros (epoch 0, before any) mean none: the pages stay
+    # untouched until used. The engine's previous batch's table, when it had this shape, is taken as it is, the
+    # epochs going on past every one it reached, so none of its entries counts (clearing megabytes a batch cost more
+    # than the checks on a short one)
     nwg = int(eng.wg.max()) + 1 if W else 1
     got = getattr(eng, "race_table", None)
-    if got is not None and got[0] == (nwg, nd):
-      self.tab, self.epoch = got[1], np.full(nwg, int(got[2].max()) + 1, np.int64)
-    else:
-      self.tab, self.epoch = np.zeros((nwg * nd, 4), np.int64), np.ones(nwg, np.int64)
+    base = int(got[2].max()) + 1 if got is not None and got[0] == (nwg, nd) else 0
+    if 0 < base < EPOCHS:
+      self.tab, self.epoch = got[1], np.full(nwg, base, np.int64)
+    else:  # (int32 entries: a table whose epochs near 2**31 starts over, zeroed)
+      self.tab, self.epoch = np.zeros((nwg * nd, 4), np.int32), np.ones(nwg, np.int64)
     eng.race_table = ((nwg, nd), self.tab, self.epoch)
     self.lw, self.lr = (self.tab[:, 0], self.tab[:, 1]), (self.tab[:, 2], self.tab[:, 3])
     self.wep, self.rep = np.full(len(self.epoch), -1, np.int64), np.full(len(self.epoch), -1, np.int64)

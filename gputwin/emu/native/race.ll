@@ -1,8 +1,8 @@
 ; The LDS race checker's per-access work (gputwin/emu/checks.py, Checks._lds and _flush) on the addresses a native
 ; block logged, as host code over the same table: per LDS dword f (workgroup slot * nd + dword), row tab[4f..4f+3]
-; holds the last writer (wave, epoch) and the last reader (wave, or -2 for many readers; epoch), the epoch being its
-; workgroup's barrier count (from 1: a zero row, or one of an earlier epoch, is no access). Loaded once per process
-; (native/tier.py `support`).
+; (int32) holds the last writer (wave, epoch) and the last reader (wave, or -2 for many readers; epoch), the epoch
+; being its workgroup's barrier count (from 1: a zero row, or one of an earlier epoch, is no access). Loaded once per
+; process (native/tier.py `support`).
 ;
 ; One access of one instruction: waves[0..nw) in order, each wave's lanes in order; log[wave, site, lane] (uint32)
 ; holds the lane's LDS address (workgroup slot << shift | offset), all ones where the lane did not access. Dword k of
@@ -72,14 +72,18 @@ lane:
   %epp = getelementptr i64, ptr %epoch, i64 %g
   %ep = load i64, ptr %epp
   %f4 = shl i64 %f, 2
-  %wq = getelementptr i64, ptr %tab, i64 %f4
-  %weq = getelementptr i64, ptr %wq, i64 1
-  %rq = getelementptr i64, ptr %wq, i64 2
-  %req = getelementptr i64, ptr %wq, i64 3
-  %ww = load i64, ptr %wq
-  %we = load i64, ptr %weq
-  %rw = load i64, ptr %rq
-  %re = load i64, ptr %req
+  %wq = getelementptr i32, ptr %tab, i64 %f4
+  %weq = getelementptr i32, ptr %wq, i64 1
+  %rq = getelementptr i32, ptr %wq, i64 2
+  %req = getelementptr i32, ptr %wq, i64 3
+  %ww32 = load i32, ptr %wq
+  %we32 = load i32, ptr %weq
+  %rw32 = load i32, ptr %rq
+  %re32 = load i32, ptr %req
+  %ww = sext i32 %ww32 to i64
+  %we = sext i32 %we32 to i64
+  %rw = sext i32 %rw32 to i64
+  %re = sext i32 %re32 to i64
   ; another wave wrote it in this epoch (lw's wave is -1 where none did)
   %wcur = icmp eq i64 %we, %ep
   %wother = icmp ne i64 %ww, %w
@@ -99,13 +103,17 @@ lane:
 enter:
   br i1 %isw, label %store, label %load
 store:
-  store i64 %w, ptr %wq
-  store i64 %ep, ptr %weq
+  %w32 = trunc i64 %w to i32
+  %ep32 = trunc i64 %ep to i32
+  store i32 %w32, ptr %wq
+  store i32 %ep32, ptr %weq
   br label %lnext
 load:
   %many = select i1 %byreader, i64 -2, i64 %w
-  store i64 %many, ptr %rq
-  store i64 %ep, ptr %req
+  %many32 = trunc i64 %many to i32
+  %epr32 = trunc i64 %ep to i32
+  store i32 %many32, ptr %rq
+  store i32 %epr32, ptr %req
   br label %lnext
 lnext:
   %l.n = add i64 %l, 1

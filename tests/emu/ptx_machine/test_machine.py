@@ -128,11 +128,15 @@ MODES = """.version 9.0
 
 
 @pytest.mark.parametrize("mode", ["0", "force"])
-def test_the_race_checker_sees_no_access_of_an_earlier_launch(mode, monkeypatch):
+@pytest.mark.parametrize("epochs", [None, 2])
+def test_the_race_checker_sees_no_access_of_an_earlier_launch(mode, epochs, monkeypatch):
   """A launch starts on the register files and race tables of the last one of its shape (checks.attach): its
   barrier epochs go on past every one the table holds, so a write of the last launch (warp 1, mode 0) is no race
-  with a read of this one (warp 0, mode 1), while both in one launch (mode 2) are."""
+  with a read of this one (warp 0, mode 1), while both in one launch (mode 2) are. (`epochs` 2: every table's
+  epochs reach checks.EPOCHS, its int32 entries' limit, and the next launch starts a zeroed one.)"""
   monkeypatch.setenv("GPUTWIN_JIT", mode)
+  if epochs is not None:
+    monkeypatch.setattr("gputwin.emu.checks.EPOCHS", epochs)
   go = lambda m: launch(MODES, "k", grid=1, block=64, args=[np.zeros(64, np.uint32), np.uint32(m)], arch="sm_90")
   for m in (0, 1, 0, 1):
     go(m)
