@@ -1565,7 +1565,7 @@ done:
   def deliver(self, f: Fn, o: Op, v: str, w: int) -> None:
     """amd/memory.deliver for this lane: a load's data (op.info["deliver"] bytes) to LDS at M0 + the instruction
     offset + lane * bytes (32-bit, wrapping as LDS addresses do), dword by dword, checked as the LDS window checks
-    them; no VGPR is written. (Checks interpret such a block: `_Summary`.)"""
+    them; no VGPR is written. (With the checkers on a block ends before it: checks.Checks.interpreted.)"""
     nb = o.info["deliver"]
     m0 = f.ld("i32", self.sgpr_ptr(f, self.sp["m0"]), ("s", self.sp["m0"]))
     at = f.op(f"add i32 {m0}, {o.info.get('offset', 0) & M32}")
