@@ -83,9 +83,13 @@ M0 = """
   global_store_dwordx2 v8, v[6:7], s[6:7]"""
 
 
+def _m0_co(m0: int) -> bytes:
+  return kernel("gfx942", M0.format(m0=m0), vgprs=16, lds=0x400,
+                extra="  .amdhsa_private_segment_fixed_size 256\n  .amdhsa_enable_private_segment 1\n")
+
+
 def _m0_kernel(m0: int):
-  co = kernel("gfx942", M0.format(m0=m0), vgprs=16, lds=0x400,
-              extra="  .amdhsa_private_segment_fixed_size 256\n  .amdhsa_enable_private_segment 1\n")
+  co = _m0_co(m0)
   x = np.arange(3000, 3070, dtype=np.uint32)
 
   def go():
@@ -192,9 +196,7 @@ def test_m0_scratch_and_the_allocation_end_natively(tier_runs):
   the same located error."""
   x = np.arange(3000, 3070, dtype=np.uint32)
   for m0 in (0x100, 0x3f0):
-    co = kernel("gfx942", M0.format(m0=m0), vgprs=16, lds=0x400,
-                extra="  .amdhsa_private_segment_fixed_size 256\n  .amdhsa_enable_private_segment 1\n")
-    (interp, e0, _), (native, e1, _) = tier_runs(_no_checks(co, "k", 1, np.zeros((64, 2), np.uint32), x, True))
+    (interp, e0, _), (native, e1, _) = tier_runs(_no_checks(_m0_co(m0), "k", 1, np.zeros((64, 2), np.uint32), x, True))
     assert str(e0) == str(e1), (e0, e1)
     if m0 == 0x100:
       for got in (interp, native):

@@ -28,13 +28,13 @@ def rows(srcs) -> int:
 
 
 def _reads(op) -> int:
-  if op.kind == "tensor":
-    return _tensor_reads(op.info)
-  a = op.info.get("address")
   g = op.info.get("guard")
+  guard = 0 if g is None else 1 << g[0]
+  if op.kind == "tensor":
+    return _tensor_reads(op.info) | guard
+  a = op.info.get("address")
   return rows(list(op.ins.values()) + list(op.old.values()) + list(a.terms if a is not None else ()) +
-              [op.info.get("members")] + list(op.info.get("bar") or ()) + list(op.info.get("src") or ())) | \
-      (0 if g is None else 1 << g[0])
+              [op.info.get("members")] + list(op.info.get("bar") or ()) + list(op.info.get("src") or ())) | guard
 
 
 def _tensor_reads(info: dict) -> int:
@@ -46,14 +46,15 @@ def _tensor_reads(info: dict) -> int:
   for at in (info.get(k) for k in ("at", "dst", "src")):
     if at is not None:
       read += list(at.info["address"].terms)
-  return rows(read + [info.get(k) for k in ("stride", "count", "tx", "state", "src_size", "ignore")]) | \
-      (0 if info.get("guard") is None else 1 << info["guard"][0])
+  return rows(read + [info.get(k) for k in ("stride", "count", "tx", "state", "src_size", "ignore")])
 
 
 def _writes(op) -> int:
   """Every row `op` may write (whatever its kind: bar.red writes its D0 when the barrier completes; a tensor op's
-  `dst` is a memory operand)."""
-  return rows(list(op.outs.values()) + list(op.info.get("dst") or () if op.kind != "tensor" else ()))
+  `dst` is a memory operand, what it writes is op.outs)."""
+  if op.kind == "tensor":
+    return rows(op.outs.values())
+  return rows(list(op.outs.values()) + list(op.info.get("dst") or ()))
 
 
 def flow(prog, fn):

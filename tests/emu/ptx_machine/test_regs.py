@@ -56,9 +56,8 @@ def _rows(lm) -> set[int]:
 
 
 def test_packed_layout_shares_rows():
-  rows = _rows
   flat, packed = Loaded(K, "<k>", "sm_90", packed=False), Loaded(K, "<k>", "sm_90")
-  assert len(rows(packed)) < len(rows(flat))
+  assert len(_rows(packed)) < len(_rows(flat))
 
 
 @pytest.mark.parametrize("mode", ["0", "force"])
@@ -127,8 +126,7 @@ def test_tensor_kernels_pack():
   """Warp-level tensor instructions run with the whole warp at them, so their fragments' rows follow the same
   liveness as any register's: a wmma loop packs (the fragments of one step share rows with the next step's
   temporaries) and computes numpy's product in both tiers, with the checkers on and off."""
-  rows = _rows
-  assert len(rows(Loaded(GEMM, "<g>", "sm_90"))) < len(rows(Loaded(GEMM, "<g>", "sm_90", packed=False)))
+  assert len(_rows(Loaded(GEMM, "<g>", "sm_90"))) < len(_rows(Loaded(GEMM, "<g>", "sm_90", packed=False)))
   K = 64
   rng = np.random.default_rng(5)
   A, B = (rng.integers(-8, 8, (16, K)) / 4).astype(np.float16), (rng.integers(-8, 8, (16, K)) / 4).astype(np.float16)
