@@ -31,6 +31,7 @@ LIBC, C_FUNCTIONS = "gputwin.libm.", {**{n: ("double",) * k for n, k in LIBM.ite
 QUIET = {16: 1 << 9, 32: 1 << 22, 64: 1 << 51}  # the quiet bit of a NaN, by float width
 DEFAULT_NAN = {16: 0xfe00, 32: 0xffc00000, 64: 0xfff8000000000000}  # x86's result of an invalid operation
 TBAA_BASE = 10  # metadata numbers of the access tags (Fn.tbaa); the module's author emits them
+SCALAR = "!1"  # loop metadata (with !2): LLVM must not vectorise that loop; the module's author emits both
 
 
 class Unsupported(Exception):

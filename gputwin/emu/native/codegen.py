@@ -23,7 +23,7 @@ from gputwin.errors import PcodeError
 from gputwin.pcode import analysis, llvm as backend
 from gputwin.pcode.ir import Ty, locals_of
 from gputwin.pcode.runtime import BUILTINS
-from gputwin.pcode.llvm import TBAA_BASE, Lower, Unsupported, default_bits, fconst, lty, zero
+from gputwin.pcode.llvm import SCALAR, TBAA_BASE, Lower, Unsupported, default_bits, fconst, lty, zero
 
 M32 = 0xffffffff
 PROBE_CONTIG, PROBE_EXACT, PROBE_FAST = 0, 1, 2  # what a probe answers
@@ -517,9 +517,11 @@ done:
     return prelude(own) + own + self.metadata()
 
   def metadata(self) -> str:
-    """!0 marks invariant loads (ctx fields); each TBAA tag is a scalar type of its own under one root, but guest
-    memory, LDS and scratch, which are types under "mem" (a flat access's: it may reach any of them)."""
-    out = ['attributes #0 = { "prefer-vector-width"="512" }', "!0 = !{}", f'!{TBAA_BASE - 1} = !{{!"gputwin"}}']
+    """!0 marks invariant loads (ctx fields); SCALAR (!1, !2) loops LLVM must not vectorise (matrix.loop); each TBAA
+    tag is a scalar type of its own under one root, but guest memory, LDS and scratch, which are types under "mem" (a
+    flat access's: it may reach any of them)."""
+    out = ['attributes #0 = { "prefer-vector-width"="512" }', "!0 = !{}", f'!{TBAA_BASE - 1} = !{{!"gputwin"}}',
+           f"{SCALAR} = distinct !{{{SCALAR}, !2}}", '!2 = !{!"llvm.loop.vectorize.enable", i1 false}']
     for what, i in self.tags.items():
       t = TBAA_BASE + 2 * i
       up = TBAA_BASE + 2 * self.tags["mem"] if what in ("guest", "lds", "scratch") else TBAA_BASE - 1

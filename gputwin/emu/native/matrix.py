@@ -14,7 +14,7 @@ from __future__ import annotations
 from gputwin.emu.amd import matrix as layouts
 from gputwin.emu.native.runtime import C_A, C_V, C_VSTR, C_VSTW
 from gputwin.errors import GputwinError
-from gputwin.pcode.llvm import Unsupported, fp8_decode
+from gputwin.pcode.llvm import SCALAR, Unsupported, fp8_decode
 from gputwin.pcode.runtime import FP8
 
 SHIFT = 5  # a table entry: (register * L + lane) << SHIFT | bit offset
@@ -52,8 +52,10 @@ def _row(comp, f, file: str, idx: int) -> str:
   return f.gep(f.ctxp(C_V if file == "v" else C_A), off)
 
 
-def loop(f, n: int, tag: str):
-  """Open `for (%{tag} = 0; %{tag} < n; ...)`; returns the function closing it."""
+def loop(f, n: int, tag: str, vector: bool = True):
+  """Open `for (%{tag} = 0; %{tag} < n; ...)`; returns the function closing it. `vector` False: LLVM must not
+  vectorise it (a loop of table lookups would become gathers, slower than its scalar code on hosts whose gathers
+  are microcoded)."""
   pre, head = f.label(f"{tag}pre"), f.label(f"{tag}head")
   f.emit(f"br label %{pre}")
   f.put(pre)
@@ -67,7 +69,8 @@ def loop(f, n: int, tag: str):
     f.put(f"{tag}latch")
     f.emit(f"{nxt} = add i64 %{tag}, 1")
     end = f.label(f"{tag}end")
-    f.emit(f"br i1 {f.op(f'icmp eq i64 {nxt}, {n}')}, label %{end}, label %{head}")
+    f.emit(f"br i1 {f.op(f'icmp eq i64 {nxt}, {n}')}, label %{end}, label %{head}"
+           + ("" if vector else f", !llvm.loop {SCALAR}"))
     f.put(end)
   return close
 
@@ -153,14 +156,14 @@ def lower(comp, i: int, op, f) -> str:
   return "\n".join(f.globals) + "\n" + text
 
 
-def k_step(f, ety: str, N: int, K: int, a: str, b: str, sz: int, tag: str) -> tuple[str, str]:
-  """Inside the m and k loops (%mm, %kk): A[m, k] of the row-major (M x K) matrix at `a` splat over N lanes, and row
+def k_step(f, ety: str, N: int, K: int, a: str, b: str, sz: int, tag: str, k: str = "%kk") -> tuple[str, str]:
+  """Inside the m and k loops (%mm, `k`): A[m, k] of the row-major (M x K) matrix at `a` splat over N lanes, and row
   k of the (K x N) one at `b` (<N x ety>; elements `sz` bytes, TBAA tag `tag`)."""
-  mk = f.op(f"add i64 {f.op(f'mul i64 %mm, {K}')}, %kk")
+  mk = f.op(f"add i64 {f.op(f'mul i64 %mm, {K}')}, {k}")
   x = f.ld(ety, f.gep(a, f.op(f"mul i64 {mk}, {sz}")), tag)
   xs = f.op(f"shufflevector <1 x {ety}> {f.op(f'insertelement <1 x {ety}> poison, {ety} {x}, i64 0')}, "
             f"<1 x {ety}> poison, <{N} x i32> zeroinitializer")
-  return xs, f.ld(f"<{N} x {ety}>", f.gep(b, f.op(f"mul i64 %kk, {N * sz}")), tag, f", align {sz}")
+  return xs, f.ld(f"<{N} x {ety}>", f.gep(b, f.op(f"mul i64 {k}, {N * sz}")), tag, f", align {sz}")
 
 
 def _splat(n: int, ty: str, v: str) -> str:

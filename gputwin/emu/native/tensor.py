@@ -12,10 +12,12 @@ tier, which runs the instruction again on the interpreter for its error (core._r
 Arithmetic (the accumulation model of ptx/tensor.py: the exact sum of the K products and C, rounded once to nearest
 even; NaN results the canonical NaN; integers exact, wrapped or `.satfinite`-clamped to s32): elements are decoded
 exactly into doubles, products are exact in double for every type taken here, and each D row is summed left to
-right as the interpreter's float64 pass does, each step's TwoSum error checked. A finite sum with no error is the
-exact sum; a non-finite one is IEEE's, as the interpreter keeps it. Otherwise (terms far apart in magnitude) the
-element is summed again in a fixed-point integer wide enough for every term of the types (`_width`), then rounded
-with integer code. f64 operands (whose products are not exact in double) stay interpreted."""
+right in doubles. A row whose terms all fit one double's window (`_window`: every term a multiple of 2**lo, every
+partial sum below 2**(lo + 53)) is summed plainly, its sums exact; in any other row each step's exactness is checked
+(two subtractions). A finite sum with no inexact step is the exact sum; a non-finite one is IEEE's, as the
+interpreter keeps it. Otherwise (terms far apart in magnitude) the element is summed again in a fixed-point integer
+wide enough for every term of the types (`_width`), then rounded with integer code. f64 operands (whose products are
+not exact in double) stay interpreted."""
 from __future__ import annotations
 
 import re
@@ -184,10 +186,11 @@ def _memory(comp, i: int, op, f) -> None:
       ld = f.ld("i64", f.gep(ldv, f.op(f"mul i64 {lane}, 8")), "tx")
       return f.op(f"add i64 {b}, {f.op(f'mul i64 {offset(e, ld)}, {bits // 8}')}")
     direct = _direct(f, i, a.space, bits // 8, base, ldv, int(first.max()), int(second.max()), offset)
-  tg = table(f, f"tx{i}.s", "i32", tab)
-  ptrs = _pointers(f, i, a.space, len(tab), bits // 8, store, addr, direct if do.startswith("wmma") else None)
-  space, ity = ("guest" if a.space == "mem" else "lds"), f"i{bits}"
+  space, ity, nb = ("guest" if a.space == "mem" else "lds"), f"i{bits}", bits // 8
+  direct = direct if do.startswith("wmma") else None
   if store:  # each element from its register slot, written in order
+    tg = table(f, f"tx{i}.s", "i32", tab)
+    ptrs = _pointers(f, i, a.space, len(tab), nb, True, addr, direct)
     buf = _copy_rows(comp, f, regs)
     close = loop(f, len(tab), "wr")
     e = f.ld("i32", f.gep(tg, f.op("mul i64 %wr, 4")), "txtab")
@@ -196,15 +199,40 @@ def _memory(comp, i: int, op, f) -> None:
     f.st(ity, f.conv(v, 32, bits), f.ld("ptr", f.gep(ptrs, f.op("mul i64 %wr, 8")), "tx"), space, ", align 1")
     close()
     return
+  # a load: each register word (register * 32 + lane) gathers its 32 / bits elements, the element of slot j at bit
+  # j * bits (`inv`: element numbers, word-major); unchecked when `direct` holds, else through checked pointers
+  per = 32 // bits
+  inv = np.full(len(regs) * L * per, -1, np.int64)
+  inv[(tab >> SHIFT) * per + (tab & ((1 << SHIFT) - 1)) // bits] = np.arange(len(tab))
+  if (inv < 0).any():
+    raise Unsupported("fragment layout")  # (every slot of every register is some element's)
+  it = table(f, f"tx{i}.w", "i32", inv)
   out = f.alloca(f"[{len(regs) * L} x i32], align 64")
-  f.emit(f"call void @llvm.memset.p0.i64(ptr {out}, i8 0, i64 {4 * len(regs) * L}, i1 false)")
-  close = loop(f, len(tab), "rd")
-  e = f.ld("i32", f.gep(tg, f.op("mul i64 %rd, 4")), "txtab")
-  v = f.conv(f.ld(ity, f.ld("ptr", f.gep(ptrs, f.op("mul i64 %rd, 8")), "tx"), space, ", align 1"), bits, 32)
-  q = f.gep(out, _word(f, e))
-  sh = f.op(f"and i32 {e}, {(1 << SHIFT) - 1}")
-  f.st("i32", f.op(f"or i32 {f.ld('i32', q, 'tx')}, {f.op(f'shl i32 {v}, {sh}')}"), q, "tx")
-  close()
+
+  def gather(tag: str, at) -> None:
+    close = loop(f, len(regs) * L, tag, vector=False)
+    word = "0"
+    for j in range(per):
+      e = _entry(f, it, f.op(f"add i64 {f.op(f'mul i64 %{tag}, {per}')}, {j}"))
+      v = f.conv(f.ld(ity, at(e), space, ", align 1"), bits, 32)
+      word = f.op(f"or i32 {word}, {f.op(f'shl i32 {v}, {j * bits}')}")
+    f.st("i32", word, f.gep(out, f.op(f"mul i64 %{tag}, 4")), "tx")
+    close()
+
+  through = lambda ptrs: lambda e: f.ld("ptr", f.gep(ptrs, f.op(f"mul i64 {e}, 8")), "tx")
+  if direct is None:
+    gather("rd", through(_pointers(f, i, a.space, len(tab), nb, False, addr)))
+  else:
+    ok, p, off = direct
+    fast, slow, join = f.label("dfast"), f.label("dslow"), f.label("djoin")
+    f.emit(f"br i1 {ok}, label %{fast}, label %{slow}")
+    f.put(fast)
+    gather("rf", lambda e: f.op(f"getelementptr i8, ptr {p}, i64 {f.op(f'mul i64 {off(e)}, {nb}')}"))
+    f.emit(f"br label %{join}")
+    f.put(slow)
+    gather("rd", through(_pointers(f, i, a.space, len(tab), nb, False, addr)))
+    f.emit(f"br label %{join}")
+    f.put(join)
   for k, s in enumerate(regs):
     v = f.ld(f"<{L} x i32>", f.gep(out, str(4 * L * k)), "tx", ", align 64")
     f.st(f"<{L} x i32>", v, _row(comp, f, s.index, True), ("v", s.index), ", align 4")
@@ -537,6 +565,90 @@ def _slow(f, name: str, types, shape) -> str:
   return "\n".join(head + g.allocas + g.pro + g.lines + ["}", ""])
 
 
+NONFINITE, ZERO = -(1 << 40), 1 << 20  # `_low` of a non-finite element (beyond any sum of lows) and of a zero
+
+
+def _low(f, v: str, n: int) -> str:
+  """<n x i64>: for each double of <n x double> v (a normal double or zero, as every `_value` is) the exponent of its
+  lowest set bit (v = odd * 2**low); ZERO for a zero, NONFINITE for an infinity or NaN."""
+  vt = f"<{n} x i64>"
+  b = f.op(f"bitcast <{n} x double> {v} to {vt}")
+  mag = f.op(f"and {vt} {b}, splat (i64 {(1 << 63) - 1})")
+  e = f.op(f"lshr {vt} {mag}, splat (i64 52)")
+  tz = f.op(f"call {vt} @llvm.cttz.v{n}i64({vt} {f.op(f'or {vt} {b}, splat (i64 {1 << 52})')}, i1 true)")
+  low = f.op(f"add {vt} {f.op(f'sub {vt} {e}, splat (i64 1075)')}, {tz}")
+  low = f.op(f"select <{n} x i1> {f.op(f'icmp eq {vt} {mag}, zeroinitializer')}, {vt} splat (i64 {ZERO}), {vt} {low}")
+  return f.op(f"select <{n} x i1> {f.op(f'icmp eq {vt} {e}, splat (i64 2047)')}, {vt} splat (i64 {NONFINITE}), "
+              f"{vt} {low}")
+
+
+def _columns(f, b: str, K: int, N: int) -> tuple[str, str]:
+  """For the (K x N) doubles at b, per column n: (<N x double> the largest |B[k, n]|, <N x i64> the smallest
+  `_low`)."""
+  big, low = "zeroinitializer", f"splat (i64 {ZERO})"
+  for k in range(K):
+    row = f.ld(f"<{N} x double>", f.gep(b, str(8 * N * k)), "tx", ", align 8")
+    mag = f.op(f"call <{N} x double> @llvm.fabs.v{N}f64(<{N} x double> {row})")
+    big = f.op(f"call <{N} x double> @llvm.maxnum.v{N}f64(<{N} x double> {big}, <{N} x double> {mag})")
+    low = f.op(f"call <{N} x i64> @llvm.smin.v{N}i64(<{N} x i64> {low}, <{N} x i64> {_low(f, row, N)})")
+  return big, low
+
+
+def _window(f, a: str, cols, crow: str, K: int, N: int) -> str:
+  """i1, in the m loop (%mm): every partial sum of row m (K products A[m, k] * B[k, n] and C[m, n], in any order) is
+  exact in a double, for every n. Each term is a multiple of 2**lo (lo: A's row's smallest `_low` plus B's column's,
+  or C's element's) and every partial sum is at most K * max|A[m, :]| * max|B[:, n]| + |C[m, n]| (hi) in magnitude:
+  an integer multiple of 2**lo below 2**(lo + 53) is a double. hi is computed rounded (relative error below 2**-51),
+  so it is required below 2**(lo + 52). Infinities and NaNs (NONFINITE) and zeros (ZERO) fail and pass as they must."""
+  big, low = cols
+  row = f.ld(f"<{K} x double>", f.gep(a, f.op(f"mul i64 %mm, {8 * K}")), "tx", ", align 8")
+  amax = f.op(f"call double @llvm.vector.reduce.fmax.v{K}f64(<{K} x double> "
+              f"{f.op(f'call <{K} x double> @llvm.fabs.v{K}f64(<{K} x double> {row})')})")
+  alow = f.op(f"call i64 @llvm.vector.reduce.smin.v{K}i64(<{K} x i64> {_low(f, row, K)})")
+  vt, dt = f"<{N} x i64>", f"<{N} x double>"
+  splat = lambda ty, v: f.op(f"shufflevector <1 x {ty}> {f.op(f'insertelement <1 x {ty}> poison, {ty} {v}, i64 0')}, "
+                             f"<1 x {ty}> poison, <{N} x i32> zeroinitializer")
+  terms = f.op(f"add {vt} {low}, {splat('i64', alow)}")
+  lo = f.op(f"call {vt} @llvm.smin.v{N}i64({vt} {terms}, {vt} {_low(f, crow, N)})")
+  hi = f.op(f"fmul {dt} {big}, {splat('double', f.op(f'fmul double {amax}, {float(K)!r}'))}")
+  hi = f.op(f"fadd {dt} {hi}, {f.op(f'call {dt} @llvm.fabs.v{N}f64({dt} {crow})')}")
+  t = f.op(f"call {vt} @llvm.smin.v{N}i64({vt} {f.op(f'add {vt} {lo}, splat (i64 1075)')}, {vt} splat (i64 2046))")
+  limit = f.op(f"bitcast {vt} {f.op(f'shl {vt} {t}, splat (i64 52)')} to {dt}")  # 2**(lo + 52), at most 2**1023
+  ok = f.op(f"and <{N} x i1> {f.op(f'icmp sge {vt} {t}, splat (i64 1)')}, {f.op(f'fcmp olt {dt} {hi}, {limit}')}")
+  return f.op(f"call i1 @llvm.vector.reduce.and.v{N}i1(<{N} x i1> {ok})")
+
+
+def _wrapped(f, s: str, sat: bool) -> str:
+  """An integer D element's bits from its exact i64 sum: wrapped to s32, or clamped (`.satfinite`)."""
+  if sat:
+    s = _smax(f, s, str(-(1 << 31)))
+    s = f.op(f"select i1 {f.op(f'icmp sgt i64 {s}, {(1 << 31) - 1}')}, i64 {(1 << 31) - 1}, i64 {s}")
+  return f.op(f"trunc i64 {s} to i32")
+
+
+def _rounded(f, s: str, dt: str) -> str:
+  """A float D element's bits from its double sum, exact or non-finite: rounded to nearest even (f16 by integer
+  code: zero keeps its sign, infinity is the format's), a NaN the canonical NaN."""
+  P, qmin, inf, sign, canon = OUT[dt]
+  if dt == "f32":
+    r = f.op(f"bitcast float {f.op(f'fptrunc double {s} to float')} to i32")
+  else:
+    fin = f.op(f"fcmp one double {f.op(f'call double @llvm.fabs.f64(double {s})')}, 0x7FF0000000000000")
+    b = f.op(f"bitcast double {s} to i64")
+    neg = f.op(f"icmp slt i64 {b}, 0")
+    E = f.op(f"and i64 {f.op(f'lshr i64 {b}, 52')}, 2047")
+    F = f.op(f"and i64 {b}, {(1 << 52) - 1}")
+    sub = f.op(f"icmp eq i64 {E}, 0")
+    sig = f.op(f"select i1 {sub}, i64 {F}, i64 {f.op(f'or i64 {F}, {1 << 52}')}")
+    ex_ = f.op(f"sub i64 {f.op(f'select i1 {sub}, i64 1, i64 {E}')}, 1075")
+    sg = f.op(f"select i1 {neg}, i32 {sign}, i32 0")
+    nz = f.op(f"icmp eq i64 {sig}, 0")
+    r = _round(f, neg, f.op(f"select i1 {nz}, i64 1, i64 {sig}"), ex_, dt)
+    r = f.op(f"select i1 {nz}, i32 {sg}, i32 {r}")
+    r = f.op(f"select i1 {fin}, i32 {r}, i32 {f.op(f'or i32 {sg}, {inf}')}")
+  return f.op(f"select i1 {f.op(f'fcmp uno double {s}, 0.0')}, i32 {canon}, i32 {r}")
+
+
 def _gemm(comp, i: int, op, f) -> None:
   """mma.sync / wmma.mma (ptx/tensor.py `_gemm`) for warp %w: D = A x B + C."""
   info = op.info
@@ -565,106 +677,115 @@ def _gemm(comp, i: int, op, f) -> None:
     raws.append(raw)
     vals.append(val)
   av, bv, cv = vals
-  # 3. per row m: the running sums over n, k in order (then C), as the interpreter's float64 pass
+  # 3. per row m: the sums over k in order (then C), as the interpreter's float64 pass: in a row whose terms all fit
+  # one double's window (`_window`) plainly, else each step's exactness checked
   vty = f"<{N} x {ety}>"
   sums = f.alloca(f"[{R * N} x {ety}], align 64")
   exact = f.alloca(f"[{R * N} x i8], align 64")
+  rows_exact = f.alloca(f"[{R} x i8], align 64")
+  cols = None if integer else _columns(f, bv, K, N)
   close_m = loop(f, R, "mm")
   run, ex = f.alloca(vty), f.alloca(f"<{N} x i1>")
-  zero = "zeroinitializer" if integer else "<" + ", ".join(["double -0.0"] * N) + ">"
+  zero = "zeroinitializer" if integer else "splat (double -0.0)"
   f.emit(f"store {vty} {zero}, ptr {run}")
-  f.emit(f"store <{N} x i1> <{', '.join(['i1 true'] * N)}>, ptr {ex}")
+  f.emit(f"store <{N} x i1> splat (i1 true), ptr {ex}")
+  crow = f.ld(vty, f.gep(cv, f.op(f"mul i64 %mm, {8 * N}")), "tx", ", align 8")
 
-  def add(t: str) -> None:
+  def add(t: str, checked: bool) -> None:
     s = f.op(f"load {vty}, ptr {run}")
-    if integer:
-      f.emit(f"store {vty} {f.op(f'add {vty} {s}, {t}')}, ptr {run}")
-      return
-    new = f.op(f"fadd {vty} {s}, {t}")
-    bvv = f.op(f"fsub {vty} {new}, {s}")
-    av_ = f.op(f"fsub {vty} {new}, {bvv}")
-    err = f.op(f"fadd {vty} {f.op(f'fsub {vty} {s}, {av_}')}, {f.op(f'fsub {vty} {t}, {bvv}')}")
-    ok = f.op(f"fcmp oeq {vty} {err}, zeroinitializer")
-    was = f.op(f"load <{N} x i1>, ptr {ex}")
-    f.emit(f"store <{N} x i1> {f.op(f'and <{N} x i1> {was}, {ok}')}, ptr {ex}")
+    new = f.op(f"{'add' if integer else 'fadd'} {vty} {s}, {t}")
+    if checked:  # s + t was exact iff new - s == t and new - t == s: the one whose subtrahend is the larger of s, t
+      # is exact (Sterbenz, as in Fast2Sum), so it equals the other exactly when the rounding error was zero
+      same = lambda x, y: f.op(f"fcmp oeq {vty} {f.op(f'fsub {vty} {new}, {x}')}, {y}")
+      ok = f.op(f"and <{N} x i1> {same(s, t)}, {same(t, s)}")
+      was = f.op(f"load <{N} x i1>, ptr {ex}")
+      f.emit(f"store <{N} x i1> {f.op(f'and <{N} x i1> {was}, {ok}')}, ptr {ex}")
     f.emit(f"store {vty} {new}, ptr {run}")
 
-  close_k = loop(f, K, "kk")
-  xs, brow = k_step(f, ety, N, K, av, bv, 8, "tx")
-  add(f.op(f"{'mul' if integer else 'fmul'} {vty} {xs}, {brow}"))
-  close_k()
-  add(f.ld(vty, f.gep(cv, f.op(f"mul i64 %mm, {8 * N}")), "tx", ", align 8"))
+  done = f.label("summed")
+  if integer:  # (exact in i64)
+    f.emit("br label %plain")
+  else:
+    f.emit(f"br i1 {_window(f, av, cols, crow, K, N)}, label %plain, label %checked")
+  for tag, checked in [("plain", False)] + [("checked", True)] * (not integer):
+    f.put(tag)
+    close_k = loop(f, K, f"k{tag}")
+    xs, brow = k_step(f, ety, N, K, av, bv, 8, "tx", f"%k{tag}")
+    add(f.op(f"{'mul' if integer else 'fmul'} {vty} {xs}, {brow}"), checked)
+    close_k()
+    add(crow, checked)
+    f.emit(f"br label %{done}")
+  f.put(done)
   f.st(vty, f.op(f"load {vty}, ptr {run}"), f.gep(sums, f.op(f"mul i64 %mm, {8 * N}")), "tx", ", align 8")
-  e8 = f.op(f"zext <{N} x i1> {f.op(f'load <{N} x i1>, ptr {ex}')} to <{N} x i8>")
-  f.st(f"<{N} x i8>", e8, f.gep(exact, f.op(f"mul i64 %mm, {N}")), "tx", ", align 1")
+  exn = f.op(f"load <{N} x i1>, ptr {ex}")
+  f.st(f"<{N} x i8>", f.op(f"zext <{N} x i1> {exn} to <{N} x i8>"), f.gep(exact, f.op(f"mul i64 %mm, {N}")), "tx",
+       ", align 1")
+  every = f.op(f"zext i1 {f.op(f'call i1 @llvm.vector.reduce.and.v{N}i1(<{N} x i1> {exn})')} to i8")
+  f.st("i8", every, f.gep(rows_exact, "%mm"), "tx")
   close_m()
-  # 4. each D element's bits
+  # 4. each D element's bits: rounded from its double sum (exact or non-finite: every element of a row that was all
+  # exact), then the others from the exact fixed-point sum
   res = f.alloca(f"[{R * N} x i32], align 64")
   close = loop(f, R * N, "dd")
   s = f.ld(ety, f.gep(sums, f.op("mul i64 %dd, 8")), "tx")
-  out = f.gep(res, f.op("mul i64 %dd, 4"))
-  if integer:
-    if info["sat"]:
-      s = _smax(f, s, str(-(1 << 31)))
-      s = f.op(f"select i1 {f.op(f'icmp sgt i64 {s}, {(1 << 31) - 1}')}, i64 {(1 << 31) - 1}, i64 {s}")
-    f.st("i32", f.op(f"trunc i64 {s} to i32"), out, "tx")
-  else:
-    P, qmin, inf, sign, canon = OUT[dt]
+  f.st("i32", _rounded(f, s, dt) if not integer else _wrapped(f, s, info["sat"]),
+       f.gep(res, f.op("mul i64 %dd, 4")), "tx")
+  close()
+  if not integer:
+    close_m = loop(f, R, "rm")
+    some, next_ = f.label("inexact"), f.label("rowdone")
+    whole = f.ld("i8", f.gep(rows_exact, "%rm"), "tx")
+    f.emit(f"br i1 {f.op(f'icmp eq i8 {whole}, 0')}, label %{some}, label %{next_}")
+    f.put(some)
+    close_n = loop(f, N, "rn")
+    dd = f.op(f"add i64 {f.op(f'mul i64 %rm, {N}')}, %rn")
+    s = f.ld(ety, f.gep(sums, f.op(f"mul i64 {dd}, 8")), "tx")
     fin = f.op(f"fcmp one double {f.op(f'call double @llvm.fabs.f64(double {s})')}, 0x7FF0000000000000")
-    ok = f.op(f"icmp ne i8 {f.ld('i8', f.gep(exact, '%dd'), 'tx')}, 0")
-    fast, slow, join = f.label("fast"), f.label("slow"), f.label("join")
+    ok = f.op(f"icmp ne i8 {f.ld('i8', f.gep(exact, dd), 'tx')}, 0")
+    slow, kept = f.label("slow"), f.label("kept")
     inf_ = f.op(f"xor i1 {fin}, true")
-    f.emit(f"br i1 {f.op(f'or i1 {ok}, {inf_}')}, label %{fast}, label %{slow}")
+    f.emit(f"br i1 {f.op(f'or i1 {ok}, {inf_}')}, label %{kept}, label %{slow}")
     f.put(slow)
-    m_ = f.op(f"udiv i64 %dd, {N}")
-    n_ = f.op(f"urem i64 %dd, {N}")
     slow_fn = f"tx.slow.{'.'.join(types)}.{N}.{K}"  # (one per module and form: Compiler.tensor_fns)
-    r_slow = f.op(f"call i32 @{slow_fn}(ptr {raws[0]}, ptr {raws[1]}, ptr {raws[2]}, i64 {m_}, i64 {n_})")
-    f.emit(f"br label %{join}")
-    f.put(fast)
-    if dt == "f32":
-      r = f.op(f"bitcast float {f.op(f'fptrunc double {s} to float')} to i32")
-    else:  # f16: the exact double rounded by integer code (zero: its sign; infinity: the format's)
-      b = f.op(f"bitcast double {s} to i64")
-      neg = f.op(f"icmp slt i64 {b}, 0")
-      E = f.op(f"and i64 {f.op(f'lshr i64 {b}, 52')}, 2047")
-      F = f.op(f"and i64 {b}, {(1 << 52) - 1}")
-      full = f.op(f"or i64 {F}, {1 << 52}")
-      sig = f.op(f"select i1 {f.op(f'icmp eq i64 {E}, 0')}, i64 {F}, i64 {full}")
-      sub = f.op(f"icmp eq i64 {E}, 0")
-      ex_ = f.op(f"sub i64 {f.op(f'select i1 {sub}, i64 1, i64 {E}')}, 1075")
-      sg = f.op(f"select i1 {neg}, i32 {sign}, i32 0")
-      r = _round(f, neg, f.op(f"select i1 {f.op(f'icmp eq i64 {sig}, 0')}, i64 1, i64 {sig}"), ex_, dt)
-      r = f.op(f"select i1 {f.op(f'icmp eq i64 {sig}, 0')}, i32 {sg}, i32 {r}")
-      r = f.op(f"select i1 {fin}, i32 {r}, i32 {f.op(f'or i32 {sg}, {inf}')}")
-    r = f.op(f"select i1 {f.op(f'fcmp uno double {s}, 0.0')}, i32 {canon}, i32 {r}")
-    f.emit(f"br label %{join}")
-    f.put(join)
-    f.st("i32", f.op(f"phi i32 [{r}, %{fast}], [{r_slow}, %{slow}]"), out, "tx")
+    r_slow = f.op(f"call i32 @{slow_fn}(ptr {raws[0]}, ptr {raws[1]}, ptr {raws[2]}, i64 %rm, i64 %rn)")
+    f.st("i32", r_slow, f.gep(res, f.op(f"mul i64 {dd}, 4")), "tx")
+    f.emit(f"br label %{kept}")
+    f.put(kept)
+    close_n()
+    f.emit(f"br label %{next_}")
+    f.put(next_)
+    close_m()
     made = comp.__dict__.setdefault("tensor_fns", set())
     if slow_fn not in made:
       made.add(slow_fn)
       f.globals.append(_slow(f, slow_fn, types, (R, N, K)))
-  close()
   # 5. the D registers: each slot's element, packed as ptx/tensor.py `_put` does, rows stored whole
   bits = ref.BITS[dt]
-  sel = table(f, f"tx{i}.d", "i32", dsel.reshape(-1))
-  pk = f.alloca(f"[{len(regs[0]) * L} x i32], align 64")
-  f.emit(f"call void @llvm.memset.p0.i64(ptr {pk}, i8 0, i64 {4 * len(regs[0]) * L}, i1 false)")
   nd = len(dslots)
-  kt = table(f, f"tx{i}.k", "i32", [k << SHIFT | o for k, o in dslots])
-  close = loop(f, 32 * nd, "pd")
-  lane, j = f.op(f"udiv i64 %pd, {nd}"), f.op(f"urem i64 %pd, {nd}")
-  at_ = f.op(f"zext i32 {f.ld('i32', f.gep(sel, f.op('mul i64 %pd, 4')), 'txtab')} to i64")
-  v = f.ld("i32", f.gep(res, f.op(f"mul i64 {at_}, 4")), "tx")
-  e = f.ld("i32", f.gep(kt, f.op(f"mul i64 {j}, 4")), "txtab")
-  k = f.op(f"zext i32 {f.op(f'lshr i32 {e}, {SHIFT}')} to i64")
-  if bits < 32:
-    v = f.op(f"and i32 {v}, {(1 << bits) - 1}")
-  q = _slot(f, pk, k, lane)
-  sh = f.op(f"and i32 {e}, {(1 << SHIFT) - 1}")
-  f.st("i32", f.op(f"or i32 {f.ld('i32', q, 'tx')}, {f.op(f'shl i32 {v}, {sh}')}"), q, "tx")
-  close()
+  pk = f.alloca(f"[{len(regs[0]) * L} x i32], align 64")
+  if bits == 32:  # a slot per register: word (register * 32 + lane) is one element
+    words = np.zeros(len(regs[0]) * L, np.int64)
+    for j, (k, _) in enumerate(dslots):
+      words[k * L:(k + 1) * L] = dsel[:, j]
+    sel = table(f, f"tx{i}.d", "i32", words)
+    close = loop(f, len(words), "pd")
+    at_ = f.op(f"zext i32 {f.ld('i32', f.gep(sel, f.op('mul i64 %pd, 4')), 'txtab')} to i64")
+    f.st("i32", f.ld("i32", f.gep(res, f.op(f"mul i64 {at_}, 4")), "tx"), f.gep(pk, f.op("mul i64 %pd, 4")), "tx")
+    close()
+  else:
+    sel = table(f, f"tx{i}.d", "i32", dsel.reshape(-1))
+    f.emit(f"call void @llvm.memset.p0.i64(ptr {pk}, i8 0, i64 {4 * len(regs[0]) * L}, i1 false)")
+    kt = table(f, f"tx{i}.k", "i32", [k << SHIFT | o for k, o in dslots])
+    close = loop(f, 32 * nd, "pd")
+    lane, j = f.op(f"udiv i64 %pd, {nd}"), f.op(f"urem i64 %pd, {nd}")
+    at_ = f.op(f"zext i32 {f.ld('i32', f.gep(sel, f.op('mul i64 %pd, 4')), 'txtab')} to i64")
+    v = f.op(f"and i32 {f.ld('i32', f.gep(res, f.op(f'mul i64 {at_}, 4')), 'tx')}, {(1 << bits) - 1}")
+    e = f.ld("i32", f.gep(kt, f.op(f"mul i64 {j}, 4")), "txtab")
+    k = f.op(f"zext i32 {f.op(f'lshr i32 {e}, {SHIFT}')} to i64")
+    q = _slot(f, pk, k, lane)
+    sh = f.op(f"and i32 {e}, {(1 << SHIFT) - 1}")
+    f.st("i32", f.op(f"or i32 {f.ld('i32', q, 'tx')}, {f.op(f'shl i32 {v}, {sh}')}"), q, "tx")
+    close()
   for k, s in enumerate(regs[0]):
     v = f.ld(f"<{L} x i32>", f.gep(pk, str(4 * L * k)), "tx", ", align 64")
     f.st(f"<{L} x i32>", v, _row(comp, f, s.index, True), ("v", s.index), ", align 4")

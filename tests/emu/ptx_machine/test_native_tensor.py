@@ -209,6 +209,33 @@ def test_wmma_f16_f32_tiers_agree(ptx, monkeypatch):
   np.testing.assert_array_equal(got, want.astype(np.float32))
 
 
+def test_wmma_sums_at_the_edge_of_a_double(ptx, monkeypatch):
+  """Rows whose exact sum needs just over 53 bits, where a float64 sum rounds and that rounding moves the f32 result:
+  products 2**-48, 64, 2**-18 (in that k order) sum to 64 * (1 + 2**-24 + 2**-54), just above the f32 tie between 64
+  and 64 + 2**-17, so IEEE's single rounding gives 64 + 2**-17, while a float64 running sum (64 + 2**-48 rounds to 64)
+  lands on the tie and gives 64. The native tier must see that its sum is inexact: the terms' span does not fit its
+  window (2**-48 .. 16 * 8 * 8), and its step check must catch the first step although 64 - 2**-48 rounds back to
+  64 (the small term came first). Other rows: the same terms in other orders and signs, and exact ones."""
+  A, B = np.zeros((64, 16), np.float16), np.zeros((16, 16), np.float16)
+  C = np.zeros((64, 16), np.float32)
+  roots = np.float16([2.0**-24, 8, 2.0**-9])  # (each product A[m, k] * B[k, n] is a root squared)
+  orders = [(0, 1, 2), (1, 0, 2), (2, 1, 0), (0, 2, 1)]
+  for g, order in enumerate(orders):  # k = 3g .. 3g + 2: the three terms in this order (B col-major: B[n, k])
+    B[:, 3 * g:3 * g + 3] = roots[list(order)]
+  for m in range(8):
+    g = m // 2
+    A[m, 3 * g:3 * g + 3] = (1 if m % 2 == 0 else -1) * roots[list(orders[g])]
+  A[8:16] = (np.arange(8 * 16).reshape(8, 16) % 7 - 3) / 4  # exact rows: numpy's float64 matmul is exact
+  C[6:8, 0] = 2.0**-60  # rows 6, 7, column 0: one more term, far below
+  D = np.zeros((64, 16), np.float32)
+  got = tiers(monkeypatch, ptx, "wmma_f32", [D, A, B, C, np.int32(16), np.int32(16), np.int32(16)], 0, block=128)
+  for m in range(8):
+    sign = 1 if m % 2 == 0 else -1
+    np.testing.assert_array_equal(got[m], np.float32(sign * (64 + 2.0**-17)), err_msg=f"row {m}")
+  want = A[8:16].astype(np.float64) @ B.astype(np.float64).T + C[8:16]
+  np.testing.assert_array_equal(got[8:16], want.astype(np.float32))
+
+
 def test_wmma_lanes_apart(ptx, monkeypatch):
   rng = np.random.default_rng(5)
   A, B, C = wild(rng, 1024, np.float16, False), wild(rng, 256, np.float16, False), wild(rng, 512, np.float32, False)
