@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from gputwin.emu import core
+from gputwin.emu.memory import GuestMemory
 from gputwin.emu.trace import write_trace
 from gputwin.errors import EmuCheckError, EmuError, EmuFault, EmuTrap
 from gputwin.isa.kernargs import LaunchStats
@@ -17,7 +18,6 @@ def place(mem, a: np.ndarray, copies: list, read_only: bool = False) -> int:
   """A guest buffer for array `a` (emu/api.py's rule): mapped in place when `mem` is a GuestMemory and `a` is
   writeable, C-contiguous and overlaps no argument placed before, else a copy, copied back after the launch unless
   read-only. `copies` collects (array, VA, copied back?) for the launcher to finish and unmap."""
-  from gputwin.emu.memory import GuestMemory
   if not read_only and isinstance(mem, GuestMemory) and a.flags.c_contiguous and a.flags.writeable and a.nbytes and \
      not any(np.may_share_memory(a, b) for b, _, _ in copies):
     va = mem.alloc(a.nbytes, buf=a.reshape(-1).view(np.uint8))

@@ -258,7 +258,7 @@ class Engine:
           self.init_key = None
         continue
       if file == "v" and defer:
-        self.pending = ([r for r in range(len(F)) if rows >> r & 1], None)
+        self.pending = (_set_bits(rows, len(F)), None)
         continue
       if file == "s":
         rows &= ~keep_s
@@ -1118,6 +1118,12 @@ def move(eng: Engine, ix, *moves) -> None:
     np.copyto(sub, pc, where=m)
   if not isinstance(ix, slice):
     eng.lpc[ix] = sub
+
+
+def _set_bits(x: int, n: int) -> list[int]:
+  """The positions of the bits set in `x` (0 <= x < 2**n), in increasing order."""
+  b = np.frombuffer(x.to_bytes(-(-n // 8), "little"), np.uint8)
+  return np.flatnonzero(np.unpackbits(b, bitorder="little")).tolist()
 
 
 def _per_warp(m: np.ndarray) -> np.ndarray:

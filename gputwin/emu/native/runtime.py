@@ -205,6 +205,7 @@ class Native:
     self.eng = eng
     self.ctx = np.zeros(C_N, np.int64)
     self.all = np.arange(eng.W, dtype=np.int64)
+    self.at = (self.ctx.ctypes.data, self.all.ctypes.data)  # (their addresses, for every block's call)
     self.wg = np.ascontiguousarray(eng.wg, dtype=np.int64)
     self.regions = np.zeros((0, 3), np.int64)
     self.key = None
@@ -267,7 +268,8 @@ class Native:
     eng, c = self.eng, self.ctx
     if blk.na > eng.A.shape[1]:  # (Tier.block declines it: AccVGPRs past the allocation)
       raise GputwinError(f"native block at {blk.pc:#x} reaches AccVGPR {blk.na - 1} of {eng.A.shape[1]}")
-    waves = self.all if isinstance(ix, slice) else np.ascontiguousarray(ix, dtype=np.int64)
+    whole = isinstance(ix, slice)
+    waves = self.all if whole else np.ascontiguousarray(ix, dtype=np.int64)
     c[C_FAULT] = c[C_LANES] = c[C_RAN] = c[C_PRIV] = 0
     c[C_IEEE] = eng.ieee
     if getattr(eng, "res", None) is not None:
@@ -290,7 +292,7 @@ class Native:
     with self.hold:
       self.refresh()
       try:
-        r = blk.fn(c.ctypes.data, waves.ctypes.data, len(waves))
+        r = blk.fn(self.at[0], self.at[1] if whole else waves.ctypes.data, len(waves))
       finally:
         c[C_INIT] = 0
     STATS["runs"] += 1

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import os
 import threading
 import time
 from collections import OrderedDict
@@ -84,14 +85,37 @@ class _Modules:
 def module_text(ptx) -> tuple[str, str]:
   """(text, path for messages) of a PTX module given as a path, str or bytes."""
   if isinstance(ptx, Path) or (isinstance(ptx, str) and "\n" not in ptx and ptx.endswith(".ptx")):
-    p = Path(ptx)
     try:
-      return p.read_text(), str(p)
+      return _read(str(ptx)), str(ptx)
     except OSError as e:
-      raise LaunchError(f"cannot read {p}: {e.strerror}") from None
+      raise LaunchError(f"cannot read {ptx}: {e.strerror}") from None
   if isinstance(ptx, (bytes, bytearray)):
     return bytes(ptx).decode(), "<ptx>"
   return str(ptx), "<ptx>"
+
+
+_TEXTS: OrderedDict = OrderedDict()  # path -> (modification time, size, text) of module files (_read)
+
+
+def _read(path: str) -> str:
+  """A module file's text: read again unless its modification time and size are those of a read made over two
+  seconds after that time (a later write then has a later one, however coarse the file system's clock)."""
+  st = os.stat(path)
+  got = _TEXTS.get(path)
+  if got is not None and got[:2] == (st.st_mtime_ns, st.st_size):
+    return got[2]
+  text = Path(path).read_text()
+  if time.time_ns() - st.st_mtime_ns > 2_000_000_000:
+    _TEXTS[path] = (st.st_mtime_ns, st.st_size, text)
+    while len(_TEXTS) > 16:
+      _TEXTS.popitem(last=False)
+  return text
+
+
+@functools.lru_cache(maxsize=16)
+def _digest(text: str) -> bytes:
+  """A module text's key in MODULES (the same str object again: one dict lookup, not a hash of the text)."""
+  return hashlib.sha1(text.encode()).digest()
 
 
 MODULES = _Modules()
@@ -101,7 +125,7 @@ def launch(ptx, kernel: str, *, grid, block, args, arch: str = "sm_90", shared_b
            checks=True, trace=None, max_instructions: int | None = None) -> LaunchStats:
   """Run `kernel` of PTX module `ptx` (a path, or its text as str/bytes) over `grid` CTAs of `block` threads."""
   text, path = module_text(ptx)
-  key = (hashlib.sha1(text.encode()).digest(), arch)
+  key = (_digest(text), arch)
   lm = MODULES.take(key) or Loaded(text, path, arch)
   try:
     return run(lm, kernel, grid=grid, block=block, args=args, shared_bytes=shared_bytes, serial=serial,
@@ -248,18 +272,12 @@ def _written_first(lm: Loaded, fn) -> int:
 PER_CTA = {"%ctaid.x", "%ctaid.y", "%ctaid.z", "%smid", "%clusterid.x", "%clusterid.y", "%clusterid.z"}  # by batch
 
 
-def _init(eng, img: Image, fn, grid, block, c0: int, nw: int, threads: int, shared: int, dyn: int, arch: str) -> None:
-  """Each thread's initial state (PTX ISA 9.0 ch. 10 "Special Registers"): ids, sizes, lane masks, its PC, frame.
-  Values per thread of a CTA are computed for one CTA (nw warps) and repeated over the batch's CTAs."""
-  W, L = eng.W, eng.L
-  warp = np.arange(nw)
-  cta = c0 + np.arange(W)[::nw] // nw  # per CTA of the batch
-  lane = np.arange(L)
-  t = warp[:, None] * L + lane[None, :]  # (nw, L): thread index in the CTA
-  eng.start(fn.entry, t < threads)  # every thread's PC: core.run_simt starts there without looking (and writes lpc)
+def _specials(grid, block, cta, warp, lane, t, nw: int, shared: int, dyn: int, arch: str) -> dict:
+  """Special register -> a function of its values (PTX ISA 9.0 ch. 10 "Special Registers"): per thread of a CTA
+  (nw, L), per CTA of the batch (CTAs, 1, 1), or one value."""
   bx, by, _ = block
   gx, gy, _ = grid
-  vals = {"%tid.x": lambda: t % bx, "%tid.y": lambda: (t // bx) % by, "%tid.z": lambda: t // (bx * by),
+  return {"%tid.x": lambda: t % bx, "%tid.y": lambda: (t // bx) % by, "%tid.z": lambda: t // (bx * by),
           "%ntid.x": lambda: block[0], "%ntid.y": lambda: block[1], "%ntid.z": lambda: block[2],
           "%ctaid.x": lambda: (cta % gx)[:, None, None], "%ctaid.y": lambda: ((cta // gx) % gy)[:, None, None],
           "%ctaid.z": lambda: (cta // (gx * gy))[:, None, None], "%nctaid.x": lambda: grid[0],
@@ -275,14 +293,28 @@ def _init(eng, img: Image, fn, grid, block, c0: int, nw: int, threads: int, shar
           "%clusterid.z": lambda: (cta // (gx * gy))[:, None, None],
           "%cluster_nctaid.x": lambda: 1, "%cluster_nctaid.y": lambda: 1, "%cluster_nctaid.z": lambda: 1,
           "%cluster_nctarank": lambda: 1}  # (%gridid, %cluster_ctaid.*, %cluster_ctarank: 0)
+
+
+def _init(eng, img: Image, fn, grid, block, c0: int, nw: int, threads: int, shared: int, dyn: int, arch: str) -> None:
+  """Each thread's initial state (PTX ISA 9.0 ch. 10 "Special Registers"): ids, sizes, lane masks, its PC, frame.
+  Values per thread of a CTA are computed for one CTA (nw warps) and repeated over the batch's CTAs."""
+  W, L = eng.W, eng.L
+  warp = np.arange(nw)
+  cta = c0 + np.arange(W)[::nw] // nw  # per CTA of the batch
+  lane = np.arange(L)
+  t = warp[:, None] * L + lane[None, :]  # (nw, L): thread index in the CTA
+  eng.start(fn.entry, t < threads)  # every thread's PC: core.run_simt starts there without looking (and writes lpc)
   key = (id(img), fn.entry, tuple(grid), tuple(block), shared, dyn, nw, arch)
-  same = eng.init_key == key  # a restarted engine keeps these rows (restart's keep_v)
-  eng.init_key = key
-  for name in img.specials(fn.name):  # the ones its code reads (nothing reads the others)
-    if same and name not in PER_CTA:  # (a kernel cannot write special registers)
-      continue
-    v = vals[name]() if name in vals else 0  # per thread of a CTA (nw, L), per CTA (CTAs, 1, 1), or one value
-    eng.V[:, SPECIAL_ROW[name], :].reshape(-1, nw, L)[:] = (np.asarray(v, np.int64) & 0xffffffff).astype(np.uint32)
+  same = eng.init_key is not None and eng.init_key[0] == key  # a restarted engine keeps these rows (keep_v)
+  ctas = same and eng.init_key[1:] == (c0, W)  # and the per-CTA ones, for the same CTAs
+  eng.init_key = (key, c0, W)
+  todo = [n for n in img.specials(fn.name) if not ctas and (not same or n in PER_CTA)]  # (the ones its code reads;
+  # a kernel cannot write special registers)
+  if todo:
+    vals = _specials(grid, block, cta, warp, lane, t, nw, shared, dyn, arch)
+    for name in todo:
+      v = vals[name]() if name in vals else 0  # per thread of a CTA (nw, L), per CTA (CTAs, 1, 1), or one value
+      eng.V[:, SPECIAL_ROW[name], :].reshape(-1, nw, L)[:] = (np.asarray(v, np.int64) & 0xffffffff).astype(np.uint32)
   if not same or img.calls:  # (only calls move a thread's frame and stack pointer: kept by a restarted engine)
     eng.V[:, fn.frame_row, :] = img.frame_base
     eng.V[:, img.sp_row, :] = img.frame_base + -(-fn.frame_size // 16) * 16

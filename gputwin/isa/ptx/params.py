@@ -60,9 +60,9 @@ def size(params: Sequence[Param]) -> int:
   return max((p.offset + p.size for p in params), default=0)
 
 
-def _int(v: int, n: int, what: str) -> bytes:
+def _int(v: int, n: int, what: Callable[[], str]) -> bytes:
   if not -(1 << (8 * n - 1)) <= int(v) < (1 << (8 * n)):
-    raise LaunchError(f"{what}: {v} does not fit {n} bytes")
+    raise LaunchError(f"{what()}: {v} does not fit {n} bytes")
   return (int(v) & ((1 << (8 * n)) - 1)).to_bytes(n, "little")
 
 
@@ -80,9 +80,9 @@ def pack(params: Sequence[Param], args, address: Callable[[object], int | None],
   buf = bytearray(size(params) if total is None else total)
   for i, (a, p) in enumerate(zip(args, params)):
     t, n = p.type, p.size
-    what = f"{where}: argument {i} ({p.name}, {p.decl})"
+    what = lambda i=i, p=p: f"{where}: argument {i} ({p.name}, {p.decl})"  # (an error's words, made on error)
     if isinstance(a, (bytes, bytearray)):
-      if len(a) != n: raise LaunchError(f"{what}: {len(a)} bytes given for {n}")
+      if len(a) != n: raise LaunchError(f"{what()}: {len(a)} bytes given for {n}")
       raw = bytes(a)
     elif isinstance(a, np.generic):
       raw = a.tobytes()
@@ -92,20 +92,20 @@ def pack(params: Sequence[Param], args, address: Callable[[object], int | None],
         elif a.dtype.kind == "f" and t in ("f32", "f64"):
           raw = _float(a, t)
         else:
-          raise LaunchError(f"{what}: a {a.dtype} ({len(raw)} bytes) does not fit {n} bytes")
+          raise LaunchError(f"{what()}: a {a.dtype} ({len(raw)} bytes) does not fit {n} bytes")
     elif isinstance(a, (bool, int)):
       raw = _float(a, t) if t.startswith("f") else _int(a, n, what)
     elif isinstance(a, float):
       if t not in ("f32", "f64"):
-        raise LaunchError(f"{what}: a float for a non-float parameter (pass a numpy scalar to give its bits)")
+        raise LaunchError(f"{what()}: a float for a non-float parameter (pass a numpy scalar to give its bits)")
       raw = _float(a, t)
     else:
       if isinstance(a, np.ndarray) and n != 8:
-        raise LaunchError(f"{what}: an array is passed by its 64-bit address, but the parameter has {n} bytes")
+        raise LaunchError(f"{what()}: an array is passed by its 64-bit address, but the parameter has {n} bytes")
       va = address(a)
-      if va is None: raise LaunchError(f"{what}: cannot pass a {type(a).__name__}")
+      if va is None: raise LaunchError(f"{what()}: cannot pass a {type(a).__name__}")
       if n != 8:
-        raise LaunchError(f"{what}: a {type(a).__name__} is passed by its 64-bit address, but the parameter has {n} "
+        raise LaunchError(f"{what()}: a {type(a).__name__} is passed by its 64-bit address, but the parameter has {n} "
                           f"bytes")
       raw = int(va).to_bytes(8, "little")
     buf[p.offset:p.offset + n] = raw

@@ -125,3 +125,29 @@ def test_scalar_arguments_pass_by_bit_pattern():
   assert out.tolist() == [0xfffffffd, 0x3fc00000]
   with pytest.raises(LaunchError, match="does not fit"):
     launch(k, "k", grid=1, block=1, args=[out, np.int64(1 << 40), 1.5], arch="sm_90")
+
+
+def test_a_module_file_rewritten_at_once_runs_its_new_text(tmp_path):
+  """launch(path) keeps a file's text only when read well after its last write: a module rewritten right after a
+  launch, same size (so, on a coarse file-system clock, the same modification time too), runs as rewritten; an old
+  file's text is reused, and runs again after a rewrite."""
+  import os
+  body = "  .reg .b32 %r<2>; .reg .b64 %rd<2>;\n  ld.param.u64 %rd1, [out];\n  mov.u32 %r1, {};\n" \
+         "  st.global.u32 [%rd1], %r1;\n  ret;"
+  path = tmp_path / "k.ptx"
+  out = np.zeros(1, np.int32)
+  stamp = None
+  for value in (111, 222, 333):  # (three digits each: the same size)
+    path.write_text(ptx(body.format(value)))
+    if stamp is not None:  # a coarse clock: the rewrite keeps the first write's modification time
+      os.utime(path, ns=stamp)
+    stamp = stamp or (path.stat().st_atime_ns, path.stat().st_mtime_ns)
+    launch(str(path), "k", grid=1, block=1, args=[out], arch="sm_90")
+    assert out[0] == value
+  st = path.stat()
+  os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns - 10_000_000_000))  # written long ago: kept after this read
+  launch(str(path), "k", grid=1, block=1, args=[out], arch="sm_90")
+  assert out[0] == 333
+  path.write_text(ptx(body.format(444)))
+  launch(str(path), "k", grid=1, block=1, args=[out], arch="sm_90")
+  assert out[0] == 444
