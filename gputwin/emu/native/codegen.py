@@ -86,6 +86,14 @@ class Fn(backend.Fn):
     p = self.op(f"getelementptr i64, ptr %ctx, i64 {k}")
     self.st("i64", v, p, "ctx")
 
+  def or_fault(self, p: str) -> str:
+    """Host pointer `p` from an access helper (gm_ptr, lds_ptr...), which answers null when the access faults (its
+    details already in ctx): leave for %fault then; p."""
+    ok = self.label("ok")
+    self.emit(f"br i1 {self.op(f'icmp eq ptr {p}, null')}, label %fault, label %{ok}")
+    self.put(ok)
+    return p
+
   @property
   def bad(self) -> str:
     """A probe's result: some active lane's access would leave the region or fault."""
@@ -334,10 +342,7 @@ class Gen(Lower):
         f.emit(f"br label %{join}")
       f.put(join)
       p = f.op(f"phi ptr {', '.join(got)}")
-    ok = f.label("ok")
-    f.emit(f"br i1 {f.op(f'icmp eq ptr {p}, null')}, label %fault, label %{ok}")
-    f.put(ok)
-    return p
+    return f.or_fault(p)
 
   def log(self, a: str, nb: int, write: bool) -> None:
     """A logging block (Compiler `log`): this lane's LDS access at `a` into the log (Block.sites), before it is made."""
@@ -1576,10 +1581,8 @@ done:
     bits = 8 * nb
     v = f.conv(v, w, bits)
     for k in range(nb // 4):
-      p = f.op(f"call ptr @lds_ptr(ptr %ctx, i64 {f.op(f'add i64 {a}, {4 * k}')}, i64 4, i64 1, i64 %w, ptr null)")
-      ok = f.label("ok")
-      f.emit(f"br i1 {f.op(f'icmp eq ptr {p}, null')}, label %fault, label %{ok}")
-      f.put(ok)
+      p = f.or_fault(f.op(f"call ptr @lds_ptr(ptr %ctx, i64 {f.op(f'add i64 {a}, {4 * k}')}, i64 4, i64 1, i64 %w, "
+                          "ptr null)"))
       f.st("i32", f.conv(f.op(f"lshr i{bits} {v}, {32 * k}") if k else v, bits, 32), p, "lds")
 
   @staticmethod

@@ -362,10 +362,7 @@ def _pointers(f, i: int, space: str, count: int, nb: int, write: bool, addr, dir
   if nb > 1:
     _fault_if(f, f.op(f"icmp ne i64 {f.op(f'and i64 {a}, {nb - 1}')}, 0"), F_GLOBAL, a, nb, write)
   if space == "mem":
-    p = f.op(f"call ptr @gm_ptr(ptr %ctx, i64 {a}, i64 {nb}, i64 {int(write)}, i64 %w, ptr {hint})")
-    ok = f.label("ok")
-    f.emit(f"br i1 {f.op(f'icmp eq ptr {p}, null')}, label %fault, label %{ok}")
-    f.put(ok)
+    p = f.or_fault(f.op(f"call ptr @gm_ptr(ptr %ctx, i64 {a}, i64 {nb}, i64 {int(write)}, i64 %w, ptr {hint})"))
   else:  # shared: the low 32 bits, in the CTA's window
     o = f.op(f"and i64 {a}, {0xffffffff}")
     _fault_if(f, f.op(f"icmp ugt i64 {f.op(f'add i64 {o}, {nb}')}, {f.ctx(C_LDSZ)}"), F_LDSOFF, o, nb, write)
