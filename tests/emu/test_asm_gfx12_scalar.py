@@ -9,9 +9,11 @@ from tests.emu.test_asm import kernel
 EXEC = 0xa8fd5bb6  # lane 0 inactive, as in seed 2027 program 189
 
 
-def _run(body, n_out):
+def _run(body, n_out, stats=None):
   out = np.zeros(32 * n_out, np.uint32)
-  launch(kernel("gfx1200", body), "k", grid=1, block=32, args=[out])
+  st = launch(kernel("gfx1200", body), "k", grid=1, block=32, args=[out])
+  if stats is not None:
+    stats.append(st)
   return out.reshape(n_out, 32)
 
 
@@ -75,15 +77,20 @@ def test_salu_f32_fabs_of_product():
   assert (out[1] == np.abs(np.float32(-3) * e).view(np.uint32)).all()
 
 
-def test_pseudo_scalar_trans_ignores_exec():
+@pytest.mark.parametrize("jit", ["0", "force"])
+@pytest.mark.parametrize("exec_lo", [EXEC, 0])
+def test_pseudo_scalar_trans_ignores_exec(monkeypatch, jit, exec_lo):
   """v_s_rcp_f32/v_s_sqrt_f32 (VALU, SGPR in and out): one result per wave whatever EXEC is. With EXEC lane 0 off
   the emulator used to write lane 0's untouched value (0) -- clang-22's udiv by a uniform value inside divergent
-  code (`v_s_rcp_f32 s3, s0` under s_and_saveexec, seed 2027 program 189)."""
+  code (`v_s_rcp_f32 s3, s0` under s_and_saveexec, seed 2027 program 189). The native tier (force) runs every
+  instruction, the pseudo-scalar ones too, EXEC empty or not."""
+  monkeypatch.setenv("GPUTWIN_JIT", jit)
+  stats = []
   out = _run(f"""
   s_load_b64 s[2:3], s[0:1], 0x0
   s_mov_b32 s4, 4.0
   s_mov_b32 s5, 0x40400000
-  s_mov_b32 exec_lo, {EXEC:#x}
+  s_mov_b32 exec_lo, {exec_lo:#x}
   v_s_rcp_f32 s6, s4
   v_s_rcp_f32 s7, s5
   v_s_sqrt_f32 s8, s5
@@ -95,7 +102,8 @@ def test_pseudo_scalar_trans_ignores_exec():
   s_wait_kmcnt 0
   global_store_b32 v1, v2, s[2:3]
   global_store_b32 v1, v3, s[2:3] offset:128
-  global_store_b32 v1, v4, s[2:3] offset:256""", 3)
+  global_store_b32 v1, v4, s[2:3] offset:256""", 3, stats)
+  assert stats[0].native_instructions == (stats[0].instructions if jit == "force" else 0)
   assert (out[0] == np.float32(0.25).view(np.uint32)).all()
   assert (out[1] == (np.float32(1) / np.float32(3)).view(np.uint32)).all()
   assert (out[2] == np.sqrt(np.float32(3)).view(np.uint32)).all()

@@ -720,6 +720,10 @@ done:
         on = f.on = "true"
       else:
         f.ones = self.lane_mask(f, exec_v, flags)
+      if once:  # its one value is written whatever EXEC is (binding.scalar_valu): lane off or not, this turn runs
+        # and writes its lane-0 results (store_state: the first lane's)
+        on = f.on = "true"
+        f.first = start
       if pure or probe:
         f.emit("br label %lbody")
       else:

@@ -80,9 +80,9 @@ def supported(op: Op, fam: str, simt: bool = False, arch: str = "") -> None:
     if o.mem and (o.mem not in MEM_KINDS or simt and o.mem in WAVE_ONLY or
                   o.info.get("address") is None and o.info.get("buffer") is None and not vsharp(o)):
       raise Unsupported(o.mem)
-    # (per-thread PCs: every wave a block runs for has a thread running an unguarded op, whose lane-0 result is the
-    # interpreter's one value; one PC per wave: EXEC may be empty, the interpreter writes it anyway)
-    if o.kind == "alu" and scalar_valu(o) and not (simt and op.info.get("guard") is None):
+    # (its one value: the turn of the first active lane, or with none the last lane's, computed as if on: the
+    # interpreter writes it whatever EXEC is; a guarded one's threads are those of its guard)
+    if o.kind == "alu" and scalar_valu(o) and op.info.get("guard") is not None:
       raise Unsupported("scalar VALU")
     for s in list(o.ins.values()) + list(o.outs.values()):  # (the flat apertures: read as constants, not written)
       if isinstance(s, Src) and (s.file == "a" and fam != "cdna" or s.file == "s" and s.index in APERTURE and
