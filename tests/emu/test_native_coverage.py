@@ -259,6 +259,41 @@ def test_movrel_scalar_native_equal_interpreter(arch, text, monkeypatch):
   assert not native.FAILED, native.FAILED[:3]
 
 
+VMOVREL = ["v_movrels_b32 v3, v5", "v_movreld_b32 v5, v2", "v_movrelsd_b32 v3, v5", "v_movrelsd_2_b32 v3, v5",
+           "v_swaprel_b32 v3, v5", "v_movreld_b32 v5, v2\nv_add_nc_u32 v6, v7, v7\nv_movrels_b32 v3, v5",
+           "v_movrels_b32 v3, v5 dpp8:[7,6,5,4,3,2,1,0]"]
+
+
+@pytest.mark.parametrize("arch, text", [(a, t) for a in TARGETS for t in VMOVREL if target_info(a).family != "cdna"])
+def test_movrel_vector_native_equal_interpreter(arch, text, monkeypatch):
+  """v_movrels / v_movreld / v_movrelsd(_2) / v_swaprel (VGPR[lane][base + M0]: this lane's register by a number the
+  body computes; CDNA has none) as one native block: the interpreter's registers for M0 that lands in the file
+  (random EXEC, one wave with every lane on; a sum that wraps at 32 bits), and the interpreter's error, the native
+  run stopping before it writes anything, for one past the file's 256 rows, in either wave."""
+  fam = target_info(arch).family
+  prog = Program(assemble(text, arch) + ENDPGM[fam], 0x1000, arch, fam, 32, for_arch(arch))
+  blk = native.compile_block(prog, 0x1000, 32)
+  assert blk is not None and blk.n == text.count("\n") + 2, "not one native block"
+  rng = np.random.default_rng(zlib.crc32(text.encode()))
+  m0s = [rng.integers(0, 240, 2), [0, 250], [245, 3], [0xfffffffc, 7], [0x00f000f0, 0x00070003],
+         [0, 251], [300, 2], [0x7fffffff, 0], [0, 0xfffffffa]]  # (base v5: 5 + M0; movrelsd_2: two fields of M0)
+  stopped = 0  # runs that end in the interpreter's error
+  for k, m0 in enumerate(m0s):
+    a = _scheduled(prog, 32, k, np.asarray(m0, np.uint32), "0", monkeypatch)
+    b = _scheduled(prog, 32, k, np.asarray(m0, np.uint32), "force", monkeypatch)
+    assert a[0] == b[0], (m0, a[:2], b[:2])
+    if a[0] == "ok":
+      names = ("VGPR", "SGPR", "SCC", "PC", "memory", "LDS", "count", "lanes")
+      assert all(np.array_equal(x, y) for x, y in zip(a[1], b[1])), \
+          (m0, [n for n, x, y in zip(names, a[1], b[1]) if not np.array_equal(x, y)])
+      assert b[2] == a[1][6] and a[2] == 0, "not run natively"
+    else:
+      assert a[1].split(": the register file")[0] == b[1].split(": the register file")[0], (m0, a[1], b[1])
+      stopped += 1
+  assert 1 <= stopped <= len(m0s) - 3, stopped  # (both: runs that write, runs that stop)
+  assert not native.FAILED, native.FAILED[:3]
+
+
 def _vgpr_mask(op) -> bool:
   """Does `op` read a lane mask from a VGPR and write it back to an SGPR (V_ADD_CO_CI_U32 v, s, v, v, v)?"""
   return any(isinstance(s, Src) and s.file == "v" and isinstance(op.outs.get(nm), Src) and op.outs[nm].file == "s"

@@ -15,8 +15,8 @@ from gputwin.emu.binding import LDS_BITS, LDS_SHIFT, elect, float_result, scalar
 from gputwin.emu.native import matrix, plan, tensor
 from gputwin.emu.native.runtime import (C_A, C_IEEE, C_INIT, C_LANES, C_LDS, C_LDSZ, C_LOG, C_PC, C_PRIV, C_RAN,
                                         C_REGS, C_RES, C_RESN, C_S, C_SCC, C_SCRST, C_SCRSZ, C_SSTR, C_SSTW, C_TAKEN,
-                                        C_V, C_VSTR, C_VSTW, C_WG, F_GLOBAL, F_HIGH, F_LANE, F_LDSBASE, F_SCROFF,
-                                        HINT_BASE, HINT_HI, HINT_LO, HINT_PROBE, HINT_REGION, HINTS, TBAA_FIXED,
+                                        C_V, C_VROWS, C_VSTR, C_VSTW, C_WG, F_GLOBAL, F_HIGH, F_LANE, F_LDSBASE,
+                                        F_SCROFF, HINT_BASE, HINT_HI, HINT_LO, HINT_PROBE, HINT_REGION, HINTS, TBAA_FIXED,
                                         mask_bits, prelude)
 from gputwin.emu.program import Op, Src
 from gputwin.errors import PcodeError
@@ -191,10 +191,11 @@ class Gen(Lower):
     return f.op(f"or i1 {out}, {wrap}")
 
   def reg(self, name: str, index: tuple, bits: int, write: bool) -> str:
-    """VGPR[lane][reg] of this wave (readlane, writelane, readfirstlane, permlane, ds_(b)permute): the register
-    number must be a constant operand (the block's register reach then covers it: Tier.block). A lane the body does
-    not keep below the wave size (`bound`: s_ff1's, a permute's computed lane) is checked where it is used: past the
-    file the block stops there (F_LANE), and the interpreter's run of the instruction raises its error.
+    """VGPR[lane][reg] of this wave (readlane, writelane, readfirstlane, permlane, ds_(b)permute; v_movrel*: this
+    lane's, the number computed, M0-relative): a constant register number is in the block's register reach
+    (Tier.block), a computed one is checked against the file's rows (`vgpr_row`). A lane the body does not keep
+    below the wave size (`bound`: s_ff1's, a permute's computed lane) is checked where it is used: past the file the
+    block stops there (F_LANE), and the interpreter's run of the instruction raises its error.
     SGPR[reg] (s_movrels, s_movreld: a number the body computes, M0-relative): `rows`. A read wider than a register
     is gathered into a local (the rows lie a register stride apart); a wide write is Gen.store's."""
     if name == "SGPR" and len(index) == 1:
@@ -212,12 +213,14 @@ class Gen(Lower):
     if name != "VGPR" or len(index) != 2 or bits != 32:
       raise Unsupported(f"{name}[...] access")
     lane_e, reg_e = index
+    if not self.op.sem.wave_level and not (lane_e.op == "wave" and lane_e.args[0] == "laneId"):
+      raise Unsupported("another lane's VGPR in a lane body")  # (the lane loop would see lanes it already ran)
     r, hi = self.constant(reg_e), self.bound(lane_e, set())
-    if r is None:
-      raise Unsupported("register index not bounded")
     lane = self.u64(self.ex(lane_e), lane_e.ty)
     if hi is None or hi >= self.L:
       self.info["fault"](self.f, self.f.op(f"icmp uge i64 {lane}, {self.L}"), F_LANE, lane, 4, write)
+    if r is None:
+      return self.info["vrow"](self.f, self.u64(self.ex(reg_e), reg_e.ty), lane, write)
     return self.info["vgpr"](self.f, r, lane, write)
 
   def rows(self, e, bits: int, write: bool) -> list[str]:
@@ -616,6 +619,7 @@ done:
     ops = [o for o in ops if o.kind != "nop"] or ops[-1:]  # s_nop, s_delay_alu... in a group: PC and counts only
     op = ops[0]
     info = {"lanes": self.L, "family": self.fam, "space": SPACES.get(op.mem, "gm"), "vgpr": self.vgpr_at,
+            "vrow": self.vgpr_row,
             "fault": self.fault_if, "routed": self.routed, "sgpr": self.sgpr_row, "sgprs": self.sgprs,
             "join": self.join,
             "slot": self.owner.get(i, (i, 0))[0], "delta": self.owner.get(i, (i, 0))[1]}
@@ -653,10 +657,10 @@ done:
     # state variables: per wave (scalars, specials) or per lane (VGPRs, addresses)
     for g, o in (x for u in units for x in u):
       self.declare(g, o, vector)
-    # a body without memory, loops or lane-0 results runs in every lane, its results kept where EXEC is set: the
-    # lane loop is then branch-free, which LLVM vectorises
+    # a body without memory, registers by number, loops or lane-0 results runs in every lane, its results kept where
+    # EXEC is set: the lane loop is then branch-free, which LLVM vectorises
     gens = [x for u in units for x in u]
-    pure = vector and not any(o.mem for _, o in gens) and not any(g.lane0 for g, _ in gens) and \
+    pure = vector and not any(o.mem or o.sem.regfiles for _, o in gens) and not any(g.lane0 for g, _ in gens) and \
         not any(analysis.has_loop(o.sem.program.body) for _, o in gens)
     if len(ops) > 1 and not pure:
       raise Unsupported("a lane-pure group with an impure member")
@@ -1128,6 +1132,16 @@ done:
     if write:
       self.wrote["v"] |= 1 << idx
     return self.vgpr_ptr(f, idx, "v", lane)
+
+  def vgpr_row(self, f: Fn, idx: str, lane: str, write: bool) -> str:
+    """VGPR `idx` (an i64 value: a register by computed number) of wave %w in lane `lane`, checked below the file's
+    rows as the interpreter checks it (past them the block stops there, F_LANE, and the interpreter's run raises its
+    error); it may be any row: a write marks every row written. No TBAA tag is known for it (Gen.reg's caller)."""
+    self.fault_if(f, f.op(f"icmp uge i64 {idx}, {f.ctx(C_VROWS)}"), F_LANE, idx, 4, write)
+    if write:
+      self.wrote["v"] = -1
+    off = f.op(f"add i64 {f.op(f'mul i64 %w, {f.ctx(C_VSTW)}')}, {f.op(f'mul i64 {idx}, {f.ctx(C_VSTR)}')}")
+    return f.gep(f.gep(f.ctxp(C_V), off), f.op(f"mul i64 {lane}, 4"))
 
   @property
   def sgprs(self) -> int:

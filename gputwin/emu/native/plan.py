@@ -66,13 +66,12 @@ def supported(op: Op, fam: str, simt: bool = False, arch: str = "") -> None:
 
   for o in parts(op):
     sem = o.sem
-    # registers by number: a wave-level body's VGPR[lane][reg] (readlane, writelane) and a scalar body's SGPR[reg]
-    # (s_movrels, s_movreld: M0-relative); codegen.Gen.reg decides
-    if sem is None or sem.regfiles and not (o.kind == "alu" and (sem.wave_level and sem.regfiles == {"VGPR"} or
+    # registers by number: a vector body's VGPR[lane][reg] (a wave-level one's any lane: readlane, writelane; a lane
+    # body's its own, VGPR[laneId][...]: v_movrel*, M0-relative) and a scalar body's SGPR[reg] (s_movrels, s_movreld);
+    # codegen.Gen.reg decides
+    if sem is None or sem.regfiles and not (o.kind == "alu" and (o.vector and sem.regfiles == {"VGPR"} or
                                                                  not o.vector and sem.regfiles == {"SGPR"})):
       raise Unsupported("register-file access")
-    if sem.cross_lane and not sem.wave_level:
-      raise Unsupported("cross-lane")
     d = o.outs.get("D0")
     if (o.info.get("clamp") or o.info.get("omod")) and isinstance(d, Src) and not outmod_float(d) and \
        (float_result(d) or o.info.get("clamp")):  # (clamp on an integer: the interpreter stops)
@@ -275,6 +274,8 @@ def _lane_pure(op: Op, sp: dict) -> bool:
     if analysis.has_loop(p.body) or {"EXEC", "EXEC_LO"} & set(p.outputs):
       return False
     if o.info.get("dpp") is not None or o.sem.wave_level:  # reads other lanes (DPP: src0 before the loop)
+      return False
+    if o.sem.regfiles:  # a register by number (v_movrel*): written where EXEC is on only, in a loop of its own
       return False
     for nm in p.outputs:
       s, d = state_src(o, nm), o.outs.get(nm)

@@ -248,8 +248,9 @@ def _guarded(prog, pc, get):
 
 class _Program:
   """A program's native state, shared by the engines that run it (launches reuse cached programs), kept while it
-  lives: blocks by (PC, lanes, logging LDS accesses) (None: stays interpreted), lanes that entered each leader interpreted, whether a PC
-  leads a block, the leaders already looked up in the caches, and blocks being compiled in the background."""
+  lives: blocks by (PC, lanes, logging LDS accesses) (None: stays interpreted), lanes that entered each leader
+  interpreted, whether a PC leads a block, the leaders already looked up in the caches, and blocks being compiled in
+  the background."""
   __slots__ = ("blocks", "heat", "leads", "looked", "pending", "__weakref__")
 
   def __init__(self):
