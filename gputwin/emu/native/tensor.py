@@ -1,5 +1,6 @@
 """PTX warp-level tensor instructions in the native tier (gputwin/emu/README.md, "Native tier"): wmma.load.{a,b,c},
-wmma.store.d, wmma.mma and mma.sync, one warp at a time, bit for bit as gputwin/emu/ptx/tensor.py runs them. The
+wmma.store.d, wmma.mma and mma.sync, ldmatrix/stmatrix, and cp.async (checkers off), one warp at a time, bit for bit
+as gputwin/emu/ptx/tensor.py runs them. The
 fragment layouts are that module's (`frag`, `wmma_frag`, `_slots`), turned into constant tables here; nothing
 about a layout is derived twice. The scheduler runs a block holding one only for warps whose 32 threads all stand at
 it (core.run_simt, runtime.Block.whole): the interpreter's rendezvous and its partial-warp error stay its own.
@@ -32,6 +33,7 @@ from gputwin.emu.ptx import tensor as ref
 from gputwin.pcode.llvm import Fn, Unsupported
 
 L = 32
+COPIES = ("cp_async", "cp_commit_group", "cp_wait_group", "cp_wait_all")  # cp.async and its group bookkeeping
 SHIFT = 5  # a fragment table entry: (register * 32 + lane) << SHIFT | bit offset
 # element formats: (exponent bits, mantissa bits, bias, has infinities); tf32 is f32 with its low 13 bits dropped
 FMT = {"f16": (5, 10, 15, True), "bf16": (8, 7, 127, True), "tf32": (8, 23, 127, True), "f32": (8, 23, 127, True),
@@ -44,13 +46,24 @@ def supported(op, arch: str = "") -> None:
   """plan.supported for a tensor op: raise Unsupported unless this module runs it as the interpreter does."""
   info = op.info
   do = info.get("do")
-  if do not in ("wmma_load", "wmma_store", "wmma_mma", "mma", "ldmatrix", "stmatrix"):
+  if do not in ("wmma_load", "wmma_store", "wmma_mma", "mma", "ldmatrix", "stmatrix") + COPIES:
     raise Unsupported(f"tensor {do}")
   if info.get("guard") is not None:
     raise Unsupported("guarded tensor op")
   sm = int(re.sub(r"\D", "", arch) or 0)
   if info.get("sm", 0) > sm:  # (the interpreter stops: needs a later target)
     raise Unsupported("target")
+  if do in COPIES:
+    if do == "cp_async":
+      spaces = [x.info["address"] for x in (info["dst"], info["src"])]
+      if [a.space if a is not None else None for a in spaces] != ["lds", "mem"] or \
+         any(t.file != "v" for a in spaces for t in a.terms):
+        raise Unsupported("cp.async address space")
+      n = info["src_size"]
+      if info["ignore"] is not None or n is not None and not (n.file == "k" or n.file == "v" and n.dwords == 1 and
+                                                               not n.hi):
+        raise Unsupported("cp.async src-size operand")
+    return
   regs = [s for rs in info["regs"] for s in rs] if do in ("mma", "wmma_mma") else list(info["regs"])
   if any(s.file != "v" or s.dwords != 1 or s.hi or s.pk or s.neg or s.abs for s in regs):
     raise Unsupported("fragment registers")
@@ -132,14 +145,68 @@ def lower(comp, i: int, op, f) -> str:
   f.globals = []
   if op.info["do"] in ("mma", "wmma_mma"):
     _gemm(comp, i, op, f)
-  else:
-    _memory(comp, i, op, f)
+  elif op.info["do"] == "cp_async":
+    _copy(comp, i, op, f)
+  elif op.info["do"] not in COPIES:  # (commit_group, wait_group, wait_all: what they keep is the checkers' alone;
+    _memory(comp, i, op, f)  # with the checkers on they run interpreted, checks.Checks.interpreted)
   comp.bump_pc(f, op)
   text = comp.finish(f, i, str(L))
   return "\n".join(f.globals) + "\n" + text
 
 
 # ------------------------------------------------------------------------------------------------ memory
+def _copy(comp, i: int, op, f) -> None:
+  """cp.async (ptx/tensor.py `_cp_async`: the copy happens at issue) for warp %w's 32 threads: each thread's first
+  src-size bytes (at most cp-size; the rest zero) from global memory to its shared-memory destination. First every
+  thread's addresses are checked as the interpreter checks them (both cp-size-aligned, the bytes read mapped, the
+  destination in the CTA's window), then the copies are made: a fault leaves before anything is written."""
+  if comp.log:
+    raise Unsupported("cp.async in a logging block")  # (with the checkers on it runs interpreted)
+  info, size = op.info, op.info["size"]
+  dst, src = (_bases(comp, f, info[k].info["address"], "b" + k) for k in ("dst", "src"))
+  ptrs, counts = f.alloca("[64 x ptr], align 64"), f.alloca("[32 x i64], align 64")
+  close = loop(f, 32, "ck")
+  d, s = (f.ld("i64", f.gep(b, f.op("mul i64 %ck, 8")), "tx") for b in (dst, src))
+  for a in (d, s):  # (the interpreter names the misaligned one; any fault has it run the instruction again)
+    _fault_if(f, f.op(f"icmp ne i64 {f.op(f'and i64 {a}, {size - 1}')}, 0"), F_GLOBAL, a, size, a is d)
+  n = str(size)
+  if info["src_size"] is not None:
+    k = info["src_size"]
+    v = str(k.value & 0xffffffff) if k.file == "k" else \
+        f.ld("i32", f.gep(_row(comp, f, k.index), f.op("mul i64 %ck, 4")), ("v", k.index))
+    n = f.op(f"call i64 @llvm.umin.i64(i64 {f.op(f'zext i32 {v} to i64')}, i64 {size})")
+  f.st("i64", n, f.gep(counts, f.op("mul i64 %ck, 8")), "tx")
+  slot = f.gep(ptrs, f.op("mul i64 %ck, 16"))
+  f.st("ptr", "null", slot, "tx")
+  some, have = f.label("cread"), f.label("chave")
+  f.emit(f"br i1 {f.op(f'icmp ne i64 {n}, 0')}, label %{some}, label %{have}")
+  f.put(some)  # the bytes read lie in one aligned cp-size chunk: one mapping holds them all, or the read faults
+  p = f.or_fault(f.op(f"call ptr @gm_ptr(ptr %ctx, i64 {s}, i64 {n}, i64 0, i64 %w, ptr {_hint(f, i)})"))
+  f.st("ptr", p, slot, "tx")
+  f.emit(f"br label %{have}")
+  f.put(have)
+  o = f.op(f"and i64 {d}, {0xffffffff}")  # shared: the low 32 bits, in the CTA's window
+  _fault_if(f, f.op(f"icmp ugt i64 {f.op(f'add i64 {o}, {size}')}, {f.ctx(C_LDSZ)}"), F_LDSOFF, o, size, True)
+  f.st("ptr", _shared(f, o), f.gep(ptrs, f.op("add i64 8, " + f.op("mul i64 %ck, 16"))), "tx")
+  close()
+  close = loop(f, 32, "cw")
+  at = f.op("mul i64 %cw, 16")
+  sp, dp = (f.ld("ptr", f.gep(ptrs, x), "tx") for x in (at, f.op(f"add i64 8, {at}")))
+  n = f.ld("i64", f.gep(counts, f.op("mul i64 %cw, 8")), "tx")
+  for b in range(size):  # byte b: read when below src-size, else zero
+    yes, join = f.label("cb"), f.label("cj")
+    here = f.label("cz")
+    f.emit(f"br i1 {f.op(f'icmp ult i64 {b}, {n}')}, label %{yes}, label %{here}")
+    f.put(yes)
+    v = f.ld("i8", f.gep(sp, str(b)), "guest")
+    f.emit(f"br label %{join}")
+    f.put(here)
+    f.emit(f"br label %{join}")
+    f.put(join)
+    f.st("i8", f.op(f"phi i8 [{v}, %{yes}], [0, %{here}]"), f.gep(dp, str(b)), "lds")
+  close()
+
+
 def _memory(comp, i: int, op, f) -> None:
   """wmma.load / wmma.store (ptx/tensor.py `_wmma_mem`) and ldmatrix / stmatrix (`_ldmatrix`) for warp %w: each
   element's address, all checked, then the elements moved between memory and their register slots. An element is
@@ -249,15 +316,16 @@ def _entry(f, table: str, e: str) -> str:
   return f.op(f"zext i32 {f.ld('i32', f.gep(table, f.op(f'mul i64 {e}, 4')), 'txtab')} to i64")
 
 
-def _bases(comp, f, a) -> str:
-  """[32 x i64]: each lane's `[...]` address (binding.Address, as core.Engine.address evaluates it)."""
+def _bases(comp, f, a, tag: str = "bl") -> str:
+  """[32 x i64]: each lane's `[...]` address (binding.Address, as core.Engine.address evaluates it); `tag`: its lane
+  loop's."""
   base = f.alloca("[32 x i64], align 64")
-  close = loop(f, 32, "bl")
+  close = loop(f, 32, tag)
   acc = None
   for x in a.terms:
     v = None
     for d in range(x.dwords):
-      p = f.gep(_row(comp, f, x.index + d), f.op("mul i64 %bl, 4"))
+      p = f.gep(_row(comp, f, x.index + d), f.op(f"mul i64 %{tag}, 4"))
       e = f.op(f"zext i32 {f.ld('i32', p, ('v', x.index + d))} to i64")
       v = e if v is None else f.op(f"or i64 {v}, {f.op(f'shl i64 {e}, {32 * d}')}")
     acc = v if acc is None else f.op(f"add i64 {acc}, {v}")
@@ -268,7 +336,7 @@ def _bases(comp, f, a) -> str:
     acc = f.op(f"and i64 {acc}, {0xffffffff}")
   if a.align > 1:
     acc = f.op(f"and i64 {acc}, {-a.align}")
-  f.st("i64", acc, f.gep(base, f.op("mul i64 %bl, 8")), "tx")
+  f.st("i64", acc, f.gep(base, f.op(f"mul i64 %{tag}, 8")), "tx")
   close()
   return base
 

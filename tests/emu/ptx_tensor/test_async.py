@@ -35,6 +35,38 @@ def test_cp_async_ignore_src_and_src_size(ptx):
   np.testing.assert_array_equal(out[64:].view(np.uint8).reshape(32, 8), want)
 
 
+@pytest.mark.parametrize("checks", [False, True])
+def test_cp_async_native(ptx, monkeypatch, checks):
+  """cp.async in the native tier (GPUTWIN_JIT=force) with the checkers off: the copies (a register src-size, bytes
+  past it zero-filled) and their groups run natively, every warp-instruction, with the interpreter's results; with
+  the checkers on they run interpreted (the copies in flight are the async checker's), the rest natively. A
+  misaligned destination (thread 5's) stops with the same error on both tiers."""
+  rng = np.random.default_rng(8)
+  ntiles, tail = 3, 8
+  g = rng.integers(1, 100, ntiles * 128).astype(np.int32)
+  got = []
+  for jit in ("0", "force"):
+    monkeypatch.setenv("GPUTWIN_JIT", jit)
+    out = np.zeros(ntiles * 128, np.int32)
+    st = launch(ptx("async"), "cp_async_double", grid=1, block=32, args=[out, g, np.int32(ntiles), np.int32(tail)],
+                checks=checks)
+    got.append((out, st))
+  (a, _), (b, st) = got
+  np.testing.assert_array_equal(a, b)
+  copies = 3 * ntiles + 2  # cp.async ntiles, commit_group ntiles + 1, wait_group ntiles, wait_all
+  syncs = 2 * ntiles  # (__syncwarp: bar.warp.sync, a collective, stays interpreted)
+  interpreted = st.instructions - st.native_instructions
+  assert interpreted == syncs if not checks else interpreted >= syncs + copies, (interpreted, st.instructions)
+  body = "  cp.async.cg.shared.global [%r2], [%rd1], 16;"
+  errs = []
+  for jit in ("0", "force"):
+    monkeypatch.setenv("GPUTWIN_JIT", jit)
+    with pytest.raises(GputwinError) as e:
+      launch(warp(body), "k", grid=1, block=32, args=[np.zeros(16 * 32, np.uint32)], checks=False)
+    errs.append(str(e.value))
+  assert errs[0] == errs[1] and "16-aligned" in errs[0], errs
+
+
 def test_mbarrier_producer_consumer(ptx):
   rounds = 5
   x = np.arange(rounds * 32, dtype=np.int32) * 7 - 40
@@ -83,6 +115,21 @@ def one_thread(body: str, regs: str = "") -> str:
   ret;
 }}
 """
+
+
+def warp(body: str) -> str:
+  """A kernel of one warp: thread t's source %rd1 = out + 16t, destination %r2 = sbuf + 16t (thread 5's 8 more)."""
+  return one_thread("""  .shared .align 16 .b8 wbuf[1024];
+  mov.u32 %r1, %tid.x;
+  mul.wide.u32 %rd2, %r1, 16;
+  add.s64 %rd1, %rd1, %rd2;
+  mov.u32 %r2, wbuf;
+  shl.b32 %r3, %r1, 4;
+  add.u32 %r2, %r2, %r3;
+  setp.eq.u32 %p1, %r1, 5;
+  selp.u32 %r4, 8, 0, %p1;
+  add.u32 %r2, %r2, %r4;
+""" + body)
 
 
 def test_mbarrier_arrive_drop_and_counts():
