@@ -752,9 +752,11 @@ def _simt_ok(ch: "Checks", op: Op) -> bool:
   (A guarded instruction may run for no thread, and the interpreter then skips its checks (uninit, ir3's (ss)/(sy))
   and leaves its destinations unwritten: a block's summary follows both cases per guard class, and its code says
   which ran: _Summary, Checks.ran.) A warp-level tensor op's block runs only for warps all of whose threads stand at
-  it (runtime.Block.whole): its constant full member mask can name no absent or exited thread."""
+  it (runtime.Block.whole), so does a bar.warp.sync's: its constant full member mask can name no absent or exited
+  thread."""
   mm = op.info.get("members")
-  full = op.kind == "tensor" and isinstance(mm, Src) and mm.file == "k" and mm.value & 0xffffffff == 0xffffffff
+  full = op.kind in ("tensor", "warpsync") and isinstance(mm, Src) and mm.file == "k" and \
+      mm.value & 0xffffffff == 0xffffffff
   return not (op.info.get("guard") is not None and op.info.get("uniform") and "divergence" in ch.on
               or mm is not None and "members" in ch.on and not full or op.atomic and "scope" in ch.on)
 

@@ -48,7 +48,8 @@ class Block:
     self.nv, self.ns = nv, ns  # VGPRs / SGPRs the block touches
     self.wrote = wrote  # {"v": rows, "s": rows} bit masks of the registers it writes
     self.na = max((o.info.get("extent", (0, 0))[1] for o in ops), default=0)  # AccVGPRs its operands reach
-    self.whole = any(o.kind == "tensor" for o in ops)  # runs only for warps all of whose threads stand at it
+    self.whole = any(o.kind in ("tensor", "warpsync") for o in ops)  # runs only for warps all of whose threads
+    # stand at it (a warp-level op; bar.warp.sync, whose members have then all arrived)
     # LDS accesses the code logs (compiled for the race checker): (op index, bytes, write) in the order they run; each
     # writes its lanes' addresses into Native.log[wave, site, lane] (uint32; all ones: the lane did not access)
     self.sites = sites

@@ -153,6 +153,10 @@ def build_op(loc: Located, pc: int, family: str, wave: int) -> Op:
     op.info["bar"] = (vals[0] if vals else Src("k", value=0), vals[1] if len(vals) > (2 if red else 1) else None,
                       vals[-1] if red else None)
     op.info["red"] = red
+  if op.kind == "warpsync" and op.info.get("guard") is None:  # run for a whole warp (runtime.Block.whole: every
+    # thread stands there, so every member has arrived) it moves the threads on and orders nothing the functional
+    # machine needs: the native tier runs it as a nop, counted for the threads running it (plan.lowered)
+    op.info["lowered"] = Op(op.inst, op.pc, op.size, "nop")
   if per:
     op.info["by_space"] = {s: dataclasses.replace(op, sem=b, info=dict(op.info)) for s, b in bodies.items()}
   return op

@@ -115,3 +115,51 @@ def test_if_then_bodies_before_a_barrier_native(monkeypatch):
     assert (mode == "force") == (st.native_instructions == st.instructions)
     got.append((st.instructions, st.lane_instructions))
   assert got[0] == got[1]
+
+
+WARPSYNC = """.version 9.0
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u64 out)
+{
+  .reg .b32 %r<8>; .reg .b64 %rd<4>;
+  .shared .align 4 .b32 s[64];
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, %tid.x;
+  shl.b32 %r2, %r1, 2;
+  mov.u32 %r3, s;
+  add.u32 %r4, %r3, %r2;
+  mul.lo.u32 %r5, %r1, 3;
+  st.shared.u32 [%r4], %r5;
+  bar.warp.sync -1;
+  xor.b32 %r6, %r2, 4;
+  add.u32 %r6, %r3, %r6;
+  ld.shared.u32 %r7, [%r6];
+  mul.wide.u32 %rd2, %r1, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.u32 [%rd3], %r7;
+  ret;
+}
+"""
+
+
+@pytest.mark.parametrize("checks", [False, True])
+@pytest.mark.parametrize("block", [64, 48])
+def test_warp_sync_native_for_whole_warps(monkeypatch, checks, block):
+  """bar.warp.sync (__syncwarp) with a full member mask: each thread reads its neighbour's (lane ^ 1) shared word
+  written before it. With every thread of a warp there it runs natively (a nop: every member has arrived), the
+  checkers on or off; a warp of 16 threads (block 48) meets it interpreted (the rendezvous decides). Both tiers
+  give numpy's values and the same counts."""
+  runs = []
+  for jit in ("0", "force"):
+    monkeypatch.setenv("GPUTWIN_JIT", jit)
+    out = np.zeros(block, np.uint32)
+    st = launch(WARPSYNC, "k", grid=1, block=block, args=[out], arch="sm_90", checks=checks)
+    np.testing.assert_array_equal(out, 3 * (np.arange(block) ^ 1))
+    runs.append(st)
+  a, b = runs
+  assert (a.instructions, a.lane_instructions) == (b.instructions, b.lane_instructions)
+  if block % 32 == 0:
+    assert b.native_instructions == b.instructions
+  else:  # (the full warp's block natively; the partial warp's from the bar.warp.sync on interpreted)
+    assert 0 < b.native_instructions < b.instructions
