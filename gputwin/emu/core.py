@@ -498,8 +498,10 @@ class Engine:
     return Wide(lo[:, None], hi[:, None]) if s.file == "s" else Wide(lo, hi)  # scalars: one value per wave
 
   def special(self, name: str, ix, op: Op):
-    """Pcode inputs that are no operand (the frontend's special_inputs): SCC, EXEC, M0, PC, MODE bits, offsets."""
-    kind, *arg = self.fe.special_inputs.get(name, ("none",))
+    """Pcode inputs that are no operand (the frontend's special_inputs): SCC, EXEC, M0, PC, MODE bits, offsets; or
+    an operand that names one (PTX's time registers)."""
+    s = op.ins.get(name) if op is not None else None
+    kind, *arg = self.fe.special_inputs.get(s if isinstance(s, str) else name, ("none",))
     if kind == "scc":
       return self.scc[ix][:, None]
     if kind == "sgpr":
@@ -516,8 +518,8 @@ class Engine:
       return U32(op.info.get(arg[0], 0) & M32)
     if kind == "mask":  # the lanes running this instruction together, as bits (per-thread PCs: vote, shfl ...)
       return _bits(self.exec_mask(ix)).astype(U32 if self.L <= 32 else U64)
-    if kind == "clock":  # a time source: the wave's own instruction count (deterministic)
-      return self.clock[ix].astype(U64)[:, None]
+    if kind == "clock":  # a time source: the wave's own instruction count (deterministic), shifted by arg
+      return (self.clock[ix].astype(U64) >> U64(arg[0] if arg else 0))[:, None]
     return U32(0)  # "none": inputs only hooks read (SBASE, v_addr, ...), WAVE_STATUS.PRIV, ...
 
   def retire(self, op: Op, ix, m, out: dict, counted: bool = True) -> None:

@@ -13,11 +13,11 @@ from gputwin.emu.amd.lanes import OMOD, sdwa_field  # VOP3 output modifiers, SDW
 from gputwin.emu.amd.memory import VSHARP  # the V# fields of buffer accesses: AMD's
 from gputwin.emu.binding import LDS_BITS, LDS_SHIFT, elect, float_result, scalar_valu, sets_pc, va_bits
 from gputwin.emu.native import matrix, plan, tensor
-from gputwin.emu.native.runtime import (C_A, C_IEEE, C_INIT, C_LANES, C_LDS, C_LDSZ, C_LOG, C_PC, C_PRIV, C_RAN,
-                                        C_REGS, C_RES, C_RESN, C_S, C_SCC, C_SCRST, C_SCRSZ, C_SSTR, C_SSTW, C_TAKEN,
-                                        C_V, C_VROWS, C_VSTR, C_VSTW, C_WG, F_GLOBAL, F_HIGH, F_LANE, F_LDSBASE,
-                                        F_SCROFF, HINT_BASE, HINT_HI, HINT_LO, HINT_PROBE, HINT_REGION, HINTS, TBAA_FIXED,
-                                        mask_bits, prelude)
+from gputwin.emu.native.runtime import (C_A, C_CLOCK, C_IEEE, C_INIT, C_LANES, C_LDS, C_LDSZ, C_LOG, C_PC, C_PRIV,
+                                        C_RAN, C_REGS, C_RES, C_RESN, C_S, C_SCC, C_SCRST, C_SCRSZ, C_SSTR, C_SSTW,
+                                        C_TAKEN, C_V, C_VROWS, C_VSTR, C_VSTW, C_WG, F_GLOBAL, F_HIGH, F_LANE,
+                                        F_LDSBASE, F_SCROFF, HINT_BASE, HINT_HI, HINT_LO, HINT_PROBE, HINT_REGION,
+                                        HINTS, TBAA_FIXED, mask_bits, prelude)
 from gputwin.emu.program import Op, Src
 from gputwin.errors import PcodeError
 from gputwin.pcode import analysis, llvm as backend
@@ -1361,12 +1361,16 @@ done:
         f.emit(f"store i{w} {f.conv(v, b, w)}, ptr {ptr}")
 
   def special(self, f: Fn, o: Op, nm: str) -> tuple[str, int]:
-    """core.Engine.special: a pcode input that is no operand, from the same table (the frontend's special_inputs)."""
-    kind, *arg = self.special_inputs.get(nm, ("none",))
+    """core.Engine.special: a pcode input that is no operand, or an operand naming one, from the same table (the
+    frontend's special_inputs)."""
+    s = o.ins.get(nm)
+    kind, *arg = self.special_inputs.get(s if isinstance(s, str) else nm, ("none",))
     if kind == "mask":  # the threads running together (per-thread PCs): Native runs a block with them as EXEC
       kind, arg = "sgpr", ["exec", 0]
-    if kind == "clock":
-      raise Unsupported("time source")
+    if kind == "clock":  # the wave's clock (its instruction count) at this instruction: counted after the block
+      at = next(k for k, x in enumerate(self.ops) if x.pc == o.pc)  # (Native.counted), so the entry's plus its place
+      c = f.ld("i64", f.gep(f.ctxp(C_CLOCK), f.op("mul i64 %w, 8")), "clock")
+      return f.op(f"lshr i64 {f.op(f'add i64 {c}, {at}')}, {arg[0] if arg else 0}"), 64
     if kind == "scc":
       return self.scc_load(f), 32
     if kind == "sgpr":

@@ -17,9 +17,11 @@ class Ptx:
   name, align, simt = "ptx", 1, True
   va_bits = 64  # global addresses: all 64 bits (UVM VAs such as 0x7fxx_xxxx_xxxx), binding.va_bits
   apertures = (decode.SHARED_BASE >> 32, decode.LOCAL_BASE >> 32)
-  special_inputs = {"EXEC": ("mask",), "EXEC_LO": ("mask",), "%clock": ("clock",), "%clock_hi": ("clock",),
-                    "%clock64": ("clock",), "%globaltimer": ("clock",), "%globaltimer_lo": ("clock",),
-                    "%globaltimer_hi": ("clock",)}
+  # the time registers (an operand naming one: decode.operand) read the warp's instruction count, deterministic,
+  # shifted right by the bits given: %clock_hi and %globaltimer_hi are the upper 32 bits of the 64-bit ones
+  special_inputs = {"EXEC": ("mask",), "EXEC_LO": ("mask",), "%clock": ("clock", 0), "%clock_hi": ("clock", 32),
+                    "%clock64": ("clock", 0), "%globaltimer": ("clock", 0), "%globaltimer_lo": ("clock", 0),
+                    "%globaltimer_hi": ("clock", 32)}
   @staticmethod
   def bind(loc, pc: int, family: str, wave: int) -> Op:
     """decode.build_op, or tensor.bind for the warp-wide fragment and async-copy opcodes (tensor.OPCODES)."""

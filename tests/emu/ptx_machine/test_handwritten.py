@@ -151,3 +151,34 @@ def test_a_module_file_rewritten_at_once_runs_its_new_text(tmp_path):
   path.write_text(ptx(body.format(444)))
   launch(str(path), "k", grid=1, block=1, args=[out], arch="sm_90")
   assert out[0] == 444
+
+
+TIMERS = ptx("""
+  .reg .b32 %r<8>; .reg .b64 %rd<8>;
+  ld.param.u64 %rd1, [out];
+  mov.u64 %rd4, %clock64;
+  mov.u32 %r1, %tid.x;
+  mov.u32 %r2, %clock;
+  mul.wide.u32 %rd2, %r1, 24;
+  add.s64 %rd3, %rd1, %rd2;
+  mov.u32 %r3, %clock_hi;
+  mov.u64 %rd5, %globaltimer;
+  mov.u32 %r4, %globaltimer_lo;
+  st.global.v2.u32 [%rd3], {%r2, %r3};
+  st.global.v2.u64 [%rd3+8], {%rd4, %rd5};
+  ret;""")
+
+
+@pytest.mark.parametrize("jit", ["0", "force"])
+@pytest.mark.parametrize("checks", [False, True])
+def test_time_registers_read_the_warps_instruction_count(monkeypatch, jit, checks):
+  """%clock, %clock64, %globaltimer(_lo) read the warp's own instruction count when they run (deterministic: the
+  kernel's 0-based instruction index here), %clock_hi the upper 32 bits of %clock64 (0 this early). The interpreter
+  used to read them as 0; the native tier runs them (every instruction native under force)."""
+  monkeypatch.setenv("GPUTWIN_JIT", jit)
+  out = np.zeros((64, 3), np.uint64)
+  st = launch(TIMERS, "k", grid=1, block=64, args=[out], arch="sm_90", checks=checks)
+  words = out.view(np.uint32).reshape(64, 6)[:, :2]
+  assert (words[:, 0] == 3).all() and (words[:, 1] == 0).all()  # %clock at index 3, %clock_hi
+  assert (out[:, 1] == 1).all() and (out[:, 2] == 7).all()  # %clock64 at index 1, %globaltimer at 7
+  assert st.native_instructions == (st.instructions if jit == "force" else 0)
