@@ -313,3 +313,35 @@ def test_vgpr_carry_in_native_equal_interpreter(arch):
   print(f"{arch}: {both} encodings with a VGPR carry-in on both tiers")
   assert both >= 8, f"only {both} VGPR carry-in encodings ran on both tiers"
   assert not mismatches, f"{len(mismatches)} of {both} differ:\n" + "\n".join(mismatches[:40])
+
+
+MEMTIME = """
+  s_load_dwordx2 s[2:3], s[0:1], 0x0
+  s_memtime s[4:5]
+  v_lshlrev_b32 v1, 3, v0
+  s_memrealtime s[6:7]
+  s_waitcnt lgkmcnt(0)
+  v_mov_b32 v2, s4
+  v_mov_b32 v3, s7
+  v_add_u32 v2, v2, s6
+  global_store_dwordx2 v1, v[2:3], s[2:3]"""
+
+
+@pytest.mark.parametrize("checks", [False, True])
+def test_time_sources_native_equal_interpreter(monkeypatch, checks):
+  """s_memtime / s_memrealtime (gfx942): the wave's own instruction count when they run, so s[4:5] = 1 and s[6:7] =
+  3, the kernel's 0-based places, for every wave (v2 = 1 + 3, v3 = the high dword 0), on both tiers with the same
+  counts. The native tier runs them with the checkers off (every instruction; they are interpreted with them on:
+  their time returns as a load's data, for the waitcnt checker)."""
+  from gputwin.emu import launch
+  from tests.emu.test_asm import kernel
+  co = kernel("gfx942", MEMTIME, wave32=False)
+  runs = []
+  for jit in ("0", "force"):
+    monkeypatch.setenv("GPUTWIN_JIT", jit)
+    out = np.zeros((128, 2), np.uint32)
+    runs.append(launch(co, "k", grid=1, block=128, args=[out], checks=checks))
+    assert (out[:, 0] == 4).all() and (out[:, 1] == 0).all(), out[:3]
+  a, b = runs
+  assert (a.instructions, a.lane_instructions) == (b.instructions, b.lane_instructions)
+  assert b.native_instructions == b.instructions if not checks else 0 < b.native_instructions < b.instructions

@@ -632,6 +632,10 @@ done:
       raise Unsupported("lane values in a wave-level body")  # (its operands are SGPRs and constants)
     vector = op.vector and op.kind != "nop" and not wave
     simt = getattr(self.fe, "simt", False)  # (a nop counts the threads running it there, the whole wave on AMD)
+    if op.kind == "clock":  # a time source (AMD S_MEMTIME): its D0 the wave's clock, as core.step stores it
+      self.store_reg(f, op.outs["D0"], self.clock(f, op), 64, op)
+      self.bump_pc(f, op)
+      return self.finish(f, i, str(self.L))
     if op.kind == "nop":
       self.bump_pc(f, op)
       per = self.count(f, "ctpop", self.lanes_on(f, op)) if simt else str(self.L)
@@ -1360,6 +1364,13 @@ done:
         v, b = src
         f.emit(f"store i{w} {f.conv(v, b, w)}, ptr {ptr}")
 
+  def clock(self, f: Fn, o: Op) -> str:
+    """The wave's clock (its instruction count, Engine.clock) when `o` runs, as an i64: native blocks count theirs
+    after they ran (Native.counted), so the one at the block's entry plus o's place in it."""
+    at = next(k for k, x in enumerate(self.ops) if x.pc == o.pc)
+    c = f.ld("i64", f.gep(f.ctxp(C_CLOCK), f.op("mul i64 %w, 8")), "clock")
+    return f.op(f"add i64 {c}, {at}")
+
   def special(self, f: Fn, o: Op, nm: str) -> tuple[str, int]:
     """core.Engine.special: a pcode input that is no operand, or an operand naming one, from the same table (the
     frontend's special_inputs)."""
@@ -1367,10 +1378,8 @@ done:
     kind, *arg = self.special_inputs.get(s if isinstance(s, str) else nm, ("none",))
     if kind == "mask":  # the threads running together (per-thread PCs): Native runs a block with them as EXEC
       kind, arg = "sgpr", ["exec", 0]
-    if kind == "clock":  # the wave's clock (its instruction count) at this instruction: counted after the block
-      at = next(k for k, x in enumerate(self.ops) if x.pc == o.pc)  # (Native.counted), so the entry's plus its place
-      c = f.ld("i64", f.gep(f.ctxp(C_CLOCK), f.op("mul i64 %w, 8")), "clock")
-      return f.op(f"lshr i64 {f.op(f'add i64 {c}, {at}')}, {arg[0] if arg else 0}"), 64
+    if kind == "clock":
+      return f.op(f"lshr i64 {self.clock(f, o)}, {arg[0] if arg else 0}"), 64
     if kind == "scc":
       return self.scc_load(f), 32
     if kind == "sgpr":

@@ -12,7 +12,7 @@ from gputwin.emu.program import Op, Src
 from gputwin.pcode import analysis
 from gputwin.pcode.llvm import Unsupported
 
-BLOCK_KINDS = ("alu", "mem", "vopd", "nop", "matrix")
+BLOCK_KINDS = ("alu", "mem", "vopd", "nop", "matrix", "clock")
 MEM_KINDS = ("global", "smem", "ds", "scratch", "buffer", "flat")
 # kinds whose addresses go through a frontend's own rule with per-thread PCs (PTX's .local with its by-space bodies,
 # ir3's private memory): interpreted there; one PC per wave (AMD) runs them natively (codegen.Compiler.addresses)
@@ -57,7 +57,7 @@ def supported(op: Op, fam: str, simt: bool = False, arch: str = "") -> None:
     return tensor.supported(op, arch)
   if op.kind not in BLOCK_KINDS:
     raise Unsupported(op.kind)
-  if op.kind == "nop":
+  if op.kind in ("nop", "clock"):  # (a time source: codegen's clock)
     return
   if op.kind == "matrix":  # wave-level WMMA/MFMA: native/matrix.py
     return matrix.supported(op, fam)
