@@ -59,10 +59,9 @@ def supported(op, arch: str = "") -> None:
       if [a.space if a is not None else None for a in spaces] != ["lds", "mem"] or \
          any(t.file != "v" for a in spaces for t in a.terms):
         raise Unsupported("cp.async address space")
-      n = info["src_size"]
-      if info["ignore"] is not None or n is not None and not (n.file == "k" or n.file == "v" and n.dwords == 1 and
-                                                               not n.hi):
-        raise Unsupported("cp.async src-size operand")
+      if any(n is not None and not (n.file == "k" or n.file == "v" and n.dwords == 1 and not n.hi)
+             for n in (info["src_size"], info["ignore"])):
+        raise Unsupported("cp.async src-size or ignore-src operand")
     return
   regs = [s for rs in info["regs"] for s in rs] if do in ("mma", "wmma_mma") else list(info["regs"])
   if any(s.file != "v" or s.dwords != 1 or s.hi or s.pk or s.neg or s.abs for s in regs):
@@ -169,12 +168,15 @@ def _copy(comp, i: int, op, f) -> None:
   d, s = (f.ld("i64", f.gep(b, f.op("mul i64 %ck, 8")), "tx") for b in (dst, src))
   for a in (d, s):  # (the interpreter names the misaligned one; any fault has it run the instruction again)
     _fault_if(f, f.op(f"icmp ne i64 {f.op(f'and i64 {a}, {size - 1}')}, 0"), F_GLOBAL, a, size, a is d)
+  lane = lambda k: str(k.value & 0xffffffff) if k.file == "k" else \
+      f.ld("i32", f.gep(_row(comp, f, k.index), f.op("mul i64 %ck, 4")), ("v", k.index))
   n = str(size)
   if info["src_size"] is not None:
-    k = info["src_size"]
-    v = str(k.value & 0xffffffff) if k.file == "k" else \
-        f.ld("i32", f.gep(_row(comp, f, k.index), f.op("mul i64 %ck, 4")), ("v", k.index))
-    n = f.op(f"call i64 @llvm.umin.i64(i64 {f.op(f'zext i32 {v} to i64')}, i64 {size})")
+    given = f.op(f"zext i32 {lane(info['src_size'])} to i64")
+    n = f.op(f"call i64 @llvm.umin.i64(i64 {given}, i64 {size})")
+  if info["ignore"] is not None:  # ignore-src true: no byte read, all zero
+    skip = f.op(f"icmp ne i32 {lane(info['ignore'])}, 0")
+    n = f.op(f"select i1 {skip}, i64 0, i64 {n}")
   f.st("i64", n, f.gep(counts, f.op("mul i64 %ck, 8")), "tx")
   slot = f.gep(ptrs, f.op("mul i64 %ck, 16"))
   f.st("ptr", "null", slot, "tx")

@@ -56,6 +56,14 @@ def test_cp_async_native(ptx, monkeypatch, checks):
   copies = 3 * ntiles + 2  # cp.async ntiles, commit_group ntiles + 1, wait_group ntiles, wait_all
   interpreted = st.instructions - st.native_instructions
   assert interpreted == 0 if not checks else interpreted >= copies, (interpreted, st.instructions)
+  g = (np.arange(128, dtype=np.int64) * 0x01010101 + 0x10203040).astype(np.uint32).view(np.int32)
+  outs = []
+  for jit in ("0", "force"):  # 4- and 8-byte .ca copies, ignore-src (a predicate) and a register src-size
+    monkeypatch.setenv("GPUTWIN_JIT", jit)
+    outs.append(np.zeros(128, np.int32))
+    st = launch(ptx("async"), "cp_async_small", grid=1, block=64, args=[outs[-1], g], checks=checks)
+  np.testing.assert_array_equal(*outs)
+  assert (st.native_instructions == st.instructions) != checks, (st.native_instructions, st.instructions)
   body = "  cp.async.cg.shared.global [%r2], [%rd1], 16;"
   errs = []
   for jit in ("0", "force"):
