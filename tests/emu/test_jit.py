@@ -3,8 +3,7 @@
 1. Every opcode the tier accepts, as random valid encodings (gputwin.isa.strategies), on random register files
    seeded with IEEE special values: registers, SCC, PC, memory and faults must match the interpreter exactly.
 2. Every clang-22 kernel of the suite on every target: outputs equal numpy's and the interpreter's bits, with the
-   same wave- and lane-instruction counts, and every wave-instruction native (PARTLY: the kernel with an
-   instruction the tier leaves to the interpreter).
+   same wave- and lane-instruction counts, and every wave-instruction native (dynlds's clock reads too).
 """
 import zlib
 
@@ -157,10 +156,6 @@ def _run(co, name, c, monkeypatch, mode):
   return st, outs
 
 
-# kernels with an instruction the tier leaves to the interpreter: the share of their wave-instructions run natively
-PARTLY = {"dynlds": 0.9}  # s_getreg_b32 hwreg(HW_REG_SHADER_CYCLES): a clock the interpreter keeps
-
-
 @pytest.mark.parametrize("arch", TARGETS)
 @pytest.mark.parametrize("name", sorted(CASES) + sorted(EXTRA))
 def test_kernels_native_equals_interpreter(clang_co, monkeypatch, arch, name):
@@ -170,8 +165,7 @@ def test_kernels_native_equals_interpreter(clang_co, monkeypatch, arch, name):
   c = {**CASES, **EXTRA}[name]()
   st_n, out_n = _run(co, name, c, monkeypatch, "force")
   ran = st_n.native_instructions
-  share = PARTLY.get(name, 1.0)
-  assert ran >= share * st_n.instructions, f"only {ran} of {st_n.instructions} wave-instructions ran natively"
+  assert ran == st_n.instructions, f"only {ran} of {st_n.instructions} wave-instructions ran natively"
   assert st_i.native_instructions == 0
   for a, b in zip(out_i, out_n):
     assert a.tobytes() == b.tobytes()

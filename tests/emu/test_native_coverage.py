@@ -345,3 +345,39 @@ def test_time_sources_native_equal_interpreter(monkeypatch, checks):
   a, b = runs
   assert (a.instructions, a.lane_instructions) == (b.instructions, b.lane_instructions)
   assert b.native_instructions == b.instructions if not checks else 0 < b.native_instructions < b.instructions
+
+
+HWREGS = """
+  s_load_b64 s[2:3], s[0:1], 0x0
+  s_setreg_imm32_b32 hwreg(HW_REG_MODE, 0, 4), 5
+  s_getreg_b32 s4, hwreg(HW_REG_MODE, 0, 4)
+  s_getreg_b32 s5, hwreg(HW_REG_SHADER_CYCLES, 0, 20)
+  s_mov_b32 s6, 2
+  s_setreg_b32 hwreg(HW_REG_MODE, 0, 2), s6
+  s_getreg_b32 s7, hwreg(HW_REG_MODE, 0, 4)
+  v_lshlrev_b32 v1, 4, v0
+  v_mov_b32 v2, s4
+  v_mov_b32 v3, s5
+  v_mov_b32 v4, s7
+  v_mov_b32 v5, 0
+  s_waitcnt lgkmcnt(0)
+  global_store_b128 v1, v[2:5], s[2:3]"""
+
+
+@pytest.mark.parametrize("checks", [False, True])
+def test_hardware_registers_native_equal_interpreter(monkeypatch, checks):
+  """s_setreg / s_setreg_imm32 / s_getreg (gfx1100) on the MODE register's bits, and SHADER_CYCLES, which reads the
+  wave's instruction count (here its 0-based place, 3): the same values on both tiers (MODE bits 0..3 = 5, then bits
+  0..1 = 2 over them: 6), every instruction native, with the checkers on or off."""
+  from gputwin.emu import launch
+  from tests.emu.test_asm import kernel
+  co = kernel("gfx1100", HWREGS)
+  runs = []
+  for jit in ("0", "force"):
+    monkeypatch.setenv("GPUTWIN_JIT", jit)
+    out = np.zeros((64, 4), np.uint32)
+    runs.append(launch(co, "k", grid=1, block=64, args=[out], checks=checks))
+    assert (out[:, 0] == 5).all() and (out[:, 1] == 3).all() and (out[:, 2] == 6).all(), out[:2]
+  a, b = runs
+  assert (a.instructions, a.lane_instructions) == (b.instructions, b.lane_instructions)
+  assert b.native_instructions == b.instructions

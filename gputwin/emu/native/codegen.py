@@ -13,7 +13,7 @@ from gputwin.emu.amd.lanes import OMOD, sdwa_field  # VOP3 output modifiers, SDW
 from gputwin.emu.amd.memory import VSHARP  # the V# fields of buffer accesses: AMD's
 from gputwin.emu.binding import LDS_BITS, LDS_SHIFT, elect, float_result, scalar_valu, sets_pc, va_bits
 from gputwin.emu.native import matrix, plan, tensor
-from gputwin.emu.native.runtime import (C_A, C_CLOCK, C_IEEE, C_INIT, C_LANES, C_LDS, C_LDSZ, C_LOG, C_PC, C_PRIV,
+from gputwin.emu.native.runtime import (C_A, C_CLOCK, C_HW, C_IEEE, C_INIT, C_LANES, C_LDS, C_LDSZ, C_LOG, C_PC, C_PRIV,
                                         C_RAN, C_REGS, C_RES, C_RESN, C_S, C_SCC, C_SCRST, C_SCRSZ, C_SSTR, C_SSTW,
                                         C_TAKEN, C_V, C_VROWS, C_VSTR, C_VSTW, C_WG, F_GLOBAL, F_HIGH, F_LANE,
                                         F_LDSBASE, F_SCROFF, HINT_BASE, HINT_HI, HINT_LO, HINT_PROBE, HINT_REGION,
@@ -198,6 +198,8 @@ class Gen(Lower):
     block stops there (F_LANE), and the interpreter's run of the instruction raises its error.
     SGPR[reg] (s_movrels, s_movreld: a number the body computes, M0-relative): `rows`. A read wider than a register
     is gathered into a local (the rows lie a register stride apart); a wide write is Gen.store's."""
+    if name == "HW_REGISTERS" and len(index) == 1 and bits == 32:  # s_getreg / s_setreg: a 6-bit register id
+      return self.info["hwreg"](self.f, self.u64(self.ex(index[0]), index[0].ty), self.op)
     if name == "SGPR" and len(index) == 1:
       rows = self.rows(index[0], bits, write)
       if len(rows) == 1:
@@ -251,9 +253,12 @@ class Gen(Lower):
       f.emit(f"store i32 {f.conv(f.op(f'lshr i{bits} {v}, {32 * k}') if k else v, bits, 32)}, ptr {p}")
 
   def across(self, name: str, args, t: Ty) -> str:
-    """A built-in reading other lanes (Lower.call asks the binding): ds_swizzle(OFFSET, DATA, EXEC), with OFFSET a
-    constant operand, is DATA's VGPR routed by the runtime's own table of source lanes (read off it once, as DPP's:
-    Compiler.routed), 0 where the source lane is not in EXEC."""
+    """A built-in the executor answers (Lower.call asks the binding): writeableBitMask, every bit of a hardware
+    register (core._Mem's); ds_swizzle(OFFSET, DATA, EXEC), with OFFSET a constant operand, is DATA's VGPR routed by
+    the runtime's own table of source lanes (read off it once, as DPP's: Compiler.routed), 0 where the source lane is
+    not in EXEC."""
+    if name == "writeableBitMask" and t.kind in "uib" and t.bits == 32:
+      return str(0xffffffff if t.kind != "i" else -1)
     if name != "ds_swizzle" or len(args) != 3 or t.kind not in "uib" or t.bits != 32:
       raise Unsupported(f"built-in {name}")
     off, e = self.constant(args[0]), args[1]
@@ -619,7 +624,7 @@ done:
     ops = [o for o in ops if o.kind != "nop"] or ops[-1:]  # s_nop, s_delay_alu... in a group: PC and counts only
     op = ops[0]
     info = {"lanes": self.L, "family": self.fam, "space": SPACES.get(op.mem, "gm"), "vgpr": self.vgpr_at,
-            "vrow": self.vgpr_row,
+            "vrow": self.vgpr_row, "hwreg": self.hw_row,
             "fault": self.fault_if, "routed": self.routed, "sgpr": self.sgpr_row, "sgprs": self.sgprs,
             "join": self.join,
             "slot": self.owner.get(i, (i, 0))[0], "delta": self.owner.get(i, (i, 0))[1]}
@@ -1136,6 +1141,18 @@ done:
     if write:
       self.wrote["v"] |= 1 << idx
     return self.vgpr_ptr(f, idx, "v", lane)
+
+  def hw_row(self, f: Fn, r: str, o: Op) -> str:
+    """Hardware register `r` (an i64 below 64, of a 6-bit id: HW_REGISTERS[r], MODE, SHADER_CYCLES...) of wave %w,
+    as core.Engine.execute passes them: row 29 (SHADER_CYCLES, 20 bits) the wave's clock first; the file counts as
+    written (restart clears it). The rows are the SGPR file's strides apart (Native asserts it). No TBAA tag is known
+    for it (Gen.reg's caller)."""
+    self.wrote["hw"] = True
+    row = lambda k: f.gep(f.ctxp(C_HW), f.op(f"add i64 {f.op(f'mul i64 %w, {f.ctx(C_SSTW)}')}, "
+                                             f"{f.op(f'mul i64 {k}, {f.ctx(C_SSTR)}')}"))
+    cycles = f.op(f"trunc i64 {f.op(f'and i64 {self.clock(f, o)}, {0xfffff}')} to i32")
+    f.emit(f"store i32 {cycles}, ptr {row(29)}")
+    return row(f.op(f"and i64 {r}, 63"))
 
   def vgpr_row(self, f: Fn, idx: str, lane: str, write: bool) -> str:
     """VGPR `idx` (an i64 value: a register by computed number) of wave %w in lane `lane`, checked below the file's

@@ -67,10 +67,11 @@ def supported(op: Op, fam: str, simt: bool = False, arch: str = "") -> None:
   for o in parts(op):
     sem = o.sem
     # registers by number: a vector body's VGPR[lane][reg] (a wave-level one's any lane: readlane, writelane; a lane
-    # body's its own, VGPR[laneId][...]: v_movrel*, M0-relative) and a scalar body's SGPR[reg] (s_movrels, s_movreld);
-    # codegen.Gen.reg decides
+    # body's its own, VGPR[laneId][...]: v_movrel*, M0-relative), a scalar body's SGPR[reg] (s_movrels, s_movreld)
+    # or HW_REGISTERS[id] (s_getreg, s_setreg); codegen.Gen.reg decides
     if sem is None or sem.regfiles and not (o.kind == "alu" and (o.vector and sem.regfiles == {"VGPR"} or
-                                                                 not o.vector and sem.regfiles == {"SGPR"})):
+                                                                 not o.vector and sem.regfiles in ({"SGPR"},
+                                                                                                   {"HW_REGISTERS"}))):
       raise Unsupported("register-file access")
     d = o.outs.get("D0")
     if (o.info.get("clamp") or o.info.get("omod")) and isinstance(d, Src) and not outmod_float(d) and \

@@ -23,9 +23,10 @@ TBAA_FIXED = ("ctx", "tbl")  # tags the prelude uses: ctx fields the block write
 # ctx: one int64 array shared by Python and the native code
 (C_V, C_S, C_SCC, C_PC, C_WG, C_VSTW, C_VSTR, C_SSTW, C_SSTR, C_LDS, C_LDSZ, C_NREG, C_REGS, C_FAULT, C_FADDR,
  C_FBYTES, C_FWRITE, C_FWAVE, C_LANES, C_INIT, C_IEEE, C_TAKEN, C_LOG, C_A, C_RES, C_RESN, C_RAN, C_SCR, C_SCRSZ,
- C_SCRST, C_SCRN, C_PRIV, C_VROWS, C_CLOCK, C_N) = range(35)  # (C_SCR...: the scratch window's bytes, slot size,
-# log2 of its address stride, slots; C_PRIV: set by a flat access with a lane in the private aperture; C_VROWS: the
-# VGPR file's rows, which a register by computed number must be below; C_CLOCK: the waves' clocks, Engine.clock)
+ C_SCRST, C_SCRN, C_PRIV, C_VROWS, C_CLOCK, C_HW, C_N) = range(36)  # (C_SCR...: the scratch window's bytes, slot
+# size, log2 of its address stride, slots; C_PRIV: set by a flat access with a lane in the private aperture; C_VROWS:
+# the VGPR file's rows, which a register by computed number must be below; C_CLOCK: the waves' clocks, Engine.clock;
+# C_HW: the hardware registers, Engine.HW, with the SGPR file's strides)
 # what a fault in ctx[C_FAULT] was
 F_GLOBAL, F_HIGH, F_LDSBASE, F_LDSOFF, F_SCROFF, F_SCRSLOT, F_LANE = 1, 2, 3, 4, 5, 6, 7
 
@@ -223,12 +224,12 @@ class Native:
     c[C_VSTW], c[C_VSTR], c[C_VROWS] = e.V.strides[0], e.V.strides[1], e.V.shape[1]
     c[C_SSTW], c[C_SSTR] = e.S.strides[0], e.S.strides[1]
     c[C_SCC], c[C_PC], c[C_WG] = e.scc.ctypes.data, e.pc.ctypes.data, self.wg.ctypes.data
-    c[C_CLOCK] = e.clock.ctypes.data
+    c[C_CLOCK], c[C_HW] = e.clock.ctypes.data, e.HW.ctypes.data
     c[C_LDS], c[C_LDSZ] = e.lds.buf.ctypes.data, e.lds.size
     sc = e.scratch  # one slot per lane (core.Engine.run_scratch): 2**shift apart in addresses, `size` bytes stored
     c[C_SCR], c[C_SCRSZ], c[C_SCRST], c[C_SCRN] = sc.buf.ctypes.data, sc.size, sc.shift, e.W * e.L
     assert e.scc.dtype == np.uint32 and e.pc.dtype == e.clock.dtype == np.int64 and e.V.strides[2] == 4 and \
-        e.A.strides == e.V.strides
+        e.A.strides == e.V.strides and e.HW.strides == e.S.strides
     self.buffers()
     self.rebind()
 
