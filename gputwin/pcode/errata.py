@@ -98,6 +98,17 @@ ERRATA: tuple[Erratum, ...] = (
           f"{_MANUALS}, LDS chapter: DS_APPEND/DS_CONSUME (`countbits(valid mask)` added once per wave, the old "
           "value returned to all valid threads); clang-22's __builtin_amdgcn_ds_append/consume (s_mov_b32 m0, ptr); "
           "tests/emu/test_ds_append.py."),
+  Erratum(_ALL, r"^mask = \(1 << size\) - 1;(?=\nmask = \(mask & 32'I\(writeableBitMask)", "sub",
+          "mask = ((1 << size) - 1) << offset.u32;",
+          "S_SETREG_B32 / S_SETREG_IMM32_B32 write the `size` bits of the hardware register from bit `offset` (the "
+          "SIMM16 hwreg fields), but the text's mask is not shifted by the offset: S0 << offset is and-ed with the "
+          "low `size` bits, so any offset > 0 writes zeros into the low bits and leaves the named field as it was.",
+          f"{_MANUALS}, SOPK S_SETREG_B32 ('write some or all of the LSBs of S0 into a hardware register'; SIMM16 "
+          "= {size - 1, offset, hwRegId}) and S_GETREG_B32, whose text reads the same field as value >> offset; "
+          "LLVM's AMDGPU hwreg(id, offset, size) operand names bits [offset + size - 1 : offset]; clang-22 enables "
+          "f32 denormals (MODE bits 4..5) around an f32 division on gfx942 (-cl-denorms-are-zero) with "
+          "`s_setreg_imm32_b32 hwreg(HW_REG_MODE, 4, 2), 3` and restores them with `..., 0` "
+          "(tests/emu/test_native_coverage.py::test_hardware_registers_native_equal_interpreter)."),
   Erratum(_ALL, r"^offset = offset1:offset0;\nif \(offset >= 0xe000\) \{|^Offset\[4:0\]: Swizzle", "replace",
           '"DS_SWIZZLE: every lane reads DATA of the lane its OFFSET mode selects (0 from inactive lanes)";\n'
           "RETURN_DATA.b32 = ds_swizzle(OFFSET.u32, DATA.u32, EXEC.u64)",
