@@ -221,6 +221,27 @@ def _scheduled(prog, L: int, seed: int, m0, mode: str, monkeypatch) -> tuple:
   return "ok", _state(eng, buf), eng.native_count
 
 
+def _both_tiers_by_m0(prog, L: int, m0s, monkeypatch) -> int:
+  """`prog` run by the scheduler on both tiers from _engine's random state with M0 = each of `m0s` (per wave): the
+  same registers, memory and counts, every instruction native, or the same error (the interpreter names the batch's
+  register file, the native re-run one wave's); the number of runs that ended in the error."""
+  stopped = 0
+  for k, m0 in enumerate(m0s):
+    a = _scheduled(prog, L, k, np.asarray(m0, np.uint32), "0", monkeypatch)
+    b = _scheduled(prog, L, k, np.asarray(m0, np.uint32), "force", monkeypatch)
+    assert a[0] == b[0], (m0, a[:2], b[:2])
+    if a[0] == "ok":
+      names = ("VGPR", "SGPR", "SCC", "PC", "memory", "LDS", "count", "lanes")
+      assert all(np.array_equal(x, y) for x, y in zip(a[1], b[1])), \
+          (m0, [n for n, x, y in zip(names, a[1], b[1]) if not np.array_equal(x, y)])
+      assert b[2] == a[1][6] and a[2] == 0, "not run natively"
+    else:
+      assert a[1].split(": the register file")[0] == b[1].split(": the register file")[0], (m0, a[1], b[1])
+      stopped += 1
+  assert not native.FAILED, native.FAILED[:3]
+  return stopped
+
+
 MOVREL = [("s_movrels_b32 s5, s10", "rdna cdna"), ("s_movrels_b64 s[4:5], s[10:11]", "rdna cdna"),
           ("s_movreld_b32 s5, s10", "rdna cdna"), ("s_movreld_b64 s[4:5], s[10:11]", "rdna cdna"),
           ("s_movrelsd_2_b32 s5, s10", "rdna"),
@@ -242,21 +263,7 @@ def test_movrel_scalar_native_equal_interpreter(arch, text, monkeypatch):
   rng = np.random.default_rng(zlib.crc32(text.encode()))
   m0s = [rng.integers(0, 96, 2), [96, 110], [100, 115], [116, 118], [114, 120], [0, 245], [0xfffffff8, 3],
          [0, 246], [0, 1000], [0x7fffffff, 0], [300, 2]]  # (base s10: 10 + M0; the last four are past the file)
-  stopped = 0  # runs that end in the interpreter's error
-  for k, m0 in enumerate(m0s):
-    a = _scheduled(prog, L, k, np.asarray(m0, np.uint32), "0", monkeypatch)
-    b = _scheduled(prog, L, k, np.asarray(m0, np.uint32), "force", monkeypatch)
-    assert a[0] == b[0], (m0, a[:2], b[:2])
-    if a[0] == "ok":
-      names = ("VGPR", "SGPR", "SCC", "PC", "memory", "LDS", "count", "lanes")
-      assert all(np.array_equal(x, y) for x, y in zip(a[1], b[1])), \
-          (m0, [n for n, x, y in zip(names, a[1], b[1]) if not np.array_equal(x, y)])
-      assert b[2] == a[1][6] and a[2] == 0, "not run natively"
-    else:  # (the same error; the interpreter names the batch's register file, the native re-run one wave's)
-      assert a[1].split(": the register file")[0] == b[1].split(": the register file")[0], (m0, a[1], b[1])
-      stopped += 1
-  assert 3 <= stopped < len(m0s) - 3, stopped
-  assert not native.FAILED, native.FAILED[:3]
+  assert 3 <= _both_tiers_by_m0(prog, L, m0s, monkeypatch) < len(m0s) - 3
 
 
 VMOVREL = ["v_movrels_b32 v3, v5", "v_movreld_b32 v5, v2", "v_movrelsd_b32 v3, v5", "v_movrelsd_2_b32 v3, v5",
@@ -277,21 +284,7 @@ def test_movrel_vector_native_equal_interpreter(arch, text, monkeypatch):
   rng = np.random.default_rng(zlib.crc32(text.encode()))
   m0s = [rng.integers(0, 240, 2), [0, 250], [245, 3], [0xfffffffc, 7], [0x00f000f0, 0x00070003],
          [0, 251], [300, 2], [0x7fffffff, 0], [0, 0xfffffffa]]  # (base v5: 5 + M0; movrelsd_2: two fields of M0)
-  stopped = 0  # runs that end in the interpreter's error
-  for k, m0 in enumerate(m0s):
-    a = _scheduled(prog, 32, k, np.asarray(m0, np.uint32), "0", monkeypatch)
-    b = _scheduled(prog, 32, k, np.asarray(m0, np.uint32), "force", monkeypatch)
-    assert a[0] == b[0], (m0, a[:2], b[:2])
-    if a[0] == "ok":
-      names = ("VGPR", "SGPR", "SCC", "PC", "memory", "LDS", "count", "lanes")
-      assert all(np.array_equal(x, y) for x, y in zip(a[1], b[1])), \
-          (m0, [n for n, x, y in zip(names, a[1], b[1]) if not np.array_equal(x, y)])
-      assert b[2] == a[1][6] and a[2] == 0, "not run natively"
-    else:
-      assert a[1].split(": the register file")[0] == b[1].split(": the register file")[0], (m0, a[1], b[1])
-      stopped += 1
-  assert 1 <= stopped <= len(m0s) - 3, stopped  # (both: runs that write, runs that stop)
-  assert not native.FAILED, native.FAILED[:3]
+  assert 1 <= _both_tiers_by_m0(prog, 32, m0s, monkeypatch) <= len(m0s) - 3  # (runs that write, runs that stop)
 
 
 def _vgpr_mask(op) -> bool:
