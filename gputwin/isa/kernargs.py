@@ -120,15 +120,16 @@ MAX_KERNARG_SIZE = 64 << 10
 def segment_size(kern, arch: str = "") -> int:
   """Bytes of `kern`'s kernarg segment: the descriptor's kernarg_size, the metadata's extent, at least 256; a
   LaunchError naming the field when either is past MAX_KERNARG_SIZE."""
-  fields = [("the kernel descriptor's kernarg_size", kern.descriptor.kernarg_size)]
-  fields += [(f"argument {i} ({a.value_kind}) at offset {a.offset} + {a.size} bytes in the metadata", a.offset + a.size)
-             for i, a in enumerate(kern.args)]
-  for what, n in fields:
+  sizes = [kern.descriptor.kernarg_size] + [a.offset + a.size for a in kern.args]
+  for k, n in enumerate(sizes):
     if n > MAX_KERNARG_SIZE:
+      a = kern.args[k - 1] if k else None
+      what = "the kernel descriptor's kernarg_size" if a is None else \
+          f"argument {k - 1} ({a.value_kind}) at offset {a.offset} + {a.size} bytes in the metadata"
       raise LaunchError(f"[{arch}] kernel {kern.name}: {what} asks for a {n:#x}-byte kernarg segment, past the "
                         f"{MAX_KERNARG_SIZE} bytes a launch accepts (gputwin.isa.kernargs.MAX_KERNARG_SIZE)", arch,
                         kern.name)
-  return max(256, *(n for _, n in fields))
+  return max(256, *sizes)
 
 
 def pack(kern, args, grid, block, *, arch: str, pointer: Callable[[object], int | None], queue_va: int = 0,
