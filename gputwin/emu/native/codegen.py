@@ -1124,14 +1124,15 @@ done:
     return self.srow(f, idx)
 
   @staticmethod
-  def srow(f: Fn, idx) -> str:
-    """SGPR row `idx` (a constant or an i64 value) of wave %w."""
+  def srow(f: Fn, idx, base: int = C_S) -> str:
+    """SGPR row `idx` (a constant or an i64 value) of wave %w; `base` C_HW: a hardware register's, the same strides."""
     off = f.op(f"add i64 {f.op(f'mul i64 %w, {f.ctx(C_SSTW)}')}, {f.op(f'mul i64 {idx}, {f.ctx(C_SSTR)}')}")
-    return f.gep(f.ctxp(C_S), off)
+    return f.gep(f.ctxp(base), off)
 
-  def vgpr_ptr(self, f: Fn, idx: int, file: str = "v", lane: str = "%lane") -> str:
-    """Lane `lane` (%lane) of VGPR `idx` (`file` "a": AccVGPR, same strides; its reach is Block.na) of wave %w."""
-    if file == "v":
+  def vgpr_ptr(self, f: Fn, idx, file: str = "v", lane: str = "%lane") -> str:
+    """Lane `lane` (%lane) of VGPR `idx` (`file` "a": AccVGPR, same strides; its reach is Block.na) of wave %w: a
+    constant register, in the block's reach, or an i64 value (`vgpr_row`)."""
+    if file == "v" and isinstance(idx, int):
       self.nv = max(self.nv, idx + 1)
     off = f.op(f"add i64 {f.op(f'mul i64 %w, {f.ctx(C_VSTW)}')}, {f.op(f'mul i64 {idx}, {f.ctx(C_VSTR)}')}")
     return f.gep(f.gep(f.ctxp(C_V if file == "v" else C_A), off), f.op(f"mul i64 {lane}, 4"))
@@ -1148,11 +1149,9 @@ done:
     written (restart clears it). The rows are the SGPR file's strides apart (Native asserts it). No TBAA tag is known
     for it (Gen.reg's caller)."""
     self.wrote["hw"] = True
-    row = lambda k: f.gep(f.ctxp(C_HW), f.op(f"add i64 {f.op(f'mul i64 %w, {f.ctx(C_SSTW)}')}, "
-                                             f"{f.op(f'mul i64 {k}, {f.ctx(C_SSTR)}')}"))
     cycles = f.op(f"trunc i64 {f.op(f'and i64 {self.clock(f, o)}, {0xfffff}')} to i32")
-    f.emit(f"store i32 {cycles}, ptr {row(29)}")
-    return row(f.op(f"and i64 {r}, 63"))
+    f.emit(f"store i32 {cycles}, ptr {self.srow(f, 29, C_HW)}")
+    return self.srow(f, f.op(f"and i64 {r}, 63"), C_HW)
 
   def vgpr_row(self, f: Fn, idx: str, lane: str, write: bool) -> str:
     """VGPR `idx` (an i64 value: a register by computed number) of wave %w in lane `lane`, checked below the file's
@@ -1161,8 +1160,7 @@ done:
     self.fault_if(f, f.op(f"icmp uge i64 {idx}, {f.ctx(C_VROWS)}"), F_LANE, idx, 4, write)
     if write:
       self.wrote["v"] = -1
-    off = f.op(f"add i64 {f.op(f'mul i64 %w, {f.ctx(C_VSTW)}')}, {f.op(f'mul i64 {idx}, {f.ctx(C_VSTR)}')}")
-    return f.gep(f.gep(f.ctxp(C_V), off), f.op(f"mul i64 {lane}, 4"))
+    return self.vgpr_ptr(f, idx, "v", lane)
 
   @property
   def sgprs(self) -> int:
