@@ -161,9 +161,13 @@ def k_step(f, ety: str, N: int, K: int, a: str, b: str, sz: int, tag: str, k: st
   k of the (K x N) one at `b` (<N x ety>; elements `sz` bytes, TBAA tag `tag`)."""
   mk = f.op(f"add i64 {f.op(f'mul i64 %mm, {K}')}, {k}")
   x = f.ld(ety, f.gep(a, f.op(f"mul i64 {mk}, {sz}")), tag)
-  xs = f.op(f"shufflevector <1 x {ety}> {f.op(f'insertelement <1 x {ety}> poison, {ety} {x}, i64 0')}, "
-            f"<1 x {ety}> poison, <{N} x i32> zeroinitializer")
-  return xs, f.ld(f"<{N} x {ety}>", f.gep(b, f.op(f"mul i64 {k}, {N * sz}")), tag, f", align {sz}")
+  return broadcast(f, ety, x, N), f.ld(f"<{N} x {ety}>", f.gep(b, f.op(f"mul i64 {k}, {N * sz}")), tag, f", align {sz}")
+
+
+def broadcast(f, ty: str, v: str, n: int) -> str:
+  """Value `v` of type `ty` in every lane of an <n x ty> vector."""
+  return f.op(f"shufflevector <1 x {ty}> {f.op(f'insertelement <1 x {ty}> poison, {ty} {v}, i64 0')}, "
+              f"<1 x {ty}> poison, <{n} x i32> zeroinitializer")
 
 
 def _splat(n: int, ty: str, v: str) -> str:

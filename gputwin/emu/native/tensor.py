@@ -25,7 +25,7 @@ import re
 
 import numpy as np
 
-from gputwin.emu.native.matrix import loop, table, k_step  # (one loop, table writer and k step for both)
+from gputwin.emu.native.matrix import broadcast, k_step, loop, table  # (one of each for both)
 from gputwin.emu.native.runtime import (C_LDS, C_LDSZ, C_REGS, C_V, C_VSTR, C_VSTW, C_WG, F_GLOBAL, F_LDSOFF,
                                         HINT_REGION, HINTS)
 from gputwin.emu.program import Src
@@ -268,26 +268,13 @@ def _memory(comp, i: int, op, f) -> None:
     f.st(ity, f.conv(v, 32, bits), f.ld("ptr", f.gep(ptrs, f.op("mul i64 %wr, 8")), "tx"), space, ", align 1")
     close()
     return
-  # a load: each register word (register * 32 + lane) gathers its 32 / bits elements, the element of slot j at bit
-  # j * bits (`inv`: element numbers, word-major); unchecked when `direct` holds, else through checked pointers
-  per = 32 // bits
-  inv = np.full(len(regs) * L * per, -1, np.int64)
-  inv[(tab >> SHIFT) * per + (tab & ((1 << SHIFT) - 1)) // bits] = np.arange(len(tab))
-  if (inv < 0).any():
-    raise Unsupported("fragment layout")  # (every slot of every register is some element's)
-  it = table(f, f"tx{i}.w", "i32", inv)
-  out = f.alloca(f"[{len(regs) * L} x i32], align 64")
-
-  def gather(tag: str, at) -> None:
-    close = loop(f, len(regs) * L, tag, vector=False)
-    word = "0"
-    for j in range(per):
-      e = _entry(f, it, f.op(f"add i64 {f.op(f'mul i64 %{tag}, {per}')}, {j}"))
-      v = f.conv(f.ld(ity, at(e), space, ", align 1"), bits, 32)
-      word = f.op(f"or i32 {word}, {f.op(f'shl i32 {v}, {j * bits}')}")
-    f.st("i32", word, f.gep(out, f.op(f"mul i64 %{tag}, 4")), "tx")
-    close()
-
+  # a load: each register word gathers its elements (_pack), unchecked when `direct` holds, else through checked
+  # pointers
+  words = len(regs) * L
+  it = _word_table(f, f"tx{i}.w", tab, np.arange(len(tab)), words, bits)
+  out = f.alloca(f"[{words} x i32], align 64")
+  gather = lambda tag, at: _pack(f, tag, it, out, words, bits,
+                                 lambda e: f.conv(f.ld(ity, at(e), space, ", align 1"), bits, 32), vector=False)
   through = lambda ptrs: lambda e: f.ld("ptr", f.gep(ptrs, f.op(f"mul i64 {e}, 8")), "tx")
   if direct is None:
     gather("rd", through(_pointers(f, i, a.space, len(tab), nb, False, addr)))
@@ -305,6 +292,31 @@ def _memory(comp, i: int, op, f) -> None:
   for k, s in enumerate(regs):
     v = f.ld(f"<{L} x i32>", f.gep(out, str(4 * L * k)), "tx", ", align 64")
     f.st(f"<{L} x i32>", v, _row(comp, f, s.index, True), ("v", s.index), ", align 4")
+
+
+def _word_table(f, name: str, slots, values, words: int, bits: int) -> str:
+  """A table, word by word (register * 32 + lane) and in each word slot by slot (32 / bits slots, slot j at bit
+  j * bits), of `values` (element numbers), each placed by its slot entry in `slots` ((register * 32 + lane) << SHIFT
+  | bit offset). Unsupported when a slot is left without one (in every layout taken here each slot has one)."""
+  per = 32 // bits
+  inv = np.full(words * per, -1, np.int64)
+  inv[(slots >> SHIFT) * per + (slots & ((1 << SHIFT) - 1)) // bits] = values
+  if (inv < 0).any():
+    raise Unsupported("fragment layout")
+  return table(f, name, "i32", inv)
+
+
+def _pack(f, tag: str, tab: str, out: str, words: int, bits: int, element, vector: bool = True) -> None:
+  """out[w] (i32) for each of `words` register words: the elements `_word_table` `tab` names for its slots, slot j's
+  at bit j * bits; element(e): element e as an i32, zero above its `bits`. `vector`: matrix.loop's."""
+  per = 32 // bits
+  close = loop(f, words, tag, vector)
+  word = "0"
+  for j in range(per):
+    v = element(_entry(f, tab, f.op(f"add i64 {f.op(f'mul i64 %{tag}, {per}')}, {j}")))
+    word = f.op(f"or i32 {word}, {f.op(f'shl i32 {v}, {j * bits}')}")
+  f.st("i32", word, f.gep(out, f.op(f"mul i64 %{tag}, 4")), "tx")
+  close()
 
 
 def _word(f, e: str) -> str:
@@ -443,12 +455,6 @@ def _pointers(f, i: int, space: str, count: int, nb: int, write: bool, addr, dir
     f.emit(f"br label %{join}")
     f.put(join)
   return ptrs
-
-
-def _slot(f, buf: str, k: str, lane: str) -> str:
-  """Pointer to word [k * 32 + lane] of a [.. x i32] buffer."""
-  at = f.op(f"add i64 {f.op(f'mul i64 {k}, {L}')}, {lane}")
-  return f.gep(buf, f.op(f"mul i64 {at}, 4"))
 
 
 def _at(g, base: str, a: str, b: str) -> str:
@@ -673,11 +679,9 @@ def _window(f, a: str, cols, crow: str, K: int, N: int) -> str:
               f"{f.op(f'call <{K} x double> @llvm.fabs.v{K}f64(<{K} x double> {row})')})")
   alow = f.op(f"call i64 @llvm.vector.reduce.smin.v{K}i64(<{K} x i64> {_low(f, row, K)})")
   vt, dt = f"<{N} x i64>", f"<{N} x double>"
-  splat = lambda ty, v: f.op(f"shufflevector <1 x {ty}> {f.op(f'insertelement <1 x {ty}> poison, {ty} {v}, i64 0')}, "
-                             f"<1 x {ty}> poison, <{N} x i32> zeroinitializer")
-  terms = f.op(f"add {vt} {low}, {splat('i64', alow)}")
+  terms = f.op(f"add {vt} {low}, {broadcast(f, 'i64', alow, N)}")
   lo = f.op(f"call {vt} @llvm.smin.v{N}i64({vt} {terms}, {vt} {_low(f, crow, N)})")
-  hi = f.op(f"fmul {dt} {big}, {splat('double', f.op(f'fmul double {amax}, {float(K)!r}'))}")
+  hi = f.op(f"fmul {dt} {big}, {broadcast(f, 'double', f.op(f'fmul double {amax}, {float(K)!r}'), N)}")
   hi = f.op(f"fadd {dt} {hi}, {f.op(f'call {dt} @llvm.fabs.v{N}f64({dt} {crow})')}")
   t = f.op(f"call {vt} @llvm.smin.v{N}i64({vt} {f.op(f'add {vt} {lo}, splat (i64 1075)')}, {vt} splat (i64 2046))")
   limit = f.op(f"bitcast {vt} {f.op(f'shl {vt} {t}, splat (i64 52)')} to {dt}")  # 2**(lo + 52), at most 2**1023
@@ -827,32 +831,12 @@ def _gemm(comp, i: int, op, f) -> None:
       made.add(slow_fn)
       f.globals.append(_slow(f, slow_fn, types, (R, N, K)))
   # 5. the D registers: each slot's element, packed as ptx/tensor.py `_put` does, rows stored whole
-  bits = ref.BITS[dt]
-  nd = len(dslots)
-  pk = f.alloca(f"[{len(regs[0]) * L} x i32], align 64")
-  if bits == 32:  # a slot per register: word (register * 32 + lane) is one element
-    words = np.zeros(len(regs[0]) * L, np.int64)
-    for j, (k, _) in enumerate(dslots):
-      words[k * L:(k + 1) * L] = dsel[:, j]
-    sel = table(f, f"tx{i}.d", "i32", words)
-    close = loop(f, len(words), "pd")
-    at_ = f.op(f"zext i32 {f.ld('i32', f.gep(sel, f.op('mul i64 %pd, 4')), 'txtab')} to i64")
-    f.st("i32", f.ld("i32", f.gep(res, f.op(f"mul i64 {at_}, 4")), "tx"), f.gep(pk, f.op("mul i64 %pd, 4")), "tx")
-    close()
-  else:
-    sel = table(f, f"tx{i}.d", "i32", dsel.reshape(-1))
-    f.emit(f"call void @llvm.memset.p0.i64(ptr {pk}, i8 0, i64 {4 * len(regs[0]) * L}, i1 false)")
-    kt = table(f, f"tx{i}.k", "i32", [k << SHIFT | o for k, o in dslots])
-    close = loop(f, 32 * nd, "pd")
-    lane, j = f.op(f"udiv i64 %pd, {nd}"), f.op(f"urem i64 %pd, {nd}")
-    at_ = f.op(f"zext i32 {f.ld('i32', f.gep(sel, f.op('mul i64 %pd, 4')), 'txtab')} to i64")
-    v = f.op(f"and i32 {f.ld('i32', f.gep(res, f.op(f'mul i64 {at_}, 4')), 'tx')}, {(1 << bits) - 1}")
-    e = f.ld("i32", f.gep(kt, f.op(f"mul i64 {j}, 4")), "txtab")
-    k = f.op(f"zext i32 {f.op(f'lshr i32 {e}, {SHIFT}')} to i64")
-    q = _slot(f, pk, k, lane)
-    sh = f.op(f"and i32 {e}, {(1 << SHIFT) - 1}")
-    f.st("i32", f.op(f"or i32 {f.ld('i32', q, 'tx')}, {f.op(f'shl i32 {v}, {sh}')}"), q, "tx")
-    close()
+  bits, words = ref.BITS[dt], len(regs[0]) * L
+  slots = np.array([(k * L + ln) << SHIFT | o for ln in range(L) for k, o in dslots])  # (dsel's order: lane, slot)
+  pk = f.alloca(f"[{words} x i32], align 64")
+  element = lambda e: f.ld("i32", f.gep(res, f.op(f"mul i64 {e}, 4")), "tx")
+  _pack(f, "pd", _word_table(f, f"tx{i}.d", slots, dsel.reshape(-1), words, bits), pk, words, bits,
+        element if bits == 32 else lambda e: f.op(f"and i32 {element(e)}, {(1 << bits) - 1}"))
   for k, s in enumerate(regs[0]):
     v = f.ld(f"<{L} x i32>", f.gep(pk, str(4 * L * k)), "tx", ", align 64")
     f.st(f"<{L} x i32>", v, _row(comp, f, s.index, True), ("v", s.index), ", align 4")
