@@ -78,8 +78,9 @@ class Checks:
     self.vp = per_reg(nv, 2, dt=np.int32)
     self.ap = per_reg(eng.A.shape[1], 2, dt=np.int32)
     self.sp = per_reg(106, 2, dt=np.int32)
-    self.issued = np.zeros((W, len(self.cnames)), np.int64)
-    self.retired = np.zeros((W, len(self.cnames)), np.int64)
+    # per wave and wait counter, [wave, counter], stored counter-major (Checks.ran updates a counter's row at once)
+    self.issued = np.zeros((len(self.cnames), W), np.int64).T
+    self.retired = np.zeros((len(self.cnames), W), np.int64).T
     self.mfma = np.full((W,), -1, np.int64)  # index of the last MFMA per wave, its regs and ready time
     self.mfma_regs: dict[int, tuple] = {}
     self.clock = np.zeros(W, np.int64)
@@ -363,30 +364,37 @@ class Checks:
     s = self._summary(blk)
     if blk.sites and self.on & {"lds_race", "async"}:
       self._replay(eng, blk, ix, log)
+    # (per counter and register, one 1-D gather or scatter over the waves: numpy's 2-D fancy indexing over a few
+    # thousand waves cost ~10x as much; the written-flags through a mask of the waves, all rows at once)
     whole, pend, full = isinstance(ix, slice), self.pend, self.full
-    issued = self.issued[ix].copy() if s.waits or self.waitcnt and s.loaded else None
-    if s.inc.any():
-      self.issued[ix] += s.inc
+    it, rt = self.issued.T, self.retired.T  # (counter, wave) rows
+    issued = {c: it[c][ix].copy() for c in s.entry} if s.waits or self.waitcnt and s.loaded else None
+    for c, n in s.incs:
+      it[c][ix] += n
     for c, k in s.waits:
-      self.retired[ix, c] = np.maximum(self.retired[ix, c], issued[:, c] + k)
-    rows = ix if whole else np.asarray(ix)[:, None]
+      rt[c][ix] = np.maximum(rt[c][ix], issued[c] + k)
     if s.wrote_seen is not full:  # registers the block writes (uninit), per file at once
+      if not whole:
+        mask = np.zeros(eng.W, bool)
+        mask[ix] = True
       for c, by in s.wrote.items():
         if c is None or guards >> c & 1:
           for f, regs in by.items():
-            self.ws[f][rows, regs] = True
+            rows = self.ws[f].T  # (register, wave)
+            rows[regs] = True if whole else rows[regs] | mask
       if all(key in full for key in s.written):
         s.wrote_seen = full
     if self.waitcnt:
       for key in [key for key in s.plain if key in pend]:  # a non-load wrote them last: no longer pending
-        self.ps[key[0]][ix, key[1]] = 0
+        row = self.ps[key[0]][:, key[1]]
+        row[:, 0][ix] = row[:, 1][ix] = 0
         if whole:
           pend.pop(key, None)
-      for f, (regs, c, a) in s.loaded.items():  # a load wrote them last: pending on it
-        self.ps[f][rows, regs, 0] = c + 1
-        self.ps[f][rows, regs, 1] = issued[:, c] + a
-        for r, cr in zip(regs.tolist(), c.tolist()):
-          pend[f, r] = pend.get((f, r), 0) | 1 << cr
+      for f, rows in s.loaded.items():  # a load wrote them last: pending on it
+        for r, c, a in rows:
+          row = self.ps[f][:, r]
+          row[:, 0][ix], row[:, 1][ix] = c + 1, issued[c] + a
+          pend[f, r] = pend.get((f, r), 0) | 1 << c
     if s.sync_on:  # ir3: the flags cleared what was pending, the producers made theirs pending
       made, clears = s.synced(guards)
       if made or clears:
@@ -899,7 +907,7 @@ class _Summary:
         self.clock += 1
         if passes:
           self.mfma, self.clock = (o.pc, o.outs["D0"], passes), 0
-    self.inc = inc
+    self.incs = [(c, int(n)) for c, n in enumerate(inc.tolist()) if n]
     self.waits = [(c, k) for c, k in enumerate(K) if k is not None]
     # the final writes grouped for Checks.ran: per guard class (None: unguarded) and file the rows written, and the
     # loads' (rows, counters, issue numbers); the keys a non-load wrote last
@@ -914,7 +922,8 @@ class _Summary:
         self.plain.append((f, r))
       elif r < ch.ps[f].shape[1]:
         self.loaded.setdefault(f, []).append((r, *w))
-    self.loaded = {f: tuple(np.array(x, np.int64) for x in zip(*rows)) for f, rows in self.loaded.items()}
+    # (the counters whose issued count at entry Checks.ran needs)
+    self.entry = sorted({c for c, _ in self.waits} | {c for rows in self.loaded.values() for _, c, _ in rows})
     self.sync_on, self.sync_reads, self.sync_by = ch.per_thread and "sync" in ch.on, [], {}
     if self.sync_on:
       self._sync()
