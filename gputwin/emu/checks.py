@@ -74,10 +74,19 @@ class Checks:
       self.sw.T[106:] = True  # specials (VCC, M0, EXEC, constants) are not tracked (written register-major)
       eng.written_flags = (key, (self.vw, self.aw, self.sw))
     # (counter + 1, sequence number) of the outstanding load, int32 (a wave issues far fewer than 2**31 loads);
-    # SGPRs from 106 up are specials, never tracked: no pending entries for them (slices past the end are empty)
-    self.vp = per_reg(nv, 2, dt=np.int32)
-    self.ap = per_reg(eng.A.shape[1], 2, dt=np.int32)
-    self.sp = per_reg(106, 2, dt=np.int32)
+    # SGPRs from 106 up are specials, never tracked: no pending entries for them (slices past the end are empty).
+    # (file, register) keys -> the wait counters (bit mask) of loads into it that may be outstanding (absent: its
+    # entries are all zero). The engine's previous batch's tables, when they had this shape, with the rows its
+    # `pend` still listed cleared (new ones were megabytes to clear: ~0.5 ms a batch for the SGPRs' alone)
+    self.pend, got = {}, getattr(eng, "pending_tables", None)
+    if got is not None and got[0] == key:
+      self.vp, self.ap, self.sp = got[1]
+      for f, r in got[2]:
+        {"v": self.vp, "a": self.ap, "s": self.sp}[f][:, r:r + 1] = 0  # (a special's row: past the end, empty)
+    else:
+      self.vp, self.ap, self.sp = per_reg(nv, 2, dt=np.int32), per_reg(eng.A.shape[1], 2, dt=np.int32), \
+          per_reg(106, 2, dt=np.int32)
+    eng.pending_tables = (key, (self.vp, self.ap, self.sp), self.pend)
     # per wave and wait counter, [wave, counter], stored counter-major (Checks.ran updates a counter's row at once)
     self.issued = np.zeros((len(self.cnames), W), np.int64).T
     self.retired = np.zeros((len(self.cnames), W), np.int64).T
@@ -107,9 +116,7 @@ class Checks:
     self.sync_pc = None  # ir3 (ss)/(sy) pending registers: made on first use (_sync)
     self.ws, self.ps = {"v": self.vw, "a": self.aw, "s": self.sw}, {"v": self.vp, "a": self.ap, "s": self.sp}
     self.uninit, self.waitcnt = "uninit" in self.on, "waitcnt" in self.on and bool(self.cnames)
-    # (file, register) keys: every wave of the batch wrote it (uninit can skip it; a register never leaves), and
-    # -> the wait counters (bit mask) of loads into it that may be outstanding (absent: its entries are all zero)
-    self.full, self.pend = set(), {}
+    self.full = set()  # (file, register) keys every wave of the batch wrote (uninit skips them; none ever leaves)
     self.narrow: dict[int, tuple[int, bool]] = {}  # global address -> (CTA, .cta-scoped) of atomics (scope checker)
     # loads into LDS (AMD's deliver) still outstanding per wave: (counter + 1, sequence number, first and last byte + 1
     # of the LDS they write, in the wave's workgroup); made at the first one

@@ -31,6 +31,40 @@ def test_waitcnt_checker():
   np.testing.assert_array_equal(_run(bad, checks=False), np.arange(32))  # switchable; the emulator itself is eager
 
 
+# launched with 0: both waves end with a load into v2 outstanding; with 1: both load v3 (never read), wave 1 loads v2
+# and waits for both, wave 0 does not, and both store v2 after a barrier (wave 0 with its load of v3 outstanding)
+LOAD_OR_READ = """
+  s_load_b64 s[2:3], s[0:1], 0x0
+  s_load_b32 s4, s[0:1], 0x8
+  v_lshlrev_b32 v1, 2, v0
+  s_waitcnt lgkmcnt(0)
+  s_cmp_eq_u32 s4, 0
+  s_cbranch_scc0 .Lread
+  global_load_b32 v2, v1, s[2:3]
+  s_endpgm
+.Lread:
+  global_load_b32 v3, v1, s[2:3]
+  v_readfirstlane_b32 s5, v0
+  s_cmp_lt_u32 s5, 32
+  s_cbranch_scc1 .Lstore
+  global_load_b32 v2, v1, s[2:3]
+  s_waitcnt vmcnt(0)
+.Lstore:
+  s_barrier
+  global_store_b32 v1, v2, s[2:3]"""
+
+
+@pytest.mark.parametrize("jit", ["0", "force"])
+def test_waitcnt_state_starts_clean_each_launch(jit, monkeypatch):
+  """A launch that ends with loads outstanding leaves nothing pending for the next launch of the kernel (whose
+  register files, and the checkers' tables, are the first's reused): there wave 0 reads v2, which wave 1 loaded
+  and waited for and wave 0 did not load (only the waitcnt checker on): no error, on both tiers."""
+  monkeypatch.setenv("GPUTWIN_JIT", jit)
+  co, out = kernel("gfx1100", LOAD_OR_READ), np.zeros(64, np.int32)
+  launch(co, "k", grid=1, block=64, args=[out, np.int32(0)])
+  launch(co, "k", grid=1, block=64, args=[out, np.int32(1)], checks={"waitcnt"})
+
+
 def test_uninit_checker():
   with pytest.raises(EmuCheckError, match=r"reads v7 .*never written"):
     _run(GOOD.replace("global_store_b32 v1, v0", "global_store_b32 v1, v7"))
