@@ -176,6 +176,7 @@ class Engine:
     self.scratch_used = False  # whether anything may have written the scratch window (restart clears it then)
     self.init_key = None  # the launcher's: what it wrote into the VGPR rows restart keeps (keep_v); None: rows gone
     self._lane_waves = self._wg_hi = None  # LDS: each lane's wave (race checker), workgroup slot << 20 per wave
+    self._wg_first = None  # each workgroup's first wave (see groups)
     # frontends with per-thread PCs (`simt`: PTX): each lane's PC, whether it lives, the barrier it waits at (id + 1),
     # whether it waits for the rest of a collective's member mask, and whether it yielded (fair scheduling)
     self.simt = bool(getattr(self.fe, "simt", False))
@@ -230,6 +231,17 @@ class Engine:
     if file in ("v", "a", "s"):
       self.written[file] |= ((1 << dwords) - 1) << index
 
+  def groups(self) -> np.ndarray:
+    """Each workgroup slot's first wave: a slot's waves are consecutive and the slots in order (every launcher's
+    wg_of_wave is np.repeat(np.arange(slots), waves per slot)), so per-slot reductions are np.*.reduceat."""
+    if self._wg_first is None:
+      wg = self.wg
+      first = np.flatnonzero(np.r_[True, wg[1:] != wg[:-1]]) if len(wg) else np.zeros(0, np.int64)
+      if not np.array_equal(wg[first], np.arange(len(first))) or not np.all(wg[1:] >= wg[:-1]):
+        raise ValueError("a workgroup's waves must be consecutive, the slots in order")
+      self._wg_first = first
+    return self._wg_first
+
   def restart(self, wg_of_wave: np.ndarray, prog: Program | None = None, mem=None, defer: bool = False,
               keep_s: int = 0, keep_v: int = 0) -> None:
     """Start the next batch of the same shape on these arrays (of this dispatch, or another one's: `prog`, `mem`):
@@ -271,7 +283,7 @@ class Engine:
     for a, v in ((self.scc, 0), (self.pc, 0), (self.clock, 0), (self.live, True), (self.bar, False)):
       a.fill(v)
     if wg_of_wave is not self.wg and not np.array_equal(wg_of_wave, self.wg):
-      self.wg, self._wg_hi = wg_of_wave, None
+      self.wg, self._wg_hi, self._wg_first = wg_of_wave, None, None
     self.lds.buf.fill(0)
     if self.scratch_used:
       self.scratch.buf.fill(0)
@@ -751,13 +763,11 @@ def _event(eng: Engine, kind: str, ix) -> None:
 
 def _release(eng: Engine, ix) -> None:
   """Release the barrier of every workgroup whose live waves have all arrived."""
-  ng = int(eng.wg.max()) + 1
-  waiting = np.bincount(eng.wg, weights=eng.live & ~eng.bar, minlength=ng) == 0
-  parked = np.bincount(eng.wg, weights=eng.bar, minlength=ng) > 0
-  done = waiting & parked
+  first = eng.groups()
+  waiting = ~np.logical_or.reduceat(eng.live & ~eng.bar, first)
+  done = waiting & np.logical_or.reduceat(eng.bar, first)
   if done.any():
-    sel = done[eng.wg]
-    eng.bar[sel] = False
+    eng.bar[done[eng.wg]] = False
     if eng.checks is not None:
       eng.checks.barrier(eng, np.nonzero(done)[0])
 
