@@ -138,10 +138,17 @@ fast:  ; four lanes' rows at a time: <ww, we, rw, re> x 4
   %fev = shufflevector <4 x i32> %fe0, <4 x i32> poison, <4 x i32> zeroinitializer
   br label %fhead
 fhead:
-  %q = phi i64 [0, %fast], [%q.n, %fenter]
+  %q = phi i64 [0, %fast], [%q.n, %fnext]
   %qmore = icmp ult i64 %q, %L
   br i1 %qmore, label %fbody, label %lend
-fbody:
+fbody:  ; (four lanes all off: nothing to check or enter)
+  %qlp = getelementptr i32, ptr %rowp, i64 %q
+  %qa = load <4 x i32>, ptr %qlp, align 4
+  %qon = icmp ne <4 x i32> %qa, splat (i32 -1)
+  %qonm = bitcast <4 x i1> %qon to i4
+  %qany = icmp ne i4 %qonm, 0
+  br i1 %qany, label %frows, label %fnext
+frows:
   %q4 = shl i64 %q, 2
   %qp = getelementptr i32, ptr %fbase, i64 %q4
   %e = load <16 x i32>, ptr %qp, align 4
@@ -161,9 +168,6 @@ fbody:
   %byreader = and <4 x i1> %rx, %rsome
   %wbad = or <4 x i1> %bywriter, %byreader
   %bad0 = select i1 %isw, <4 x i1> %wbad, <4 x i1> %bywriter
-  %qlp = getelementptr i32, ptr %rowp, i64 %q
-  %qa = load <4 x i32>, ptr %qlp, align 4
-  %qon = icmp ne <4 x i32> %qa, splat (i32 -1)
   %bad1 = and <4 x i1> %bad0, %qon
   %bad = select i1 %check, <4 x i1> %bad1, <4 x i1> zeroinitializer
   %badm = bitcast <4 x i1> %bad to i4
@@ -181,6 +185,8 @@ fenter:
   %qon16 = shufflevector <4 x i1> %qon, <4 x i1> poison, <16 x i32> <i32 0, i32 0, i32 0, i32 0, i32 1, i32 1, i32 1, i32 1, i32 2, i32 2, i32 2, i32 2, i32 3, i32 3, i32 3, i32 3>
   %e.n = select <16 x i1> %qon16, <16 x i32> %e.on, <16 x i32> %e
   store <16 x i32> %e.n, ptr %qp, align 4
+  br label %fnext
+fnext:
   %q.n = add i64 %q, 4
   br label %fhead
 frace:
