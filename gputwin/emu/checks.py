@@ -115,6 +115,10 @@ class Checks:
     self.cur = None
     self.sync_pc = None  # ir3 (ss)/(sy) pending registers: made on first use (_sync)
     self.ws, self.ps = {"v": self.vw, "a": self.aw, "s": self.sw}, {"v": self.vp, "a": self.ap, "s": self.sp}
+    # the tables' addresses for the host code (checks.ll): each a (register or counter, wave) array from its start
+    self.all = np.arange(W, dtype=np.int64)
+    self.state = np.array([W] + [t.ctypes.data for t in (self.vw, self.aw, self.sw, self.vp, self.ap, self.sp,
+                                                         self.issued, self.retired)], np.int64)
     self.uninit, self.waitcnt = "uninit" in self.on, "waitcnt" in self.on and bool(self.cnames)
     self.full = set()  # (file, register) keys every wave of the batch wrote (uninit skips them; none ever leaves)
     self.narrow: dict[int, tuple[int, bool]] = {}  # global address -> (CTA, .cta-scoped) of atomics (scope checker)
@@ -312,35 +316,13 @@ class Checks:
     every = isinstance(ix, slice) if every is None else every
     if s.dead_reads and "lds_race" in self.on and not (every and not (self.wep == self.epoch).any()):
       return False  # (its reads were left out of the log: plan.dead_reads says when they cannot matter)
-    whole = isinstance(ix, slice)
-    full, pend = self.full, self.pend
-    if self.uninit and s.exposed and s.seen is not full:
-      for f, sl, keys in s.exposed:
-        if any(k in full for k in keys):
-          continue
-        w = self.ws[f][ix, sl]
-        if not w.any(axis=1).all():
-          return False
-        if whole:
-          full.update(k for k, a in zip(keys, w.all(axis=0)) if a)
-      if all(any(k in full for k in keys) for _, _, keys in s.exposed):
-        s.seen = full  # (full only grows while this batch runs: no need to look again)
-    if self.waitcnt and pend and s.loads:
-      seen = [(key, K) for key, K in s.loads if key in pend]
-      hit = [(key, K) for key, K in seen if not _retired(pend[key], K)]
-      for f in {key[0] for key, _ in hit}:  # per file, every pending register the block reads at once
-        regs = [key[1] for key, _ in hit if key[0] == f]
-        K = np.stack([K for key, K in hit if key[0] == f])  # (registers, counters): K at each reading instruction
-        p = self.ps[f][:, regs][ix]  # (waves, registers, (counter + 1, sequence number))
-        c = np.maximum(p[..., 0] - 1, 0)
-        ret = np.maximum(np.take_along_axis(self.retired[ix], c, 1),
-                         np.take_along_axis(self.issued[ix], c, 1) + K[np.arange(len(regs)), c])
-        if ((p[..., 0] > 0) & (p[..., 1] > ret)).any():
-          return False
-      if whole:  # as `before` forgets them: no wave's load into these registers is outstanding any more
-        for key, _ in seen:
-          self.ps[key[0]][:, key[1]] = 0
-          pend.pop(key, None)
+    # registers read before the block writes them: written (uninit), their loads retired (waitcnt), in every wave
+    # (host code over the tables: checks.ll `enter`; entries of registers `pend` does not list are all zero)
+    flags = (self.uninit and bool(s.exposed)) | (self.waitcnt and bool(self.pend) and bool(s.loads)) << 1
+    if flags:
+      w = self._waves(ix)
+      if not _checks_fn("enter")(s.host.ctypes.data, self.state.ctypes.data, w.ctypes.data, len(w), flags):
+        return False
     if s.hazards and "hazard" in self.on and self.fam == "cdna" and self.mfma_regs:
       last, clock = self.mfma[ix], self.clock[ix]
       for pc in set(last.tolist()) - {-1}:
@@ -371,37 +353,23 @@ class Checks:
     s = self._summary(blk)
     if blk.sites and self.on & {"lds_race", "async"}:
       self._replay(eng, blk, ix, log)
-    # (per counter and register, one 1-D gather or scatter over the waves: numpy's 2-D fancy indexing over a few
-    # thousand waves cost ~10x as much; the written-flags through a mask of the waves, all rows at once)
-    whole, pend, full = isinstance(ix, slice), self.pend, self.full
-    it, rt = self.issued.T, self.retired.T  # (counter, wave) rows
-    issued = {c: it[c][ix].copy() for c in s.entry} if s.waits or self.waitcnt and s.loaded else None
-    for c, n in s.incs:
-      it[c][ix] += n
-    for c, k in s.waits:
-      rt[c][ix] = np.maximum(rt[c][ix], issued[c] + k)
-    if s.wrote_seen is not full:  # registers the block writes (uninit), per file at once
-      if not whole:
+    # the wait counters, written flags and pending loads per wave (host code: checks.ll `leave`); `pend` lists the
+    # registers a load of the block left pending and forgets those a non-load wrote in every wave
+    w = self._waves(ix)
+    _checks_fn("leave")(s.host.ctypes.data, self.state.ctypes.data, w.ctypes.data, len(w), self.waitcnt << 1)
+    for c, by in s.wrote.items():  # (per-thread PCs: a guarded op's writes, when its class ran)
+      if c is not None and guards >> c & 1:
         mask = np.zeros(eng.W, bool)
         mask[ix] = True
-      for c, by in s.wrote.items():
-        if c is None or guards >> c & 1:
-          for f, regs in by.items():
-            rows = self.ws[f].T  # (register, wave)
-            rows[regs] = True if whole else rows[regs] | mask
-      if all(key in full for key in s.written):
-        s.wrote_seen = full
+        for f, regs in by.items():
+          self.ws[f].T[regs] |= mask  # ((register, wave) rows)
     if self.waitcnt:
-      for key in [key for key in s.plain if key in pend]:  # a non-load wrote them last: no longer pending
-        row = self.ps[key[0]][:, key[1]]
-        row[:, 0][ix] = row[:, 1][ix] = 0
-        if whole:
+      pend = self.pend
+      if isinstance(ix, slice):
+        for key in s.plain:
           pend.pop(key, None)
-      for f, rows in s.loaded.items():  # a load wrote them last: pending on it
-        for r, c, a in rows:
-          row = self.ps[f][:, r]
-          row[:, 0][ix], row[:, 1][ix] = c + 1, issued[c] + a
-          pend[f, r] = pend.get((f, r), 0) | 1 << c
+      for key, bit in s.pending:
+        pend[key] = pend.get(key, 0) | bit
     if s.sync_on:  # ir3: the flags cleared what was pending, the producers made theirs pending
       made, clears = s.synced(guards)
       if made or clears:
@@ -483,6 +451,10 @@ class Checks:
     for r in self.reads:
       if isinstance(r[0], _Logged) and (r[4] == self.epoch).any():
         r[0].own()
+
+  def _waves(self, ix) -> np.ndarray:
+    """The wave numbers `ix` names, int64 (for host code)."""
+    return self.all if isinstance(ix, slice) else np.ascontiguousarray(ix, np.int64)
 
   def _summary(self, blk) -> "_Summary":
     s = getattr(blk, "checks", None)
@@ -777,16 +749,13 @@ def _simt_ok(ch: "Checks", op: Op) -> bool:
               or mm is not None and "members" in ch.on and not full or op.atomic and "scope" in ch.on)
 
 
-def _retired(counters: int, K) -> bool:
-  """A load issued before the block on one of `counters` (bit mask) has retired where K (see _Summary) is >= 0 for each:
-  the block waited until at most (issued at entry - issued since) were outstanding."""
-  c = 0
-  while counters:
-    if counters & 1 and K[c] < 0:
-      return False
-    counters >>= 1
-    c += 1
-  return True
+@functools.cache
+def _checks_fn(symbol: str):
+  """`enter` or `leave` of the register checkers' host code (emu/native/checks.ll), loaded once."""
+  import ctypes
+  from gputwin.emu.native.tier import support
+  i64, p = ctypes.c_int64, ctypes.c_void_p
+  return support("checks", symbol, ctypes.CFUNCTYPE(i64 if symbol == "enter" else None, p, p, p, i64, i64))
 
 
 @functools.cache
@@ -839,7 +808,7 @@ class _Summary:
   decides a block the entry state cannot), and `ran` marks a class's writes only when it ran."""
 
   def __init__(self, ch: "Checks", ops):
-    self.width, self.seen = (ch.vw.shape[1], ch.aw.shape[1], ch.fam), None
+    self.width = (ch.vw.shape[1], ch.aw.shape[1], ch.fam)
     from gputwin.emu.native.codegen import guard_classes
     from gputwin.emu.native.plan import dead_reads
     ops = self.ops = list(ops)
@@ -914,12 +883,11 @@ class _Summary:
         self.clock += 1
         if passes:
           self.mfma, self.clock = (o.pc, o.outs["D0"], passes), 0
-    self.incs = [(c, int(n)) for c, n in enumerate(inc.tolist()) if n]
+    self.inc = inc
     self.waits = [(c, k) for c, k in enumerate(K) if k is not None]
     # the final writes grouped for Checks.ran: per guard class (None: unguarded) and file the rows written, and the
     # loads' (rows, counters, issue numbers); the keys a non-load wrote last
-    self.wrote, self.loaded, self.plain, self.wrote_seen = {}, {}, [], None
-    self.written = set(self.final) | set(cond)
+    self.wrote, self.loaded, self.plain = {}, {}, []
     for (f, r), cs in cond.items():
       for c in () if (f, r) in self.final else cs:
         self.wrote.setdefault(c, {}).setdefault(f, []).append(r)
@@ -929,11 +897,25 @@ class _Summary:
         self.plain.append((f, r))
       elif r < ch.ps[f].shape[1]:
         self.loaded.setdefault(f, []).append((r, *w))
-    # (the counters whose issued count at entry Checks.ran needs)
-    self.entry = sorted({c for c, _ in self.waits} | {c for rows in self.loaded.values() for _, c, _ in rows})
+    self.pending = [((f, r), 1 << c) for f, rows in self.loaded.items() for r, c, _ in rows]
+    self.host = self._encode(ch)
     self.sync_on, self.sync_reads, self.sync_by = ch.per_thread and "sync" in ch.on, [], {}
     if self.sync_on:
       self._sync()
+
+  def _encode(self, ch: "Checks") -> np.ndarray:
+    """The records checks.ll reads (its header): registers past a pending-load table (SGPR specials) are never
+    pending; an operand past its file has no register (never written, as numpy's empty slice)."""
+    F, nc = {"v": 0, "a": 1, "s": 2}, len(ch.cnames)
+    rows = {f: t.shape[1] for f, t in ch.ps.items()}
+    ex = [(F[f], *_span(sl, ch.ws[f].shape[1])) for f, sl, _ in self.exposed]
+    ld = [(F[f], r, *K.tolist()) for (f, r), K in self.loads if r < rows[f]]
+    wrote = [(F[f], r) for f, regs in self.wrote.get(None, {}).items() for r in regs]
+    plain = [(F[f], r) for f, r in self.plain if r < rows[f]]
+    loaded = [(F[f], r, c, a) for f, rs in self.loaded.items() for r, c, a in rs]
+    head = [len(ex), len(ld), len(self.waits), len(wrote), len(plain), len(loaded), nc, *self.inc.tolist()]
+    flat = [x for recs in (ex, ld, self.waits, wrote, plain, loaded) for rec in recs for x in rec]
+    return np.array(head + flat, np.int64)
 
   def _sync(self) -> None:
     """ir3's (ss)/(sy) at entry, for every outcome of the guard classes (which ran): `sync_reads` the halves some
@@ -959,6 +941,12 @@ class _Summary:
     if got is None:
       got = self.sync_by[ran] = _sync_walk(self.ops, self.classes, ran)[2:]
     return got
+
+
+def _span(sl: slice, n: int) -> tuple[int, int]:
+  """(first, count) of the registers a slice of a file of n names."""
+  r = range(n)[sl]
+  return (r.start, len(r)) if len(r) else (0, 0)
 
 
 def _sync_walk(ops, classes, ran: int):
