@@ -119,6 +119,7 @@ class Checks:
     self.all = np.arange(W, dtype=np.int64)
     self.state = np.array([W] + [t.ctypes.data for t in (self.vw, self.aw, self.sw, self.vp, self.ap, self.sp,
                                                          self.issued, self.retired)], np.int64)
+    self.at = (self.state.ctypes.data, self.all.ctypes.data)
     self.uninit, self.waitcnt = "uninit" in self.on, "waitcnt" in self.on and bool(self.cnames)
     self.full = set()  # (file, register) keys every wave of the batch wrote (uninit skips them; none ever leaves)
     self.narrow: dict[int, tuple[int, bool]] = {}  # global address -> (CTA, .cta-scoped) of atomics (scope checker)
@@ -319,10 +320,8 @@ class Checks:
     # registers read before the block writes them: written (uninit), their loads retired (waitcnt), in every wave
     # (host code over the tables: checks.ll `enter`; entries of registers `pend` does not list are all zero)
     flags = (self.uninit and bool(s.exposed)) | (self.waitcnt and bool(self.pend) and bool(s.loads)) << 1
-    if flags:
-      w = self._waves(ix)
-      if not _checks_fn("enter")(s.host.ctypes.data, self.state.ctypes.data, w.ctypes.data, len(w), flags):
-        return False
+    if flags and not self._host("enter", s, ix, flags):
+      return False
     if s.hazards and "hazard" in self.on and self.fam == "cdna" and self.mfma_regs:
       last, clock = self.mfma[ix], self.clock[ix]
       for pc in set(last.tolist()) - {-1}:
@@ -355,8 +354,7 @@ class Checks:
       self._replay(eng, blk, ix, log)
     # the wait counters, written flags and pending loads per wave (host code: checks.ll `leave`); `pend` lists the
     # registers a load of the block left pending and forgets those a non-load wrote in every wave
-    w = self._waves(ix)
-    _checks_fn("leave")(s.host.ctypes.data, self.state.ctypes.data, w.ctypes.data, len(w), self.waitcnt << 1)
+    self._host("leave", s, ix, self.waitcnt << 1)
     for c, by in s.wrote.items():  # (per-thread PCs: a guarded op's writes, when its class ran)
       if c is not None and guards >> c & 1:
         mask = np.zeros(eng.W, bool)
@@ -366,8 +364,8 @@ class Checks:
     if self.waitcnt:
       pend = self.pend
       if isinstance(ix, slice):
-        for key in s.plain:
-          pend.pop(key, None)
+        for key in s.plain & pend.keys():
+          del pend[key]
       for key, bit in s.pending:
         pend[key] = pend.get(key, 0) | bit
     if s.sync_on:  # ir3: the flags cleared what was pending, the producers made theirs pending
@@ -452,9 +450,11 @@ class Checks:
       if isinstance(r[0], _Logged) and (r[4] == self.epoch).any():
         r[0].own()
 
-  def _waves(self, ix) -> np.ndarray:
-    """The wave numbers `ix` names, int64 (for host code)."""
-    return self.all if isinstance(ix, slice) else np.ascontiguousarray(ix, np.int64)
+  def _host(self, symbol: str, s: "_Summary", ix, flags: int):
+    """checks.ll's `symbol` on summary `s` for waves `ix` (their numbers as int64)."""
+    w = None if isinstance(ix, slice) else np.ascontiguousarray(ix, np.int64)
+    return _checks_fn(symbol)(s.at, self.at[0], self.at[1] if w is None else w.ctypes.data,
+                              self.vw.shape[0] if w is None else len(w), flags)
 
   def _summary(self, blk) -> "_Summary":
     s = getattr(blk, "checks", None)
@@ -899,6 +899,8 @@ class _Summary:
         self.loaded.setdefault(f, []).append((r, *w))
     self.pending = [((f, r), 1 << c) for f, rows in self.loaded.items() for r, c, _ in rows]
     self.host = self._encode(ch)
+    self.at = self.host.ctypes.data
+    self.plain = frozenset(self.plain)
     self.sync_on, self.sync_reads, self.sync_by = ch.per_thread and "sync" in ch.on, [], {}
     if self.sync_on:
       self._sync()
