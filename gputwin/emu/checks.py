@@ -336,11 +336,11 @@ class Checks:
 
   def interpreted(self, op: Op) -> bool:
     """Must `op` run on the interpreter for the checkers (a native block then ends before it: native.Tier.stop)? A
-    load into LDS (AMD: `_dma` follows the bytes it writes, for the waitcnt and race checkers), AMD's S_MEMTIME (its
-    time returns as a load's data, for the waitcnt checker) and PTX's cp.async and its groups (the copies in flight,
-    eng.cp_async, for the race and async checkers); with per-thread PCs, what the per-thread checkers decide
-    (_simt_ok)."""
-    return bool(op.info.get("deliver")) or str(op.info.get("do", "")).startswith("cp_") or op.kind == "clock" or \
+    load into LDS (AMD: `_dma` follows the bytes it writes, for the waitcnt and race checkers) and PTX's cp.async and
+    its groups (the copies in flight, eng.cp_async, for the race and async checkers); with per-thread PCs, what the
+    per-thread checkers decide (_simt_ok). (AMD's S_MEMTIME, whose time returns as a load's data, is a load to the
+    block summary: its registers pending on lgkmcnt.)"""
+    return bool(op.info.get("deliver")) or str(op.info.get("do", "")).startswith("cp_") or \
         self.per_thread and not _simt_ok(self, op)
 
   def ran(self, eng, blk, ix, log, guards: int = 0) -> None:
@@ -837,7 +837,7 @@ class _Summary:
           K[c] = k if K[c] is None else max(K[c], k)
         self.clock += 1
         continue
-      if op.kind not in ("alu", "mem", "vopd", "matrix", "tensor"):  # (the scheduler's events: no checker sees them)
+      if op.kind not in ("alu", "mem", "vopd", "matrix", "tensor", "clock"):  # (the scheduler's events: unseen)
         continue
       if ch.per_thread and not _simt_ok(ch, op):
         self.ok = False
