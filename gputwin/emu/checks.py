@@ -304,8 +304,8 @@ class Checks:
         return False
     if blk.sites and len(getattr(getattr(eng, "cp_async", None), "rows", ())) and "async" in self.on:
       return False  # (PTX: a cp.async in flight; the shared-memory reads are checked against it interpreted)
-    if self.dma is not None and any(o.mem in ("ds", "flat") for o in blk.ops):
-      return False  # (AMD: a load into LDS may be in flight; the block's LDS accesses are checked against it interpreted)
+    if self.dma is not None and any(o.mem in ("ds", "flat") for o in blk.ops) and len(self._dma_live()):
+      return False  # (AMD: a load into LDS is in flight; the block's LDS accesses are checked against it interpreted)
     if s.sync_reads and self.sync_pc:  # ir3: registers read before the block produces them, still pending?
       w = np.arange(eng.W)[ix]
       for h, ss, sy in s.sync_reads:
@@ -704,11 +704,8 @@ class Checks:
           lo, hi = min(lo, int(d[2])), max(hi, int(d[3]))
         self.dma[w] = (c + 1, self.issued[w, c] + 1, lo, hi)
       return
-    d = self.dma
-    live = np.flatnonzero(d[:, 0] > 0)
-    live = live[self.retired[live, d[live, 0] - 1] < d[live, 1]]
-    if not len(live):  # every one retired (retired counts only grow): nothing to check until the next
-      self.dma = None
+    d, live = self.dma, self._dma_live()
+    if not len(live):
       return
     wgs = eng.wg[np.asarray(slot, np.int64)]
     for w in live:
@@ -718,6 +715,16 @@ class Checks:
         from gputwin.emu.core import Stop
         raise Stop("check", f"{acc}s LDS[{int(off[i]):#x}] while wave {int(w)}'s load into LDS writing it is "
                             f"outstanding: missing s_waitcnt {self.cnames[d[w, 0] - 1]}", int(slot[i]), op)
+
+  def _dma_live(self) -> np.ndarray:
+    """The waves whose load into LDS has not retired; none: self.dma is dropped (retired counts only grow, so nothing
+    is checked until the next load into LDS)."""
+    d = self.dma
+    live = np.flatnonzero(d[:, 0] > 0)
+    live = live[self.retired[live, d[live, 0] - 1] < d[live, 1]]
+    if not len(live):
+      self.dma = None
+    return live
 
   def _hazard(self, eng, op: Op, ix) -> None:
     used = list(self._regs(op, list(op.sem.inputs) if op.sem else ["S0"]))
