@@ -120,6 +120,21 @@ ERRATA: tuple[Erratum, ...] = (
 )
 
 ERRATA += (
+  Erratum(_ALL, r"^declare OFFSET0 : 8'U;\ndeclare OFFSET1 : 8'U;\n(RETURN_DATA\.u32 = )?MEM\[32'I\(\{ OFFSET1, OFFSET0 \} "
+          r"\+ M0\[15 : 0\]\) \+ laneID\.i32 \* 4\]\.u32( = DATA0\.u32)?$", "replace",
+          lambda m: f"{m[1] or ''}MEM[ADDR + 32'U(M0[15 : 0]) + laneID.u32 * 4U].u32{' = DATA.u32' if m[2] else ''}",
+          "DS_*_ADDTID_B32 access LDS at {OFFSET1, OFFSET0} + M0[15:0] + laneID * 4, but the text declares the "
+          "offset fields as locals (they read 0), names the data DATA0 where the other DS bodies' operand is DATA, "
+          "and indexes MEM with a bare number where every other DS body's MEM index starts from ADDR (the "
+          "executor's address of the lane in its workgroup's LDS, the instruction offset included). ADDTID has no "
+          "address VGPR, so ADDR is the offset alone; the body adds M0[15:0] and laneID * 4.",
+          f"{_MANUALS}, LDS chapter: DS_WRITE/READ_ADDTID_B32 (CDNA3), DS_STORE/LOAD_ADDTID_B32 (RDNA3/4), the "
+          "text's own address formula; llvm-mc-22 encodes `ds_store_addtid_b32 v1 offset:16` with the data VGPR "
+          "and the 16-bit offset in offset1:offset0, and no address operand "
+          "(tests/emu/test_asm.py::test_ds_addtid)."),
+)
+
+ERRATA += (
   Erratum(_ALL, r"^D0\.(f16|f32|f64) = S0\.\1 \* (?:16'F\()?2\.0F? \*\* (32'I\(S1\.i16\)|S1\.i32)\)?$", "sub",
           r"D0.\1 = ldexp(S0.\1, \2)",
           "V_LDEXP_*: the text computes 2.0 ** n in the destination precision first, which overflows (or flushes) "

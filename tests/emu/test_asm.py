@@ -313,3 +313,60 @@ def test_movrel_destination_is_relative_to_m0(arch):
   out = np.zeros(n, np.uint32)
   launch(co, "k", grid=1, block=n, args=[out])
   np.testing.assert_array_equal(out, 0x100 + np.arange(n, dtype=np.uint32) + 2 * 0x1234)
+
+
+ADDTID = {  # (store, load, plain load, plain store, global store, wait) spellings: RDNA3/4 and CDNA
+  "gfx1100": ("ds_store_addtid_b32", "ds_load_addtid_b32", "ds_load_b32", "ds_store_b32", "global_store_b32",
+              "s_load_b64", "s_waitcnt lgkmcnt(0)"),
+  "gfx1200": ("ds_store_addtid_b32", "ds_load_addtid_b32", "ds_load_b32", "ds_store_b32", "global_store_b32",
+              "s_load_b64", "s_wait_kmcnt 0\n  s_wait_dscnt 0"),
+  "gfx942": ("ds_write_addtid_b32", "ds_read_addtid_b32", "ds_read_b32", "ds_write_b32", "global_store_dword",
+             "s_load_dwordx2", "s_waitcnt lgkmcnt(0)"),
+}
+
+
+@pytest.mark.parametrize("arch", sorted(ADDTID))
+def test_ds_addtid(tier_runs, arch):
+  """DS_*_ADDTID_B32 address LDS at M0[15:0] + offset + lane id * 4 (the manuals' formula; llvm-mc-22 gives them the
+  data VGPR and offset:N, no address). M0's upper half is set and must not count. Lane l stores 3l + 7 with ADDTID at
+  0x40 + 16 + 4l, and a plain load reads it back there; a plain store of 5l + 1 at 0x200 + 4l is read by an ADDTID
+  load with M0 = 0x1f0, offset:16. Before: stopped as unmodelled (the vendor text read its offset fields and DATA0 as
+  zero locals)."""
+  st, ld, pld, pst, gst, sld, wait = ADDTID[arch]
+  body = f"""
+  {sld} s[2:3], s[0:1], 0x0
+  s_mov_b32 m0, 0x70040
+  v_mul_u32_u24 v1, 3, v0
+  v_add_nc_u32 v1, 7, v1
+  {st} v1 offset:16
+  v_lshlrev_b32 v2, 2, v0
+  v_mul_u32_u24 v4, 5, v0
+  v_add_nc_u32 v4, 1, v4
+  {pst} v2, v4 offset:0x200
+  {wait}
+  {pld} v3, v2 offset:0x50
+  s_mov_b32 m0, 0x1f0
+  {ld} v5 offset:16
+  {wait}
+  v_lshlrev_b32 v6, 3, v0
+  {gst} v6, v3, s[2:3]
+  {gst} v6, v5, s[2:3] offset:4"""
+  if arch == "gfx942":
+    body = body.replace("v_add_nc_u32", "v_add_u32")
+  n = 64 if arch == "gfx942" else 32
+  co = kernel(arch, body, lds=0x400, wave32=arch != "gfx942")
+
+  def go():
+    out = np.zeros((n, 2), np.uint32)
+    launch(co, "k", grid=1, block=n, args=[out])
+    return out
+  (interp, e0, _), (native, e1, _) = tier_runs(go)
+  assert e0 is None and e1 is None, (e0, e1)
+  lane = np.arange(n, dtype=np.uint32)
+  want = np.stack([3 * lane + 7, 5 * lane + 1], 1)
+  np.testing.assert_array_equal(interp, want)
+  np.testing.assert_array_equal(native, want)
+  # M0 near the end of the 0x400-byte allocation: the lanes past it fault, the same located error on both tiers
+  co = kernel(arch, body.replace("s_mov_b32 m0, 0x1f0", "s_mov_b32 m0, 0x3e0"), lds=0x400, wave32=arch != "gfx942")
+  (_, e0, _), (_, e1, _) = tier_runs(go)
+  assert e0 is not None and str(e0) == str(e1) and "LDS" in str(e0) and ld in str(e0), (e0, e1)

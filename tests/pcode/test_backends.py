@@ -92,7 +92,7 @@ def state_of(rng, p, L: int) -> dict:
       v = np.array([int(a) << 64 | int(b) for a, b in zip(operands(rng, w - 64, L), v)], dtype=object)
     if p.mem and nm in ("ADDR", "ADDR_BASE"):
       v = np.arange(L, dtype=np.uint64) * np.uint64(REGION) + rng.integers(0, 64, L, dtype=np.uint64) * np.uint64(8)
-    elif p.mem and nm == "SGPR_ADDR":  # a wave's base (laneId * 4 added by the body)
+    elif p.mem and nm in ("SGPR_ADDR", "M0"):  # a wave's base or LDS offset (laneId * 4 added by the body: ADDTID)
       v = np.full(L, rng.integers(0, 64) * 8, np.uint64)
     elif nm == "SIMM16":  # an instruction's immediate: the same for every lane (S_NOP loops over it)
       v = np.full(L, v[0], np.uint64)

@@ -54,10 +54,7 @@ MEMFMT = {"SMEM": "smem", "DS": "ds", "GLOBAL": "global", "VGLOBAL": "global", "
 UNMODELLED = {r"^TBUFFER_": "typed buffer access (MTBUF): converting through the instruction's data/number format "
                             "is not modelled",
               r"_LOAD_LDS_[US](BYTE|SHORT)$": (BYTES_TO_LDS := "a byte or short load into LDS: where its bytes land "
-                                                                "in LDS is not documented"),
-              r"^DS_\w+_ADDTID_B32$": "an LDS access at M0[15:0] + offset + lane id * 4 (ADDTID): its body reads DATA0 "
-                                     "and the offset fields as locals, and the address bypasses the workgroup's LDS; "
-                                     "not modelled (it stored zeros)"}
+                                                                "in LDS is not documented")}
 # DS bodies (ours: pcode errata) whose LDS address is M0 + the offset, keyed by the built-in they call: DS_APPEND /
 # DS_CONSUME's counter (clang-22 puts the counter's LDS address in M0)
 M0_ADDRESSED = frozenset({"DS_APPEND_CONSUME_COUNTER"})
