@@ -133,7 +133,7 @@ class Checks:
     """The ABI initialised SGPRs below `nsgpr`, the scalar rows `srows` and the vector rows `vrows` (AMD: v0, the
     work-item ids; ir3: the inputs, the const file)."""
     self.sw[:, :nsgpr] = True
-    self.sw.T[list(srows)] = True  # (whole rows of the register-major tables)
+    self.sw.T[[r for r in srows if r < 106]] = True  # (whole rows of the register-major tables; from 106 up: always)
     self.vw.T[list(vrows)] = True
 
   def poked(self, eng, w, f, i) -> None:
