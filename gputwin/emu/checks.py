@@ -35,6 +35,7 @@ import numpy as np
 from gputwin.emu.program import Op, Src
 from gputwin.isa import hwdata
 
+TRACKED_SGPRS = 106  # SGPRs from here up are specials (VCC, M0, EXEC, constants; ir3's const file): never tracked
 EPOCHS = 1 << 30  # a reused race table starts its epochs below this (int32 entries: 2**31 would wrap)
 ALL = frozenset({"waitcnt", "uninit", "lds_race", "hazard", "divergence", "members", "async", "scope", "sync"})
 
@@ -68,13 +69,13 @@ class Checks:
     key, got = (W, nv, eng.A.shape[1], eng.S.shape[1]), getattr(eng, "written_flags", None)
     if got is not None and got[0] == key:
       self.vw, self.aw, self.sw = got[1]
-      self.vw[:], self.aw[:], self.sw.T[:106] = False, False, False
+      self.vw[:], self.aw[:], self.sw.T[:TRACKED_SGPRS] = False, False, False
     else:
       self.vw, self.aw, self.sw = per_reg(nv), per_reg(eng.A.shape[1]), per_reg(eng.S.shape[1])
-      self.sw.T[106:] = True  # specials (VCC, M0, EXEC, constants) are not tracked (written register-major)
+      self.sw.T[TRACKED_SGPRS:] = True  # specials: always written (written register-major)
       eng.written_flags = (key, (self.vw, self.aw, self.sw))
     # (counter + 1, sequence number) of the outstanding load, int32 (a wave issues far fewer than 2**31 loads);
-    # SGPRs from 106 up are specials, never tracked: no pending entries for them (slices past the end are empty).
+    # SGPRs from TRACKED_SGPRS up: no pending entries for them (slices past the end are empty).
     # (file, register) keys -> the wait counters (bit mask) of loads into it that may be outstanding (absent: its
     # entries are all zero). The engine's previous batch's tables, when they had this shape, with the rows its
     # `pend` still listed cleared (new ones were megabytes to clear: ~0.5 ms a batch for the SGPRs' alone)
@@ -85,7 +86,7 @@ class Checks:
         {"v": self.vp, "a": self.ap, "s": self.sp}[f][:, r:r + 1] = 0  # (a special's row: past the end, empty)
     else:
       self.vp, self.ap, self.sp = per_reg(nv, 2, dt=np.int32), per_reg(eng.A.shape[1], 2, dt=np.int32), \
-          per_reg(106, 2, dt=np.int32)
+          per_reg(TRACKED_SGPRS, 2, dt=np.int32)
     eng.pending_tables = (key, (self.vp, self.ap, self.sp), self.pend)
     # per wave and wait counter, [wave, counter], stored counter-major (Checks.ran updates a counter's row at once)
     self.issued = np.zeros((len(self.cnames), W), np.int64).T
@@ -133,7 +134,7 @@ class Checks:
     """The ABI initialised SGPRs below `nsgpr`, the scalar rows `srows` and the vector rows `vrows` (AMD: v0, the
     work-item ids; ir3: the inputs, the const file)."""
     self.sw[:, :nsgpr] = True
-    self.sw.T[[r for r in srows if r < 106]] = True  # (whole rows of the register-major tables; from 106 up: always)
+    self.sw.T[[r for r in srows if r < TRACKED_SGPRS]] = True  # (whole rows of the register-major tables)
     self.vw.T[list(vrows)] = True
 
   def poked(self, eng, w, f, i) -> None:
@@ -170,7 +171,7 @@ class Checks:
       keys = lambda f, a, b: tuple((f, r) for r in range(a, min(b, width[f])))
       reads = [(n, s, s.file, slice(s.index, s.index + s.dwords), keys(s.file, s.index, s.index + s.dwords))
                for n, s in self._regs(op, list(op.sem.inputs) if op.sem is not None else ["S0"])
-               if not (s.file == "s" and s.index >= 106)]
+               if not (s.file == "s" and s.index >= TRACKED_SGPRS)]
       outs = set(op.sem.outputs) if op.sem is not None else {"D0"}
       dsts = {id(d): d for n, d in op.outs.items() if n in outs and isinstance(d, Src) and d.file in "vas"}.values()
       # its result waits on cnts[0]: loads, atomics with return, and a time source read through a memory path (AMD
