@@ -341,7 +341,7 @@ class Checks:
     its groups (the copies in flight, eng.cp_async, for the race and async checkers); with per-thread PCs, what the
     per-thread checkers decide (_simt_ok). (AMD's S_MEMTIME, whose time returns as a load's data, is a load to the
     block summary: its registers pending on lgkmcnt.)"""
-    return bool(op.info.get("deliver")) or str(op.info.get("do", "")).startswith("cp_") or \
+    return bool(op.info.get("deliver")) or bool(op.info.get("async_copy")) or \
         self.per_thread and not _simt_ok(self, op)
 
   def ran(self, eng, blk, ix, log, guards: int = 0) -> None:

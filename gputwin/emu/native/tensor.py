@@ -33,7 +33,6 @@ from gputwin.emu.ptx import tensor as ref
 from gputwin.pcode.llvm import Fn, Unsupported
 
 L = 32
-COPIES = ("cp_async", "cp_commit_group", "cp_wait_group", "cp_wait_all")  # cp.async and its group bookkeeping
 SHIFT = 5  # a fragment table entry: (register * 32 + lane) << SHIFT | bit offset
 # element formats: (exponent bits, mantissa bits, bias, has infinities); tf32 is f32 with its low 13 bits dropped
 FMT = {"f16": (5, 10, 15, True), "bf16": (8, 7, 127, True), "tf32": (8, 23, 127, True), "f32": (8, 23, 127, True),
@@ -46,14 +45,15 @@ def supported(op, arch: str = "") -> None:
   """plan.supported for a tensor op: raise Unsupported unless this module runs it as the interpreter does."""
   info = op.info
   do = info.get("do")
-  if do not in ("wmma_load", "wmma_store", "wmma_mma", "mma", "ldmatrix", "stmatrix") + COPIES:
+  copy = info.get("async_copy")  # cp.async and its group bookkeeping (ptx/tensor.py _bind_cp)
+  if do not in ("wmma_load", "wmma_store", "wmma_mma", "mma", "ldmatrix", "stmatrix") and not copy:
     raise Unsupported(f"tensor {do}")
   if info.get("guard") is not None:
     raise Unsupported("guarded tensor op")
   sm = int(re.sub(r"\D", "", arch) or 0)
   if info.get("sm", 0) > sm:  # (the interpreter stops: needs a later target)
     raise Unsupported("target")
-  if do in COPIES:
+  if copy:
     if do == "cp_async":
       spaces = [x.info["address"] for x in (info["dst"], info["src"])]
       if [a.space if a is not None else None for a in spaces] != ["lds", "mem"] or \
@@ -146,7 +146,7 @@ def lower(comp, i: int, op, f) -> str:
     _gemm(comp, i, op, f)
   elif op.info["do"] == "cp_async":
     _copy(comp, i, op, f)
-  elif op.info["do"] not in COPIES:  # (commit_group, wait_group, wait_all: what they keep is the checkers' alone;
+  elif not op.info.get("async_copy"):  # (commit_group, wait_group, wait_all: what they keep is the checkers' alone;
     _memory(comp, i, op, f)  # with the checkers on they run interpreted, checks.Checks.interpreted)
   comp.bump_pc(f, op)
   text = comp.finish(f, i, str(L))

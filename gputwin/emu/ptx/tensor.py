@@ -227,12 +227,13 @@ def _outs(op: Op) -> Op:
 
 def _bind_cp(info: dict, loc, mods, ops) -> str | None:
   """cp.async.{ca,cg}.shared.global [dst], [src], cp-size{, src-size | ignore-src}{, cache-policy};
-  cp.async.commit_group; cp.async.wait_group N; cp.async.wait_all; cp.async.mbarrier.arrive{.noinc} [mbar]."""
+  cp.async.commit_group; cp.async.wait_group N; cp.async.wait_all; cp.async.mbarrier.arrive{.noinc} [mbar]. The
+  copies and their group bookkeeping are marked async_copy (the checkers and the native tier key on it)."""
   mods = mods[1:]
   if mods[0] in ("commit_group", "wait_all"):
-    info["do"] = "cp_" + mods[0]
+    info.update(do="cp_" + mods[0], async_copy=True)
   elif mods[0] == "wait_group":
-    info.update(do="cp_wait_group", n=int(ops[0].value))
+    info.update(do="cp_wait_group", n=int(ops[0].value), async_copy=True)
   elif mods[0] == "mbarrier":
     # without .noinc the pending count goes up by one and the copies' completion arrives: no net change
     info.update(do="mbarrier", verb="arrive", at=_at(loc, ops[0], decode.state_space(mods)), count=None, tx=None,
@@ -243,7 +244,7 @@ def _bind_cp(info: dict, loc, mods, ops) -> str | None:
       return f"cp-size {size} (4, 8 or 16; .cg: 16)"
     extra = [o for o in ops[3:] if not (isinstance(o, M.Reg) and _type(loc, o) in ("b64", "u64", "s64"))]
     info.update(do="cp_async", size=size, dst=_at(loc, ops[0], "shared"), src=_at(loc, ops[1], "global"),
-                src_size=None, ignore=None)
+                src_size=None, ignore=None, async_copy=True)
     if extra:
       key = "ignore" if isinstance(extra[0], M.Reg) and _type(loc, extra[0]) == "pred" else "src_size"
       info[key] = decode.operand(loc, extra[0], 32)
