@@ -425,7 +425,7 @@ class Checks:
       queued = None
       self._flush()
       if waves is None:
-        waves = np.ascontiguousarray(np.arange(eng.W, dtype=np.int64)[ix])
+        waves = self.all[ix]
       at = self._host_access(eng, rows, k, waves, nbytes, int(write), self.epoch)
       if write:
         self.wep[:] = self.epoch
@@ -441,9 +441,9 @@ class Checks:
   def _host_access(self, eng, rows, k, waves, nbytes: int, mode: int, epoch) -> int:
     """race.ll's lds_access on access k of `rows` (a block's log, [wave, access, lane]) for `waves` in order; mode 1:
     a store, 0: a load, 2: a queued load entered unchecked. -1, or where the first race is (see race.ll)."""
-    return _race_fn()(rows.ctypes.data, rows.shape[1], k, waves.ctypes.data, len(waves), eng.L, max(nbytes // 4, 1),
-                      mode, self.tab.ctypes.data, epoch.ctypes.data, self.nd,
-                      eng.lds.shift, eng.lds.offset_mask)
+    return _host_fn("lds_access")(rows.ctypes.data, rows.shape[1], k, waves.ctypes.data, len(waves), eng.L,
+                                  max(nbytes // 4, 1), mode, self.tab.ctypes.data, epoch.ctypes.data, self.nd,
+                                  eng.lds.shift, eng.lds.offset_mask)
 
   def _own_queued(self) -> None:
     """Before a block overwrites the log: the queued reads still current that point into it keep their own copy."""
@@ -454,7 +454,7 @@ class Checks:
   def _host(self, symbol: str, s: "_Summary", ix, flags: int):
     """checks.ll's `symbol` on summary `s` for waves `ix` (their numbers as int64)."""
     w = None if isinstance(ix, slice) else np.ascontiguousarray(ix, np.int64)
-    return _checks_fn(symbol)(s.at, self.at[0], self.at[1] if w is None else w.ctypes.data,
+    return _host_fn(symbol)(s.at, self.at[0], self.at[1] if w is None else w.ctypes.data,
                               self.vw.shape[0] if w is None else len(w), flags)
 
   def _summary(self, blk) -> "_Summary":
@@ -758,21 +758,16 @@ def _simt_ok(ch: "Checks", op: Op) -> bool:
 
 
 @functools.cache
-def _checks_fn(symbol: str):
-  """`enter` or `leave` of the register checkers' host code (emu/native/checks.ll), loaded once."""
+def _host_fn(symbol: str):
+  """A function of the checkers' host code, as native/tier.support loads it (once a process): race.ll's lds_access
+  (one access of the race checker), checks.ll's enter and leave (uninit and waitcnt around a native block)."""
   import ctypes
   from gputwin.emu.native.tier import support
   i64, p = ctypes.c_int64, ctypes.c_void_p
-  return support("checks", symbol, ctypes.CFUNCTYPE(i64 if symbol == "enter" else None, p, p, p, i64, i64))
-
-
-@functools.cache
-def _race_fn():
-  """The host code of one access of the race checker (emu/native/race.ll), loaded once."""
-  import ctypes
-  from gputwin.emu.native.tier import support
-  i64, p = ctypes.c_int64, ctypes.c_void_p
-  return support("race", "lds_access", ctypes.CFUNCTYPE(i64, p, i64, i64, p, i64, i64, i64, i64, p, p, i64, i64, i64))
+  module, *signature = {"lds_access": ("race", i64, p, i64, i64, p, i64, i64, i64, i64, p, p, i64, i64, i64),
+                        "enter": ("checks", i64, p, p, p, i64, i64),
+                        "leave": ("checks", None, p, p, p, i64, i64)}[symbol]
+  return support(module, symbol, ctypes.CFUNCTYPE(*signature))
 
 
 class _Logged:

@@ -7,7 +7,7 @@ import pytest
 
 pytest.importorskip("llvmlite")
 
-from gputwin.emu.checks import _race_fn  # noqa: E402
+from gputwin.emu.checks import _host_fn  # noqa: E402
 
 OFF = 0xFFFFFFFF
 SHIFT, ND = 10, 260  # a workgroup's window: 1 KiB of offsets; rows per workgroup: 256 dwords + a b128's 3
@@ -58,7 +58,7 @@ def _lanes(rng, L, wg, dwords):
 @pytest.mark.parametrize("L", [32, 64])
 @pytest.mark.parametrize("dwords", [1, 2, 4])
 def test_host_walk_equals_lane_walk(L, dwords):
-  fn, rng = _race_fn(), np.random.default_rng(L * 10 + dwords)
+  fn, rng = _host_fn("lds_access"), np.random.default_rng(L * 10 + dwords)
   W, nwg, races = 12, 3, 0
   for trial in range(150):
     log = np.stack([np.stack([_lanes(rng, L, w % nwg, dwords) for _ in range(2)]) for w in range(W)])
