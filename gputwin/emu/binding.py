@@ -12,6 +12,9 @@ from gputwin.emu.program import Op, Src
 from gputwin.errors import GPUPageFault
 
 LDS_SHIFT, LDS_BITS = 20, 19  # DS ADDR: workgroup slot << 20 | LDS address mod 2**19 (core.Engine.lds_address)
+# The bits of a hardware register S_SETREG may write, by the names the manuals' texts call it (RDNA3's
+# writeableBitMask, RDNA4's and CDNA's HwRegWriteMask): every bit (no privileged state is modelled)
+WRITE_MASKS = frozenset({"writeableBitMask", "HwRegWriteMask"})
 
 @dataclass(frozen=True)
 class Address:

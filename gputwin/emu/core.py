@@ -19,8 +19,8 @@ import sys
 import numpy as np
 
 from gputwin.emu.memory import Window
-from gputwin.emu.binding import (LDS_BITS, LDS_SHIFT, Address, Stop, float_result, plain_barrier, scalar_valu, sets_pc,
-                                 va_bits)
+from gputwin.emu.binding import (LDS_BITS, LDS_SHIFT, WRITE_MASKS, Address, Stop, float_result, plain_barrier,
+                                 scalar_valu, sets_pc, va_bits)
 from gputwin.emu.program import Op, Program, Src
 from gputwin.errors import GPUPageFault, GputwinError
 from gputwin.pcode.runtime import Wide, dwords
@@ -43,7 +43,7 @@ class _Mem:
   def __getattr__(self, name):
     if name.startswith("Calc"):
       return lambda *a: self.addr
-    if name == "writeableBitMask":
+    if name in WRITE_MASKS:
       return lambda *a: np.uint32(0xffffffff)
     if name == "IsM0":  # RDNA4 DS: is the address operand M0 (GDS-style addressing)? Never for LDS
       return lambda *a: np.bool_(False)
@@ -496,6 +496,8 @@ class Engine:
         st[name] = self.special(name, ix, op)
     if op.info.get("sdwa"):
       self.fe.select_inputs(self, st, op)
+    for name, bits, n in op.info.get("ftz", ()):  # float inputs the wave's mode flushes (AMD: MODE.FP_DENORM)
+      st[name] = self.fe.denormals(self, st[name], bits, n, ix, False)
     return st
 
   def _wide(self, s: Src, ix):
@@ -560,6 +562,8 @@ class Engine:
             v = self.fe.output_modifier(np.asarray(v), d, op)
           elif op.info.get("clamp"):
             raise GputwinError(f"clamp on the integer result of {op.inst.op} (saturating arithmetic) is not modelled")
+        if name == "D0" and op.info.get("ftz_out", (0,))[0]:
+          v = self.fe.denormals(self, v, *op.info["ftz_out"], ix, True)
         self.store(d, v, ix, m if d.file in ("v", "a") or op.vector else None, op)
     if self.checks is not None and counted:
       self.checks.after(self, op, ix, m)

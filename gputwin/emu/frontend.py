@@ -66,6 +66,10 @@ class Frontend(Protocol):
   def output_modifier(self, v: np.ndarray, d: Src, op: Op) -> np.ndarray:
     """Result modifiers (AMD: clamp, omod)."""
 
+  def denormals(self, eng, v, bits: int, n: int, ix, result: bool):
+    """Denormal flushing of the float inputs op.info["ftz"] names and of D0 (op.info["ftz_out"]) as the waves' mode
+    asks (AMD: MODE.FP_DENORM). Only frontends that set those keys implement it."""
+
   def init_waves(self, eng, kd, grid, block, g0: int, nw: int, user: list[int], pc: int) -> int:
     """The ABI's initial wave state of a batch (ids, user registers, masks, mode); returns the scalar rows set."""
 

@@ -277,3 +277,33 @@ def lane_bit_only(body, name: str, need_write: bool = True) -> bool:
     elif st.op == "eval":
       expr(st.args[0])
   return ok[0] and (wrote[0] or not need_write)
+
+
+# Built-ins that read a float's encoding rather than its value: class tests (V_CMP_CLASS), frexp, V_DIV_SCALE's
+# range checks. A body calling one sees a denormal operand as it is.
+ENCODING_READS = frozenset({"exponent", "mantissa", "isDENORM"})
+
+
+def _exprs(x):
+  """Every expression under a statement, expression or tuple of them."""
+  if isinstance(x, E):
+    yield x
+    for a in x.args:
+      yield from _exprs(a)
+  elif isinstance(x, tuple) or hasattr(x, "args") and not isinstance(x, str):
+    for a in (x if isinstance(x, tuple) else x.args):
+      yield from _exprs(a)
+
+
+def float_arithmetic(p: Program) -> bool:
+  """Does the body compute with float values (a float +, -, *, /, a comparison of floats, a built-in returning a
+  float) and never read a float's encoding (ENCODING_READS)? The float operands and result of such an instruction are
+  what the AMD MODE register's FP_DENORM bits flush (emu/amd/decode.py); moves, selects and bit operations on
+  floats, and class tests, see denormals as they are."""
+  found = False
+  for e in _exprs((p.body, tuple(b for _, b, _ in p.lambdas.values()))):
+    if e.op == "call" and e.args[0] in ENCODING_READS:
+      return False
+    found = found or (e.op in ("bin", "call") and e.ty.isf) or (
+      e.op == "cmp" and any(isinstance(a, E) and a.ty.isf for a in e.args[1:]))
+  return found

@@ -427,11 +427,14 @@ ADDED: tuple[Erratum, ...] = (
           "No vendor pseudocode. Cache maintenance changes what a later access costs, not what it returns, in a "
           "model without caches.",
           f"{_MANUALS}, SMEM and MUBUF/global chapters: cache invalidate and write-back instructions."),
-  Erratum(_ALL, r"S_DENORM_MODE|S_ROUND_MODE", "add",
-          _NOTE.format("MODE.FP_DENORM / MODE.FP_ROUND: not modelled (pcode rounds to nearest even, keeps denormals)"),
-          "No vendor pseudocode. They set MODE bits that gputwin's arithmetic does not read (pcode/README.md, "
-          "Known gaps); the body says so rather than writing a register nothing reads.",
-          f"{_MANUALS}, SOPP chapter: S_DENORM_MODE, S_ROUND_MODE."),
+  *(Erratum(_ALL, name, "add", f'"MODE.{field} = SIMM16[3:0]";\nHW_REGISTERS[1] = ((HW_REGISTERS[1].u32 & '
+                               f'{~(15 << sh) & 0xffffffff:#x}U) | ((SIMM16.u32 & 15U) << {sh}U)).b32',
+            f"No vendor pseudocode. {name} sets MODE.{field} (MODE bits {sh + 3}:{sh}, hardware register 1, which "
+            "S_GETREG/S_SETREG read and write) from the low 4 bits of its immediate.",
+            f"{_MANUALS}, SOPP chapter: {name}; the MODE register's FP_ROUND [3:0] and FP_DENORM [7:4] fields; "
+            "clang-22 brackets an f32 division with `s_denorm_mode 15` / `s_denorm_mode 12` on gfx1100 when f32 "
+            "denormals are flushed (-cl-denorms-are-zero; tests/emu/test_denormals.py).")
+    for name, field, sh in (("S_ROUND_MODE", "FP_ROUND", 0), ("S_DENORM_MODE", "FP_DENORM", 4))),
 )
 
 

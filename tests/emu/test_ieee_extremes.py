@@ -61,8 +61,9 @@ THREE = """
 
 def test_gfx950_three_operands(tier_runs):
   """gfx950's v_maximum3_f32 / v_minimum3_f32 (with source modifiers) and v_pk_maximum3_f16 / v_pk_minimum3_f16 on
-  three different operands, against two IEEE maximum/minimum steps in numpy."""
-  co = kernel("gfx950", THREE, vgprs=16)
+  three different operands, against two IEEE maximum/minimum steps in numpy. The descriptor keeps f32 denormals
+  (llvm-mc's default FLOAT_DENORM_MODE_32 is 0: flushed, and gfx9+ min/max follow the mode: test_denormals.py)."""
+  co = kernel("gfx950", THREE, vgprs=16, extra="  .amdhsa_float_denorm_mode_32 3\n")
   a, b, p, q = _inputs()
   sel = np.random.default_rng(3).permutation(N)[:64]  # 64 of the pairs, and a third operand from others
   x = np.concatenate([a[sel], b[sel], a[np.roll(sel, 5)]])  # a, b, c: rows of 64 lanes

@@ -137,7 +137,6 @@ STOPS = [
   ("gfx1100", "  s_mov_b32 m0, 0x7fff\n  s_movrels_b32 s1, s2", "s_movrels_b32", r"SGPR index \d+ out of range"),
   ("gfx942", "  v_mov_b32 v1, 0\n  v_cvt_sr_fp8_f32 v2, v1, v1", "v_cvt_sr_fp8_f32", "float32"),
   ("gfx1200", "  v_mov_b32 v1, 0\n  v_cvt_sr_bf8_f32 v2, v1, v1 byte_sel:2", "v_cvt_sr_bf8_f32", "float32"),
-  ("gfx942", "  s_setreg_imm32_b32 hwreg(HW_REG_MODE, 0, 32), 0xffffffff", "s_setreg_imm32_b32", "HwRegWriteMask"),
   ("gfx942", "  v_mov_b32 v1, 0\n  global_load_lds_ubyte v1, s[0:1]", "global_load_lds_ubyte", "byte or short load"),
   ("gfx950", "  v_mov_b32 v1, 0\n  v_cvt_scalef32_f32_fp8 v2, v1, v1", "v_cvt_scalef32_f32_fp8", "fp8_to_f32_scale"),
   ("gfx942", "  v_mov_b32 v0, 0\n  v_mov_b32 v1, 0\n  v_mfma_f32_4x4x1_16b_f32 a[0:3], v0, v1, 0",

@@ -77,5 +77,15 @@ class Amd:
   def output_modifier(v: np.ndarray, d: Src, op: Op) -> np.ndarray:
     return lanes.outmod(v, d.bits, op.info["clamp"], op.info["omod"])
 
+  @staticmethod
+  def denormals(eng, v, bits: int, n: int, ix, result: bool):
+    """MODE.FP_DENORM on a float input (result False) or D0 (True) of `bits`-bit elements: flushed in the waves whose
+    MODE bit for it is clear (decode.denorm_bit)."""
+    bit = decode.denorm_bit(bits, result)
+    if not eng.written["hw"]:  # no hardware register written this batch: every wave has the descriptor's MODE
+      return v if int(eng.HW[0, decode.MODE]) >> bit & 1 else lanes.flush_denormals(v, bits, n, np.bool_(False))
+    keep = ((eng.HW[ix, decode.MODE] >> U32(bit)) & U32(1)).astype(bool)[:, None]
+    return v if keep.all() else lanes.flush_denormals(v, bits, n, keep)
+
 
 FRONTEND = Amd()

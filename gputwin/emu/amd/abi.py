@@ -6,7 +6,7 @@ import functools
 
 import numpy as np
 
-from gputwin.emu.amd.decode import PRIVATE_HI, SHARED_HI
+from gputwin.emu.amd.decode import MODE, PRIVATE_HI, SHARED_HI
 
 APERTURES = (SHARED_HI, PRIVATE_HI)  # hidden_shared_base / hidden_private_base: the emulator's flat apertures
 USER_SGPRS = (("enable_sgpr_private_segment_buffer", 4), ("enable_sgpr_dispatch_ptr", 2), ("enable_sgpr_queue_ptr", 2),
@@ -31,8 +31,8 @@ def init_waves(eng, kd, grid, block, g0: int, nw: int, user: list[int], pc: int)
   L, (gx, gy, _) = eng.L, grid
   arch = eng.prog.arch
   eng.ieee = kd.enable_ieee_mode if not arch.startswith("gfx12") else 1
-  eng.HW[:, 1] = (kd.float_round_mode_32 | kd.float_round_mode_16_64 << 2 | kd.float_denorm_mode_32 << 4
-                  | kd.float_denorm_mode_16_64 << 6 | kd.enable_dx10_clamp << 8 | eng.ieee << 9)  # MODE
+  eng.HW[:, MODE] = (kd.float_round_mode_32 | kd.float_round_mode_16_64 << 2 | kd.float_denorm_mode_32 << 4
+                     | kd.float_denorm_mode_16_64 << 6 | kd.enable_dx10_clamp << 8 | eng.ieee << 9)
   S = eng.S
   if user:  # rows 0.. of the register-major file: one broadcast over contiguous rows
     eng.files["s"][:len(user), :eng.W] = np.array([u & 0xffffffff for u in user], np.uint32)[:, None]

@@ -18,7 +18,8 @@ from gputwin.isa.model import FMT
 from gputwin.isa.operands import operands, returns, signature, vopd_halves
 from gputwin.isa.targets import target
 from gputwin.pcode import semantics
-from gputwin.pcode.analysis import adds_offset as body_adds_offset, sliced_outputs, stride, writes_memory
+from gputwin.pcode.analysis import (adds_offset as body_adds_offset, float_arithmetic, sliced_outputs, stride,
+                                    writes_memory)
 
 # scalar operand codes (vendor "SSRC" enumeration): family kind -> name -> code
 SPECIAL = {"rdna": dict(vcc=106, null=124, m0=125, exec=126), "cdna": dict(vcc=106, null=125, m0=124, exec=126)}
@@ -61,6 +62,18 @@ M0_ADDRESSED = frozenset({"DS_APPEND_CONSUME_COUNTER"})
 # Loads whose data goes to LDS instead of VDATA: these opcodes, and MUBUF loads with the encoding's lds bit (CDNA ISA
 # guides, "global load LDS" / MUBUF "LDS DMA"): lane l's data lands at M0 + the instruction offset + l * bytes
 TO_LDS = r"^(GLOBAL|SCRATCH)_LOAD_LDS_"
+# MODE.FP_DENORM (MODE bits 7:4, from the kernel descriptor's FLOAT_DENORM_MODE_32 / _16_64, S_DENORM_MODE, S_SETREG)
+# decides, per format, whether float arithmetic keeps denormal inputs (MODE bit 4 for f32, 6 for f16/f64) and results
+# (bit 5, 7); a clear bit flushes them to the zero of their sign. Operands of a float format, by element width:
+FLOAT_ELEMENT = re.compile(r"_(PK2_)?F(16|32|64)$")
+MODE = 1  # the MODE register's row of the hardware registers (HW_REG_MODE)
+
+
+def denorm_bit(bits: int, result: bool) -> int:
+  """The MODE bit that keeps denormal inputs (result False) or results of `bits`-bit floats."""
+  return (4 if bits == 32 else 6) + result
+
+
 SRC_FIELDS = (("src0", "ssrc0", "vsrc0", "srcx0"), ("src1", "vsrc1", "ssrc1", "vsrcx1"), ("src2",))
 DST_FIELDS = ("vdst", "sdst", "sdata", "vdata", "vdstx")
 
@@ -206,9 +219,36 @@ def build_op(inst: Inst, pc: int, fam: str, wave: int) -> Op:
   op.info.update(clamp=f.get("clmp", 0), omod=0 if fields_read else f.get("omod", 0), dpp=_dpp(inst), sdwa=_sdwa(inst))
   if _own_opsel(op, inst):
     op.ins["OPSEL"] = Src("k", value=f.get("opsel", 0))
+  _denormals(op, inst)
   if "FP8_FNUZ" in ins or op.kind == "matrix":  # what FP8/BF8 mean on this target (pcode errata, amd/matrix.py)
     op.info["fp8fnuz"] = int(target(inst.arch).fp8 == "fnuz")
   return _extent(op, opnds.values())
+
+
+def _element(s, mix_f16: bool | None = None) -> tuple[int, int]:
+  """(element bits, elements) of a float operand `s`: (32, 1), (16, 2) for packed f16 ... (an FMA_MIX source: one
+  f32, or an f16 in either half by its op_sel_hi bit); (0, 0) for other formats (bf16 included)."""
+  if mix_f16 is not None:
+    return (16, 2) if mix_f16 else (32, 1)
+  m = FLOAT_ELEMENT.search(getattr(s, "fmt", "") or "")
+  return (int(m.group(2)), 2 if m.group(1) else 1) if m else (0, 0)
+
+
+def _denormals(op: Op, inst: Inst | None = None) -> None:
+  """op.info["ftz"]: the float inputs MODE.FP_DENORM flushes, ((name, element bits, elements), ...), and
+  op.info["ftz_out"]: D0's (element bits, elements) or (0, 0), for an instruction whose body computes with floats
+  (pcode.analysis.float_arithmetic; matrix ops are the layouts' business: not flushed). Both tiers apply them around
+  the body: core.Engine._inputs / retire, native codegen's load_state / the D0 store."""
+  if op.sem is None or op.kind != "alu" or op.mem or not float_arithmetic(op.sem.program):
+    return
+  mix = inst is not None and inst.format == "VOP3P" and bool(re.search(FMT["mix_abs_in_neg_hi"], inst.op))
+  hi = inst.f.get("opsel_hi", 0) | inst.f.get("opsel_hi2", 0) << 2 if mix else 0
+  ins = tuple((n, *el) for i, n in enumerate(("S0", "S1", "S2", "D0")) if n in op.sem.inputs and isinstance(
+    op.ins.get(n), Src) and (el := _element(op.ins[n], bool(hi >> i & 1) if mix and i < 3 else None))[0])
+  d = op.outs.get("D0")
+  out = _element(d) if isinstance(d, Src) and not mix else (0, 0)
+  if ins or out[0]:
+    op.info.update(ftz=ins, ftz_out=out)
 
 
 def _extent(op: Op, opnds) -> Op:
@@ -323,6 +363,7 @@ def _vopd(op: Op, inst: Inst, fam: str, wave: int) -> Op:
         "S1" if sl.field.startswith("vsrc") else "S0"
       sub.ins[name] = _src(o, sl)
     sub.outs = {"D0": sub.ins["D0"]}
+    _denormals(sub)
     pair.append(sub)
   op.kind, op.sem, op.info = "vopd", None, dict(pair=pair, dpp=None, sdwa=None, clamp=0, omod=0)
   return op

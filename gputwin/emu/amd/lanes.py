@@ -1,7 +1,8 @@
 """Operand routing the encodings ask for around an instruction's pseudocode: DPP lane permutations and write masks,
-SDWA sub-dword selects, and the VOP3 output modifiers (omod, clamp). Data movement only; facts from the RDNA3/RDNA4
-and MI300 ISA guides ("DPP", "SDWA", "Output Modifiers"). Which DPP16 control a dpp_ctrl code is on a family, and
-its argument, are rows of isa/data/formats.json `dpp_ctrl` (isa.hwdata.dpp_control); here is what each control does."""
+SDWA sub-dword selects, the VOP3 output modifiers (omod, clamp) and MODE.FP_DENORM's flushing. Data movement only;
+facts from the RDNA3/RDNA4 and MI300 ISA guides ("DPP", "SDWA", "Output Modifiers", the MODE register). Which DPP16
+control a dpp_ctrl code is on a family, and its argument, are rows of isa/data/formats.json `dpp_ctrl`
+(isa.hwdata.dpp_control); here is what each control does."""
 from __future__ import annotations
 
 import functools
@@ -108,3 +109,18 @@ def outmod(v: np.ndarray, bits: int, clamp: int, omod: int) -> np.ndarray:
     if clamp:
       x = np.where(np.isnan(x), ft(0), np.clip(x, ft(0), ft(1)))
   return x.astype(ft).view(ut)
+
+
+def flush_denormals(v, bits: int, n: int, keep: np.ndarray) -> np.ndarray:
+  """The n float elements of `bits` bits at the bottom of raw values v (a packed pair: n = 2), each denormal one
+  turned into the zero of its sign where `keep` (per wave, (waves, 1) bool) is false: MODE.FP_DENORM's flush, sign
+  respecting: a zero exponent field clears the mantissa. (The native tier emits the same:
+  native/codegen.Compiler.flush_denormals.)"""
+  v = np.asarray(v)
+  t = v.dtype.type if v.dtype.kind == "u" else U64 if v.dtype.itemsize == 8 else U32
+  v = v.astype(t, copy=False)
+  man, expo = (1 << {16: 10, 32: 23, 64: 52}[bits]) - 1, {16: 0x7c00, 32: 0x7f800000, 64: 0x7ff << 52}[bits]
+  for k in range(n):
+    sh = bits * k
+    v = np.where(((v & t(expo << sh)) == 0) & ~keep, v & ~t(man << sh), v)
+  return v

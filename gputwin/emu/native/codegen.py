@@ -8,10 +8,10 @@ import enum
 
 import numpy as np
 
-from gputwin.emu.amd.decode import APERTURE, EXECZ, SCC_CODE, VCCZ  # computed scalar operand codes: AMD's
+from gputwin.emu.amd.decode import APERTURE, EXECZ, MODE, SCC_CODE, VCCZ, denorm_bit  # AMD's scalar codes, MODE
 from gputwin.emu.amd.lanes import OMOD, sdwa_field  # VOP3 output modifiers, SDWA selects: AMD's
 from gputwin.emu.amd.memory import VSHARP  # the V# fields of buffer accesses: AMD's
-from gputwin.emu.binding import LDS_BITS, LDS_SHIFT, elect, float_result, scalar_valu, sets_pc, va_bits
+from gputwin.emu.binding import LDS_BITS, LDS_SHIFT, WRITE_MASKS, elect, float_result, scalar_valu, sets_pc, va_bits
 from gputwin.emu.native import matrix, plan, tensor
 from gputwin.emu.native.runtime import (C_A, C_CLOCK, C_HW, C_IEEE, C_INIT, C_LANES, C_LDS, C_LDSZ, C_LOG, C_PC, C_PRIV,
                                         C_RAN, C_REGS, C_RES, C_RESN, C_S, C_SCC, C_SCRST, C_SCRSZ, C_SSTR, C_SSTW,
@@ -253,11 +253,11 @@ class Gen(Lower):
       f.emit(f"store i32 {f.conv(f.op(f'lshr i{bits} {v}, {32 * k}') if k else v, bits, 32)}, ptr {p}")
 
   def across(self, name: str, args, t: Ty) -> str:
-    """A built-in the executor answers (Lower.call asks the binding): writeableBitMask, every bit of a hardware
+    """A built-in the executor answers (Lower.call asks the binding): WRITE_MASKS, every bit of a hardware
     register (core._Mem's); ds_swizzle(OFFSET, DATA, EXEC), with OFFSET a constant operand, is DATA's VGPR routed by
     the runtime's own table of source lanes (read off it once, as DPP's: Compiler.routed), 0 where the source lane is
     not in EXEC."""
-    if name == "writeableBitMask" and t.kind in "uib" and t.bits == 32:
+    if name in WRITE_MASKS and t.kind in "uib" and t.bits == 32:
       return str(0xffffffff if t.kind != "i" else -1)
     if name != "ds_swizzle" or len(args) != 3 or t.kind not in "uib" or t.bits != 32:
       raise Unsupported(f"built-in {name}")
@@ -1370,6 +1370,9 @@ done:
         if sd is not None and nm in ("S0", "S1"):  # (core.Engine._inputs: Frontend.select_inputs)
           k = 2 * int(nm[1])
           v, b = self.sdwa_source(f, v, b, sd[k], sd[k + 1])
+        ftz = next((x[1:] for x in o.info.get("ftz", ()) if x[0] == nm), None)
+        if ftz is not None:  # (core.Engine._inputs: Frontend.denormals)
+          v = self.flush_denormals(f, v, b, *ftz, False)
         src = (v, b)
       elif nm in o.old:
         src = self.fetch(f, o.old[nm])
@@ -1605,6 +1608,8 @@ done:
           continue
         if nm == "D0" and (o.info.get("clamp") or o.info.get("omod")) and float_result(d):  # (core.Engine.retire)
           v, w = self.output_modifier(g, o, d, v, w)
+        if nm == "D0" and o.info.get("ftz_out", (0,))[0]:
+          v = self.flush_denormals(f, v, w, *o.info["ftz_out"], True)
         if nm in g.lane0:
           yes, no = f.label("l0"), f.label("n0")
           f.emit(f"br i1 {f.op(f'icmp eq i64 %lane, {f.first}')}, label %{yes}, label %{no}")
@@ -1677,6 +1682,23 @@ done:
       hi = f.op(f"select i1 {f.op(f'fcmp ogt {lt} {lo}, 1.0')}, {lt} 1.0, {lt} {lo}")
       x = f.op(f"select i1 {f.op(f'fcmp uno {lt} {x}, {x}')}, {lt} 0.0, {lt} {hi}")
     return f.op(f"bitcast {lt} {x} to i{b}"), b
+
+  @staticmethod
+  def flush_denormals(f: Fn, v: str, w: int, bits: int, n: int, result: bool) -> str:
+    """amd/lanes.flush_denormals on an i{w} value: its n low `bits`-bit float elements, a denormal one turned into
+    the zero of its sign unless wave %w's MODE bit for it (decode.denorm_bit) is set. MODE is read from the hardware
+    registers (an S_DENORM_MODE or S_SETREG earlier in the block wrote it there: those stores carry no TBAA tag, so
+    this tagged load moves out of a lane loop only past stores to other files)."""
+    mode = f.ld("i32", Compiler.srow(f, MODE, C_HW), ("hw", MODE))
+    keep = f.op(f"icmp ne i32 {f.op(f'and i32 {mode}, {1 << denorm_bit(bits, result)}')}, 0")
+    man, expo = (1 << {16: 10, 32: 23, 64: 52}[bits]) - 1, {16: 0x7c00, 32: 0x7f800000, 64: 0x7ff << 52}[bits]
+    for k in range(n):  # a zero exponent: clear the mantissa (a zero's is clear already); kept: clear nothing
+      sh = bits * k
+      clear = f.op(f"select i1 {keep}, i{w} 0, i{w} {man << sh}")
+      z = f.op(f"icmp eq i{w} {f.op(f'and i{w} {v}, {expo << sh}')}, 0")
+      cleared = f.op(f"and i{w} {v}, {f.op(f'xor i{w} {clear}, -1')}")
+      v = f.op(f"select i1 {z}, i{w} {cleared}, i{w} {v}")
+    return v
 
   def store_reg(self, f: Fn, d: Src, v: str, w: int, o: Op, on: str | None = None) -> None:
     """core.Engine.store for one wave (and lane): split into dwords, SGPR constants dropped, NULL kept 0, 16-bit
