@@ -406,6 +406,14 @@ ADDED: tuple[Erratum, ...] = (
           "No vendor pseudocode. Messages go to the SPI/host interrupt logic, outside the wave; the executor models no "
           "receiver (S_SENDMSG_RTN_* return a value: left without a body, they stop as unsupported).",
           f"{_MANUALS}, SOPP chapter and 'Send Message' table: S_SENDMSG / S_SENDMSGHALT / S_SENDMSG_RTN."),
+  *(Erratum(("rdna3", "rdna4"), f"S_SENDMSG_RTN_B{n}", "add", f"D0.b{n} = CLOCK()",
+            "No vendor pseudocode. The message's answer comes back in SDST; the one the executor gives is the time "
+            "(MSG_RTN_GET_REALTIME: the wave's own instruction count, as S_MEMREALTIME's), the low dword for the B32 "
+            "form; emu/amd/decode.py stops the others (RTN_MESSAGES) as unmodelled.",
+            f"{_MANUALS}, SOP1 S_SENDMSG_RTN_B32/B64 and the 'Send Message' table (MSG_RTN_GET_REALTIME 131); "
+            "clang-22 lowers __builtin_readsteadycounter() to `s_sendmsg_rtn_b64 s[0:1], "
+            "sendmsg(MSG_RTN_GET_REALTIME)` on gfx1100 and gfx1200 (tests/emu/test_time_messages.py).")
+    for n in (32, 64)),
   Erratum(_ALL, r"S_MEMTIME|S_MEMREALTIME", "add", "SDATA.b64 = CLOCK()",
           "No vendor pseudocode. A time source: the executor answers with the wave's own instruction count, so "
           "batched and serial runs agree.",

@@ -69,7 +69,20 @@ MEMTIME = """
   s_waitcnt lgkmcnt(0)
   global_store_dword v1, v2, s[2:3]"""
 
+# S_SENDMSG_RTN's answer (the time) returns like a scalar load's data: lgkmcnt on RDNA3, kmcnt on RDNA4 (LLVM's
+# SQ_MESSAGE event; clang-22 waits for __builtin_readsteadycounter() that way)
+RTN = """
+  s_load_b64 s[2:3], s[0:1], 0x0
+  v_lshlrev_b32 v1, 2, v0
+  s_sendmsg_rtn_b64 s[4:5], sendmsg(MSG_RTN_GET_REALTIME)
+  {wait}
+  v_mov_b32 v2, s4
+  {kwait}
+  global_store_b32 v1, v2, s[2:3]"""
+RTN_WAIT = {"gfx1100": ("s_waitcnt lgkmcnt(0)", "lgkmcnt"), "gfx1200": ("s_wait_kmcnt 0", "kmcnt")}
+
 CASES = {
+  **{f"realtime_waitcnt_{a}": _k(RTN.format(wait="", kwait=w), arch=a) for a, (w, _) in RTN_WAIT.items()},
   "lds_race_two_readers": _k(TWO_READERS, lds=64),
   "waitcnt": _k(GOOD.replace("  s_waitcnt lgkmcnt(0)\n", "")),
   "uninit": _k(GOOD.replace("global_store_b32 v1, v0", "global_store_b32 v1, v7")),
@@ -111,6 +124,15 @@ def test_seeded_bug_same_error_on_both_tiers(tiers, name):
   assert e1 == e0
 
 
+@pytest.mark.parametrize("arch", sorted(RTN_WAIT))
+def test_realtime_read_before_its_wait(tiers, arch):
+  """The time S_SENDMSG_RTN_B64 returns is read before the counter its answer comes back on (lgkmcnt, kmcnt) was
+  waited for: the waitcnt checker names that counter on both tiers (before: the instruction stopped as unsupported)."""
+  e0, e1, _, _, _ = tiers(CASES[f"realtime_waitcnt_{arch}"])
+  assert e0 is not None and f"outstanding: missing s_waitcnt {RTN_WAIT[arch][1]}" in e0, e0
+  assert e1 == e0
+
+
 CLEAN = {
   "good": _k(GOOD, n=32),
   "lds_barrier": _k(RAW.format(sync="s_barrier"), lds=256, grid=4),
@@ -118,6 +140,7 @@ CLEAN = {
   "gfx1200_waited": _k(GFX12_LOAD.format(kwait="s_wait_kmcnt 0", wait="s_wait_loadcnt 0"), arch="gfx1200", n=32),
   "mfma_waited": _k(MFMA.format(nops="s_nop 7"), arch="gfx942", checks={"hazard"}, wave32=False),
   "memtime_waited": _k(MEMTIME.format(wait="s_waitcnt lgkmcnt(0)"), arch="gfx942", wave32=False),
+  **{f"realtime_waited_{a}": _k(RTN.format(wait=w, kwait=""), arch=a) for a, (w, _) in RTN_WAIT.items()},
 }
 
 

@@ -138,6 +138,7 @@ STOPS = [
   ("gfx942", "  v_mov_b32 v1, 0\n  v_cvt_sr_fp8_f32 v2, v1, v1", "v_cvt_sr_fp8_f32", "float32"),
   ("gfx1200", "  v_mov_b32 v1, 0\n  v_cvt_sr_bf8_f32 v2, v1, v1 byte_sel:2", "v_cvt_sr_bf8_f32", "float32"),
   ("gfx942", "  v_mov_b32 v1, 0\n  global_load_lds_ubyte v1, s[0:1]", "global_load_lds_ubyte", "byte or short load"),
+  ("gfx1200", "  s_sendmsg_rtn_b32 s2, sendmsg(MSG_RTN_GET_DOORBELL)", "s_sendmsg_rtn_b32", "MSG_RTN_GET_DOORBELL"),
   ("gfx950", "  v_mov_b32 v1, 0\n  v_cvt_scalef32_f32_fp8 v2, v1, v1", "v_cvt_scalef32_f32_fp8", "fp8_to_f32_scale"),
   ("gfx942", "  v_mov_b32 v0, 0\n  v_mov_b32 v1, 0\n  v_mfma_f32_4x4x1_16b_f32 a[0:3], v0, v1, 0",
    "v_mfma_f32_4x4x1_16b_f32", "matrix layout not modelled"),

@@ -14,6 +14,7 @@ from gputwin.emu.binding import Address
 from gputwin.emu.program import Op, Src
 from gputwin.errors import GputwinError, PcodeError
 from gputwin.isa import Inst
+from gputwin.isa.disasm import MSGS
 from gputwin.isa.model import FMT
 from gputwin.isa.operands import operands, returns, signature, vopd_halves
 from gputwin.isa.targets import target
@@ -56,6 +57,9 @@ UNMODELLED = {r"^TBUFFER_": "typed buffer access (MTBUF): converting through the
                             "is not modelled",
               r"_LOAD_LDS_[US](BYTE|SHORT)$": (BYTES_TO_LDS := "a byte or short load into LDS: where its bytes land "
                                                                 "in LDS is not documented")}
+# The S_SENDMSG_RTN messages (their source slot's kind "sendmsg_rtn") the executor answers: the time (pcode errata:
+# CLOCK); their answer arrives through the wait counter of isa/data/waitcnt.json's "message" row
+RTN_MESSAGES = frozenset({"MSG_RTN_GET_REALTIME"})
 # DS bodies (ours: pcode errata) whose LDS address is M0 + the offset, keyed by the built-in they call: DS_APPEND /
 # DS_CONSUME's counter (clang-22 puts the counter's LDS address in M0)
 M0_ADDRESSED = frozenset({"DS_APPEND_CONSUME_COUNTER"})
@@ -179,6 +183,14 @@ def build_op(inst: Inst, pc: int, fam: str, wave: int) -> Op:
       op.ins["OFFSET"] = Src("k", value=f.get("offset0", 0) | f.get("offset1", 0) << 8)
   sig = signature(inst.arch, inst.enc, name, wave)
   slots = {s.field: s for s in sig.slots}
+  msg = next((sl for sl in sig.slots if sl.kind == "sendmsg_rtn"), None)
+  if msg is not None:  # S_SENDMSG_RTN_*: the message its source names decides what comes back
+    code = f.get(msg.field, 0)
+    what = next((n for n, v in MSGS[fam]["sendmsg"].items() if v == code), f"message {code}")
+    if what not in RTN_MESSAGES:
+      op.kind, op.info["why"] = "unsupported", f"{what}: only {', '.join(sorted(RTN_MESSAGES))} is answered"
+      return op
+    op.info["counter"] = "message"
   fields_read = [n for n in ins if n.startswith("INST.")]  # V_BITOP3 reads its truth table from neg/abs/omod
   for n in fields_read:
     op.ins[n] = Src("k", value=f.get(n[5:].lower(), 0))
