@@ -459,7 +459,8 @@ class Engine:
         s0 = st["SGPR"].copy()
     if "HW_REGISTERS" in sem.regfiles:
       self.written["hw"] = True
-      self.HW[ix, 29] = self.clock[ix] & 0xfffff  # HW_REG_SHADER_CYCLES (20 bits): this wave's instruction count
+      for row, sh, bits in self.fe.cycle_rows(self.fam):  # the cycle counters: this wave's instruction count
+        self.HW[ix, row] = (self.clock[ix] >> sh) & ((1 << bits) - 1)
       st["HW_REGISTERS"] = self.HW[ix] if fancy else self.HW
     if op.mem:
       self.fe.memop(self, op, ix, m, st)

@@ -37,6 +37,10 @@ class Frontend(Protocol):
   def sreg(self, eng, ix, code: int, dwords: int) -> np.ndarray:
     """A scalar operand by register code, shaped (waves, 1) (plain registers, or values the code stands for)."""
 
+  def cycle_rows(self, family: str) -> tuple:
+    """Hardware registers that read the wave's clock, (row, shift, bits) each (AMD: SHADER_CYCLES); the executor
+    writes them before a body that accesses the hardware registers runs. Only frontends with such bodies."""
+
   def computed(self, code: int) -> bool:
     """Whether scalar register `code` reads a computed value (an aperture, a zero flag, SCC), not a register row."""
 

@@ -47,3 +47,40 @@ def test_readsteadycounter(tier_runs, arch):
     np.testing.assert_array_equal(r1, r0)
     assert (r0[:, 1] == at[1] - at[0]).all(), (r0[:4], at)
     assert runs > 0
+
+
+CYCLES = {  # s_getreg of the cycle counter into s4.., then the values the hardware register layout gives clock c
+  "gfx1100": ("s_getreg_b32 s4, hwreg(HW_REG_SHADER_CYCLES, 0, 20)", lambda c: [c & 0xfffff]),
+  "gfx1200": ("s_getreg_b32 s4, hwreg(HW_REG_SHADER_CYCLES_HI)\n  s_getreg_b32 s5, hwreg(HW_REG_SHADER_CYCLES_LO)",
+              lambda c: [c >> 32, (c + 1) & 0xffffffff]),
+}
+
+
+@pytest.mark.parametrize("arch", sorted(CYCLES))
+def test_cycle_counter_registers(arch):
+  """__builtin_readcyclecounter's registers (clang-22: gfx11 hwreg(HW_REG_SHADER_CYCLES, 0, 20); gfx12 HI, LO, HI of
+  a 64-bit counter) at a clock past 2**32: RDNA3's 20-bit counter wraps, RDNA4's LO is the low 32 bits and HI the
+  rest, on both tiers (before: every target wrote the 20-bit counter, so gfx12's HI read 0 and LO wrapped)."""
+  from gputwin.emu import core, native
+  from gputwin.emu.frontend import for_arch
+  from gputwin.emu.memory import GuestMemory
+  from gputwin.emu.program import Program
+  from gputwin.isa import assemble
+  from gputwin.isa.targets import target
+  text, want = CYCLES[arch]
+  prog = Program(assemble(text + "\n  s_trap 0\n  s_endpgm", arch), 0x1000, arch, target(arch).family, 32,
+                 for_arch(arch))
+  blk = native.compile_block(prog, 0x1000, 32)
+  assert blk is not None and len(blk.ops) == text.count("\n") + 1
+  c = (5 << 32) + 0xfff12345
+  got = []
+  for tier in ("interp", "native"):
+    eng = core.Engine(prog, GuestMemory("gpu0"), 2, 32, 256, 0, 0, 0, np.arange(2), None)
+    eng.pc[:], eng.clock[:] = prog.base, c
+    if tier == "interp":
+      for o in blk.ops:
+        core.step(eng, o, slice(None))
+    else:
+      native.Native(eng).run(blk, slice(None))
+    got.append(eng.S[:, 4:4 + len(want(c))].tolist())
+  assert got[0] == got[1] == [want(c)] * 2, got

@@ -34,6 +34,10 @@ class Amd:
     return decode.SPECIAL["cdna" if family == "cdna" else "rdna"]
 
   @staticmethod
+  def cycle_rows(family: str) -> tuple:
+    return decode.CYCLE_ROWS[family]
+
+  @staticmethod
   def computed(code: int) -> bool:
     return code in decode.APERTURE or code in (decode.VCCZ, decode.EXECZ, decode.SCC_CODE)
 

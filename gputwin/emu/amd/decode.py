@@ -57,6 +57,10 @@ UNMODELLED = {r"^TBUFFER_": "typed buffer access (MTBUF): converting through the
                             "is not modelled",
               r"_LOAD_LDS_[US](BYTE|SHORT)$": (BYTES_TO_LDS := "a byte or short load into LDS: where its bytes land "
                                                                 "in LDS is not documented")}
+# Hardware registers that read the wave's clock (its instruction count): (row, shift, bits). RDNA3's SHADER_CYCLES
+# is a 20-bit counter (clang-22 reads hwreg(HW_REG_SHADER_CYCLES, 0, 20) for __builtin_readcyclecounter); RDNA4
+# splits a 64-bit one into SHADER_CYCLES_LO / _HI (clang-22 reads HI, LO, HI again); CDNA has none (S_MEMTIME)
+CYCLE_ROWS = {"rdna3": ((29, 0, 20),), "rdna4": ((29, 0, 32), (30, 32, 32)), "cdna": ()}
 # The S_SENDMSG_RTN messages (their source slot's kind "sendmsg_rtn") the executor answers: the time (pcode errata:
 # CLOCK); their answer arrives through the wait counter of isa/data/waitcnt.json's "message" row
 RTN_MESSAGES = frozenset({"MSG_RTN_GET_REALTIME"})

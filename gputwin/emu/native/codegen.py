@@ -1145,12 +1145,13 @@ done:
 
   def hw_row(self, f: Fn, r: str, o: Op) -> str:
     """Hardware register `r` (an i64 below 64, of a 6-bit id: HW_REGISTERS[r], MODE, SHADER_CYCLES...) of wave %w,
-    as core.Engine.execute passes them: row 29 (SHADER_CYCLES, 20 bits) the wave's clock first; the file counts as
-    written (restart clears it). The rows are the SGPR file's strides apart (Native asserts it). No TBAA tag is known
-    for it (Gen.reg's caller)."""
+    as core.Engine.execute passes them: the cycle counter rows (Frontend.cycle_rows) the wave's clock first; the file
+    counts as written (restart clears it). The rows are the SGPR file's strides apart (Native asserts it). No TBAA
+    tag is known for it (Gen.reg's caller)."""
     self.wrote["hw"] = True
-    cycles = f.op(f"trunc i64 {f.op(f'and i64 {self.clock(f, o)}, {0xfffff}')} to i32")
-    f.emit(f"store i32 {cycles}, ptr {self.srow(f, 29, C_HW)}")
+    for row, sh, bits in self.fe.cycle_rows(self.fam):
+      c = f.op(f"and i64 {f.op(f'lshr i64 {self.clock(f, o)}, {sh}')}, {(1 << bits) - 1}")
+      f.emit(f"store i32 {f.op(f'trunc i64 {c} to i32')}, ptr {self.srow(f, row, C_HW)}")
     return self.srow(f, f.op(f"and i64 {r}, 63"), C_HW)
 
   def vgpr_row(self, f: Fn, idx: str, lane: str, write: bool) -> str:
