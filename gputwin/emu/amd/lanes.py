@@ -117,10 +117,11 @@ def flush_denormals(v, bits: int, n: int, keep: np.ndarray) -> np.ndarray:
   respecting: a zero exponent field clears the mantissa. (The native tier emits the same:
   native/codegen.Compiler.flush_denormals.)"""
   v = np.asarray(v)
-  t = v.dtype.type if v.dtype.kind == "u" else U64 if v.dtype.itemsize == 8 else U32
+  back = v.dtype if v.dtype.kind == "u" else np.dtype(U64 if v.dtype.itemsize == 8 else U32)
+  t = U64 if max(bits * n, 8 * back.itemsize) > 32 else U32  # (an SDWA-selected word of an f64 operand: 32 bits)
   v = v.astype(t, copy=False)
   man, expo = (1 << {16: 10, 32: 23, 64: 52}[bits]) - 1, {16: 0x7c00, 32: 0x7f800000, 64: 0x7ff << 52}[bits]
   for k in range(n):
     sh = bits * k
     v = np.where(((v & t(expo << sh)) == 0) & ~keep, v & ~t(man << sh), v)
-  return v
+  return v.astype(back, copy=False)

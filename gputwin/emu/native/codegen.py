@@ -1693,13 +1693,15 @@ done:
     mode = f.ld("i32", Compiler.srow(f, MODE, C_HW), ("hw", MODE))
     keep = f.op(f"icmp ne i32 {f.op(f'and i32 {mode}, {1 << denorm_bit(bits, result)}')}, 0")
     man, expo = (1 << {16: 10, 32: 23, 64: 52}[bits]) - 1, {16: 0x7c00, 32: 0x7f800000, 64: 0x7ff << 52}[bits]
+    t = max(w, bits * n)  # (an SDWA-selected word of an f64 operand: 32 bits, zero-extended)
+    v = f.conv(v, w, t)
     for k in range(n):  # a zero exponent: clear the mantissa (a zero's is clear already); kept: clear nothing
       sh = bits * k
-      clear = f.op(f"select i1 {keep}, i{w} 0, i{w} {man << sh}")
-      z = f.op(f"icmp eq i{w} {f.op(f'and i{w} {v}, {expo << sh}')}, 0")
-      cleared = f.op(f"and i{w} {v}, {f.op(f'xor i{w} {clear}, -1')}")
-      v = f.op(f"select i1 {z}, i{w} {cleared}, i{w} {v}")
-    return v
+      clear = f.op(f"select i1 {keep}, i{t} 0, i{t} {man << sh}")
+      z = f.op(f"icmp eq i{t} {f.op(f'and i{t} {v}, {expo << sh}')}, 0")
+      cleared = f.op(f"and i{t} {v}, {f.op(f'xor i{t} {clear}, -1')}")
+      v = f.op(f"select i1 {z}, i{t} {cleared}, i{t} {v}")
+    return f.conv(v, t, w)
 
   def store_reg(self, f: Fn, d: Src, v: str, w: int, o: Op, on: str | None = None) -> None:
     """core.Engine.store for one wave (and lane): split into dwords, SGPR constants dropped, NULL kept 0, 16-bit
