@@ -14,7 +14,7 @@ from gputwin.isa import hwdata
 from gputwin.isa.targets import target
 from gputwin.pcode.runtime import fop
 
-U32 = np.uint32
+U32, U64 = np.uint32, np.uint64
 
 # DPP16 control -> (source lane, lane has a valid source) from the lane, its position in its row of 16 `r`, the
 # row's first lane `row`, the control's argument `n` and the wave size `L`
