@@ -162,6 +162,16 @@ def test_unmodelled_features_stop_with_a_location(arch, body, inst, why):
   assert "[] :0:0" not in str(e.value)
 
 
+def test_unmodelled_conversion_stops_before_its_operands():
+  """gfx950's scaled fp6 conversion of two 16-dword sources with neg: the operand fetch raised OverflowError (a
+  Python error, no location) before the missing conversion was reached; now the instruction stops as unsupported,
+  naming the conversion."""
+  with pytest.raises(EmuError, match=r"conversion f32_to_fp6_scale\(\) is not modelled") as e:
+    _launch("gfx950", "".join(f"  v_mov_b32 v{i}, -1\n" for i in range(16)) +  # (all ones: past an int64)
+            "  v_cvt_scalef32_2xpk16_fp6_f32 v[0:5], -v[0:15], -v[0:15], v1", checks=False)
+  _located(e.value, "gfx950", "v_cvt_scalef32_2xpk16_fp6_f32")
+
+
 def test_far_branch_past_the_code_lands_where_the_offset_says():
   """s_branch 0x7fff jumped to itself (the vendor pcode scales SIMM16 in 16 bits) and 0x8000 fell through; now
   both leave the code at PC + 4 + simm16 * 4 and the launch says so."""

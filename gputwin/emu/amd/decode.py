@@ -18,7 +18,7 @@ from gputwin.isa.disasm import MSGS
 from gputwin.isa.model import FMT
 from gputwin.isa.operands import operands, returns, signature, vopd_halves
 from gputwin.isa.targets import target
-from gputwin.pcode import semantics
+from gputwin.pcode import semantics, unsupported_calls
 from gputwin.pcode.analysis import (adds_offset as body_adds_offset, float_arithmetic, sliced_outputs, stride,
                                     writes_memory)
 
@@ -162,6 +162,9 @@ def build_op(inst: Inst, pc: int, fam: str, wave: int) -> Op:
   sem = _sem(fam, name)
   op = Op(inst, pc, inst.size, _kind_of(sem), sem)
   gap = next((why for pat, why in UNMODELLED.items() if re.search(pat, name)), None)
+  conv = sorted(c for c in unsupported_calls(sem) if "_to_" in c) if sem is not None else []
+  if conv:  # a conversion no tier implements (gfx950's scaled and stochastic ones): stop before touching operands
+    gap = f"the conversion {conv[0]}() is not modelled"
   if gap is not None:
     op.kind, op.info["why"] = "unsupported", gap
     return op
