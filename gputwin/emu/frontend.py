@@ -70,6 +70,10 @@ class Frontend(Protocol):
   def output_modifier(self, v: np.ndarray, d: Src, op: Op) -> np.ndarray:
     """Result modifiers (AMD: clamp, omod)."""
 
+  def denormals_kept(self, eng) -> bool:
+    """Whether every wave of `eng` keeps every denormal now (AMD: MODE.FP_DENORM all ones, no hardware register
+    written): the native tier then needs no flushing code (optional: without it blocks always flush by the mode)."""
+
   def denormals(self, eng, v, bits: int, n: int, ix, result: bool):
     """Denormal flushing of the float inputs op.info["ftz"] names and of D0 (op.info["ftz_out"]) as the waves' mode
     asks (AMD: MODE.FP_DENORM). Only frontends that set those keys implement it."""

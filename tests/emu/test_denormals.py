@@ -200,6 +200,45 @@ def test_mode_switches(tier_runs, arch):
   np.testing.assert_array_equal(r1, r0)
 
 
+@pytest.mark.parametrize("sync", ["s_barrier", ""])
+@pytest.mark.parametrize("arch", ["gfx1100", "gfx942"])
+def test_mode_flushes_after_a_block_kept_denormals(tier_runs, arch, sync):
+  """The descriptor keeps f32 denormals (the native tier then runs blocks compiled without the flush); S_DENORM_MODE
+  / S_SETREG turns flushing on, and the product after it is flushed on both tiers: in the next block (after the
+  barrier), and in the same block (which flushes by the mode because it writes a hardware register)."""
+  on = "s_denorm_mode 0xc" if arch == "gfx1100" else "s_setreg_imm32_b32 hwreg(HW_REG_MODE, 4, 2), 0"
+  kwait, vwait = "s_waitcnt lgkmcnt(0)", "s_waitcnt vmcnt(0)"
+  body = f"""
+  s_load_{'b64' if arch == 'gfx1100' else 'dwordx2'} s[2:3], s[0:1], 0x0
+  {kwait}
+  v_lshlrev_b32 v1, 3, v0
+  global_load_{'b64' if arch == 'gfx1100' else 'dwordx2'} v[2:3], v1, s[2:3]
+  {vwait}
+  v_mul_f32 v4, v2, v3
+  {on}
+  {sync}
+  v_mul_f32 v5, v2, v3
+  global_store_{'b64' if arch == 'gfx1100' else 'dwordx2'} v1, v[4:5], s[2:3] offset:512"""
+  lanes = 64 if arch == "gfx942" else 32
+  co = kernel(arch, body, extra="  .amdhsa_float_denorm_mode_32 3\n")
+  x = np.full(lanes, 2.0 ** -70, np.float32)
+  y = np.resize(np.array([2.0 ** -60, -2.0 ** -60, 1.0, 2.0 ** -100], np.float32), lanes)
+
+  def go():
+    buf = np.zeros(128 + 2 * lanes, np.uint32)
+    buf[:2 * lanes:2], buf[1:2 * lanes:2] = x.view(np.uint32), y.view(np.uint32)
+    launch(co, "k", grid=1, block=lanes, args=[buf])
+    return buf[128:].reshape(lanes, 2)
+  (r0, e0, _), (r1, e1, n1) = tier_runs(go)
+  assert e0 is None and e1 is None, (e0, e1)
+  with np.errstate(all="ignore"):
+    p = x * y
+  want = np.stack([p.view(np.uint32), ftz(p, True).view(np.uint32)], 1)
+  np.testing.assert_array_equal(r0, want)
+  np.testing.assert_array_equal(r1, want)
+  assert n1 > 0
+
+
 CL = """
 __kernel void k(__global float *o, __global const float *a, __global const float *b) {
   int i = __builtin_amdgcn_workgroup_id_x() * __builtin_amdgcn_workgroup_size_x() + __builtin_amdgcn_workitem_id_x();

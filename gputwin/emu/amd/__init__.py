@@ -82,6 +82,12 @@ class Amd:
     return lanes.outmod(v, d.bits, op.info["clamp"], op.info["omod"])
 
   @staticmethod
+  def denormals_kept(eng) -> bool:
+    """Does every wave keep every denormal (MODE.FP_DENORM all ones, as the descriptor set it: no hardware register
+    written this batch)? The native tier then runs blocks compiled without the flush (tier.Tier.key)."""
+    return not eng.written["hw"] and int(eng.HW[0, decode.MODE]) >> 4 & 15 == 15
+
+  @staticmethod
   def denormals(eng, v, bits: int, n: int, ix, result: bool):
     """MODE.FP_DENORM on a float input (result False) or D0 (True) of `bits`-bit elements: flushed in the waves whose
     MODE bit for it is clear (decode.denorm_bit)."""

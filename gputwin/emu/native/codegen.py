@@ -428,8 +428,13 @@ def guard_classes(ops: list[Op]) -> list[int | None]:
 class Compiler:
   """LLVM IR for one block: a function per instruction (one wave), a driver looping instructions then waves."""
 
-  def __init__(self, ops: list[Op], lanes: int, fam: str, frontend, lean: bool = False, log: bool = False):
+  def __init__(self, ops: list[Op], lanes: int, fam: str, frontend, lean: bool = False, log: bool = False,
+               ftz: bool = True):
     self.ops, self.L, self.fam, self.lean = ops, lanes, fam, lean
+    # `ftz`: flush denormals as each wave's MODE asks (False: every wave keeps them, tier.Tier.key; a block that
+    # writes a hardware register, S_DENORM_MODE or S_SETREG, may change the mode in it: it flushes by MODE anyway)
+    self.ftz = ftz or any(o.sem is not None and "HW_REGISTERS" in o.sem.regfiles
+                                 for x in ops for o in plan.parts(x))
     self.M = mask_bits(lanes)  # lane masks (EXEC, guards, the lanes a tail took) are i{M} values
     # `log`: LDS accesses write their addresses to the log (the race checker's, runtime.Block.sites): (op, bytes,
     # write) per access in order, per op while its functions are generated
@@ -1373,7 +1378,7 @@ done:
           v, b = self.sdwa_source(f, v, b, sd[k], sd[k + 1])
         ftz = next((x[1:] for x in o.info.get("ftz", ()) if x[0] == nm), None)
         if ftz is not None:  # (core.Engine._inputs: Frontend.denormals)
-          v = self.flush_denormals(f, v, b, *ftz, False)
+          v = self.flush_denormals(f, v, b, *ftz, False) if self.ftz else v
         src = (v, b)
       elif nm in o.old:
         src = self.fetch(f, o.old[nm])
@@ -1610,7 +1615,7 @@ done:
         if nm == "D0" and (o.info.get("clamp") or o.info.get("omod")) and float_result(d):  # (core.Engine.retire)
           v, w = self.output_modifier(g, o, d, v, w)
         if nm == "D0" and o.info.get("ftz_out", (0,))[0]:
-          v = self.flush_denormals(f, v, w, *o.info["ftz_out"], True)
+          v = self.flush_denormals(f, v, w, *o.info["ftz_out"], True) if self.ftz else v
         if nm in g.lane0:
           yes, no = f.label("l0"), f.label("n0")
           f.emit(f"br i1 {f.op(f'icmp eq i64 %lane, {f.first}')}, label %{yes}, label %{no}")

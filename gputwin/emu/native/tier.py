@@ -15,7 +15,7 @@ from pathlib import Path
 from gputwin.emu.binding import sets_pc
 from gputwin.emu.native import cache
 from gputwin.emu.native.codegen import Compiler
-from gputwin.emu.native.plan import LDS_KINDS, collect, dead_reads, tail
+from gputwin.emu.native.plan import LDS_KINDS, collect, dead_reads, parts, tail
 from gputwin.emu.native.runtime import STATS, Block, Native, emit, load, parse
 from gputwin.pcode.llvm import Unsupported
 
@@ -45,22 +45,24 @@ _SEQ = itertools.count(1)  # names of blocks without a cache key
 FAILED: list = []  # (arch, ops, LLVM error) of blocks LLVM rejected; tests assert it stays empty
 
 
-def _key(prog, ops, lanes: int, lean: bool, log: bool = False) -> str | None:
-  # (a block without LDS accesses, or whose reads cannot matter, logs nothing: one compile serves)
+def _key(prog, ops, lanes: int, lean: bool, log: bool = False, ftz: bool = True) -> str | None:
+  # (a block without LDS accesses, or whose reads cannot matter, logs nothing: one compile serves; one without
+  # instructions MODE.FP_DENORM acts on flushes nothing)
   log = log and any(o.mem in LDS_KINDS for o in ops) and not dead_reads(ops, getattr(prog.frontend, "simt", False))
+  ftz = ftz or not any(o.info.get("ftz") or o.info.get("ftz_out", (0,))[0] for x in ops for o in parts(x))
   return cache.key(ops, lanes, prog.family, prog.arch, prog.frontend,
-                   f"{f'{LEAN_PIPELINE}-lean' if lean else PIPELINE}{'-log' * log}")
+                   f"{f'{LEAN_PIPELINE}-lean' if lean else PIPELINE}{'-log' * log}{'-kept' * (not ftz)}")
 
 
-def lookup(prog, pc: int, lanes: int, lean: bool = True, log: bool = False, stop=None):
+def lookup(prog, pc: int, lanes: int, lean: bool = True, log: bool = False, stop=None, ftz: bool = True):
   """The Block at pc from code this process linked or the disk cache holds (no compiling): the full compile, else
   (`lean`) the lean one; None when neither is there. `log`: the variant logging LDS accesses (Block.sites); `stop`:
-  plan.collect's."""
+  plan.collect's; `ftz`: the variant flushing denormals as each wave's mode asks (False: every wave keeps them)."""
   if not _LINKED and cache.empty():  # (nothing linked here or stored: no key to compute)
     return None
   ops = collect(prog, pc, prog.family, stop=stop)
   for v in (False, True)[:1 + lean] if ops else ():
-    k = _key(prog, ops, lanes, v, log)
+    k = _key(prog, ops, lanes, v, log, ftz)
     blk = None if k is None else _linked(k, pc, ops, v)
     if blk is not None:
       return blk
@@ -104,29 +106,29 @@ def _block(pc: int, ops, fn, meta, obj: bytes, lean: bool):
   return Block(pc, ops, fn, obj, nv, ns, dict(wrote), tail(ops[-1]) if has_tail else None, lean, tuple(sites))
 
 
-def compile_block(prog, pc: int, lanes: int, lean: bool = False, log: bool = False, stop=None):
+def compile_block(prog, pc: int, lanes: int, lean: bool = False, log: bool = False, stop=None, ftz: bool = True):
   """The Block starting at pc, in full (`lean`: its lean compile; `log`: logging LDS accesses), linked before, cached
   on disk or compiled now; None when its first instruction is not for this tier."""
   ops = collect(prog, pc, prog.family, stop=stop)
-  k = _key(prog, ops, lanes, lean, log) if ops else None
-  return (_linked(k, pc, ops, lean) if k else None) or _compile(prog, pc, lanes, ops, lean, log)
+  k = _key(prog, ops, lanes, lean, log, ftz) if ops else None
+  return (_linked(k, pc, ops, lean) if k else None) or _compile(prog, pc, lanes, ops, lean, log, ftz)
 
 
-def _compile(prog, pc: int, lanes: int, ops, lean: bool, log: bool = False):
+def _compile(prog, pc: int, lanes: int, ops, lean: bool, log: bool = False, ftz: bool = True):
   """Compile `ops` (the block at pc; `lean`: Compiler's cold variant), store it in the disk cache and link it."""
-  return _link(pc, _build(prog, lanes, ops, lean, log), lean)
+  return _link(pc, _build(prog, lanes, ops, lean, log, ftz), lean)
 
 
-def _build(prog, lanes: int, ops, lean: bool, log: bool = False):
+def _build(prog, lanes: int, ops, lean: bool, log: bool = False, ftz: bool = True):
   """Compile `ops` to host object code and store it in the disk cache: (key, ops, meta, object code, symbol), or
   None when the code generator declines its first op. Touches no state the interpreter's thread uses."""
-  k = _key(prog, ops, lanes, lean, log) if ops else None
+  k = _key(prog, ops, lanes, lean, log, ftz) if ops else None
   name = f"blk_{k}" if k else f"blk{next(_SEQ)}"
   t = time.perf_counter()
   try:
     while ops:
       try:
-        comp = Compiler(ops, lanes, prog.family, prog.frontend, lean, log)
+        comp = Compiler(ops, lanes, prog.family, prog.frontend, lean, log, ftz)
         text = comp.module(name)
         break
       except Unsupported as e:  # an op the filter let through but the code generator declined: keep the run before it
@@ -197,8 +199,8 @@ class Worker:
   def __init__(self):
     self.jobs, self.thread, self.pid, self.closing = queue.Queue(), None, None, False
 
-  def submit(self, prog, pc: int, lanes: int, ops, lean: bool, log: bool = False) -> _Job:
-    job = _Job(prog, pc, (prog, lanes, ops, lean, log))
+  def submit(self, prog, pc: int, lanes: int, ops, lean: bool, log: bool = False, ftz: bool = True) -> _Job:
+    job = _Job(prog, pc, (prog, lanes, ops, lean, log, ftz))
     if self.pid != os.getpid():  # (a forked child has no thread yet)
       self.pid, self.jobs = os.getpid(), queue.Queue()
       self.thread = threading.Thread(target=self._run, name="gputwin-native-compile", daemon=True)
@@ -299,8 +301,10 @@ class Tier:
     return Tier(eng, native) if native.ok else None
 
   def key(self, pc: int) -> tuple:
-    """The block at `pc` as this tier keys it: wave size, LDS logging, the collect cut."""
-    return pc, self.eng.L, self.log, self.cut
+    """The block at `pc` as this tier keys it: wave size, LDS logging, the collect cut, whether a wave's mode may
+    flush denormals now (Frontend.denormals_kept: False while every wave keeps them)."""
+    kept = getattr(self.eng.fe, "denormals_kept", None)
+    return pc, self.eng.L, self.log, self.cut, not (kept is not None and kept(self.eng))
 
   def block(self, pc: int, waves: int = 1):
     key = self.key(pc)
@@ -353,7 +357,8 @@ class Tier:
     st = self.state
     if key not in st.looked:  # its first sight: code linked or cached needs no heat
       st.looked.add(key)
-      blk = _guarded(self.prog, key[0], lambda: lookup(self.prog, key[0], key[1], self.after > 0, key[2], self.stop))
+      blk = _guarded(self.prog, key[0], lambda: lookup(self.prog, key[0], key[1], self.after > 0, key[2], self.stop,
+                                                       key[4]))
       if blk is not None:
         st.blocks[key] = blk
         return blk
@@ -370,9 +375,10 @@ class Tier:
       return False
     ops, lean = collect(self.prog, pc, self.prog.family, stop=self.stop), not upgrade and self.after > 0
     if self.background:
-      st.pending[key] = WORKER.submit(self.prog, pc, key[1], ops, lean, key[2])
+      st.pending[key] = WORKER.submit(self.prog, pc, key[1], ops, lean, key[2], key[4])
       return False
-    return self.take(key, _guarded(self.prog, pc, lambda: _compile(self.prog, pc, key[1], ops, lean, key[2])))
+    return self.take(key, _guarded(self.prog, pc, lambda: _compile(self.prog, pc, key[1], ops, lean, key[2],
+                                                                   key[4])))
   def run(self, blk: Block, ix):
     """Run `blk` for waves `ix`; returns the per-wave lanes its tail took (Native.taken, read where blk.tail)."""
     self.native.run(blk, ix)
