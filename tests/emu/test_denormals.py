@@ -33,50 +33,69 @@ def oracle_f32(x, y, mode: int) -> np.ndarray:
   return np.stack([mul.view(np.uint32), add.view(np.uint32), x.view(np.uint32), cls, mx.view(np.uint32)], 1)
 
 
-# load x, y (lane * 8), then mul, x + 0 (VOP3), mov, class (the denormal bits 4 and 7: 0x90), max; five dwords a lane
-F32 = {
-  "gfx1100": """
-  s_load_b64 s[2:3], s[0:1], 0x0
-  s_waitcnt lgkmcnt(0)
+SWITCH = {  # FP_DENORM on (keep all), off (flush f32), the waits, the scalar load/store suffix's dword form
+  "gfx1100": ("s_denorm_mode 0xf", "s_denorm_mode 0xc", "s_waitcnt lgkmcnt(0)", "s_waitcnt vmcnt(0)", "b32"),
+  "gfx1200": ("s_denorm_mode 0xf", "s_denorm_mode 0xc", "s_wait_kmcnt 0", "s_wait_loadcnt 0", "b32"),
+  "gfx942": ("s_setreg_imm32_b32 hwreg(HW_REG_MODE, 4, 2), 3", "s_setreg_imm32_b32 hwreg(HW_REG_MODE, 4, 2), 0",
+             "s_waitcnt lgkmcnt(0)", "s_waitcnt vmcnt(0)", "dword"),
+}
+# x * y: a denormal product for y = +-2**-60, a normal one for 1.0, one below the denormals for 2**-100
+X_SW = np.float32([2.0 ** -70])
+Y_SW = np.array([2.0 ** -60, -2.0 ** -60, 1.0, 2.0 ** -100], np.float32)
+
+
+def _products(tier_runs, arch, steps: str, mode32: int, cols: int, xs=X_SW, ys=Y_SW):
+  """Lane l loads x = xs[l % len] and y = ys[l % len] into v2, v3 and runs `steps` under descriptor f32 mode
+  `mode32`, which leave `cols` dwords from v4 on: both tiers' rows (asserted equal), how many native block runs,
+  x and y."""
+  kwait, vwait, w = SWITCH[arch][2:]
+  d2, d4 = ("b64", "b128") if w == "b32" else ("dwordx2", "dwordx4")
+  store = {2: f"global_store_{d2} v1, v[4:5], s[2:3] offset:512",
+           5: f"global_store_{d4} v1, v[4:7], s[2:3] offset:512\n  global_store_{w} v1, v8, s[2:3] offset:528"}[cols]
+  body = f"""
+  s_load_{d2} s[2:3], s[0:1], 0x0
+  {kwait}
   v_lshlrev_b32 v1, 3, v0
-  global_load_b64 v[2:3], v1, s[2:3]
-  s_waitcnt vmcnt(0)
-  v_dual_mul_f32 v4, v3, v2 :: v_dual_mov_b32 v9, v2
+  global_load_{d2} v[2:3], v1, s[2:3]
+  {vwait}
+  {steps}
+  v_mul_u32_u24 v1, {4 * cols}, v0
+  {store}"""
+  if arch == "gfx1200":  # (RDNA4's name for hardware register 1)
+    body = body.replace("HW_REG_MODE", "HW_REG_WAVE_MODE")
+  lanes = 64 if arch == "gfx942" else 32
+  co = kernel(arch, body, extra=f"  .amdhsa_float_denorm_mode_32 {mode32}\n")
+  x, y = np.resize(np.float32(xs), lanes), np.resize(np.float32(ys), lanes)
+
+  def go():
+    buf = np.zeros(128 + cols * lanes, np.uint32)
+    buf[:2 * lanes:2], buf[1:2 * lanes:2] = x.view(np.uint32), y.view(np.uint32)
+    launch(co, "k", grid=1, block=lanes, args=[buf])
+    return buf[128:].reshape(lanes, cols)
+  (r0, e0, _), (r1, e1, runs) = tier_runs(go)
+  assert e0 is None and e1 is None, (e0, e1)
+  np.testing.assert_array_equal(r1, r0)
+  return r0, runs, x, y
+
+
+# mul (gfx1100: VOPD's dual mul), x + 0 (VOP3, an inline 0), mov (VOPD's dual mov), class (the denormal bits 4 and
+# 7: 0x90), max: v4..v8
+F32 = {
+  "gfx1100": """v_dual_mul_f32 v4, v3, v2 :: v_dual_mov_b32 v9, v2
   v_add_f32_e64 v5, 0, v2
   v_mov_b32 v6, v9
   v_cmp_class_f32 vcc_lo, v2, 0x90
   v_cndmask_b32 v7, 0, 1, vcc_lo
-  v_max_f32 v8, v2, v3
-  v_mul_u32_u24 v1, 20, v0
-  global_store_b128 v1, v[4:7], s[2:3] offset:256
-  global_store_b32 v1, v8, s[2:3] offset:272""",
-  "gfx942": """
-  s_load_dwordx2 s[2:3], s[0:1], 0x0
-  s_waitcnt lgkmcnt(0)
-  v_lshlrev_b32 v1, 3, v0
-  global_load_dwordx2 v[2:3], v1, s[2:3]
-  s_waitcnt vmcnt(0)
-  v_mul_f32 v4, v2, v3
+  v_max_f32 v8, v2, v3""",
+  "gfx942": """v_mul_f32 v4, v2, v3
   v_add_f32_e64 v5, 0, v2
   v_mov_b32 v6, v2
   v_mov_b32 v10, 0x90
   v_cmp_class_f32 vcc, v2, v10
   v_cndmask_b32 v7, 0, 1, vcc
-  v_max_f32 v8, v2, v3
-  v_mul_u32_u24 v1, 20, v0
-  global_store_dwordx4 v1, v[4:7], s[2:3] offset:512
-  global_store_dword v1, v8, s[2:3] offset:528""",
+  v_max_f32 v8, v2, v3""",
 }
-F32["gfx1200"] = F32["gfx1100"].replace("s_waitcnt lgkmcnt(0)", "s_wait_kmcnt 0").replace(
-  "s_waitcnt vmcnt(0)", "s_wait_loadcnt 0").replace("v_max_f32", "v_max_num_f32")
-
-
-def run_f32(co, lanes: int, off: int):
-  x, y = np.resize(X, lanes), np.resize(Y, lanes)
-  buf = np.zeros(off // 4 + 5 * lanes, np.uint32)
-  buf[:2 * lanes:2], buf[1:2 * lanes:2] = x.view(np.uint32), y.view(np.uint32)
-  launch(co, "k", grid=1, block=lanes, args=[buf])
-  return x, y, buf[off // 4:].reshape(lanes, 5)
+F32["gfx1200"] = F32["gfx1100"].replace("v_max_f32", "v_max_num_f32")
 
 
 @pytest.mark.parametrize("mode", [0, 1, 2, 3])
@@ -85,15 +104,9 @@ def test_f32_mode(tier_runs, arch, mode):
   """FLOAT_DENORM_MODE_32 = mode: a product below the normal range is flushed unless results keep denormals, a
   denormal operand of an add or max reads as zero unless inputs keep them (VOP3 with an inline 0, VOPD's dual mul),
   while the dual mov and the class test see the denormal as it is. Before: every mode kept denormals (mode 3)."""
-  lanes, off = (64, 512) if arch == "gfx942" else (32, 256)
-  co = kernel(arch, F32[arch], extra=f"  .amdhsa_float_denorm_mode_32 {mode}\n")
-  (r0, e0, _), (r1, e1, n1) = tier_runs(lambda: run_f32(co, lanes, off))
-  assert e0 is None and e1 is None, (e0, e1)
-  x, y, got = r0
-  want = oracle_f32(x, y, mode)
-  np.testing.assert_array_equal(got, want)
-  np.testing.assert_array_equal(r1[2], want)
-  assert n1 > 0
+  got, runs, x, y = _products(tier_runs, arch, F32[arch], mode, 5, X, Y)
+  np.testing.assert_array_equal(got, oracle_f32(x, y, mode))
+  assert runs > 0
 
 
 F16_F64 = """
@@ -145,27 +158,13 @@ def test_f16_f64_mode(tier_runs, mode):
   np.testing.assert_array_equal(r1[1], got)
 
 
-SWITCH = {
-  "gfx1100": ("s_denorm_mode 0xf", "s_denorm_mode 0xc", "s_waitcnt lgkmcnt(0)", "s_waitcnt vmcnt(0)", "b32"),
-  "gfx1200": ("s_denorm_mode 0xf", "s_denorm_mode 0xc", "s_wait_kmcnt 0", "s_wait_loadcnt 0", "b32"),
-  "gfx942": ("s_setreg_imm32_b32 hwreg(HW_REG_MODE, 4, 2), 3", "s_setreg_imm32_b32 hwreg(HW_REG_MODE, 4, 2), 0",
-             "s_waitcnt lgkmcnt(0)", "s_waitcnt vmcnt(0)", "dword"),
-}
-
-
 @pytest.mark.parametrize("arch", sorted(SWITCH))
 def test_mode_switches(tier_runs, arch):
   """The descriptor flushes f32 denormals; S_DENORM_MODE 0xf (gfx10+) or S_SETREG of MODE[5:4] (gfx9, as clang-22
   brackets an f32 division) keeps them for the product in between, then flushing is back; S_GETREG reads MODE's
   FP_DENORM field each time. Before: S_DENORM_MODE changed nothing (a note)."""
-  on, off, kwait, vwait, w = SWITCH[arch]
-  body = f"""
-  s_load_{'b64' if w == 'b32' else 'dwordx2'} s[2:3], s[0:1], 0x0
-  {kwait}
-  v_lshlrev_b32 v1, 3, v0
-  global_load_{'b64' if w == 'b32' else 'dwordx2'} v[2:3], v1, s[2:3]
-  {vwait}
-  v_mul_f32 v4, v2, v3
+  on, off = SWITCH[arch][:2]
+  r, _, x, y = _products(tier_runs, arch, f"""v_mul_f32 v4, v2, v3
   {on}
   v_mul_f32 v5, v2, v3
   s_getreg_b32 s4, hwreg(HW_REG_MODE, 4, 4)
@@ -173,31 +172,12 @@ def test_mode_switches(tier_runs, arch):
   v_mul_f32 v6, v2, v3
   s_getreg_b32 s5, hwreg(HW_REG_MODE, 4, 4)
   v_mov_b32 v7, s4
-  v_mov_b32 v8, s5
-  v_mul_u32_u24 v1, 20, v0
-  global_store_{'b128' if w == 'b32' else 'dwordx4'} v1, v[4:7], s[2:3] offset:512
-  global_store_{w} v1, v8, s[2:3] offset:528"""
-  lanes = 64 if arch == "gfx942" else 32
-  if arch == "gfx1200":  # (RDNA4's name for hardware register 1)
-    body = body.replace("HW_REG_MODE", "HW_REG_WAVE_MODE")
-  co = kernel(arch, body, extra="  .amdhsa_float_denorm_mode_32 0\n")
-  x = np.full(lanes, 2.0 ** -70, np.float32)
-  y = np.resize(np.array([2.0 ** -60, -2.0 ** -60, 1.0, 2.0 ** -100], np.float32), lanes)
-
-  def go():
-    buf = np.zeros(128 + 5 * lanes, np.uint32)
-    buf[:2 * lanes:2], buf[1:2 * lanes:2] = x.view(np.uint32), y.view(np.uint32)
-    launch(co, "k", grid=1, block=lanes, args=[buf])
-    return buf[128:].reshape(lanes, 5)
-  (r0, e0, _), (r1, e1, _) = tier_runs(go)
-  assert e0 is None and e1 is None, (e0, e1)
-  with np.errstate(all="ignore"):
-    p = x * y
-  np.testing.assert_array_equal(r0[:, 0], ftz(p, True).view(np.uint32))
-  np.testing.assert_array_equal(r0[:, 1], p.view(np.uint32))
-  np.testing.assert_array_equal(r0[:, 2], ftz(p, True).view(np.uint32))
-  assert (r0[:, 3] == 0xf).all() and (r0[:, 4] == 0xc).all(), (r0[0, 3], r0[0, 4])  # (f16/f64: kept throughout)
-  np.testing.assert_array_equal(r1, r0)
+  v_mov_b32 v8, s5""", 0, 5)
+  p = x * y
+  np.testing.assert_array_equal(r[:, 0], ftz(p, True).view(np.uint32))
+  np.testing.assert_array_equal(r[:, 1], p.view(np.uint32))
+  np.testing.assert_array_equal(r[:, 2], ftz(p, True).view(np.uint32))
+  assert (r[:, 3] == 0xf).all() and (r[:, 4] == 0xc).all(), (r[0, 3], r[0, 4])  # (f16/f64: kept throughout)
 
 
 @pytest.mark.parametrize("sync", ["s_barrier", ""])
@@ -206,37 +186,13 @@ def test_mode_flushes_after_a_block_kept_denormals(tier_runs, arch, sync):
   """The descriptor keeps f32 denormals (the native tier then runs blocks compiled without the flush); S_DENORM_MODE
   / S_SETREG turns flushing on, and the product after it is flushed on both tiers: in the next block (after the
   barrier), and in the same block (which flushes by the mode because it writes a hardware register)."""
-  on = "s_denorm_mode 0xc" if arch == "gfx1100" else "s_setreg_imm32_b32 hwreg(HW_REG_MODE, 4, 2), 0"
-  kwait, vwait = "s_waitcnt lgkmcnt(0)", "s_waitcnt vmcnt(0)"
-  body = f"""
-  s_load_{'b64' if arch == 'gfx1100' else 'dwordx2'} s[2:3], s[0:1], 0x0
-  {kwait}
-  v_lshlrev_b32 v1, 3, v0
-  global_load_{'b64' if arch == 'gfx1100' else 'dwordx2'} v[2:3], v1, s[2:3]
-  {vwait}
-  v_mul_f32 v4, v2, v3
-  {on}
+  r, runs, x, y = _products(tier_runs, arch, f"""v_mul_f32 v4, v2, v3
+  {SWITCH[arch][1]}
   {sync}
-  v_mul_f32 v5, v2, v3
-  global_store_{'b64' if arch == 'gfx1100' else 'dwordx2'} v1, v[4:5], s[2:3] offset:512"""
-  lanes = 64 if arch == "gfx942" else 32
-  co = kernel(arch, body, extra="  .amdhsa_float_denorm_mode_32 3\n")
-  x = np.full(lanes, 2.0 ** -70, np.float32)
-  y = np.resize(np.array([2.0 ** -60, -2.0 ** -60, 1.0, 2.0 ** -100], np.float32), lanes)
-
-  def go():
-    buf = np.zeros(128 + 2 * lanes, np.uint32)
-    buf[:2 * lanes:2], buf[1:2 * lanes:2] = x.view(np.uint32), y.view(np.uint32)
-    launch(co, "k", grid=1, block=lanes, args=[buf])
-    return buf[128:].reshape(lanes, 2)
-  (r0, e0, _), (r1, e1, n1) = tier_runs(go)
-  assert e0 is None and e1 is None, (e0, e1)
-  with np.errstate(all="ignore"):
-    p = x * y
-  want = np.stack([p.view(np.uint32), ftz(p, True).view(np.uint32)], 1)
-  np.testing.assert_array_equal(r0, want)
-  np.testing.assert_array_equal(r1, want)
-  assert n1 > 0
+  v_mul_f32 v5, v2, v3""", 3, 2)
+  p = x * y
+  np.testing.assert_array_equal(r, np.stack([p.view(np.uint32), ftz(p, True).view(np.uint32)], 1))
+  assert runs > 0
 
 
 CL = """
