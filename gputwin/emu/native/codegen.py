@@ -433,8 +433,7 @@ class Compiler:
     self.ops, self.L, self.fam, self.lean = ops, lanes, fam, lean
     # `ftz`: flush denormals as each wave's MODE asks (False: every wave keeps them, tier.Tier.key; a block that
     # writes a hardware register, S_DENORM_MODE or S_SETREG, may change the mode in it: it flushes by MODE anyway)
-    self.ftz = ftz or any(o.sem is not None and "HW_REGISTERS" in o.sem.regfiles
-                                 for x in ops for o in plan.parts(x))
+    self.ftz = ftz or any(o.sem is not None and "HW_REGISTERS" in o.sem.regfiles for x in ops for o in plan.parts(x))
     self.M = mask_bits(lanes)  # lane masks (EXEC, guards, the lanes a tail took) are i{M} values
     # `log`: LDS accesses write their addresses to the log (the race checker's, runtime.Block.sites): (op, bytes,
     # write) per access in order, per op while its functions are generated
