@@ -406,6 +406,16 @@ ADDED: tuple[Erratum, ...] = (
           "No vendor pseudocode. Messages go to the SPI/host interrupt logic, outside the wave; the executor models no "
           "receiver (S_SENDMSG_RTN_* return a value: left without a body, they stop as unsupported).",
           f"{_MANUALS}, SOPP chapter and 'Send Message' table: S_SENDMSG / S_SENDMSGHALT / S_SENDMSG_RTN."),
+  *(Erratum(fams, f"V_DOT2ACC_F32_{t.upper()}", "add",
+            f"tmp = D0.f32;\ntmp += {t}_to_f32(S0[15 : 0].{t}) * {t}_to_f32(S1[15 : 0].{t});\n"
+            f"tmp += {t}_to_f32(S0[31 : 16].{t}) * {t}_to_f32(S1[31 : 16].{t});\nD0.f32 = tmp",
+            f"No vendor pseudocode for V_DOT2ACC_F32_{t.upper()}, which VOPD's V_DUAL_DOT2ACC_F32_{t.upper()} names as "
+            "its operation (the VOP2 opcode itself is gone); the body is the family's VOP3P "
+            f"V_DOT2_F32_{t.upper()} with the destination as its accumulator (S2 -> D0), as RDNA3's "
+            "V_DOT2ACC_F32_F16 text reads.",
+            f"{_MANUALS}, VOPD opcode table (V_DUAL_DOT2ACC_F32_F16 / _BF16) and VOP3P V_DOT2_F32_F16 / _BF16; "
+            "llvm-mc-22 accepts v_dual_dot2acc_f32_{f16,bf16} on gfx1100 and gfx1200 (tests/emu/test_asm.py).")
+    for t, fams in (("f16", ("rdna4",)), ("bf16", ("rdna3", "rdna4")))),
   *(Erratum(("rdna3", "rdna4"), f"S_SENDMSG_RTN_B{n}", "add", f"D0.b{n} = CLOCK()",
             "No vendor pseudocode. The message's answer comes back in SDST; the one the executor gives is the time "
             "(MSG_RTN_GET_REALTIME: the wave's own instruction count, as S_MEMREALTIME's), the low dword for the B32 "

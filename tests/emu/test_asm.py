@@ -370,3 +370,49 @@ def test_ds_addtid(tier_runs, arch):
   co = kernel(arch, body.replace("s_mov_b32 m0, 0x1f0", "s_mov_b32 m0, 0x3e0"), lds=0x400, wave32=arch != "gfx942")
   (_, e0, _), (_, e1, _) = tier_runs(go)
   assert e0 is not None and str(e0) == str(e1) and "LDS" in str(e0) and ld in str(e0), (e0, e1)
+
+
+DOT2ACC = {"gfx1100": ("bf16",), "gfx1200": ("f16", "bf16")}
+
+
+@pytest.mark.parametrize("arch,t", [(a, t) for a, ts in DOT2ACC.items() for t in ts])
+def test_vopd_dot2acc(tier_runs, arch, t):
+  """VOPD's v_dual_dot2acc_f32_{f16,bf16}: D0 += the two products of S0's and S1's halves, each sum rounded to f32 (its
+  family's VOP3P v_dot2_f32 text with D0 as the accumulator); the other half, a mov, runs alongside. Against numpy's
+  f32 arithmetic (a product of two 16-bit floats is exact in f32). Before: 'no pseudocode for V_DOT2ACC_F32_...'."""
+  wait = ("s_waitcnt lgkmcnt(0)", "s_waitcnt vmcnt(0)") if arch == "gfx1100" else ("s_wait_kmcnt 0", "s_wait_loadcnt 0")
+  body = f"""
+  s_load_b64 s[2:3], s[0:1], 0x0
+  {wait[0]}
+  v_lshlrev_b32 v7, 4, v0
+  global_load_b128 v[2:5], v7, s[2:3]
+  {wait[1]}
+  v_dual_dot2acc_f32_{t} v4, v2, v3 :: v_dual_mov_b32 v9, v5
+  global_store_b32 v7, v9, s[2:3] offset:512
+  global_store_b32 v7, v4, s[2:3] offset:516"""
+  co = kernel(arch, body, extra="  .amdhsa_float_denorm_mode_32 3\n")
+  rng = np.random.default_rng(5)
+  h = rng.standard_normal((32, 4)).astype(np.float32)  # two pairs of 16-bit floats, the accumulator, a tag
+  if t == "f16":
+    a, b = h[:, :2].astype(np.float16), h[:, 2:].astype(np.float16)
+    av, bv = a.view(np.uint32)[:, 0], b.view(np.uint32)[:, 0]
+    f = lambda x: x.astype(np.float32)  # noqa: E731
+  else:
+    a, b = (h[:, :2].view(np.uint32) >> 16).astype(np.uint16), (h[:, 2:].view(np.uint32) >> 16).astype(np.uint16)
+    av, bv = a.view(np.uint32)[:, 0], b.view(np.uint32)[:, 0]
+    f = lambda x: (x.astype(np.uint32) << 16).view(np.float32)  # noqa: E731
+  acc = rng.standard_normal(32).astype(np.float32)
+
+  def go():
+    buf = np.zeros(256, np.uint32)
+    rows = buf[:128].reshape(32, 4)
+    rows[:, 0], rows[:, 1], rows[:, 2], rows[:, 3] = av, bv, acc.view(np.uint32), np.arange(32) + 100
+    launch(co, "k", grid=1, block=32, args=[buf])
+    return buf[128:].reshape(32, 4)[:, :2].copy()
+  (r0, e0, _), (r1, e1, runs) = tier_runs(go)
+  assert e0 is None and e1 is None, (e0, e1)
+  want = (acc + f(a[:, 0]) * f(b[:, 0])) + f(a[:, 1]) * f(b[:, 1])
+  np.testing.assert_array_equal(r0[:, 1], want.view(np.uint32))
+  np.testing.assert_array_equal(r0[:, 0], np.arange(32) + 100)
+  np.testing.assert_array_equal(r1, r0)
+  assert runs > 0
