@@ -111,6 +111,10 @@ def outmod(v: np.ndarray, bits: int, clamp: int, omod: int) -> np.ndarray:
   return x.astype(ft).view(ut)
 
 
+# the (exponent, mantissa) fields of an IEEE float of 16, 32, 64 bits
+FLOAT_FIELDS = {16: (0x7c00, 0x3ff), 32: (0x7f800000, 0x7fffff), 64: (0x7ff << 52, (1 << 52) - 1)}
+
+
 def flush_denormals(v, bits: int, n: int, keep: np.ndarray) -> np.ndarray:
   """The n float elements of `bits` bits at the bottom of raw values v (a packed pair: n = 2), each denormal one
   turned into the zero of its sign where `keep` (per wave, (waves, 1) bool) is false: MODE.FP_DENORM's flush, sign
@@ -120,7 +124,7 @@ def flush_denormals(v, bits: int, n: int, keep: np.ndarray) -> np.ndarray:
   back = v.dtype if v.dtype.kind == "u" else np.dtype(U64 if v.dtype.itemsize == 8 else U32)
   t = U64 if max(bits * n, 8 * back.itemsize) > 32 else U32  # (an SDWA-selected word of an f64 operand: 32 bits)
   v = v.astype(t, copy=False)
-  man, expo = (1 << {16: 10, 32: 23, 64: 52}[bits]) - 1, {16: 0x7c00, 32: 0x7f800000, 64: 0x7ff << 52}[bits]
+  expo, man = FLOAT_FIELDS[bits]
   for k in range(n):
     sh = bits * k
     v = np.where(((v & t(expo << sh)) == 0) & ~keep, v & ~t(man << sh), v)

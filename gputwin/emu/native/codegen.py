@@ -9,7 +9,7 @@ import enum
 import numpy as np
 
 from gputwin.emu.amd.decode import APERTURE, EXECZ, MODE, SCC_CODE, VCCZ, denorm_bit  # AMD's scalar codes, MODE
-from gputwin.emu.amd.lanes import OMOD, sdwa_field  # VOP3 output modifiers, SDWA selects: AMD's
+from gputwin.emu.amd.lanes import FLOAT_FIELDS, OMOD, sdwa_field  # omod, float fields, SDWA selects: AMD's
 from gputwin.emu.amd.memory import VSHARP  # the V# fields of buffer accesses: AMD's
 from gputwin.emu.binding import LDS_BITS, LDS_SHIFT, WRITE_MASKS, elect, float_result, scalar_valu, sets_pc, va_bits
 from gputwin.emu.native import matrix, plan, tensor
@@ -1696,7 +1696,7 @@ done:
     this tagged load moves out of a lane loop only past stores to other files)."""
     mode = f.ld("i32", Compiler.srow(f, MODE, C_HW), ("hw", MODE))
     keep = f.op(f"icmp ne i32 {f.op(f'and i32 {mode}, {1 << denorm_bit(bits, result)}')}, 0")
-    man, expo = (1 << {16: 10, 32: 23, 64: 52}[bits]) - 1, {16: 0x7c00, 32: 0x7f800000, 64: 0x7ff << 52}[bits]
+    expo, man = FLOAT_FIELDS[bits]
     t = max(w, bits * n)  # (an SDWA-selected word of an f64 operand: 32 bits, zero-extended)
     v = f.conv(v, w, t)
     for k in range(n):  # a zero exponent: clear the mantissa (a zero's is clear already); kept: clear nothing
