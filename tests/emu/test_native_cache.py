@@ -147,6 +147,25 @@ def test_the_key_follows_the_code_and_the_target():
   assert len({k, key("gfx1100", 9), key("gfx1200", 7), key("gfx1100", 7, lanes=64)}) == 4
 
 
+def test_the_key_follows_modifiers_no_binding_carries():
+  """Two matrix encodings that differ in a modifier only the lowering reads (RDNA3 WMMA's neg_lo: A signed; CDNA's
+  BLGP: B's lanes) have different keys (one key served a block of unsigned A to a signed-A encoding before)."""
+  from gputwin.emu.frontend import for_arch
+  from gputwin.emu.native import cache
+  from gputwin.emu.program import Program
+  from gputwin.isa import assemble
+
+  def key(arch, text):
+    prog = Program(assemble(text + "\ns_endpgm", arch), 0x1000, arch, "rdna3" if arch == "gfx1100" else "cdna",
+                   32 if arch == "gfx1100" else 64, for_arch(arch))
+    return cache.key([prog.op(0x1000)], prog.wave, prog.family, arch, prog.frontend, "v")
+
+  wmma = "v_wmma_i32_16x16x16_iu8 v[0:7], v[8:11], v[12:15], v[0:7]"
+  assert key("gfx1100", wmma) != key("gfx1100", wmma + " neg_lo:[1,0,0]")
+  mfma = "v_mfma_f32_4x4x1_16b_f32 a[0:3], v0, v1, a[0:3]"
+  assert key("gfx942", mfma) != key("gfx942", mfma + " blgp:3") != key("gfx942", mfma + " cbsz:1 abid:1")
+
+
 def test_the_cache_folder_is_bounded(tmp_path):
   from gputwin.emu.native import cache
   for i in range(6):
