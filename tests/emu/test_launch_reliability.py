@@ -140,8 +140,8 @@ STOPS = [
   ("gfx942", "  v_mov_b32 v1, 0\n  global_load_lds_ubyte v1, s[0:1]", "global_load_lds_ubyte", "byte or short load"),
   ("gfx1200", "  s_sendmsg_rtn_b32 s2, sendmsg(MSG_RTN_GET_DOORBELL)", "s_sendmsg_rtn_b32", "MSG_RTN_GET_DOORBELL"),
   ("gfx950", "  v_mov_b32 v1, 0\n  v_cvt_scalef32_f32_fp8 v2, v1, v1", "v_cvt_scalef32_f32_fp8", "fp8_to_f32_scale"),
-  ("gfx942", "  v_mov_b32 v0, 0\n  v_mov_b32 v1, 0\n  v_mfma_f32_4x4x1_16b_f32 a[0:3], v0, v1, 0",
-   "v_mfma_f32_4x4x1_16b_f32", "matrix layout not modelled"),
+  ("gfx942", "  v_mov_b32 v0, 0\n  v_mov_b32 v1, 0\n  v_mfma_f32_4x4x1_16b_f32 a[0:3], v0, v1, 0 cbsz:1 abid:2",
+   "v_mfma_f32_4x4x1_16b_f32", r"cbsz:1 abid:2 not modelled"),
   ("gfx1200", "  v_mov_b32 v8, 0\n  v_mov_b32 v9, 0\n  v_mov_b32 v10, 0\n  v_mov_b32 v11, 0\n  v_mov_b32 v12, 0\n"
               "  v_mov_b32 v13, 0\n  v_mov_b32 v14, 0\n  v_swmmac_f32_16x16x32_fp8_fp8 v[0:7], v[8:9], v[10:13], v14",
    "v_swmmac_f32_16x16x32_fp8_fp8", "matrix layout not modelled"),

@@ -98,7 +98,7 @@ def _asm(arch, name):
   ra, rb, rc = m.regs
   reg = lambda f, i, n: f"{f}{i}" if n == 1 else f"{f}[{i}:{i + n - 1}]"
   cd = "a" if arch in ("gfx942", "gfx950") else "v"
-  mods = " neg_lo:[1,0,0]" if m.a == "IU8" else ""
+  mods = " neg_lo:[1,0,0]" if m.a in ("IU8", "IU4") else ""
   return f"{name.lower()} {reg(cd, 0, rc)}, {reg('v', 100, ra)}, {reg('v', 120, rb)}, {reg(cd, 0, rc)}{mods}"
 
 
@@ -231,9 +231,13 @@ def test_suite_matrix_kernels_on_both_tiers(clang_co, monkeypatch, arch):
     cases["mma32"] = (np.float16, np.float32, 32, 8, 32)
   if arch == "gfx1100":
     cases["wmma_i8"] = (np.int8, np.int32, 16, 16, 16)
+  if arch in ("gfx1100", "gfx1200"):
+    cases["wmma_i4"] = (np.int8, np.int32, 16, 16, 16)  # (A in -8..7, B in 0..15: the kernel's signedness)
   for name, (ti, to, m, k, n) in cases.items():
     lim = 128 if ti is np.int8 else 4
     A, B = r.integers(-lim, lim, (m, k)).astype(ti), r.integers(-lim, lim, (k, n)).astype(ti)
+    if name == "wmma_i4":
+      A, B = r.integers(-8, 8, (m, k)).astype(ti), r.integers(0, 16, (k, n)).astype(ti)
     C = r.integers(-1000, 1000, (m, n)).astype(to)
     out = {}
     for mode in ("0", "force"):
@@ -244,7 +248,7 @@ def test_suite_matrix_kernels_on_both_tiers(clang_co, monkeypatch, arch):
       out[mode] = (D, st)
     (di, si), (dn, sn) = out["0"], out["force"]
     assert np.array_equal(di.view(np.uint32), dn.view(np.uint32)), name
-    np.testing.assert_array_equal(dn, A.astype(to) @ B.astype(to) + C)
+    np.testing.assert_array_equal(dn, A.astype(to) @ B.astype(to) + C, err_msg=name)
     assert si.instructions == sn.instructions and sn.native_instructions >= 0.9 * sn.instructions, (name, sn)
   assert not native.FAILED, native.FAILED[:3]
 
@@ -254,8 +258,12 @@ def _finite(rng, ins: str, shape) -> np.ndarray:
   """Register words of finite elements with exponents from about 2**-10 to 2**10 (both signs); 8-bit integers: any
   bits; 8-bit floats: any code but 0x80 and those whose low seven bits are all ones (the NaNs of FNUZ and E4M3)
   or whose exponent field is all ones in E5M2 (0x7c..0x7f, 0xfc..0xff)."""
-  if ins in ("IU8", "I8"):
+  if ins in ("IU8", "I8", "IU4"):
     return rng.integers(0, 1 << 32, shape, dtype=np.uint64).astype(np.uint32)
+  if ins == "F64":  # (register pairs: a random low word, a high word of sign, exponent 2**-10..2**10, mantissa)
+    hi = rng.integers(0, 2, shape).astype(np.uint32) << 31 | rng.integers(1013, 1033, shape).astype(np.uint32) << 20 \
+        | rng.integers(0, 1 << 20, shape).astype(np.uint32)
+    return np.where(np.arange(shape[-2])[:, None] % 2 == 1, hi, rng.integers(0, 1 << 32, shape, dtype=np.uint64))
   if ins in ("FP8", "BF8"):
     ok = np.array([c for c in range(256) if c != 0x80 and c & 0x7f != 0x7f and c & 0x7c != 0x7c], np.uint32)
     return sum(ok[rng.integers(0, len(ok), shape)] << np.uint32(8 * i) for i in range(4)).astype(np.uint32)
@@ -277,38 +285,47 @@ def _exact(raw: int, kind: str):
     return Fraction(float(np.array([raw << 16 if kind == "BF16" else raw], np.uint32).view(np.float32)[0]))
   if kind in F8_TYPES:
     return Fraction(float(np.array([raw], np.uint8).view(F8_TYPES[kind])[0]))
-  return raw - 256 if kind == "I8" and raw >= 128 else raw
+  if kind == "F64":
+    return Fraction(float(np.array([raw], np.uint64).view(np.float64)[0]))
+  return raw - (256 if kind == "I8" else 16) if kind in ("I8", "I4") and raw >= (128 if kind == "I8" else 8) else raw
 
 
 @pytest.mark.parametrize("arch", TARGETS)
 def test_results_are_the_exact_product_rounded(arch):
-  """The arithmetic against rational arithmetic: each float D element (interpreter = native tier, above) is the
-  exact A x B + C within one f32 ulp plus the float64 sum's own bound (K additions of 2**-53 each); integer D is
-  the exact sum modulo 2**32."""
+  """The arithmetic against rational arithmetic: each f32 D element (interpreter = native tier, above) is the exact
+  A x B + C within one f32 ulp plus the float64 sum's own bound (K additions of 2**-53 each); integer D is the exact
+  sum modulo 2**32; f64 D is C, then each k's exact product added and rounded to f64 in k order (an FMA chain)."""
   L, fam = TARGETS[arch], target_info(arch).family
   rng = np.random.default_rng(23)
   for name in _modelled(arch):
     prog = _program(arch, assemble(_asm(arch, name), arch))
     op = prog.op(0x1000)
-    t, ka, kb = layouts.operands(fam, op, L)
+    t, ka, kb, _ = layouts.operands(fam, op, L)
     eng = _engine(prog, L, 7, 0.0)
     a, b, c, d = op.ins["S0"], op.ins["S1"], op.ins["S2"], op.outs["D0"]
     rows = lambda s: (eng.V if s.file == "v" else eng.A)[:, s.index:s.index + s.dwords]
     for s in (a, b):
-      rows(s)[:] = _finite(rng, t.ins[0], rows(s).shape)  # (A and B: the same bits)
-    rows(c)[:] = _finite(rng, "F32" if t.acc == "F32" else "I8", rows(c).shape)
+      rows(s)[:] = _finite(rng, t.ins[0], rows(s).shape)
+    rows(c)[:] = _finite(rng, {"F32": "F32", "F64": "F64"}.get(t.acc, "I8"), rows(c).shape)
     C = rows(c)[0].copy()
     core.step(eng, op, slice(None))
     D = rows(d)[0]
-    elem = lambda s, at, kind: _exact(int(rows(s)[0, at[0], at[1]]) >> int(at[2]) & (1 << t.bits) - 1, kind)
+    word = lambda x, r, lane: int(x[r, lane]) | (int(x[r + 1, lane]) << 32 if t.acc == "F64" else 0)
+    elem = lambda s, at, kind: _exact(word(rows(s)[0], at[0], at[1]) >> int(at[2]) & (1 << t.bits) - 1, kind)
     A = [[elem(a, t.a[m, k], ka) for k in range(t.k)] for m in range(t.m)]
     B = [[elem(b, t.b[k, n], kb) for n in range(t.n)] for k in range(t.k)]
-    for v in range(t.regs[2]):
+    for v in range(t.d.shape[0]):
       for lane in range(L):
         m, n = divmod(int(t.d[v, lane]), t.n)
         prods = [A[m][k] * B[k][n] for k in range(t.k)]
         if t.acc == "I32":
           assert int(D[v, lane]) == (sum(prods) + int(C[v:v + 1, lane].view(np.int32)[0])) % (1 << 32), (name, v, lane)
+          continue
+        if t.acc == "F64":
+          acc = _exact(word(C, 2 * v, lane), "F64")
+          for p in prods:
+            acc = Fraction(float(acc + p))  # (Fraction -> float rounds to nearest even)
+          assert _exact(word(D, 2 * v, lane), "F64") == acc, (name, v, lane)
           continue
         cf = Fraction(float(C[v:v + 1, lane].view(np.float32)[0]))
         exact, got = sum(prods) + cf, Fraction(float(D[v:v + 1, lane].view(np.float32)[0]))

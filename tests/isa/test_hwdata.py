@@ -179,5 +179,5 @@ def test_modelled_layouts_fill_their_registers(fam):
   for r in _rows(fam):
     if r.layout is None:
       continue
-    M, N, K, acc, ins, bits, ne, a, c = layout(fam, r.op, 64 if fam == "cdna" else 32)
-    assert ne * bits // 32 == r.regs[0] and len(c) == r.regs[2], r.op
+    M, N, K, B, acc, ins, bits, ne, a, c = layout(fam, r.op, 64 if fam == "cdna" else 32)
+    assert ne * bits // 32 == r.regs[0] and len(c) * (2 if acc == "F64" else 1) == r.regs[2], r.op  # (f64: pairs)

@@ -8,23 +8,31 @@ Layout kinds (element e of lane l; 16-bit elements pack two per VGPR, 8-bit four
     C/D (32-bit) register v of lane l: row 2v + l//16, col l%16          (RDNA3 ISA guide, "WMMA" section)
   wmma_rdna4, 16x16x16 (wave32): A lane l: row l%16, k = 8*(l//16) + e; B the same with col;
     C/D: row v + 8*(l//16), col l%16                                       (RDNA4 ISA guide, "WMMA" section)
-  mfma, MxNxK single block (M=N=16 or 32, G = 64/M lane groups, K/G elements per lane):
-    A lane l: row l%M, k = (K/G)*(l//M) + e; B lane l: col l%M, same k; C/D register v of lane l: col l%M,
-    row 4*(l//16) + v (M=16) or 8*(v//4) + 4*(l//32) + v%4 (M=32)
-    (AMD Instinct MI300 ISA, "Matrix fused multiply-add")
+  mfma, MxNxK in B blocks (AMD Matrix Instruction Calculator, gfx9 rules; AMD Instinct MI300 ISA, "Matrix fused
+    multiply-add"): a lane holds E = K*M*B/L consecutive k of one row (A) or column (B); lane l: block (l//M) % B,
+    row l%M, k = E*(l // (M*B)) + e. D element (b, i, j) is in slot b*(M*N/L) + H*(i // (H*R)) + i%H, lane
+    N*(b%P) + P*N*((i//H) % R) + j, where a slot is a VGPR (H = 4 rows) or a VGPR pair (f64: H = 1), R = L/N and
+    P = ceil(L*H/(M*N)) the blocks one slot holds. CBSZ/ABID: block b reads A's block (b >> CBSZ << CBSZ) + ABID;
+    BLGP (not f64, where the field is NEG): B's lane l is read from lane l%32 (1), l%32 + 32 (2), (l + 16)%64 (3),
+    l%16 + 16*(BLGP-4) (4-7).
+A B-block instruction is computed as one (B*M) x K x (B*N) product whose diagonal blocks D reads: the off-diagonal
+products are computed and never read (B times the multiplies, the same bits), so both tiers keep one loop nest.
 `tables` turns a layout into the register facts every consumer reads (this interpreter and the native tier's
 lowering, emu/native/matrix.py): which register, lane and bit offset holds A[m, k] and B[k, n], and which D element
 register v of lane l holds. Arithmetic (the same in both tiers, bit for bit): each element converted exactly to
 float64 (int64 for integers), the products of D[m, n] summed in k order starting from -0.0 (in float64 every
 product is exact and the order fixes the roundings), then C added and the sum rounded once (RNE) to f32 (integers:
 the low 32 bits); a NaN result is the default quiet NaN 0x7fc00000 (which NaN operand the hardware returns is not
-documented; one fixed answer keeps both tiers identical). Denormals are kept, inputs and results. FP8/BF8 elements
+documented; one fixed answer keeps both tiers identical). F64 (V_MFMA_F64_*): a chain of fused multiply-adds in k
+order starting from C, each rounded once (RNE), a NaN the default 0x7ff8000000000000 (our model: the manual gives
+no order; each step is what V_FMA_F64 does). Denormals are kept, inputs and results. FP8/BF8 elements
 (the target's formats, pcode.runtime.FP8) take the layouts of the 8-bit integer opcodes of the same shape and are
 exact in float64 like the others.
 """
 from __future__ import annotations
 
 import functools
+import math
 from typing import NamedTuple
 
 import numpy as np
@@ -36,22 +44,23 @@ from gputwin.pcode.runtime import FP8, fp8_decode
 U32 = np.uint32
 
 
-_BITS = {"F16": 16, "BF16": 16, "IU8": 8, "I8": 8, "F32": 32, "FP8": 8, "BF8": 8}  # element types the layouts take
+_BITS = {"F16": 16, "BF16": 16, "IU8": 8, "I8": 8, "IU4": 4, "F32": 32, "F64": 64, "FP8": 8, "BF8": 8}  # (layouts')
 
 
 @functools.lru_cache(maxsize=None)
 def layout(family: str, name: str, L: int):
-  """(M, N, K, accumulator type, A's and B's element types, input bits, elements per lane, A/B map, C/D map) of
-  `name` in wave`L`: the A/B map gives per element (row or column, k) lane arrays, the C/D map per register (row,
-  column). A and B share a layout (same bits: FP8 x BF8 differ in type only)."""
+  """(M, N, K, blocks, accumulator type, A's and B's element types, input bits, elements per lane, A/B map, C/D map)
+  of `name` in wave`L`: the A/B map gives per element (row or column, k) lane arrays, the C/D map per slot (a
+  register; f64: a register pair) (row, column) lane arrays, rows and columns of the (B*M) x (B*N) product. A and B
+  share a layout (same bits: FP8 x BF8 differ in type only)."""
   row = hwdata.matrix(family, name)
   if row is None or row.layout is None or (row.layout.startswith("wmma") and L != 32) or row.a not in _BITS or \
      _BITS.get(row.b) != _BITS[row.a]:
     raise GputwinError(f"{name}: matrix layout not modelled (wave{L})")
-  return _layout(row.layout, row.m, row.n, row.k, row.c, (row.a, row.b), L)
+  return _layout(row.layout, row.m, row.n, row.k, row.blocks, row.c, (row.a, row.b), L)
 
 
-def _layout(kind: str, M: int, N: int, K: int, acc: str, ins: tuple[str, str], L: int):
+def _layout(kind: str, M: int, N: int, K: int, B: int, acc: str, ins: tuple[str, str], L: int):
   bits = _BITS[ins[0]]
   lane = np.arange(L)
   if kind == "wmma_rdna3":
@@ -63,60 +72,85 @@ def _layout(kind: str, M: int, N: int, K: int, acc: str, ins: tuple[str, str], L
     a = [(lane % 16, 8 * (lane // 16) + e) for e in range(ne)]
     c = [(v + 8 * (lane // 16), lane % 16) for v in range(M * N // L)]
   else:
-    G = L // M
-    ne = K // G
-    a = [(lane % M, ne * (lane // M) + e) for e in range(ne)]
-    row = (lambda v: 4 * (lane // 16) + v) if M == 16 else (lambda v: 8 * (v // 4) + 4 * (lane // 32) + v % 4)
-    c = [(row(v), lane % M) for v in range(M * N // L)]
-  return M, N, K, acc, ins, bits, ne, a, c
+    ne = K * M * B // L
+    a = [(M * (lane // M % B) + lane % M, ne * (lane // (M * B)) + e) for e in range(ne)]
+    H = 1 if acc == "F64" else 4  # rows a slot group spans (module docstring)
+    R, P = L // N, -(-L * H // (M * N))
+    rows, cols = np.full((B * M * N // L, L), -1), np.full((B * M * N // L, L), -1)
+    for b in range(B):
+      for i in range(M):
+        v, at = b * (M * N // L) + H * (i // (H * R)) + i % H, N * (b % P) + P * N * (i // H % R) + np.arange(N)
+        rows[v, at], cols[v, at] = b * M + i, b * N + np.arange(N)
+    assert (rows >= 0).all()
+    c = list(zip(rows, cols))
+  return M, N, K, B, acc, ins, bits, ne, a, c
 
 
 NAN = 0x7fc00000  # what a NaN result is (module docstring)
+NAN64 = 0x7ff8000000000000
+
+
+def _blgp_lanes(blgp: int, L: int) -> np.ndarray:
+  """The lane each lane's B operand is read from under BLGP `blgp` (module docstring)."""
+  lane = np.arange(L)
+  return [lane, lane % 32, lane % 32 + 32, (lane + 16) % 64, *(lane % 16 + 16 * g for g in range(4))][blgp] % L
 
 
 class Tables(NamedTuple):
-  """A layout as register facts (`tables`): A[m, k] is in `a[m, k]` = (register, lane, bit offset) of the A operand
-  (where several lanes hold an element, as RDNA3's lanes 16-31 repeat 0-15: the highest of them), B[k, n] in
-  `b[k, n]`; C/D register v of lane l holds element `d[v, l]` = m * N + n; `regs`: registers of A, B, C/D."""
+  """A layout as register facts (`tables`) of the (B*M) x K x (B*N) product: A[m, k] is in `a[m, k]` = (register,
+  lane, bit offset) of the A operand (where several lanes hold an element, as RDNA3's lanes 16-31 repeat 0-15: the
+  highest of them; a 64-bit element: its low register), B[k, n] in `b[k, n]`; D slot v (a register; f64: a
+  register pair) of lane l holds element `d[v, l]` = row * n + column; `regs`: registers of A, B, C/D."""
   m: int
   n: int
   k: int
-  acc: str  # accumulator / result type: F32 | I32
+  acc: str  # accumulator / result type: F32 | I32 | F64
   ins: tuple[str, str]  # A's and B's element types (matrix.json)
   bits: int  # input element bits
   a: np.ndarray  # (M, K, 3) int64
   b: np.ndarray  # (K, N, 3) int64
-  d: np.ndarray  # (regs[2], L) int64
+  d: np.ndarray  # (slots, L) int64
   regs: tuple
 
 
 @functools.lru_cache(maxsize=None)
-def tables(family: str, name: str, L: int) -> Tables:
-  """The register tables of `name` in wave`L`, from its `layout` (GputwinError where none is modelled)."""
-  M, N, K, acc, ins, bits, ne, amap, cmap = layout(family, name, L)
-  per = 32 // bits
-  a, b = np.full((M, K, 3), -1, np.int64), np.full((K, N, 3), -1, np.int64)
+def tables(family: str, name: str, L: int, cbsz: int = 0, abid: int = 0, blgp: int = 0) -> Tables:
+  """The register tables of `name` in wave`L` with the CDNA broadcast controls (module docstring), from its `layout`
+  (GputwinError where none is modelled)."""
+  M, N, K, B, acc, ins, bits, ne, amap, cmap = layout(family, name, L)
+  per, wide = max(32 // bits, 1), max(bits // 32, 1)  # elements per register, registers per element
+  a, b = np.full((B * M, K, 3), -1, np.int64), np.full((K, B * N, 3), -1, np.int64)
   for e, (rc, k) in enumerate(amap):
     for lane in range(L):  # (lanes in order: the highest holding an element wins)
-      a[rc[lane], k[lane]] = b[k[lane], rc[lane]] = (e // per, lane, bits * (e % per))
-  d = np.stack([r * N + col for r, col in cmap])
-  assert (a >= 0).all() and (b >= 0).all() and sorted(d.ravel()) == list(range(M * N)), name
+      a[rc[lane], k[lane]] = b[k[lane], rc[lane]] = (wide * (e // per), lane, bits * (e % per))
+  d = np.stack([r * (B * N) + col for r, col in cmap])
+  diagonal = [(bb * M + i) * (B * N) + bb * N + j for bb in range(B) for i in range(M) for j in range(N)]
+  assert (a >= 0).all() and (b >= 0).all() and sorted(d.ravel()) == diagonal, name
+  a = a.reshape(B, M, K, 3)[(np.arange(B) >> cbsz << cbsz) + abid].reshape(B * M, K, 3)
+  b[..., 1] = _blgp_lanes(blgp, L)[b[..., 1]]
   for x in (a, b, d):
     x.setflags(write=False)
-  return Tables(M, N, K, acc, ins, bits, a, b, d, (ne * bits // 32, ne * bits // 32, M * N // L))
+  return Tables(B * M, B * N, K, acc, ins, bits, a, b, d, (ne * bits // 32, ne * bits // 32, len(cmap) * wide))
 
 
-def operands(family: str, op, L: int) -> tuple[Tables, str, str]:
-  """(tables, A's element kind, B's) of matrix instruction `op`; a GputwinError for what the model lacks. Kinds
-  (`_value`): F16, BF16, F32, I8 / U8 (signed or not), and the 8-bit floats of the target (pcode.runtime.FP8: fp8,
-  bf8, fp8fnuz, bf8fnuz)."""
+def operands(family: str, op, L: int) -> tuple[Tables, str, str, tuple[bool, bool, bool]]:
+  """(tables, A's element kind, B's, whether A, B, C are negated) of matrix instruction `op`; a GputwinError for
+  what the model lacks. Kinds (`_value`): F16, BF16, F32, F64, I8 / U8 and I4 / U4 (signed or not), and the 8-bit
+  floats of the target (pcode.runtime.FP8: fp8, bf8, fp8fnuz, bf8fnuz)."""
   name, f = op.inst.op, op.inst.f
-  t = tables(family, name, L)
-  if f.get("cbsz", 0) or f.get("abid", 0) or f.get("blgp", 0):
-    raise GputwinError(f"{name}: cbsz/abid/blgp broadcast controls are not modelled")
+  row = hwdata.matrix(family, name)
+  cbsz, abid, blgp = f.get("cbsz", 0), f.get("abid", 0), f.get("blgp", 0)
+  if cbsz or abid:  # (llvm-mc-22 takes any CBSZ < 8 and ABID < 16)
+    if row is None or (1 << cbsz) > row.blocks or abid >= 1 << cbsz:
+      raise GputwinError(f"{name}: cbsz:{cbsz} abid:{abid} not modelled (a block of A broadcast to 2**cbsz blocks "
+                         f"of {row.blocks if row else '?'}, abid below 2**cbsz)")
+  neg = (False,) * 3
+  if row is not None and row.a == "F64":  # (the BLGP field is NEG on f64: llvm-mc-22 prints neg:[a,b,c])
+    neg, blgp = tuple(bool(blgp >> i & 1) for i in range(3)), 0
+  t = tables(family, name, L, cbsz, abid, blgp)
   if f.get("clmp", 0):
     raise GputwinError(f"{name}: clamp is not modelled")
-  if t.ins[0] != "IU8" and (f.get("neg", 0) or f.get("neg_hi", 0)):
+  if t.ins[0] not in ("IU8", "IU4") and (f.get("neg", 0) or f.get("neg_hi", 0)):
     raise GputwinError(f"{name}: neg modifiers are not modelled")
   for k, s, need in zip("ABCD", (op.ins["S0"], op.ins["S1"], op.ins["S2"], op.outs["D0"]), t.regs + t.regs[2:]):
     if s.file not in ("v", "a") and not (k == "C" and s.file == "k"):  # llvm-mc-22: "Invalid register" (VReg_N)
@@ -127,17 +161,25 @@ def operands(family: str, op, L: int) -> tuple[Tables, str, str]:
     if s.file != "k" and s.dwords < need:
       raise GputwinError(f"{name}: the {k} matrix takes {need} registers, not {s.dwords}")
   def kind(ty: str, i: int) -> str:
-    if ty == "IU8":  # neg_lo bits 0/1 say A/B are signed (RDNA3 WMMA)
-      return "I8" if f.get("neg", 0) >> i & 1 else "U8"
+    if ty in ("IU8", "IU4"):  # neg_lo bits 0/1 say A/B are signed (RDNA WMMA)
+      return ("I" if f.get("neg", 0) >> i & 1 else "U") + ty[2:]
     if ty in ("FP8", "BF8"):  # what they mean on this target (isa.targets' fp8 column, bound by amd/decode)
       return ty.lower() + ("fnuz" if op.info.get("fp8fnuz") else "")
     return ty
-  return t, kind(t.ins[0], 0), kind(t.ins[1], 1)
+  return t, kind(t.ins[0], 0), kind(t.ins[1], 1), neg
 
 
 def _gather(regs: np.ndarray, src: np.ndarray, bits: int) -> np.ndarray:
   """(W, nregs, L) raw registers -> (W, ...) raw elements at `src` (a table's (register, lane, offset) rows)."""
-  return (regs[:, src[..., 0], src[..., 1]] >> src[..., 2].astype(U32)) & U32((1 << bits) - 1)
+  lo = regs[:, src[..., 0], src[..., 1]]
+  if bits == 64:
+    return lo.astype(np.uint64) | regs[:, src[..., 0] + 1, src[..., 1]].astype(np.uint64) << np.uint64(32)
+  return (lo >> src[..., 2].astype(U32)) & U32((1 << bits) - 1)
+
+
+def _pairs(rows: np.ndarray) -> np.ndarray:
+  """(..., 2n, L) uint32 register rows -> (..., n, L) uint64 register pairs (low register first)."""
+  return rows[..., 0::2, :].astype(np.uint64) | rows[..., 1::2, :].astype(np.uint64) << np.uint64(32)
 
 
 def _value(raw: np.ndarray, kind: str):
@@ -148,32 +190,68 @@ def _value(raw: np.ndarray, kind: str):
     return (raw.astype(U32) << U32(16)).view(np.float32).astype(np.float64)
   if kind == "F32":
     return raw.astype(U32).view(np.float32).astype(np.float64)
+  if kind == "F64":
+    return raw.view(np.float64)
   if kind in FP8:
     return fp8_decode(raw, kind).astype(np.float64)
+  if kind in ("I4", "U4"):
+    return raw.astype(np.int64) - (raw.astype(np.int64) >> 3 << 4 if kind == "I4" else 0)
   return (raw.astype(np.uint8).view(np.int8) if kind == "I8" else raw.astype(np.uint8)).astype(np.int64)
 
 
 def execute(eng, op, ix) -> None:
   """D = A x B + C for every wave in `ix` (EXEC is ignored: matrix instructions require all lanes)."""
-  t, ka, kb = operands(eng.fam, op, eng.L)
+  t, ka, kb, neg = operands(eng.fam, op, eng.L)
   with np.errstate(all="ignore"):  # (NaN and infinity operands, overflow to infinity: IEEE results)
-    raw = _compute(eng, op, ix, t, ka, kb)
+    raw = _compute(eng, op, ix, t, ka, kb, neg)
   d = op.outs["D0"]
   eng.mark(d.file, d.index, t.regs[2])
   (eng.V if d.file == "v" else eng.A)[ix, d.index:d.index + t.regs[2]] = raw
 
 
-def _compute(eng, op, ix, t: Tables, ka: str, kb: str) -> np.ndarray:
+def fma(x: float, y: float, z: float) -> float:
+  """x * y + z rounded once to f64 (RNE; IEEE's special cases): the exact sum in Python integers, rounded by their
+  correctly rounded true division."""
+  if not (math.isfinite(x) and math.isfinite(y)):
+    return x * y + z
+  if not math.isfinite(z):
+    return z
+  (p, q), (r, s), (u, w) = x.as_integer_ratio(), y.as_integer_ratio(), z.as_integer_ratio()  # (q, s, w: 2**n)
+  den = max(q * s, w)
+  num = p * r * (den // (q * s)) + u * (den // w)
+  if num == 0:  # (exact zero: -0 only as -0 + -0)
+    return -0.0 if (p == 0 or r == 0) and math.copysign(1, x) * math.copysign(1, y) < 0 and \
+        math.copysign(1, z) < 0 else 0.0
+  try:
+    return num / den
+  except OverflowError:
+    return math.inf if num > 0 else -math.inf
+
+
+_fmas = np.frompyfunc(fma, 3, 1)
+
+
+def _compute(eng, op, ix, t: Tables, ka: str, kb: str, neg) -> np.ndarray:
   """The raw D registers (W, regs, L)."""
   n, integer = eng.nwaves(ix), t.acc == "I32"
   regs = lambda s, k: (eng.V if s.file == "v" else eng.A)[ix, s.index:s.index + t.regs[k]]
   A = _value(_gather(regs(op.ins["S0"], 0), t.a, t.bits), ka)  # (W, M, K)
   B = _value(_gather(regs(op.ins["S1"], 1), t.b, t.bits), kb)  # (W, K, N)
+  c = op.ins["S2"]  # (a constant C is 0: operands)
+  if t.acc == "F64":
+    A, B = (-x if ng else x for x, ng in zip((A, B), neg))
+    C = np.zeros((n,) + t.d.shape) if c.file == "k" else _pairs(regs(c, 2)).view(np.float64)
+    acc = -C if neg[2] else C  # (W, slots, L)
+    m, col = np.divmod(t.d, t.n)
+    for k in range(t.k):  # (k order: module docstring)
+      acc = _fmas(A[:, m, k], B[:, k, col], acc).astype(np.float64)
+    raw = acc.view(np.uint64)
+    raw[np.isnan(acc)] = NAN64
+    return np.stack([raw.astype(U32), (raw >> np.uint64(32)).astype(U32)], 2).reshape(n, t.regs[2], -1)
   acc = np.zeros((n, t.m, t.n), np.int64) if integer else np.full((n, t.m, t.n), -0.0)
   for k in range(t.k):  # in k order (module docstring)
     acc += A[:, :, k, None] * B[:, None, k, :]
   D = acc.reshape(n, -1)[:, t.d]  # (W, regs, L)
-  c = op.ins["S2"]  # (a constant C is 0: operands)
   D = D + (0 if c.file == "k" else regs(c, 2).view(np.int32) if integer else regs(c, 2).view(np.float32))
   if integer:
     raw = D.astype(np.uint64).astype(U32)

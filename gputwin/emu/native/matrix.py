@@ -3,12 +3,13 @@ D depends on every lane's A and B), so its function works on the whole wave. It 
 interpreter reads (gputwin/emu/amd/matrix.py `tables`: which register, lane and bits hold each element, which
 element each D register of each lane gets) and computes with the interpreter's arithmetic, bit for bit: elements
 converted exactly to double (i32 for integers), each D[m, n] summed in k order from -0.0, then C, one rounding to
-f32, a NaN result the default NaN.
+f32, a NaN result the default NaN; f64 (V_MFMA_F64_*): from C, one llvm.fma per k in order, a NaN the default NaN.
 
 The code for one wave: the operand rows copied whole (one vector per register row, tagged like every other access
 to it) into local buffers; A and B unpacked into double (i32) matrices through constant tables; per row m a <N x
 double> accumulator over k (the k order of every element kept; vectorised across n); then per D register a gather
-of its lanes' elements, plus C, rounded and stored. Every C row is read before any D row is written."""
+of its lanes' elements, plus C, rounded and stored (f64: the accumulators start as C, scattered to their elements
+through the same table, and a D slot is a register pair). Every C row is read before any D row is written."""
 from __future__ import annotations
 
 from gputwin.emu.amd import matrix as layouts
@@ -21,7 +22,8 @@ SHIFT = 5  # a table entry: (register * L + lane) << SHIFT | bit offset
 
 
 def operands(op, fam: str, lanes: int):
-  """amd/matrix.py's operands check: (tables, A's element kind, B's), or Unsupported (the interpreter then raises)."""
+  """amd/matrix.py's operands check: (tables, A's element kind, B's, negations), or Unsupported (the interpreter
+  then raises)."""
   if fam not in ("rdna3", "rdna4", "cdna"):
     raise Unsupported("matrix family")
   try:
@@ -79,28 +81,23 @@ def lower(comp, i: int, op, f) -> str:
   """@inst{i} (and its tables) for matrix instruction `op`: D = A x B + C for one wave, as amd/matrix.py computes
   it. `comp`: the block's codegen.Compiler; `f`: a fresh codegen.Fn."""
   L = comp.L
-  t, ka, kb = operands(op, comp.fam, L)
+  t, ka, kb, neg = operands(op, comp.fam, L)
   srcs = (op.ins["S0"], op.ins["S1"], op.ins["S2"], op.outs["D0"])
   if any(s.file == "a" for s in srcs) and comp.fam != "cdna":
     raise Unsupported("AccVGPRs")
-  integer = t.acc == "I32"
+  integer, f64 = t.acc == "I32", t.acc == "F64"
   ety, sz = ("i32", 4) if integer else ("double", 8)  # element type of the unpacked matrices
   f.globals = []
-  # 1. the A and B rows, whole, into local buffers (in order: before anything is written)
-  bufs = []
-  for k, s in enumerate(srcs[:2]):
-    buf = f.alloca(f"[{t.regs[k] * L} x i32], align 64")
-    for r in range(t.regs[k]):
+  # 1. the A, B and C rows, whole, into local buffers (in order: before anything is written)
+  def rows(s, n):
+    buf = f.alloca(f"[{n * L} x i32], align 64")
+    for r in range(n):
       v = f.ld(f"<{L} x i32>", _row(comp, f, s.file, s.index + r), (s.file, s.index + r), ", align 4")
       f.st(f"<{L} x i32>", v, f.gep(buf, str(4 * L * r)), "mx", ", align 64")
-    bufs.append(buf)
+    return buf
+  bufs = [rows(s, t.regs[k]) for k, s in enumerate(srcs[:2])]
   c, d = srcs[2], srcs[3]
-  cbuf = None
-  if c.file != "k":  # (a constant C is 0: operands)
-    cbuf = f.alloca(f"[{t.regs[2] * L} x i32], align 64")
-    for r in range(t.regs[2]):
-      v = f.ld(f"<{L} x i32>", _row(comp, f, c.file, c.index + r), (c.file, c.index + r), ", align 4")
-      f.st(f"<{L} x i32>", v, f.gep(cbuf, str(4 * L * r)), "mx", ", align 64")
+  cbuf = None if c.file == "k" else rows(c, t.regs[2])  # (a constant C is 0: operands)
   # 2. A (M x K) and B (K x N) unpacked through the tables
   mats = []
   for k, (tab, kind) in enumerate(((t.a, ka), (t.b, kb))):
@@ -111,41 +108,70 @@ def lower(comp, i: int, op, f) -> str:
     e = f.ld("i32", f.gep(g, f.op(f"mul i64 %u{k}, 4")), "mxtab")
     word = f.op(f"lshr i32 {e}, {SHIFT}")
     at = f.op(f"zext i32 {f.op(f'shl i32 {word}, 2')} to i64")
-    sh = f.op(f"and i32 {e}, {(1 << SHIFT) - 1}")
-    raw = f.op(f"lshr i32 {f.ld('i32', f.gep(bufs[k], at), 'mx')}, {sh}")
-    f.st(ety, _element(f, raw, kind), f.gep(mat, f.op(f"mul i64 %u{k}, {sz}")), "mx")
+    if t.bits == 64:  # (the low register's row, then the next register's)
+      x = _pair(f, f.ld("i32", f.gep(bufs[k], at), "mx"), f.ld("i32", f.gep(bufs[k], f.op(f"add i64 {at}, {4 * L}")),
+                                                                 "mx"))
+      x = f.op(f"fneg double {x}") if neg[k] else x
+    else:
+      sh = f.op(f"and i32 {e}, {(1 << SHIFT) - 1}")
+      x = _element(f, f.op(f"lshr i32 {f.ld('i32', f.gep(bufs[k], at), 'mx')}, {sh}"), kind)
+    f.st(ety, x, f.gep(mat, f.op(f"mul i64 %u{k}, {sz}")), "mx")
     close()
     mats.append(mat)
   am, bm = mats
-  # 3. per row m: a running <N x ety> row from -0.0 (0), plus A[m, k] * B[k, :] for k in order (vectorised over n)
-  N, K = t.n, t.k
+  # 3. per row m: a running <N x ety> row from -0.0 (0; f64: from C, scattered to the elements through the D table),
+  # plus A[m, k] * B[k, :] for k in order (vectorised over n)
+  N, K, n = t.n, t.k, t.regs[2] * L
+  g = table(f, f"mx{i}.d", "i32", t.d.reshape(-1))
   vty, add, mul = f"<{N} x {ety}>", "add" if integer else "fadd", "mul" if integer else "fmul"
   acc, run = f.alloca(f"[{t.m * N} x {ety}], align 64"), f.alloca(vty)
+  def slot(dd: str) -> str:  # D/C word `dd` (slot-major) -> its low register's word (slot v: rows 2v, 2v + 1)
+    v = f.op(f"udiv i64 {dd}, {L}")
+    return f.op(f"add i64 {dd}, {f.op(f'mul i64 {v}, {L}')}")
+  if f64:
+    f.emit(f"store [{t.m * N} x double] zeroinitializer, ptr {acc}")
+    if cbuf is not None:
+      close = loop(f, t.d.size, "cc")
+      at = f.op(f"zext i32 {f.ld('i32', f.gep(g, f.op('mul i64 %cc, 4')), 'mxtab')} to i64")
+      lo = f.op(f"mul i64 {slot('%cc')}, 4")
+      x = _pair(f, f.ld("i32", f.gep(cbuf, lo), "mx"), f.ld("i32", f.gep(cbuf, f.op(f"add i64 {lo}, {4 * L}")), "mx"))
+      f.st("double", f.op(f"fneg double {x}") if neg[2] else x, f.gep(acc, f.op(f"mul i64 {at}, 8")), "mx")
+      close()
   close_m = loop(f, t.m, "mm")
-  f.emit(f"store {vty} {'zeroinitializer' if integer else _splat(N, 'double', '-0.0')}, ptr {run}")
+  row = f.gep(acc, f.op(f"mul i64 %mm, {N * sz}"))
+  start = f.ld(vty, row, "mx", ", align 8") if f64 else "zeroinitializer" if integer else _splat(N, "double", "-0.0")
+  f.emit(f"store {vty} {start}, ptr {run}")
   close_k = loop(f, K, "kk")
   xs, brow = k_step(f, ety, N, K, am, bm, sz, "mx")
-  cur, prod = f.op(f"load {vty}, ptr {run}"), f.op(f"{mul} {vty} {xs}, {brow}")
-  f.emit(f"store {vty} {f.op(f'{add} {vty} {cur}, {prod}')}, ptr {run}")
+  cur = f.op(f"load {vty}, ptr {run}")
+  nxt = f.op(f"call {vty} @llvm.fma.v{N}f64({vty} {xs}, {vty} {brow}, {vty} {cur})") if f64 else \
+      f.op(f"{add} {vty} {cur}, {f.op(f'{mul} {vty} {xs}, {brow}')}")
+  f.emit(f"store {vty} {nxt}, ptr {run}")
   close_k()
-  f.st(vty, f.op(f"load {vty}, ptr {run}"), f.gep(acc, f.op(f"mul i64 %mm, {N * sz}")), "mx", f", align {sz}")
+  f.st(vty, f.op(f"load {vty}, ptr {run}"), row, "mx", f", align {sz}")
   close_m()
-  # 4. D register v of lane l = acc[d[v, l]] + C, rounded (a NaN: the default NaN), then the D rows stored
-  n = t.regs[2] * L
-  g = table(f, f"mx{i}.d", "i32", t.d.reshape(-1))
+  # 4. D slot v of lane l = acc[d[v, l]] (+ C), rounded (a NaN: the default NaN), then the D rows stored
   out = f.alloca(f"[{n} x i32], align 64")
-  close = loop(f, n, "dd")
+  close = loop(f, t.d.size, "dd")
   at = f.op(f"zext i32 {f.ld('i32', f.gep(g, f.op('mul i64 %dd, 4')), 'mxtab')} to i64")
   y = f.ld(ety, f.gep(acc, f.op(f"mul i64 {at}, {sz}")), "mx")
-  cv = None if cbuf is None else f.ld("i32", f.gep(cbuf, f.op("mul i64 %dd, 4")), "mx")
-  if integer:
-    r = y if cv is None else f.op(f"add i32 {y}, {cv}")
+  if f64:
+    bits = f.op(f"select i1 {f.op(f'fcmp uno double {y}, 0.0')}, i64 {layouts.NAN64}, i64 "
+                f"{f.op(f'bitcast double {y} to i64')}")
+    lo = f.op(f"mul i64 {slot('%dd')}, 4")
+    f.st("i32", f.op(f"trunc i64 {bits} to i32"), f.gep(out, lo), "mx")
+    f.st("i32", f.op(f"trunc i64 {f.op(f'lshr i64 {bits}, 32')} to i32"), f.gep(out, f.op(f"add i64 {lo}, {4 * L}")),
+         "mx")
   else:
-    cd = "0.0" if cv is None else f.op(f"fpext float {f.op(f'bitcast i32 {cv} to float')} to double")
-    y = f.op(f"fadd double {y}, {cd}")
-    r32 = f.op(f"bitcast float {f.op(f'fptrunc double {y} to float')} to i32")
-    r = f.op(f"select i1 {f.op(f'fcmp uno double {y}, 0.0')}, i32 {layouts.NAN}, i32 {r32}")
-  f.st("i32", r, f.gep(out, f.op("mul i64 %dd, 4")), "mx")
+    cv = None if cbuf is None else f.ld("i32", f.gep(cbuf, f.op("mul i64 %dd, 4")), "mx")
+    if integer:
+      r = y if cv is None else f.op(f"add i32 {y}, {cv}")
+    else:
+      cd = "0.0" if cv is None else f.op(f"fpext float {f.op(f'bitcast i32 {cv} to float')} to double")
+      y = f.op(f"fadd double {y}, {cd}")
+      r32 = f.op(f"bitcast float {f.op(f'fptrunc double {y} to float')} to i32")
+      r = f.op(f"select i1 {f.op(f'fcmp uno double {y}, 0.0')}, i32 {layouts.NAN}, i32 {r32}")
+    f.st("i32", r, f.gep(out, f.op("mul i64 %dd, 4")), "mx")
   close()
   for v in range(t.regs[2]):
     row = f.ld(f"<{L} x i32>", f.gep(out, str(4 * L * v)), "mx", ", align 64")
@@ -154,6 +180,13 @@ def lower(comp, i: int, op, f) -> str:
   comp.bump_pc(f, op)
   text = comp.finish(f, i, str(L))
   return "\n".join(f.globals) + "\n" + text
+
+
+def _pair(f, lo: str, hi: str) -> str:
+  """The double whose low and high words are i32s `lo` and `hi`."""
+  h = f.op(f"zext i32 {hi} to i64")
+  w = f.op(f"or i64 {f.op(f'zext i32 {lo} to i64')}, {f.op(f'shl i64 {h}, 32')}")
+  return f.op(f"bitcast i64 {w} to double")
 
 
 def k_step(f, ety: str, N: int, K: int, a: str, b: str, sz: int, tag: str, k: str = "%kk") -> tuple[str, str]:
@@ -186,5 +219,5 @@ def _element(f, raw: str, kind: str) -> str:
     return f.op(f"fpext float {x} to double")
   if kind == "F32":
     return f.op(f"fpext float {f.op(f'bitcast i32 {raw} to float')} to double")
-  b = f.op(f"trunc i32 {raw} to i8")
-  return f.op(f"{'sext' if kind == 'I8' else 'zext'} i8 {b} to i32")
+  w = 4 if kind in ("I4", "U4") else 8
+  return f.op(f"{'sext' if kind[0] == 'I' else 'zext'} i{w} {f.op(f'trunc i32 {raw} to i{w}')} to i32")

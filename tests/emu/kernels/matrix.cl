@@ -50,3 +50,28 @@ __kernel void wmma_i8(__global int *D, __global const char *A, __global const ch
   for (int v = 0; v < 8; v++) D[(2 * v + l / 16) * 16 + l % 16] = d[v];
 #endif
 }
+
+// int4 WMMA, A signed and B unsigned: RDNA3 the layout above with sixteen 4-bit elements in two VGPRs (element k in
+// VGPR k/8, bits 4*(k%8)); RDNA4 16x16x16 eight per lane in one VGPR, k = 8*(l/16) + e (bits 4*e).
+__kernel void wmma_i4(__global int *D, __global const char *A, __global const char *B, __global const int *C) {
+  int l = __builtin_amdgcn_workitem_id_x();
+#if defined(__gfx1100__)
+  int2 a = 0, b = 0; int8 c;
+  for (int k = 0; k < 16; k++) {
+    a[k / 8] |= (A[(l % 16) * 16 + k] & 15) << (4 * (k % 8));
+    b[k / 8] |= (B[k * 16 + l % 16] & 15) << (4 * (k % 8));
+  }
+  for (int v = 0; v < 8; v++) c[v] = C[(2 * v + l / 16) * 16 + l % 16];
+  int8 d = __builtin_amdgcn_wmma_i32_16x16x16_iu4_w32(true, a, false, b, c, false);
+  for (int v = 0; v < 8; v++) D[(2 * v + l / 16) * 16 + l % 16] = d[v];
+#elif defined(__gfx1200__)
+  int a = 0, b = 0; int8 c;
+  for (int e = 0; e < 8; e++) {
+    a |= (A[(l % 16) * 16 + 8 * (l / 16) + e] & 15) << (4 * e);
+    b |= (B[(8 * (l / 16) + e) * 16 + l % 16] & 15) << (4 * e);
+  }
+  for (int v = 0; v < 8; v++) c[v] = C[(v + 8 * (l / 16)) * 16 + l % 16];
+  int8 d = __builtin_amdgcn_wmma_i32_16x16x16_iu4_w32_gfx12(true, a, false, b, c, false);
+  for (int v = 0; v < 8; v++) D[(v + 8 * (l / 16)) * 16 + l % 16] = d[v];
+#endif
+}

@@ -1,0 +1,108 @@
+"""CDNA MFMA of several blocks, f64 MFMA, and the broadcast controls CBSZ/ABID/BLGP (f64: NEG), on both tiers, against
+numpy. The kernels are clang-22's (tests/emu/kernels/mfma_blocks.cl: one instruction each, its registers loaded from
+and stored to images); where each matrix element sits is written here from AMD's Matrix Instruction Calculator (its
+element -> register and lane equations for gfx9 MFMA, and its BLGP/CBSZ/ABID descriptions), independently of
+gputwin/emu/amd/matrix.py's register -> element tables."""
+import numpy as np
+import pytest
+
+from gputwin.emu import launch, native
+
+ARCHS = ["gfx942", "gfx950"]
+# kernel: (M, N, K, blocks, element kind, CBSZ, ABID, BLGP)
+KERNELS = {
+  "f32_4x4x1": (4, 4, 1, 16, "f32", 0, 0, 0), "f32_16x16x1": (16, 16, 1, 4, "f32", 0, 0, 0),
+  "f32_32x32x1": (32, 32, 1, 2, "f32", 0, 0, 0), "f16_4x4x4": (4, 4, 4, 16, "f16", 0, 0, 0),
+  "f16_16x16x4": (16, 16, 4, 4, "f16", 0, 0, 0), "f16_32x32x4": (32, 32, 4, 2, "f16", 0, 0, 0),
+  "bf16_4x4x4": (4, 4, 4, 16, "bf16", 0, 0, 0), "bf16_16x16x4": (16, 16, 4, 4, "bf16", 0, 0, 0),
+  "bf16_32x32x4": (32, 32, 4, 2, "bf16", 0, 0, 0), "i8_4x4x4": (4, 4, 4, 16, "i8", 0, 0, 0),
+  "i8_16x16x4": (16, 16, 4, 4, "i8", 0, 0, 0), "i8_32x32x4": (32, 32, 4, 2, "i8", 0, 0, 0),
+  "f64_16x16x4": (16, 16, 4, 1, "f64", 0, 0, 0), "f64_4x4x4": (4, 4, 4, 4, "f64", 0, 0, 0),
+  "f32_4x4x1_c2a1b3": (4, 4, 1, 16, "f32", 2, 1, 3), "f32_4x4x1_c4a9b7": (4, 4, 1, 16, "f32", 4, 9, 7),
+  "f16_16x16x4_c1a1b5": (16, 16, 4, 4, "f16", 1, 1, 5), "f16_16x16x4_c2a3b1": (16, 16, 4, 4, "f16", 2, 3, 1),
+  "f32_32x32x1_c1a1b2": (32, 32, 1, 2, "f32", 1, 1, 2), "i8_16x16x4_c0a0b6": (16, 16, 4, 4, "i8", 0, 0, 6),
+  "f16_16x16x16_b4": (16, 16, 16, 1, "f16", 0, 0, 4), "f64_16x16x4_neg5": (16, 16, 4, 1, "f64", 0, 0, 5),
+  "f64_4x4x4_c2a2": (4, 4, 4, 4, "f64", 2, 2, 0),
+}
+# per kind: the kernel's A/B element type on the host (bf16: its bits), C/D's, elements a lane loads for A and B
+HOST = {"f32": (np.float32, np.float32), "f16": (np.float16, np.float32), "bf16": (np.uint16, np.float32),
+        "i8": (np.int8, np.int32), "f64": (np.float64, np.float64)}
+
+
+def _in_lane(M, K, B, E, b, i, k):
+  """The calculator's input lane: M * block + (M * blocks) * floor(k / E) + i (element k % E of the lane)."""
+  return M * b + M * B * (k // E) + i
+
+
+def _out_at(M, N, B, f64, b, i, j):
+  """The calculator's output (register, lane) of D[b][i][j]: its printed equations per shape (f64: a register pair,
+  counted in pairs)."""
+  if f64:
+    reg = i // 4 if B == 1 else 0
+    return reg, 16 * (i % 4) + (N * b if M * N < 64 else 0) + j
+  reg = {(4, 16): i, (16, 4): 4 * b + i % 4, (16, 1): i % 4, (32, 2): 16 * b + 4 * (i // 8) + i % 4,
+         (32, 1): 4 * (i // 8) + i % 4}[M, B]
+  lane = (N * (i // 4)) % 64 if N * M // 4 > 64 else N * (i // 4) if N * M // 4 == 64 else 0
+  return reg, lane + (N * b if M * N < 64 else 0) + j
+
+
+def _blgp(blgp, lane):
+  """The lane B is read from (calculator: 1/2 broadcast the first/second 32 lanes, 3 rotates down by 16, 4-7
+  broadcast the first/second/third/fourth 16 lanes)."""
+  return [lane, lane % 32, 32 + lane % 32, (lane + 16) % 64, lane % 16, 16 + lane % 16, 32 + lane % 16,
+          48 + lane % 16][blgp]
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_blocks_f64_and_broadcasts_match_numpy_on_both_tiers(clang_co, monkeypatch, arch):
+  rng = np.random.default_rng(11)
+  co = clang_co(arch, "mfma_blocks")
+  for name, (M, N, K, B, kind, cbsz, abid, blgp) in KERNELS.items():
+    f64 = kind == "f64"
+    ti, to = HOST[kind]
+    E = K * M * B // 64
+    lim = 100 if kind == "i8" else 4
+    vals = lambda shape: rng.integers(-lim, lim, shape)
+    Am, Bm, Cm = vals((B, M, K)), vals((B, K, N)), vals((B, M, N)) * 8
+    img = lambda: np.zeros((64, E) if E > 1 else 64, np.float64)
+    Ai, Bi = img(), img()
+    for b in range(B):
+      for k in range(K):
+        for i in range(M):
+          Ai[(_in_lane(M, K, B, E, b, i, k),) + ((k % E,) if E > 1 else ())] = Am[b, i, k]
+        for j in range(N):
+          Bi[(_in_lane(N, K, B, E, b, j, k),) + ((k % E,) if E > 1 else ())] = Bm[b, k, j]
+    regs = B * M * N // 64
+    Ci = np.zeros((max(regs, 2), 64), to)  # (f64_4x4x4's kernel moves a pair of doubles: the second is unused)
+    for b in range(B):
+      for i in range(M):
+        for j in range(N):
+          Ci[_out_at(M, N, B, f64, b, i, j)] = Cm[b, i, j]
+    host = lambda x: ((x.astype(np.float32).view(np.uint32) >> 16).astype(np.uint16) if kind == "bf16" else
+                      x.astype(ti).view(np.int32) if kind == "i8" else x.astype(ti))  # (four i8: the kernel's int)
+    # what the hardware multiplies: A block (b >> CBSZ << CBSZ) + ABID, B from the BLGP lane (f64: BLGP is NEG)
+    Ae = np.stack([Am[(b >> cbsz << cbsz) + abid] for b in range(B)])
+    Be = np.zeros((B, K, N))
+    for b in range(B):
+      for k in range(K):
+        for j in range(N):
+          lane = _blgp(0 if f64 else blgp, _in_lane(N, K, B, E, b, j, k))
+          Be[b, k, j] = Bi[(lane,) + ((k % E,) if E > 1 else ())]
+    neg = [1 - 2 * (blgp >> t & 1) if f64 else 1 for t in range(3)]
+    want = (neg[0] * Ae) @ (neg[1] * Be) + neg[2] * Cm
+    out = {}
+    for mode in ("0", "force"):
+      monkeypatch.setenv("GPUTWIN_JIT", mode)
+      D = np.zeros_like(Ci)
+      st = launch(co, name, grid=1, block=64, args=[D, host(Ai), host(Bi), Ci.copy()], checks=False)
+      out[mode] = (D, st)
+    (di, _), (dn, sn) = out["0"], out["force"]
+    assert np.array_equal(di.view(np.uint8), dn.view(np.uint8)), name
+    got = np.zeros((B, M, N))
+    for b in range(B):
+      for i in range(M):
+        for j in range(N):
+          got[b, i, j] = dn[_out_at(M, N, B, f64, b, i, j)]
+    np.testing.assert_array_equal(got, want, err_msg=name)
+    assert sn.native_instructions >= 0.9 * sn.instructions, (name, sn)
+  assert not native.FAILED, native.FAILED[:3]
