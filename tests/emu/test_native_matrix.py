@@ -332,3 +332,19 @@ def test_results_are_the_exact_product_rounded(arch):
         bound = Fraction(float(np.spacing(np.float32(abs(float(exact)))))) + \
             (sum(abs(p) for p in prods) + abs(cf)) * (t.k + 1) / 2 ** 53
         assert abs(got - exact) <= bound, (name, v, lane, float(got), float(exact))
+
+
+def test_rdna4_wmma_sums_in_the_guides_k_order(clang_co, monkeypatch):
+  """RDNA4's A/B lanes hold runs of four k alternating between the lane halves (lane 0: k 0-3, 8-11; lane 16: 4-7,
+  12-15). A pairing of A and B by another k order gives the same products, so only the order of the float64 sum
+  tells: row 0 x column 0 = 2**30 (k 0) + 2**-28 (k 4) - 2**30 (k 8) is 0 summed in k order, 2**-28 if k 8 came
+  before k 4 (the layout read as k = 8 * (l // 16) + e)."""
+  from gputwin.emu import launch
+  A, B = np.zeros((16, 16), np.float16), np.zeros((16, 16), np.float16)
+  A[0, [0, 4, 8]], B[[0, 4, 8], 0] = [2 ** 15, 2 ** -14, -2 ** 15], [2 ** 15, 2 ** -14, 2 ** 15]
+  for mode in ("0", "force"):
+    monkeypatch.setenv("GPUTWIN_JIT", mode)
+    D = np.ones((16, 16), np.float32)
+    launch(clang_co("gfx1200", "matrix"), "mma16", grid=1, block=32, args=[D, A, B, np.zeros((16, 16), np.float32)],
+           checks=False)
+    assert (D == 0).all(), (mode, D[0, 0])

@@ -6,8 +6,10 @@ a row whose layout is null is not modelled and raises.
 Layout kinds (element e of lane l; 16-bit elements pack two per VGPR, 8-bit four):
   wmma_rdna3, 16x16x16 (wave32): A lane l: row l%16, k=e (lanes 16-31 repeat 0-15); B lane l: col l%16, k=e;
     C/D (32-bit) register v of lane l: row 2v + l//16, col l%16          (RDNA3 ISA guide, "WMMA" section)
-  wmma_rdna4, 16x16x16 (wave32): A lane l: row l%16, k = 8*(l//16) + e; B the same with col;
-    C/D: row v + 8*(l//16), col l%16                                       (RDNA4 ISA guide, "WMMA" section)
+  wmma_rdna4, 16x16x16 (wave32): A lane l: row l%16, k = 4*(l//16) + 8*(e//4) + e%4 (runs of four k alternate
+    between the lane halves: lane 0 holds k 0-3 and 8-11, lane 16 k 4-7 and 12-15); B the same with col;
+    C/D: row v + 8*(l//16), col l%16   (RDNA4 ISA guide, "WMMA" section, as IREE's gfx12 layout notes and tinygrad's
+    emulator read it; a layout pairing A and B the same way, as k = 8*(l//16) + e, gives the same products)
   mfma, MxNxK in B blocks (AMD Matrix Instruction Calculator, gfx9 rules; AMD Instinct MI300 ISA, "Matrix fused
     multiply-add"): a lane holds E = K*M*B/L consecutive k of one row (A) or column (B); lane l: block (l//M) % B,
     row l%M, k = E*(l // (M*B)) + e. D element (b, i, j) is in slot b*(M*N/L) + H*(i // (H*R)) + i%H, lane
@@ -69,7 +71,7 @@ def _layout(kind: str, M: int, N: int, K: int, B: int, acc: str, ins: tuple[str,
     c = [(2 * v + lane // 16, lane % 16) for v in range(M * N // L)]
   elif kind == "wmma_rdna4":
     ne = K // 2
-    a = [(lane % 16, 8 * (lane // 16) + e) for e in range(ne)]
+    a = [(lane % 16, 4 * (lane // 16) + 8 * (e // 4) + e % 4) for e in range(ne)]
     c = [(v + 8 * (lane // 16), lane % 16) for v in range(M * N // L)]
   else:
     ne = K * M * B // L

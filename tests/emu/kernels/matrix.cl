@@ -11,7 +11,11 @@ __kernel void mma16(__global float *D, __global const half *A, __global const ha
   for (int v = 0; v < 8; v++) D[(2 * v + l / 16) * 16 + l % 16] = d[v];
 #elif defined(__gfx1200__)
   half8 a, b; float8 c;
-  for (int e = 0; e < 8; e++) { a[e] = A[(l % 16) * 16 + 8 * (l / 16) + e]; b[e] = B[(8 * (l / 16) + e) * 16 + l % 16]; }
+  for (int e = 0; e < 8; e++) {  // (k: runs of four alternate between the lane halves)
+    int k = 4 * (l / 16) + 8 * (e / 4) + e % 4;
+    a[e] = A[(l % 16) * 16 + k];
+    b[e] = B[k * 16 + l % 16];
+  }
   for (int v = 0; v < 8; v++) c[v] = C[(v + 8 * (l / 16)) * 16 + l % 16];
   float8 d = __builtin_amdgcn_wmma_f32_16x16x16_f16_w32_gfx12(a, b, c);
   for (int v = 0; v < 8; v++) D[(v + 8 * (l / 16)) * 16 + l % 16] = d[v];
@@ -52,7 +56,7 @@ __kernel void wmma_i8(__global int *D, __global const char *A, __global const ch
 }
 
 // int4 WMMA, A signed and B unsigned: RDNA3 the layout above with sixteen 4-bit elements in two VGPRs (element k in
-// VGPR k/8, bits 4*(k%8)); RDNA4 16x16x16 eight per lane in one VGPR, k = 8*(l/16) + e (bits 4*e).
+// VGPR k/8, bits 4*(k%8)); RDNA4 16x16x16 eight per lane in one VGPR, k as for f16 above (bits 4*e).
 __kernel void wmma_i4(__global int *D, __global const char *A, __global const char *B, __global const int *C) {
   int l = __builtin_amdgcn_workitem_id_x();
 #if defined(__gfx1100__)
@@ -67,8 +71,9 @@ __kernel void wmma_i4(__global int *D, __global const char *A, __global const ch
 #elif defined(__gfx1200__)
   int a = 0, b = 0; int8 c;
   for (int e = 0; e < 8; e++) {
-    a |= (A[(l % 16) * 16 + 8 * (l / 16) + e] & 15) << (4 * e);
-    b |= (B[(8 * (l / 16) + e) * 16 + l % 16] & 15) << (4 * e);
+    int k = 4 * (l / 16) + 8 * (e / 4) + e % 4;
+    a |= (A[(l % 16) * 16 + k] & 15) << (4 * e);
+    b |= (B[k * 16 + l % 16] & 15) << (4 * e);
   }
   for (int v = 0; v < 8; v++) c[v] = C[(v + 8 * (l / 16)) * 16 + l % 16];
   int8 d = __builtin_amdgcn_wmma_i32_16x16x16_iu4_w32_gfx12(true, a, false, b, c, false);
