@@ -254,7 +254,7 @@ def test_suite_matrix_kernels_on_both_tiers(clang_co, monkeypatch, arch):
 
 
 
-def _finite(rng, ins: str, shape) -> np.ndarray:
+def _finite(rng, ins: str, shape, f16=(5, 25)) -> np.ndarray:
   """Register words of finite elements with exponents from about 2**-10 to 2**10 (both signs); 8-bit integers: any
   bits; 8-bit floats: any code but 0x80 and those whose low seven bits are all ones (the NaNs of FNUZ and E4M3)
   or whose exponent field is all ones in E5M2 (0x7c..0x7f, 0xfc..0xff)."""
@@ -271,7 +271,7 @@ def _finite(rng, ins: str, shape) -> np.ndarray:
   if ins == "F32":
     return sign() << 31 | rng.integers(117, 137, shape).astype(np.uint32) << 23 | \
         rng.integers(0, 1 << 23, shape).astype(np.uint32)
-  half = lambda: sign() << 15 | (rng.integers(5, 25, shape).astype(np.uint32) << 10 if ins == "F16" else
+  half = lambda: sign() << 15 | (rng.integers(*f16, shape).astype(np.uint32) << 10 if ins == "F16" else
                                  rng.integers(117, 137, shape).astype(np.uint32) << 7) | rng.integers(0, 1 << 7, shape)
   return (half() | half() << 16).astype(np.uint32)
 
@@ -304,9 +304,10 @@ def test_results_are_the_exact_product_rounded(arch):
     eng = _engine(prog, L, 7, 0.0)
     a, b, c, d = op.ins["S0"], op.ins["S1"], op.ins["S2"], op.outs["D0"]
     rows = lambda s: (eng.V if s.file == "v" else eng.A)[:, s.index:s.index + s.dwords]
-    for s in (a, b):
-      rows(s)[:] = _finite(rng, t.ins[0], rows(s).shape)
-    rows(c)[:] = _finite(rng, {"F32": "F32", "F64": "F64"}.get(t.acc, "I8"), rows(c).shape)
+    for s in (a, b):  # (f16 results: sums within its range)
+      rows(s)[:] = _finite(rng, t.ins[0], rows(s).shape, (11, 19) if t.acc == "F16" else (5, 25))
+    rows(c)[:] = _finite(rng, {"F32": "F32", "F64": "F64", "F16": "F16", "BF16": "BF16"}.get(t.acc, "I8"),
+                         rows(c).shape)
     C = rows(c)[0].copy()
     core.step(eng, op, slice(None))
     D = rows(d)[0]
@@ -316,7 +317,7 @@ def test_results_are_the_exact_product_rounded(arch):
     B = [[elem(b, t.b[k, n], kb) for n in range(t.n)] for k in range(t.k)]
     for v in range(t.d.shape[0]):
       for lane in range(L):
-        m, n = divmod(int(t.d[v, lane]), t.n)
+        m, n = divmod(int(t.d[v, lane]), t.n)  # (slot v)
         prods = [A[m][k] * B[k][n] for k in range(t.k)]
         if t.acc == "I32":
           assert int(D[v, lane]) == (sum(prods) + int(C[v:v + 1, lane].view(np.int32)[0])) % (1 << 32), (name, v, lane)
@@ -327,10 +328,17 @@ def test_results_are_the_exact_product_rounded(arch):
             acc = Fraction(float(acc + p))  # (Fraction -> float rounds to nearest even)
           assert _exact(word(D, 2 * v, lane), "F64") == acc, (name, v, lane)
           continue
-        cf = Fraction(float(C[v:v + 1, lane].view(np.float32)[0]))
-        exact, got = sum(prods) + cf, Fraction(float(D[v:v + 1, lane].view(np.float32)[0]))
-        bound = Fraction(float(np.spacing(np.float32(abs(float(exact)))))) + \
-            (sum(abs(p) for p in prods) + abs(cf)) * (t.k + 1) / 2 ** 53
+        if t.half is not None:  # (16-bit results: the half t.half[v] of the lane's registers; C and D share them)
+          reg, hi = divmod(int(t.half[v]), 2)
+          cf, got = (_exact(int(x[reg, lane]) >> 16 * hi & 0xffff, t.acc) for x in (C, D))
+          kept = lambda x: int(x[reg, lane]) >> 16 * (1 - hi) & 0xffff
+          assert t.regs[2] == len(t.half) // 2 or kept(C) == kept(D), (name, v, lane)  # (RDNA3: the other half)
+          ulp = abs(float(cf + sum(prods))) * 2.0 ** -(10 if t.acc == "F16" else 7) + 2.0 ** -24
+        else:
+          cf, got = (Fraction(float(x[v:v + 1, lane].view(np.float32)[0])) for x in (C, D))
+          ulp = float(np.spacing(np.float32(abs(float(sum(prods) + cf)))))
+        exact = sum(prods) + cf
+        bound = Fraction(ulp) + (sum(abs(p) for p in prods) + abs(cf)) * (t.k + 1) / 2 ** 53
         assert abs(got - exact) <= bound, (name, v, lane, float(got), float(exact))
 
 
@@ -348,3 +356,53 @@ def test_rdna4_wmma_sums_in_the_guides_k_order(clang_co, monkeypatch):
     launch(clang_co("gfx1200", "matrix"), "mma16", grid=1, block=32, args=[D, A, B, np.zeros((16, 16), np.float32)],
            checks=False)
     assert (D == 0).all(), (mode, D[0, 0])
+
+
+@pytest.mark.parametrize("arch", ["gfx1100", "gfx1200"])
+def test_wmma_16_bit_results_on_both_tiers(clang_co, monkeypatch, arch):
+  """tests/emu/kernels/matrix.cl's f16 and bf16 results (RDNA3: the low half, the high half with OPSEL[2]; RDNA4
+  packed): numpy's product of small integers (exact in both types), the same bits on both tiers."""
+  from gputwin.emu import launch
+  r = np.random.default_rng(29)
+  bf16 = lambda x: (x.astype(np.float32).view(np.uint32) >> 16).astype(np.int16)
+  for name in ("wmma_f16", "wmma_f16_hi", "wmma_bf16"):
+    A, B, C = r.integers(-2, 3, (16, 16)), r.integers(-2, 3, (16, 16)), r.integers(-100, 100, (16, 16))
+    host = bf16 if name == "wmma_bf16" else (lambda x: x.astype(np.float16))
+    out = {}
+    for mode in ("0", "force"):
+      monkeypatch.setenv("GPUTWIN_JIT", mode)
+      D = host(np.zeros((16, 16)))
+      st = launch(clang_co(arch, "matrix"), name, grid=1, block=32, args=[D, host(A), host(B), host(C)],
+                  checks=False)
+      out[mode] = (D, st)
+    (di, _), (dn, sn) = out["0"], out["force"]
+    assert np.array_equal(di, dn), name
+    np.testing.assert_array_equal(dn, host(A @ B + C), err_msg=name)
+    assert sn.native_instructions >= 0.9 * sn.instructions, (name, sn)
+  # one rounding: 1 + 2**-(p+1) + 2**-30 (p fraction bits) is above the halfway point, so it rounds up; rounded to
+  # f32 first it would be the halfway point itself, which rounds to even (1)
+  for name, p, step in (("wmma_f16", 10, 2 ** -5), ("wmma_bf16", 7, 2 ** -4)):
+    host = bf16 if name == "wmma_bf16" else (lambda x: x.astype(np.float16))
+    A, B = np.zeros((16, 16)), np.zeros((16, 16))
+    A[0, :3], B[:3, 0] = [1, 2 ** -(p + 1) / step, 2 ** -15], [1, step, 2 ** -15]
+    for mode in ("0", "force"):
+      monkeypatch.setenv("GPUTWIN_JIT", mode)
+      D = host(np.zeros((16, 16)))
+      launch(clang_co(arch, "matrix"), name, grid=1, block=32, args=[D, host(A), host(B), host(np.zeros((16, 16)))],
+             checks=False)
+      assert D[0, 0] == host(np.array([1 + 2 ** -p]))[0], (name, mode, D[0, 0])
+  assert not native.FAILED, native.FAILED[:3]
+
+
+def test_rdna3_16_bit_result_keeps_the_other_half_of_d():
+  """RDNA3 v_wmma_f16/bf16 write 16 bits of each D register, the half OPSEL[2] picks: the other half keeps D's old
+  bits, not C's (LLVM PR #69903: the instruction leaves it unchanged), on both tiers."""
+  for op in ("v_wmma_f16_16x16x16_f16", "v_wmma_bf16_16x16x16_bf16"):
+    for sel, hi in (("", 0), (" op_sel:[0,0,1]", 1)):
+      prog = _program("gfx1100", assemble(f"{op} v[40:47], v[100:107], v[120:127], v[0:7]{sel}", "gfx1100"))
+      a, b = _both(prog, prog.op(0x1000), 32, 5, 0.0)
+      _same(a, b, op + sel)
+      old = _engine(prog, 32, 5, 0.0).V[:, 40:48]
+      keep = np.uint32(0xffff << 16 * (1 - hi))
+      assert np.array_equal(a[0][:, 40:48] & keep, old & keep), (op, sel)
+      assert not np.array_equal(a[0][:, 40:48], old), (op, sel)

@@ -175,9 +175,8 @@ def test_mfma_passes(arch):
 @pytest.mark.parametrize("fam", ["rdna3", "rdna4", "cdna"])
 def test_modelled_layouts_fill_their_registers(fam):
   """A modelled layout places exactly the elements the operand registers hold (regs from the vendor records)."""
-  from gputwin.emu.amd.matrix import layout
+  from gputwin.emu.amd.matrix import tables
   for r in _rows(fam):
     if r.layout is None:
       continue
-    M, N, K, B, acc, ins, bits, ne, a, c = layout(fam, r.op, 64 if fam == "cdna" else 32)
-    assert ne * bits // 32 == r.regs[0] and len(c) * (2 if acc == "F64" else 1) == r.regs[2], r.op  # (f64: pairs)
+    assert tables(fam, r.op, 64 if fam == "cdna" else 32).regs == tuple(r.regs), r.op

@@ -27,7 +27,11 @@ product is exact and the order fixes the roundings), then C added and the sum ro
 the low 32 bits); a NaN result is the default quiet NaN 0x7fc00000 (which NaN operand the hardware returns is not
 documented; one fixed answer keeps both tiers identical). F64 (V_MFMA_F64_*): a chain of fused multiply-adds in k
 order starting from C, each rounded once (RNE), a NaN the default 0x7ff8000000000000 (our model: the manual gives
-no order; each step is what V_FMA_F64 does). Denormals are kept, inputs and results. FP8/BF8 elements
+no order; each step is what V_FMA_F64 does). F16/BF16 results (V_WMMA_F16/BF16_*): the f32 rule with the sum
+rounded once to the 16-bit type (through f32 rounded to odd, so without double rounding), a NaN the default NaN
+(0x7e00, 0x7fc0); RDNA3 writes them to the half of each D register OPSEL[2] selects (C read from the same half),
+the other half unchanged (LLVM PR #69903, "Add tied wmma intrinsic": the instruction writes 16 of the 32 bits),
+RDNA4 packs two per register (element v in half v%2 of register v//2, LLVM's order of a vector's elements). Denormals are kept, inputs and results. FP8/BF8 elements
 (the target's formats, pcode.runtime.FP8) take the layouts of the 8-bit integer opcodes of the same shape and are
 exact in float64 like the others.
 """
@@ -113,12 +117,13 @@ class Tables(NamedTuple):
   b: np.ndarray  # (K, N, 3) int64
   d: np.ndarray  # (slots, L) int64
   regs: tuple
+  half: np.ndarray | None = None  # 16-bit results: slot v's place in a lane's D registers, 2 * register + high half
 
 
 @functools.lru_cache(maxsize=None)
-def tables(family: str, name: str, L: int, cbsz: int = 0, abid: int = 0, blgp: int = 0) -> Tables:
-  """The register tables of `name` in wave`L` with the CDNA broadcast controls (module docstring), from its `layout`
-  (GputwinError where none is modelled)."""
+def tables(family: str, name: str, L: int, cbsz: int = 0, abid: int = 0, blgp: int = 0, opsel: int = 0) -> Tables:
+  """The register tables of `name` in wave`L` with the CDNA broadcast controls and RDNA3's OPSEL[2] (module
+  docstring), from its `layout` (GputwinError where none is modelled)."""
   M, N, K, B, acc, ins, bits, ne, amap, cmap = layout(family, name, L)
   per, wide = max(32 // bits, 1), max(bits // 32, 1)  # elements per register, registers per element
   a, b = np.full((B * M, K, 3), -1, np.int64), np.full((K, B * N, 3), -1, np.int64)
@@ -132,7 +137,13 @@ def tables(family: str, name: str, L: int, cbsz: int = 0, abid: int = 0, blgp: i
   b[..., 1] = _blgp_lanes(blgp, L)[b[..., 1]]
   for x in (a, b, d):
     x.setflags(write=False)
-  return Tables(B * M, B * N, K, acc, ins, bits, a, b, d, (ne * bits // 32, ne * bits // 32, len(cmap) * wide))
+  half, out = None, len(cmap) * wide
+  if acc in ("F16", "BF16"):  # (RDNA4 packs two per register; RDNA3 one, in the half OPSEL[2] picks)
+    half = np.arange(len(cmap)) if hwdata.matrix(family, name).layout == "wmma_rdna4" else \
+        2 * np.arange(len(cmap)) + opsel
+    half.setflags(write=False)
+    out = int(half.max()) // 2 + 1
+  return Tables(B * M, B * N, K, acc, ins, bits, a, b, d, (ne * bits // 32, ne * bits // 32, out), half)
 
 
 def operands(family: str, op, L: int) -> tuple[Tables, str, str, tuple[bool, bool, bool]]:
@@ -149,7 +160,7 @@ def operands(family: str, op, L: int) -> tuple[Tables, str, str, tuple[bool, boo
   neg = (False,) * 3
   if row is not None and row.a == "F64":  # (the BLGP field is NEG on f64: llvm-mc-22 prints neg:[a,b,c])
     neg, blgp = tuple(bool(blgp >> i & 1) for i in range(3)), 0
-  t = tables(family, name, L, cbsz, abid, blgp)
+  t = tables(family, name, L, cbsz, abid, blgp, f.get("opsel", 0) >> 2 & 1 if row and row.c in ("F16", "BF16") else 0)
   if f.get("clmp", 0):
     raise GputwinError(f"{name}: clamp is not modelled")
   if t.ins[0] not in ("IU8", "IU4") and (f.get("neg", 0) or f.get("neg_hi", 0)):
@@ -199,6 +210,22 @@ def _value(raw: np.ndarray, kind: str):
   if kind in ("I4", "U4"):
     return raw.astype(np.int64) - (raw.astype(np.int64) >> 3 << 4 if kind == "I4" else 0)
   return (raw.astype(np.uint8).view(np.int8) if kind == "I8" else raw.astype(np.uint8)).astype(np.int64)
+
+
+def round16(x: np.ndarray, kind: str) -> np.ndarray:
+  """float64 `x` rounded to nearest even F16 or BF16 (raw uint16; a NaN: the default NaN). Through f32 rounded to
+  odd (RNE to f32, then one step toward zero where that rounded away, the lowest bit set where inexact): 24 bits
+  keep the one 16-bit rounding exact."""
+  f = x.astype(np.float32)
+  back, bits = f.astype(np.float64), f.view(U32)
+  rz = np.where(np.abs(back) > np.abs(x), bits - U32(1), bits)
+  ro = np.where((back != x) & np.isfinite(f), rz | U32(1), bits)
+  if kind == "F16":
+    r = ro.view(np.float32).astype(np.float16).view(np.uint16)
+  else:
+    r = ((ro + U32(0x7fff) + (ro >> U32(16) & U32(1))) >> U32(16)).astype(np.uint16)
+  r[np.isnan(x)] = 0x7e00 if kind == "F16" else 0x7fc0
+  return r
 
 
 def execute(eng, op, ix) -> None:
@@ -254,6 +281,12 @@ def _compute(eng, op, ix, t: Tables, ka: str, kb: str, neg) -> np.ndarray:
   for k in range(t.k):  # in k order (module docstring)
     acc += A[:, :, k, None] * B[:, None, k, :]
   D = acc.reshape(n, -1)[:, t.d]  # (W, regs, L)
+  if t.half is not None:  # 16-bit results into their halves of D's registers (the other halves stay)
+    halves = lambda s: np.ascontiguousarray(regs(s, 2).transpose(0, 2, 1)).view(np.uint16)  # (W, L, 2 * regs)
+    H = halves(op.outs["D0"])
+    D = D + (0 if c.file == "k" else _value(halves(c)[:, :, t.half].transpose(0, 2, 1), t.acc))
+    H[:, :, t.half] = round16(D, t.acc).transpose(0, 2, 1)
+    return H.view(U32).transpose(0, 2, 1)
   D = D + (0 if c.file == "k" else regs(c, 2).view(np.int32) if integer else regs(c, 2).view(np.float32))
   if integer:
     raw = D.astype(np.uint64).astype(U32)

@@ -152,6 +152,10 @@ def lower(comp, i: int, op, f) -> str:
   close_m()
   # 4. D slot v of lane l = acc[d[v, l]] (+ C), rounded (a NaN: the default NaN), then the D rows stored
   out = f.alloca(f"[{n} x i32], align 64")
+  if t.half is not None:
+    for r in range(t.regs[2]):
+      row = f.ld(f"<{L} x i32>", _row(comp, f, d.file, d.index + r), (d.file, d.index + r), ", align 4")
+      f.st(f"<{L} x i32>", row, f.gep(out, str(4 * L * r)), "mx", ", align 64")
   close = loop(f, t.d.size, "dd")
   at = f.op(f"zext i32 {f.ld('i32', f.gep(g, f.op('mul i64 %dd, 4')), 'mxtab')} to i64")
   y = f.ld(ety, f.gep(acc, f.op(f"mul i64 {at}, {sz}")), "mx")
@@ -162,6 +166,15 @@ def lower(comp, i: int, op, f) -> str:
     f.st("i32", f.op(f"trunc i64 {bits} to i32"), f.gep(out, lo), "mx")
     f.st("i32", f.op(f"trunc i64 {f.op(f'lshr i64 {bits}, 32')} to i32"), f.gep(out, f.op(f"add i64 {lo}, {4 * L}")),
          "mx")
+  elif t.half is not None:  # 16-bit results into their halves of `out` (D's rows: the other halves stay)
+    h = table(f, f"mx{i}.h", "i32", t.half)
+    v = f.op(f"udiv i64 %dd, {L}")
+    p = f.op(f"zext i32 {f.ld('i32', f.gep(h, f.op(f'mul i64 {v}, 4')), 'mxtab')} to i64")
+    reg, hi, lane = f.op(f"lshr i64 {p}, 1"), f.op(f"and i64 {p}, 1"), f.op(f"urem i64 %dd, {L}")
+    word = f.op(f"add i64 {f.op(f'mul i64 {reg}, {L}')}, {lane}")
+    byte = f.op(f"add i64 {f.op(f'mul i64 {word}, 4')}, {f.op(f'mul i64 {hi}, 2')}")
+    cv = "0.0" if cbuf is None else _element(f, f.op(f"zext i16 {f.ld('i16', f.gep(cbuf, byte), 'mx')} to i32"), t.acc)
+    f.st("i16", _round16(f, f.op(f"fadd double {y}, {cv}"), t.acc), f.gep(out, byte), "mx")
   else:
     cv = None if cbuf is None else f.ld("i32", f.gep(cbuf, f.op("mul i64 %dd, 4")), "mx")
     if integer:
@@ -180,6 +193,27 @@ def lower(comp, i: int, op, f) -> str:
   comp.bump_pc(f, op)
   text = comp.finish(f, i, str(L))
   return "\n".join(f.globals) + "\n" + text
+
+
+def _round16(f, y: str, kind: str) -> str:
+  """Double `y` rounded to nearest even F16 or BF16 (an i16; a NaN: the default NaN), through f32 rounded to odd:
+  amd/matrix.py's round16."""
+  x = f.op(f"fptrunc double {y} to float")
+  back, bits = f.op(f"fpext float {x} to double"), f.op(f"bitcast float {x} to i32")
+  fabs = lambda t, v: f.op(f"call {t} @llvm.fabs.{'f64' if t == 'double' else 'f32'}({t} {v})")
+  away = f.op(f"fcmp ogt double {fabs('double', back)}, {fabs('double', y)}")
+  rz = f.op(f"select i1 {away}, i32 {f.op(f'sub i32 {bits}, 1')}, i32 {bits}")
+  finite = f.op(f"fcmp one float {fabs('float', x)}, 0x7FF0000000000000")
+  odd = f.op(f"and i1 {f.op(f'fcmp une double {back}, {y}')}, {finite}")
+  ro = f.op(f"select i1 {odd}, i32 {f.op(f'or i32 {rz}, 1')}, i32 {bits}")
+  if kind == "F16":
+    h = f.op(f"fptrunc float {f.op(f'bitcast i32 {ro} to float')} to half")
+    r = f.op(f"bitcast half {h} to i16")
+  else:
+    lsb = f.op(f"and i32 {f.op(f'lshr i32 {ro}, 16')}, 1")
+    up = f.op(f"add i32 {f.op(f'add i32 {ro}, 32767')}, {lsb}")
+    r = f.op(f"trunc i32 {f.op(f'lshr i32 {up}, 16')} to i16")
+  return f.op(f"select i1 {f.op(f'fcmp uno double {y}, 0.0')}, i16 {0x7e00 if kind == 'F16' else 0x7fc0}, i16 {r}")
 
 
 def _pair(f, lo: str, hi: str) -> str:

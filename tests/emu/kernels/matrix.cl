@@ -80,3 +80,39 @@ __kernel void wmma_i4(__global int *D, __global const char *A, __global const ch
   for (int v = 0; v < 8; v++) D[(v + 8 * (l / 16)) * 16 + l % 16] = d[v];
 #endif
 }
+
+// 16-bit results, D = A * B + C in f16 (bf16: its bits as shorts): RDNA3 element (i, j) in register i / 2, lane
+// 16 * (i % 2) + j, the low half (high with OPSEL[2]: vector element 2 * (i / 2) + 1); RDNA4 packs them, element v
+// (v + 8 * (l / 16), l % 16) in half v % 2 of register v / 2. A and B as the f16 kernel above.
+#define HALF_OUT(NAME, T, T8, T16, W11, W12, SEL)                                                                  \
+  __kernel void NAME(__global T *D, __global const T *A, __global const T *B, __global const T *C) {              \
+    int l = __builtin_amdgcn_workitem_id_x();                                                                   \
+    HALF_BODY(T8, T16, W11, W12, SEL)                                                                           \
+  }
+#if defined(__gfx1100__)
+#define HALF_BODY(T8, T16, W11, W12, SEL)                                                                          \
+  T16 a, b, c = 0;                                                                                              \
+  for (int k = 0; k < 16; k++) { a[k] = A[(l % 16) * 16 + k]; b[k] = B[k * 16 + l % 16]; }                      \
+  for (int v = 0; v < 8; v++) c[2 * v + SEL] = C[(2 * v + l / 16) * 16 + l % 16];                               \
+  T16 d = W11(a, b, c, SEL);                                                                                    \
+  for (int v = 0; v < 8; v++) D[(2 * v + l / 16) * 16 + l % 16] = d[2 * v + SEL];
+#elif defined(__gfx1200__)
+#define HALF_BODY(T8, T16, W11, W12, SEL)                                                                          \
+  T8 a, b, c;                                                                                                   \
+  for (int e = 0; e < 8; e++) {                                                                                 \
+    int k = 4 * (l / 16) + 8 * (e / 4) + e % 4;                                                                 \
+    a[e] = A[(l % 16) * 16 + k];                                                                                \
+    b[e] = B[k * 16 + l % 16];                                                                                  \
+  }                                                                                                             \
+  for (int v = 0; v < 8; v++) c[v] = C[(v + 8 * (l / 16)) * 16 + l % 16];                                      \
+  T8 d = W12(a, b, c);                                                                                          \
+  for (int v = 0; v < 8; v++) D[(v + 8 * (l / 16)) * 16 + l % 16] = d[v];
+#endif
+#ifdef HALF_BODY
+HALF_OUT(wmma_f16, half, half8, half16, __builtin_amdgcn_wmma_f16_16x16x16_f16_w32,
+         __builtin_amdgcn_wmma_f16_16x16x16_f16_w32_gfx12, 0)
+HALF_OUT(wmma_f16_hi, half, half8, half16, __builtin_amdgcn_wmma_f16_16x16x16_f16_w32,
+         __builtin_amdgcn_wmma_f16_16x16x16_f16_w32_gfx12, 1)
+HALF_OUT(wmma_bf16, short, short8, short16, __builtin_amdgcn_wmma_bf16_16x16x16_bf16_w32,
+         __builtin_amdgcn_wmma_bf16_16x16x16_bf16_w32_gfx12, 0)
+#endif
