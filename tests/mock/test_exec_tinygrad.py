@@ -79,6 +79,22 @@ def test_half_sin(tinygrad, tmp_path, device):
   assert one is not None and abs(one - np.sin(1.0)) < 1e-3 and err < 2e-3, r.stderr[-3000:]
 
 
+@pytest.mark.parametrize("device,unit", [("gfx1100", "wmma"), ("gfx1200", "wmma"), ("gfx942", "mfma")])
+def test_tensor_core_matmul(tinygrad, tmp_path, device, unit):
+  """tinygrad's tensor cores (its LLVM renderer's llvm.amdgcn.wmma/mfma calls, DEBUG=4 shows them) on a half
+  matmul accumulated in half and in float: exact on small integers. The half accumulator is v_wmma_f16 on RDNA,
+  which stopped the launch before it was modelled."""
+  prog = ("import numpy as np; from tinygrad import Tensor, dtypes; r = np.random.default_rng(0); "
+          "a, b = (r.integers(-3, 4, (64, 64)).astype(np.float16) for _ in range(2)); "
+          "want = a.astype(np.float32) @ b.astype(np.float32); "
+          "print('ERR', *(float(np.abs(Tensor(a).matmul(Tensor(b), dtype=acc).numpy().astype(np.float32) - want).max())"
+          " for acc in (dtypes.half, dtypes.float)))")
+  r = subprocess.run([sys.executable, "-m", "gputwin.cli", "exec", "--device", f"mock:{device}", "--", sys.executable,
+                      "-c", prog], cwd=tmp_path, capture_output=True, text=True, timeout=600,
+                     env=_env(DEV="AMD", DEBUG="4"))
+  assert r.returncode == 0 and r.stdout.split()[-3:] == ["ERR", "0.0", "0.0"], (r.stdout + r.stderr)[-3000:]
+  assert f"@llvm.amdgcn.{unit}." in r.stdout + r.stderr
+
 
 def test_trace_replays_with_gputwin_run(tinygrad, tmp_path):
   """`gputwin exec --trace DIR` records each dispatch; its `command` (gputwin run) gives the buffers the client got."""
