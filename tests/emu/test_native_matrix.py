@@ -406,3 +406,22 @@ def test_rdna3_16_bit_result_keeps_the_other_half_of_d():
       keep = np.uint32(0xffff << 16 * (1 - hi))
       assert np.array_equal(a[0][:, 40:48] & keep, old & keep), (op, sel)
       assert not np.array_equal(a[0][:, 40:48], old), (op, sel)
+
+
+def test_rdna4_wmma_neg_and_abs_modifiers(clang_co, monkeypatch):
+  """clang-22's -A, -B, -C and fabs(C) on gfx1200 (neg_lo/neg_hi on A, B and C; matrix.cl wmma_neg): numpy's
+  (-A) B - C and A (-B) + |C|, the same bits on both tiers (they stopped as 'neg modifiers are not modelled')."""
+  from gputwin.emu import launch
+  r = np.random.default_rng(31)
+  A, B = r.integers(-4, 5, (16, 16)).astype(np.float16), r.integers(-4, 5, (16, 16)).astype(np.float16)
+  C = r.integers(-100, 100, (16, 16)).astype(np.float32)
+  out = []
+  for mode in ("0", "force"):
+    monkeypatch.setenv("GPUTWIN_JIT", mode)
+    D = np.zeros((2, 16, 16), np.float32)
+    launch(clang_co("gfx1200", "matrix"), "wmma_neg", grid=1, block=32, args=[D, A, B, C], checks=False)
+    out.append(D)
+  assert np.array_equal(out[0].view(np.uint32), out[1].view(np.uint32))
+  a, b = A.astype(np.float32), B.astype(np.float32)
+  np.testing.assert_array_equal(out[1][0], -a @ b - C)
+  np.testing.assert_array_equal(out[1][1], a @ -b + np.abs(C))

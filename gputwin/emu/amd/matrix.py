@@ -146,10 +146,18 @@ def tables(family: str, name: str, L: int, cbsz: int = 0, abid: int = 0, blgp: i
   return Tables(B * M, B * N, K, acc, ins, bits, a, b, d, (ne * bits // 32, ne * bits // 32, out), half)
 
 
-def operands(family: str, op, L: int) -> tuple[Tables, str, str, tuple[bool, bool, bool]]:
-  """(tables, A's element kind, B's, whether A, B, C are negated) of matrix instruction `op`; a GputwinError for
-  what the model lacks. Kinds (`_value`): F16, BF16, F32, F64, I8 / U8 and I4 / U4 (signed or not), and the 8-bit
-  floats of the target (pcode.runtime.FP8: fp8, bf8, fp8fnuz, bf8fnuz)."""
+Neg = tuple[tuple[bool, bool], tuple[bool, bool], tuple[bool, bool]]  # A, B: (negate low-half, high-half
+# elements: bit offset 0 or not); C: (negate, absolute value first)
+NO_NEG: Neg = ((False, False),) * 3
+
+
+def operands(family: str, op, L: int) -> tuple[Tables, str, str, Neg]:
+  """(tables, A's element kind, B's, the float modifiers) of matrix instruction `op`; a GputwinError for what the
+  model lacks. Kinds (`_value`): F16, BF16, F32, F64, I8 / U8 and I4 / U4 (signed or not), and the 8-bit floats of
+  the target (pcode.runtime.FP8: fp8, bf8, fp8fnuz, bf8fnuz). Modifiers: RDNA float WMMA's NEG bit i negates the
+  low-half elements of A (i = 0) or B (1) and C (2), NEG_HI's the high-half ones and takes |C| (AMD's Matrix
+  Instruction Calculator; clang-22 folds -A into both bits and fabs(C) into NEG_HI[2]); CDNA f64's BLGP field is
+  NEG of A, B, C."""
   name, f = op.inst.op, op.inst.f
   row = hwdata.matrix(family, name)
   cbsz, abid, blgp = f.get("cbsz", 0), f.get("abid", 0), f.get("blgp", 0)
@@ -157,14 +165,17 @@ def operands(family: str, op, L: int) -> tuple[Tables, str, str, tuple[bool, boo
     if row is None or (1 << cbsz) > row.blocks or abid >= 1 << cbsz:
       raise GputwinError(f"{name}: cbsz:{cbsz} abid:{abid} not modelled (a block of A broadcast to 2**cbsz blocks "
                          f"of {row.blocks if row else '?'}, abid below 2**cbsz)")
-  neg = (False,) * 3
+  neg = NO_NEG
   if row is not None and row.a == "F64":  # (the BLGP field is NEG on f64: llvm-mc-22 prints neg:[a,b,c])
-    neg, blgp = tuple(bool(blgp >> i & 1) for i in range(3)), 0
+    neg, blgp = tuple((bool(blgp >> i & 1),) * 2 if i < 2 else (bool(blgp >> i & 1), False) for i in range(3)), 0
   t = tables(family, name, L, cbsz, abid, blgp, f.get("opsel", 0) >> 2 & 1 if row and row.c in ("F16", "BF16") else 0)
   if f.get("clmp", 0):
     raise GputwinError(f"{name}: clamp is not modelled")
-  if t.ins[0] not in ("IU8", "IU4") and (f.get("neg", 0) or f.get("neg_hi", 0)):
-    raise GputwinError(f"{name}: neg modifiers are not modelled")
+  lo, hi = f.get("neg", 0), f.get("neg_hi", 0)
+  if t.ins[0] not in ("IU8", "IU4") and (lo or hi):
+    if t.bits < 16 and (lo | hi) & 3:  # (llvm-mc-22 rejects them on 8-bit floats: which bytes a half holds is open)
+      raise GputwinError(f"{name}: neg modifiers on 8-bit A/B are not modelled")
+    neg = tuple((bool(lo >> i & 1), bool(hi >> i & 1)) for i in range(3))
   for k, s, need in zip("ABCD", (op.ins["S0"], op.ins["S1"], op.ins["S2"], op.outs["D0"]), t.regs + t.regs[2:]):
     if s.file not in ("v", "a") and not (k == "C" and s.file == "k"):  # llvm-mc-22: "Invalid register" (VReg_N)
       raise GputwinError(f"{name}: the {k} matrix must be in VGPRs{' or AGPRs' if family == 'cdna' else ''}, "
@@ -238,6 +249,19 @@ def execute(eng, op, ix) -> None:
   (eng.V if d.file == "v" else eng.A)[ix, d.index:d.index + t.regs[2]] = raw
 
 
+def _negate(x: np.ndarray, tab: np.ndarray, flags: tuple[bool, bool]) -> np.ndarray:
+  """Elements `x` (W, ...) at table `tab`'s places, negated where their half's flag is set (`Neg`)."""
+  if not any(flags):
+    return x
+  return np.where(np.where(tab[..., 2] == 0, *flags), -x, x)
+
+
+def _cmods(c: np.ndarray, flags: tuple[bool, bool]) -> np.ndarray:
+  """C's values with its modifiers (`Neg`): the absolute value, then the negation."""
+  c = np.abs(c) if flags[1] else c
+  return -c if flags[0] else c
+
+
 def fma(x: float, y: float, z: float) -> float:
   """x * y + z rounded once to f64 (RNE; IEEE's special cases): the exact sum in Python integers, rounded by their
   correctly rounded true division."""
@@ -266,11 +290,10 @@ def _compute(eng, op, ix, t: Tables, ka: str, kb: str, neg) -> np.ndarray:
   regs = lambda s, k: (eng.V if s.file == "v" else eng.A)[ix, s.index:s.index + t.regs[k]]
   A = _value(_gather(regs(op.ins["S0"], 0), t.a, t.bits), ka)  # (W, M, K)
   B = _value(_gather(regs(op.ins["S1"], 1), t.b, t.bits), kb)  # (W, K, N)
+  A, B = _negate(A, t.a, neg[0]), _negate(B, t.b, neg[1])
   c = op.ins["S2"]  # (a constant C is 0: operands)
   if t.acc == "F64":
-    A, B = (-x if ng else x for x, ng in zip((A, B), neg))
-    C = np.zeros((n,) + t.d.shape) if c.file == "k" else _pairs(regs(c, 2)).view(np.float64)
-    acc = -C if neg[2] else C  # (W, slots, L)
+    acc = np.zeros((n,) + t.d.shape) if c.file == "k" else _cmods(_pairs(regs(c, 2)).view(np.float64), neg[2])
     m, col = np.divmod(t.d, t.n)
     for k in range(t.k):  # (k order: module docstring)
       acc = _fmas(A[:, m, k], B[:, k, col], acc).astype(np.float64)
@@ -284,10 +307,11 @@ def _compute(eng, op, ix, t: Tables, ka: str, kb: str, neg) -> np.ndarray:
   if t.half is not None:  # 16-bit results into their halves of D's registers (the other halves stay)
     halves = lambda s: np.ascontiguousarray(regs(s, 2).transpose(0, 2, 1)).view(np.uint16)  # (W, L, 2 * regs)
     H = halves(op.outs["D0"])
-    D = D + (0 if c.file == "k" else _value(halves(c)[:, :, t.half].transpose(0, 2, 1), t.acc))
+    D = D + (0 if c.file == "k" else _cmods(_value(halves(c)[:, :, t.half].transpose(0, 2, 1), t.acc), neg[2]))
     H[:, :, t.half] = round16(D, t.acc).transpose(0, 2, 1)
     return H.view(U32).transpose(0, 2, 1)
-  D = D + (0 if c.file == "k" else regs(c, 2).view(np.int32) if integer else regs(c, 2).view(np.float32))
+  D = D + (0 if c.file == "k" else regs(c, 2).view(np.int32) if integer else
+           _cmods(regs(c, 2).view(np.float32).astype(np.float64), neg[2]))
   if integer:
     raw = D.astype(np.uint64).astype(U32)
   else:

@@ -108,13 +108,17 @@ def lower(comp, i: int, op, f) -> str:
     e = f.ld("i32", f.gep(g, f.op(f"mul i64 %u{k}, 4")), "mxtab")
     word = f.op(f"lshr i32 {e}, {SHIFT}")
     at = f.op(f"zext i32 {f.op(f'shl i32 {word}, 2')} to i64")
+    sh = f.op(f"and i32 {e}, {(1 << SHIFT) - 1}")
     if t.bits == 64:  # (the low register's row, then the next register's)
       x = _pair(f, f.ld("i32", f.gep(bufs[k], at), "mx"), f.ld("i32", f.gep(bufs[k], f.op(f"add i64 {at}, {4 * L}")),
                                                                  "mx"))
-      x = f.op(f"fneg double {x}") if neg[k] else x
     else:
-      sh = f.op(f"and i32 {e}, {(1 << SHIFT) - 1}")
       x = _element(f, f.op(f"lshr i32 {f.ld('i32', f.gep(bufs[k], at), 'mx')}, {sh}"), kind)
+    lo, hi = neg[k]  # (negate the elements of a half: at bit offset 0 or not)
+    if lo or hi:
+      x = f.op(f"fneg double {x}") if lo and hi else \
+          f.op(f"select i1 {f.op(f'icmp eq i32 {sh}, 0')}, double {f.op(f'fneg double {x}')}, double {x}") if lo else \
+          f.op(f"select i1 {f.op(f'icmp eq i32 {sh}, 0')}, double {x}, double {f.op(f'fneg double {x}')}")
     f.st(ety, x, f.gep(mat, f.op(f"mul i64 %u{k}, {sz}")), "mx")
     close()
     mats.append(mat)
@@ -135,7 +139,7 @@ def lower(comp, i: int, op, f) -> str:
       at = f.op(f"zext i32 {f.ld('i32', f.gep(g, f.op('mul i64 %cc, 4')), 'mxtab')} to i64")
       lo = f.op(f"mul i64 {slot('%cc')}, 4")
       x = _pair(f, f.ld("i32", f.gep(cbuf, lo), "mx"), f.ld("i32", f.gep(cbuf, f.op(f"add i64 {lo}, {4 * L}")), "mx"))
-      f.st("double", f.op(f"fneg double {x}") if neg[2] else x, f.gep(acc, f.op(f"mul i64 {at}, 8")), "mx")
+      f.st("double", _cmods(f, x, neg[2]), f.gep(acc, f.op(f"mul i64 {at}, 8")), "mx")
       close()
   close_m = loop(f, t.m, "mm")
   row = f.gep(acc, f.op(f"mul i64 %mm, {N * sz}"))
@@ -173,14 +177,16 @@ def lower(comp, i: int, op, f) -> str:
     reg, hi, lane = f.op(f"lshr i64 {p}, 1"), f.op(f"and i64 {p}, 1"), f.op(f"urem i64 %dd, {L}")
     word = f.op(f"add i64 {f.op(f'mul i64 {reg}, {L}')}, {lane}")
     byte = f.op(f"add i64 {f.op(f'mul i64 {word}, 4')}, {f.op(f'mul i64 {hi}, 2')}")
-    cv = "0.0" if cbuf is None else _element(f, f.op(f"zext i16 {f.ld('i16', f.gep(cbuf, byte), 'mx')} to i32"), t.acc)
+    cv = "0.0" if cbuf is None else \
+        _cmods(f, _element(f, f.op(f"zext i16 {f.ld('i16', f.gep(cbuf, byte), 'mx')} to i32"), t.acc), neg[2])
     f.st("i16", _round16(f, f.op(f"fadd double {y}, {cv}"), t.acc), f.gep(out, byte), "mx")
   else:
     cv = None if cbuf is None else f.ld("i32", f.gep(cbuf, f.op("mul i64 %dd, 4")), "mx")
     if integer:
       r = y if cv is None else f.op(f"add i32 {y}, {cv}")
     else:
-      cd = "0.0" if cv is None else f.op(f"fpext float {f.op(f'bitcast i32 {cv} to float')} to double")
+      cd = "0.0" if cv is None else _cmods(f, f.op(f"fpext float {f.op(f'bitcast i32 {cv} to float')} to double"),
+                                           neg[2])
       y = f.op(f"fadd double {y}, {cd}")
       r32 = f.op(f"bitcast float {f.op(f'fptrunc double {y} to float')} to i32")
       r = f.op(f"select i1 {f.op(f'fcmp uno double {y}, 0.0')}, i32 {layouts.NAN}, i32 {r32}")
@@ -193,6 +199,12 @@ def lower(comp, i: int, op, f) -> str:
   comp.bump_pc(f, op)
   text = comp.finish(f, i, str(L))
   return "\n".join(f.globals) + "\n" + text
+
+
+def _cmods(f, c: str, flags) -> str:
+  """C's double `c` with its modifiers (amd/matrix.py's Neg): the absolute value, then the negation."""
+  c = f.op(f"call double @llvm.fabs.f64(double {c})") if flags[1] else c
+  return f.op(f"fneg double {c}") if flags[0] else c
 
 
 def _round16(f, y: str, kind: str) -> str:

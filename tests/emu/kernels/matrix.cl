@@ -116,3 +116,24 @@ HALF_OUT(wmma_f16_hi, half, half8, half16, __builtin_amdgcn_wmma_f16_16x16x16_f1
 HALF_OUT(wmma_bf16, short, short8, short16, __builtin_amdgcn_wmma_bf16_16x16x16_bf16_w32,
          __builtin_amdgcn_wmma_bf16_16x16x16_bf16_w32_gfx12, 0)
 #endif
+
+// RDNA4 float WMMA with negated and absolute operands: clang-22 folds -A, -B, -C into NEG/NEG_HI and fabs(C) into
+// NEG_HI[2]. D0 = (-A) * B - C, D1 = A * (-B) + |C| (f32 results, the mma16 layouts).
+__kernel void wmma_neg(__global float *D, __global const half *A, __global const half *B, __global const float *C) {
+  int l = __builtin_amdgcn_workitem_id_x();
+#if defined(__gfx1200__)
+  half8 a, b; float8 c;
+  for (int e = 0; e < 8; e++) {
+    int k = 4 * (l / 16) + 8 * (e / 4) + e % 4;
+    a[e] = A[(l % 16) * 16 + k];
+    b[e] = B[k * 16 + l % 16];
+  }
+  for (int v = 0; v < 8; v++) c[v] = C[(v + 8 * (l / 16)) * 16 + l % 16];
+  float8 d0 = __builtin_amdgcn_wmma_f32_16x16x16_f16_w32_gfx12(-a, b, -c);
+  float8 d1 = __builtin_amdgcn_wmma_f32_16x16x16_f16_w32_gfx12(a, -b, __builtin_elementwise_abs(c));
+  for (int v = 0; v < 8; v++) {
+    D[(v + 8 * (l / 16)) * 16 + l % 16] = d0[v];
+    D[256 + (v + 8 * (l / 16)) * 16 + l % 16] = d1[v];
+  }
+#endif
+}
