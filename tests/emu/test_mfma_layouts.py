@@ -106,3 +106,47 @@ def test_blocks_f64_and_broadcasts_match_numpy_on_both_tiers(clang_co, monkeypat
     np.testing.assert_array_equal(got, want, err_msg=name)
     assert sn.native_instructions >= 0.9 * sn.instructions, (name, sn)
   assert not native.FAILED, native.FAILED[:3]
+
+
+# gfx950 F8F6F4 (kernels/f8f6f4.cl): kernel -> (M, K, A's format, B's); formats as ml_dtypes types
+F8F6F4 = {"m16_fp8_fp8": (16, 128, "fp8", "fp8"), "m16_bf8_fp8": (16, 128, "bf8", "fp8"),
+          "m16_fp4_fp4": (16, 128, "fp4", "fp4"), "m32_fp8_bf8": (32, 64, "fp8", "bf8"),
+          "m32_fp4_fp4": (32, 64, "fp4", "fp4")}
+
+
+def test_f8f6f4_formats_match_numpy_on_both_tiers(clang_co, monkeypatch):
+  """gfx950's F8F6F4 MFMA with fp8 (E4M3), bf8 (E5M2) and fp4 (E2M1) operands: lane l holds row (column) l % M and
+  k = 32 * (l // M) + e, element e in byte e (fp4: nibble e) of its words (IREE's mfma layouts: thread (M, 64 / M),
+  32 elements); C/D the 16x16 / 32x32 layouts above. Codes from ml_dtypes (an oracle of their own), numpy's product."""
+  ml = pytest.importorskip("ml_dtypes", reason="ml_dtypes (the float8/float4 oracle) is not installed")
+  types = {"fp8": ml.float8_e4m3fn, "bf8": ml.float8_e5m2, "fp4": ml.float4_e2m1fn}
+  rng = np.random.default_rng(13)
+  co = clang_co("gfx950", "f8f6f4")
+  for name, (M, K, fa, fb) in F8F6F4.items():
+    Am, Bm = rng.integers(-4, 5, (M, K)).astype(np.float64), rng.integers(-4, 5, (K, M)).astype(np.float64)  # (fp4)
+
+    def image(mat, fmt):  # lane l: row/column l % M, k = 32 * (l // M) + e
+      codes = np.zeros((64, 32), np.uint8)
+      for lane in range(64):
+        vals = mat[lane % M, 32 * (lane // M):32 * (lane // M) + 32]
+        codes[lane] = vals.astype(types[fmt]).view(np.uint8) & (0xf if fmt == "fp4" else 0xff)
+      if fmt == "fp4":  # (two a byte, low nibble first, in the first 16 bytes)
+        codes = np.concatenate([codes[:, 0::2] | codes[:, 1::2] << 4, np.zeros((64, 16), np.uint8)], 1)
+      return codes.view(np.int32)
+
+    regs = M * M // 64
+    Cm = rng.integers(-50, 50, (M, M)).astype(np.float32)
+    Ci = np.zeros((regs, 64), np.float32)
+    for i in range(M):
+      for j in range(M):
+        Ci[_out_at(M, M, 1, False, 0, i, j)] = Cm[i, j]
+    out = []
+    for mode in ("0", "force"):
+      monkeypatch.setenv("GPUTWIN_JIT", mode)
+      D = np.zeros_like(Ci)
+      launch(co, name, grid=1, block=64, args=[D, image(Am, fa), image(Bm.T, fb), Ci.copy()], checks=False)
+      out.append(D)
+    assert np.array_equal(out[0].view(np.uint32), out[1].view(np.uint32)), name
+    got = np.array([[out[1][_out_at(M, M, 1, False, 0, i, j)] for j in range(M)] for i in range(M)])
+    np.testing.assert_array_equal(got, Am @ Bm + Cm, err_msg=name)
+  assert not native.FAILED, native.FAILED[:3]

@@ -179,4 +179,5 @@ def test_modelled_layouts_fill_their_registers(fam):
   for r in _rows(fam):
     if r.layout is None:
       continue
-    assert tables(fam, r.op, 64 if fam == "cdna" else 32).regs == tuple(r.regs), r.op
+    ins = ("FP8", "FP8") if r.a == "F8F6F4" else None  # (their records count fp8 operands)
+    assert tables(fam, r.op, 64 if fam == "cdna" else 32, ins=ins).regs == tuple(r.regs), r.op

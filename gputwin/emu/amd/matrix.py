@@ -31,9 +31,11 @@ no order; each step is what V_FMA_F64 does). F16/BF16 results (V_WMMA_F16/BF16_*
 rounded once to the 16-bit type (through f32 rounded to odd, so without double rounding), a NaN the default NaN
 (0x7e00, 0x7fc0); RDNA3 writes them to the half of each D register OPSEL[2] selects (C read from the same half),
 the other half unchanged (LLVM PR #69903, "Add tied wmma intrinsic": the instruction writes 16 of the 32 bits),
-RDNA4 packs two per register (element v in half v%2 of register v//2, LLVM's order of a vector's elements). Denormals are kept, inputs and results. FP8/BF8 elements
-(the target's formats, pcode.runtime.FP8) take the layouts of the 8-bit integer opcodes of the same shape and are
-exact in float64 like the others.
+RDNA4 packs two per register (element v in half v%2 of register v//2, LLVM's order of a vector's elements).
+Denormals are kept, inputs and results. FP8/BF8 elements (the target's formats, pcode.runtime.FP8) take the layouts
+of the 8-bit integer opcodes of the same shape and are exact in float64 like the others; gfx950's F8F6F4 MFMA takes A's format from CBSZ and B's from BLGP (fp8, bf8, fp6,
+bf6, fp4: formats.json): fp8, bf8 and fp4 (OCP E2M1, element e in bits 4*(e%8) of register e//8) are modelled with
+the mfma layout, A and B of one width.
 """
 from __future__ import annotations
 
@@ -50,20 +52,23 @@ from gputwin.pcode.runtime import FP8, fp8_decode
 U32 = np.uint32
 
 
-_BITS = {"F16": 16, "BF16": 16, "IU8": 8, "I8": 8, "IU4": 4, "F32": 32, "F64": 64, "FP8": 8, "BF8": 8}  # (layouts')
+_BITS = {"F16": 16, "BF16": 16, "IU8": 8, "I8": 8, "IU4": 4, "F32": 32, "F64": 64, "FP8": 8, "BF8": 8, "FP4": 4}
+F8F6F4 = ("FP8", "BF8", "FP6", "BF6", "FP4")  # gfx950's F8F6F4 MFMA: A's format by CBSZ, B's by BLGP (formats.json)
 
 
 @functools.lru_cache(maxsize=None)
-def layout(family: str, name: str, L: int):
+def layout(family: str, name: str, L: int, ins: tuple[str, str] | None = None):
   """(M, N, K, blocks, accumulator type, A's and B's element types, input bits, elements per lane, A/B map, C/D map)
   of `name` in wave`L`: the A/B map gives per element (row or column, k) lane arrays, the C/D map per slot (a
   register; f64: a register pair) (row, column) lane arrays, rows and columns of the (B*M) x (B*N) product. A and B
-  share a layout (same bits: FP8 x BF8 differ in type only)."""
+  share a layout (same bits: FP8 x BF8 differ in type only). `ins`: the element types where the instruction picks
+  them (F8F6F4)."""
   row = hwdata.matrix(family, name)
-  if row is None or row.layout is None or (row.layout.startswith("wmma") and L != 32) or row.a not in _BITS or \
-     _BITS.get(row.b) != _BITS[row.a]:
-    raise GputwinError(f"{name}: matrix layout not modelled (wave{L})")
-  return _layout(row.layout, row.m, row.n, row.k, row.blocks, row.c, (row.a, row.b), L)
+  ins = ins or (row.a, row.b) if row else None
+  if row is None or row.layout is None or (row.layout.startswith("wmma") and L != 32) or ins[0] not in _BITS or \
+     _BITS.get(ins[1]) != _BITS[ins[0]]:
+    raise GputwinError(f"{name}: matrix layout not modelled (wave{L}{', ' + ' x '.join(ins) if ins else ''})")
+  return _layout(row.layout, row.m, row.n, row.k, row.blocks, row.c, ins, L)
 
 
 def _layout(kind: str, M: int, N: int, K: int, B: int, acc: str, ins: tuple[str, str], L: int):
@@ -93,6 +98,7 @@ def _layout(kind: str, M: int, N: int, K: int, B: int, acc: str, ins: tuple[str,
 
 
 NAN = 0x7fc00000  # what a NaN result is (module docstring)
+FP4 = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0])  # E2M1 magnitudes by their three low bits
 NAN64 = 0x7ff8000000000000
 
 
@@ -121,10 +127,11 @@ class Tables(NamedTuple):
 
 
 @functools.lru_cache(maxsize=None)
-def tables(family: str, name: str, L: int, cbsz: int = 0, abid: int = 0, blgp: int = 0, opsel: int = 0) -> Tables:
+def tables(family: str, name: str, L: int, cbsz: int = 0, abid: int = 0, blgp: int = 0, opsel: int = 0,
+           ins: tuple[str, str] | None = None) -> Tables:
   """The register tables of `name` in wave`L` with the CDNA broadcast controls and RDNA3's OPSEL[2] (module
   docstring), from its `layout` (GputwinError where none is modelled)."""
-  M, N, K, B, acc, ins, bits, ne, amap, cmap = layout(family, name, L)
+  M, N, K, B, acc, ins, bits, ne, amap, cmap = layout(family, name, L, ins)
   per, wide = max(32 // bits, 1), max(bits // 32, 1)  # elements per register, registers per element
   a, b = np.full((B * M, K, 3), -1, np.int64), np.full((K, B * N, 3), -1, np.int64)
   for e, (rc, k) in enumerate(amap):
@@ -161,6 +168,12 @@ def operands(family: str, op, L: int) -> tuple[Tables, str, str, Neg]:
   name, f = op.inst.op, op.inst.f
   row = hwdata.matrix(family, name)
   cbsz, abid, blgp = f.get("cbsz", 0), f.get("abid", 0), f.get("blgp", 0)
+  ins = None
+  if row is not None and row.a == "F8F6F4":  # (CBSZ and BLGP are A's and B's formats here)
+    if cbsz >= len(F8F6F4) or blgp >= len(F8F6F4) or abid or F8F6F4[cbsz][2] == "6" or F8F6F4[blgp][2] == "6":
+      raise GputwinError(f"{name}: formats cbsz:{cbsz} blgp:{blgp} abid:{abid} not modelled (fp8, bf8 and fp4 "
+                         "are; fp6 and bf6 elements straddle their registers)")
+    ins, cbsz, blgp = (F8F6F4[cbsz], F8F6F4[blgp]), 0, 0
   if cbsz or abid:  # (llvm-mc-22 takes any CBSZ < 8 and ABID < 16)
     if row is None or (1 << cbsz) > row.blocks or abid >= 1 << cbsz:
       raise GputwinError(f"{name}: cbsz:{cbsz} abid:{abid} not modelled (a block of A broadcast to 2**cbsz blocks "
@@ -168,7 +181,8 @@ def operands(family: str, op, L: int) -> tuple[Tables, str, str, Neg]:
   neg = NO_NEG
   if row is not None and row.a == "F64":  # (the BLGP field is NEG on f64: llvm-mc-22 prints neg:[a,b,c])
     neg, blgp = tuple((bool(blgp >> i & 1),) * 2 if i < 2 else (bool(blgp >> i & 1), False) for i in range(3)), 0
-  t = tables(family, name, L, cbsz, abid, blgp, f.get("opsel", 0) >> 2 & 1 if row and row.c in ("F16", "BF16") else 0)
+  t = tables(family, name, L, cbsz, abid, blgp, f.get("opsel", 0) >> 2 & 1 if row and row.c in ("F16", "BF16") else 0,
+             ins)
   if f.get("clmp", 0):
     raise GputwinError(f"{name}: clamp is not modelled")
   lo, hi = f.get("neg", 0), f.get("neg_hi", 0)
@@ -189,6 +203,8 @@ def operands(family: str, op, L: int) -> tuple[Tables, str, str, Neg]:
       return ("I" if f.get("neg", 0) >> i & 1 else "U") + ty[2:]
     if ty in ("FP8", "BF8"):  # what they mean on this target (isa.targets' fp8 column, bound by amd/decode)
       return ty.lower() + ("fnuz" if op.info.get("fp8fnuz") else "")
+    if ty == "FP4":  # OCP MX E2M1: sign, two exponent bits (bias 1), one mantissa bit; no infinity or NaN
+      return "fp4"
     return ty
   return t, kind(t.ins[0], 0), kind(t.ins[1], 1), neg
 
@@ -216,6 +232,8 @@ def _value(raw: np.ndarray, kind: str):
     return raw.astype(U32).view(np.float32).astype(np.float64)
   if kind == "F64":
     return raw.view(np.float64)
+  if kind == "fp4":
+    return np.where(raw & 8, -1.0, 1.0) * FP4[raw & 7]
   if kind in FP8:
     return fp8_decode(raw, kind).astype(np.float64)
   if kind in ("I4", "U4"):

@@ -257,6 +257,16 @@ def _element(f, raw: str, kind: str) -> str:
   """The element in the low bits of i32 `raw`, exactly as a double (i32 for integers): amd/matrix.py's _value."""
   if kind in FP8:
     return f.op(f"fpext float {fp8_decode(f, f.op(f'trunc i32 {raw} to i8'), kind)} to double")
+  if kind == "fp4":  # E2M1: exponent e (bias 1), mantissa m: e = 0: m / 2; else (1 + m / 2) * 2**(e - 1)
+    m = f.op(f"uitofp i32 {f.op(f'and i32 {raw}, 1')} to double")
+    half, e = f.op(f"fmul double {m}, 0.5"), f.op(f"and i32 {f.op(f'lshr i32 {raw}, 1')}, 3")
+    is2 = f.op(f"icmp eq i32 {e}, 2")
+    two_four = f.op(f"select i1 {is2}, double 2.0, double 4.0")
+    scale = f.op(f"select i1 {f.op(f'icmp eq i32 {e}, 1')}, double 1.0, double {two_four}")
+    normal = f.op(f"fmul double {f.op(f'fadd double {half}, 1.0')}, {scale}")
+    x = f.op(f"select i1 {f.op(f'icmp eq i32 {e}, 0')}, double {half}, double {normal}")
+    neg = f.op(f"icmp ne i32 {f.op(f'and i32 {raw}, 8')}, 0")
+    return f.op(f"select i1 {neg}, double {f.op(f'fneg double {x}')}, double {x}")
   if kind == "F16":
     h = f.op(f"bitcast i16 {f.op(f'trunc i32 {raw} to i16')} to half")
     return f.op(f"fpext half {h} to double")

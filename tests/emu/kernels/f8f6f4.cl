@@ -1,0 +1,23 @@
+// gfx950's F8F6F4 MFMA (A's format by CBSZ, B's by BLGP: 0 fp8, 1 bf8, 4 fp4), as clang-22 selects it from the scaled
+// builtin with zero scales. Lane l loads its A and B words (32 bytes: 32 fp8/bf8 codes, or 16 bytes of fp4 codes,
+// two a byte, low nibble first) from images the test builds, and C/D register v of lane l (image[v * 64 + l]).
+typedef int v8i __attribute__((ext_vector_type(8)));
+typedef float v4f __attribute__((ext_vector_type(4)));
+typedef float v16f __attribute__((ext_vector_type(16)));
+
+#define F8F6F4(NAME, VEC, NR, BUILTIN, FA, FB)                                                                      \
+  __kernel void NAME(__global float *D, __global const v8i *A, __global const v8i *B, __global const float *C) {  \
+    int l = __builtin_amdgcn_workitem_id_x();                                                                   \
+    VEC c;                                                                                                      \
+    for (int v = 0; v < NR; v++) c[v] = C[v * 64 + l];                                                          \
+    VEC d = BUILTIN(A[l], B[l], c, FA, FB, 0, 0, 0, 0);                                                         \
+    for (int v = 0; v < NR; v++) D[v * 64 + l] = d[v];                                                          \
+  }
+
+#if defined(__gfx950__)
+F8F6F4(m16_fp8_fp8, v4f, 4, __builtin_amdgcn_mfma_scale_f32_16x16x128_f8f6f4, 0, 0)
+F8F6F4(m16_bf8_fp8, v4f, 4, __builtin_amdgcn_mfma_scale_f32_16x16x128_f8f6f4, 1, 0)
+F8F6F4(m16_fp4_fp4, v4f, 4, __builtin_amdgcn_mfma_scale_f32_16x16x128_f8f6f4, 4, 4)
+F8F6F4(m32_fp8_bf8, v16f, 16, __builtin_amdgcn_mfma_scale_f32_32x32x64_f8f6f4, 0, 1)
+F8F6F4(m32_fp4_fp4, v16f, 16, __builtin_amdgcn_mfma_scale_f32_32x32x64_f8f6f4, 4, 4)
+#endif
