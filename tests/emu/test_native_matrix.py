@@ -425,3 +425,29 @@ def test_rdna4_wmma_neg_and_abs_modifiers(clang_co, monkeypatch):
   a, b = A.astype(np.float32), B.astype(np.float32)
   np.testing.assert_array_equal(out[1][0], -a @ b - C)
   np.testing.assert_array_equal(out[1][1], a @ -b + np.abs(C))
+
+
+def test_rdna4_int4_k32_and_int8_clamp(clang_co, monkeypatch):
+  """gfx1200 v_wmma_i32_16x16x32_iu4 (A and B placed by a pairing of the kernel's own: integer sums only need A
+  and B to agree) and v_wmma_i32_16x16x16_iu8 with CLMP (the exact A x B + C saturated to int32, C near the
+  limits), on both tiers against numpy (both stopped before: no layout, 'clamp is not modelled')."""
+  from gputwin.emu import launch
+  r = np.random.default_rng(37)
+  cases = {"wmma_i4_k32": (r.integers(-8, 8, (16, 32)), r.integers(0, 16, (32, 16)), r.integers(-999, 999, (16, 16))),
+           "wmma_i8_clamp": (r.integers(-128, 128, (16, 16)), r.integers(-128, 128, (16, 16)),
+                             r.choice([2 ** 31 - 5000, -2 ** 31 + 5000, 7], (16, 16)))}
+  for name, (A, B, C) in cases.items():
+    out = []
+    for mode in ("0", "force"):
+      monkeypatch.setenv("GPUTWIN_JIT", mode)
+      D = np.zeros((16, 16), np.int32)
+      launch(clang_co("gfx1200", "matrix"), name, grid=1, block=32,
+             args=[D, A.astype(np.int8), B.astype(np.int8), C.astype(np.int32)], checks=False)
+      out.append(D)
+    assert np.array_equal(out[0], out[1]), name
+    want = A @ B + C
+    np.testing.assert_array_equal(out[1], np.clip(want, -2 ** 31, 2 ** 31 - 1) if "clamp" in name else want,
+                                  err_msg=name)
+    if "clamp" in name:
+      assert (want > 2 ** 31 - 1).any() and (want < -2 ** 31).any()  # (the saturation was exercised)
+  assert not native.FAILED, native.FAILED[:3]

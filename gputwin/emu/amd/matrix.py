@@ -9,7 +9,8 @@ Layout kinds (element e of lane l; 16-bit elements pack two per VGPR, 8-bit four
   wmma_rdna4, 16x16x16 (wave32): A lane l: row l%16, k = 4*(l//16) + 8*(e//4) + e%4 (runs of four k alternate
     between the lane halves: lane 0 holds k 0-3 and 8-11, lane 16 k 4-7 and 12-15); B the same with col;
     C/D: row v + 8*(l//16), col l%16   (RDNA4 ISA guide, "WMMA" section, as IREE's gfx12 layout notes and tinygrad's
-    emulator read it; a layout pairing A and B the same way, as k = 8*(l//16) + e, gives the same products)
+    emulator read it; a layout pairing A and B the same way, as k = 8*(l//16) + e, gives the same products;
+    16x16x32 int4: sixteen a lane, the same runs of four, which integer sums cannot tell from another pairing)
   mfma, MxNxK in B blocks (AMD Matrix Instruction Calculator, gfx9 rules; AMD Instinct MI300 ISA, "Matrix fused
     multiply-add"): a lane holds E = K*M*B/L consecutive k of one row (A) or column (B); lane l: block (l//M) % B,
     row l%M, k = E*(l // (M*B)) + e. D element (b, i, j) is in slot b*(M*N/L) + H*(i // (H*R)) + i%H, lane
@@ -24,7 +25,7 @@ lowering, emu/native/matrix.py): which register, lane and bit offset holds A[m, 
 register v of lane l holds. Arithmetic (the same in both tiers, bit for bit): each element converted exactly to
 float64 (int64 for integers), the products of D[m, n] summed in k order starting from -0.0 (in float64 every
 product is exact and the order fixes the roundings), then C added and the sum rounded once (RNE) to f32 (integers:
-the low 32 bits); a NaN result is the default quiet NaN 0x7fc00000 (which NaN operand the hardware returns is not
+the low 32 bits, or saturated to int32 with CLMP); a NaN result is the default quiet NaN 0x7fc00000 (which NaN operand the hardware returns is not
 documented; one fixed answer keeps both tiers identical). F64 (V_MFMA_F64_*): a chain of fused multiply-adds in k
 order starting from C, each rounded once (RNE), a NaN the default 0x7ff8000000000000 (our model: the manual gives
 no order; each step is what V_FMA_F64 does). F16/BF16 results (V_WMMA_F16/BF16_*): the f32 rule with the sum
@@ -158,7 +159,13 @@ Neg = tuple[tuple[bool, bool], tuple[bool, bool], tuple[bool, bool]]  # A, B: (n
 NO_NEG: Neg = ((False, False),) * 3
 
 
-def operands(family: str, op, L: int) -> tuple[Tables, str, str, Neg]:
+class Mods(NamedTuple):
+  """An instruction's modifiers the arithmetic applies (`operands`)."""
+  neg: Neg = NO_NEG
+  clamp: bool = False  # integer results: the exact A x B + C saturated to int32 (RDNA WMMA IU8/IU4's CLMP)
+
+
+def operands(family: str, op, L: int) -> tuple[Tables, str, str, Mods]:
   """(tables, A's element kind, B's, the float modifiers) of matrix instruction `op`; a GputwinError for what the
   model lacks. Kinds (`_value`): F16, BF16, F32, F64, I8 / U8 and I4 / U4 (signed or not), and the 8-bit floats of
   the target (pcode.runtime.FP8: fp8, bf8, fp8fnuz, bf8fnuz). Modifiers: RDNA float WMMA's NEG bit i negates the
@@ -183,8 +190,8 @@ def operands(family: str, op, L: int) -> tuple[Tables, str, str, Neg]:
     neg, blgp = tuple((bool(blgp >> i & 1),) * 2 if i < 2 else (bool(blgp >> i & 1), False) for i in range(3)), 0
   t = tables(family, name, L, cbsz, abid, blgp, f.get("opsel", 0) >> 2 & 1 if row and row.c in ("F16", "BF16") else 0,
              ins)
-  if f.get("clmp", 0):
-    raise GputwinError(f"{name}: clamp is not modelled")
+  if f.get("clmp", 0) and t.acc != "I32":
+    raise GputwinError(f"{name}: clamp is not modelled on float results")
   lo, hi = f.get("neg", 0), f.get("neg_hi", 0)
   if t.ins[0] not in ("IU8", "IU4") and (lo or hi):
     if t.bits < 16 and (lo | hi) & 3:  # (llvm-mc-22 rejects them on 8-bit floats: which bytes a half holds is open)
@@ -206,7 +213,7 @@ def operands(family: str, op, L: int) -> tuple[Tables, str, str, Neg]:
     if ty == "FP4":  # OCP MX E2M1: sign, two exponent bits (bias 1), one mantissa bit; no infinity or NaN
       return "fp4"
     return ty
-  return t, kind(t.ins[0], 0), kind(t.ins[1], 1), neg
+  return t, kind(t.ins[0], 0), kind(t.ins[1], 1), Mods(neg, bool(f.get("clmp", 0)))
 
 
 def _gather(regs: np.ndarray, src: np.ndarray, bits: int) -> np.ndarray:
@@ -259,9 +266,9 @@ def round16(x: np.ndarray, kind: str) -> np.ndarray:
 
 def execute(eng, op, ix) -> None:
   """D = A x B + C for every wave in `ix` (EXEC is ignored: matrix instructions require all lanes)."""
-  t, ka, kb, neg = operands(eng.fam, op, eng.L)
+  t, ka, kb, mods = operands(eng.fam, op, eng.L)
   with np.errstate(all="ignore"):  # (NaN and infinity operands, overflow to infinity: IEEE results)
-    raw = _compute(eng, op, ix, t, ka, kb, neg)
+    raw = _compute(eng, op, ix, t, ka, kb, mods)
   d = op.outs["D0"]
   eng.mark(d.file, d.index, t.regs[2])
   (eng.V if d.file == "v" else eng.A)[ix, d.index:d.index + t.regs[2]] = raw
@@ -302,8 +309,9 @@ def fma(x: float, y: float, z: float) -> float:
 _fmas = np.frompyfunc(fma, 3, 1)
 
 
-def _compute(eng, op, ix, t: Tables, ka: str, kb: str, neg) -> np.ndarray:
+def _compute(eng, op, ix, t: Tables, ka: str, kb: str, mods: Mods) -> np.ndarray:
   """The raw D registers (W, regs, L)."""
+  neg = mods.neg
   n, integer = eng.nwaves(ix), t.acc == "I32"
   regs = lambda s, k: (eng.V if s.file == "v" else eng.A)[ix, s.index:s.index + t.regs[k]]
   A = _value(_gather(regs(op.ins["S0"], 0), t.a, t.bits), ka)  # (W, M, K)
@@ -331,7 +339,7 @@ def _compute(eng, op, ix, t: Tables, ka: str, kb: str, neg) -> np.ndarray:
   D = D + (0 if c.file == "k" else regs(c, 2).view(np.int32) if integer else
            _cmods(regs(c, 2).view(np.float32).astype(np.float64), neg[2]))
   if integer:
-    raw = D.astype(np.uint64).astype(U32)
+    raw = (np.clip(D, -2 ** 31, 2 ** 31 - 1) if mods.clamp else D).astype(np.uint64).astype(U32)
   else:
     raw = D.astype(np.float32).view(U32)
     raw[np.isnan(D)] = NAN

@@ -22,7 +22,7 @@ SHIFT = 5  # a table entry: (register * L + lane) << SHIFT | bit offset
 
 
 def operands(op, fam: str, lanes: int):
-  """amd/matrix.py's operands check: (tables, A's element kind, B's, negations), or Unsupported (the interpreter
+  """amd/matrix.py's operands check: (tables, A's element kind, B's, modifiers), or Unsupported (the interpreter
   then raises)."""
   if fam not in ("rdna3", "rdna4", "cdna"):
     raise Unsupported("matrix family")
@@ -81,7 +81,7 @@ def lower(comp, i: int, op, f) -> str:
   """@inst{i} (and its tables) for matrix instruction `op`: D = A x B + C for one wave, as amd/matrix.py computes
   it. `comp`: the block's codegen.Compiler; `f`: a fresh codegen.Fn."""
   L = comp.L
-  t, ka, kb, neg = operands(op, comp.fam, L)
+  t, ka, kb, (neg, clamp) = operands(op, comp.fam, L)
   srcs = (op.ins["S0"], op.ins["S1"], op.ins["S2"], op.outs["D0"])
   if any(s.file == "a" for s in srcs) and comp.fam != "cdna":
     raise Unsupported("AccVGPRs")
@@ -183,7 +183,12 @@ def lower(comp, i: int, op, f) -> str:
   else:
     cv = None if cbuf is None else f.ld("i32", f.gep(cbuf, f.op("mul i64 %dd, 4")), "mx")
     if integer:
-      r = y if cv is None else f.op(f"add i32 {y}, {cv}")
+      if clamp:  # (the exact sum in i64, saturated; the products' sum fits i32: |x| <= 64 * 2**14)
+        wide = f.op(f"add i64 {f.op(f'sext i32 {y} to i64')}, {'0' if cv is None else f.op(f'sext i32 {cv} to i64')}")
+        lo = f.op(f"call i64 @llvm.smax.i64(i64 {wide}, i64 -2147483648)")
+        r = f.op(f"trunc i64 {f.op(f'call i64 @llvm.smin.i64(i64 {lo}, i64 2147483647)')} to i32")
+      else:
+        r = y if cv is None else f.op(f"add i32 {y}, {cv}")
     else:
       cd = "0.0" if cv is None else _cmods(f, f.op(f"fpext float {f.op(f'bitcast i32 {cv} to float')} to double"),
                                            neg[2])

@@ -137,3 +137,36 @@ __kernel void wmma_neg(__global float *D, __global const half *A, __global const
   }
 #endif
 }
+
+// RDNA4 int4 16x16x32 (A signed, B unsigned) and int8 16x16x16 with CLMP (both signed). Integer sums do not depend
+// on which k a register holds as long as A and B agree, so A and B are placed by one simple pairing here: lane l
+// holds row/column l % 16, k = 16 * (l / 16) + e (int4, sixteen nibbles in two VGPRs) or 8 * (l / 16) + e (int8).
+__kernel void wmma_i4_k32(__global int *D, __global const char *A, __global const char *B, __global const int *C) {
+  int l = __builtin_amdgcn_workitem_id_x();
+#if defined(__gfx1200__)
+  int2 a = 0, b = 0; int8 c;
+  for (int e = 0; e < 16; e++) {
+    int k = 16 * (l / 16) + e;
+    a[e / 8] |= (A[(l % 16) * 32 + k] & 15) << (4 * (e % 8));
+    b[e / 8] |= (B[k * 16 + l % 16] & 15) << (4 * (e % 8));
+  }
+  for (int v = 0; v < 8; v++) c[v] = C[(v + 8 * (l / 16)) * 16 + l % 16];
+  int8 d = __builtin_amdgcn_wmma_i32_16x16x32_iu4_w32_gfx12(true, a, false, b, c, false);
+  for (int v = 0; v < 8; v++) D[(v + 8 * (l / 16)) * 16 + l % 16] = d[v];
+#endif
+}
+
+__kernel void wmma_i8_clamp(__global int *D, __global const char *A, __global const char *B, __global const int *C) {
+  int l = __builtin_amdgcn_workitem_id_x();
+#if defined(__gfx1200__)
+  int2 a = 0, b = 0; int8 c;
+  for (int e = 0; e < 8; e++) {
+    int k = 8 * (l / 16) + e;
+    a[e / 4] |= (A[(l % 16) * 16 + k] & 255) << (8 * (e % 4));
+    b[e / 4] |= (B[k * 16 + l % 16] & 255) << (8 * (e % 4));
+  }
+  for (int v = 0; v < 8; v++) c[v] = C[(v + 8 * (l / 16)) * 16 + l % 16];
+  int8 d = __builtin_amdgcn_wmma_i32_16x16x16_iu8_w32_gfx12(true, a, true, b, c, true);
+  for (int v = 0; v < 8; v++) D[(v + 8 * (l / 16)) * 16 + l % 16] = d[v];
+#endif
+}
