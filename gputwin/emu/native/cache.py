@@ -101,9 +101,10 @@ def _text(x, out: list) -> None:
   elif dataclasses.is_dataclass(x) and not isinstance(x, type):
     out.append(type(x).__name__ + "(")
     for f in dataclasses.fields(x):
-      if f.repr:  # (an Op's decoded instruction by its encoding's fields: a lowering may read a modifier, as the
-        out.append(f.name + "=")  # matrix ops' neg_lo signedness and CBSZ/ABID/BLGP, that no binding carries)
-        _text(getattr(x, f.name).fields if f.name == "inst" else getattr(x, f.name), out)
+      if f.repr:  # (an Op's decoded AMD instruction by its encoding's fields: a lowering may read a modifier, as
+        out.append(f.name + "=")  # the matrix ops' neg_lo and CBSZ/ABID/BLGP, that no binding carries; the other
+        v = getattr(x, f.name)    # frontends' instructions are their bindings)
+        _text(getattr(v, "fields", None) if f.name == "inst" else v, out)
         out.append(",")
     out.append(")")
   else:
