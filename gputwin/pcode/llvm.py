@@ -568,15 +568,7 @@ class Lower:
     return self.select(isn, nan, r, Ty("f", tb))
 
   def rbf(self, v: str) -> str:
-    """runtime.rbf: an f32 value rounded to bf16 (nearest even), in its f32 container; a NaN stays NaN, quiet."""
-    f = self.f
-    u = f.op(f"bitcast float {v} to i32")
-    lsb = f.op(f"and i32 {f.op(f'lshr i32 {u}, 16')}, 1")
-    up = f.op(f"add i32 {u}, 32767")
-    r = f.op(f"and i32 {f.op(f'add i32 {up}, {lsb}')}, -65536")
-    nan = f.op(f"icmp ugt i32 {f.op(f'and i32 {u}, 2147483647')}, 2139095040")
-    q = f.op(f"and i32 {f.op(f'or i32 {u}, 4194304')}, -65536")
-    return f.op(f"bitcast i32 {f.op(f'select i1 {nan}, i32 {q}, i32 {r}')} to float")
+    return rbf(self.f, v)
 
   def convert_bf(self, v: str, s: Ty, t: Ty) -> str:
     """runtime.cv to or from bf16: from bf16 as from its f32 container; to bf16 rbf of the value in f32 (f16: exact),
@@ -605,23 +597,10 @@ class Lower:
     return f.conv(r, 64, 16)
 
   def to_half(self, d: str) -> str:
-    """A double rounded once to f16 (nearest even): rounded to odd into f32 first, which makes the second rounding
-    exact."""
-    return self.f.op(f"fptrunc float {self.odd32(d)} to half")
+    return to_half(self.f, d)
 
   def odd32(self, d: str) -> str:
-    """runtime.f64_to_f32_odd: a double rounded to f32 with a sticky low bit (round to odd)."""
-    f = self.f
-    r = f.op(f"fptrunc double {d} to float")
-    back = f.op(f"fpext float {r} to double")
-    inexact = f.op(f"and i1 {f.op(f'fcmp one double {back}, {d}')}, {self.finite(back, Ty('f', 64))}")
-    u = f.op(f"bitcast float {r} to i32")
-    fd, fb = (f.op(f"call double @llvm.fabs.f64(double {x})") for x in (d, back))
-    step = f.op(f"select i1 {f.op(f'fcmp ogt double {fd}, {fb}')}, i32 1, i32 -1")  # toward d (sign-magnitude)
-    low = f.op(f"and i32 {u}, 1")
-    odd = f.op(f"and i1 {inexact}, {f.op(f'icmp eq i32 {low}, 0')}")
-    u = f.op(f"select i1 {odd}, i32 {f.op(f'add i32 {u}, {step}')}, i32 {u}")
-    return f.op(f"bitcast i32 {u} to float")
+    return odd32(self.f, d)
 
   def fp_to_int(self, v: str, s: Ty, t: Ty) -> str:
     """runtime.f2i: truncate toward zero, NaN -> 0, saturate (widths <= 32, and 64)."""
@@ -1337,6 +1316,38 @@ RINT = {"rn": "roundeven", "rz": "trunc", "rm": "floor", "rp": "ceil"}  # PTX's 
 PTX_ARITY = {"add": 2, "sub": 2, "mul": 2, "div": 2, "fma": 3, "sqrt": 1, "rcp": 1}  # PTX's {op}_{mode} built-ins
 SET_ROUNDING = {"rz": 0, "rn": 1, "rp": 2, "rm": 3}  # a PTX rounding as llvm.set.rounding numbers it
 ROUNDINGS = ("rn", "rna", "rz", "rm", "rp")  # PTX's round_{mode}_{format} built-ins (runtime.round_exact's modes)
+
+
+def rbf(f: Fn, v: str) -> str:
+  """runtime.rbf: an f32 value rounded to bf16 (nearest even), in its f32 container; a NaN stays NaN, quiet."""
+  u = f.op(f"bitcast float {v} to i32")
+  lsb = f.op(f"and i32 {f.op(f'lshr i32 {u}, 16')}, 1")
+  up = f.op(f"add i32 {u}, 32767")
+  r = f.op(f"and i32 {f.op(f'add i32 {up}, {lsb}')}, -65536")
+  nan = f.op(f"icmp ugt i32 {f.op(f'and i32 {u}, 2147483647')}, 2139095040")
+  q = f.op(f"and i32 {f.op(f'or i32 {u}, 4194304')}, -65536")
+  return f.op(f"bitcast i32 {f.op(f'select i1 {nan}, i32 {q}, i32 {r}')} to float")
+
+
+def to_half(f: Fn, d: str) -> str:
+  """A double rounded once to f16 (nearest even): rounded to odd into f32 first, which makes the second rounding
+  exact."""
+  return f.op(f"fptrunc float {odd32(f, d)} to half")
+
+
+def odd32(f: Fn, d: str) -> str:
+  """runtime.f64_to_f32_odd: a double rounded to f32 with a sticky low bit (round to odd)."""
+  r = f.op(f"fptrunc double {d} to float")
+  back = f.op(f"fpext float {r} to double")
+  fd, fb = (f.op(f"call double @llvm.fabs.f64(double {x})") for x in (d, back))
+  finite = f.op(f"fcmp olt double {fb}, {fconst(float('inf'), 64)}")
+  inexact = f.op(f"and i1 {f.op(f'fcmp one double {back}, {d}')}, {finite}")
+  u = f.op(f"bitcast float {r} to i32")
+  step = f.op(f"select i1 {f.op(f'fcmp ogt double {fd}, {fb}')}, i32 1, i32 -1")  # toward d (sign-magnitude)
+  low = f.op(f"and i32 {u}, 1")
+  odd = f.op(f"and i1 {inexact}, {f.op(f'icmp eq i32 {low}, 0')}")
+  u = f.op(f"select i1 {odd}, i32 {f.op(f'add i32 {u}, {step}')}, i32 {u}")
+  return f.op(f"bitcast i32 {u} to float")
 
 
 def fp8_decode(f: Fn, v: str, fmt: str) -> str:

@@ -48,7 +48,7 @@ import numpy as np
 
 from gputwin.errors import GputwinError
 from gputwin.isa import hwdata
-from gputwin.pcode.runtime import FP8, fp8_decode
+from gputwin.pcode.runtime import FP8, f64_to_f32_odd, fp8_decode, rbf
 
 U32 = np.uint32
 
@@ -249,17 +249,12 @@ def _value(raw: np.ndarray, kind: str):
 
 
 def round16(x: np.ndarray, kind: str) -> np.ndarray:
-  """float64 `x` rounded to nearest even F16 or BF16 (raw uint16; a NaN: the default NaN). Through f32 rounded to
-  odd (RNE to f32, then one step toward zero where that rounded away, the lowest bit set where inexact): 24 bits
-  keep the one 16-bit rounding exact."""
-  f = x.astype(np.float32)
-  back, bits = f.astype(np.float64), f.view(U32)
-  rz = np.where(np.abs(back) > np.abs(x), bits - U32(1), bits)
-  ro = np.where((back != x) & np.isfinite(f), rz | U32(1), bits)
+  """float64 `x` rounded to nearest even F16 or BF16 (raw uint16; a NaN: the default NaN), through f32 rounded to
+  odd (pcode.runtime's, as its conversions from f64 do), so the one 16-bit rounding is exact."""
   if kind == "F16":
-    r = ro.view(np.float32).astype(np.float16).view(np.uint16)
+    r = f64_to_f32_odd(x).astype(np.float16).view(np.uint16)
   else:
-    r = ((ro + U32(0x7fff) + (ro >> U32(16) & U32(1))) >> U32(16)).astype(np.uint16)
+    r = (rbf(x).view(U32) >> U32(16)).astype(np.uint16)
   r[np.isnan(x)] = 0x7e00 if kind == "F16" else 0x7fc0
   return r
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from gputwin.emu.amd import matrix as layouts
 from gputwin.emu.native.runtime import C_A, C_V, C_VSTR, C_VSTW
 from gputwin.errors import GputwinError
-from gputwin.pcode.llvm import SCALAR, Unsupported, fp8_decode
+from gputwin.pcode.llvm import SCALAR, Unsupported, fp8_decode, odd32, rbf, to_half
 from gputwin.pcode.runtime import FP8
 
 SHIFT = 5  # a table entry: (register * L + lane) << SHIFT | bit offset
@@ -213,23 +213,12 @@ def _cmods(f, c: str, flags) -> str:
 
 
 def _round16(f, y: str, kind: str) -> str:
-  """Double `y` rounded to nearest even F16 or BF16 (an i16; a NaN: the default NaN), through f32 rounded to odd:
-  amd/matrix.py's round16."""
-  x = f.op(f"fptrunc double {y} to float")
-  back, bits = f.op(f"fpext float {x} to double"), f.op(f"bitcast float {x} to i32")
-  fabs = lambda t, v: f.op(f"call {t} @llvm.fabs.{'f64' if t == 'double' else 'f32'}({t} {v})")
-  away = f.op(f"fcmp ogt double {fabs('double', back)}, {fabs('double', y)}")
-  rz = f.op(f"select i1 {away}, i32 {f.op(f'sub i32 {bits}, 1')}, i32 {bits}")
-  finite = f.op(f"fcmp one float {fabs('float', x)}, 0x7FF0000000000000")
-  odd = f.op(f"and i1 {f.op(f'fcmp une double {back}, {y}')}, {finite}")
-  ro = f.op(f"select i1 {odd}, i32 {f.op(f'or i32 {rz}, 1')}, i32 {bits}")
+  """Double `y` rounded to nearest even F16 or BF16 (an i16; a NaN: the default NaN): amd/matrix.py's round16."""
   if kind == "F16":
-    h = f.op(f"fptrunc float {f.op(f'bitcast i32 {ro} to float')} to half")
-    r = f.op(f"bitcast half {h} to i16")
+    r = f.op(f"bitcast half {to_half(f, y)} to i16")
   else:
-    lsb = f.op(f"and i32 {f.op(f'lshr i32 {ro}, 16')}, 1")
-    up = f.op(f"add i32 {f.op(f'add i32 {ro}, 32767')}, {lsb}")
-    r = f.op(f"trunc i32 {f.op(f'lshr i32 {up}, 16')} to i16")
+    bits = f.op(f"bitcast float {rbf(f, odd32(f, y))} to i32")
+    r = f.op(f"trunc i32 {f.op(f'lshr i32 {bits}, 16')} to i16")
   return f.op(f"select i1 {f.op(f'fcmp uno double {y}, 0.0')}, i16 {0x7e00 if kind == 'F16' else 0x7fc0}, i16 {r}")
 
 
