@@ -166,7 +166,7 @@ class Mods(NamedTuple):
 
 
 def operands(family: str, op, L: int) -> tuple[Tables, str, str, Mods]:
-  """(tables, A's element kind, B's, the float modifiers) of matrix instruction `op`; a GputwinError for what the
+  """(tables, A's element kind, B's, the modifiers) of matrix instruction `op`; a GputwinError for what the
   model lacks. Kinds (`_value`): F16, BF16, F32, F64, I8 / U8 and I4 / U4 (signed or not), and the 8-bit floats of
   the target (pcode.runtime.FP8: fp8, bf8, fp8fnuz, bf8fnuz). Modifiers: RDNA float WMMA's NEG bit i negates the
   low-half elements of A (i = 0) or B (1) and C (2), NEG_HI's the high-half ones and takes |C| (AMD's Matrix
@@ -282,7 +282,7 @@ def _cmods(c: np.ndarray, flags: tuple[bool, bool]) -> np.ndarray:
   return -c if flags[0] else c
 
 
-def fma(x: float, y: float, z: float) -> float:
+def _fma(x: float, y: float, z: float) -> float:
   """x * y + z rounded once to f64 (RNE; IEEE's special cases): the exact sum in Python integers, rounded by their
   correctly rounded true division."""
   if not (math.isfinite(x) and math.isfinite(y)):
@@ -301,7 +301,7 @@ def fma(x: float, y: float, z: float) -> float:
     return math.inf if num > 0 else -math.inf
 
 
-_fmas = np.frompyfunc(fma, 3, 1)
+_fmas = np.frompyfunc(_fma, 3, 1)
 
 
 def _compute(eng, op, ix, t: Tables, ka: str, kb: str, mods: Mods) -> np.ndarray:
