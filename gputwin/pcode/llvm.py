@@ -240,7 +240,7 @@ class Lower:
         if o not in "+-*/":
           raise Unsupported(f"operator {o} on bf16")
         r = f.op(f"{ {'+': 'fadd', '-': 'fsub', '*': 'fmul', '/': 'fdiv'}[o]} float {xv}, {yv}")
-        return self.rbf(self.nan_rule(F32, [xv, yv], r))
+        return rbf(self.f, self.nan_rule(F32, [xv, yv], r))
       if t.isf and o in "+-*/":
         r = f.op(f"{ {'+': 'fadd', '-': 'fsub', '*': 'fmul', '/': 'fdiv'}[o]} {lt} {xv}, {yv}")
         return self.nan_rule(t, [xv, yv], r)
@@ -551,7 +551,7 @@ class Lower:
       return v
     st, tt = {16: "half", 32: "float", 64: "double"}[fb], {16: "half", 32: "float", 64: "double"}[tb]
     if fb == 64 and tb == 16:  # (LLVM's own f64 -> f16 is a libcall the host process may not have)
-      r = self.to_half(v)
+      r = to_half(self.f, v)
     else:
       r = f.op(f"{'fpext' if tb > fb else 'fptrunc'} {st} {v} to {tt}")
     (mf, _), (mt, et) = {16: (10, 5), 32: (23, 8), 64: (52, 11)}[fb], {16: (10, 5), 32: (23, 8), 64: (52, 11)}[tb]
@@ -567,9 +567,6 @@ class Lower:
     isn = f.op(f"fcmp uno {st} {v}, {v}")
     return self.select(isn, nan, r, Ty("f", tb))
 
-  def rbf(self, v: str) -> str:
-    return rbf(self.f, v)
-
   def convert_bf(self, v: str, s: Ty, t: Ty) -> str:
     """runtime.cv to or from bf16: from bf16 as from its f32 container; to bf16 rbf of the value in f32 (f16: exact),
     of f64 rounded to odd into f32 first, of an integer through f64."""
@@ -577,12 +574,12 @@ class Lower:
     if s.kind == "bf":
       return self.convert("cvt", v, F32, t) if t.kind != "bf" else v
     if s.kind == "f":
-      x = v if s.bits == 32 else self.odd32(v) if s.bits == 64 else f.op(f"fpext half {v} to float")
-      return self.rbf(x)
+      x = v if s.bits == 32 else odd32(self.f, v) if s.bits == 64 else f.op(f"fpext half {v} to float")
+      return rbf(self.f, x)
     if s.kind == "bool" or s.kind in "uib" and s.bits > 64:
       raise Unsupported(f"{s} -> bf16")
     sb = 64 if s.kind == "int" else s.bits
-    return self.rbf(self.odd32(f.op(f"{'sitofp' if s.kind in ('i', 'int') else 'uitofp'} i{sb} {v} to double")))
+    return rbf(self.f, odd32(self.f, f.op(f"{'sitofp' if s.kind in ('i', 'int') else 'uitofp'} i{sb} {v} to double")))
 
   def to_norm(self, v: str, s: Ty, signed: bool) -> str:
     """runtime.convert's *_to_snorm/unorm: x in f64, NaN -> 0, clamped to [-1 or 0, 1], times 32767 or 65535 (exact),
@@ -595,12 +592,6 @@ class Lower:
     d = f.op(f"fmul double {d}, {fconst(32767.0 if signed else 65535.0, 64)}")
     r = f.op(f"fptosi double {f.op(f'call double @llvm.roundeven.f64(double {d})')} to i64")
     return f.conv(r, 64, 16)
-
-  def to_half(self, d: str) -> str:
-    return to_half(self.f, d)
-
-  def odd32(self, d: str) -> str:
-    return odd32(self.f, d)
 
   def fp_to_int(self, v: str, s: Ty, t: Ty) -> str:
     """runtime.f2i: truncate toward zero, NaN -> 0, saturate (widths <= 32, and 64)."""
@@ -688,7 +679,7 @@ class Lower:
     if name == ("round_rn_bf16" if t.kind == "bf" else f"round_rn_f{t.bits}") and t.isf and len(args) == 1 and \
        xt.kind in "iu" and xt.bits <= 32:  # runtime._ptx_round from an integer: exact in f64, rounded once
       d = f.op(f"{'sitofp' if xt.kind == 'i' else 'uitofp'} i{xt.bits} {self.ex(args[0])} to double")
-      return self.rbf(self.odd32(d)) if t.kind == "bf" else self.narrow(d, t)
+      return rbf(self.f, odd32(self.f, d)) if t.kind == "bf" else self.narrow(d, t)
     rnd, _, fmt = mode.partition("_")
     if op == "round" and rnd in ROUNDINGS and fmt in RFMT and len(args) == 1:
       return self.ptx_round(rnd, fmt, args[0], t)
@@ -736,7 +727,7 @@ class Lower:
 
   def narrow(self, d: str, t: Ty) -> str:
     """An f64 value rounded once to float type t."""
-    return d if t.bits == 64 else self.to_half(d) if t.bits == 16 else self.f.op(f"fptrunc double {d} to float")
+    return d if t.bits == 64 else to_half(self.f, d) if t.bits == 16 else self.f.op(f"fptrunc double {d} to float")
 
   def _sqrt(self, v, ts, t):
     """runtime._sqrt: IEEE (correctly rounded; f16 through f32, which rounds it once), x86's NaNs."""
@@ -858,7 +849,7 @@ class Lower:
       r = f.op(f"call float @llvm.fma.f32(float {a}, float {b}, float {c})")
     else:
       ad, bd, cd = (f.op(f"fpext half {x} to double") for x in (a, b, c))
-      r = self.to_half(self.sum_odd(f.op(f"fmul double {ad}, {bd}"), cd))  # (the product is exact: 2 x 11 bits)
+      r = to_half(self.f, self.sum_odd(f.op(f"fmul double {ad}, {bd}"), cd))  # (the product is exact: 2 x 11 bits)
     # NaNs: x86's f64 product then sum (a, then b, then c)
     p = self.nan_rule(t, [a, b], f.op(f"fmul {lt} {a}, {b}"))
     return self.nan_rule(t, [p, c], r)

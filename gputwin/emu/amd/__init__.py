@@ -85,7 +85,7 @@ class Amd:
   def denormals_kept(eng) -> bool:
     """Does every wave keep every denormal (MODE.FP_DENORM all ones, as the descriptor set it: no hardware register
     written this batch)? The native tier then runs blocks compiled without the flush (tier.Tier.key)."""
-    return not eng.written["hw"] and int(eng.HW[0, decode.MODE]) >> 4 & 15 == 15
+    return not eng.written["hw"] and int(eng.HW[0, decode.MODE]) & decode.FP_DENORM == decode.FP_DENORM
 
   @staticmethod
   def denormals(eng, v, bits: int, n: int, ix, result: bool):

@@ -82,6 +82,9 @@ def denorm_bit(bits: int, result: bool) -> int:
   return (4 if bits == 32 else 6) + result
 
 
+FP_DENORM = sum(1 << denorm_bit(b, r) for b in (32, 16) for r in (False, True))  # the field's MODE bits (7:4)
+
+
 SRC_FIELDS = (("src0", "ssrc0", "vsrc0", "srcx0"), ("src1", "vsrc1", "ssrc1", "vsrcx1"), ("src2",))
 DST_FIELDS = ("vdst", "sdst", "sdata", "vdata", "vdstx")
 

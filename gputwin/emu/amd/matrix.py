@@ -23,20 +23,20 @@ products are computed and never read (B times the multiplies, the same bits), so
 `tables` turns a layout into the register facts every consumer reads (this interpreter and the native tier's
 lowering, emu/native/matrix.py): which register, lane and bit offset holds A[m, k] and B[k, n], and which D element
 register v of lane l holds. Arithmetic (the same in both tiers, bit for bit): each element converted exactly to
-float64 (int64 for integers), the products of D[m, n] summed in k order starting from -0.0 (in float64 every
-product is exact and the order fixes the roundings), then C added and the sum rounded once (RNE) to f32 (integers:
-the low 32 bits, or saturated to int32 with CLMP); a NaN result is the default quiet NaN 0x7fc00000 (which NaN operand the hardware returns is not
-documented; one fixed answer keeps both tiers identical). F64 (V_MFMA_F64_*): a chain of fused multiply-adds in k
-order starting from C, each rounded once (RNE), a NaN the default 0x7ff8000000000000 (our model: the manual gives
-no order; each step is what V_FMA_F64 does). F16/BF16 results (V_WMMA_F16/BF16_*): the f32 rule with the sum
-rounded once to the 16-bit type (through f32 rounded to odd, so without double rounding), a NaN the default NaN
-(0x7e00, 0x7fc0); RDNA3 writes them to the half of each D register OPSEL[2] selects (C read from the same half),
-the other half unchanged (LLVM PR #69903, "Add tied wmma intrinsic": the instruction writes 16 of the 32 bits),
-RDNA4 packs two per register (element v in half v%2 of register v//2, LLVM's order of a vector's elements).
+float64 (int64 for integers), the products of D[m, n] summed in k order starting from -0.0 (in float64 every product
+is exact and the order fixes the roundings), then C added and the sum rounded once (RNE) to f32 (integers: the low
+32 bits, or saturated to int32 with CLMP); a NaN result is the default quiet NaN 0x7fc00000 (which NaN operand the
+hardware returns is not documented; one fixed answer keeps both tiers identical). F64 (V_MFMA_F64_*): a chain of
+fused multiply-adds in k order starting from C, each rounded once (RNE), a NaN the default 0x7ff8000000000000 (our
+model: the manual gives no order; each step is what V_FMA_F64 does). F16/BF16 results (V_WMMA_F16/BF16_*): the f32
+rule with the sum rounded once to the 16-bit type (through f32 rounded to odd, so without double rounding), a NaN
+the default NaN (0x7e00, 0x7fc0); RDNA3 writes them to the half of each D register OPSEL[2] selects (C read from the
+same half), the other half unchanged (LLVM PR #69903, "Add tied wmma intrinsic": the instruction writes 16 of the 32
+bits), RDNA4 packs two per register (element v in half v%2 of register v//2, LLVM's order of a vector's elements).
 Denormals are kept, inputs and results. FP8/BF8 elements (the target's formats, pcode.runtime.FP8) take the layouts
-of the 8-bit integer opcodes of the same shape and are exact in float64 like the others; gfx950's F8F6F4 MFMA takes A's format from CBSZ and B's from BLGP (fp8, bf8, fp6,
-bf6, fp4: formats.json): fp8, bf8 and fp4 (OCP E2M1, element e in bits 4*(e%8) of register e//8) are modelled with
-the mfma layout, A and B of one width.
+of the 8-bit integer opcodes of the same shape and are exact in float64 like the others; gfx950's F8F6F4 MFMA takes
+A's format from CBSZ and B's from BLGP (fp8, bf8, fp6, bf6, fp4: formats.json): fp8, bf8 and fp4 (OCP E2M1, element
+e in bits 4*(e%8) of register e//8) are modelled with the mfma layout, A and B of one width.
 """
 from __future__ import annotations
 
@@ -177,7 +177,7 @@ def operands(family: str, op, L: int) -> tuple[Tables, str, str, Mods]:
   cbsz, abid, blgp = f.get("cbsz", 0), f.get("abid", 0), f.get("blgp", 0)
   ins = None
   if row is not None and row.a == "F8F6F4":  # (CBSZ and BLGP are A's and B's formats here)
-    if cbsz >= len(F8F6F4) or blgp >= len(F8F6F4) or abid or F8F6F4[cbsz][2] == "6" or F8F6F4[blgp][2] == "6":
+    if abid or any(x >= len(F8F6F4) or F8F6F4[x] in ("FP6", "BF6") for x in (cbsz, blgp)):
       raise GputwinError(f"{name}: formats cbsz:{cbsz} blgp:{blgp} abid:{abid} not modelled (fp8, bf8 and fp4 "
                          "are; fp6 and bf6 elements straddle their registers)")
     ins, cbsz, blgp = (F8F6F4[cbsz], F8F6F4[blgp]), 0, 0

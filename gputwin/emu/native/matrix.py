@@ -155,11 +155,7 @@ def lower(comp, i: int, op, f) -> str:
   f.st(vty, f.op(f"load {vty}, ptr {run}"), row, "mx", f", align {sz}")
   close_m()
   # 4. D slot v of lane l = acc[d[v, l]] (+ C), rounded (a NaN: the default NaN), then the D rows stored
-  out = f.alloca(f"[{n} x i32], align 64")
-  if t.half is not None:
-    for r in range(t.regs[2]):
-      row = f.ld(f"<{L} x i32>", _row(comp, f, d.file, d.index + r), (d.file, d.index + r), ", align 4")
-      f.st(f"<{L} x i32>", row, f.gep(out, str(4 * L * r)), "mx", ", align 64")
+  out = rows(d, t.regs[2]) if t.half is not None else f.alloca(f"[{n} x i32], align 64")  # (16-bit: D's old rows)
   close = loop(f, t.d.size, "dd")
   at = f.op(f"zext i32 {f.ld('i32', f.gep(g, f.op('mul i64 %dd, 4')), 'mxtab')} to i64")
   y = f.ld(ety, f.gep(acc, f.op(f"mul i64 {at}, {sz}")), "mx")
