@@ -15,7 +15,7 @@ from gputwin.errors import AsmError, GputwinError
 from gputwin.isa.disasm import MSGS, format_inst
 from gputwin.isa.encoding import encode, make
 from gputwin.isa.model import FMT, OPS, Inst, family_kind, isa
-from gputwin.isa.operands import Slot, byte_sel_bits, signature
+from gputwin.isa.operands import Slot, opsel_field_bits, signature
 from gputwin.isa.syntax import (f16_bits, f32_bits, f64_bits, image_fallback, image_sizes, inline_code, int16_fmt,
                                 swizzle_value)
 
@@ -786,11 +786,11 @@ def _mod(c: _Ctx, sig, tok: str):
     if om is None:
       raise _NoFit("invalid omod")
     return c.set("omod", om)
-  if key == "byte_sel" and key in sig.mods:
-    v = _num(val)
-    if not 0 <= v < 4:
-      raise _NoFit("invalid byte_sel value.")
-    for i, b in enumerate(byte_sel_bits(c.I.target.family, c.op)):
+  if key in ("byte_sel", "index_key") and key in sig.mods:
+    v, bits = _num(val), opsel_field_bits(key, c.I.target.family, c.op)
+    if not 0 <= v < 1 << len(bits):
+      raise _NoFit("invalid byte_sel value." if key == "byte_sel" else "out of range index_key")
+    for i, b in enumerate(bits):
       if v >> i & 1:
         c.orbit("opsel", b)
     return

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from gputwin.errors import DecodeError
 from gputwin.isa.model import FMT, isa
-from gputwin.isa.operands import Slot, is_acc, returns, signature
+from gputwin.isa.operands import Slot, is_acc, opsel_field_bits, returns, signature
 from gputwin.isa.syntax import MOD_PRINTERS, image_sizes, inline_for, inline_text, int16_fmt, scalar_name, vgpr_text
 
 MSGS = json.loads((Path(__file__).parent / "data" / "messages.json").read_text())
@@ -250,6 +250,12 @@ def format_inst(inst) -> str:
       from dataclasses import replace
       sig = replace(sig, slots=tuple(replace(x, half=False) for x in sig.slots),
                     mods=tuple(m for m in sig.mods if m != "op_sel"))
+  fixed = next((v for p, v in FMT["vop3p_fixed"].get(fam, {}).items() if re.search(p, inst.op)), {}) \
+      if inst.format == "VOP3P" else {}
+  for k, v in fixed.items():  # (op_sel: but the bits index_key keeps)
+    free = sum(1 << b for b in opsel_field_bits("index_key", fam, inst.op) or ()) if k == "opsel" else 0
+    if inst.get(k, v) & ~free != v:
+      raise _bad(inst, f"{k}={inst.get(k, v)} is not a valid encoding (only {v})")
   if inst.format in FMT["mimg"]["formats"]:
     sig = _image_sig(inst, sig)
   if FMT["mfma_f8f6f4"]["ops"] in inst.op:

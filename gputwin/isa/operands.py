@@ -17,6 +17,7 @@ MODS = (
   ("op_sel", ("opsel",)),
   ("op_sel_hi", ("opsel_hi",)),
   ("byte_sel", ("opsel",)),
+  ("index_key", ("opsel",)),
   ("neg_lo", ("neg", "neg_hi")),
   ("neg_hi", ("neg_hi",)),
   ("format", ("vdata",)),
@@ -238,15 +239,16 @@ def _mnemonic(I, e: Encoding, op: str) -> str:
   return name
 
 
-def byte_sel_bits(family: str, op: str) -> list[int] | None:
-  """The op_sel bits that byte_sel's bits 0 and 1 are kept in (formats.json "byte_sel"), None: no byte_sel."""
-  return next((b for p, b in FMT["byte_sel"].get(family, {}).items() if re.search(p, op)), None)
+def opsel_field_bits(key: str, family: str, op: str) -> list[int] | None:
+  """The op_sel bits that the bits of modifier `key` are kept in (formats.json "byte_sel": byte_sel's bits 0 and 1;
+  "index_key"), None: `op` has no such modifier."""
+  return next((b for p, b in FMT[key].get(family, {}).items() if re.search(p, op)), None)
 
 
 def _mod_applies(key: str, I, e: Encoding, op: str, slots) -> bool:
   v = e.variant
-  if key == "byte_sel":
-    return e.base == "VOP3" and byte_sel_bits(I.target.family, op) is not None
+  if key in ("byte_sel", "index_key"):
+    return e.base == ("VOP3" if key == "byte_sel" else "VOP3P") and opsel_field_bits(key, I.target.family, op) is not None
   if key == "lds":
     return e.base in FMT["lds_load"].get(I.target.family, []) and bool(re.search(FMT["lds_load"]["ops"], op))
   if key == "op_sel" and I.target.family == "cdna" and e.base in ("VOP3", "VOP3SD"):

@@ -9,7 +9,7 @@ import re
 import struct
 
 from gputwin.isa.model import FMT, OPS, TRUE16, isa, scalar_tables
-from gputwin.isa.operands import Slot, byte_sel_bits
+from gputwin.isa.operands import Slot, opsel_field_bits
 
 
 
@@ -250,9 +250,12 @@ def _p_opsel(inst, sig):
   return f"op_sel:[{','.join(map(str, bits))}]" if any(bits) else None
 
 
-def _p_byte_sel(inst, sig):
-  v = sum((inst["opsel"] >> b & 1) << i for i, b in enumerate(byte_sel_bits(isa(inst.arch).target.family, inst.op)))
-  return f"byte_sel:{v}" if v else None
+def _p_opsel_field(key: str):
+  def p(inst, sig):
+    bits = opsel_field_bits(key, isa(inst.arch).target.family, inst.op)
+    v = sum((inst["opsel"] >> b & 1) << i for i, b in enumerate(bits))
+    return f"{key}:{v}" if v else None
+  return p
 
 
 def _nsrc(sig) -> int:
@@ -380,7 +383,8 @@ def _p_blgp(inst, sig):
 MOD_PRINTERS = {  # modifier -> its printer, for operands.MODS
   "op_sel": _p_opsel,
   "op_sel_hi": _p_opsel_hi,
-  "byte_sel": _p_byte_sel,
+  "byte_sel": _p_opsel_field("byte_sel"),
+  "index_key": _p_opsel_field("index_key"),
   "neg_lo": _p_neg("neg_lo", "neg"),
   "neg_hi": _p_neg("neg_hi", "neg_hi"),
   "format": lambda inst, sig: buf_format_text(inst),

@@ -119,3 +119,37 @@ def test_fp8_selects_match_llvm_mc(arch, line):
   want = mc(line, arch)
   assert assemble(line, arch) == want
   assert [" ".join(t.split()) for t in disassemble(want, arch)] == mc_disasm(want, arch)
+
+
+SWMMAC = ["v_swmmac_f32_16x16x32_f16 v[8:15], v[16:19], v[0:7], v21", "v_swmmac_bf16_16x16x32_bf16 v[8:11], v[16:19], "
+          "v[0:7], v21 neg_lo:[1,0,0]", "v_swmmac_i32_16x16x32_iu8 v[8:15], v[16:17], v[0:3], v21 neg_lo:[1,1,0] clamp",
+          "v_swmmac_i32_16x16x32_iu4 v[8:15], v16, v[0:1], v21", "v_swmmac_f32_16x16x32_fp8_bf8 v[8:15], v[16:17], "
+          "v[0:3], v21", "v_swmmac_i32_16x16x64_iu4 v[8:15], v[16:17], v[0:3], v21"]
+
+
+@pytest.mark.parametrize("line", SWMMAC)
+def test_swmmac_index_key_and_fixed_fields_match_llvm_mc(line):
+  """gfx12 SWMMAC's index_key (kept in op_sel bit 0; none on 16x16x64 IU4) and the op_sel/op_sel_hi bits llvm-mc-22
+  decodes gfx12 WMMA/SWMMAC only without (formats.json index_key, vop3p_fixed)."""
+  from gputwin.errors import AsmError, DecodeError
+  from gputwin.isa import assemble
+  head, _, mods = line.partition(" v21")
+  for key in ("", " index_key:1"):
+    text = f"{head} v21{key}{mods}"
+    try:
+      want = mc(text, "gfx1200")
+    except subprocess.CalledProcessError:  # (16x16x64 IU4 has no index_key)
+      with pytest.raises(AsmError):
+        assemble(text, "gfx1200")
+      continue
+    assert assemble(text, "gfx1200") == want, text
+    assert [" ".join(t.split()) for t in disassemble(want, "gfx1200")] == mc_disasm(want, "gfx1200"), text
+    for byte, bit in ((1, 0x08), (1, 0x10), (1, 0x20), (1, 0x40), (7, 0x08), (7, 0x10)):  # op_sel 0-2, op_sel_hi
+      code = bytearray(want)
+      code[byte] ^= bit
+      ok = mc_disasm(bytes(code), "gfx1200")
+      if len(ok) == 1 and ok[0].startswith(head.split()[0] + " "):
+        assert [" ".join(t.split()) for t in disassemble(bytes(code), "gfx1200")] == ok, (text, byte, bit)
+      else:
+        with pytest.raises(DecodeError):
+          disassemble(bytes(code), "gfx1200")
