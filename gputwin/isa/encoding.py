@@ -14,7 +14,7 @@ from typing import Iterable
 
 from gputwin.errors import DecodeError, GputwinError
 from gputwin.isa.disasm import format_inst, validate
-from gputwin.isa.model import FMT, Inst, Isa, Opnd, isa, special_code, uses_field
+from gputwin.isa.model import FMT, Inst, Isa, Opnd, isa, pinned, special_code, uses_field
 from gputwin.isa.vendor import Encoding
 
 __all__ = ["DPP16", "DPP8", "DPP8_FI", "SDWA", "LITERAL", "Inst", "Opnd", "isa", "decode", "decode_all", "encode",
@@ -140,8 +140,8 @@ def make(arch: str, enc: str, op: str, wave: int = 0, **fields: int) -> Inst:
       vals.append((fd.name, fd.value))
     elif fd.kind == "op":
       vals.append((fd.name, I.opval(e, op) if fd.name != "opy" else fields.get("opy", 0)))
-    else:
-      vals.append((fd.name, fields.get(fd.name, _default(I, fd))))
+    else:  # (a field the tables leave open but whose one value selects the encoding: that value)
+      vals.append((fd.name, fields.get(fd.name, pinned(I.target.family, e.base).get(fd.name, _default(I, fd)))))
   return Inst(arch, enc, op, tuple(vals), wave)
 
 

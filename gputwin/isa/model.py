@@ -77,6 +77,20 @@ class Inst:
     return Inst(self.arch, self.enc, self.op, tuple((k, fields.get(k, v)) for k, v in self.fields), self.wave)
 
 
+@functools.cache
+def pinned(family: str, enc: str) -> dict[str, int]:
+  """Field -> the one value that selects encoding `enc` where the vendor tables leave it open (formats.json
+  "pinned_fields"; a value [encoding, opcode]: that encoding's fixed bits followed by the opcode)."""
+  out, tab = {}, tables(family)
+  for name, v in FMT["pinned_fields"].get(enc, {}).items():
+    if isinstance(v, list):
+      e = tab.encodings[v[0]]
+      op = next(f for f in e.fields if f.kind == "op")
+      v = e.fixed[0].value << (op.hi - op.lo + 1) | tab.values[e.opcode_enum][v[1]]
+    out[name] = v
+  return out
+
+
 class Isa:
   """Per-target lookup structures over the family tables (built once per target)."""
 
@@ -99,7 +113,8 @@ class Isa:
         self.allowed[mv["to"]] |= moved
     # base encodings, most fixed bits first (longest-fixed-prefix match)
     bases = [e for e in self.encodings.values() if e.name == e.base]
-    self.bases = sorted(bases, key=lambda e: -sum(f.width for f in e.fixed))
+    self.bases = sorted(bases, key=lambda e: -sum(f.width for f in e.fields if f.kind == "fixed" or
+                                                  f.name in pinned(tgt.family, e.name)))
     self.variants: dict[tuple[str, ...], list[Encoding]] = {}
     for e in self.encodings.values():  # group every encoding under the fixed bits it shares
       self.variants.setdefault(_fixed_key(e), []).append(e)
@@ -114,6 +129,9 @@ class Isa:
         mask, val = mask | f.mask << f.lo, val | f.value << f.lo
       if any((val >> f.lo) & f.mask != f.value for f in b.fixed):  # contradictory fixed fields: never matches
         mask, val = 0, 1
+      for f in b.fields:
+        if f.name in pinned(tgt.family, b.name):
+          mask, val = mask | f.mask << f.lo, val | pinned(tgt.family, b.name)[f.name] << f.lo
       cands = [(e, next((f for f in e.fields if f.kind == "op"), None)) for e in self.variants[_fixed_key(b)]]
       self.matchers.append((mask, val, max((f.hi for f in b.fixed), default=-1), cands))
 

@@ -36,6 +36,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterable, Protocol, Sequence
 
+from gputwin.isa.model import pinned
 from gputwin.isa.targets import target as _target
 from gputwin.isa.vendor import Encoding, Field, Operand, Tables, tables
 
@@ -69,10 +70,6 @@ _DPP16_CTRL = {"rdna": _DPP_ROWS + [*range(0x150, 0x170)],
 # Opcodes whose encoding always carries a literal dword of its own (a constant operand, not a 255 source code).
 # The tables say so for VOP2/SOPK (present only in the _LIT variant); VOPD lists both halves in one enum.
 _OWN_LITERAL = re.compile(r"FMAMK|FMAAK|MADMK|MADAK|SETREG_IMM32")
-# Field values the tables leave open but llvm-mc-22 pins. VOP3PX2 (CDNA4 scaled MFMA, marked "doubt" by the vendor
-# data): llvm-mc-22 assembles `v_mfma_scale_f32_16x16x128_f8f6f4 ...` with bits 78:75 (the table's abid) == 1 and
-# decodes any other value as two instructions, v_mfma_ld_scale_b32 and a plain MFMA.
-_PINNED = {("VOP3PX2", "abid"): 1}
 _NO_LITERAL_TYPES = ("NOLIT", "SIMPLE", "VGPR", "SREG", "SDST", "ACCVGPR", "EXEC", "SMEM", "LANESEL", "M0")
 
 
@@ -312,11 +309,8 @@ class _Builder:
         vals[f.name] = f.value
       elif f.kind == "op":
         vals[f.name] = tab.values[enc.opcode_enum][op]
-      elif (enc.base, f.name) in _PINNED:
-        vals[f.name] = _PINNED[enc.base, f.name]
-      elif f.name == "x2encoding":  # CDNA4 scaled MFMA: the first half is a fixed V_MFMA_LD_SCALE_B32 prefix
-        vop3p = tab.encodings["VOP3P"]
-        vals[f.name] = vop3p.fixed[0].value << 7 | tab.values["VOP3POp"]["V_MFMA_LD_SCALE_B32"]
+      elif f.name in pinned(self.tgt.family, enc.base):  # (the values the tables leave open that select the encoding)
+        vals[f.name] = pinned(self.tgt.family, enc.base)[f.name]
       elif f.kind == "bits" and not f.name.startswith("scale_src"):
         opnd = ops.get(f.name) if ops else None  # RDNA4 rsrc/samp are plain SGPR indices in a bit field
         if opnd and "SREG" in opnd.type:
