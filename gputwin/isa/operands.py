@@ -385,7 +385,8 @@ def operands(inst) -> tuple:
                       hi=hi))
     elif s.kind in ("src", "ssrc", "s", "av_src", "a_src", "sbase", "srsrc"):
       v *= 2 if s.kind == "sbase" else 4 if s.kind == "srsrc" else 1
-      out.append(_code_opnd(inst, s.field, v, s.dwords, s.kind == "a_src" or is_acc(inst, s.field), s.half))
+      acc = s.kind == "a_src" or s.kind == "av_src" and is_acc(inst, s.field)  # (as disasm spells it: SMFMAC's
+      out.append(_code_opnd(inst, s.field, v, s.dwords, acc, s.half))  # index src2 is a VGPR whatever acc_cd says)
     elif s.kind == "lit":
       out.append(Opnd(s.field, "literal", 255, 1, value=v))
     else:

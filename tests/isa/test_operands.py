@@ -57,6 +57,8 @@ def spell(o, arch: str) -> str:
   ("gfx942", "global_atomic_add v1, v2, v3, s[0:1] sc0", ["v1", "v2", "v3", "s[0:1]"]),
   ("gfx1200", "global_atomic_add_u32 v2, v3, s[0:1]", ["v2", "v3", "s[0:1]"]),
   ("gfx1200", "global_atomic_add_u32 v1, v2, v3, s[0:1] th:TH_ATOMIC_RETURN", ["v1", "v2", "v3", "s[0:1]"]),
+  ("gfx942", "v_smfmac_f32_16x16x32_f16 a[10:13], v[2:3], v[4:7], v1", ["a[10:13]", "v[2:3]", "v[4:7]", "v1"]),
+  ("gfx950", "v_smfmac_i32_16x16x128_i8 a[0:3], v[4:7], a[8:15], v9", ["a[0:3]", "v[4:7]", "a[8:15]", "v9"]),
 ])
 def test_operands_name_what_llvm_mc_prints(arch, line, want):
   code = mc(line, arch)
