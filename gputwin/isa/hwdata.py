@@ -102,6 +102,7 @@ class Matrix:
   regs: tuple[int, int, int]  # VGPRs per lane of A, B, C/D
   layout: str | None  # lane layout emu/amd/matrix.py applies; None: not modelled
   passes: tuple[tuple[str, int], ...]  # (target, passes) from LLVM's scheduling model
+  sparse: bool = False  # 4:2 structured-sparse A (SMFMAC/SWMMAC): S2 holds the indices, D is also C
 
   def passes_on(self, target: str) -> int | None:
     return dict(self.passes).get(target)
@@ -114,4 +115,4 @@ def matrix(family: str, op: str) -> Matrix | None:
   if r is None:
     return None
   return Matrix(op, r["m"], r["n"], r["k"], r["blocks"], r["a"], r["b"], r["c"], tuple(r["regs"]), r["layout"],
-                tuple(sorted(r.get("passes", {}).items())))
+                tuple(sorted(r.get("passes", {}).items())), r.get("sparse", False))

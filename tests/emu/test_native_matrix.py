@@ -99,7 +99,8 @@ def _asm(arch, name):
   reg = lambda f, i, n: f"{f}{i}" if n == 1 else f"{f}[{i}:{i + n - 1}]"
   cd = "a" if arch in ("gfx942", "gfx950") else "v"
   mods = " neg_lo:[1,0,0]" if m.a in ("IU8", "IU4") else ""
-  return f"{name.lower()} {reg(cd, 0, rc)}, {reg('v', 100, ra)}, {reg('v', 120, rb)}, {reg(cd, 0, rc)}{mods}"
+  c = "v140" if m.sparse else reg(cd, 0, rc)  # (sparse: D is also C, the indices in a VGPR)
+  return f"{name.lower()} {reg(cd, 0, rc)}, {reg('v', 100, ra)}, {reg('v', 120, rb)}, {c}{mods}"
 
 
 @pytest.mark.parametrize("arch", TARGETS)
@@ -302,23 +303,27 @@ def test_results_are_the_exact_product_rounded(arch):
     op = prog.op(0x1000)
     t, ka, kb, _ = layouts.operands(fam, op, L)
     eng = _engine(prog, L, 7, 0.0)
-    a, b, c, d = op.ins["S0"], op.ins["S1"], op.ins["S2"], op.outs["D0"]
+    (a, b, c), d = layouts.sources(op, t), op.outs["D0"]
     rows = lambda s: (eng.V if s.file == "v" else eng.A)[:, s.index:s.index + s.dwords]
     for s in (a, b):  # (f16 results: sums within its range)
       rows(s)[:] = _finite(rng, t.ins[0], rows(s).shape, (11, 19) if t.acc == "F16" else (5, 25))
     rows(c)[:] = _finite(rng, {"F32": "F32", "F64": "F64", "F16": "F16", "BF16": "BF16"}.get(t.acc, "I8"),
                          rows(c).shape)
     C = rows(c)[0].copy()
+    idx = rows(op.ins["S2"])[0].copy()  # (sparse: random 2-bit indices, equal ones too)
     core.step(eng, op, slice(None))
     D = rows(d)[0]
     word = lambda x, r, lane: int(x[r, lane]) | (int(x[r + 1, lane]) << 32 if t.acc == "F64" else 0)
     elem = lambda s, at, kind: _exact(word(rows(s)[0], at[0], at[1]) >> int(at[2]) & (1 << t.bits) - 1, kind)
-    A = [[elem(a, t.a[m, k], ka) for k in range(t.k)] for m in range(t.m)]
+    A = [[elem(a, t.a[m, k], ka) for k in range(t.a.shape[1])] for m in range(t.m)]
     B = [[elem(b, t.b[k, n], kb) for n in range(t.n)] for k in range(t.k)]
+    # the B row each A column multiplies: its own, or a sparse A's 4 * (c // 2) + the column's 2-bit index
+    brow = [[k if t.idx is None else 4 * (k // 2) + (int(idx[0, t.idx[m, k, 1]]) >> int(t.idx[m, k, 2]) & 3)
+             for k in range(t.a.shape[1])] for m in range(t.m)]
     for v in range(t.d.shape[0]):
       for lane in range(L):
         m, n = divmod(int(t.d[v, lane]), t.n)  # (slot v)
-        prods = [A[m][k] * B[k][n] for k in range(t.k)]
+        prods = [A[m][k] * B[brow[m][k]][n] for k in range(t.a.shape[1])]
         if t.acc == "I32":
           assert int(D[v, lane]) == (sum(prods) + int(C[v:v + 1, lane].view(np.int32)[0])) % (1 << 32), (name, v, lane)
           continue

@@ -128,7 +128,7 @@ def _matrix_text(fam: str, r: hwdata.Matrix) -> str:
   rng = lambda f, a, n: f"{f}{a}" if n == 1 else f"{f}[{a}:{a + n - 1}]"
   d = rng("a" if fam == "cdna" else "v", 0, r.regs[2])
   s0, s1 = rng("v", 100, r.regs[0]), rng("v", 120, r.regs[1])
-  if "SMFMAC" in r.op or "SWMMAC" in r.op:  # sparse: D is also C, src2 holds the sparsity index
+  if r.sparse:  # D is also C, src2 holds the sparsity indices (llvm-mc-22 rejects a C tuple there)
     return f"{r.op.lower()} {rng('v', 0, r.regs[2])}, {s0}, {s1}, v140"
   return f"{r.op.lower()} {d}, {s0}, {s1}, {d}"
 

@@ -6,11 +6,12 @@ a row whose layout is null is not modelled and raises.
 Layout kinds (element e of lane l; 16-bit elements pack two per VGPR, 8-bit four):
   wmma_rdna3, 16x16x16 (wave32): A lane l: row l%16, k=e (lanes 16-31 repeat 0-15); B lane l: col l%16, k=e;
     C/D (32-bit) register v of lane l: row 2v + l//16, col l%16          (RDNA3 ISA guide, "WMMA" section)
-  wmma_rdna4, 16x16x16 (wave32): A lane l: row l%16, k = 4*(l//16) + 8*(e//4) + e%4 (runs of four k alternate
-    between the lane halves: lane 0 holds k 0-3 and 8-11, lane 16 k 4-7 and 12-15); B the same with col;
-    C/D: row v + 8*(l//16), col l%16   (RDNA4 ISA guide, "WMMA" section, as IREE's gfx12 layout notes and tinygrad's
-    emulator read it; a layout pairing A and B the same way, as k = 8*(l//16) + e, gives the same products;
-    16x16x32 int4: sixteen a lane, the same runs of four, which integer sums cannot tell from another pairing)
+  wmma_rdna4 (wave32): A lane l: row l%16, k = 2R*(e//R) + R*(l//16) + e%R, runs of R = min(64 bits / element bits,
+    elements a lane) k alternating between the lane halves (16-bit 16x16x16: lane 0 holds k 0-3 and 8-11, lane 16
+    k 4-7 and 12-15; 8-bit: lane 0 k 0-7, lane 16 k 8-15); B the same with col; C/D: row v + 8*(l//16), col l%16
+    (RDNA4 ISA guide, "WMMA"; AMD's Matrix Instruction Calculator, its gfx12 equations, which IREE's gfx12 notes
+    and tinygrad's emulator match for 16-bit; a dense product cannot tell pairings of A and B apart but by the
+    order of its float64 sum). SWMMAC's dense B: runs of 128 bits (16-bit: lane 0 k 0-7 and 16-23).
   mfma, MxNxK in B blocks (AMD Matrix Instruction Calculator, gfx9 rules; AMD Instinct MI300 ISA, "Matrix fused
     multiply-add"): a lane holds E = K*M*B/L consecutive k of one row (A) or column (B); lane l: block (l//M) % B,
     row l%M, k = E*(l // (M*B)) + e. D element (b, i, j) is in slot b*(M*N/L) + H*(i // (H*R)) + i%H, lane
@@ -18,12 +19,19 @@ Layout kinds (element e of lane l; 16-bit elements pack two per VGPR, 8-bit four
     P = ceil(L*H/(M*N)) the blocks one slot holds. CBSZ/ABID: block b reads A's block (b >> CBSZ << CBSZ) + ABID;
     BLGP (not f64, where the field is NEG): B's lane l is read from lane l%32 (1), l%32 + 32 (2), (l + 16)%64 (3),
     l%16 + 16*(BLGP-4) (4-7).
+Sparse A (SMFMAC, SWMMAC; matrix.json "sparse"): of every four k of a row A holds two, in the layout of a dense A of
+K/2 columns (compressed column c = 2*(k//4) + s, s the stored value's place in its group of four); S2 holds each
+one's 2-bit place in its group: column c of lane l (its element e) at bits 2e + 2*n*set of lane l, n the columns a
+lane holds, `set` ABID when CBSZ is 0 (CDNA; else 0) or OPSEL[1:0] (RDNA4 index_key); the accumulator is D (AMD's
+Matrix Instruction Calculator v1.3.1, gfx9 and gfx12; CDNA4's shapes, which it does not list, by the same gfx9 rule,
+as LLVM's gfx950 notes on their index sets agree). Column c multiplies B's row 4*(c//2) + its index (a multiplexer
+per stored value: two equal indices add both products, a case the vendor leaves undefined).
 A B-block instruction is computed as one (B*M) x K x (B*N) product whose diagonal blocks D reads: the off-diagonal
 products are computed and never read (B times the multiplies, the same bits), so both tiers keep one loop nest.
 `tables` turns a layout into the register facts every consumer reads (this interpreter and the native tier's
 lowering, emu/native/matrix.py): which register, lane and bit offset holds A[m, k] and B[k, n], and which D element
 register v of lane l holds. Arithmetic (the same in both tiers, bit for bit): each element converted exactly to
-float64 (int64 for integers), the products of D[m, n] summed in k order starting from -0.0 (in float64 every product
+float64 (int64 for integers), the products of D[m, n] summed in k order (sparse: A's column order) starting from -0.0 (in float64 every product
 is exact and the order fixes the roundings), then C added and the sum rounded once (RNE) to f32 (integers: the low
 32 bits, or saturated to int32 with CLMP); a NaN result is the default quiet NaN 0x7fc00000 (which NaN operand the
 hardware returns is not documented; one fixed answer keeps both tiers identical). F64 (V_MFMA_F64_*): a chain of
@@ -59,43 +67,47 @@ F8F6F4 = ("FP8", "BF8", "FP6", "BF6", "FP4")  # gfx950's F8F6F4 MFMA: A's format
 
 @functools.lru_cache(maxsize=None)
 def layout(family: str, name: str, L: int, ins: tuple[str, str] | None = None):
-  """(M, N, K, blocks, accumulator type, A's and B's element types, input bits, elements per lane, A/B map, C/D map)
-  of `name` in wave`L`: the A/B map gives per element (row or column, k) lane arrays, the C/D map per slot (a
-  register; f64: a register pair) (row, column) lane arrays, rows and columns of the (B*M) x (B*N) product. A and B
-  share a layout (same bits: FP8 x BF8 differ in type only). `ins`: the element types where the instruction picks
-  them (F8F6F4)."""
+  """(M, N, K, blocks, accumulator type, A's and B's element types, input bits, A's and B's elements per lane, A map,
+  B map, C/D map) of `name` in wave`L`: the A (B) map gives per element e (row (column), k) lane arrays, k of A
+  counting the compressed columns of a sparse A (two of every four); the C/D map per slot (a register; f64: a register
+  pair) (row, column) lane arrays, rows and columns of the (B*M) x (B*N) product. FP8 x BF8 differ from FP8 x FP8 in
+  type only. `ins`: the element types where the instruction picks them (F8F6F4)."""
   row = hwdata.matrix(family, name)
   ins = ins or (row.a, row.b) if row else None
   if row is None or row.layout is None or (row.layout.startswith("wmma") and L != 32) or ins[0] not in _BITS or \
      _BITS.get(ins[1]) != _BITS[ins[0]]:
     raise GputwinError(f"{name}: matrix layout not modelled (wave{L}{', ' + ' x '.join(ins) if ins else ''})")
-  return _layout(row.layout, row.m, row.n, row.k, row.blocks, row.c, ins, L)
+  return _layout(row.layout, row.m, row.n, row.k, row.blocks, row.c, ins, L, row.sparse)
 
 
-def _layout(kind: str, M: int, N: int, K: int, B: int, acc: str, ins: tuple[str, str], L: int):
+def _layout(kind: str, M: int, N: int, K: int, B: int, acc: str, ins: tuple[str, str], L: int, sparse: bool):
   bits = _BITS[ins[0]]
   lane = np.arange(L)
+  ka = K // 2 if sparse else K  # A's columns
   if kind == "wmma_rdna3":
-    ne = K
-    a = [(lane % 16, np.full(L, e)) for e in range(ne)]
+    na = nb = K
+    a = b = [(lane % 16, np.full(L, e)) for e in range(K)]
     c = [(2 * v + lane // 16, lane % 16) for v in range(M * N // L)]
   elif kind == "wmma_rdna4":
-    ne = K // 2
-    a = [(lane % 16, 4 * (lane // 16) + 8 * (e // 4) + e % 4) for e in range(ne)]
+    def runs(n: int, run_bits: int):  # runs of `run_bits` of k alternate between the lane halves
+      R = min(run_bits // bits, n)
+      return [(lane % 16, 2 * R * (e // R) + R * (lane // 16) + e % R) for e in range(n)]
+    na, nb = ka * M // L, K * N // L
+    a, b = runs(na, 64), runs(nb, 128 if sparse else 64)
     c = [(v + 8 * (lane // 16), lane % 16) for v in range(M * N // L)]
   else:
-    ne = K * M * B // L
-    a = [(M * (lane // M % B) + lane % M, ne * (lane // (M * B)) + e) for e in range(ne)]
+    na, nb = ka * M * B // L, K * N * B // L
+    a, b = ([(M * (lane // M % B) + lane % M, n * (lane // (M * B)) + e) for e in range(n)] for n in (na, nb))
     H = 1 if acc == "F64" else 4  # rows a slot group spans (module docstring)
     R, P = L // N, -(-L * H // (M * N))
     rows, cols = np.full((B * M * N // L, L), -1), np.full((B * M * N // L, L), -1)
-    for b in range(B):
+    for blk in range(B):
       for i in range(M):
-        v, at = b * (M * N // L) + H * (i // (H * R)) + i % H, N * (b % P) + P * N * (i // H % R) + np.arange(N)
-        rows[v, at], cols[v, at] = b * M + i, b * N + np.arange(N)
+        v, at = blk * (M * N // L) + H * (i // (H * R)) + i % H, N * (blk % P) + P * N * (i // H % R) + np.arange(N)
+        rows[v, at], cols[v, at] = blk * M + i, blk * N + np.arange(N)
     assert (rows >= 0).all()
     c = list(zip(rows, cols))
-  return M, N, K, B, acc, ins, bits, ne, a, c
+  return M, N, K, B, acc, ins, bits, (na, nb), a, b, c
 
 
 NAN = 0x7fc00000  # what a NaN result is (module docstring)
@@ -113,37 +125,47 @@ class Tables(NamedTuple):
   """A layout as register facts (`tables`) of the (B*M) x K x (B*N) product: A[m, k] is in `a[m, k]` = (register,
   lane, bit offset) of the A operand (where several lanes hold an element, as RDNA3's lanes 16-31 repeat 0-15: the
   highest of them; a 64-bit element: its low register), B[k, n] in `b[k, n]`; D slot v (a register; f64: a
-  register pair) of lane l holds element `d[v, l]` = row * n + column; `regs`: registers of A, B, C/D."""
+  register pair) of lane l holds element `d[v, l]` = row * n + column; `regs`: registers of A, B, C/D. A sparse A
+  (`idx` not None) has k // 2 columns, the compressed ones: column c's 2-bit index is at `idx[m, c]` = (0, lane, bit
+  offset) of S2, and it multiplies B's row 4 * (c // 2) + that index."""
   m: int
   n: int
   k: int
   acc: str  # accumulator / result type: F32 | I32 | F64
   ins: tuple[str, str]  # A's and B's element types (matrix.json)
   bits: int  # input element bits
-  a: np.ndarray  # (M, K, 3) int64
+  a: np.ndarray  # (M, K, 3) int64 (sparse: (M, K // 2, 3))
   b: np.ndarray  # (K, N, 3) int64
   d: np.ndarray  # (slots, L) int64
   regs: tuple
   half: np.ndarray | None = None  # 16-bit results: slot v's place in a lane's D registers, 2 * register + high half
+  idx: np.ndarray | None = None  # sparse A: (M, K // 2, 3) int64
 
 
 @functools.lru_cache(maxsize=None)
 def tables(family: str, name: str, L: int, cbsz: int = 0, abid: int = 0, blgp: int = 0, opsel: int = 0,
-           ins: tuple[str, str] | None = None) -> Tables:
-  """The register tables of `name` in wave`L` with the CDNA broadcast controls and RDNA3's OPSEL[2] (module
-  docstring), from its `layout` (GputwinError where none is modelled)."""
-  M, N, K, B, acc, ins, bits, ne, amap, cmap = layout(family, name, L, ins)
+           ins: tuple[str, str] | None = None, iset: int = 0) -> Tables:
+  """The register tables of `name` in wave`L` with the CDNA broadcast controls, RDNA3's OPSEL[2] and a sparse A's
+  index set `iset` (module docstring), from its `layout` (GputwinError where none is modelled)."""
+  M, N, K, B, acc, ins, bits, (na, nb), amap, bmap, cmap = layout(family, name, L, ins)
   per, wide = max(32 // bits, 1), max(bits // 32, 1)  # elements per register, registers per element
-  a, b = np.full((B * M, K, 3), -1, np.int64), np.full((K, B * N, 3), -1, np.int64)
+  sparse = na * B * L < K * M * B
+  a, b = np.full((B * M, K // 2 if sparse else K, 3), -1, np.int64), np.full((K, B * N, 3), -1, np.int64)
+  idx = np.full(a.shape, -1, np.int64) if sparse else None
   for e, (rc, k) in enumerate(amap):
     for lane in range(L):  # (lanes in order: the highest holding an element wins)
-      a[rc[lane], k[lane]] = b[k[lane], rc[lane]] = (wide * (e // per), lane, bits * (e % per))
+      a[rc[lane], k[lane]] = (wide * (e // per), lane, bits * (e % per))
+      if sparse:  # (two bits an element, in the element's order, a set of 2 * na bits per index set)
+        idx[rc[lane], k[lane]] = (0, lane, 2 * e + 2 * na * iset)
+  for e, (rc, k) in enumerate(bmap):
+    for lane in range(L):
+      b[k[lane], rc[lane]] = (wide * (e // per), lane, bits * (e % per))
   d = np.stack([r * (B * N) + col for r, col in cmap])
   diagonal = [(bb * M + i) * (B * N) + bb * N + j for bb in range(B) for i in range(M) for j in range(N)]
   assert (a >= 0).all() and (b >= 0).all() and sorted(d.ravel()) == diagonal, name
-  a = a.reshape(B, M, K, 3)[(np.arange(B) >> cbsz << cbsz) + abid].reshape(B * M, K, 3)
+  a = a.reshape(B, M, -1, 3)[(np.arange(B) >> cbsz << cbsz) + abid].reshape(B * M, -1, 3)
   b[..., 1] = _blgp_lanes(blgp, L)[b[..., 1]]
-  for x in (a, b, d):
+  for x in (a, b, d) + ((idx,) if sparse else ()):
     x.setflags(write=False)
   half, out = None, len(cmap) * wide
   if acc in ("F16", "BF16"):  # (RDNA4 packs two per register; RDNA3 one, in the half OPSEL[2] picks)
@@ -151,7 +173,7 @@ def tables(family: str, name: str, L: int, cbsz: int = 0, abid: int = 0, blgp: i
         2 * np.arange(len(cmap)) + opsel
     half.setflags(write=False)
     out = int(half.max()) // 2 + 1
-  return Tables(B * M, B * N, K, acc, ins, bits, a, b, d, (ne * bits // 32, ne * bits // 32, out), half)
+  return Tables(B * M, B * N, K, acc, ins, bits, a, b, d, (na * bits // 32, nb * bits // 32, out), half, idx)
 
 
 Neg = tuple[tuple[bool, bool], tuple[bool, bool], tuple[bool, bool]]  # A, B: (negate low-half, high-half
@@ -181,6 +203,11 @@ def operands(family: str, op, L: int) -> tuple[Tables, str, str, Mods]:
       raise GputwinError(f"{name}: formats cbsz:{cbsz} blgp:{blgp} abid:{abid} not modelled (fp8, bf8 and fp4 "
                          "are; fp6 and bf6 elements straddle their registers)")
     ins, cbsz, blgp = (F8F6F4[cbsz], F8F6F4[blgp]), 0, 0
+  iset = 0
+  if row is not None and row.sparse:  # the index set: ABID with CBSZ 0 (CBSZ != 0: set 0), OPSEL (index_key)
+    iset, cbsz, abid = f.get("opsel", 0) & 3 if family != "cdna" else 0 if cbsz else abid, 0, 0
+    if blgp:
+      raise GputwinError(f"{name}: blgp:{blgp} is not modelled on a sparse instruction")
   if cbsz or abid:  # (llvm-mc-22 takes any CBSZ < 8 and ABID < 16)
     if row is None or (1 << cbsz) > row.blocks or abid >= 1 << cbsz:
       raise GputwinError(f"{name}: cbsz:{cbsz} abid:{abid} not modelled (a block of A broadcast to 2**cbsz blocks "
@@ -189,7 +216,9 @@ def operands(family: str, op, L: int) -> tuple[Tables, str, str, Mods]:
   if row is not None and row.a == "F64":  # (the BLGP field is NEG on f64: llvm-mc-22 prints neg:[a,b,c])
     neg, blgp = tuple((bool(blgp >> i & 1),) * 2 if i < 2 else (bool(blgp >> i & 1), False) for i in range(3)), 0
   t = tables(family, name, L, cbsz, abid, blgp, f.get("opsel", 0) >> 2 & 1 if row and row.c in ("F16", "BF16") else 0,
-             ins)
+             ins, iset)
+  if t.idx is not None and iset >= 16 * L // t.idx[..., 0].size:  # (32 bits, two an element of a lane's A)
+    raise GputwinError(f"{name}: index set {iset} is past the index register ({16 * L // t.idx[..., 0].size} sets)")
   if f.get("clmp", 0) and t.acc != "I32":
     raise GputwinError(f"{name}: clamp is not modelled on float results")
   lo, hi = f.get("neg", 0), f.get("neg_hi", 0)
@@ -197,7 +226,7 @@ def operands(family: str, op, L: int) -> tuple[Tables, str, str, Mods]:
     if t.bits < 16 and (lo | hi) & 3:  # (llvm-mc-22 rejects them on 8-bit floats: which bytes a half holds is open)
       raise GputwinError(f"{name}: neg modifiers on 8-bit A/B are not modelled")
     neg = tuple((bool(lo >> i & 1), bool(hi >> i & 1)) for i in range(3))
-  for k, s, need in zip("ABCD", (op.ins["S0"], op.ins["S1"], op.ins["S2"], op.outs["D0"]), t.regs + t.regs[2:]):
+  for k, s, need in zip("ABCD", sources(op, t) + (op.outs["D0"],), t.regs + t.regs[2:]):
     if s.file not in ("v", "a") and not (k == "C" and s.file == "k"):  # llvm-mc-22: "Invalid register" (VReg_N)
       raise GputwinError(f"{name}: the {k} matrix must be in VGPRs{' or AGPRs' if family == 'cdna' else ''}, "
                          f"not {s.file!r} registers")
@@ -205,6 +234,8 @@ def operands(family: str, op, L: int) -> tuple[Tables, str, str, Mods]:
       raise GputwinError(f"{name}: a non-zero constant C operand is not modelled")
     if s.file != "k" and s.dwords < need:
       raise GputwinError(f"{name}: the {k} matrix takes {need} registers, not {s.dwords}")
+  if t.idx is not None and op.ins["S2"].file != "v":  # (the calculator: the indices must be in ArchVGPRs)
+    raise GputwinError(f"{name}: the sparse indices must be in a VGPR, not {op.ins['S2'].file!r} registers")
   def kind(ty: str, i: int) -> str:
     if ty in ("IU8", "IU4"):  # neg_lo bits 0/1 say A/B are signed (RDNA WMMA)
       return ("I" if f.get("neg", 0) >> i & 1 else "U") + ty[2:]
@@ -214,6 +245,11 @@ def operands(family: str, op, L: int) -> tuple[Tables, str, str, Mods]:
       return "fp4"
     return ty
   return t, kind(t.ins[0], 0), kind(t.ins[1], 1), Mods(neg, bool(f.get("clmp", 0)))
+
+
+def sources(op, t: Tables) -> tuple:
+  """The A, B and C operands of `op` (a sparse instruction's C is its D: S2 holds the indices)."""
+  return op.ins["S0"], op.ins["S1"], op.outs["D0"] if t.idx is not None else op.ins["S2"]
 
 
 def _gather(regs: np.ndarray, src: np.ndarray, bits: int) -> np.ndarray:
@@ -308,11 +344,14 @@ def _compute(eng, op, ix, t: Tables, ka: str, kb: str, mods: Mods) -> np.ndarray
   """The raw D registers (W, regs, L)."""
   neg = mods.neg
   n, integer = eng.nwaves(ix), t.acc == "I32"
-  regs = lambda s, k: (eng.V if s.file == "v" else eng.A)[ix, s.index:s.index + t.regs[k]]
-  A = _value(_gather(regs(op.ins["S0"], 0), t.a, t.bits), ka)  # (W, M, K)
-  B = _value(_gather(regs(op.ins["S1"], 1), t.b, t.bits), kb)  # (W, K, N)
+  regs = lambda s, k: (eng.V if s.file == "v" else eng.A)[ix, s.index:s.index + (t.regs[k] if k < 3 else 1)]
+  sa, sb, c = sources(op, t)  # (a constant C is 0: operands)
+  A = _value(_gather(regs(sa, 0), t.a, t.bits), ka)  # (W, M, K) (sparse: (W, M, K // 2))
+  B = _value(_gather(regs(sb, 1), t.b, t.bits), kb)  # (W, K, N)
   A, B = _negate(A, t.a, neg[0]), _negate(B, t.b, neg[1])
-  c = op.ins["S2"]  # (a constant C is 0: operands)
+  if t.idx is not None:  # a sparse A's column c multiplies B's row 4 * (c // 2) + its index (Tables)
+    sel = _gather(regs(op.ins["S2"], 3), t.idx, 2).astype(np.int64) + 4 * (np.arange(t.idx.shape[1]) // 2)
+    B = B[np.arange(n)[:, None, None], sel]  # (W, M, K // 2, N): per row m, the B row each column multiplies
   if t.acc == "F64":
     acc = np.zeros((n,) + t.d.shape) if c.file == "k" else _cmods(_pairs(regs(c, 2)).view(np.float64), neg[2])
     m, col = np.divmod(t.d, t.n)
@@ -322,8 +361,8 @@ def _compute(eng, op, ix, t: Tables, ka: str, kb: str, mods: Mods) -> np.ndarray
     raw[np.isnan(acc)] = NAN64
     return np.stack([raw.astype(U32), (raw >> np.uint64(32)).astype(U32)], 2).reshape(n, t.regs[2], -1)
   acc = np.zeros((n, t.m, t.n), np.int64) if integer else np.full((n, t.m, t.n), -0.0)
-  for k in range(t.k):  # in k order (module docstring)
-    acc += A[:, :, k, None] * B[:, None, k, :]
+  for k in range(A.shape[2]):  # in k order (module docstring)
+    acc += A[:, :, k, None] * (B[:, :, k, :] if t.idx is not None else B[:, None, k, :])
   D = acc.reshape(n, -1)[:, t.d]  # (W, regs, L)
   if t.half is not None:  # 16-bit results into their halves of D's registers (the other halves stay)
     halves = lambda s: np.ascontiguousarray(regs(s, 2).transpose(0, 2, 1)).view(np.uint16)  # (W, L, 2 * regs)

@@ -6,8 +6,9 @@ converted exactly to double (i32 for integers), each D[m, n] summed in k order f
 f32, a NaN result the default NaN; f64 (V_MFMA_F64_*): from C, one llvm.fma per k in order, a NaN the default NaN.
 
 The code for one wave: the operand rows copied whole (one vector per register row, tagged like every other access
-to it) into local buffers; A and B unpacked into double (i32) matrices through constant tables; per row m a <N x
-double> accumulator over k (the k order of every element kept; vectorised across n); then per D register a gather
+to it) into local buffers; A and B unpacked into double (i32) matrices through constant tables (a sparse A's 2-bit
+indices too: its column c multiplies B's row 4 * (c // 2) + its index); per row m a <N x double> accumulator over
+A's columns (the k order of every element kept; vectorised across n); then per D register a gather
 of its lanes' elements, plus C, rounded and stored (f64: the accumulators start as C, scattered to their elements
 through the same table, and a D slot is a register pair). Every C row is read before any D row is written."""
 from __future__ import annotations
@@ -82,7 +83,7 @@ def lower(comp, i: int, op, f) -> str:
   it. `comp`: the block's codegen.Compiler; `f`: a fresh codegen.Fn."""
   L = comp.L
   t, ka, kb, (neg, clamp) = operands(op, comp.fam, L)
-  srcs = (op.ins["S0"], op.ins["S1"], op.ins["S2"], op.outs["D0"])
+  srcs = (*layouts.sources(op, t), op.outs["D0"])  # A, B, C (sparse: D), D
   if any(s.file == "a" for s in srcs) and comp.fam != "cdna":
     raise Unsupported("AccVGPRs")
   integer, f64 = t.acc == "I32", t.acc == "F64"
@@ -123,9 +124,20 @@ def lower(comp, i: int, op, f) -> str:
     close()
     mats.append(mat)
   am, bm = mats
+  if t.idx is not None:  # a sparse A's 2-bit indices (M x K // 2), from S2's row (Tables: one register)
+    ibuf = rows(op.ins["S2"], 1)
+    g = table(f, f"mx{i}.i", "i32", (t.idx[..., 1].reshape(-1) << SHIFT) | t.idx[..., 2].reshape(-1))
+    im = f.alloca(f"[{t.idx[..., 0].size} x i32], align 64")
+    close = loop(f, t.idx[..., 0].size, "ui")
+    e = f.ld("i32", f.gep(g, f.op("mul i64 %ui, 4")), "mxtab")
+    lane = f.op(f"lshr i32 {e}, {SHIFT}")
+    at = f.op(f"zext i32 {f.op(f'shl i32 {lane}, 2')} to i64")
+    x = f.op(f"lshr i32 {f.ld('i32', f.gep(ibuf, at), 'mx')}, {f.op(f'and i32 {e}, {(1 << SHIFT) - 1}')}")
+    f.st("i32", f.op(f"and i32 {x}, 3"), f.gep(im, f.op("mul i64 %ui, 4")), "mx")
+    close()
   # 3. per row m: a running <N x ety> row from -0.0 (0; f64: from C, scattered to the elements through the D table),
   # plus A[m, k] * B[k, :] for k in order (vectorised over n)
-  N, K, n = t.n, t.k, t.regs[2] * L
+  N, K, n = t.n, t.a.shape[1], t.regs[2] * L  # (K: A's columns, the compressed ones of a sparse A)
   g = table(f, f"mx{i}.d", "i32", t.d.reshape(-1))
   vty, add, mul = f"<{N} x {ety}>", "add" if integer else "fadd", "mul" if integer else "fmul"
   acc, run = f.alloca(f"[{t.m * N} x {ety}], align 64"), f.alloca(vty)
@@ -146,7 +158,13 @@ def lower(comp, i: int, op, f) -> str:
   start = f.ld(vty, row, "mx", ", align 8") if f64 else "zeroinitializer" if integer else _splat(N, "double", "-0.0")
   f.emit(f"store {vty} {start}, ptr {run}")
   close_k = loop(f, K, "kk")
-  xs, brow = k_step(f, ety, N, K, am, bm, sz, "mx")
+  sel = None
+  if t.idx is not None:  # (column c multiplies B's row 4 * (c // 2) + its index)
+    mk = f.op(f"add i64 {f.op(f'mul i64 %mm, {K}')}, %kk")
+    ix = f.op(f"zext i32 {f.ld('i32', f.gep(im, f.op(f'mul i64 {mk}, 4')), 'mx')} to i64")
+    base = f.op("lshr i64 %kk, 1")
+    sel = f.op(f"add i64 {f.op(f'shl i64 {base}, 2')}, {ix}")
+  xs, brow = k_step(f, ety, N, K, am, bm, sz, "mx", row=sel)
   cur = f.op(f"load {vty}, ptr {run}")
   nxt = f.op(f"call {vty} @llvm.fma.v{N}f64({vty} {xs}, {vty} {brow}, {vty} {cur})") if f64 else \
       f.op(f"{add} {vty} {cur}, {f.op(f'{mul} {vty} {xs}, {brow}')}")
@@ -225,12 +243,14 @@ def _pair(f, lo: str, hi: str) -> str:
   return f.op(f"bitcast i64 {w} to double")
 
 
-def k_step(f, ety: str, N: int, K: int, a: str, b: str, sz: int, tag: str, k: str = "%kk") -> tuple[str, str]:
+def k_step(f, ety: str, N: int, K: int, a: str, b: str, sz: int, tag: str, k: str = "%kk",
+           row: str | None = None) -> tuple[str, str]:
   """Inside the m and k loops (%mm, `k`): A[m, k] of the row-major (M x K) matrix at `a` splat over N lanes, and row
-  k of the (K x N) one at `b` (<N x ety>; elements `sz` bytes, TBAA tag `tag`)."""
+  `row` (default k) of the (rows x N) one at `b` (<N x ety>; elements `sz` bytes, TBAA tag `tag`)."""
   mk = f.op(f"add i64 {f.op(f'mul i64 %mm, {K}')}, {k}")
   x = f.ld(ety, f.gep(a, f.op(f"mul i64 {mk}, {sz}")), tag)
-  return broadcast(f, ety, x, N), f.ld(f"<{N} x {ety}>", f.gep(b, f.op(f"mul i64 {k}, {N * sz}")), tag, f", align {sz}")
+  at = f.op(f"mul i64 {row or k}, {N * sz}")
+  return broadcast(f, ety, x, N), f.ld(f"<{N} x {ety}>", f.gep(b, at), tag, f", align {sz}")
 
 
 def broadcast(f, ty: str, v: str, n: int) -> str:
