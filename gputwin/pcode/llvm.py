@@ -1342,8 +1342,9 @@ def odd32(f: Fn, d: str) -> str:
 
 
 def fp8_decode(f: Fn, v: str, fmt: str) -> str:
-  """runtime.fp8_decode: an 8-bit code as its f32 value, exactly: (2**mb + m) * 2**(e - bias - mb), denormals
-  m * 2**(1 - bias - mb); a NaN code is the quiet NaN with the code's top bit as its sign."""
+  """runtime.fp8_decode: a code (an i8, its low 1 + eb + mb bits) as its f32 value, exactly: (2**mb + m) *
+  2**(e - bias - mb), denormals m * 2**(1 - bias - mb); a NaN code is the quiet NaN with the code's top bit as its
+  sign."""
   eb, mb, bias, kind = FP8[fmt]
   b = f.conv(v, 8, 32)
   e = f.op(f"and i32 {f.op(f'lshr i32 {b}, {mb}')}, {(1 << eb) - 1}")
@@ -1353,8 +1354,10 @@ def fp8_decode(f: Fn, v: str, fmt: str) -> str:
   k = f.op(f"select i1 {sub}, i32 {128 - bias - mb}, i32 {f.op(f'add i32 {e}, {127 - bias - mb}')}")  # biased
   scale = f.op(f"bitcast i32 {f.op(f'shl i32 {k}, 23')} to float")
   mag = f.op(f"fmul float {f.op(f'uitofp i32 {sig} to float')}, {scale}")
-  sign = f.op(f"and i32 {f.op(f'shl i32 {b}, 24')}, {1 << 31}")
+  sign = f.op(f"and i32 {f.op(f'shl i32 {b}, {31 - eb - mb}')}, {1 << 31}")
   bits = f.op(f"or i32 {f.op(f'bitcast float {mag} to i32')}, {sign}")
+  if kind == "mx":  # (every code finite)
+    return f.op(f"bitcast i32 {bits} to float")
   if kind == "ieee":  # the top exponent: infinity (m == 0) or NaN
     inf = f.op(f"and i1 {f.op(f'icmp eq i32 {e}, {(1 << eb) - 1}')}, {f.op(f'icmp eq i32 {m}, 0')}")
     bits = f.op(f"select i1 {inf}, i32 {f.op(f'or i32 {sign}, {0x7f800000}')}, i32 {bits}")

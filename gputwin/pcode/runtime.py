@@ -1092,10 +1092,13 @@ def _iseven(ret, tys, x):
   return np.fmod(np.trunc(arr(x).astype(np.float64)), 2.0) == 0
 
 
-# The 8-bit float formats of the x_to_y conversions: exponent bits, mantissa bits, bias, and how the top codes read.
-# fp8/bf8 are OCP's E4M3 ("fn": no infinities, S.1111.111 is NaN, largest 448) and E5M2 ("ieee": S.11111.00 is
-# infinity, S.11111.xx NaN); the "fnuz" ones (gfx942's FP8/BF8) have one NaN, 0x80, no infinities and no -0.
-FP8 = {"fp8": (4, 3, 7, "fn"), "bf8": (5, 2, 15, "ieee"), "fp8fnuz": (4, 3, 8, "fnuz"), "bf8fnuz": (5, 2, 16, "fnuz")}
+# The small float formats: exponent bits, mantissa bits, bias, and how the top codes read (the sign is the bit above
+# them). fp8/bf8 are OCP's E4M3 ("fn": no infinities, S.1111.111 is NaN, largest 448) and E5M2 ("ieee": S.11111.00 is
+# infinity, S.11111.xx NaN); the "fnuz" ones (gfx942's FP8/BF8) have one NaN, 0x80, no infinities and no -0; fp6,
+# bf6 and fp4 are the OCP Microscaling (MX) v1.0 element formats E2M3, E3M2 and E2M1 ("mx": every code finite,
+# largest 7.5, 28 and 6). The x_to_y conversions take the 8-bit ones (`conversion`); gfx950's F8F6F4 MFMA all.
+FP8 = {"fp8": (4, 3, 7, "fn"), "bf8": (5, 2, 15, "ieee"), "fp8fnuz": (4, 3, 8, "fnuz"), "bf8fnuz": (5, 2, 16, "fnuz"),
+       "fp6": (2, 3, 1, "mx"), "bf6": (3, 2, 3, "mx"), "fp4": (2, 1, 1, "mx")}
 
 
 def fp8_top(fmt: str) -> int:
@@ -1123,7 +1126,7 @@ def fp8_spec(fmt: str) -> tuple[int, int, float]:
 def fp8_value(fmt: str, code: int) -> float:
   """The value of one code (NaN, +-inf as they are)."""
   eb, mb, bias, kind = FP8[fmt]
-  s, e, m = code >> 7, code >> mb & ((1 << eb) - 1), code & ((1 << mb) - 1)
+  s, e, m = code >> (eb + mb), code >> mb & ((1 << eb) - 1), code & ((1 << mb) - 1)
   if (kind == "fnuz" and code == 0x80) or (kind == "fn" and code & 0x7f == 0x7f) or \
      (kind == "ieee" and e == (1 << eb) - 1 and m):
     return math.nan
@@ -1136,9 +1139,10 @@ def fp8_value(fmt: str, code: int) -> float:
 @functools.cache
 def _fp8_table(fmt: str) -> np.ndarray:
   """f32 bits of every code: exact values; a NaN code reads as the quiet NaN with the code's top bit as its sign."""
-  out = np.array([fp8_value(fmt, c) for c in range(256)], np.float32).view(np.uint32)
+  n = 2 << FP8[fmt][0] + FP8[fmt][1]
+  out = np.array([fp8_value(fmt, c) for c in range(n)], np.float32).view(np.uint32)
   nan = np.isnan(out.view(np.float32))
-  out[nan] = 0x7fc00000 | (np.arange(256, dtype=np.uint32)[nan] >> 7 << 31)
+  out[nan] = 0x7fc00000 | (np.arange(n, dtype=np.uint32)[nan] >> 7 << 31)
   return out
 
 
@@ -1172,9 +1176,9 @@ _FLOATS, _INTS = ("f32", "f16", "f64", "bf16"), ("u32", "i32", "u16", "i16")
 def conversion(name: str) -> str | None:
   """How `convert` does the x_to_y conversion `name`, None where it does not (pcode.unsupported_calls' coverage)."""
   src, dst = name.split("_to_")[:2]
-  if src in FP8 and dst == "f32":
+  if src in FP8 and dst == "f32" and sum(FP8[src][:2]) == 7:
     return "fp8 decode"
-  if src == "f32" and dst in FP8:
+  if src == "f32" and dst in FP8 and sum(FP8[dst][:2]) == 7:
     return "fp8 encode"
   if dst in ("snorm", "unorm"):
     return "norm"

@@ -143,8 +143,8 @@ STOPS = [
   ("gfx942", "  v_mov_b32 v0, 0\n  v_mov_b32 v1, 0\n  v_mfma_f32_4x4x1_16b_f32 a[0:3], v0, v1, 0 cbsz:1 abid:2",
    "v_mfma_f32_4x4x1_16b_f32", r"cbsz:1 abid:2 not modelled"),
   ("gfx950", "".join(f"  v_mov_b32 v{r}, 0\n" for r in range(16)) +
-   "  v_mfma_f32_16x16x128_f8f6f4 v[0:3], v[4:9], v[10:15], v[0:3] cbsz:2 blgp:2", "v_mfma_f32_16x16x128_f8f6f4",
-   "formats cbsz:2 blgp:2 abid:0 not modelled"),
+   "  v_mfma_f32_16x16x128_f8f6f4 v[0:3], v[4:11], v[8:15], v[0:3] cbsz:5", "v_mfma_f32_16x16x128_f8f6f4",
+   "formats cbsz:5 blgp:0 abid:0 not modelled"),  # (llvm-mc-22 takes CBSZ 5-7; the CDNA4 guide names 0-4)
   ("gfx1100", "  s_load_b128 s[4:7], s[0:1], 0x0\n  s_waitcnt lgkmcnt(0)\n"
               "  tbuffer_load_format_x v1, v0, s[4:7], 0 offen", "tbuffer_load_format_x", MTBUF),
   ("gfx942", "  s_load_dwordx4 s[4:7], s[0:1], 0x0\n  s_waitcnt lgkmcnt(0)\n"

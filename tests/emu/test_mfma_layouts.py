@@ -111,28 +111,40 @@ def test_blocks_f64_and_broadcasts_match_numpy_on_both_tiers(clang_co, monkeypat
 # gfx950 F8F6F4 (kernels/f8f6f4.cl): kernel -> (M, K, A's format, B's); formats as ml_dtypes types
 F8F6F4 = {"m16_fp8_fp8": (16, 128, "fp8", "fp8"), "m16_bf8_fp8": (16, 128, "bf8", "fp8"),
           "m16_fp4_fp4": (16, 128, "fp4", "fp4"), "m32_fp8_bf8": (32, 64, "fp8", "bf8"),
-          "m32_fp4_fp4": (32, 64, "fp4", "fp4")}
+          "m32_fp4_fp4": (32, 64, "fp4", "fp4"), "m16_fp6_fp6": (16, 128, "fp6", "fp6"),
+          "m16_fp8_fp4": (16, 128, "fp8", "fp4"), "m16_bf6_bf8": (16, 128, "bf6", "bf8"),
+          "m32_fp4_fp6": (32, 64, "fp4", "fp6"), "m32_bf8_bf6": (32, 64, "bf8", "bf6")}
+WIDTH = {"fp8": 8, "bf8": 8, "fp6": 6, "bf6": 6, "fp4": 4}
+
+
+def f8f6f4_k(M: int, fmt: str, lane: int, e: int) -> int:
+  """The k of element e of `lane` (row or column lane % M): AMD's CDNA4 ISA, "Dense matrix layouts" for the F8F6F4
+  MFMA: 6- and 4-bit formats hold 32 consecutive k a lane group (of M lanes); 8-bit ones runs of 16 k, the groups
+  taking turns (16x16x128: lanes 0-15 hold k 0-15 and 64-79, lanes 16-31 k 16-31 and 80-95)."""
+  g, groups = lane // M, 64 // M
+  return 32 * g + e if WIDTH[fmt] < 8 else 16 * (groups * (e // 16) + g) + e % 16
 
 
 def test_f8f6f4_formats_match_numpy_on_both_tiers(clang_co, monkeypatch):
-  """gfx950's F8F6F4 MFMA with fp8 (E4M3), bf8 (E5M2) and fp4 (E2M1) operands: lane l holds row (column) l % M and
-  k = 32 * (l // M) + e, element e in byte e (fp4: nibble e) of its words (IREE's mfma layouts: thread (M, 64 / M),
-  32 elements); C/D the 16x16 / 32x32 layouts above. Codes from ml_dtypes (an oracle of their own), numpy's product."""
-  ml = pytest.importorskip("ml_dtypes", reason="ml_dtypes (the float8/float4 oracle) is not installed")
-  types = {"fp8": ml.float8_e4m3fn, "bf8": ml.float8_e5m2, "fp4": ml.float4_e2m1fn}
+  """gfx950's F8F6F4 MFMA with fp8 (E4M3), bf8 (E5M2), fp6 (E2M3), bf6 (E3M2) and fp4 (E2M1) operands, mixed widths
+  too: element e of a lane at bits [w*e, w*e + w) of its registers read as one (the ISA: the six registers of fp6
+  operands are one 192-bit register, item 0 in bits 5-0), k by `f8f6f4_k`; C/D the 16x16 / 32x32 layouts above.
+  Codes from ml_dtypes (an oracle of their own), numpy's product."""
+  ml = pytest.importorskip("ml_dtypes", reason="ml_dtypes (the float8/6/4 oracle) is not installed")
+  types = {"fp8": ml.float8_e4m3fn, "bf8": ml.float8_e5m2, "fp6": ml.float6_e2m3fn, "bf6": ml.float6_e3m2fn,
+           "fp4": ml.float4_e2m1fn}
   rng = np.random.default_rng(13)
   co = clang_co("gfx950", "f8f6f4")
   for name, (M, K, fa, fb) in F8F6F4.items():
     Am, Bm = rng.integers(-4, 5, (M, K)).astype(np.float64), rng.integers(-4, 5, (K, M)).astype(np.float64)  # (fp4)
 
-    def image(mat, fmt):  # lane l: row/column l % M, k = 32 * (l // M) + e
-      codes = np.zeros((64, 32), np.uint8)
+    def image(mat, fmt):  # lane l: row/column l % M, its 32 codes packed from bit 0 on
+      w, out = WIDTH[fmt], np.zeros((64, 32), np.uint8)
       for lane in range(64):
-        vals = mat[lane % M, 32 * (lane // M):32 * (lane // M) + 32]
-        codes[lane] = vals.astype(types[fmt]).view(np.uint8) & (0xf if fmt == "fp4" else 0xff)
-      if fmt == "fp4":  # (two a byte, low nibble first, in the first 16 bytes)
-        codes = np.concatenate([codes[:, 0::2] | codes[:, 1::2] << 4, np.zeros((64, 16), np.uint8)], 1)
-      return codes.view(np.int32)
+        codes = [int(mat[lane % M, f8f6f4_k(M, fmt, lane, e)].astype(types[fmt]).view(np.uint8)) & (1 << w) - 1
+                 for e in range(32)]
+        out[lane] = np.frombuffer(sum(c << w * e for e, c in enumerate(codes)).to_bytes(32, "little"), np.uint8)
+      return out.view(np.int32)
 
     regs = M * M // 64
     Cm = rng.integers(-50, 50, (M, M)).astype(np.float32)

@@ -314,9 +314,9 @@ def test_results_are_the_exact_product_rounded(arch):
     core.step(eng, op, slice(None))
     D = rows(d)[0]
     word = lambda x, r, lane: int(x[r, lane]) | (int(x[r + 1, lane]) << 32 if t.acc == "F64" else 0)
-    elem = lambda s, at, kind: _exact(word(rows(s)[0], at[0], at[1]) >> int(at[2]) & (1 << t.bits) - 1, kind)
-    A = [[elem(a, t.a[m, k], ka) for k in range(t.a.shape[1])] for m in range(t.m)]
-    B = [[elem(b, t.b[k, n], kb) for n in range(t.n)] for k in range(t.k)]
+    elem = lambda s, at, kind, w: _exact(word(rows(s)[0], at[0], at[1]) >> int(at[2]) & (1 << w) - 1, kind)
+    A = [[elem(a, t.a[m, k], ka, t.bits[0]) for k in range(t.a.shape[1])] for m in range(t.m)]
+    B = [[elem(b, t.b[k, n], kb, t.bits[1]) for n in range(t.n)] for k in range(t.k)]
     # the B row each A column multiplies: its own, or a sparse A's 4 * (c // 2) + the column's 2-bit index
     brow = [[k if t.idx is None else 4 * (k // 2) + (int(idx[0, t.idx[m, k, 1]]) >> int(t.idx[m, k, 2]) & 3)
              for k in range(t.a.shape[1])] for m in range(t.m)]

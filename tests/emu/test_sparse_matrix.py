@@ -1,10 +1,9 @@
 """Sparse matrix instructions (CDNA3/CDNA4 V_SMFMAC_*, RDNA4 V_SWMMAC_*) on both tiers, against numpy's dense product.
 The kernels are clang-22's (tests/emu/kernels/sparse.cl: one instruction each). Where each element of A (two of every
-four k of a row, compressed), B, the accumulator and each 2-bit sparse index sits is written here from AMD's Matrix
-Instruction Calculator (v1.3.1: its gfx9 and gfx12 register equations in terms of the dense k and the slot s of a
-stored value within its group of four; CDNA4's shapes, which it does not list, by its gfx9 rule: a lane holds E
-consecutive compressed columns of one row), independently of gputwin/emu/amd/matrix.py's tables. Each test anchors
-these equations on the calculator's printed examples first."""
+four k of a row, compressed), B, the accumulator and each 2-bit sparse index sits is written here, in terms of the
+dense k and the slot s of a stored value within its group of four, from the CDNA3/CDNA4 ISA guides' SMFMAC tables
+(B, index sets) and AMD's Matrix Instruction Calculator (v1.3.1: its gfx9 and gfx12 register equations),
+independently of gputwin/emu/amd/matrix.py's tables; the equations are anchored on the vendors' printed examples."""
 import numpy as np
 import pytest
 
@@ -29,23 +28,33 @@ RDNA4 = {"w_f16": (16, 32, "f16", "f32", 0), "w_bf16": (16, 32, "bf16", "f32", 0
 BITS = {"f16": 16, "bf16": 16, "i8": 8, "fp8": 8, "bf8": 8, "i4": 4}
 
 
-# ---- the calculator's equations: (register, lane, bit offset)
-def cdna_a(M, K, bits, i, k, s):
-  """gfx9 SMFMAC: A's compressed column c = 2 * (k // 4) + s sits like a dense MFMA A of K / 2 columns: lane
-  M * (c // E) + i, element c % E of the lane (E columns a lane)."""
-  c, E = 2 * (k // 4) + s, K // 2 * M // 64
-  return divmod(bits * (c % E), 32)[0], M * (c // E) + i, bits * (c % E) % 32
-
-
+# ---- where elements sit: (register, lane, bit offset)
 def cdna_b(N, K, bits, k, j):
-  E = K * N // 64
-  return bits * (k % E) // 32, N * (k // E) + j, bits * (k % E) % 32
+  """SMFMAC's dense B (CDNA3 ISA guide, "Matrix B Layout" of the sparse chapter: a lane group of N lanes holds
+  consecutive k, 16 bytes or 8 halves, v0 k 0-3 of group 0 and k 16-19 of group 1 (8-bit); the CDNA4 guide's tables
+  for its wider shapes: runs of 16 bytes or 8 halves, the groups taking turns, v4 of group 0 holds k 64-67 of
+  16x16x128 and 32-33 of 16x16x64 f16)."""
+  E, G, run = K * N // 64, 64 // N, 128 // bits
+  if E <= run:
+    return bits * (k % E) // 32, N * (k // E) + j, bits * (k % E) % 32
+  r = k // run
+  e = run * (r // G) + k % run
+  return bits * e // 32, N * (r % G) + j, bits * e % 32
 
 
-def cdna_idx(M, K, i, k, s, iset):
-  """The index of the stored value s of group k // 4: A's lane, bits 2 * (c % E) of index set `iset` (2E bits)."""
-  c, E = 2 * (k // 4) + s, K // 2 * M // 64
-  return 0, M * (c // E) + i, 2 * (c % E) + 2 * E * iset
+def cdna_a(M, K, bits, i, k, s):
+  """The compressed A: a lane's A covers the dense k of the same lane's B, in order: item e of the lane is the stored
+  value e % 2 of the lane's B group e // 2 of four k (the guides: "each lane has K=8 values which requires 4 indices
+  per lane"; the calculator's CDNA3 equations agree)."""
+  reg, lane, bit = cdna_b(M, K, bits, k, i)
+  e = 2 * ((32 * reg + bit) // bits // 4) + s
+  return bits * e // 32, lane, bits * e % 32
+
+
+def cdna_idx(M, K, bits, i, k, s, iset):
+  """The index of the stored value s of group k // 4: A's lane, bits 2e of index set `iset` (2 bits an A item)."""
+  reg, lane, bit = cdna_a(M, K, bits, i, k, s)
+  return 0, lane, 2 * ((32 * reg + bit) // bits) + (K // 2 * M // 64) * 2 * iset
 
 
 def rdna4_a(M, K, bits, i, k, s):
@@ -73,14 +82,18 @@ def rdna4_idx(M, K, bits, i, k, s, iset):
   return 0, lane, base + 2 * s + 16 * iset
 
 
-def test_equations_reproduce_the_calculators_examples():
+def test_equations_reproduce_the_vendors_examples():
   """The printed examples (README: K[2][31] = v0{50}.[7:4] for CDNA3 V_SMFMAC_F32_16X16X32_F16, v0{50}.[31:28] with
   ABID 3; v0{18}.[15:12] for RDNA4 V_SWMMAC_F32_16X16X32_F16, [31:28] with OPSEL 1) and others run through it."""
-  assert cdna_idx(16, 32, 2, 31, 0, 0)[1:] == (50, 4) and cdna_idx(16, 32, 2, 31, 1, 3)[1:] == (50, 30)
+  assert cdna_idx(16, 32, 16, 2, 31, 0, 0)[1:] == (50, 4) and cdna_idx(16, 32, 16, 2, 31, 1, 3)[1:] == (50, 30)
   assert rdna4_idx(16, 32, 16, 2, 31, 0, 0)[1:] == (18, 12) and rdna4_idx(16, 32, 16, 2, 31, 1, 1)[1:] == (18, 30)
   assert cdna_a(16, 32, 16, 2, 31, 0)[:2] == (1, 50) and cdna_b(16, 32, 16, 31, 7) == (3, 55, 16)
-  assert cdna_a(16, 64, 8, 2, 63, 0) == (1, 50, 16) and cdna_idx(16, 64, 2, 63, 0, 1)[1:] == (50, 28)
-  assert cdna_b(32, 32, 8, 21, 20) == (1, 52, 8) and cdna_idx(32, 16, 3, 13, 0, 0)[1:] == (35, 4)
+  assert cdna_a(16, 64, 8, 2, 63, 0) == (1, 50, 16) and cdna_idx(16, 64, 8, 2, 63, 0, 1)[1:] == (50, 28)
+  assert cdna_b(32, 32, 8, 21, 20) == (1, 52, 8) and cdna_idx(32, 16, 16, 3, 13, 0, 0)[1:] == (35, 4)
+  # the CDNA4 guide's tables: 16x16x128 8-bit B, group 0 v4 byte 0 is k 64; 16x16x64 f16 B, group 0 v4 is k 32
+  assert cdna_b(16, 128, 8, 64, 0) == (4, 0, 0) and cdna_b(16, 128, 8, 16, 0) == (0, 16, 0)
+  assert cdna_b(16, 64, 16, 32, 0) == (4, 0, 0) and cdna_b(16, 64, 16, 8, 0) == (0, 16, 0)
+  assert cdna_b(16, 64, 8, 63, 0) == (3, 48, 24)  # (CDNA3 8-bit: v3 of group 3 holds k 60-63)
   assert rdna4_a(16, 32, 16, 2, 31, 0)[:2] == (3, 18) and rdna4_b(16, 32, 16, 31, 7) == (7, 23, 16)
   assert rdna4_a(16, 32, 8, 2, 31, 0) == (1, 18, 16) and rdna4_idx(16, 32, 8, 5, 9, 0, 0)[1:] == (5, 8)
   assert rdna4_b(16, 32, 8, 9, 3) == (2, 3, 8) and rdna4_a(16, 64, 4, 2, 63, 0) == (1, 18, 24)
@@ -130,7 +143,7 @@ def _run(clang_co, monkeypatch, arch, kernels):
           k = 4 * g + int(pos[i, g, s])
           Ad[i, k] = vals[i, g, s]
           _put(Ai, a_at(M, K, bits, i, 4 * g, s), _codes(ka, np.array([vals[i, g, s]]), arch)[0])
-          _, lane, bit = rdna4_idx(M, K, bits, i, 4 * g, s, iset) if rdna else cdna_idx(M, K, i, 4 * g, s, iset)
+          _, lane, bit = (rdna4_idx if rdna else cdna_idx)(M, K, bits, i, 4 * g, s, iset)
           Ii[lane] = Ii[lane] & ~np.uint32(3 << bit) | np.uint32(pos[i, g, s] << bit)
     for k in range(K):
       for j in range(M):

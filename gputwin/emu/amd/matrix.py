@@ -12,20 +12,24 @@ Layout kinds (element e of lane l; 16-bit elements pack two per VGPR, 8-bit four
     (RDNA4 ISA guide, "WMMA"; AMD's Matrix Instruction Calculator, its gfx12 equations, which IREE's gfx12 notes
     and tinygrad's emulator match for 16-bit; a dense product cannot tell pairings of A and B apart but by the
     order of its float64 sum). SWMMAC's dense B: runs of 128 bits (16-bit: lane 0 k 0-7 and 16-23).
-  mfma, MxNxK in B blocks (AMD Matrix Instruction Calculator, gfx9 rules; AMD Instinct MI300 ISA, "Matrix fused
-    multiply-add"): a lane holds E = K*M*B/L consecutive k of one row (A) or column (B); lane l: block (l//M) % B,
-    row l%M, k = E*(l // (M*B)) + e. D element (b, i, j) is in slot b*(M*N/L) + H*(i // (H*R)) + i%H, lane
+  mfma, MxNxK in B blocks (AMD Matrix Instruction Calculator, gfx9 rules; AMD Instinct MI300 and CDNA4 ISA guides,
+    "Matrix fused multiply-add", "Dense matrix layouts"): a lane holds E = K*M*B/L k of one row (A) or column (B);
+    lane l: block (l//M) % B, row l%M, lane group g = l // (M*B) of G = L/(M*B), k = R*(G*(e//R) + g) + e%R: runs
+    of R = min(128 bits, E elements) k, the groups taking turns (consecutive k where a lane holds one run, as all
+    CDNA3 shapes; gfx950's F8F6F4 fp8: lanes 0-15 of 16x16x128 hold k 0-15 and 64-79; its fp4 and fp6 32
+    consecutive k, 6-bit runs not dividing 128 bits). D element (b, i, j) is in slot b*(M*N/L) + H*(i // (H*R)) + i%H, lane
     N*(b%P) + P*N*((i//H) % R) + j, where a slot is a VGPR (H = 4 rows) or a VGPR pair (f64: H = 1), R = L/N and
     P = ceil(L*H/(M*N)) the blocks one slot holds. CBSZ/ABID: block b reads A's block (b >> CBSZ << CBSZ) + ABID;
     BLGP (not f64, where the field is NEG): B's lane l is read from lane l%32 (1), l%32 + 32 (2), (l + 16)%64 (3),
     l%16 + 16*(BLGP-4) (4-7).
 Sparse A (SMFMAC, SWMMAC; matrix.json "sparse"): of every four k of a row A holds two, in the layout of a dense A of
-K/2 columns (compressed column c = 2*(k//4) + s, s the stored value's place in its group of four); S2 holds each
-one's 2-bit place in its group: column c of lane l (its element e) at bits 2e + 2*n*set of lane l, n the columns a
-lane holds, `set` ABID when CBSZ is 0 (CDNA; else 0) or OPSEL[1:0] (RDNA4 index_key); the accumulator is D (AMD's
-Matrix Instruction Calculator v1.3.1, gfx9 and gfx12; CDNA4's shapes, which it does not list, by the same gfx9 rule,
-as LLVM's gfx950 notes on their index sets agree). Column c multiplies B's row 4*(c//2) + its index (a multiplexer
-per stored value: two equal indices add both products, a case the vendor leaves undefined).
+K/2 columns (compressed column c = 2*(k//4) + s, s the stored value's place in its group of four; mfma: runs of 64
+bits, so that a lane's A covers the dense k of its B); S2 holds each one's 2-bit place in its group: column c of
+lane l (its element e) at bits 2e + 2*n*set of lane l, n the columns a lane holds, `set` the low bits of ABID when
+CBSZ is 0 (CDNA; else 0; one set: ABID ignored) or OPSEL[1:0] (RDNA4 index_key); the accumulator is D (AMD's Matrix
+Instruction Calculator v1.3.1, gfx9 and gfx12; the CDNA3/CDNA4 ISA guides' SMFMAC B and index tables). Column c
+multiplies B's row 4*(c//2) + its index (a multiplexer per stored value: two equal indices add both products; the
+guides require index 0 < index 1).
 A B-block instruction is computed as one (B*M) x K x (B*N) product whose diagonal blocks D reads: the off-diagonal
 products are computed and never read (B times the multiplies, the same bits), so both tiers keep one loop nest.
 `tables` turns a layout into the register facts every consumer reads (this interpreter and the native tier's
@@ -43,8 +47,9 @@ same half), the other half unchanged (LLVM PR #69903, "Add tied wmma intrinsic":
 bits), RDNA4 packs two per register (element v in half v%2 of register v//2, LLVM's order of a vector's elements).
 Denormals are kept, inputs and results. FP8/BF8 elements (the target's formats, pcode.runtime.FP8) take the layouts
 of the 8-bit integer opcodes of the same shape and are exact in float64 like the others; gfx950's F8F6F4 MFMA takes
-A's format from CBSZ and B's from BLGP (fp8, bf8, fp6, bf6, fp4: formats.json): fp8, bf8 and fp4 (OCP E2M1, element
-e in bits 4*(e%8) of register e//8) are modelled with the mfma layout, A and B of one width.
+A's format from CBSZ and B's from BLGP (fp8, bf8, fp6, bf6, fp4, OCP's E4M3, E5M2, E2M3, E3M2, E2M1; mixed widths
+too), each operand its own layout and registers (8, 6, 4): a lane's elements pack from bit 0 of its first register
+on, element e at bits [w*e, w*e + w) of the registers read as one (6-bit elements straddle registers: CDNA4 ISA).
 """
 from __future__ import annotations
 
@@ -61,7 +66,8 @@ from gputwin.pcode.runtime import FP8, f64_to_f32_odd, fp8_decode, rbf
 U32 = np.uint32
 
 
-_BITS = {"F16": 16, "BF16": 16, "IU8": 8, "I8": 8, "IU4": 4, "F32": 32, "F64": 64, "FP8": 8, "BF8": 8, "FP4": 4}
+_BITS = {"F16": 16, "BF16": 16, "IU8": 8, "I8": 8, "IU4": 4, "F32": 32, "F64": 64, "FP8": 8, "BF8": 8, "FP6": 6, "BF6": 6,
+         "FP4": 4}
 F8F6F4 = ("FP8", "BF8", "FP6", "BF6", "FP4")  # gfx950's F8F6F4 MFMA: A's format by CBSZ, B's by BLGP (formats.json)
 
 
@@ -70,18 +76,18 @@ def layout(family: str, name: str, L: int, ins: tuple[str, str] | None = None):
   """(M, N, K, blocks, accumulator type, A's and B's element types, input bits, A's and B's elements per lane, A map,
   B map, C/D map) of `name` in wave`L`: the A (B) map gives per element e (row (column), k) lane arrays, k of A
   counting the compressed columns of a sparse A (two of every four); the C/D map per slot (a register; f64: a register
-  pair) (row, column) lane arrays, rows and columns of the (B*M) x (B*N) product. FP8 x BF8 differ from FP8 x FP8 in
-  type only. `ins`: the element types where the instruction picks them (F8F6F4)."""
+  pair) (row, column) lane arrays, rows and columns of the (B*M) x (B*N) product. `ins`: the element types where the
+  instruction picks them (F8F6F4)."""
   row = hwdata.matrix(family, name)
   ins = ins or (row.a, row.b) if row else None
   if row is None or row.layout is None or (row.layout.startswith("wmma") and L != 32) or ins[0] not in _BITS or \
-     _BITS.get(ins[1]) != _BITS[ins[0]]:
+     ins[1] not in _BITS:
     raise GputwinError(f"{name}: matrix layout not modelled (wave{L}{', ' + ' x '.join(ins) if ins else ''})")
   return _layout(row.layout, row.m, row.n, row.k, row.blocks, row.c, ins, L, row.sparse)
 
 
 def _layout(kind: str, M: int, N: int, K: int, B: int, acc: str, ins: tuple[str, str], L: int, sparse: bool):
-  bits = _BITS[ins[0]]
+  bits = (_BITS[ins[0]], _BITS[ins[1]])
   lane = np.arange(L)
   ka = K // 2 if sparse else K  # A's columns
   if kind == "wmma_rdna3":
@@ -90,14 +96,22 @@ def _layout(kind: str, M: int, N: int, K: int, B: int, acc: str, ins: tuple[str,
     c = [(2 * v + lane // 16, lane % 16) for v in range(M * N // L)]
   elif kind == "wmma_rdna4":
     def runs(n: int, run_bits: int):  # runs of `run_bits` of k alternate between the lane halves
-      R = min(run_bits // bits, n)
+      R = min(run_bits, n)
       return [(lane % 16, 2 * R * (e // R) + R * (lane // 16) + e % R) for e in range(n)]
     na, nb = ka * M // L, K * N // L
-    a, b = runs(na, 64), runs(nb, 128 if sparse else 64)
+    a, b = runs(na, 64 // bits[0]), runs(nb, (128 if sparse else 64) // bits[1])
     c = [(v + 8 * (lane // 16), lane % 16) for v in range(M * N // L)]
   else:
     na, nb = ka * M * B // L, K * N * B // L
-    a, b = ([(M * (lane // M % B) + lane % M, n * (lane // (M * B)) + e) for e in range(n)] for n in (na, nb))
+    G, g = L // (M * B), lane // (M * B)  # lane groups of a block, each lane's
+
+    def ks(n: int, run: int):  # k of element e: runs of `run` k, the lane groups taking turns (module docstring)
+      R = min(run, n)
+      return [R * (G * (e // R) + g) + e % R for e in range(n)]
+    runs = [128 // w if 128 % w == 0 else n for n, w in ((na, bits[0]), (nb, bits[1]))]  # (fp6: no runs)
+    if sparse:  # (a compressed run spans the dense k of B's)
+      runs[0] //= 2
+    a, b = ([(M * (lane // M % B) + lane % M, k) for k in ks(n, r)] for n, r in zip((na, nb), runs))
     H = 1 if acc == "F64" else 4  # rows a slot group spans (module docstring)
     R, P = L // N, -(-L * H // (M * N))
     rows, cols = np.full((B * M * N // L, L), -1), np.full((B * M * N // L, L), -1)
@@ -111,7 +125,6 @@ def _layout(kind: str, M: int, N: int, K: int, B: int, acc: str, ins: tuple[str,
 
 
 NAN = 0x7fc00000  # what a NaN result is (module docstring)
-FP4 = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0])  # E2M1 magnitudes by their three low bits
 NAN64 = 0x7ff8000000000000
 
 
@@ -133,7 +146,7 @@ class Tables(NamedTuple):
   k: int
   acc: str  # accumulator / result type: F32 | I32 | F64
   ins: tuple[str, str]  # A's and B's element types (matrix.json)
-  bits: int  # input element bits
+  bits: tuple[int, int]  # A's and B's element bits
   a: np.ndarray  # (M, K, 3) int64 (sparse: (M, K // 2, 3))
   b: np.ndarray  # (K, N, 3) int64
   d: np.ndarray  # (slots, L) int64
@@ -148,18 +161,18 @@ def tables(family: str, name: str, L: int, cbsz: int = 0, abid: int = 0, blgp: i
   """The register tables of `name` in wave`L` with the CDNA broadcast controls, RDNA3's OPSEL[2] and a sparse A's
   index set `iset` (module docstring), from its `layout` (GputwinError where none is modelled)."""
   M, N, K, B, acc, ins, bits, (na, nb), amap, bmap, cmap = layout(family, name, L, ins)
-  per, wide = max(32 // bits, 1), max(bits // 32, 1)  # elements per register, registers per element
+  at = lambda e, w: (w * e // 32, w * e % 32)  # element e of w bits of a lane: (register, bit offset); 64-bit: low
   sparse = na * B * L < K * M * B
   a, b = np.full((B * M, K // 2 if sparse else K, 3), -1, np.int64), np.full((K, B * N, 3), -1, np.int64)
   idx = np.full(a.shape, -1, np.int64) if sparse else None
   for e, (rc, k) in enumerate(amap):
     for lane in range(L):  # (lanes in order: the highest holding an element wins)
-      a[rc[lane], k[lane]] = (wide * (e // per), lane, bits * (e % per))
+      a[rc[lane], k[lane]] = (at(e, bits[0])[0], lane, at(e, bits[0])[1])
       if sparse:  # (two bits an element, in the element's order, a set of 2 * na bits per index set)
         idx[rc[lane], k[lane]] = (0, lane, 2 * e + 2 * na * iset)
   for e, (rc, k) in enumerate(bmap):
     for lane in range(L):
-      b[k[lane], rc[lane]] = (wide * (e // per), lane, bits * (e % per))
+      b[k[lane], rc[lane]] = (at(e, bits[1])[0], lane, at(e, bits[1])[1])
   d = np.stack([r * (B * N) + col for r, col in cmap])
   diagonal = [(bb * M + i) * (B * N) + bb * N + j for bb in range(B) for i in range(M) for j in range(N)]
   assert (a >= 0).all() and (b >= 0).all() and sorted(d.ravel()) == diagonal, name
@@ -167,13 +180,13 @@ def tables(family: str, name: str, L: int, cbsz: int = 0, abid: int = 0, blgp: i
   b[..., 1] = _blgp_lanes(blgp, L)[b[..., 1]]
   for x in (a, b, d) + ((idx,) if sparse else ()):
     x.setflags(write=False)
-  half, out = None, len(cmap) * wide
+  half, out = None, len(cmap) * (2 if acc == "F64" else 1)
   if acc in ("F16", "BF16"):  # (RDNA4 packs two per register; RDNA3 one, in the half OPSEL[2] picks)
     half = np.arange(len(cmap)) if hwdata.matrix(family, name).layout == "wmma_rdna4" else \
         2 * np.arange(len(cmap)) + opsel
     half.setflags(write=False)
     out = int(half.max()) // 2 + 1
-  return Tables(B * M, B * N, K, acc, ins, bits, a, b, d, (na * bits // 32, nb * bits // 32, out), half, idx)
+  return Tables(B * M, B * N, K, acc, ins, bits, a, b, d, (na * bits[0] // 32, nb * bits[1] // 32, out), half, idx)
 
 
 Neg = tuple[tuple[bool, bool], tuple[bool, bool], tuple[bool, bool]]  # A, B: (negate low-half, high-half
@@ -199,13 +212,15 @@ def operands(family: str, op, L: int) -> tuple[Tables, str, str, Mods]:
   cbsz, abid, blgp = f.get("cbsz", 0), f.get("abid", 0), f.get("blgp", 0)
   ins = None
   if row is not None and row.a == "F8F6F4":  # (CBSZ and BLGP are A's and B's formats here)
-    if abid or any(x >= len(F8F6F4) or F8F6F4[x] in ("FP6", "BF6") for x in (cbsz, blgp)):
-      raise GputwinError(f"{name}: formats cbsz:{cbsz} blgp:{blgp} abid:{abid} not modelled (fp8, bf8 and fp4 "
-                         "are; fp6 and bf6 elements straddle their registers)")
+    if abid or any(x >= len(F8F6F4) for x in (cbsz, blgp)):
+      raise GputwinError(f"{name}: formats cbsz:{cbsz} blgp:{blgp} abid:{abid} not modelled (cbsz and blgp 0-4 "
+                         "name fp8, bf8, fp6, bf6, fp4; abid is 0)")
     ins, cbsz, blgp = (F8F6F4[cbsz], F8F6F4[blgp]), 0, 0
   iset = 0
   if row is not None and row.sparse:  # the index set: ABID with CBSZ 0 (CBSZ != 0: set 0), OPSEL (index_key)
     iset, cbsz, abid = f.get("opsel", 0) & 3 if family != "cdna" else 0 if cbsz else abid, 0, 0
+    sets = 16 * L // (row.m * row.k // 2)  # (32 bits, two an element of a lane's A)
+    iset = iset & (sets - 1) if family == "cdna" else iset  # (ABID[1:0] / ABID[0] / ignored: the ISA guides)
     if blgp:
       raise GputwinError(f"{name}: blgp:{blgp} is not modelled on a sparse instruction")
   if cbsz or abid:  # (llvm-mc-22 takes any CBSZ < 8 and ABID < 16)
@@ -223,7 +238,7 @@ def operands(family: str, op, L: int) -> tuple[Tables, str, str, Mods]:
     raise GputwinError(f"{name}: clamp is not modelled on float results")
   lo, hi = f.get("neg", 0), f.get("neg_hi", 0)
   if t.ins[0] not in ("IU8", "IU4") and (lo or hi):
-    if t.bits < 16 and (lo | hi) & 3:  # (llvm-mc-22 rejects them on 8-bit floats: which bytes a half holds is open)
+    if min(t.bits) < 16 and (lo | hi) & 3:  # (llvm-mc-22 rejects them on 8-bit floats: which bytes a half holds is open)
       raise GputwinError(f"{name}: neg modifiers on 8-bit A/B are not modelled")
     neg = tuple((bool(lo >> i & 1), bool(hi >> i & 1)) for i in range(3))
   for k, s, need in zip("ABCD", sources(op, t) + (op.outs["D0"],), t.regs + t.regs[2:]):
@@ -241,8 +256,8 @@ def operands(family: str, op, L: int) -> tuple[Tables, str, str, Mods]:
       return ("I" if f.get("neg", 0) >> i & 1 else "U") + ty[2:]
     if ty in ("FP8", "BF8"):  # what they mean on this target (isa.targets' fp8 column, bound by amd/decode)
       return ty.lower() + ("fnuz" if op.info.get("fp8fnuz") else "")
-    if ty == "FP4":  # OCP MX E2M1: sign, two exponent bits (bias 1), one mantissa bit; no infinity or NaN
-      return "fp4"
+    if ty in ("FP6", "BF6", "FP4"):  # OCP MX E2M3, E3M2, E2M1 (pcode.runtime.FP8)
+      return ty.lower()
     return ty
   return t, kind(t.ins[0], 0), kind(t.ins[1], 1), Mods(neg, bool(f.get("clmp", 0)))
 
@@ -253,10 +268,13 @@ def sources(op, t: Tables) -> tuple:
 
 
 def _gather(regs: np.ndarray, src: np.ndarray, bits: int) -> np.ndarray:
-  """(W, nregs, L) raw registers -> (W, ...) raw elements at `src` (a table's (register, lane, offset) rows)."""
+  """(W, nregs, L) raw registers -> (W, ...) raw elements at `src` (a table's (register, lane, offset) rows); an
+  element past its register's top bit (64-bit, 6-bit ones) goes on in the next register."""
   lo = regs[:, src[..., 0], src[..., 1]]
-  if bits == 64:
-    return lo.astype(np.uint64) | regs[:, src[..., 0] + 1, src[..., 1]].astype(np.uint64) << np.uint64(32)
+  if bits == 64 or (src[..., 2] + bits > 32).any():
+    hi = regs[:, np.minimum(src[..., 0] + 1, regs.shape[1] - 1), src[..., 1]]
+    word = (lo.astype(np.uint64) | hi.astype(np.uint64) << np.uint64(32)) >> src[..., 2].astype(np.uint64)
+    return word if bits == 64 else (word & np.uint64((1 << bits) - 1)).astype(U32)
   return (lo >> src[..., 2].astype(U32)) & U32((1 << bits) - 1)
 
 
@@ -275,8 +293,6 @@ def _value(raw: np.ndarray, kind: str):
     return raw.astype(U32).view(np.float32).astype(np.float64)
   if kind == "F64":
     return raw.view(np.float64)
-  if kind == "fp4":
-    return np.where(raw & 8, -1.0, 1.0) * FP4[raw & 7]
   if kind in FP8:
     return fp8_decode(raw, kind).astype(np.float64)
   if kind in ("I4", "U4"):
@@ -346,8 +362,8 @@ def _compute(eng, op, ix, t: Tables, ka: str, kb: str, mods: Mods) -> np.ndarray
   n, integer = eng.nwaves(ix), t.acc == "I32"
   regs = lambda s, k: (eng.V if s.file == "v" else eng.A)[ix, s.index:s.index + (t.regs[k] if k < 3 else 1)]
   sa, sb, c = sources(op, t)  # (a constant C is 0: operands)
-  A = _value(_gather(regs(sa, 0), t.a, t.bits), ka)  # (W, M, K) (sparse: (W, M, K // 2))
-  B = _value(_gather(regs(sb, 1), t.b, t.bits), kb)  # (W, K, N)
+  A = _value(_gather(regs(sa, 0), t.a, t.bits[0]), ka)  # (W, M, K) (sparse: (W, M, K // 2))
+  B = _value(_gather(regs(sb, 1), t.b, t.bits[1]), kb)  # (W, K, N)
   A, B = _negate(A, t.a, neg[0]), _negate(B, t.b, neg[1])
   if t.idx is not None:  # a sparse A's column c multiplies B's row 4 * (c // 2) + its index (Tables)
     sel = _gather(regs(op.ins["S2"], 3), t.idx, 2).astype(np.int64) + 4 * (np.arange(t.idx.shape[1]) // 2)

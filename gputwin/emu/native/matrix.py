@@ -90,13 +90,16 @@ def lower(comp, i: int, op, f) -> str:
   ety, sz = ("i32", 4) if integer else ("double", 8)  # element type of the unpacked matrices
   f.globals = []
   # 1. the A, B and C rows, whole, into local buffers (in order: before anything is written)
-  def rows(s, n):
-    buf = f.alloca(f"[{n * L} x i32], align 64")
+  def rows(s, n, spill: bool = False):  # (spill: and a row of zeros, for elements reaching past the last register)
+    buf = f.alloca(f"[{(n + spill) * L} x i32], align 64")
     for r in range(n):
       v = f.ld(f"<{L} x i32>", _row(comp, f, s.file, s.index + r), (s.file, s.index + r), ", align 4")
       f.st(f"<{L} x i32>", v, f.gep(buf, str(4 * L * r)), "mx", ", align 64")
+    if spill:
+      f.st(f"<{L} x i32>", "zeroinitializer", f.gep(buf, str(4 * L * n)), "mx", ", align 64")
     return buf
-  bufs = [rows(s, t.regs[k]) for k, s in enumerate(srcs[:2])]
+  straddle = [32 % b != 0 for b in t.bits]  # (6-bit elements: some go on in the next register)
+  bufs = [rows(s, t.regs[k], straddle[k]) for k, s in enumerate(srcs[:2])]
   c, d = srcs[2], srcs[3]
   cbuf = None if c.file == "k" else rows(c, t.regs[2])  # (a constant C is 0: operands)
   # 2. A (M x K) and B (K x N) unpacked through the tables
@@ -110,9 +113,15 @@ def lower(comp, i: int, op, f) -> str:
     word = f.op(f"lshr i32 {e}, {SHIFT}")
     at = f.op(f"zext i32 {f.op(f'shl i32 {word}, 2')} to i64")
     sh = f.op(f"and i32 {e}, {(1 << SHIFT) - 1}")
-    if t.bits == 64:  # (the low register's row, then the next register's)
+    if t.bits[k] == 64:  # (the low register's row, then the next register's)
       x = _pair(f, f.ld("i32", f.gep(bufs[k], at), "mx"), f.ld("i32", f.gep(bufs[k], f.op(f"add i64 {at}, {4 * L}")),
                                                                  "mx"))
+    elif straddle[k]:  # (the word and the next register's, shifted as one)
+      lo64 = f.op(f"zext i32 {f.ld('i32', f.gep(bufs[k], at), 'mx')} to i64")
+      hi64 = f.op(f"zext i32 {f.ld('i32', f.gep(bufs[k], f.op(f'add i64 {at}, {4 * L}')), 'mx')} to i64")
+      w = f.op(f"or i64 {lo64}, {f.op(f'shl i64 {hi64}, 32')}")
+      sh64 = f.op(f"zext i32 {sh} to i64")
+      x = _element(f, f.op(f"trunc i64 {f.op(f'lshr i64 {w}, {sh64}')} to i32"), kind)
     else:
       x = _element(f, f.op(f"lshr i32 {f.ld('i32', f.gep(bufs[k], at), 'mx')}, {sh}"), kind)
     lo, hi = neg[k]  # (negate the elements of a half: at bit offset 0 or not)
@@ -267,16 +276,6 @@ def _element(f, raw: str, kind: str) -> str:
   """The element in the low bits of i32 `raw`, exactly as a double (i32 for integers): amd/matrix.py's _value."""
   if kind in FP8:
     return f.op(f"fpext float {fp8_decode(f, f.op(f'trunc i32 {raw} to i8'), kind)} to double")
-  if kind == "fp4":  # E2M1: exponent e (bias 1), mantissa m: e = 0: m / 2; else (1 + m / 2) * 2**(e - 1)
-    m = f.op(f"uitofp i32 {f.op(f'and i32 {raw}, 1')} to double")
-    half, e = f.op(f"fmul double {m}, 0.5"), f.op(f"and i32 {f.op(f'lshr i32 {raw}, 1')}, 3")
-    is2 = f.op(f"icmp eq i32 {e}, 2")
-    two_four = f.op(f"select i1 {is2}, double 2.0, double 4.0")
-    scale = f.op(f"select i1 {f.op(f'icmp eq i32 {e}, 1')}, double 1.0, double {two_four}")
-    normal = f.op(f"fmul double {f.op(f'fadd double {half}, 1.0')}, {scale}")
-    x = f.op(f"select i1 {f.op(f'icmp eq i32 {e}, 0')}, double {half}, double {normal}")
-    neg = f.op(f"icmp ne i32 {f.op(f'and i32 {raw}, 8')}, 0")
-    return f.op(f"select i1 {neg}, double {f.op(f'fneg double {x}')}, double {x}")
   if kind == "F16":
     h = f.op(f"bitcast i16 {f.op(f'trunc i32 {raw} to i16')} to half")
     return f.op(f"fpext half {h} to double")

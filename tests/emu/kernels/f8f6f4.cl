@@ -1,6 +1,6 @@
-// gfx950's F8F6F4 MFMA (A's format by CBSZ, B's by BLGP: 0 fp8, 1 bf8, 4 fp4), as clang-22 selects it from the scaled
-// builtin with zero scales. Lane l loads its A and B words (32 bytes: 32 fp8/bf8 codes, or 16 bytes of fp4 codes,
-// two a byte, low nibble first) from images the test builds, and C/D register v of lane l (image[v * 64 + l]).
+// gfx950's F8F6F4 MFMA (A's format by CBSZ, B's by BLGP: 0 fp8, 1 bf8, 2 fp6, 3 bf6, 4 fp4), as clang-22 selects it
+// from the scaled builtin with zero scales. Lane l loads its A and B words (32 bytes: 32 codes of 8, 6 or 4 bits
+// packed from bit 0 on, the rest unused) from images the test builds, and C/D register v of lane l (image[v*64 + l]).
 typedef int v8i __attribute__((ext_vector_type(8)));
 typedef float v4f __attribute__((ext_vector_type(4)));
 typedef float v16f __attribute__((ext_vector_type(16)));
@@ -20,4 +20,9 @@ F8F6F4(m16_bf8_fp8, v4f, 4, __builtin_amdgcn_mfma_scale_f32_16x16x128_f8f6f4, 1,
 F8F6F4(m16_fp4_fp4, v4f, 4, __builtin_amdgcn_mfma_scale_f32_16x16x128_f8f6f4, 4, 4)
 F8F6F4(m32_fp8_bf8, v16f, 16, __builtin_amdgcn_mfma_scale_f32_32x32x64_f8f6f4, 0, 1)
 F8F6F4(m32_fp4_fp4, v16f, 16, __builtin_amdgcn_mfma_scale_f32_32x32x64_f8f6f4, 4, 4)
+F8F6F4(m16_fp6_fp6, v4f, 4, __builtin_amdgcn_mfma_scale_f32_16x16x128_f8f6f4, 2, 2)
+F8F6F4(m16_fp8_fp4, v4f, 4, __builtin_amdgcn_mfma_scale_f32_16x16x128_f8f6f4, 0, 4)
+F8F6F4(m16_bf6_bf8, v4f, 4, __builtin_amdgcn_mfma_scale_f32_16x16x128_f8f6f4, 3, 1)
+F8F6F4(m32_fp4_fp6, v16f, 16, __builtin_amdgcn_mfma_scale_f32_32x32x64_f8f6f4, 4, 2)
+F8F6F4(m32_bf8_bf6, v16f, 16, __builtin_amdgcn_mfma_scale_f32_32x32x64_f8f6f4, 1, 3)
 #endif
