@@ -101,11 +101,11 @@ def test_ptx_blocks_nested_too_deeply_are_a_located_error():
   ptx.parse(PTX.replace("  mov.u32 %r1, OPERAND;", "{" * 50 + "mov.u32 %r1, 1;" + "}" * 50), "k.ptx")
 
 
-@pytest.mark.parametrize("arch,word", [("gfx1100", "000040cc00000000"), ("gfx1200", "000040cc0000000000000000")])
+@pytest.mark.parametrize("arch,word", [("gfx1100", "000040cc00000000"), ("gfx1200", "004040cc0000001800000000")])
 def test_wmma_with_scalar_matrix_operands_stops_with_a_location(arch, word, monkeypatch):
   """exec-gfx1100/gfx1200: V_WMMA with SGPR codes in its matrix fields (llvm-mc-22 prints "Invalid register, operand
   has 'VReg_256' register class") read the SGPR number as an AGPR slice (IndexError); now a located EmuError on
-  both tiers."""
+  both tiers. (gfx1200: op_sel_hi all ones, the only value llvm-mc-22 decodes gfx12 WMMA with.)"""
   from gputwin.emu import launch
   from gputwin.errors import EmuError
   raw = bytes.fromhex(word)
