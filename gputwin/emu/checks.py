@@ -16,6 +16,9 @@
   sync     ir3: a register written by an instruction the hardware completes asynchronously is read before the sync
            flag that waits for it: SFU (cat4) and shared-memory loads are waited for by (ss), memory loads, atomics,
            resinfo and cat5 by (sy) (op.info["sync"], set by the binding; Mesa's legalize pass places the flags)
+  sparse   SMFMAC/SWMMAC: a pair of 2-bit sparse indices (the two stored values of a group of four k) whose first
+           is not below its second: the CDNA3/CDNA4 ISA guides require index 0 < index 1, so the product of such a
+           pair is undefined (the emulator's multiplexer model would add both); checked interpreted
   hazard   CDNA3/CDNA4: a VALU/VMEM/LDS instruction reads or overwrites an MFMA's destination before the MFMA's
            passes plus 2 wait states have elapsed (independent instructions or s_nop). Source: the AMD Instinct
            MI300 ISA reference, "Dependency Resolution: Required Independent Instructions" (MFMA -> VALU/VMEM rows).
@@ -37,7 +40,8 @@ from gputwin.isa import hwdata
 
 TRACKED_SGPRS = 106  # SGPRs from here up are specials (VCC, M0, EXEC, constants; ir3's const file): never tracked
 EPOCHS = 1 << 30  # a reused race table starts its epochs below this (int32 entries: 2**31 would wrap)
-ALL = frozenset({"waitcnt", "uninit", "lds_race", "hazard", "divergence", "members", "async", "scope", "sync"})
+ALL = frozenset({"waitcnt", "uninit", "lds_race", "hazard", "divergence", "members", "async", "scope", "sync",
+                 "sparse"})
 
 
 class Checks:
@@ -235,6 +239,11 @@ class Checks:
       self._hazard(eng, op, ix)
     if "scope" in self.on and op.atomic and (op.info.get("scope") == "cta" or self.narrow):
       self._scope(eng, op, ix, m)
+    if "sparse" in self.on and op.kind == "matrix":
+      bad = eng.fe.matrix_check(eng, op, ix)
+      if bad is not None:
+        from gputwin.emu.core import Stop
+        raise Stop("check", bad[1], bad[0], op)
 
   def _scope(self, eng, op: Op, ix, m) -> None:
     """Atomics on one global address from two CTAs, one of them `.cta`-scoped: that one is atomic only against its
@@ -340,9 +349,10 @@ class Checks:
     load into LDS (AMD: `_dma` follows the bytes it writes, for the waitcnt and race checkers) and PTX's cp.async and
     its groups (the copies in flight, eng.cp_async, for the race and async checkers); with per-thread PCs, what the
     per-thread checkers decide (_simt_ok). (AMD's S_MEMTIME, whose time returns as a load's data, is a load to the
-    block summary: its registers pending on lgkmcnt.)"""
+    block summary: its registers pending on lgkmcnt.) And a sparse matrix instruction, for `sparse`."""
     return bool(op.info.get("deliver")) or bool(op.info.get("async_copy")) or \
-        self.per_thread and not _simt_ok(self, op)
+        self.per_thread and not _simt_ok(self, op) or \
+        "sparse" in self.on and op.kind == "matrix" and getattr(hwdata.matrix(self.fam, op.inst.op), "sparse", False)
 
   def ran(self, eng, blk, ix, log, guards: int = 0) -> None:
     """After `blk` ran natively for waves `ix` (`native` said yes): its LDS accesses, from `log` (runtime.Native's

@@ -54,6 +54,9 @@ class Frontend(Protocol):
   def matrix(self, eng, op: Op, ix) -> None:
     """A matrix instruction (its operand layouts): kind "matrix"."""
 
+  def matrix_check(self, eng, op: Op, ix) -> tuple[int, str] | None:
+    """The `sparse` checker on a matrix instruction about to run for waves `ix`: (wave, what is wrong) or None."""
+
   def source_lanes(self, v: np.ndarray, op: Op, lanes: int) -> np.ndarray:
     """Cross-lane routing of an operand read (AMD: DPP)."""
 

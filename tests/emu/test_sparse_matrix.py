@@ -178,3 +178,31 @@ def test_smfmac_matches_numpy_on_both_tiers(clang_co, monkeypatch, arch):
 
 def test_swmmac_matches_numpy_on_both_tiers(clang_co, monkeypatch):
   _run(clang_co, monkeypatch, "gfx1200", RDNA4)
+
+
+@pytest.mark.parametrize("arch,name,lane", [("gfx942", "f16_16x16x32", 50), ("gfx1200", "w_f16", 18)])
+def test_sparse_checker_flags_an_unordered_index_pair(clang_co, monkeypatch, arch, name, lane):
+  """The `sparse` checker: the guides require index 0 < index 1 in each pair; a pair (2, 1) in one lane stops the
+  launch there with the same text on both tiers, and ordered pairs (random, the other sets noise) run clean."""
+  from gputwin.errors import EmuCheckError
+  L = 64 if arch == "gfx942" else 32
+  co = clang_co(arch, "sparse")
+  regs = {"gfx942": (2, 4, 4), "gfx1200": (4, 8, 8)}[arch]
+  rng = np.random.default_rng(3)
+  good = rng.integers(0, 1 << 16, L).astype(np.uint32) << 16  # (the other index sets: noise)
+  for e in range(0, 8, 2):  # (every pair of the first set ordered)
+    pairs = np.array([(a, b) for a in range(4) for b in range(a + 1, 4)])[rng.integers(0, 6, L)]
+    good |= (pairs[:, 0] << 2 * e | pairs[:, 1] << 2 * e + 2).astype(np.uint32)
+  args = lambda idx: [np.zeros((regs[2], L), np.float32), np.zeros((L, regs[0]), np.uint32),
+                      np.zeros((L, regs[1]), np.uint32), np.zeros((regs[2], L), np.float32), idx]
+  bad = good.copy()
+  bad[lane] = bad[lane] & ~np.uint32(0xf0) | np.uint32(2 << 4 | 1 << 6)  # (the second pair of the lane: (2, 1))
+  texts = []
+  for mode in ("0", "force"):
+    monkeypatch.setenv("GPUTWIN_JIT", mode)
+    launch(co, name, grid=1, block=L, args=args(good.copy()))
+    with pytest.raises(EmuCheckError, match=rf"sparse index pair \(2, 1\) .*lane {lane} bits \[7:4\].*index 0 < index 1") \
+        as ei:
+      launch(co, name, grid=1, block=L, args=args(bad))
+    texts.append(str(ei.value))
+  assert texts[0] == texts[1], texts

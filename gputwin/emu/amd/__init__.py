@@ -21,6 +21,7 @@ class Amd:
   bind = staticmethod(decode.build_op)
   memop = staticmethod(memory.memop)
   deliver = staticmethod(memory.deliver)
+  matrix_check = staticmethod(matrix.check)
   matrix = staticmethod(matrix.execute)
   init_waves = staticmethod(abi.init_waves)
   user_sgprs = staticmethod(abi.user_sgprs)

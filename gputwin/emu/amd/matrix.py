@@ -321,6 +321,25 @@ def execute(eng, op, ix) -> None:
   (eng.V if d.file == "v" else eng.A)[ix, d.index:d.index + t.regs[2]] = raw
 
 
+def check(eng, op, ix) -> tuple[int, str] | None:
+  """The `sparse` checker (emu/checks.py): (wave, message) for the first index pair of a sparse A, in waves `ix`,
+  whose first index is not below its second (the CDNA3/CDNA4 guides require index 0 < index 1); None if all hold."""
+  row = hwdata.matrix(eng.fam, op.inst.op)
+  if row is None or not row.sparse:
+    return None
+  t = operands(eng.fam, op, eng.L)[0]
+  s = op.ins["S2"]
+  idx = _gather(eng.V[ix, s.index:s.index + 1], t.idx, 2)  # (W, M, K // 2)
+  bad = idx[..., 0::2] >= idx[..., 1::2]
+  if not bad.any():
+    return None
+  w, m, p = (int(x[0]) for x in np.nonzero(bad))
+  _, lane, bit = (int(x) for x in t.idx[m, 2 * p])
+  return int(np.arange(eng.W)[ix][w]), (
+      f"sparse index pair ({idx[w, m, 2 * p]}, {idx[w, m, 2 * p + 1]}) of A row {m}, k {4 * p}-{4 * p + 3} (v{s.index} "
+      f"lane {lane} bits [{bit + 3}:{bit}]): the ISA requires index 0 < index 1; the product is undefined")
+
+
 def _negate(x: np.ndarray, tab: np.ndarray, flags: tuple[bool, bool]) -> np.ndarray:
   """Elements `x` (W, ...) at table `tab`'s places, negated where their half's flag is set (`Neg`)."""
   if not any(flags):
