@@ -39,11 +39,12 @@ ERRATA: tuple[Erratum, ...] = (
           "CDNA3 ISA guide, VOP3P V_PK_MOV_B32 (D.lo = src0 dword op_sel[0], D.hi = src1 dword op_sel[1]); "
           "llvm-mc-22 encodes its operands as v[N:N+1] pairs; clang-22 shuffles f32 pairs with it "
           "(gputwin/verify/FINDINGS.md #4, tests/emu/test_asm.py::test_pk_mov_b32_op_sel_gfx942)."),
-  Erratum(_ALL, r"^D = [A-D] \((?:sparse )?\d+x\d+\) \* [A-D] \(\d+x\d+\) \+ [A-D] \(\d+x\d+\)\s*$", "replace",
-          '"matrix multiply-accumulate over the whole wave; operand layout is per-encoding";\n'
-          "D0 = MATRIX_MULTIPLY_ACCUMULATE(S0, S1, S2)",
+  Erratum(_ALL, r"^D = [A-D] \((sparse )?\d+x\d+\) \* [A-D] \(\d+x\d+\) \+ [A-D] \(\d+x\d+\)\s*$", "replace",
+          lambda m: '"matrix multiply-accumulate over the whole wave; operand layout is per-encoding";\n'
+          f"D0 = MATRIX_MULTIPLY_ACCUMULATE(S0, S1, S2{', D0' if m[1] else ''})",
           "WMMA/SWMMAC/MFMA/SMFMAC bodies are a one-line matrix formula, not pcode. We run a call to the "
-          "MATRIX_MULTIPLY_ACCUMULATE hook, which raises 'not supported' until the emulator provides the VGPR layout.",
+          "MATRIX_MULTIPLY_ACCUMULATE hook, which raises 'not supported' until the emulator provides the VGPR layout. "
+          "A sparse one (SWMMAC/SMFMAC: `+ D`) also reads D, its accumulator (S2 holds the sparse indices).",
           f"{_MANUALS}: WMMA/MFMA chapters give the formula `D = A (MxK) * B (KxN) + C (MxN)` and describe the lane "
           "layout in tables, not pseudocode (vendor str_pcode text is the formula only)."),
   Erratum(_ALL, r"^(?:s_sleep (?:0|\{ duration)|SIMM16\[3:0\] = vmcount|expcnt <= |vmcnt <= |vscnt <= |lgkmcnt <= |"

@@ -251,3 +251,33 @@ def test_instruction_the_target_lacks():
   with pytest.raises(EmuError, match=r"\[gfx1100\] kernel k, wave 0, PC 0x[0-9a-f]+.*cannot decode.*0xbfc00000"):
     launch(bytes(co), "k", grid=1, block=32, args=[np.zeros(32, np.int32)])
   np.testing.assert_array_equal(_run(GOOD), np.arange(32))
+
+
+SMFMAC = """
+  s_load_dwordx2 s[2:3], s[0:1], 0x0
+  v_lshlrev_b32 v20, 4, v0
+  v_mov_b32 v1, 0x44
+{init}
+  s_waitcnt lgkmcnt(0)
+  global_load_dwordx4 v[8:11], v20, s[2:3]
+  {wait}
+  v_smfmac_f32_16x16x32_f16 v[8:11], v[12:13], v[4:7], v1
+  s_nop 7
+  global_store_dwordx4 v20, v[8:11], s[2:3]"""
+
+
+@pytest.mark.parametrize("wait,init,want", [
+  ("", "".join(f"  v_mov_b32 v{r}, 0\n" for r in (4, 5, 6, 7, 12, 13)), r"reads v8 \(D0\).*missing s_waitcnt vmcnt"),
+  ("s_waitcnt vmcnt(0)", "".join(f"  v_mov_b32 v{r}, 0\n" for r in (4, 5, 6, 7)), r"reads v\[12:13\] \(S0\).*never"),
+  ("s_waitcnt vmcnt(0)", "".join(f"  v_mov_b32 v{r}, 0\n" for r in (4, 5, 6, 7, 12, 13)), None),
+])
+def test_sparse_accumulator_is_a_read(wait, init, want):
+  """SMFMAC reads its destination as the accumulator (pcode errata: `+ D`): loading it without the wait is a
+  waitcnt error like any other read."""
+  co = kernel("gfx942", SMFMAC.format(wait=wait, init=init), vgprs=24, wave32=False)
+  out = np.zeros(256, np.float32)
+  if want:
+    with pytest.raises(EmuCheckError, match=want):
+      launch(co, "k", grid=1, block=64, args=[out])
+  else:
+    launch(co, "k", grid=1, block=64, args=[out])
