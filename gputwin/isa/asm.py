@@ -356,7 +356,7 @@ def _set_acc(c: _Ctx, s: Slot, is_a: bool):
     return
   if "acc_cd" in c.names and s.field in ("vdst", "src2"):
     c.set("acc_cd", 1)
-  elif "acc" in c.names and c.e.base == "VOP3P":
+  elif "acc" in c.names and c.e.base.startswith("VOP3P"):  # (VOP3PX2 too)
     c.orbit("acc", {"src0": 0, "src1": 1}[s.field])
   elif "acc" in c.names:
     c.set("acc", 1)
@@ -826,7 +826,7 @@ def _mod(c: _Ctx, sig, tok: str):
     for i, b in enumerate(bits):
       if i < 2:
         hi = hi & ~(1 << i) | (b << i)
-      else:
+      elif "opsel_hi2" in names:  # (VOP3PX2 has no third bit: llvm-mc-22 takes it and encodes nothing)
         c.set("opsel_hi2", b)
     return c.set("opsel_hi", hi)
   if key in ("neg_lo", "neg_hi"):
@@ -1070,7 +1070,7 @@ def _encode_one(I, enc: str, op: str, wave: int, ops, mods, rest=("", 0)) -> tup
   _check_rules(c, slots, f)
   for src, sel in (("src0", "cbsz"), ("src1", "blgp")):
     n = f.pop("_mf_" + src, None)
-    if n is not None and n != FMT["mfma_f8f6f4"]["dwords"][f.get(sel, 0) % 5]:
+    if n is not None and n != FMT["mfma_f8f6f4"]["dwords"][f.get(sel, 0)]:
       raise _NoFit("invalid operand for instruction")
   if "literal" in c.names and c.literal is None:
     if not I.lit_only(c.e, op):

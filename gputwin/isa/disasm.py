@@ -222,7 +222,7 @@ def _mfma_sig(inst, sig):
   """f8f6f4 MFMAs: source widths follow the cbsz/blgp data formats."""
   from dataclasses import replace
   m = FMT["mfma_f8f6f4"]
-  dw = {"src0": m["dwords"][inst.get("cbsz", 0) % 5], "src1": m["dwords"][inst.get("blgp", 0) % 5]}
+  dw = {"src0": m["dwords"][inst.get("cbsz", 0)], "src1": m["dwords"][inst.get("blgp", 0)]}
   return replace(sig, slots=tuple(replace(x, dwords=dw[x.field]) if x.field in dw else x for x in sig.slots))
 
 

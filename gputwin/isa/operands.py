@@ -148,8 +148,8 @@ def signature(arch: str, enc_name: str, op: str, wave: int) -> Sig:
         kind = "av_src" if kind == "src" else kind
       elif kind == "ssrc" and name == "vdst":
         kind = "ssrc"
-    elif kind == "bits":
-      kind = "s" if opr == "OPR_SREG" else FMT["imm_kinds"].get(opr, "imm")
+    elif kind == "bits":  # (a source-coded one: VOP3PX2's scale_src0/1)
+      kind = "s" if opr == "OPR_SREG" else "src" if opr.startswith("OPR_SRC") else FMT["imm_kinds"].get(opr, "imm")
     if opr == "OPR_EXEC":
       implied.append((name, special_code(I, "exec_lo")))
       continue
@@ -267,7 +267,7 @@ def _mod_applies(key: str, I, e: Encoding, op: str, slots) -> bool:
     return "DPP" in v
   if key in ("op_sel", "op_sel_hi", "neg_lo", "neg_hi") and e.name.startswith("VOP3P_MFMA"):
     return False
-  if key in ("neg_lo", "neg_hi", "op_sel_hi") and e.base != "VOP3P":
+  if key in ("neg_lo", "neg_hi", "op_sel_hi") and not e.base.startswith("VOP3P"):  # (VOP3PX2: op_sel_hi)
     return False
   if key in ("neg_lo", "neg_hi") and re.search(FMT["mix_abs_in_neg_hi"], op):
     return False
@@ -400,7 +400,7 @@ def is_acc(inst, field: str) -> bool:
   if "acc_cd" in f and field in ("vdst", "src2"):
     return bool(f["acc_cd"])
   if "acc" in f:
-    if inst.format == "VOP3P":
+    if inst.format.startswith("VOP3P"):  # (VOP3PX2 too)
       return bool(f["acc"] >> {"src0": 0, "src1": 1}.get(field, 9) & 1)
     return bool(f["acc"]) and field in FMT["acc_fields"].get(inst.format, [])
   return False

@@ -236,7 +236,7 @@ def _image_vaddr(f: dict[str, int], op: str, m: dict, parts: set[str], dim: list
 def _p_opsel(inst, sig):
   srcs = _nsrc(sig)
   v = inst["opsel"]
-  if inst.format == "VOP3P":
+  if inst.format.startswith("VOP3P"):
     bits = [(v >> i) & 1 for i in range(srcs)]
     return f"op_sel:[{','.join(map(str, bits))}]" if any(bits) else None
   dst = any(x.field == "vdst" for x in sig.slots)  # an SGPR destination (v_cmp_*_e64) keeps its slot too
@@ -265,7 +265,7 @@ def _nsrc(sig) -> int:
 
 def _p_opsel_hi(inst, sig):
   n = _nsrc(sig)
-  v = inst["opsel_hi"] | inst.get("opsel_hi2", 1) << 2
+  v = inst["opsel_hi"] | inst.get("opsel_hi2", 0) << 2  # (VOP3PX2 has no third bit: llvm-mc-22 prints 0)
   bits = [(v >> i) & 1 for i in range(n)]
   fam = "cdna" if inst.arch.startswith("gfx9") else "rdna"
   default = next((d for p, d in FMT["vop3p_opsel_hi_default"].items() if re.search(p.split(":")[-1], inst.op) and (

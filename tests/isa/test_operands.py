@@ -168,3 +168,24 @@ def test_scaled_mfma_needs_its_ld_scale_prefix():
   assert decode(scaled, "gfx950").op == "V_MFMA_SCALE_F32_16X16X128_F8F6F4"  # (one instruction, not a plain MFMA)
   other = scaled[:9] + bytes([0x00]) + scaled[10:]  # (bits 78:75 other than 1: two instructions)
   assert [" ".join(t.split()) for t in disassemble(other, "gfx950")] == mc_disasm(other, "gfx950")
+
+
+@pytest.mark.parametrize("line", [
+  "v_mfma_scale_f32_16x16x128_f8f6f4 v[0:3], v[4:11], v[12:19], v[0:3], v20, v21 op_sel_hi:[0,0,0]",
+  "v_mfma_scale_f32_16x16x128_f8f6f4 v[0:3], v[4:11], v[12:19], v[0:3], v20, v21 op_sel:[1,0,0] op_sel_hi:[0,1,0]",
+  "v_mfma_scale_f32_16x16x128_f8f6f4 v[0:3], v[4:11], v[12:19], v[0:3], v20, v21 op_sel:[1,1,0] op_sel_hi:[1,1,0]",
+  "v_mfma_scale_f32_16x16x128_f8f6f4 v[0:3], v[4:9], v[12:15], v[0:3], v20, v21 op_sel_hi:[0,0,0] cbsz:3 blgp:4",
+  "v_mfma_scale_f32_16x16x128_f8f6f4 a[0:3], v[4:11], a[12:17], a[0:3], v20, v21 op_sel_hi:[1,0,0] blgp:2",
+  "v_mfma_scale_f32_32x32x64_f8f6f4 v[0:15], v[16:23], v[24:31], v[0:15], v32, v33 op_sel:[1,1,0] op_sel_hi:[1,0,0] "
+  "cbsz:1",
+  "v_mfma_scale_f32_32x32x64_f8f6f4 v[0:15], v[16:23], v[24:31], v[0:15], v32, v33 op_sel_hi:[0,0,0] blgp:7",
+  "v_mfma_f32_16x16x128_f8f6f4 v[0:3], v[4:11], v[12:19], v[0:3] cbsz:7 blgp:6",  # (formats 5-7: 8 VGPRs)
+])
+def test_scaled_mfma_text_matches_llvm_mc(line):
+  """gfx950's V_MFMA_SCALE_* (VOP3PX2): D, A, B, C and the two scale VGPRs of its V_MFMA_LD_SCALE_B32 half, whose
+  op_sel/op_sel_hi pick each scale's byte (formats.json order, operand_fixes, mods_skip_ops), as clang-22 prints
+  them; F8F6F4 register counts by format, 5-7 included."""
+  from gputwin.isa import assemble
+  want = mc(line, "gfx950")
+  assert assemble(line, "gfx950") == want
+  assert [" ".join(t.split()) for t in disassemble(want, "gfx950")] == mc_disasm(want, "gfx950")
