@@ -248,7 +248,8 @@ def opsel_field_bits(key: str, family: str, op: str) -> list[int] | None:
 def _mod_applies(key: str, I, e: Encoding, op: str, slots) -> bool:
   v = e.variant
   if key in ("byte_sel", "index_key"):
-    return e.base == ("VOP3" if key == "byte_sel" else "VOP3P") and opsel_field_bits(key, I.target.family, op) is not None
+    base = "VOP3" if key == "byte_sel" else "VOP3P"
+    return e.base == base and opsel_field_bits(key, I.target.family, op) is not None
   if key == "lds":
     return e.base in FMT["lds_load"].get(I.target.family, []) and bool(re.search(FMT["lds_load"]["ops"], op))
   if key == "op_sel" and I.target.family == "cdna" and e.base in ("VOP3", "VOP3SD"):

@@ -21,8 +21,9 @@ CDNA = {
 }
 CDNA4 = {"f16_16x16x64": (16, 64, "f16", "f32", 0), "f16_32x32x32_a1": (32, 32, "f16", "f32", 1),
          "i8_16x16x128": (16, 128, "i8", "i32", 0), "fp8_32x32x64": (32, 64, "fp8", "f32", 0)}
-RDNA4 = {"w_f16": (16, 32, "f16", "f32", 0), "w_bf16": (16, 32, "bf16", "f32", 0), "w_f16_f16": (16, 32, "f16", "f16", 0),
-         "w_bf16_bf16": (16, 32, "bf16", "bf16", 0), "w_iu8": (16, 32, "i8", "i32", 0), "w_iu4": (16, 32, "i4", "i32", 0),
+RDNA4 = {"w_f16": (16, 32, "f16", "f32", 0), "w_bf16": (16, 32, "bf16", "f32", 0),
+         "w_f16_f16": (16, 32, "f16", "f16", 0), "w_bf16_bf16": (16, 32, "bf16", "bf16", 0),
+         "w_iu8": (16, 32, "i8", "i32", 0), "w_iu4": (16, 32, "i4", "i32", 0),
          "w_iu4_k64": (16, 64, "i4", "i32", 0), "w_fp8_bf8": (16, 32, "fp8/bf8", "f32", 0),
          "w_f16_key1": (16, 32, "f16", "f32", 1)}
 BITS = {"f16": 16, "bf16": 16, "i8": 8, "fp8": 8, "bf8": 8, "i4": 4}
@@ -201,8 +202,8 @@ def test_sparse_checker_flags_an_unordered_index_pair(clang_co, monkeypatch, arc
   for mode in ("0", "force"):
     monkeypatch.setenv("GPUTWIN_JIT", mode)
     launch(co, name, grid=1, block=L, args=args(good.copy()))
-    with pytest.raises(EmuCheckError, match=rf"sparse index pair \(2, 1\) .*lane {lane} bits \[7:4\].*index 0 < index 1") \
-        as ei:
+    want = rf"sparse index pair \(2, 1\) .*lane {lane} bits \[7:4\].*index 0 < index 1"
+    with pytest.raises(EmuCheckError, match=want) as ei:
       launch(co, name, grid=1, block=L, args=args(bad))
     texts.append(str(ei.value))
   assert texts[0] == texts[1], texts

@@ -160,8 +160,9 @@ def test_swmmac_index_key_and_fixed_fields_match_llvm_mc(line):
 def test_scaled_mfma_needs_its_ld_scale_prefix():
   """A VOP3PX2 (gfx950 scaled MFMA) is a V_MFMA_LD_SCALE_B32 followed by an MFMA (formats.json pinned_fields): two
   v_mov_b32 before an F8F6F4 MFMA are three instructions, as llvm-mc-22 decodes them (we read them as one)."""
-  code = b"".join(mc(ln, "gfx950") for ln in ("v_mov_b32 v14, 0", "v_mov_b32 v15, 0",
-                                                 "v_mfma_f32_16x16x128_f8f6f4 v[0:3], v[4:9], v[10:15], v[0:3] cbsz:2 blgp:2"))
+  lines = ("v_mov_b32 v14, 0", "v_mov_b32 v15, 0",
+           "v_mfma_f32_16x16x128_f8f6f4 v[0:3], v[4:9], v[10:15], v[0:3] cbsz:2 blgp:2")
+  code = b"".join(mc(ln, "gfx950") for ln in lines)
   assert [" ".join(t.split()) for t in disassemble(code, "gfx950")] == mc_disasm(code, "gfx950")
   scaled = bytes([0x00, 0x00, 0xac, 0xd3, 0x14, 0x2b, 0x02, 0x00, 0x00, 0x08, 0xad, 0xd3, 0x04, 0x19, 0x02, 0x04])
   assert mc_disasm(scaled, "gfx950")[0].startswith("v_mfma_scale_f32_16x16x128_f8f6f4 ")

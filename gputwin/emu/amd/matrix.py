@@ -17,7 +17,8 @@ Layout kinds (element e of lane l; 16-bit elements pack two per VGPR, 8-bit four
     lane l: block (l//M) % B, row l%M, lane group g = l // (M*B) of G = L/(M*B), k = R*(G*(e//R) + g) + e%R: runs
     of R = min(128 bits, E elements) k, the groups taking turns (consecutive k where a lane holds one run, as all
     CDNA3 shapes; gfx950's F8F6F4 fp8: lanes 0-15 of 16x16x128 hold k 0-15 and 64-79; its fp4 and fp6 32
-    consecutive k, 6-bit runs not dividing 128 bits). D element (b, i, j) is in slot b*(M*N/L) + H*(i // (H*R)) + i%H, lane
+    consecutive k, 6-bit runs not dividing 128 bits). D element (b, i, j) is in slot b*(M*N/L) + H*(i // (H*R)) +
+    i%H, lane
     N*(b%P) + P*N*((i//H) % R) + j, where a slot is a VGPR (H = 4 rows) or a VGPR pair (f64: H = 1), R = L/N and
     P = ceil(L*H/(M*N)) the blocks one slot holds. CBSZ/ABID: block b reads A's block (b >> CBSZ << CBSZ) + ABID;
     BLGP (not f64, where the field is NEG): B's lane l is read from lane l%32 (1), l%32 + 32 (2), (l + 16)%64 (3),
@@ -34,22 +35,22 @@ A B-block instruction is computed as one (B*M) x K x (B*N) product whose diagona
 products are computed and never read (B times the multiplies, the same bits), so both tiers keep one loop nest.
 `tables` turns a layout into the register facts every consumer reads (this interpreter and the native tier's
 lowering, emu/native/matrix.py): which register, lane and bit offset holds A[m, k] and B[k, n], and which D element
-register v of lane l holds. Arithmetic (the same in both tiers, bit for bit): each element converted exactly to
-float64 (int64 for integers), the products of D[m, n] summed in k order (sparse: A's column order) starting from -0.0 (in float64 every product
-is exact and the order fixes the roundings), then C added and the sum rounded once (RNE) to f32 (integers: the low
-32 bits, or saturated to int32 with CLMP); a NaN result is the default quiet NaN 0x7fc00000 (which NaN operand the
-hardware returns is not documented; one fixed answer keeps both tiers identical). F64 (V_MFMA_F64_*): a chain of
-fused multiply-adds in k order starting from C, each rounded once (RNE), a NaN the default 0x7ff8000000000000 (our
-model: the manual gives no order; each step is what V_FMA_F64 does). F16/BF16 results (V_WMMA_F16/BF16_*): the f32
-rule with the sum rounded once to the 16-bit type (through f32 rounded to odd, so without double rounding), a NaN
-the default NaN (0x7e00, 0x7fc0); RDNA3 writes them to the half of each D register OPSEL[2] selects (C read from the
-same half), the other half unchanged (LLVM PR #69903, "Add tied wmma intrinsic": the instruction writes 16 of the 32
-bits), RDNA4 packs two per register (element v in half v%2 of register v//2, LLVM's order of a vector's elements).
-Denormals are kept, inputs and results. FP8/BF8 elements (the target's formats, pcode.runtime.FP8) take the layouts
-of the 8-bit integer opcodes of the same shape and are exact in float64 like the others; gfx950's F8F6F4 MFMA takes
-A's format from CBSZ and B's from BLGP (fp8, bf8, fp6, bf6, fp4, OCP's E4M3, E5M2, E2M3, E3M2, E2M1; mixed widths
-too), each operand its own layout and registers (8, 6, 4): a lane's elements pack from bit 0 of its first register
-on, element e at bits [w*e, w*e + w) of the registers read as one (6-bit elements straddle registers: CDNA4 ISA).
+register v of lane l holds. Arithmetic (the same in both tiers, bit for bit): each element converted exactly to float64
+(int64 for integers), the products of D[m, n] summed in k order (sparse: A's column order) starting from -0.0 (in
+float64 every product is exact and the order fixes the roundings), then C added and the sum rounded once (RNE) to f32
+(integers: the low 32 bits, or saturated to int32 with CLMP); a NaN result is the default quiet NaN 0x7fc00000 (which
+NaN operand the hardware returns is not documented; one fixed answer keeps both tiers identical). F64 (V_MFMA_F64_*): a
+chain of fused multiply-adds in k order starting from C, each rounded once (RNE), a NaN the default 0x7ff8000000000000
+(our model: the manual gives no order; each step is what V_FMA_F64 does). F16/BF16 results (V_WMMA_F16/BF16_*): the f32
+rule with the sum rounded once to the 16-bit type (through f32 rounded to odd, so without double rounding), a NaN the
+default NaN (0x7e00, 0x7fc0); RDNA3 writes them to the half of each D register OPSEL[2] selects (C read from the same
+half), the other half unchanged (LLVM PR #69903, "Add tied wmma intrinsic": the instruction writes 16 of the 32 bits),
+RDNA4 packs two per register (element v in half v%2 of register v//2, LLVM's order of a vector's elements). Denormals
+are kept, inputs and results. FP8/BF8 elements (the target's formats, pcode.runtime.FP8) take the layouts of the 8-bit
+integer opcodes of the same shape and are exact in float64 like the others; gfx950's F8F6F4 MFMA takes A's format from
+CBSZ and B's from BLGP (fp8, bf8, fp6, bf6, fp4, OCP's E4M3, E5M2, E2M3, E3M2, E2M1; mixed widths too), each operand its
+own layout and registers (8, 6, 4): a lane's elements pack from bit 0 of its first register on, element e at bits [w*e,
+w*e + w) of the registers read as one (6-bit elements straddle registers: CDNA4 ISA).
 """
 from __future__ import annotations
 
@@ -66,8 +67,8 @@ from gputwin.pcode.runtime import FP8, f64_to_f32_odd, fp8_decode, rbf
 U32 = np.uint32
 
 
-_BITS = {"F16": 16, "BF16": 16, "IU8": 8, "I8": 8, "IU4": 4, "F32": 32, "F64": 64, "FP8": 8, "BF8": 8, "FP6": 6, "BF6": 6,
-         "FP4": 4}
+_BITS = {"F16": 16, "BF16": 16, "IU8": 8, "I8": 8, "IU4": 4, "F32": 32, "F64": 64, "FP8": 8, "BF8": 8, "FP6": 6,
+         "BF6": 6, "FP4": 4}
 F8F6F4 = ("FP8", "BF8", "FP6", "BF6", "FP4")  # gfx950's F8F6F4 MFMA: A's format by CBSZ, B's by BLGP (formats.json)
 
 
@@ -238,7 +239,7 @@ def operands(family: str, op, L: int) -> tuple[Tables, str, str, Mods]:
     raise GputwinError(f"{name}: clamp is not modelled on float results")
   lo, hi = f.get("neg", 0), f.get("neg_hi", 0)
   if t.ins[0] not in ("IU8", "IU4") and (lo or hi):
-    if min(t.bits) < 16 and (lo | hi) & 3:  # (llvm-mc-22 rejects them on 8-bit floats: which bytes a half holds is open)
+    if min(t.bits) < 16 and (lo | hi) & 3:  # (llvm-mc-22 rejects them on 8-bit floats: which bytes a half is)
       raise GputwinError(f"{name}: neg modifiers on 8-bit A/B are not modelled")
     neg = tuple((bool(lo >> i & 1), bool(hi >> i & 1)) for i in range(3))
   for k, s, need in zip("ABCD", sources(op, t) + (op.outs["D0"],), t.regs + t.regs[2:]):
