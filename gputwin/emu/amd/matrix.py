@@ -163,7 +163,7 @@ def tables(family: str, name: str, L: int, cbsz: int = 0, abid: int = 0, blgp: i
   index set `iset` (module docstring), from its `layout` (GputwinError where none is modelled)."""
   M, N, K, B, acc, ins, bits, (na, nb), amap, bmap, cmap = layout(family, name, L, ins)
   at = lambda e, w: (w * e // 32, w * e % 32)  # element e of w bits of a lane: (register, bit offset); 64-bit: low
-  sparse = na * B * L < K * M * B
+  sparse = hwdata.matrix(family, name).sparse
   a, b = np.full((B * M, K // 2 if sparse else K, 3), -1, np.int64), np.full((K, B * N, 3), -1, np.int64)
   idx = np.full(a.shape, -1, np.int64) if sparse else None
   for e, (rc, k) in enumerate(amap):
@@ -218,12 +218,14 @@ def operands(family: str, op, L: int) -> tuple[Tables, str, str, Mods]:
                          "name fp8, bf8, fp6, bf6, fp4; abid is 0)")
     ins, cbsz, blgp = (F8F6F4[cbsz], F8F6F4[blgp]), 0, 0
   iset = 0
-  if row is not None and row.sparse:  # the index set: ABID with CBSZ 0 (CBSZ != 0: set 0), OPSEL (index_key)
-    iset, cbsz, abid = f.get("opsel", 0) & 3 if family != "cdna" else 0 if cbsz else abid, 0, 0
+  if row is not None and row.sparse:  # the index set: ABID's low bits with CBSZ 0 (else 0), OPSEL[1:0] (index_key)
     sets = 16 * L // (row.m * row.k // 2)  # (32 bits, two an element of a lane's A)
-    iset = iset & (sets - 1) if family == "cdna" else iset  # (ABID[1:0] / ABID[0] / ignored: the ISA guides)
+    iset = (0 if cbsz else abid) & (sets - 1) if family == "cdna" else f.get("opsel", 0) & 3  # (the ISA guides)
+    if iset >= sets:
+      raise GputwinError(f"{name}: index set {iset} is past the index register ({sets} sets)")
     if blgp:
       raise GputwinError(f"{name}: blgp:{blgp} is not modelled on a sparse instruction")
+    cbsz = abid = 0
   if cbsz or abid:  # (llvm-mc-22 takes any CBSZ < 8 and ABID < 16)
     if row is None or (1 << cbsz) > row.blocks or abid >= 1 << cbsz:
       raise GputwinError(f"{name}: cbsz:{cbsz} abid:{abid} not modelled (a block of A broadcast to 2**cbsz blocks "
@@ -233,8 +235,6 @@ def operands(family: str, op, L: int) -> tuple[Tables, str, str, Mods]:
     neg, blgp = tuple((bool(blgp >> i & 1),) * 2 if i < 2 else (bool(blgp >> i & 1), False) for i in range(3)), 0
   t = tables(family, name, L, cbsz, abid, blgp, f.get("opsel", 0) >> 2 & 1 if row and row.c in ("F16", "BF16") else 0,
              ins, iset)
-  if t.idx is not None and iset >= 16 * L // t.idx[..., 0].size:  # (32 bits, two an element of a lane's A)
-    raise GputwinError(f"{name}: index set {iset} is past the index register ({16 * L // t.idx[..., 0].size} sets)")
   if f.get("clmp", 0) and t.acc != "I32":
     raise GputwinError(f"{name}: clamp is not modelled on float results")
   lo, hi = f.get("neg", 0), f.get("neg_hi", 0)
@@ -380,16 +380,16 @@ def _compute(eng, op, ix, t: Tables, ka: str, kb: str, mods: Mods) -> np.ndarray
   """The raw D registers (W, regs, L)."""
   neg = mods.neg
   n, integer = eng.nwaves(ix), t.acc == "I32"
-  regs = lambda s, k: (eng.V if s.file == "v" else eng.A)[ix, s.index:s.index + (t.regs[k] if k < 3 else 1)]
+  regs = lambda s, n: (eng.V if s.file == "v" else eng.A)[ix, s.index:s.index + n]  # (W, n, L)
   sa, sb, c = sources(op, t)  # (a constant C is 0: operands)
-  A = _value(_gather(regs(sa, 0), t.a, t.bits[0]), ka)  # (W, M, K) (sparse: (W, M, K // 2))
-  B = _value(_gather(regs(sb, 1), t.b, t.bits[1]), kb)  # (W, K, N)
+  A = _value(_gather(regs(sa, t.regs[0]), t.a, t.bits[0]), ka)  # (W, M, K) (sparse: (W, M, K // 2))
+  B = _value(_gather(regs(sb, t.regs[1]), t.b, t.bits[1]), kb)  # (W, K, N)
   A, B = _negate(A, t.a, neg[0]), _negate(B, t.b, neg[1])
   if t.idx is not None:  # a sparse A's column c multiplies B's row 4 * (c // 2) + its index (Tables)
-    sel = _gather(regs(op.ins["S2"], 3), t.idx, 2).astype(np.int64) + 4 * (np.arange(t.idx.shape[1]) // 2)
+    sel = _gather(regs(op.ins["S2"], 1), t.idx, 2).astype(np.int64) + 4 * (np.arange(t.idx.shape[1]) // 2)
     B = B[np.arange(n)[:, None, None], sel]  # (W, M, K // 2, N): per row m, the B row each column multiplies
   if t.acc == "F64":
-    acc = np.zeros((n,) + t.d.shape) if c.file == "k" else _cmods(_pairs(regs(c, 2)).view(np.float64), neg[2])
+    acc = np.zeros((n,) + t.d.shape) if c.file == "k" else _cmods(_pairs(regs(c, t.regs[2])).view(np.float64), neg[2])
     m, col = np.divmod(t.d, t.n)
     for k in range(t.k):  # (k order: module docstring)
       acc = _fmas(A[:, m, k], B[:, k, col], acc).astype(np.float64)
@@ -401,13 +401,13 @@ def _compute(eng, op, ix, t: Tables, ka: str, kb: str, mods: Mods) -> np.ndarray
     acc += A[:, :, k, None] * (B[:, :, k, :] if t.idx is not None else B[:, None, k, :])
   D = acc.reshape(n, -1)[:, t.d]  # (W, regs, L)
   if t.half is not None:  # 16-bit results into their halves of D's registers (the other halves stay)
-    halves = lambda s: np.ascontiguousarray(regs(s, 2).transpose(0, 2, 1)).view(np.uint16)  # (W, L, 2 * regs)
+    halves = lambda s: np.ascontiguousarray(regs(s, t.regs[2]).transpose(0, 2, 1)).view(np.uint16)  # (W, L, 2 * regs)
     H = halves(op.outs["D0"])
     D = D + (0 if c.file == "k" else _cmods(_value(halves(c)[:, :, t.half].transpose(0, 2, 1), t.acc), neg[2]))
     H[:, :, t.half] = round16(D, t.acc).transpose(0, 2, 1)
     return H.view(U32).transpose(0, 2, 1)
-  D = D + (0 if c.file == "k" else regs(c, 2).view(np.int32) if integer else
-           _cmods(regs(c, 2).view(np.float32).astype(np.float64), neg[2]))
+  D = D + (0 if c.file == "k" else regs(c, t.regs[2]).view(np.int32) if integer else
+           _cmods(regs(c, t.regs[2]).view(np.float32).astype(np.float64), neg[2]))
   if integer:
     raw = (np.clip(D, -2 ** 31, 2 ** 31 - 1) if mods.clamp else D).astype(np.uint64).astype(U32)
   else:

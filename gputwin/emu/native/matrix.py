@@ -98,52 +98,44 @@ def lower(comp, i: int, op, f) -> str:
     if spill:
       f.st(f"<{L} x i32>", "zeroinitializer", f.gep(buf, str(4 * L * n)), "mx", ", align 64")
     return buf
-  straddle = [32 % b != 0 for b in t.bits]  # (6-bit elements: some go on in the next register)
+  straddle = [32 % b != 0 for b in t.bits] + [False]  # (6-bit elements: some go on in the next register)
   bufs = [rows(s, t.regs[k], straddle[k]) for k, s in enumerate(srcs[:2])]
   c, d = srcs[2], srcs[3]
   cbuf = None if c.file == "k" else rows(c, t.regs[2])  # (a constant C is 0: operands)
-  # 2. A (M x K) and B (K x N) unpacked through the tables
+  # 2. A (M x K), B (K x N) and a sparse A's 2-bit indices (M x K // 2: kind U2, an i32 matrix) unpacked through
+  # the tables (a sparse A's column c multiplies B's row 4 * (c // 2) + its index)
+  unpack = [(t.a, ka, bufs[0], t.bits[0], neg[0]), (t.b, kb, bufs[1], t.bits[1], neg[1])]
+  if t.idx is not None:
+    unpack.append((t.idx, "U2", rows(op.ins["S2"], 1), 2, (False, False)))
   mats = []
-  for k, (tab, kind) in enumerate(((t.a, ka), (t.b, kb))):
+  for k, (tab, kind, buf, bits, (lo, hi)) in enumerate(unpack):
+    ty, w = ("i32", 4) if kind == "U2" else (ety, sz)
     flat = tab.reshape(-1, 3)
-    g = table(f, f"mx{i}.{'ab'[k]}", "i32", (flat[:, 0] * L + flat[:, 1]) << SHIFT | flat[:, 2])
-    mat = f.alloca(f"[{len(flat)} x {ety}], align 64")
+    g = table(f, f"mx{i}.{'abi'[k]}", "i32", (flat[:, 0] * L + flat[:, 1]) << SHIFT | flat[:, 2])
+    mat = f.alloca(f"[{len(flat)} x {ty}], align 64")
     close = loop(f, len(flat), f"u{k}")
     e = f.ld("i32", f.gep(g, f.op(f"mul i64 %u{k}, 4")), "mxtab")
     word = f.op(f"lshr i32 {e}, {SHIFT}")
     at = f.op(f"zext i32 {f.op(f'shl i32 {word}, 2')} to i64")
     sh = f.op(f"and i32 {e}, {(1 << SHIFT) - 1}")
-    if t.bits[k] == 64:  # (the low register's row, then the next register's)
-      x = _pair(f, f.ld("i32", f.gep(bufs[k], at), "mx"), f.ld("i32", f.gep(bufs[k], f.op(f"add i64 {at}, {4 * L}")),
-                                                                 "mx"))
+    if bits == 64:  # (the low register's row, then the next register's)
+      x = _pair(f, f.ld("i32", f.gep(buf, at), "mx"), f.ld("i32", f.gep(buf, f.op(f"add i64 {at}, {4 * L}")), "mx"))
     elif straddle[k]:  # (the word and the next register's, shifted as one)
-      lo64 = f.op(f"zext i32 {f.ld('i32', f.gep(bufs[k], at), 'mx')} to i64")
-      hi64 = f.op(f"zext i32 {f.ld('i32', f.gep(bufs[k], f.op(f'add i64 {at}, {4 * L}')), 'mx')} to i64")
-      w = f.op(f"or i64 {lo64}, {f.op(f'shl i64 {hi64}, 32')}")
+      lo64 = f.op(f"zext i32 {f.ld('i32', f.gep(buf, at), 'mx')} to i64")
+      hi64 = f.op(f"zext i32 {f.ld('i32', f.gep(buf, f.op(f'add i64 {at}, {4 * L}')), 'mx')} to i64")
+      both = f.op(f"or i64 {lo64}, {f.op(f'shl i64 {hi64}, 32')}")
       sh64 = f.op(f"zext i32 {sh} to i64")
-      x = _element(f, f.op(f"trunc i64 {f.op(f'lshr i64 {w}, {sh64}')} to i32"), kind)
+      x = _element(f, f.op(f"trunc i64 {f.op(f'lshr i64 {both}, {sh64}')} to i32"), kind)
     else:
-      x = _element(f, f.op(f"lshr i32 {f.ld('i32', f.gep(bufs[k], at), 'mx')}, {sh}"), kind)
-    lo, hi = neg[k]  # (negate the elements of a half: at bit offset 0 or not)
-    if lo or hi:
+      x = _element(f, f.op(f"lshr i32 {f.ld('i32', f.gep(buf, at), 'mx')}, {sh}"), kind)
+    if lo or hi:  # (negate the elements of a half: at bit offset 0 or not)
       x = f.op(f"fneg double {x}") if lo and hi else \
           f.op(f"select i1 {f.op(f'icmp eq i32 {sh}, 0')}, double {f.op(f'fneg double {x}')}, double {x}") if lo else \
           f.op(f"select i1 {f.op(f'icmp eq i32 {sh}, 0')}, double {x}, double {f.op(f'fneg double {x}')}")
-    f.st(ety, x, f.gep(mat, f.op(f"mul i64 %u{k}, {sz}")), "mx")
+    f.st(ty, x, f.gep(mat, f.op(f"mul i64 %u{k}, {w}")), "mx")
     close()
     mats.append(mat)
-  am, bm = mats
-  if t.idx is not None:  # a sparse A's 2-bit indices (M x K // 2), from S2's row (Tables: one register)
-    ibuf = rows(op.ins["S2"], 1)
-    g = table(f, f"mx{i}.i", "i32", (t.idx[..., 1].reshape(-1) << SHIFT) | t.idx[..., 2].reshape(-1))
-    im = f.alloca(f"[{t.idx[..., 0].size} x i32], align 64")
-    close = loop(f, t.idx[..., 0].size, "ui")
-    e = f.ld("i32", f.gep(g, f.op("mul i64 %ui, 4")), "mxtab")
-    lane = f.op(f"lshr i32 {e}, {SHIFT}")
-    at = f.op(f"zext i32 {f.op(f'shl i32 {lane}, 2')} to i64")
-    x = f.op(f"lshr i32 {f.ld('i32', f.gep(ibuf, at), 'mx')}, {f.op(f'and i32 {e}, {(1 << SHIFT) - 1}')}")
-    f.st("i32", f.op(f"and i32 {x}, 3"), f.gep(im, f.op("mul i64 %ui, 4")), "mx")
-    close()
+  am, bm, *im = mats
   # 3. per row m: a running <N x ety> row from -0.0 (0; f64: from C, scattered to the elements through the D table),
   # plus A[m, k] * B[k, :] for k in order (vectorised over n)
   N, K, n = t.n, t.a.shape[1], t.regs[2] * L  # (K: A's columns, the compressed ones of a sparse A)
@@ -170,7 +162,7 @@ def lower(comp, i: int, op, f) -> str:
   sel = None
   if t.idx is not None:  # (column c multiplies B's row 4 * (c // 2) + its index)
     mk = f.op(f"add i64 {f.op(f'mul i64 %mm, {K}')}, %kk")
-    ix = f.op(f"zext i32 {f.ld('i32', f.gep(im, f.op(f'mul i64 {mk}, 4')), 'mx')} to i64")
+    ix = f.op(f"zext i32 {f.ld('i32', f.gep(im[0], f.op(f'mul i64 {mk}, 4')), 'mx')} to i64")
     base = f.op("lshr i64 %kk, 1")
     sel = f.op(f"add i64 {f.op(f'shl i64 {base}, 2')}, {ix}")
   xs, brow = k_step(f, ety, N, K, am, bm, sz, "mx", row=sel)
@@ -284,5 +276,5 @@ def _element(f, raw: str, kind: str) -> str:
     return f.op(f"fpext float {x} to double")
   if kind == "F32":
     return f.op(f"fpext float {f.op(f'bitcast i32 {raw} to float')} to double")
-  w = 4 if kind in ("I4", "U4") else 8
+  w = {"I4": 4, "U4": 4, "U2": 2}.get(kind, 8)  # (U2: a sparse index)
   return f.op(f"{'sext' if kind[0] == 'I' else 'zext'} i{w} {f.op(f'trunc i32 {raw} to i{w}')} to i32")
