@@ -103,6 +103,7 @@ class Matrix:
   layout: str | None  # lane layout emu/amd/matrix.py applies; None: not modelled
   passes: tuple[tuple[str, int], ...]  # (target, passes) from LLVM's scheduling model
   sparse: bool = False  # 4:2 structured-sparse A (SMFMAC/SWMMAC): S2 holds the indices, D is also C
+  scale: int = 0  # k per E8M0 scale of A's rows and B's columns (gfx950 V_MFMA_SCALE: S3, S4 hold them); 0: none
 
   def passes_on(self, target: str) -> int | None:
     return dict(self.passes).get(target)
@@ -115,4 +116,5 @@ def matrix(family: str, op: str) -> Matrix | None:
   if r is None:
     return None
   return Matrix(op, r["m"], r["n"], r["k"], r["blocks"], r["a"], r["b"], r["c"], tuple(r["regs"]), r["layout"],
-                tuple(sorted(r.get("passes", {}).items())), r.get("sparse", False))
+                tuple(sorted(r.get("passes", {}).items())), r.get("sparse", False),
+                r.get("scale", 0))

@@ -397,6 +397,15 @@ ADDED: tuple[Erratum, ...] = (
     for seg, calc, forms in (("GLOBAL", "CalcGlobalAddr", (("", 1), ("X3", 3), ("X4", 4))),
                              ("SCRATCH", "CalcScratchAddr", (("", 1),)))
     for x, n in forms),
+  Erratum(("cdna",), r"V_MFMA_SCALE_F32_\w+_F8F6F4", "add",
+          '"matrix multiply-accumulate over the whole wave, A and B scaled by E8M0 block scales";\n'
+          "D0 = MATRIX_MULTIPLY_ACCUMULATE(S0, S1, S2, S3, S4)",
+          "No vendor pseudocode for gfx950's scaled MFMA (a V_MFMA_LD_SCALE_B32 word fused with an F8F6F4 MFMA): the "
+          "MATRIX_MULTIPLY_ACCUMULATE hook of the other MFMAs, which also reads the two scale VGPRs (S3: A's, S4: "
+          "B's; emu/amd/matrix.py applies them).",
+          "AMD CDNA4 ISA guide, 'Matrix fused multiply-add with block scaling' (V_MFMA_SCALE_F32_16X16X128_F8F6F4, "
+          "32X32X64: one E8M0 scale per 32 k of A's rows and B's columns, the byte OP_SEL/OP_SEL_HI pick); "
+          "llvm-mc-22 prints the scale VGPRs as the fifth and sixth operands (tests/emu/test_mfma_layouts.py)."),
   Erratum(_ALL, r"S_ENDPGM|S_ENDPGM_SAVED", "add", '"end of program: the wave terminates";\nENDPGM()',
           "No vendor pseudocode. The wave's end is a machine event: the ENDPGM call is implemented by the executor.",
           f"{_MANUALS}, SOPP chapter: S_ENDPGM ('end of program; terminate wavefront'), S_ENDPGM_SAVED."),

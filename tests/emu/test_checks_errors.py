@@ -281,3 +281,34 @@ def test_sparse_accumulator_is_a_read(wait, init, want):
       launch(co, "k", grid=1, block=64, args=[out])
   else:
     launch(co, "k", grid=1, block=64, args=[out])
+
+
+SCALED_MFMA = """
+  s_load_dwordx2 s[2:3], s[0:1], 0x0
+  v_lshlrev_b32 v30, 4, v0
+{init}
+  s_waitcnt lgkmcnt(0)
+  global_load_dword v21, v30, s[2:3]
+  {wait}
+  v_mfma_scale_f32_16x16x128_f8f6f4 v[0:3], v[4:11], v[12:19], v[0:3], v20, v21 op_sel:[1,0,0] op_sel_hi:[0,1,0]
+  s_nop 7
+  s_nop 7
+  global_store_dwordx4 v30, v[0:3], s[2:3]"""
+_ZERO = lambda regs: "".join(f"  v_mov_b32 v{r}, 0\n" for r in regs)
+
+
+@pytest.mark.parametrize("wait,init,want", [
+  ("", _ZERO(range(21)), r"reads v21 \(S4\).*missing s_waitcnt vmcnt"),
+  ("s_waitcnt vmcnt(0)", _ZERO(range(20)), r"reads v20 \(S3\).*never"),
+  ("s_waitcnt vmcnt(0)", _ZERO(range(21)), None),
+], ids=["no-wait", "never-written", "clean"])
+def test_scaled_mfma_scales_are_reads(wait, init, want):
+  """gfx950's V_MFMA_SCALE reads its two scale VGPRs (pcode errata: S3, S4): loading one without the wait, or never
+  writing one, is an error like any other read."""
+  co = kernel("gfx950", SCALED_MFMA.format(wait=wait, init=init), vgprs=32, wave32=False)
+  out = np.zeros(256, np.float32)
+  if want:
+    with pytest.raises(EmuCheckError, match=want):
+      launch(co, "k", grid=1, block=64, args=[out])
+  else:
+    launch(co, "k", grid=1, block=64, args=[out])

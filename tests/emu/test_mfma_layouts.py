@@ -162,3 +162,77 @@ def test_f8f6f4_formats_match_numpy_on_both_tiers(clang_co, monkeypatch):
     got = np.array([[out[1][_out_at(M, M, 1, False, 0, i, j)] for j in range(M)] for i in range(M)])
     np.testing.assert_array_equal(got, Am @ Bm + Cm, err_msg=name)
   assert not native.FAILED, native.FAILED[:3]
+
+
+# gfx950 scaled F8F6F4 (kernels/f8f6f4.cl SCALED): kernel -> (M, K, A's format, B's, A's scale byte, B's)
+SCALED = {"s16_fp8_fp8": (16, 128, "fp8", "fp8", 0, 0), "s16_fp4_bf8_b1b2": (16, 128, "fp4", "bf8", 1, 2),
+          "s16_fp6_fp8_b3b0": (16, 128, "fp6", "fp8", 3, 0), "s32_bf8_fp4_b2b3": (32, 64, "bf8", "fp4", 2, 3),
+          "s32_bf6_fp6": (32, 64, "bf6", "fp6", 0, 1)}
+
+
+def test_scaled_f8f6f4_matches_exact_products_on_both_tiers(clang_co, monkeypatch):
+  """gfx950's V_MFMA_SCALE_F32_*_F8F6F4: A's row m times 2**(e - 127) per block kb of 32 k, e the E8M0 byte of lane
+  M*kb + m of the first scale VGPR (B's column n: lane N*kb + n of the second), the byte op_sel_hi[i]*2 + op_sel[i]
+  (the CDNA4 ISA guide, "Matrix fused multiply-add with block scaling"); code 0xFF is NaN. The other bytes of the
+  scale words are noise (0xFF among them); the blocks include the extreme codes 0 and 254 (2**-127 * 2**127: exact)
+  and an overflow to infinity. Reference: the exact rational D rounded once to f32 (a NaN: the default NaN)."""
+  from fractions import Fraction
+  ml = pytest.importorskip("ml_dtypes", reason="ml_dtypes (the float8/6/4 oracle) is not installed")
+  types = {"fp8": ml.float8_e4m3fn, "bf8": ml.float8_e5m2, "fp6": ml.float6_e2m3fn, "bf6": ml.float6_e3m2fn,
+           "fp4": ml.float4_e2m1fn}
+  rng = np.random.default_rng(17)
+  co = clang_co("gfx950", "f8f6f4")
+  for name, (M, K, fa, fb, ba, bb) in SCALED.items():
+    Am, Bm = rng.integers(-4, 5, (M, K)), rng.integers(-4, 5, (K, M))
+    KB = K // 32
+    sa, sb = rng.integers(122, 133, (M, KB)), rng.integers(122, 133, (KB, M))
+    sa[3, 1], sb[1, 7] = 254, 0  # (a factor 2**127 * 2**-127)
+    sa[4, 0], sb[0, 9] = 254, 254  # (2**254: infinity unless that block's dot product is 0)
+    Am[4, :32] = Bm[:32, 9] = 1
+    if name == "s32_bf6_fp6":
+      sa[5, 1] = 0xFF  # (NaN: all of row 5)
+
+    def image(mat, fmt):  # lane l: row/column l % M, its 32 codes packed from bit 0 on
+      w, out = WIDTH[fmt], np.zeros((64, 32), np.uint8)
+      for lane in range(64):
+        codes = [int(np.float64(mat[lane % M, f8f6f4_k(M, fmt, lane, e)]).astype(types[fmt]).view(np.uint8))
+                 & (1 << w) - 1 for e in range(32)]
+        out[lane] = np.frombuffer(sum(c << w * e for e, c in enumerate(codes)).to_bytes(32, "little"), np.uint8)
+      return out.view(np.int32)
+
+    def scales(s, byte):  # the guide's lanes: (row or column i, block kb) in lane M*kb + i, byte `byte`
+      words = rng.integers(0, 256, (64, 4), dtype=np.uint8)
+      words[rng.integers(0, 64, 16), rng.integers(0, 4, 16)] = 0xFF
+      for i in range(M):
+        for kb in range(KB):
+          words[M * kb + i, byte] = s[i, kb]
+      return words.view(np.int32).ravel()
+
+    regs = M * M // 64
+    Cm = rng.integers(-50, 50, (M, M)).astype(np.float32)
+    Ci = np.zeros((regs, 64), np.float32)
+    for i in range(M):
+      for j in range(M):
+        Ci[_out_at(M, M, 1, False, 0, i, j)] = Cm[i, j]
+    args = [image(Am, fa), image(Bm.T, fb), Ci, scales(sa, ba), scales(sb.T, bb)]
+    out = []
+    for mode in ("0", "force"):
+      monkeypatch.setenv("GPUTWIN_JIT", mode)
+      D = np.zeros_like(Ci)
+      launch(co, name, grid=1, block=64, args=[D] + [a.copy() for a in args], checks=False)
+      out.append(D.view(np.uint32))
+    assert np.array_equal(out[0], out[1]), name
+    got = np.array([[out[1][_out_at(M, M, 1, False, 0, i, j)] for j in range(M)] for i in range(M)])
+    p2 = lambda e: Fraction(2) ** (int(e) - 127)
+    want = np.zeros((M, M), np.uint32)
+    for i in range(M):
+      for j in range(M):
+        if (sa[i] == 0xFF).any() or (sb[:, j] == 0xFF).any():
+          want[i, j] = 0x7fc00000
+          continue
+        exact = sum(int(Am[i, k]) * int(Bm[k, j]) * p2(sa[i, k // 32]) * p2(sb[k // 32, j]) for k in range(K))
+        with np.errstate(over="ignore"):  # (f64, then f32: one rounding of the exact value; may overflow)
+          want[i, j] = np.float32(float(exact + Fraction(float(Cm[i, j])))).view(np.uint32)
+    assert want[4, 9] in (0x7f800000, 0xff800000), name  # (the overflow is there)
+    np.testing.assert_array_equal(got, want, err_msg=name)
+  assert not native.FAILED, native.FAILED[:3]

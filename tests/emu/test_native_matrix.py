@@ -100,7 +100,8 @@ def _asm(arch, name):
   cd = "a" if arch in ("gfx942", "gfx950") else "v"
   mods = " neg_lo:[1,0,0]" if m.a in ("IU8", "IU4") else ""
   c = "v140" if m.sparse else reg(cd, 0, rc)  # (sparse: D is also C, the indices in a VGPR)
-  return f"{name.lower()} {reg(cd, 0, rc)}, {reg('v', 100, ra)}, {reg('v', 120, rb)}, {c}{mods}"
+  scales = ", v141, v142 op_sel:[1,1,0] op_sel_hi:[0,1,0]" if m.scale else ""  # (bytes 1 and 3)
+  return f"{name.lower()} {reg(cd, 0, rc)}, {reg('v', 100, ra)}, {reg('v', 120, rb)}, {c}{scales}{mods}"
 
 
 @pytest.mark.parametrize("arch", TARGETS)
@@ -309,6 +310,10 @@ def test_results_are_the_exact_product_rounded(arch):
       rows(s)[:] = _finite(rng, t.ins[0], rows(s).shape, (11, 19) if t.acc == "F16" else (5, 25))
     rows(c)[:] = _finite(rng, {"F32": "F32", "F64": "F64", "F16": "F16", "BF16": "BF16"}.get(t.acc, "I8"),
                          rows(c).shape)
+    if t.scale is not None:  # (scaled: E8M0 codes 2**-8..2**8, every byte)
+      for k in ("S3", "S4"):
+        codes = rng.integers(119, 136, rows(op.ins[k]).shape + (4,), dtype=np.uint8)
+        rows(op.ins[k])[:] = codes.view(np.uint32)[..., 0]
     C = rows(c)[0].copy()
     idx = rows(op.ins["S2"])[0].copy()  # (sparse: random 2-bit indices, equal ones too)
     core.step(eng, op, slice(None))
@@ -317,6 +322,10 @@ def test_results_are_the_exact_product_rounded(arch):
     elem = lambda s, at, kind, w: _exact(word(rows(s)[0], at[0], at[1]) >> int(at[2]) & (1 << w) - 1, kind)
     A = [[elem(a, t.a[m, k], ka, t.bits[0]) for k in range(t.a.shape[1])] for m in range(t.m)]
     B = [[elem(b, t.b[k, n], kb, t.bits[1]) for n in range(t.n)] for k in range(t.k)]
+    if t.scale is not None:  # (each element times 2**(code - 127), its block's code)
+      sc = lambda s, at: Fraction(2) ** ((int(rows(op.ins[s])[0][0, at[1]]) >> int(at[2]) & 255) - 127)
+      A = [[x * sc("S3", t.scale[0][m, k]) for k, x in enumerate(r)] for m, r in enumerate(A)]
+      B = [[x * sc("S4", t.scale[1][k, n]) for n, x in enumerate(r)] for k, r in enumerate(B)]
     # the B row each A column multiplies: its own, or a sparse A's 4 * (c // 2) + the column's 2-bit index
     brow = [[k if t.idx is None else 4 * (k // 2) + (int(idx[0, t.idx[m, k, 1]]) >> int(t.idx[m, k, 2]) & 3)
              for k in range(t.a.shape[1])] for m in range(t.m)]

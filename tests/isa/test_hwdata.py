@@ -130,7 +130,7 @@ def _matrix_text(fam: str, r: hwdata.Matrix) -> str:
   s0, s1 = rng("v", 100, r.regs[0]), rng("v", 120, r.regs[1])
   if r.sparse:  # D is also C, src2 holds the sparsity indices (llvm-mc-22 rejects a C tuple there)
     return f"{r.op.lower()} {rng('v', 0, r.regs[2])}, {s0}, {s1}, v140"
-  return f"{r.op.lower()} {d}, {s0}, {s1}, {d}"
+  return f"{r.op.lower()} {d}, {s0}, {s1}, {d}" + (", v141, v142" if r.scale else "")  # (scaled: the scale VGPRs)
 
 
 def _rows(fam: str) -> list[hwdata.Matrix]:
@@ -155,7 +155,7 @@ def test_matrix_register_counts(arch):
       assert (i in unsupported) == (r.passes_on(arch) is None), (arch, r.op)
     else:
       assert i not in unsupported, (arch, r.op)
-    o = tables(fam).operands[("VOP3POp", r.op)]
+    o = tables(fam).operands[("VOP3PX2Op" if r.scale else "VOP3POp", r.op)]
     assert r.regs == (o["src0"].bits // 32, o["src1"].bits // 32, o["vdst"].bits // 32), r.op
 
 

@@ -85,7 +85,8 @@ def denorm_bit(bits: int, result: bool) -> int:
 FP_DENORM = sum(1 << denorm_bit(b, r) for b in (32, 16) for r in (False, True))  # the field's MODE bits (7:4)
 
 
-SRC_FIELDS = (("src0", "ssrc0", "vsrc0", "srcx0"), ("src1", "vsrc1", "ssrc1", "vsrcx1"), ("src2",))
+SRC_FIELDS = (("src0", "ssrc0", "vsrc0", "srcx0"), ("src1", "vsrc1", "ssrc1", "vsrcx1"), ("src2",),
+              ("scale_src0",), ("scale_src1",))  # S0, S1, S2, S3, S4 (VOP3PX2's scale sources: S3, S4)
 DST_FIELDS = ("vdst", "sdst", "sdata", "vdata", "vdstx")
 
 
@@ -296,7 +297,7 @@ def _kind_of(sem) -> str:
 
 
 def _sources(op: Op, inst: Inst, opnds: dict, slots: dict, modifiers: bool) -> None:
-  """S0..S2 from the source fields in order, with abs/neg (VOP3, SDWA, DPP), op_sel halves (VOP3 16-bit) and the
+  """S0..S4 from the source fields in order, with abs/neg (VOP3, SDWA, DPP), op_sel halves (VOP3 16-bit) and the
   packed op_sel/op_sel_hi/neg_lo/neg_hi of VOP3P."""
   f = inst.f
   neg, abs_, opsel = (f.get("neg", 0), f.get("abs", 0), f.get("opsel", 0)) if modifiers else (0, 0, 0)

@@ -51,6 +51,12 @@ integer opcodes of the same shape and are exact in float64 like the others; gfx9
 CBSZ and B's from BLGP (fp8, bf8, fp6, bf6, fp4, OCP's E4M3, E5M2, E2M3, E3M2, E2M1; mixed widths too), each operand its
 own layout and registers (8, 6, 4): a lane's elements pack from bit 0 of its first register on, element e at bits [w*e,
 w*e + w) of the registers read as one (6-bit elements straddle registers: CDNA4 ISA).
+Block scales (gfx950 V_MFMA_SCALE_*, matrix.json "scale"): A's row m is multiplied by 2**(e - 127) per block kb of 32
+k, e the E8M0 byte of lane M*kb + m of S3 (B's column n: lane N*kb + n of S4), the byte OP_SEL_HI[i] * 2 + OP_SEL[i]
+(i = 0 A, 1 B), code 0xFF NaN (CDNA4 ISA guide, "Matrix fused multiply-add with block scaling"). The guide applies
+the scales to each block's dot product; we scale the elements (a power of two times an element is exact in float64,
+so each product is the scaled product and the one k-order sum above is kept; the order of the roundings inside the
+sum is our model, as above).
 """
 from __future__ import annotations
 
@@ -141,7 +147,8 @@ class Tables(NamedTuple):
   highest of them; a 64-bit element: its low register), B[k, n] in `b[k, n]`; D slot v (a register; f64: a
   register pair) of lane l holds element `d[v, l]` = row * n + column; `regs`: registers of A, B, C/D. A sparse A
   (`idx` not None) has k // 2 columns, the compressed ones: column c's 2-bit index is at `idx[m, c]` = (0, lane, bit
-  offset) of S2, and it multiplies B's row 4 * (c // 2) + that index."""
+  offset) of S2, and it multiplies B's row 4 * (c // 2) + that index. A scaled instruction's A[m, k] is multiplied by
+  the E8M0 scale at `scale[0][m, k]` = (0, lane, bit offset) of S3, B[k, n] by `scale[1][k, n]`'s of S4."""
   m: int
   n: int
   k: int
@@ -154,16 +161,19 @@ class Tables(NamedTuple):
   regs: tuple
   half: np.ndarray | None = None  # 16-bit results: slot v's place in a lane's D registers, 2 * register + high half
   idx: np.ndarray | None = None  # sparse A: (M, K // 2, 3) int64
+  scale: tuple[np.ndarray, np.ndarray] | None = None  # scaled A, B: per element, its E8M0 scale's (0, lane, offset)
 
 
 @functools.lru_cache(maxsize=None)
 def tables(family: str, name: str, L: int, cbsz: int = 0, abid: int = 0, blgp: int = 0, opsel: int = 0,
-           ins: tuple[str, str] | None = None, iset: int = 0) -> Tables:
-  """The register tables of `name` in wave`L` with the CDNA broadcast controls, RDNA3's OPSEL[2] and a sparse A's
-  index set `iset` (module docstring), from its `layout` (GputwinError where none is modelled)."""
+           ins: tuple[str, str] | None = None, iset: int = 0, scale_bytes: tuple[int, int] = (0, 0)) -> Tables:
+  """The register tables of `name` in wave`L` with the CDNA broadcast controls, RDNA3's OPSEL[2], a sparse A's
+  index set `iset` and the bytes of a scaled instruction's scale VGPRs (module docstring), from its `layout`
+  (GputwinError where none is modelled)."""
   M, N, K, B, acc, ins, bits, (na, nb), amap, bmap, cmap = layout(family, name, L, ins)
   at = lambda e, w: (w * e // 32, w * e % 32)  # element e of w bits of a lane: (register, bit offset); 64-bit: low
-  sparse = hwdata.matrix(family, name).sparse
+  row = hwdata.matrix(family, name)
+  sparse = row.sparse
   a, b = np.full((B * M, K // 2 if sparse else K, 3), -1, np.int64), np.full((K, B * N, 3), -1, np.int64)
   idx = np.full(a.shape, -1, np.int64) if sparse else None
   for e, (rc, k) in enumerate(amap):
@@ -179,15 +189,23 @@ def tables(family: str, name: str, L: int, cbsz: int = 0, abid: int = 0, blgp: i
   assert (a >= 0).all() and (b >= 0).all() and sorted(d.ravel()) == diagonal, name
   a = a.reshape(B, M, -1, 3)[(np.arange(B) >> cbsz << cbsz) + abid].reshape(B * M, -1, 3)
   b[..., 1] = _blgp_lanes(blgp, L)[b[..., 1]]
-  for x in (a, b, d) + ((idx,) if sparse else ()):
+  scale = None
+  if row.scale:  # (A's row m, k block kb: lane M * kb + m; B's column n: lane N * kb + n; one byte of the lane)
+    kb = np.arange(K) // row.scale
+    sa = np.stack(np.broadcast_arrays(0, M * kb[None, :] + np.arange(B * M)[:, None], 8 * scale_bytes[0]), -1)
+    sb = np.stack(np.broadcast_arrays(0, N * kb[:, None] + np.arange(B * N)[None, :], 8 * scale_bytes[1]), -1)
+    assert B == 1 and sa[..., 1].max() < L and sb[..., 1].max() < L, name
+    scale = (sa.astype(np.int64), sb.astype(np.int64))
+  for x in (a, b, d) + ((idx,) if sparse else ()) + (scale or ()):
     x.setflags(write=False)
   half, out = None, len(cmap) * (2 if acc == "F64" else 1)
   if acc in ("F16", "BF16"):  # (RDNA4 packs two per register; RDNA3 one, in the half OPSEL[2] picks)
-    half = np.arange(len(cmap)) if hwdata.matrix(family, name).layout == "wmma_rdna4" else \
+    half = np.arange(len(cmap)) if row.layout == "wmma_rdna4" else \
         2 * np.arange(len(cmap)) + opsel
     half.setflags(write=False)
     out = int(half.max()) // 2 + 1
-  return Tables(B * M, B * N, K, acc, ins, bits, a, b, d, (na * bits[0] // 32, nb * bits[1] // 32, out), half, idx)
+  return Tables(B * M, B * N, K, acc, ins, bits, a, b, d, (na * bits[0] // 32, nb * bits[1] // 32, out), half, idx,
+                scale)
 
 
 Neg = tuple[tuple[bool, bool], tuple[bool, bool], tuple[bool, bool]]  # A, B: (negate low-half, high-half
@@ -212,11 +230,11 @@ def operands(family: str, op, L: int) -> tuple[Tables, str, str, Mods]:
   row = hwdata.matrix(family, name)
   cbsz, abid, blgp = f.get("cbsz", 0), f.get("abid", 0), f.get("blgp", 0)
   ins = None
-  if row is not None and row.a == "F8F6F4":  # (CBSZ and BLGP are A's and B's formats here)
-    if abid or any(x >= len(F8F6F4) for x in (cbsz, blgp)):
+  if row is not None and row.a == "F8F6F4":  # (CBSZ and BLGP are A's and B's formats here; a scaled one's ABID 1)
+    if abid != bool(row.scale) or any(x >= len(F8F6F4) for x in (cbsz, blgp)):
       raise GputwinError(f"{name}: formats cbsz:{cbsz} blgp:{blgp} abid:{abid} not modelled (cbsz and blgp 0-4 "
-                         "name fp8, bf8, fp6, bf6, fp4; abid is 0)")
-    ins, cbsz, blgp = (F8F6F4[cbsz], F8F6F4[blgp]), 0, 0
+                         f"name fp8, bf8, fp6, bf6, fp4; abid is {int(bool(row.scale))})")
+    ins, cbsz, abid, blgp = (F8F6F4[cbsz], F8F6F4[blgp]), 0, 0, 0
   iset = 0
   if row is not None and row.sparse:  # the index set: ABID's low bits with CBSZ 0 (else 0), OPSEL[1:0] (index_key)
     sets = 16 * L // (row.m * row.k // 2)  # (32 bits, two an element of a lane's A)
@@ -233,8 +251,14 @@ def operands(family: str, op, L: int) -> tuple[Tables, str, str, Mods]:
   neg = NO_NEG
   if row is not None and row.a == "F64":  # (the BLGP field is NEG on f64: llvm-mc-22 prints neg:[a,b,c])
     neg, blgp = tuple((bool(blgp >> i & 1),) * 2 if i < 2 else (bool(blgp >> i & 1), False) for i in range(3)), 0
+  scale_bytes = (0, 0)
+  if row is not None and row.scale:  # the byte of A's (B's) scale VGPR: OP_SEL_HI[i] * 2 + OP_SEL[i] (CDNA4 guide)
+    scale_bytes = tuple((f.get("opsel", 0) >> i & 1) + 2 * (f.get("opsel_hi", 0) >> i & 1) for i in range(2))
+    for k in ("S3", "S4"):
+      if op.ins[k].file != "v":  # (llvm-mc-22 takes VGPRs only there)
+        raise GputwinError(f"{name}: the scales must be in VGPRs, not {op.ins[k].file!r} registers")
   t = tables(family, name, L, cbsz, abid, blgp, f.get("opsel", 0) >> 2 & 1 if row and row.c in ("F16", "BF16") else 0,
-             ins, iset)
+             ins, iset, scale_bytes)
   if f.get("clmp", 0) and t.acc != "I32":
     raise GputwinError(f"{name}: clamp is not modelled on float results")
   lo, hi = f.get("neg", 0), f.get("neg_hi", 0)
@@ -341,6 +365,11 @@ def check(eng, op, ix) -> tuple[int, str] | None:
       f"lane {lane} bits [{bit + 3}:{bit}]): the ISA requires index 0 < index 1; the product is undefined")
 
 
+def e8m0(raw: np.ndarray) -> np.ndarray:
+  """E8M0 scale codes as float64: 2**(code - 127), code 0xFF NaN (OCP MX's scale format, no sign, no zero)."""
+  return np.where(raw == 0xFF, np.nan, np.ldexp(1.0, raw.astype(np.int64) - 127))
+
+
 def _negate(x: np.ndarray, tab: np.ndarray, flags: tuple[bool, bool]) -> np.ndarray:
   """Elements `x` (W, ...) at table `tab`'s places, negated where their half's flag is set (`Neg`)."""
   if not any(flags):
@@ -385,6 +414,8 @@ def _compute(eng, op, ix, t: Tables, ka: str, kb: str, mods: Mods) -> np.ndarray
   A = _value(_gather(regs(sa, t.regs[0]), t.a, t.bits[0]), ka)  # (W, M, K) (sparse: (W, M, K // 2))
   B = _value(_gather(regs(sb, t.regs[1]), t.b, t.bits[1]), kb)  # (W, K, N)
   A, B = _negate(A, t.a, neg[0]), _negate(B, t.b, neg[1])
+  if t.scale is not None:  # each element times its block's scale (exact in float64: a power of two, or NaN)
+    A, B = (x * e8m0(_gather(regs(op.ins[s], 1), tab, 8)) for x, s, tab in zip((A, B), ("S3", "S4"), t.scale))
   if t.idx is not None:  # a sparse A's column c multiplies B's row 4 * (c // 2) + its index (Tables)
     sel = _gather(regs(op.ins["S2"], 1), t.idx, 2).astype(np.int64) + 4 * (np.arange(t.idx.shape[1]) // 2)
     B = B[np.arange(n)[:, None, None], sel]  # (W, M, K // 2, N): per row m, the B row each column multiplies

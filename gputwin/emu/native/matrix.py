@@ -7,7 +7,8 @@ f32, a NaN result the default NaN; f64 (V_MFMA_F64_*): from C, one llvm.fma per 
 
 The code for one wave: the operand rows copied whole (one vector per register row, tagged like every other access
 to it) into local buffers; A and B unpacked into double (i32) matrices through constant tables (a sparse A's 2-bit
-indices too: its column c multiplies B's row 4 * (c // 2) + its index); per row m a <N x double> accumulator over
+indices too: its column c multiplies B's row 4 * (c // 2) + its index; a scaled one's elements times their E8M0
+scales); per row m a <N x double> accumulator over
 A's columns (the k order of every element kept; vectorised across n); then per D register a gather
 of its lanes' elements, plus C, rounded and stored (f64: the accumulators start as C, scattered to their elements
 through the same table, and a D slot is a register pair). Every C row is read before any D row is written."""
@@ -105,6 +106,7 @@ def lower(comp, i: int, op, f) -> str:
   # 2. A (M x K), B (K x N) and a sparse A's 2-bit indices (M x K // 2: kind U2, an i32 matrix) unpacked through
   # the tables (a sparse A's column c multiplies B's row 4 * (c // 2) + its index)
   unpack = [(t.a, ka, bufs[0], t.bits[0], neg[0]), (t.b, kb, bufs[1], t.bits[1], neg[1])]
+  scales = [(tab, rows(op.ins[s], 1)) for tab, s in zip(t.scale, ("S3", "S4"))] if t.scale is not None else []
   if t.idx is not None:
     unpack.append((t.idx, "U2", rows(op.ins["S2"], 1), 2, (False, False)))
   mats = []
@@ -132,6 +134,19 @@ def lower(comp, i: int, op, f) -> str:
       x = f.op(f"fneg double {x}") if lo and hi else \
           f.op(f"select i1 {f.op(f'icmp eq i32 {sh}, 0')}, double {f.op(f'fneg double {x}')}, double {x}") if lo else \
           f.op(f"select i1 {f.op(f'icmp eq i32 {sh}, 0')}, double {x}, double {f.op(f'fneg double {x}')}")
+    if k < len(scales):  # (times its E8M0 scale: 2**(code - 127) as a double's exponent, code 0xFF NaN)
+      stab, sbuf = scales[k]
+      flat_s = stab.reshape(-1, 3)
+      gs = table(f, f"mx{i}.s{k}", "i32", (flat_s[:, 0] * L + flat_s[:, 1]) << SHIFT | flat_s[:, 2])
+      es = f.ld("i32", f.gep(gs, f.op(f"mul i64 %u{k}, 4")), "mxtab")
+      word = f.op(f"lshr i32 {es}, {SHIFT}")
+      sw = f.ld("i32", f.gep(sbuf, f.op(f"zext i32 {f.op(f'shl i32 {word}, 2')} to i64")), "mx")
+      off = f.op(f"and i32 {es}, {(1 << SHIFT) - 1}")
+      code = f.op(f"and i32 {f.op(f'lshr i32 {sw}, {off}')}, 255")
+      biased = f.op(f"zext i32 {f.op(f'add i32 {code}, {1023 - 127}')} to i64")
+      pow2 = f.op(f"bitcast i64 {f.op(f'shl i64 {biased}, 52')} to double")
+      sc = f.op(f"select i1 {f.op(f'icmp eq i32 {code}, 255')}, double 0x7FF8000000000000, double {pow2}")
+      x = f.op(f"fmul double {x}, {sc}")
     f.st(ty, x, f.gep(mat, f.op(f"mul i64 %u{k}, {w}")), "mx")
     close()
     mats.append(mat)
