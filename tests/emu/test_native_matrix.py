@@ -465,3 +465,81 @@ def test_rdna4_int4_k32_and_int8_clamp(clang_co, monkeypatch):
     if "clamp" in name:
       assert (want > 2 ** 31 - 1).any() and (want < -2 ** 31).any()  # (the saturation was exercised)
   assert not native.FAILED, native.FAILED[:3]
+
+
+# gfx1200 wave64 (kernels/wmma_w64.cl): kernel -> (A's element kind, B's, C/D's)
+W64 = {"f32_f16": ("f16", "f16", "f32"), "f32_bf16": ("bf16", "bf16", "f32"), "f16_f16": ("f16", "f16", "f16"),
+       "bf16_bf16": ("bf16", "bf16", "bf16"), "i32_iu8": ("i8", "u8", "i32"), "f32_fp8_bf8": ("fp8", "bf8", "f32"),
+       "f32_bf8_bf8": ("bf8", "bf8", "f32")}
+
+
+def test_rdna4_wave64_wmma_matches_numpy_on_both_tiers(clang_co, monkeypatch):
+  """gfx1200 WMMA in wave64 (clang-22 -mwavefrontsize64, the _w64_gfx12 builtins): lane l holds A's row (B's column)
+  l % 16, its element e at k = e + 4 * (l // 16 % 2) + 8 * (l // 32), and C/D register v of row v + 8 * (l // 16 % 2)
+  + 4 * (l // 32), column l % 16 (the equations of AMD's FPSan gfx12 WMMA tests, which compare them against wave64
+  hardware; an exact product checks the rows and columns, not which k a lane holds). Codes from numpy and ml_dtypes,
+  numpy's product; both tiers bit for bit. The 4-bit form stops, naming the instruction."""
+  ml = pytest.importorskip("ml_dtypes", reason="ml_dtypes (the float8 oracle) is not installed")
+  from gputwin.emu import launch
+  from gputwin.emu.api import EmuError
+  rng = np.random.default_rng(31)
+  co = clang_co("gfx1200", "wmma_w64", "-mwavefrontsize64")
+  lane = np.arange(64)
+  k_of = lambda e: e + 4 * (lane // 16 % 2) + 8 * (lane // 32)
+  m_of = lambda v: v + 8 * (lane // 16 % 2) + 4 * (lane // 32)
+  codes = {"f16": lambda x: x.astype(np.float16).view(np.uint16),
+           "bf16": lambda x: (x.astype(np.float32).view(np.uint32) >> 16).astype(np.uint16),
+           "i8": lambda x: x.astype(np.int8).view(np.uint8), "u8": lambda x: x.astype(np.uint8),
+           "fp8": lambda x: x.astype(ml.float8_e4m3fn).view(np.uint8),
+           "bf8": lambda x: x.astype(ml.float8_e5m2).view(np.uint8)}
+  for name, (ka, kb, kc) in W64.items():
+    A = rng.integers(-3, 4, (16, 16)).astype(np.float64)
+    B = rng.integers(0 if kb == "u8" else -2, 3, (16, 16)).astype(np.float64)
+    C = rng.integers(-50, 51, (16, 16)).astype(np.float64)
+    word = lambda x: x.view(np.int32).ravel() if x.itemsize == 1 else x  # (8-bit: a lane's four in one word)
+    Ai = word(np.stack([codes[ka](A[lane % 16, k_of(e)]) for e in range(4)], 1))  # (64 lanes, 4 elements)
+    Bi = word(np.stack([codes[kb](B[k_of(e), lane % 16]) for e in range(4)], 1))
+    ct = {"f32": np.float32, "i32": np.int32, "f16": np.float16, "bf16": np.float32}[kc]
+    Ci = np.stack([C[m_of(v), lane % 16] for v in range(4)], 1).astype(ct)
+    if kc == "bf16":
+      Ci = codes["bf16"](Ci)
+    want = A @ B + C
+    out = []
+    for mode in ("0", "force"):
+      monkeypatch.setenv("GPUTWIN_JIT", mode)
+      D = np.zeros_like(Ci)
+      st = launch(co, name, grid=1, block=64, args=[D, Ai.copy(), Bi.copy(), Ci.copy()], checks=False)
+      out.append(D)
+    assert out[0].tobytes() == out[1].tobytes(), name
+    assert st.native_instructions == st.instructions, (name, st)
+    D = out[1].astype(np.float32) if kc != "bf16" else (out[1].astype(np.uint32) << 16).view(np.float32)
+    got = np.zeros((16, 16))
+    for v in range(4):
+      got[m_of(v), lane % 16] = D[:, v]
+    np.testing.assert_array_equal(got, want, err_msg=name)
+  with pytest.raises(EmuError, match=r"v_wmma_i32_16x16x16_iu4.*not modelled \(wave64"):
+    launch(co, "i32_iu4", grid=1, block=64, args=[np.zeros((64, 4), np.int32)] + [np.zeros(64, np.int32)] * 2 +
+           [np.zeros((64, 4), np.int32)])
+  assert not native.FAILED, native.FAILED[:3]
+
+
+def test_rdna4_wave64_opcodes_native_equal_interpreter():
+  """Every gfx1200 opcode modelled in wave64 on random registers with few and many specials: both tiers bit for bit
+  (the others stop on both)."""
+  fam, ran = "rdna4", 0
+  end = assemble("s_trap 0\ns_endpgm", "gfx1200")
+  for name in _modelled("gfx1200"):
+    prog = Program(assemble(_asm("gfx1200", name), "gfx1200") + end * 4, 0x1000, "gfx1200", fam, 64,
+                   for_arch("gfx1200"))
+    op = prog.op(0x1000)
+    try:
+      layouts.operands(fam, op, 64)
+    except GputwinError:
+      assert native.compile_block(prog, 0x1000, 64) is None or native.compile_block(prog, 0x1000, 64).ops[0] is not op
+      continue
+    for seed, rate in ((1, 0.0), (2, 0.03), (3, 0.3)):
+      a, b = _both(prog, op, 64, seed, rate)
+      _same(a, b, f"gfx1200 wave64 {op.text} seed {seed}")
+    ran += 1
+  assert ran >= 9, ran  # (the dense 8- and 16-bit rows)
+  assert not native.FAILED, native.FAILED[:3]

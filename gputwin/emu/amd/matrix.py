@@ -6,12 +6,16 @@ a row whose layout is null is not modelled and raises.
 Layout kinds (element e of lane l; 16-bit elements pack two per VGPR, 8-bit four):
   wmma_rdna3, 16x16x16 (wave32): A lane l: row l%16, k=e (lanes 16-31 repeat 0-15); B lane l: col l%16, k=e;
     C/D (32-bit) register v of lane l: row 2v + l//16, col l%16          (RDNA3 ISA guide, "WMMA" section)
-  wmma_rdna4 (wave32): A lane l: row l%16, k = 2R*(e//R) + R*(l//16) + e%R, runs of R = min(64 bits / element bits,
-    elements a lane) k alternating between the lane halves (16-bit 16x16x16: lane 0 holds k 0-3 and 8-11, lane 16
-    k 4-7 and 12-15; 8-bit: lane 0 k 0-7, lane 16 k 8-15); B the same with col; C/D: row v + 8*(l//16), col l%16
-    (RDNA4 ISA guide, "WMMA"; AMD's Matrix Instruction Calculator, its gfx12 equations, which IREE's gfx12 notes
-    and tinygrad's emulator match for 16-bit; a dense product cannot tell pairings of A and B apart but by the
-    order of its float64 sum). SWMMAC's dense B: runs of 128 bits (16-bit: lane 0 k 0-7 and 16-23).
+  wmma_rdna4 (wave32; wave64 below): A lane l: row l%16, k = 2R*(e//R) + R*(l//16) + e%R, runs of R = min(64 bits /
+    element bits, elements a lane) k alternating between the lane halves (16-bit 16x16x16: lane 0 holds k 0-3 and
+    8-11, lane 16 k 4-7 and 12-15; 8-bit: lane 0 k 0-7, lane 16 k 8-15); B the same with col; C/D: row v + 8*(l//16),
+    col l%16 (RDNA4 ISA guide, "WMMA"; AMD's Matrix Instruction Calculator, its gfx12 equations, which IREE's gfx12
+    notes and tinygrad's emulator match for 16-bit; a dense product cannot tell pairings of A and B apart but by the
+    order of its float64 sum). SWMMAC's dense B: runs of 128 bits (16-bit: lane 0 k 0-7 and 16-23). Wave64 (dense, 8-
+    and 16-bit A/B): lane l holds wave32 lane l%32's A, B elements and D registers of the second half when l >= 32
+    (C/D register v: row v + 4*(l//32) + 8*(l%32//16): a layout test of gfx1200 wave64 hardware, AMD's FPSan WMMA
+    tests; its A/B k order is the wave32 one split, which an exact product cannot tell apart); 4-bit A/B and SWMMAC in
+    wave64 are not modelled.
   mfma, MxNxK in B blocks (AMD Matrix Instruction Calculator, gfx9 rules; AMD Instinct MI300 and CDNA4 ISA guides,
     "Matrix fused multiply-add", "Dense matrix layouts"): a lane holds E = K*M*B/L k of one row (A) or column (B);
     lane l: block (l//M) % B, row l%M, lane group g = l // (M*B) of G = L/(M*B), k = R*(G*(e//R) + g) + e%R: runs
@@ -87,8 +91,9 @@ def layout(family: str, name: str, L: int, ins: tuple[str, str] | None = None):
   instruction picks them (F8F6F4)."""
   row = hwdata.matrix(family, name)
   ins = ins or (row.a, row.b) if row else None
-  if row is None or row.layout is None or (row.layout.startswith("wmma") and L != 32) or ins[0] not in _BITS or \
-     ins[1] not in _BITS:
+  wave64 = row is not None and row.layout == "wmma_rdna4" and not row.sparse and min(_BITS.get(x, 0) for x in ins) >= 8
+  if row is None or row.layout is None or (row.layout.startswith("wmma") and L != 32 and not wave64) or \
+     ins[0] not in _BITS or ins[1] not in _BITS:
     raise GputwinError(f"{name}: matrix layout not modelled (wave{L}{', ' + ' x '.join(ins) if ins else ''})")
   return _layout(row.layout, row.m, row.n, row.k, row.blocks, row.c, ins, L, row.sparse)
 
@@ -101,13 +106,15 @@ def _layout(kind: str, M: int, N: int, K: int, B: int, acc: str, ins: tuple[str,
     na = nb = K
     a = b = [(lane % 16, np.full(L, e)) for e in range(K)]
     c = [(2 * v + lane // 16, lane % 16) for v in range(M * N // L)]
-  elif kind == "wmma_rdna4":
-    def runs(n: int, run_bits: int):  # runs of `run_bits` of k alternate between the lane halves
-      R = min(run_bits, n)
-      return [(lane % 16, 2 * R * (e // R) + R * (lane // 16) + e % R) for e in range(n)]
+  elif kind == "wmma_rdna4":  # (wave64: lane l holds the second half, l >= 32, of wave32 lane l % 32's elements)
+    h, l32 = L // 32, lane % 32
+
+    def runs(n: int, run_bits: int):  # n elements a wave32 lane; runs of `run_bits` of k alternate between the halves
+      R, first = min(run_bits, n), n // h * (lane // 32)
+      return [(l32 % 16, 2 * R * ((first + e) // R) + R * (l32 // 16) + (first + e) % R) for e in range(n // h)]
     na, nb = ka * M // L, K * N // L
-    a, b = runs(na, 64 // bits[0]), runs(nb, (128 if sparse else 64) // bits[1])
-    c = [(v + 8 * (lane // 16), lane % 16) for v in range(M * N // L)]
+    a, b = runs(ka * M // 32, 64 // bits[0]), runs(K * N // 32, (128 if sparse else 64) // bits[1])
+    c = [(v + M * N // L * (lane // 32) + 8 * (l32 // 16), l32 % 16) for v in range(M * N // L)]
   else:
     na, nb = ka * M * B // L, K * N * B // L
     G, g = L // (M * B), lane // (M * B)  # lane groups of a block, each lane's
