@@ -523,14 +523,14 @@ def test_rdna4_wave64_wmma_matches_numpy_on_both_tiers(clang_co, monkeypatch):
   assert not native.FAILED, native.FAILED[:3]
 
 
-def test_rdna4_wave64_opcodes_native_equal_interpreter():
-  """Every gfx1200 opcode modelled in wave64 on random registers with few and many specials: both tiers bit for bit
-  (the others stop on both)."""
-  fam, ran = "rdna4", 0
-  end = assemble("s_trap 0\ns_endpgm", "gfx1200")
-  for name in _modelled("gfx1200"):
-    prog = Program(assemble(_asm("gfx1200", name), "gfx1200") + end * 4, 0x1000, "gfx1200", fam, 64,
-                   for_arch("gfx1200"))
+@pytest.mark.parametrize("arch,least", [("gfx1100", 6), ("gfx1200", 9)])
+def test_rdna_wave64_opcodes_native_equal_interpreter(arch, least):
+  """Every WMMA opcode modelled in wave64 on random registers with few and many specials: both tiers bit for bit
+  (the others stop on both: RDNA4's 4-bit and sparse ones)."""
+  fam, ran = target_info(arch).family, 0
+  end = assemble("s_trap 0\ns_endpgm", arch)
+  for name in _modelled(arch):
+    prog = Program(assemble(_asm(arch, name), arch) + end * 4, 0x1000, arch, fam, 64, for_arch(arch))
     op = prog.op(0x1000)
     try:
       layouts.operands(fam, op, 64)
@@ -539,7 +539,65 @@ def test_rdna4_wave64_opcodes_native_equal_interpreter():
       continue
     for seed, rate in ((1, 0.0), (2, 0.03), (3, 0.3)):
       a, b = _both(prog, op, 64, seed, rate)
-      _same(a, b, f"gfx1200 wave64 {op.text} seed {seed}")
+      _same(a, b, f"{arch} wave64 {op.text} seed {seed}")
     ran += 1
-  assert ran >= 9, ran  # (the dense 8- and 16-bit rows)
+  assert ran >= least, ran  # (gfx1100: all six; gfx1200: the dense 8- and 16-bit rows)
+  assert not native.FAILED, native.FAILED[:3]
+
+
+# gfx1100 wave64 (kernels/wmma_w64.cl): kernel -> (A's element kind, B's, C/D's, OPSEL[2])
+W64_RDNA3 = {"f32_f16": ("f16", "f16", "f32", 0), "f32_bf16": ("bf16", "bf16", "f32", 0),
+             "f16_f16": ("f16", "f16", "f16", 0), "f16_f16_hi": ("f16", "f16", "f16", 1),
+             "bf16_bf16": ("bf16", "bf16", "bf16", 0), "i32_iu8": ("i8", "u8", "i32", 0),
+             "i32_iu4": ("i4", "u4", "i32", 0)}
+
+
+def test_rdna3_wave64_wmma_matches_numpy_on_both_tiers(clang_co, monkeypatch):
+  """gfx1100 WMMA in wave64 (clang-22 -mwavefrontsize64, the _w64 builtins): every lane holds A's row (B's column)
+  l % 16 whole, element k = e; C/D register v (16-bit results: its half OPSEL[2]) of row 4 * v + l // 16, column
+  l % 16 (the equations of AMD's FPSan gfx11 WMMA tests, checked against wave64 hardware). numpy's product; both tiers
+  bit for bit, every wave-instruction native."""
+  from gputwin.emu import launch
+  rng = np.random.default_rng(37)
+  co = clang_co("gfx1100", "wmma_w64", "-mwavefrontsize64")
+  lane = np.arange(64)
+  m_of = lambda v: 4 * v + lane // 16
+  bf16 = lambda x: (x.astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
+  codes = {"f16": lambda x: x.astype(np.float16).view(np.uint16), "bf16": bf16,
+           "i8": lambda x: x.astype(np.int8).view(np.uint8), "u8": lambda x: x.astype(np.uint8),
+           "i4": lambda x: x.astype(np.int64) & 15, "u4": lambda x: x.astype(np.int64)}
+  for name, (ka, kb, kc, hi) in W64_RDNA3.items():
+    A = rng.integers(-3 if ka != "i4" else -8, 4, (16, 16)).astype(np.float64)
+    B = rng.integers(0 if kb[0] == "u" else -2, 3 if kb != "u4" else 16, (16, 16)).astype(np.float64)
+    C = rng.integers(-50, 51, (16, 16)).astype(np.float64)
+
+    def image(rows, kind):  # (64 lanes, 16 elements) -> a lane's words
+      x = codes[kind](rows)
+      if kind[1] == "4":  # (two nibbles a byte, element k at bits 4k)
+        return (x[:, 0::2] | x[:, 1::2] << 4).astype(np.uint8).view(np.int32)
+      return x.view(np.int32) if x.itemsize == 1 else x
+    Ai, Bi = image(A[lane % 16], ka), image(B.T[lane % 16], kb)
+    ct = {"f32": np.float32, "i32": np.int32, "f16": np.float16, "bf16": np.float32}[kc]
+    Cv = np.stack([C[m_of(v), lane % 16] for v in range(4)], 1)
+    if kc in ("f16", "bf16"):  # (element v in half 2v + OPSEL[2]; the other halves a marker)
+      Ci = np.full((64, 8), 7.0)
+      Ci[:, hi::2] = Cv
+      Ci = bf16(Ci) if kc == "bf16" else Ci.astype(np.float16)
+    else:
+      Ci = Cv.astype(ct)
+    out = []
+    for mode in ("0", "force"):
+      monkeypatch.setenv("GPUTWIN_JIT", mode)
+      D = np.zeros_like(Ci)
+      st = launch(co, name, grid=1, block=64, args=[D, Ai.copy(), Bi.copy(), Ci.copy()], checks=False)
+      out.append(D)
+    assert out[0].tobytes() == out[1].tobytes(), name
+    assert st.native_instructions == st.instructions, (name, st)
+    D = out[1]
+    if kc in ("f16", "bf16"):
+      D = D[:, hi::2].astype(np.float32) if kc == "f16" else (D[:, hi::2].astype(np.uint32) << 16).view(np.float32)
+    got = np.zeros((16, 16))
+    for v in range(4):
+      got[m_of(v), lane % 16] = D[:, v]
+    np.testing.assert_array_equal(got, A @ B + C, err_msg=name)
   assert not native.FAILED, native.FAILED[:3]

@@ -4,8 +4,9 @@ Shapes, element types and the layout kind of each opcode are rows of isa/data/ma
 a row whose layout is null is not modelled and raises.
 
 Layout kinds (element e of lane l; 16-bit elements pack two per VGPR, 8-bit four):
-  wmma_rdna3, 16x16x16 (wave32): A lane l: row l%16, k=e (lanes 16-31 repeat 0-15); B lane l: col l%16, k=e;
-    C/D (32-bit) register v of lane l: row 2v + l//16, col l%16          (RDNA3 ISA guide, "WMMA" section)
+  wmma_rdna3, 16x16x16: A lane l: row l%16, k=e (lanes 16-31 repeat 0-15; wave64: 16-63); B lane l: col l%16, k=e;
+    C/D (32-bit) register v of lane l: row 2v + l//16, col l%16 (RDNA3 ISA guide, "WMMA" section); wave64: row 4v +
+    l//16 (AMD's FPSan gfx11 WMMA tests, checked against wave64 hardware)
   wmma_rdna4 (wave32; wave64 below): A lane l: row l%16, k = 2R*(e//R) + R*(l//16) + e%R, runs of R = min(64 bits /
     element bits, elements a lane) k alternating between the lane halves (16-bit 16x16x16: lane 0 holds k 0-3 and
     8-11, lane 16 k 4-7 and 12-15; 8-bit: lane 0 k 0-7, lane 16 k 8-15); B the same with col; C/D: row v + 8*(l//16),
@@ -91,7 +92,8 @@ def layout(family: str, name: str, L: int, ins: tuple[str, str] | None = None):
   instruction picks them (F8F6F4)."""
   row = hwdata.matrix(family, name)
   ins = ins or (row.a, row.b) if row else None
-  wave64 = row is not None and row.layout == "wmma_rdna4" and not row.sparse and min(_BITS.get(x, 0) for x in ins) >= 8
+  wave64 = row is not None and (row.layout == "wmma_rdna3" or row.layout == "wmma_rdna4" and not row.sparse and
+                                min(_BITS.get(x, 0) for x in ins) >= 8)
   if row is None or row.layout is None or (row.layout.startswith("wmma") and L != 32 and not wave64) or \
      ins[0] not in _BITS or ins[1] not in _BITS:
     raise GputwinError(f"{name}: matrix layout not modelled (wave{L}{', ' + ' x '.join(ins) if ins else ''})")
@@ -105,7 +107,7 @@ def _layout(kind: str, M: int, N: int, K: int, B: int, acc: str, ins: tuple[str,
   if kind == "wmma_rdna3":
     na = nb = K
     a = b = [(lane % 16, np.full(L, e)) for e in range(K)]
-    c = [(2 * v + lane // 16, lane % 16) for v in range(M * N // L)]
+    c = [(L // 16 * v + lane // 16, lane % 16) for v in range(M * N // L)]
   elif kind == "wmma_rdna4":  # (wave64: lane l holds the second half, l >= 32, of wave32 lane l % 32's elements)
     h, l32 = L // 32, lane % 32
 
