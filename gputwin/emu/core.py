@@ -564,7 +564,8 @@ class Engine:
           elif op.info.get("clamp"):
             raise GputwinError(f"clamp on the integer result of {op.inst.op} (saturating arithmetic) is not modelled")
         if name == "D0" and op.info.get("ftz_out", (0,))[0]:
-          v = self.fe.denormals(self, v, *op.info["ftz_out"], ix, True)
+          bits, n, first = op.info["ftz_out"]
+          v = self.fe.denormals(self, v, bits, n, ix, True, first)
         self.store(d, v, ix, m if d.file in ("v", "a") or op.vector else None, op)
     if self.checks is not None and counted:
       self.checks.after(self, op, ix, m)

@@ -77,9 +77,10 @@ class Frontend(Protocol):
     """Whether every wave of `eng` keeps every denormal now (AMD: MODE.FP_DENORM all ones, no hardware register
     written): the native tier then needs no flushing code (optional: without it blocks always flush by the mode)."""
 
-  def denormals(self, eng, v, bits: int, n: int, ix, result: bool):
+  def denormals(self, eng, v, bits: int, n: int, ix, result: bool, first: int = 0):
     """Denormal flushing of the float inputs op.info["ftz"] names and of D0 (op.info["ftz_out"]) as the waves' mode
-    asks (AMD: MODE.FP_DENORM). Only frontends that set those keys implement it."""
+    asks (AMD: MODE.FP_DENORM): elements `first`..n-1 of `bits` bits. Only frontends that set those keys implement
+    it."""
 
   def init_waves(self, eng, kd, grid, block, g0: int, nw: int, user: list[int], pc: int) -> int:
     """The ABI's initial wave state of a batch (ids, user registers, masks, mode); returns the scalar rows set."""

@@ -29,10 +29,9 @@ def root(lv: tuple) -> tuple:
   return lv
 
 
-def sliced_outputs(body, bits: dict[str, int]) -> set[str]:
-  """State registers (of widths `bits`) that some path through the body writes only part of, by bit ranges
-  (`D0[15 : 0].b16 = ...` in one branch, `D0[31 : 16]` in the other): the bits left keep their old value, which the
-  caller passes in."""
+def _written(body, bits: dict[str, int]) -> tuple[dict, set]:
+  """(state register -> the bits every path through the body writes, the registers some statement writes bit ranges
+  of)."""
   sliced: set[str] = set()
 
   def written(body, acc: dict) -> dict:  # name -> bits every path so far writes
@@ -58,8 +57,20 @@ def sliced_outputs(body, bits: dict[str, int]) -> set[str]:
         written(st.args[-1], dict(acc))
     return acc
 
-  done = written(body, {})
+  return written(body, {}), sliced
+
+
+def sliced_outputs(body, bits: dict[str, int]) -> set[str]:
+  """State registers (of widths `bits`) that some path through the body writes only part of, by bit ranges
+  (`D0[15 : 0].b16 = ...` in one branch, `D0[31 : 16]` in the other): the bits left keep their old value, which the
+  caller passes in."""
+  done, sliced = _written(body, bits)
   return {n for n in sliced if ~done.get(n, 0) & ((1 << bits.get(n, 64)) - 1)}
+
+
+def written_bits(body, name: str, bits: int) -> int:
+  """The bits of state register `name` (`bits` wide) that every path through the body writes (a mask; 0: none)."""
+  return _written(body, {name: bits})[0].get(name, 0)
 
 
 def peel(e, ops):

@@ -282,3 +282,52 @@ def test_random_float_encodings_flush_alike_on_both_tiers(arch):
   assert not native.FAILED, native.FAILED[:3]
   assert both > 100 and len(kinds) > 50, (both, len(kinds))
   assert not bad, f"{len(bad)} of {both} differ:\n" + "\n".join(bad[:40])
+
+
+MIX = """
+  s_load_b64 s[2:3], s[0:1], 0x0
+  s_waitcnt lgkmcnt(0)
+  v_lshlrev_b32 v1, 4, v0
+  global_load_b128 v[2:5], v1, s[2:3]
+  s_waitcnt vmcnt(0)
+  v_fma_mix_f32 v6, v2, v3, 0 op_sel_hi:[0,0,0]
+  v_mov_b32 v7, v5
+  v_fma_mixlo_f16 v7, v4, v3, 0 op_sel_hi:[0,0,0]
+  v_mov_b32 v8, v5
+  v_fma_mixhi_f16 v8, v4, v3, 0 op_sel_hi:[0,0,0]
+  v_mul_u32_u24 v1, 12, v0
+  global_store_b96 v1, v[6:8], s[2:3] offset:512"""
+
+
+@pytest.mark.parametrize("mode", [0, 1, 2, 3])
+def test_fma_mix_results(tier_runs, mode):
+  """V_FMA_MIX_F32's f32 result follows FLOAT_DENORM_MODE_32, V_FMA_MIXLO/MIXHI_F16's f16 result _16_64 (both fields
+  `mode`): a denormal result is flushed unless results keep denormals, and only the half the instruction writes
+  (the other half of the register, an f16 denormal here, is kept as it was). Lane l: x (f32) * y (f32) -> an f32
+  result, z (f32) * y -> an f16 one; w: the register's old pair. Before: the results were never flushed."""
+  co = kernel("gfx1100", MIX, extra=f"  .amdhsa_float_denorm_mode_16_64 {mode}\n  "
+                                    f".amdhsa_float_denorm_mode_32 {mode}\n")
+  x = np.array([2.0 ** -70, -2.0 ** -70, 1.5, 2.0 ** -60], np.float32)
+  y = np.array([2.0 ** -60, 2.0 ** -60, 2.0, -2.0 ** -70], np.float32)
+  z = np.array([2.0 ** -10, 2.0 ** -3, 1.0, 2.0 ** 50], np.float32)
+  w = np.array([[2.0 ** -20, -2.0 ** -17], [1.0, 2.0 ** -24], [-2.0 ** -15, 0.5], [2.0 ** -16, 2.0 ** -16]],
+               np.float16).view(np.uint32).ravel()
+
+  def go():
+    buf = np.zeros(128 + 96, np.uint32)
+    rows = buf[:128].reshape(32, 4)
+    rows[:] = np.stack([np.resize(a, 32) for a in (x.view(np.uint32), y.view(np.uint32), z.view(np.uint32), w)], 1)
+    launch(co, "k", grid=1, block=32, args=[buf])
+    return buf[128:].reshape(32, 3)
+  (r0, e0, _), (r1, e1, runs) = tier_runs(go)
+  assert e0 is None and e1 is None, (e0, e1)
+  np.testing.assert_array_equal(r1, r0)
+  out = not mode & 2  # (inputs here are normal: only the results' flush matters)
+  xs, ys, zs, ws = (np.resize(a, 32) for a in (x, y, z, w))
+  with np.errstate(all="ignore"):
+    f32 = ftz(xs * ys, out).view(np.uint32)
+    f16 = ftz((zs * ys).astype(np.float16), out).view(np.uint16).astype(np.uint32)  # (exact in f32: one rounding)
+  np.testing.assert_array_equal(r0[:, 0], f32)
+  np.testing.assert_array_equal(r0[:, 1], ws & 0xffff0000 | f16)
+  np.testing.assert_array_equal(r0[:, 2], ws & 0xffff | f16 << 16)
+  assert runs > 0

@@ -89,14 +89,15 @@ class Amd:
     return not eng.written["hw"] and int(eng.HW[0, decode.MODE]) & decode.FP_DENORM == decode.FP_DENORM
 
   @staticmethod
-  def denormals(eng, v, bits: int, n: int, ix, result: bool):
-    """MODE.FP_DENORM on a float input (result False) or D0 (True) of `bits`-bit elements: flushed in the waves whose
-    MODE bit for it is clear (decode.denorm_bit)."""
+  def denormals(eng, v, bits: int, n: int, ix, result: bool, first: int = 0):
+    """MODE.FP_DENORM on a float input (result False) or D0 (True) of `bits`-bit elements (`first`..n-1): flushed in
+    the waves whose MODE bit for it is clear (decode.denorm_bit)."""
     bit = decode.denorm_bit(bits, result)
     if not eng.written["hw"]:  # no hardware register written this batch: every wave has the descriptor's MODE
-      return v if int(eng.HW[0, decode.MODE]) >> bit & 1 else lanes.flush_denormals(v, bits, n, np.bool_(False))
+      return v if int(eng.HW[0, decode.MODE]) >> bit & 1 else \
+          lanes.flush_denormals(v, bits, n, np.bool_(False), first)
     keep = ((eng.HW[ix, decode.MODE] >> U32(bit)) & U32(1)).astype(bool)[:, None]
-    return v if keep.all() else lanes.flush_denormals(v, bits, n, keep)
+    return v if keep.all() else lanes.flush_denormals(v, bits, n, keep, first)
 
 
 FRONTEND = Amd()

@@ -20,7 +20,7 @@ from gputwin.isa.operands import operands, returns, signature, vopd_halves
 from gputwin.isa.targets import target
 from gputwin.pcode import semantics, unsupported_calls
 from gputwin.pcode.analysis import (adds_offset as body_adds_offset, float_arithmetic, sliced_outputs, stride,
-                                    writes_memory)
+                                    writes_memory, written_bits)
 
 # scalar operand codes (vendor "SSRC" enumeration): family kind -> name -> code
 SPECIAL = {"rdna": dict(vcc=106, null=124, m0=125, exec=126), "cdna": dict(vcc=106, null=125, m0=124, exec=126)}
@@ -259,7 +259,8 @@ def _element(s, mix_f16: bool | None = None) -> tuple[int, int]:
 
 def _denormals(op: Op, inst: Inst | None = None) -> None:
   """op.info["ftz"]: the float inputs MODE.FP_DENORM flushes, ((name, element bits, elements), ...), and
-  op.info["ftz_out"]: D0's (element bits, elements) or (0, 0), for an instruction whose body computes with floats
+  op.info["ftz_out"]: D0's (element bits, elements, first element flushed) or (0, 0, 0), for an instruction whose
+  body computes with floats
   (pcode.analysis.float_arithmetic; matrix ops are the layouts' business: not flushed). Both tiers apply them around
   the body: core.Engine._inputs / retire, native codegen's load_state / the D0 store."""
   if op.sem is None or op.kind != "alu" or op.mem or not float_arithmetic(op.sem.program):
@@ -269,7 +270,11 @@ def _denormals(op: Op, inst: Inst | None = None) -> None:
   ins = tuple((n, *el) for i, n in enumerate(("S0", "S1", "S2", "D0")) if n in op.sem.inputs and isinstance(
     op.ins.get(n), Src) and (el := _element(op.ins[n], bool(hi >> i & 1) if mix and i < 3 else None))[0])
   d = op.outs.get("D0")
-  out = _element(d) if isinstance(d, Src) and not mix else (0, 0)
+  out = (*_element(d), 0) if isinstance(d, Src) and not mix else (0, 0, 0)
+  if mix and isinstance(d, Src):  # FMA_MIX: its result is the bits of D0 the body writes (an f32; an f16 half, the
+    written = written_bits(op.sem.program.body, "D0", 32)  # other half kept: only the written one is flushed)
+    lo, w = (written & -written).bit_length() - 1, written.bit_count()
+    out = (w, lo // w + 1, lo // w) if w in (16, 32) and written == ((1 << w) - 1) << lo else (0, 0, 0)
   if ins or out[0]:
     op.info.update(ftz=ins, ftz_out=out)
 

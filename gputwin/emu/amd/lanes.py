@@ -115,8 +115,9 @@ def outmod(v: np.ndarray, bits: int, clamp: int, omod: int) -> np.ndarray:
 FLOAT_FIELDS = {16: (0x7c00, 0x3ff), 32: (0x7f800000, 0x7fffff), 64: (0x7ff << 52, (1 << 52) - 1)}
 
 
-def flush_denormals(v, bits: int, n: int, keep: np.ndarray) -> np.ndarray:
-  """The n float elements of `bits` bits at the bottom of raw values v (a packed pair: n = 2), each denormal one
+def flush_denormals(v, bits: int, n: int, keep: np.ndarray, first: int = 0) -> np.ndarray:
+  """The n float elements of `bits` bits at the bottom of raw values v (a packed pair: n = 2; from element `first`
+  on: FMA_MIXHI's high half alone), each denormal one
   turned into the zero of its sign where `keep` (per wave, (waves, 1) bool) is false: MODE.FP_DENORM's flush, sign
   respecting: a zero exponent field clears the mantissa. (The native tier emits the same:
   native/codegen.Compiler.flush_denormals.)"""
@@ -125,7 +126,7 @@ def flush_denormals(v, bits: int, n: int, keep: np.ndarray) -> np.ndarray:
   t = U64 if max(bits * n, 8 * back.itemsize) > 32 else U32  # (an SDWA-selected word of an f64 operand: 32 bits)
   v = v.astype(t, copy=False)
   expo, man = FLOAT_FIELDS[bits]
-  for k in range(n):
+  for k in range(first, n):
     sh = bits * k
     v = np.where(((v & t(expo << sh)) == 0) & ~keep, v & ~t(man << sh), v)
   return v.astype(back, copy=False)

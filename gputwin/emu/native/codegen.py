@@ -1614,7 +1614,8 @@ done:
         if nm == "D0" and (o.info.get("clamp") or o.info.get("omod")) and float_result(d):  # (core.Engine.retire)
           v, w = self.output_modifier(g, o, d, v, w)
         if nm == "D0" and o.info.get("ftz_out", (0,))[0]:
-          v = self.flush_denormals(f, v, w, *o.info["ftz_out"], True) if self.ftz else v
+          bits, n, first = o.info["ftz_out"]
+          v = self.flush_denormals(f, v, w, bits, n, True, first) if self.ftz else v
         if nm in g.lane0:
           yes, no = f.label("l0"), f.label("n0")
           f.emit(f"br i1 {f.op(f'icmp eq i64 %lane, {f.first}')}, label %{yes}, label %{no}")
@@ -1689,8 +1690,9 @@ done:
     return f.op(f"bitcast {lt} {x} to i{b}"), b
 
   @staticmethod
-  def flush_denormals(f: Fn, v: str, w: int, bits: int, n: int, result: bool) -> str:
-    """amd/lanes.flush_denormals on an i{w} value: its n low `bits`-bit float elements, a denormal one turned into
+  def flush_denormals(f: Fn, v: str, w: int, bits: int, n: int, result: bool, first: int = 0) -> str:
+    """amd/lanes.flush_denormals on an i{w} value: its n low `bits`-bit float elements (from `first` on), a denormal
+    one turned into
     the zero of its sign unless wave %w's MODE bit for it (decode.denorm_bit) is set. MODE is read from the hardware
     registers (an S_DENORM_MODE or S_SETREG earlier in the block wrote it there: those stores carry no TBAA tag, so
     this tagged load moves out of a lane loop only past stores to other files)."""
@@ -1699,7 +1701,7 @@ done:
     expo, man = FLOAT_FIELDS[bits]
     t = max(w, bits * n)  # (an SDWA-selected word of an f64 operand: 32 bits, zero-extended)
     v = f.conv(v, w, t)
-    for k in range(n):  # a zero exponent: clear the mantissa (a zero's is clear already); kept: clear nothing
+    for k in range(first, n):  # a zero exponent: clear the mantissa (a zero's is clear already); kept: clear nothing
       sh = bits * k
       clear = f.op(f"select i1 {keep}, i{t} 0, i{t} {man << sh}")
       z = f.op(f"icmp eq i{t} {f.op(f'and i{t} {v}, {expo << sh}')}, 0")
