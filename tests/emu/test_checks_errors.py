@@ -274,7 +274,11 @@ SMFMAC = """
 def test_sparse_accumulator_is_a_read(wait, init, want):
   """SMFMAC reads its destination as the accumulator (pcode errata: `+ D`): loading it without the wait is a
   waitcnt error like any other read."""
-  co = kernel("gfx942", SMFMAC.format(wait=wait, init=init), vgprs=24, wave32=False)
+  _wave64_expect(kernel("gfx942", SMFMAC.format(wait=wait, init=init), vgprs=24, wave32=False), want)
+
+
+def _wave64_expect(co, want: str | None) -> None:
+  """Launch one wave64 of `co` (its kernel k writes a 256-float buffer): the checker error `want`, or none."""
   out = np.zeros(256, np.float32)
   if want:
     with pytest.raises(EmuCheckError, match=want):
@@ -305,10 +309,4 @@ _ZERO = lambda regs: "".join(f"  v_mov_b32 v{r}, 0\n" for r in regs)
 def test_scaled_mfma_scales_are_reads(wait, init, want):
   """gfx950's V_MFMA_SCALE reads its two scale VGPRs (pcode errata: S3, S4): loading one without the wait, or never
   writing one, is an error like any other read."""
-  co = kernel("gfx950", SCALED_MFMA.format(wait=wait, init=init), vgprs=32, wave32=False)
-  out = np.zeros(256, np.float32)
-  if want:
-    with pytest.raises(EmuCheckError, match=want):
-      launch(co, "k", grid=1, block=64, args=[out])
-  else:
-    launch(co, "k", grid=1, block=64, args=[out])
+  _wave64_expect(kernel("gfx950", SCALED_MFMA.format(wait=wait, init=init), vgprs=32, wave32=False), want)

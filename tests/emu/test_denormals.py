@@ -109,12 +109,13 @@ def test_f32_mode(tier_runs, arch, mode):
   assert runs > 0
 
 
-F16_F64 = """
+LOAD4 = """
   s_load_b64 s[2:3], s[0:1], 0x0
   s_waitcnt lgkmcnt(0)
   v_lshlrev_b32 v1, 4, v0
   global_load_b128 v[2:5], v1, s[2:3]
-  s_waitcnt vmcnt(0)
+  s_waitcnt vmcnt(0)"""  # (gfx1100: lane l's four dwords of the buffer into v2..v5)
+F16_F64 = LOAD4 + """
   v_add_f16 v6, 0, v2
   v_pk_mul_f16 v7, v2, v3
   v_mul_f64 v[8:9], v[4:5], 1.0
@@ -284,12 +285,7 @@ def test_random_float_encodings_flush_alike_on_both_tiers(arch):
   assert not bad, f"{len(bad)} of {both} differ:\n" + "\n".join(bad[:40])
 
 
-MIX = """
-  s_load_b64 s[2:3], s[0:1], 0x0
-  s_waitcnt lgkmcnt(0)
-  v_lshlrev_b32 v1, 4, v0
-  global_load_b128 v[2:5], v1, s[2:3]
-  s_waitcnt vmcnt(0)
+MIX = LOAD4 + """
   v_fma_mix_f32 v6, v2, v3, 0 op_sel_hi:[0,0,0]
   v_mov_b32 v7, v5
   v_fma_mixlo_f16 v7, v4, v3, 0 op_sel_hi:[0,0,0]

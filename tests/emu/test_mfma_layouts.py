@@ -125,6 +125,27 @@ def f8f6f4_k(M: int, fmt: str, lane: int, e: int) -> int:
   return 32 * g + e if WIDTH[fmt] < 8 else 16 * (groups * (e // 16) + g) + e % 16
 
 
+def c_image(Cm: np.ndarray) -> np.ndarray:
+  """The C registers of the M x M f32 matrix `Cm` (one block; `_out_at`'s layout): (M * M // 64, 64 lanes)."""
+  M = Cm.shape[0]
+  Ci = np.zeros((M * M // 64, 64), np.float32)
+  for i in range(M):
+    for j in range(M):
+      Ci[_out_at(M, M, 1, False, 0, i, j)] = Cm[i, j]
+  return Ci
+
+
+def f8f6f4_image(mat: np.ndarray, fmt: str, types: dict) -> np.ndarray:
+  """The A (B: pass B transposed) registers of M-row `mat`: lane l holds row l % M, its 32 codes (ml_dtypes' `types`)
+  packed from bit 0 on, element e at k = f8f6f4_k (64 lanes x 8 dwords)."""
+  M, w, out = mat.shape[0], WIDTH[fmt], np.zeros((64, 32), np.uint8)
+  for lane in range(64):
+    codes = [int(np.float64(mat[lane % M, f8f6f4_k(M, fmt, lane, e)]).astype(types[fmt]).view(np.uint8))
+             & (1 << w) - 1 for e in range(32)]
+    out[lane] = np.frombuffer(sum(c << w * e for e, c in enumerate(codes)).to_bytes(32, "little"), np.uint8)
+  return out.view(np.int32)
+
+
 def test_f8f6f4_formats_match_numpy_on_both_tiers(clang_co, monkeypatch):
   """gfx950's F8F6F4 MFMA with fp8 (E4M3), bf8 (E5M2), fp6 (E2M3), bf6 (E3M2) and fp4 (E2M1) operands, mixed widths
   too: element e of a lane at bits [w*e, w*e + w) of its registers read as one (the ISA: the six registers of fp6
@@ -138,25 +159,14 @@ def test_f8f6f4_formats_match_numpy_on_both_tiers(clang_co, monkeypatch):
   for name, (M, K, fa, fb) in F8F6F4.items():
     Am, Bm = rng.integers(-4, 5, (M, K)).astype(np.float64), rng.integers(-4, 5, (K, M)).astype(np.float64)  # (fp4)
 
-    def image(mat, fmt):  # lane l: row/column l % M, its 32 codes packed from bit 0 on
-      w, out = WIDTH[fmt], np.zeros((64, 32), np.uint8)
-      for lane in range(64):
-        codes = [int(mat[lane % M, f8f6f4_k(M, fmt, lane, e)].astype(types[fmt]).view(np.uint8)) & (1 << w) - 1
-                 for e in range(32)]
-        out[lane] = np.frombuffer(sum(c << w * e for e, c in enumerate(codes)).to_bytes(32, "little"), np.uint8)
-      return out.view(np.int32)
-
-    regs = M * M // 64
     Cm = rng.integers(-50, 50, (M, M)).astype(np.float32)
-    Ci = np.zeros((regs, 64), np.float32)
-    for i in range(M):
-      for j in range(M):
-        Ci[_out_at(M, M, 1, False, 0, i, j)] = Cm[i, j]
+    Ci = c_image(Cm)
     out = []
     for mode in ("0", "force"):
       monkeypatch.setenv("GPUTWIN_JIT", mode)
       D = np.zeros_like(Ci)
-      launch(co, name, grid=1, block=64, args=[D, image(Am, fa), image(Bm.T, fb), Ci.copy()], checks=False)
+      launch(co, name, grid=1, block=64, args=[D, f8f6f4_image(Am, fa, types), f8f6f4_image(Bm.T, fb, types),
+                                               Ci.copy()], checks=False)
       out.append(D)
     assert np.array_equal(out[0].view(np.uint32), out[1].view(np.uint32)), name
     got = np.array([[out[1][_out_at(M, M, 1, False, 0, i, j)] for j in range(M)] for i in range(M)])
@@ -192,14 +202,6 @@ def test_scaled_f8f6f4_matches_exact_products_on_both_tiers(clang_co, monkeypatc
     if name == "s32_bf6_fp6":
       sa[5, 1] = 0xFF  # (NaN: all of row 5)
 
-    def image(mat, fmt):  # lane l: row/column l % M, its 32 codes packed from bit 0 on
-      w, out = WIDTH[fmt], np.zeros((64, 32), np.uint8)
-      for lane in range(64):
-        codes = [int(np.float64(mat[lane % M, f8f6f4_k(M, fmt, lane, e)]).astype(types[fmt]).view(np.uint8))
-                 & (1 << w) - 1 for e in range(32)]
-        out[lane] = np.frombuffer(sum(c << w * e for e, c in enumerate(codes)).to_bytes(32, "little"), np.uint8)
-      return out.view(np.int32)
-
     def scales(s, byte):  # the guide's lanes: (row or column i, block kb) in lane M*kb + i, byte `byte`
       words = rng.integers(0, 256, (64, 4), dtype=np.uint8)
       words[rng.integers(0, 64, 16), rng.integers(0, 4, 16)] = 0xFF
@@ -208,13 +210,9 @@ def test_scaled_f8f6f4_matches_exact_products_on_both_tiers(clang_co, monkeypatc
           words[M * kb + i, byte] = s[i, kb]
       return words.view(np.int32).ravel()
 
-    regs = M * M // 64
     Cm = rng.integers(-50, 50, (M, M)).astype(np.float32)
-    Ci = np.zeros((regs, 64), np.float32)
-    for i in range(M):
-      for j in range(M):
-        Ci[_out_at(M, M, 1, False, 0, i, j)] = Cm[i, j]
-    args = [image(Am, fa), image(Bm.T, fb), Ci, scales(sa, ba), scales(sb.T, bb)]
+    Ci = c_image(Cm)
+    args = [f8f6f4_image(Am, fa, types), f8f6f4_image(Bm.T, fb, types), Ci, scales(sa, ba), scales(sb.T, bb)]
     out = []
     for mode in ("0", "force"):
       monkeypatch.setenv("GPUTWIN_JIT", mode)

@@ -473,6 +473,21 @@ W64 = {"f32_f16": ("f16", "f16", "f32"), "f32_bf16": ("bf16", "bf16", "f32"), "f
        "f32_bf8_bf8": ("bf8", "bf8", "f32")}
 
 
+def _wave64_both_tiers(monkeypatch, co, name, A, B, C):
+  """One wave64 of kernel `name` of wmma_w64.cl on A, B, C (lane-major images) on both tiers: its D image, after
+  asserting the tiers agree bit for bit and the native run ran every wave-instruction natively."""
+  from gputwin.emu import launch
+  out = []
+  for mode in ("0", "force"):
+    monkeypatch.setenv("GPUTWIN_JIT", mode)
+    D = np.zeros_like(C)
+    st = launch(co, name, grid=1, block=64, args=[D, A.copy(), B.copy(), C.copy()], checks=False)
+    out.append(D)
+  assert out[0].tobytes() == out[1].tobytes(), name
+  assert st.native_instructions == st.instructions, (name, st)
+  return out[1]
+
+
 def test_rdna4_wave64_wmma_matches_numpy_on_both_tiers(clang_co, monkeypatch):
   """gfx1200 WMMA in wave64 (clang-22 -mwavefrontsize64, the _w64_gfx12 builtins): lane l holds A's row (B's column)
   l % 16, its element e at k = e + 4 * (l // 16 % 2) + 8 * (l // 32), and C/D register v of row v + 8 * (l // 16 % 2)
@@ -504,15 +519,8 @@ def test_rdna4_wave64_wmma_matches_numpy_on_both_tiers(clang_co, monkeypatch):
     if kc == "bf16":
       Ci = codes["bf16"](Ci)
     want = A @ B + C
-    out = []
-    for mode in ("0", "force"):
-      monkeypatch.setenv("GPUTWIN_JIT", mode)
-      D = np.zeros_like(Ci)
-      st = launch(co, name, grid=1, block=64, args=[D, Ai.copy(), Bi.copy(), Ci.copy()], checks=False)
-      out.append(D)
-    assert out[0].tobytes() == out[1].tobytes(), name
-    assert st.native_instructions == st.instructions, (name, st)
-    D = out[1].astype(np.float32) if kc != "bf16" else (out[1].astype(np.uint32) << 16).view(np.float32)
+    D = _wave64_both_tiers(monkeypatch, co, name, Ai, Bi, Ci)
+    D = D.astype(np.float32) if kc != "bf16" else (D.astype(np.uint32) << 16).view(np.float32)
     got = np.zeros((16, 16))
     for v in range(4):
       got[m_of(v), lane % 16] = D[:, v]
@@ -557,7 +565,6 @@ def test_rdna3_wave64_wmma_matches_numpy_on_both_tiers(clang_co, monkeypatch):
   l % 16 whole, element k = e; C/D register v (16-bit results: its half OPSEL[2]) of row 4 * v + l // 16, column
   l % 16 (the equations of AMD's FPSan gfx11 WMMA tests, checked against wave64 hardware). numpy's product; both tiers
   bit for bit, every wave-instruction native."""
-  from gputwin.emu import launch
   rng = np.random.default_rng(37)
   co = clang_co("gfx1100", "wmma_w64", "-mwavefrontsize64")
   lane = np.arange(64)
@@ -585,15 +592,7 @@ def test_rdna3_wave64_wmma_matches_numpy_on_both_tiers(clang_co, monkeypatch):
       Ci = bf16(Ci) if kc == "bf16" else Ci.astype(np.float16)
     else:
       Ci = Cv.astype(ct)
-    out = []
-    for mode in ("0", "force"):
-      monkeypatch.setenv("GPUTWIN_JIT", mode)
-      D = np.zeros_like(Ci)
-      st = launch(co, name, grid=1, block=64, args=[D, Ai.copy(), Bi.copy(), Ci.copy()], checks=False)
-      out.append(D)
-    assert out[0].tobytes() == out[1].tobytes(), name
-    assert st.native_instructions == st.instructions, (name, st)
-    D = out[1]
+    D = _wave64_both_tiers(monkeypatch, co, name, Ai, Bi, Ci)
     if kc in ("f16", "bf16"):
       D = D[:, hi::2].astype(np.float32) if kc == "f16" else (D[:, hi::2].astype(np.uint32) << 16).view(np.float32)
     got = np.zeros((16, 16))
