@@ -260,9 +260,8 @@ def _element(s, mix_f16: bool | None = None) -> tuple[int, int]:
 def _denormals(op: Op, inst: Inst | None = None) -> None:
   """op.info["ftz"]: the float inputs MODE.FP_DENORM flushes, ((name, element bits, elements), ...), and
   op.info["ftz_out"]: D0's (element bits, elements, first element flushed) or (0, 0, 0), for an instruction whose
-  body computes with floats
-  (pcode.analysis.float_arithmetic; matrix ops are the layouts' business: not flushed). Both tiers apply them around
-  the body: core.Engine._inputs / retire, native codegen's load_state / the D0 store."""
+  body computes with floats (pcode.analysis.float_arithmetic; matrix ops are the layouts' business: not flushed).
+  Both tiers apply them around the body: core.Engine._inputs / retire, native codegen's load_state / the D0 store."""
   if op.sem is None or op.kind != "alu" or op.mem or not float_arithmetic(op.sem.program):
     return
   mix = inst is not None and inst.format == "VOP3P" and bool(re.search(FMT["mix_abs_in_neg_hi"], inst.op))

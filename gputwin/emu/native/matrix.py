@@ -5,13 +5,13 @@ element each D register of each lane gets) and computes with the interpreter's a
 converted exactly to double (i32 for integers), each D[m, n] summed in k order from -0.0, then C, one rounding to
 f32, a NaN result the default NaN; f64 (V_MFMA_F64_*): from C, one llvm.fma per k in order, a NaN the default NaN.
 
-The code for one wave: the operand rows copied whole (one vector per register row, tagged like every other access
-to it) into local buffers; A and B unpacked into double (i32) matrices through constant tables (a sparse A's 2-bit
+The code for one wave: the operand rows copied whole (one vector per register row, tagged like every other access to
+it) into local buffers; A and B unpacked into double (i32) matrices through constant tables (a sparse A's 2-bit
 indices too: its column c multiplies B's row 4 * (c // 2) + its index; a scaled one's elements times their E8M0
-scales); per row m a <N x double> accumulator over
-A's columns (the k order of every element kept; vectorised across n); then per D register a gather
-of its lanes' elements, plus C, rounded and stored (f64: the accumulators start as C, scattered to their elements
-through the same table, and a D slot is a register pair). Every C row is read before any D row is written."""
+scales); per row m a <N x double> accumulator over A's columns (the k order of every element kept; vectorised across
+n); then per D register a gather of its lanes' elements, plus C, rounded and stored (f64: the accumulators start as
+C, scattered to their elements through the same table, and a D slot is a register pair). Every C row is read before
+any D row is written."""
 from __future__ import annotations
 
 from gputwin.emu.amd import matrix as layouts
