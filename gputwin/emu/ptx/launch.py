@@ -46,9 +46,12 @@ SPARE_BYTES = 256 << 20  # register files up to this size are kept for the next 
 
 class Loaded:
   """A PTX module loaded into one guest memory: image, placed variables, the decoded program (bound lazily).
-  `packed`: registers whose live ranges never overlap share rows (regs.pack; False: a row per register)."""
+  `packed`: registers whose live ranges never overlap share rows (regs.pack; False: a row per register), for the
+  entry kernels `kernels` (None: all) and, from its first launch on, any other (`want`): a module's kernels are
+  analysed only when run (a kernel's packing is its own, so packing another later leaves its rows as they were)."""
 
-  def __init__(self, text: str, path: str, arch: str, mem: GuestMemory | None = None, packed: bool = True):
+  def __init__(self, text: str, path: str, arch: str, mem: GuestMemory | None = None, packed: bool = True,
+               kernels=None):
     from gputwin.isa.ptx import parse
     if arch not in ARCHES:
       raise LaunchError(f"unknown NVIDIA target {arch!r}; expected one of {', '.join(ARCHES)}", arch)
@@ -58,10 +61,24 @@ class Loaded:
     self.image.place(self.mem)
     self.image = self.image.local_rows() or self.image  # (each kernel's rows from the same base: smaller files)
     self.prog = Program(self.image.code, 0, arch, "ptx", WARP, FRONTEND)
-    img = regs.pack(self.image, self.prog) if packed else None
-    if img is not None:
-      self.image, self.prog = img, Program(img.code, 0, arch, "ptx", WARP, FRONTEND)
+    self._flat, self.packed_for = (self.image, self.prog) if packed else None, frozenset()
     self.spare = None  # the register files of the last launch (checkers off), restarted by the next of its shape
+    self._pack(frozenset(n for n, f in self.image.functions.items() if f.kind == "entry" and
+                         (kernels is None or n in kernels)))
+
+  def want(self, kernel: str) -> None:
+    """Before a launch of `kernel`: its registers packed too (a new packed image and program when it was not)."""
+    if self._flat is not None and kernel not in self.packed_for and kernel in self._flat[0].functions:
+      self._pack(self.packed_for | {kernel})
+
+  def _pack(self, kernels: frozenset) -> None:
+    if self._flat is None or not kernels:
+      return
+    flat, prog = self._flat
+    img = regs.pack(flat, prog, kernels)
+    self.image, self.prog = (img, Program(img.code, 0, self.arch, "ptx", WARP, FRONTEND)) if img else (flat, prog)
+    self.packed_for, self.spare = kernels, None
+    self.__dict__.pop("_first", None)  # (_written_first's rows: the layout's)
 
 
 class _Modules:
@@ -126,7 +143,7 @@ def launch(ptx, kernel: str, *, grid, block, args, arch: str = "sm_90", shared_b
   """Run `kernel` of PTX module `ptx` (a path, or its text as str/bytes) over `grid` CTAs of `block` threads."""
   text, path = module_text(ptx)
   key = (_digest(text), arch)
-  lm = MODULES.take(key) or Loaded(text, path, arch)
+  lm = MODULES.take(key) or Loaded(text, path, arch, kernels=(kernel,))
   try:
     return run(lm, kernel, grid=grid, block=block, args=args, shared_bytes=shared_bytes, serial=serial,
                checks=checks, trace=trace, max_instructions=max_instructions)
@@ -138,6 +155,7 @@ def run(lm: Loaded, kernel: str, *, grid, block, args=(), shared_bytes: int = 0,
         trace=None, max_instructions: int | None = None, params: bytes | None = None) -> LaunchStats:
   """Run `kernel` of a loaded module. `params`: the kernel's .param buffer as bytes, used instead of packing `args`
   (a command processor passes what the launch put in constant bank 0)."""
+  lm.want(kernel)
   img, arch, mem = lm.image, lm.arch, lm.mem
   fn = img.functions.get(kernel)
   if fn is None or fn.kind != "entry":

@@ -159,14 +159,15 @@ def _mapping(prog, img, fn) -> dict[int, int] | None:
   return out
 
 
-def pack(img, prog):
-  """A copy of Image `img` whose kernels' registers share rows where their live ranges allow (`prog`: its decoded
-  program), or None when no kernel packs (a module with calls keeps its layout: a call saves its callee's rows)."""
+def pack(img, prog, kernels=None):
+  """A copy of Image `img` whose kernels' registers (the entry kernels named in `kernels`; None: all) share rows
+  where their live ranges allow (`prog`: its decoded program), or None when no kernel packs (a module with calls
+  keeps its layout: a call saves its callee's rows)."""
   if img.calls:
     return None
   moved = {}  # per kernel (their rows may overlap: Image.local_rows), applied to its own code
   for fn in img.functions.values():
-    if fn.kind == "entry":
+    if fn.kind == "entry" and (kernels is None or fn.name in kernels):
       m = _mapping(prog, img, fn)
       if m and any(a != b for a, b in m.items()):
         moved[fn.name] = {a: b for a, b in m.items() if a != b}

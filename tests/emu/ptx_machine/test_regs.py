@@ -152,3 +152,19 @@ def test_a_read_of_a_register_nothing_wrote_is_still_reported(mode, monkeypatch)
   assert len(_rows(Loaded(UNINIT, "<k>", "sm_90"))) < len(_rows(Loaded(UNINIT, "<k>", "sm_90", packed=False)))
   with pytest.raises(EmuCheckError, match=r"add.u32 %r10, %r5, %r0: reads v\d+ \(S1\), which was never written"):
     launch(UNINIT, "k", grid=1, block=64, args=[np.zeros(64, np.uint32), np.uint32(5)], arch="sm_90")
+
+
+def test_a_module_packs_the_kernels_it_runs():
+  """launch() packs the kernel it runs, not the module's others (their analysis was most of a cold start of a module
+  of several kernels); launching another later packs it too and leaves the first one's rows as they were: the
+  layout is then the one packing both at once gives."""
+  two = K + K.split(".version 9.0\n.target sm_90\n.address_size 64\n")[1].replace(".entry k(", ".entry k2(")
+  lm = Loaded(two, "<k>", "sm_90", kernels=("k",))
+  names = lambda lm, f: [loc.names for loc in lm.image.code if loc.func == f]
+  flat = Loaded(two, "<k>", "sm_90", packed=False)
+  assert lm.packed_for == {"k"} and names(lm, "k2") == names(flat, "k2") and names(lm, "k") != names(flat, "k")
+  first = names(lm, "k")
+  lm.want("k2")
+  eager = Loaded(two, "<k>", "sm_90")
+  assert lm.packed_for == {"k", "k2"} and names(lm, "k") == first
+  assert [loc.names for loc in lm.image.code] == [loc.names for loc in eager.image.code]
