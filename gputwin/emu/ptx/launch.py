@@ -47,8 +47,9 @@ SPARE_BYTES = 256 << 20  # register files up to this size are kept for the next 
 class Loaded:
   """A PTX module loaded into one guest memory: image, placed variables, the decoded program (bound lazily).
   `packed`: registers whose live ranges never overlap share rows (regs.pack; False: a row per register), for the
-  entry kernels `kernels` (None: all) and, from its first launch on, any other (`want`): a module's kernels are
-  analysed only when run (a kernel's packing is its own, so packing another later leaves its rows as they were)."""
+  entry kernels `kernels` (None: all), and for all of them once another is launched (`want`): a module's other
+  kernels are analysed only if one runs, and its image and program are rebuilt at most once (a kernel's packing is
+  its own: the first ones keep their rows)."""
 
   def __init__(self, text: str, path: str, arch: str, mem: GuestMemory | None = None, packed: bool = True,
                kernels=None):
@@ -67,9 +68,9 @@ class Loaded:
                          (kernels is None or n in kernels)))
 
   def want(self, kernel: str) -> None:
-    """Before a launch of `kernel`: its registers packed too (a new packed image and program when it was not)."""
+    """Before a launch of `kernel`: its registers packed too (every kernel's: a new packed image and program)."""
     if self._flat is not None and kernel not in self.packed_for and kernel in self._flat[0].functions:
-      self._pack(self.packed_for | {kernel})
+      self._pack(frozenset(n for n, f in self._flat[0].functions.items() if f.kind == "entry"))
 
   def _pack(self, kernels: frozenset) -> None:
     if self._flat is None or not kernels:

@@ -156,8 +156,8 @@ def test_a_read_of_a_register_nothing_wrote_is_still_reported(mode, monkeypatch)
 
 def test_a_module_packs_the_kernels_it_runs():
   """launch() packs the kernel it runs, not the module's others (their analysis was most of a cold start of a module
-  of several kernels); launching another later packs it too and leaves the first one's rows as they were: the
-  layout is then the one packing both at once gives."""
+  of several kernels); launching another later packs every kernel and leaves the first one's rows as they were: the
+  layout is then the one packing all at once gives."""
   two = K + K.split(".version 9.0\n.target sm_90\n.address_size 64\n")[1].replace(".entry k(", ".entry k2(")
   lm = Loaded(two, "<k>", "sm_90", kernels=("k",))
   names = lambda lm, f: [loc.names for loc in lm.image.code if loc.func == f]
