@@ -467,6 +467,11 @@ def test_rdna4_int4_k32_and_int8_clamp(clang_co, monkeypatch):
   assert not native.FAILED, native.FAILED[:3]
 
 
+# host values -> element codes, for the wave64 images (8-bit and 4-bit: one code a byte / nibble value)
+CODES = {"f16": lambda x: x.astype(np.float16).view(np.uint16),
+         "bf16": lambda x: (x.astype(np.float32).view(np.uint32) >> 16).astype(np.uint16),
+         "i8": lambda x: x.astype(np.int8).view(np.uint8), "u8": lambda x: x.astype(np.uint8),
+         "i4": lambda x: x.astype(np.int64) & 15, "u4": lambda x: x.astype(np.int64)}
 # gfx1200 wave64 (kernels/wmma_w64.cl): kernel -> (A's element kind, B's, C/D's)
 W64 = {"f32_f16": ("f16", "f16", "f32"), "f32_bf16": ("bf16", "bf16", "f32"), "f16_f16": ("f16", "f16", "f16"),
        "bf16_bf16": ("bf16", "bf16", "bf16"), "i32_iu8": ("i8", "u8", "i32"), "f32_fp8_bf8": ("fp8", "bf8", "f32"),
@@ -502,11 +507,8 @@ def test_rdna4_wave64_wmma_matches_numpy_on_both_tiers(clang_co, monkeypatch):
   lane = np.arange(64)
   k_of = lambda e: e + 4 * (lane // 16 % 2) + 8 * (lane // 32)
   m_of = lambda v: v + 8 * (lane // 16 % 2) + 4 * (lane // 32)
-  codes = {"f16": lambda x: x.astype(np.float16).view(np.uint16),
-           "bf16": lambda x: (x.astype(np.float32).view(np.uint32) >> 16).astype(np.uint16),
-           "i8": lambda x: x.astype(np.int8).view(np.uint8), "u8": lambda x: x.astype(np.uint8),
-           "fp8": lambda x: x.astype(ml.float8_e4m3fn).view(np.uint8),
-           "bf8": lambda x: x.astype(ml.float8_e5m2).view(np.uint8)}
+  codes = CODES | {"fp8": lambda x: x.astype(ml.float8_e4m3fn).view(np.uint8),
+                   "bf8": lambda x: x.astype(ml.float8_e5m2).view(np.uint8)}
   for name, (ka, kb, kc) in W64.items():
     A = rng.integers(-3, 4, (16, 16)).astype(np.float64)
     B = rng.integers(0 if kb == "u8" else -2, 3, (16, 16)).astype(np.float64)
@@ -569,10 +571,7 @@ def test_rdna3_wave64_wmma_matches_numpy_on_both_tiers(clang_co, monkeypatch):
   co = clang_co("gfx1100", "wmma_w64", "-mwavefrontsize64")
   lane = np.arange(64)
   m_of = lambda v: 4 * v + lane // 16
-  bf16 = lambda x: (x.astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
-  codes = {"f16": lambda x: x.astype(np.float16).view(np.uint16), "bf16": bf16,
-           "i8": lambda x: x.astype(np.int8).view(np.uint8), "u8": lambda x: x.astype(np.uint8),
-           "i4": lambda x: x.astype(np.int64) & 15, "u4": lambda x: x.astype(np.int64)}
+  codes, bf16 = CODES, CODES["bf16"]
   for name, (ka, kb, kc, hi) in W64_RDNA3.items():
     A = rng.integers(-3 if ka != "i4" else -8, 4, (16, 16)).astype(np.float64)
     B = rng.integers(0 if kb[0] == "u" else -2, 3 if kb != "u4" else 16, (16, 16)).astype(np.float64)

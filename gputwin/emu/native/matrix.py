@@ -112,14 +112,9 @@ def lower(comp, i: int, op, f) -> str:
   mats = []
   for k, (tab, kind, buf, bits, (lo, hi)) in enumerate(unpack):
     ty, w = ("i32", 4) if kind == "U2" else (ety, sz)
-    flat = tab.reshape(-1, 3)
-    g = table(f, f"mx{i}.{'abi'[k]}", "i32", (flat[:, 0] * L + flat[:, 1]) << SHIFT | flat[:, 2])
-    mat = f.alloca(f"[{len(flat)} x {ty}], align 64")
-    close = loop(f, len(flat), f"u{k}")
-    e = f.ld("i32", f.gep(g, f.op(f"mul i64 %u{k}, 4")), "mxtab")
-    word = f.op(f"lshr i32 {e}, {SHIFT}")
-    at = f.op(f"zext i32 {f.op(f'shl i32 {word}, 2')} to i64")
-    sh = f.op(f"and i32 {e}, {(1 << SHIFT) - 1}")
+    mat = f.alloca(f"[{tab[..., 0].size} x {ty}], align 64")
+    close = loop(f, tab[..., 0].size, f"u{k}")
+    at, sh = _place(f, _places(f, f"mx{i}.{'abi'[k]}", tab, L), f"%u{k}")
     if bits == 64:  # (the low register's row, then the next register's)
       x = _pair(f, f.ld("i32", f.gep(buf, at), "mx"), f.ld("i32", f.gep(buf, f.op(f"add i64 {at}, {4 * L}")), "mx"))
     elif straddle[k]:  # (the word and the next register's, shifted as one)
@@ -136,12 +131,8 @@ def lower(comp, i: int, op, f) -> str:
           f.op(f"select i1 {f.op(f'icmp eq i32 {sh}, 0')}, double {x}, double {f.op(f'fneg double {x}')}")
     if k < len(scales):  # (times its E8M0 scale: 2**(code - 127) as a double's exponent, code 0xFF NaN)
       stab, sbuf = scales[k]
-      flat_s = stab.reshape(-1, 3)
-      gs = table(f, f"mx{i}.s{k}", "i32", (flat_s[:, 0] * L + flat_s[:, 1]) << SHIFT | flat_s[:, 2])
-      es = f.ld("i32", f.gep(gs, f.op(f"mul i64 %u{k}, 4")), "mxtab")
-      word = f.op(f"lshr i32 {es}, {SHIFT}")
-      sw = f.ld("i32", f.gep(sbuf, f.op(f"zext i32 {f.op(f'shl i32 {word}, 2')} to i64")), "mx")
-      off = f.op(f"and i32 {es}, {(1 << SHIFT) - 1}")
+      sat, off = _place(f, _places(f, f"mx{i}.s{k}", stab, L), f"%u{k}")
+      sw = f.ld("i32", f.gep(sbuf, sat), "mx")
       code = f.op(f"and i32 {f.op(f'lshr i32 {sw}, {off}')}, 255")
       biased = f.op(f"zext i32 {f.op(f'add i32 {code}, {1023 - 127}')} to i64")
       pow2 = f.op(f"bitcast i64 {f.op(f'shl i64 {biased}, 52')} to double")
@@ -234,6 +225,20 @@ def lower(comp, i: int, op, f) -> str:
   comp.bump_pc(f, op)
   text = comp.finish(f, i, str(L))
   return "\n".join(f.globals) + "\n" + text
+
+
+def _places(f, name: str, tab, L: int) -> str:
+  """A module constant of table `tab`'s (register, lane, bit offset) rows (amd/matrix.py Tables), each entry
+  (register * L + lane) << SHIFT | bit offset."""
+  flat = tab.reshape(-1, 3)
+  return table(f, name, "i32", (flat[:, 0] * L + flat[:, 1]) << SHIFT | flat[:, 2])
+
+
+def _place(f, g: str, i: str) -> tuple[str, str]:
+  """Entry `i` (an i64) of `_places` table `g`: (its word's byte offset in a buffer of rows (i64), its bit offset)."""
+  e = f.ld("i32", f.gep(g, f.op(f"mul i64 {i}, 4")), "mxtab")
+  word = f.op(f"shl i32 {f.op(f'lshr i32 {e}, {SHIFT}')}, 2")
+  return f.op(f"zext i32 {word} to i64"), f.op(f"and i32 {e}, {(1 << SHIFT) - 1}")
 
 
 def _cmods(f, c: str, flags) -> str:
